@@ -1,0 +1,2621 @@
+/* parrnn.h - parallel recurrent neural networks in one C header.
+ *
+ * Tensors, a reverse-mode autodiff tape, optimisers and a reference C backend,
+ * all dispatched through a table of backend primitives (see prn_backend).
+ *
+ * USAGE (stb style)
+ *   In exactly one C or C++ file:
+ *       #define PARRNN_IMPLEMENTATION
+ *       #include "parrnn.h"
+ *   Everywhere else just #include "parrnn.h".
+ *   #define PARRNN_STATIC before the include to give every function static
+ *   linkage (private copy per translation unit).
+ *
+ * BUILD OPTIONS (define in the implementation file or on the command line)
+ *   PARRNN_USE_CBLAS   the "reference" backend runs GEMM through CBLAS
+ *                      (link -lopenblas or any CBLAS). "reference-noblas"
+ *                      always uses the plain loops and is the test oracle.
+ *   -fopenmp           the reference backend threads its loops with OpenMP;
+ *                      prn_config.num_threads caps the threads per call.
+ *   PARRNN_MALLOC/PARRNN_FREE  default allocator (both or neither); the
+ *                      allocator in prn_config overrides them per context.
+ *   PARRNN_ASSERT      internal consistency checks (default: none).
+ *
+ * ERRORS
+ *   Every fallible function returns a prn_status. On failure the context
+ *   keeps a message naming the function, the argument and the problem
+ *   (prn_last_error), and nothing the caller owns has been changed: output
+ *   pointers are written only on success, tensors keep their contents.
+ *
+ * OWNERSHIP
+ *   Tensors are reference counted. A function that returns a tensor through
+ *   a prn_tensor** gives the caller one reference; prn_tensor_free drops it.
+ *   The tape keeps its own references to what backward needs, so
+ *   intermediates may be freed as soon as the caller is done with them.
+ *   prn_context_destroy frees everything still alive on the context.
+ *
+ * THREADS
+ *   No global mutable state. A context is used by one thread at a time; two
+ *   contexts on two threads never interfere.
+ */
+#ifndef PARRNN_H
+#define PARRNN_H
+
+#define PARRNN_VERSION_MAJOR 0
+#define PARRNN_VERSION_MINOR 1
+#define PARRNN_VERSION_PATCH 0
+#define PARRNN_VERSION_STRING "0.1.0"
+/* Bumped whenever prn_backend changes layout; backends state the version
+ * they were written for and contexts refuse a mismatch. */
+#define PARRNN_BACKEND_ABI 1
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef PARRNN_STATIC
+#define PRNDEF static
+#else
+#define PRNDEF extern
+#endif
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ------------------------------------------------------------------------
+ * Status codes
+ * ---------------------------------------------------------------------- */
+typedef enum prn_status {
+    PRN_OK = 0,
+    PRN_ERR_NULL_ARGUMENT,   /* a required pointer was NULL                 */
+    PRN_ERR_INVALID_ARGUMENT,/* a value out of its documented range         */
+    PRN_ERR_SHAPE,           /* shapes do not fit the operation             */
+    PRN_ERR_DTYPE,           /* wrong or mixed element types                */
+    PRN_ERR_CONTEXT_MISMATCH,/* tensors from different contexts/backends    */
+    PRN_ERR_OVERFLOW,        /* a size does not fit in size_t               */
+    PRN_ERR_OUT_OF_MEMORY,   /* an allocation failed                        */
+    PRN_ERR_UNSUPPORTED,     /* the backend leaves this primitive NULL      */
+    PRN_ERR_NOT_FOUND,       /* no backend of that name                     */
+    PRN_ERR_STATE,           /* call not valid now (e.g. backward on empty) */
+    PRN_ERR_BACKEND,         /* the backend's runtime reported a failure    */
+    PRN_STATUS_COUNT
+} prn_status;
+
+/* A short constant description; never NULL, even for unknown values. */
+PRNDEF const char *prn_status_string(prn_status status);
+
+/* ------------------------------------------------------------------------
+ * Element types, shapes
+ * ---------------------------------------------------------------------- */
+typedef enum prn_dtype {
+    PRN_F32 = 0,
+    PRN_F64 = 1,
+    PRN_I32 = 2   /* index tensors only: output of prn_argmax */
+} prn_dtype;
+
+#define PRN_MAX_DIMS 4
+/* Reduce over every axis (prn_sum, prn_max, prn_mean). */
+#define PRN_ALL_AXES 0x7fff
+
+PRNDEF size_t prn_dtype_size(prn_dtype dtype);
+PRNDEF const char *prn_dtype_name(prn_dtype dtype);
+
+/* ------------------------------------------------------------------------
+ * Configuration and context
+ * ---------------------------------------------------------------------- */
+typedef struct prn_context prn_context;
+typedef struct prn_tensor prn_tensor;
+typedef struct prn_backend prn_backend;
+
+/* Allocator hooks. Both NULL: PARRNN_MALLOC/PARRNN_FREE (malloc/free).
+ * alloc must return memory aligned for double; free(user, NULL) may occur. */
+typedef struct prn_allocator {
+    void *(*alloc)(void *user, size_t size);
+    void (*free)(void *user, void *ptr);
+    void *user;
+} prn_allocator;
+
+typedef enum prn_log_level {
+    PRN_LOG_ERROR = 0, PRN_LOG_WARN = 1, PRN_LOG_INFO = 2, PRN_LOG_DEBUG = 3
+} prn_log_level;
+
+typedef void (*prn_log_fn)(void *user, prn_log_level level, const char *message);
+
+/* Zero-initialise and set what you need: a zeroed config is valid.
+ *   backend      name of the backend; NULL: $PARRNN_BACKEND, else "reference".
+ *   backends     extra backends (user-written) searched by name before the
+ *                built-in ones; num_backends entries.
+ *   allocator    host allocations of this context and the reference
+ *                backend's buffers.
+ *   seed         seed of the counter-based random generator.
+ *   num_threads  upper bound on threads per call (0: backend default).
+ *   log          receives errors (as they are set) and diagnostics; NULL: silent.
+ */
+typedef struct prn_config {
+    const char *backend;
+    const prn_backend *const *backends;
+    int num_backends;
+    prn_allocator allocator;
+    uint64_t seed;
+    int num_threads;
+    prn_log_fn log;
+    void *log_user;
+} prn_config;
+
+/* Creates a context. config may be NULL (all defaults). On failure *out is
+ * untouched; if err_buf is not NULL it receives the message (err_size bytes). */
+PRNDEF prn_status prn_context_create(const prn_config *config, prn_context **out,
+                                     char *err_buf, size_t err_size);
+/* Frees the context, its tape and every tensor still alive on it. NULL is ok. */
+PRNDEF void prn_context_destroy(prn_context *ctx);
+
+PRNDEF const char *prn_context_backend_name(const prn_context *ctx);
+PRNDEF prn_status prn_last_status(const prn_context *ctx);
+/* The message of the last failure ("" when none). Valid until the next call. */
+PRNDEF const char *prn_last_error(const prn_context *ctx);
+PRNDEF void prn_clear_error(prn_context *ctx);
+/* Sets the context's status and message (printf format) and logs it.
+ * For backends and custom ops; returns status. */
+PRNDEF prn_status prn_set_error(prn_context *ctx, prn_status status, const char *fmt, ...)
+#if defined(__GNUC__) || defined(__clang__)
+    __attribute__((format(printf, 3, 4)))
+#endif
+    ;
+/* Number of tensors alive on the context (for leak checks). */
+PRNDEF size_t prn_live_tensors(const prn_context *ctx);
+
+/* Built-in backends and the ones in config, by name. Returns the number of
+ * names; writes up to max of them into names (which may be NULL). */
+PRNDEF int prn_backend_list(const prn_config *config, const char **names, int max);
+/* Reseeds the random generator: the counter restarts at 0. */
+PRNDEF void prn_seed(prn_context *ctx, uint64_t seed);
+
+/* ------------------------------------------------------------------------
+ * Tensors: f32/f64 (I32 for indices), 0 to 4 dimensions, contiguous,
+ * row-major, stored in the backend's memory.
+ * ---------------------------------------------------------------------- */
+/* New tensor filled with zeros. ndim 0 is a scalar (shape may be NULL). */
+PRNDEF prn_status prn_tensor_create(prn_context *ctx, prn_dtype dtype, int ndim,
+                                    const size_t *shape, prn_tensor **out);
+/* New tensor with every element = value. */
+PRNDEF prn_status prn_tensor_full(prn_context *ctx, prn_dtype dtype, int ndim,
+                                  const size_t *shape, double value, prn_tensor **out);
+/* New tensor holding numel elements copied from host memory of its dtype. */
+PRNDEF prn_status prn_tensor_from_host(prn_context *ctx, prn_dtype dtype, int ndim,
+                                       const size_t *shape, const void *data,
+                                       prn_tensor **out);
+/* Random tensors from the context's counter-based generator: element i of
+ * the k-th draw depends only on (seed, counter, i), identically on every
+ * backend. Each call advances the counter by numel. */
+PRNDEF prn_status prn_tensor_uniform(prn_context *ctx, prn_dtype dtype, int ndim,
+                                     const size_t *shape, double lo, double hi,
+                                     prn_tensor **out);
+PRNDEF prn_status prn_tensor_normal(prn_context *ctx, prn_dtype dtype, int ndim,
+                                    const size_t *shape, double mean, double stddev,
+                                    prn_tensor **out);
+/* Drops the caller's reference. NULL is ok. */
+PRNDEF void prn_tensor_free(prn_tensor *t);
+/* Takes another reference (to be dropped with prn_tensor_free). */
+PRNDEF prn_tensor *prn_tensor_retain(prn_tensor *t);
+
+/* Host <-> backend copies. count must equal the tensor's numel. */
+PRNDEF prn_status prn_tensor_upload(prn_tensor *t, const void *src, size_t count);
+PRNDEF prn_status prn_tensor_download(const prn_tensor *t, void *dst, size_t count);
+/* Reads element 0 (scalar loss etc.) as a double. */
+PRNDEF prn_status prn_tensor_item(const prn_tensor *t, double *value);
+/* Fills in place (no gradient recorded). */
+PRNDEF prn_status prn_tensor_fill(prn_tensor *t, double value);
+
+PRNDEF prn_dtype prn_tensor_dtype(const prn_tensor *t);
+PRNDEF int prn_tensor_ndim(const prn_tensor *t);
+/* Size of axis i (negative counts from the end); 0 when out of range. */
+PRNDEF size_t prn_tensor_dim(const prn_tensor *t, int axis);
+PRNDEF size_t prn_tensor_numel(const prn_tensor *t);
+PRNDEF prn_context *prn_tensor_context(const prn_tensor *t);
+/* Backend buffer handle (a host pointer for the reference backend). */
+PRNDEF void *prn_tensor_buffer(const prn_tensor *t);
+
+/* ------------------------------------------------------------------------
+ * Autodiff
+ * ---------------------------------------------------------------------- */
+/* Marks a leaf tensor as a parameter whose gradient backward computes. */
+PRNDEF prn_status prn_tensor_set_requires_grad(prn_tensor *t, int requires_grad);
+PRNDEF int prn_tensor_requires_grad(const prn_tensor *t);
+/* The accumulated gradient, or NULL. Owned by t: do not free. */
+PRNDEF prn_tensor *prn_tensor_grad(const prn_tensor *t);
+/* Drops the gradient (the next backward starts from zero). */
+PRNDEF void prn_tensor_zero_grad(prn_tensor *t);
+
+/* Reverse pass from a tensor with one element. Gradients are added to the
+ * .grad of every leaf that requires grad (accumulating over tensors used
+ * more than once and over calls). Then the tape is cleared. On failure no
+ * gradient has changed and the tape is kept. */
+PRNDEF prn_status prn_backward(prn_context *ctx, prn_tensor *loss);
+/* Forgets everything recorded (e.g. after an evaluation pass). */
+PRNDEF void prn_tape_clear(prn_context *ctx);
+PRNDEF size_t prn_tape_size(const prn_context *ctx);
+/* No-grad regions nest: ops between begin and end record nothing. */
+PRNDEF void prn_no_grad_begin(prn_context *ctx);
+PRNDEF void prn_no_grad_end(prn_context *ctx);
+PRNDEF int prn_grad_enabled(const prn_context *ctx);
+
+/* Custom ops. Compute the forward with any prn_ functions (wrapped in a
+ * no-grad region, or on tensors that need no grad), then record it:
+ *
+ *   prn_tape_record(ctx, "my_op", inputs, n, output, my_backward, user, free_user);
+ *
+ * During prn_backward, my_backward receives the output's gradient and fills
+ * grad_inputs[i] with a NEW tensor shaped like inputs[i] (or leaves it NULL
+ * when that input gets no gradient, or when op->needs_grad[i] is 0). It runs
+ * with gradient recording off, may use every prn_ function, and returns a
+ * status (setting a message with prn_set_error on failure). The engine
+ * accumulates and frees what it returns. Built-in ops use this same path.
+ *
+ * If no input requires grad (or recording is off) nothing is recorded and
+ * free_user(user) is called at once. On success the tape owns user and frees
+ * it with free_user when the record is dropped. On failure user stays yours. */
+#define PRN_MAX_OP_INPUTS 6
+typedef struct prn_op {
+    const char *name;
+    prn_tensor *const *inputs;
+    int num_inputs;
+    const int *needs_grad;   /* per input: does anyone want its gradient */
+    prn_tensor *output;
+    void *user;              /* custom ops' data */
+    const double *f;         /* built-in ops' saved scalars */
+    const int *i;            /* built-in ops' saved integers */
+} prn_op;
+typedef prn_status (*prn_backward_fn)(prn_context *ctx, const prn_op *op,
+                                      prn_tensor *grad_output,
+                                      prn_tensor **grad_inputs);
+PRNDEF prn_status prn_tape_record(prn_context *ctx, const char *name,
+                                  prn_tensor *const *inputs, int num_inputs,
+                                  prn_tensor *output, prn_backward_fn backward,
+                                  void *user, void (*free_user)(void *user));
+
+/* ------------------------------------------------------------------------
+ * Ops. Each returns a new tensor through out and records its backward on
+ * the tape when an input requires grad. Binary ops broadcast numpy-style
+ * (shapes aligned at the right, size-1 axes stretch). Axes may be negative.
+ * ---------------------------------------------------------------------- */
+PRNDEF prn_status prn_add(prn_context *ctx, prn_tensor *a, prn_tensor *b, prn_tensor **out);
+PRNDEF prn_status prn_sub(prn_context *ctx, prn_tensor *a, prn_tensor *b, prn_tensor **out);
+PRNDEF prn_status prn_mul(prn_context *ctx, prn_tensor *a, prn_tensor *b, prn_tensor **out);
+PRNDEF prn_status prn_div(prn_context *ctx, prn_tensor *a, prn_tensor *b, prn_tensor **out);
+/* a^b elementwise (a > 0 where b is not an integer). */
+PRNDEF prn_status prn_pow(prn_context *ctx, prn_tensor *a, prn_tensor *b, prn_tensor **out);
+PRNDEF prn_status prn_pow_scalar(prn_context *ctx, prn_tensor *x, double p, prn_tensor **out);
+PRNDEF prn_status prn_scale(prn_context *ctx, prn_tensor *x, double alpha, prn_tensor **out);
+PRNDEF prn_status prn_add_scalar(prn_context *ctx, prn_tensor *x, double c, prn_tensor **out);
+PRNDEF prn_status prn_neg(prn_context *ctx, prn_tensor *x, prn_tensor **out);
+PRNDEF prn_status prn_exp(prn_context *ctx, prn_tensor *x, prn_tensor **out);
+PRNDEF prn_status prn_log(prn_context *ctx, prn_tensor *x, prn_tensor **out);
+PRNDEF prn_status prn_relu(prn_context *ctx, prn_tensor *x, prn_tensor **out);
+PRNDEF prn_status prn_sigmoid(prn_context *ctx, prn_tensor *x, prn_tensor **out);
+PRNDEF prn_status prn_tanh(prn_context *ctx, prn_tensor *x, prn_tensor **out);
+PRNDEF prn_status prn_copy(prn_context *ctx, prn_tensor *x, prn_tensor **out);
+/* Materialises x broadcast to shape. */
+PRNDEF prn_status prn_broadcast(prn_context *ctx, prn_tensor *x, int ndim,
+                                const size_t *shape, prn_tensor **out);
+/* Same data, new shape with the same numel. */
+PRNDEF prn_status prn_reshape(prn_context *ctx, prn_tensor *x, int ndim,
+                              const size_t *shape, prn_tensor **out);
+/* Swaps two axes (materialised, contiguous result). */
+PRNDEF prn_status prn_transpose(prn_context *ctx, prn_tensor *x, int axis0, int axis1,
+                                prn_tensor **out);
+/* Matrix product over the last two axes: a [..., M, K] x b [..., K, N].
+ * Leading (batch) axes broadcast; 1-D operands are not promoted. */
+PRNDEF prn_status prn_matmul(prn_context *ctx, prn_tensor *a, prn_tensor *b, prn_tensor **out);
+/* As prn_matmul with op(a) = a^T over its last two axes when trans_a, etc. */
+PRNDEF prn_status prn_matmul_ex(prn_context *ctx, prn_tensor *a, int trans_a,
+                                prn_tensor *b, int trans_b, prn_tensor **out);
+/* Reductions along axis (or PRN_ALL_AXES); keepdim keeps it with size 1. */
+PRNDEF prn_status prn_sum(prn_context *ctx, prn_tensor *x, int axis, int keepdim, prn_tensor **out);
+PRNDEF prn_status prn_mean(prn_context *ctx, prn_tensor *x, int axis, int keepdim, prn_tensor **out);
+/* Gradient goes to the maximal elements (split evenly between ties). */
+PRNDEF prn_status prn_max(prn_context *ctx, prn_tensor *x, int axis, int keepdim, prn_tensor **out);
+/* Index of the first maximum along axis, as a PRN_I32 tensor (no gradient). */
+PRNDEF prn_status prn_argmax(prn_context *ctx, prn_tensor *x, int axis, int keepdim, prn_tensor **out);
+PRNDEF prn_status prn_softmax(prn_context *ctx, prn_tensor *x, int axis, prn_tensor **out);
+PRNDEF prn_status prn_log_softmax(prn_context *ctx, prn_tensor *x, int axis, prn_tensor **out);
+/* Mean over rows of -sum_c target[., c] * log_softmax(logits)[., c], with
+ * classes on the last axis; target holds probabilities (e.g. one-hot) of
+ * the logits' shape. Returns a scalar. */
+PRNDEF prn_status prn_cross_entropy(prn_context *ctx, prn_tensor *logits, prn_tensor *target,
+                                    prn_tensor **out);
+/* Mean of (pred - target)^2 over all elements (target broadcasts). Scalar. */
+PRNDEF prn_status prn_mse(prn_context *ctx, prn_tensor *pred, prn_tensor *target, prn_tensor **out);
+
+/* ------------------------------------------------------------------------
+ * Optimisers
+ * ---------------------------------------------------------------------- */
+typedef struct prn_optim prn_optim;
+
+/* Zero fields take the defaults in brackets. */
+typedef struct prn_sgd_config {
+    double lr;            /* [0.01] */
+    double momentum;      /* [0]    */
+    double weight_decay;  /* [0]    L2 term added to the gradient */
+    int nesterov;         /* [0]    */
+} prn_sgd_config;
+
+typedef struct prn_adam_config {
+    double lr;            /* [1e-3]  */
+    double beta1;         /* [0.9]   */
+    double beta2;         /* [0.999] */
+    double eps;           /* [1e-8]  */
+    double weight_decay;  /* [0]     decoupled (AdamW) when decoupled != 0 */
+    int decoupled;        /* [0]     */
+} prn_adam_config;
+
+/* The optimiser keeps a reference to each parameter. */
+PRNDEF prn_status prn_optim_sgd(prn_context *ctx, prn_tensor *const *params, int num_params,
+                                const prn_sgd_config *config, prn_optim **out);
+PRNDEF prn_status prn_optim_adam(prn_context *ctx, prn_tensor *const *params, int num_params,
+                                 const prn_adam_config *config, prn_optim **out);
+/* One update of every parameter that has a gradient. On failure no
+ * parameter or state has changed. */
+PRNDEF prn_status prn_optim_step(prn_optim *opt);
+PRNDEF void prn_optim_zero_grad(prn_optim *opt);
+PRNDEF prn_status prn_optim_set_lr(prn_optim *opt, double lr);
+PRNDEF void prn_optim_free(prn_optim *opt);
+
+/* Scales the gradients so that their global L2 norm is at most max_norm.
+ * Writes the norm before clipping to *total_norm when not NULL. */
+PRNDEF prn_status prn_clip_grad_norm(prn_context *ctx, prn_tensor *const *params, int num_params,
+                                     double max_norm, double *total_norm);
+
+/* ------------------------------------------------------------------------
+ * The backend table
+ *
+ * A backend implements primitives on opaque buffers; everything above
+ * (tensors, autodiff, optimisers, later cells, DEER, SCYFI) is generic code
+ * calling these. Any entry but the buffer entries may be NULL: the generic
+ * code then fails with PRN_ERR_UNSUPPORTED naming the primitive.
+ *
+ * Conventions for every entry:
+ *  - ctx is the calling context; prn_backend_state(ctx) is what create made.
+ *  - Buffers are void* handles from buf_alloc; sizes and offsets in bytes for
+ *    buffer entries, in elements elsewhere.
+ *  - Report failures with prn_set_error and return its status.
+ *  - Outputs never alias inputs unless the entry says so.
+ *  - Shapes are always 4-D ({1,1,...} padded on the left); a stride of 0
+ *    broadcasts that axis.
+ * ---------------------------------------------------------------------- */
+typedef enum prn_unary_op {
+    PRN_UNARY_NEG,      /* -x            */
+    PRN_UNARY_EXP,      /* e^x           */
+    PRN_UNARY_LOG,      /* ln x          */
+    PRN_UNARY_RELU,     /* max(x, 0)     */
+    PRN_UNARY_SIGMOID,  /* 1/(1+e^-x)    */
+    PRN_UNARY_TANH,     /* tanh x        */
+    PRN_UNARY_SQUARE,   /* x*x           */
+    PRN_UNARY_SQRT,     /* sqrt x        */
+    PRN_UNARY_ABS,      /* |x|           */
+    PRN_UNARY_POWS,     /* x^alpha       */
+    PRN_UNARY_AFFINE,   /* alpha*x+beta  */
+    PRN_UNARY_COUNT
+} prn_unary_op;
+
+typedef enum prn_binary_op {
+    PRN_BINARY_ADD,          /* a+b                       */
+    PRN_BINARY_SUB,          /* a-b                       */
+    PRN_BINARY_MUL,          /* a*b                       */
+    PRN_BINARY_DIV,          /* a/b                       */
+    PRN_BINARY_POW,          /* a^b                       */
+    PRN_BINARY_MAX,          /* max(a,b)                  */
+    PRN_BINARY_MIN,          /* min(a,b)                  */
+    PRN_BINARY_EQ,           /* a==b ? 1 : 0              */
+    PRN_BINARY_RELU_GRAD,    /* a * (b > 0)     (a=grad, b=x) */
+    PRN_BINARY_SIGMOID_GRAD, /* a * b * (1-b)   (a=grad, b=y) */
+    PRN_BINARY_TANH_GRAD,    /* a * (1-b*b)     (a=grad, b=y) */
+    PRN_BINARY_COUNT
+} prn_binary_op;
+
+typedef enum prn_reduce_op { PRN_REDUCE_SUM, PRN_REDUCE_MAX, PRN_REDUCE_COUNT } prn_reduce_op;
+typedef enum prn_random_dist { PRN_RANDOM_UNIFORM, PRN_RANDOM_NORMAL } prn_random_dist;
+
+/* Parameters of the fused optimiser updates (one parameter tensor). */
+typedef struct prn_optim_params {
+    double lr, momentum, weight_decay; /* sgd; weight_decay also adam     */
+    double beta1, beta2, eps;          /* adam                            */
+    double bias1, bias2;               /* adam: 1-beta1^t, 1-beta2^t      */
+    int nesterov, decoupled;
+} prn_optim_params;
+
+struct prn_backend {
+    const char *name;
+    int abi_version;               /* PARRNN_BACKEND_ABI */
+
+    /* Lifetime: create makes per-context state (may be NULL entry). */
+    prn_status (*create)(prn_context *ctx, void **state);
+    void (*destroy)(prn_context *ctx, void *state);
+
+    /* Buffers (required). buf_alloc of 0 bytes must still give a handle. */
+    prn_status (*buf_alloc)(prn_context *ctx, size_t bytes, void **buf);
+    void (*buf_free)(prn_context *ctx, void *buf);
+    prn_status (*buf_upload)(prn_context *ctx, void *dst, size_t offset, const void *src, size_t bytes);
+    prn_status (*buf_download)(prn_context *ctx, const void *src, size_t offset, void *dst, size_t bytes);
+    prn_status (*buf_copy)(prn_context *ctx, void *dst, size_t dst_offset, const void *src,
+                           size_t src_offset, size_t bytes);
+
+    /* y[i] = value for i < n. */
+    prn_status (*fill)(prn_context *ctx, prn_dtype dtype, void *y, size_t n, double value);
+    /* y[i] = op(x[i]); alpha/beta are POWS/AFFINE's. y may equal x. */
+    prn_status (*unary)(prn_context *ctx, prn_unary_op op, prn_dtype dtype, size_t n,
+                        const void *x, void *y, double alpha, double beta);
+    /* y[i0,i1,i2,i3] = op(a[sum i*astride], b[sum i*bstride]) over shape;
+     * y is contiguous. y may equal a or b when that operand is contiguous
+     * and not broadcast. */
+    prn_status (*binary)(prn_context *ctx, prn_binary_op op, prn_dtype dtype,
+                         const size_t shape[4], const void *a, const size_t astride[4],
+                         const void *b, const size_t bstride[4], void *y);
+    /* y (contiguous, shape) = x[sum i*xstride]: copies, transposes, broadcasts. */
+    prn_status (*strided_copy)(prn_context *ctx, prn_dtype dtype, const size_t shape[4],
+                               const void *x, const size_t xstride[4], void *y);
+    /* C_b = alpha op(A_b) op(B_b) + beta C_b for b < batch; op(A) is M x K,
+     * op(B) K x N, all row-major with leading dimensions lda/ldb/ldc and
+     * batch strides sa/sb/sc (sa or sb 0 broadcasts; sc is never 0). */
+    prn_status (*gemm)(prn_context *ctx, prn_dtype dtype, int trans_a, int trans_b,
+                       size_t M, size_t N, size_t K, double alpha,
+                       const void *A, size_t lda, size_t sa,
+                       const void *B, size_t ldb, size_t sb,
+                       double beta, void *C, size_t ldc, size_t sc, size_t batch);
+    /* x viewed as [outer, n, inner]; y[o, i] = reduce over the middle axis. */
+    prn_status (*reduce)(prn_context *ctx, prn_reduce_op op, prn_dtype dtype,
+                         size_t outer, size_t n, size_t inner, const void *x, void *y);
+    /* As reduce; y is int32 index of the first maximum. */
+    prn_status (*argmax)(prn_context *ctx, prn_dtype dtype, size_t outer, size_t n,
+                         size_t inner, const void *x, void *y);
+    /* (log-)softmax over the middle axis of [outer, n, inner]. */
+    prn_status (*softmax)(prn_context *ctx, prn_dtype dtype, int log, size_t outer,
+                          size_t n, size_t inner, const void *x, void *y);
+    /* Counter-based random numbers: element i is a function of
+     * (seed, counter + i) only -- Philox4x32-10, see prn_philox4x32 --
+     * so every backend must produce the same values. */
+    prn_status (*random)(prn_context *ctx, prn_random_dist dist, prn_dtype dtype,
+                         size_t n, uint64_t seed, uint64_t counter,
+                         double p0, double p1, void *y);
+    /* Fused optimiser updates of n elements of param from grad, in place. */
+    prn_status (*sgd_update)(prn_context *ctx, prn_dtype dtype, size_t n, void *param,
+                             const void *grad, void *velocity, const prn_optim_params *p);
+    prn_status (*adam_update)(prn_context *ctx, prn_dtype dtype, size_t n, void *param,
+                              const void *grad, void *m, void *v, const prn_optim_params *p);
+
+    /* Room for the scan and solve primitives of later versions: keep NULL. */
+    void (*reserved[32])(void);
+};
+
+/* The backend table the context runs on. */
+PRNDEF const prn_backend *prn_context_backend(const prn_context *ctx);
+/* The state that the context's backend's create returned. */
+PRNDEF void *prn_backend_state(prn_context *ctx);
+/* Allocate with the context's allocator (for backends and custom ops).
+ * prn_alloc sets PRN_ERR_OUT_OF_MEMORY on the context when it fails. */
+PRNDEF void *prn_alloc(prn_context *ctx, size_t size);
+PRNDEF void prn_free(prn_context *ctx, void *ptr);
+PRNDEF int prn_context_num_threads(const prn_context *ctx);
+/* The built-in reference backend: "reference" uses CBLAS for GEMM when
+ * built with PARRNN_USE_CBLAS; "reference-noblas" never does. */
+PRNDEF const prn_backend *prn_reference_backend(void);
+PRNDEF const prn_backend *prn_reference_noblas_backend(void);
+/* The generator every backend must reproduce: the 4 words of block
+ * (counter) under key (seed). */
+PRNDEF void prn_philox4x32(uint64_t seed, uint64_t counter, uint32_t out[4]);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* PARRNN_H */
+
+/* ========================================================================
+ * IMPLEMENTATION
+ * ====================================================================== */
+#ifdef PARRNN_IMPLEMENTATION
+#ifndef PARRNN_IMPLEMENTATION_DONE
+#define PARRNN_IMPLEMENTATION_DONE
+
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#ifdef PARRNN_USE_CBLAS
+#include <cblas.h>
+#endif
+#ifdef _OPENMP
+#include <omp.h>
+#endif
+
+#if defined(PARRNN_MALLOC) != defined(PARRNN_FREE)
+#error "parrnn: define both PARRNN_MALLOC and PARRNN_FREE, or neither"
+#endif
+#ifndef PARRNN_MALLOC
+#define PARRNN_MALLOC(size) malloc(size)
+#define PARRNN_FREE(ptr) free(ptr)
+#endif
+#ifndef PARRNN_ASSERT
+#define PARRNN_ASSERT(x) ((void)0)
+#endif
+
+/* Private functions are always static, public ones with PARRNN_STATIC;
+ * a program need not use them all, so unused ones must not warn. */
+#if defined(__GNUC__) || defined(__clang__)
+#define PRN__UNUSED __attribute__((unused))
+#else
+#define PRN__UNUSED
+#endif
+#define PRN__FN static PRN__UNUSED
+#ifdef PARRNN_STATIC
+#define PRN__DEF static PRN__UNUSED
+#else
+#define PRN__DEF
+#endif
+
+/* OpenMP: loops parallelise only when work is large enough to pay the
+ * fork; every function that uses PRN__PARFOR declares prn__nt/prn__par. */
+#ifdef _OPENMP
+#define PRN__PRAGMA(x) _Pragma(#x)
+#define PRN__PARFOR PRN__PRAGMA(omp parallel for num_threads(prn__nt) schedule(static) if(prn__par))
+#else
+#define PRN__PARFOR
+#endif
+#define PRN__PAR_MIN 32768
+#define PRN__PAR_SETUP(ctx, work)                                              \
+    int prn__nt = prn_context_num_threads(ctx);                                \
+    int prn__par = (work) >= PRN__PAR_MIN && prn__nt > 1;                      \
+    (void)prn__nt; (void)prn__par
+
+/* ------------------------------------------------------------------------
+ * Internal structures
+ * ---------------------------------------------------------------------- */
+typedef struct prn__storage {
+    void *buf;
+    size_t bytes;
+    int refs;
+} prn__storage;
+
+struct prn_tensor {
+    prn_context *ctx;
+    prn_dtype dtype;
+    int ndim;
+    size_t shape[PRN_MAX_DIMS];
+    size_t numel;
+    prn__storage *st;
+    int refs;
+    int requires_grad;
+    int is_leaf;          /* not the output of a recorded op */
+    prn_tensor *grad;     /* committed gradient (leaves)     */
+    prn_tensor *pending;  /* gradient during prn_backward     */
+    prn_tensor *prev, *next; /* context's list of live tensors */
+};
+
+typedef struct prn__node {
+    const char *name;
+    prn_backward_fn backward;
+    void *user;
+    void (*free_user)(void *);
+    prn_tensor *in[PRN_MAX_OP_INPUTS];
+    int needs[PRN_MAX_OP_INPUTS];
+    int n_in;
+    prn_tensor *out;
+    double f[4];
+    int i[8];
+} prn__node;
+
+struct prn_context {
+    const prn_backend *be;
+    void *bstate;
+    prn_allocator al;
+    uint64_t seed, counter;
+    int num_threads;
+    prn_log_fn log;
+    void *log_user;
+    prn_status status;
+    char msg[512];
+    prn__node *tape;
+    size_t tape_n, tape_cap;
+    int no_grad;
+    prn_tensor *live;
+    size_t n_live;
+};
+
+/* ------------------------------------------------------------------------
+ * Status, dtypes, allocation, errors
+ * ---------------------------------------------------------------------- */
+PRN__DEF const char *prn_status_string(prn_status s) {
+    switch (s) {
+    case PRN_OK: return "ok";
+    case PRN_ERR_NULL_ARGUMENT: return "null argument";
+    case PRN_ERR_INVALID_ARGUMENT: return "invalid argument";
+    case PRN_ERR_SHAPE: return "shape mismatch";
+    case PRN_ERR_DTYPE: return "wrong dtype";
+    case PRN_ERR_CONTEXT_MISMATCH: return "tensors from different contexts";
+    case PRN_ERR_OVERFLOW: return "size overflow";
+    case PRN_ERR_OUT_OF_MEMORY: return "out of memory";
+    case PRN_ERR_UNSUPPORTED: return "unsupported by backend";
+    case PRN_ERR_NOT_FOUND: return "not found";
+    case PRN_ERR_STATE: return "invalid state";
+    case PRN_ERR_BACKEND: return "backend failure";
+    default: return "unknown status";
+    }
+}
+
+PRN__DEF size_t prn_dtype_size(prn_dtype d) {
+    return d == PRN_F64 ? 8 : 4;
+}
+PRN__DEF const char *prn_dtype_name(prn_dtype d) {
+    return d == PRN_F32 ? "f32" : d == PRN_F64 ? "f64" : d == PRN_I32 ? "i32" : "?";
+}
+
+PRN__DEF void *prn_alloc(prn_context *ctx, size_t size) {
+    void *p;
+    if (size == 0) size = 1;
+    p = ctx->al.alloc ? ctx->al.alloc(ctx->al.user, size) : PARRNN_MALLOC(size);
+    if (!p) prn_set_error(ctx, PRN_ERR_OUT_OF_MEMORY, "prn_alloc: allocation of %lu bytes failed",
+                          (unsigned long)size);
+    return p;
+}
+PRN__DEF void prn_free(prn_context *ctx, void *ptr) {
+    if (!ptr) return;
+    if (ctx->al.free) ctx->al.free(ctx->al.user, ptr);
+    else PARRNN_FREE(ptr);
+}
+
+PRN__DEF prn_status prn_set_error(prn_context *ctx, prn_status status, const char *fmt, ...) {
+    va_list ap;
+    if (!ctx) return status;
+    ctx->status = status;
+    va_start(ap, fmt);
+    vsnprintf(ctx->msg, sizeof ctx->msg, fmt, ap);
+    va_end(ap);
+    if (ctx->log) ctx->log(ctx->log_user, PRN_LOG_ERROR, ctx->msg);
+    return status;
+}
+PRN__DEF prn_status prn_last_status(const prn_context *ctx) { return ctx ? ctx->status : PRN_ERR_NULL_ARGUMENT; }
+PRN__DEF const char *prn_last_error(const prn_context *ctx) { return ctx ? ctx->msg : "prn_last_error: ctx is NULL"; }
+PRN__DEF void prn_clear_error(prn_context *ctx) { if (ctx) { ctx->status = PRN_OK; ctx->msg[0] = 0; } }
+PRN__DEF size_t prn_live_tensors(const prn_context *ctx) { return ctx ? ctx->n_live : 0; }
+PRN__DEF void *prn_backend_state(prn_context *ctx) { return ctx->bstate; }
+PRN__DEF const prn_backend *prn_context_backend(const prn_context *ctx) { return ctx ? ctx->be : NULL; }
+PRN__DEF int prn_context_num_threads(const prn_context *ctx) {
+#ifdef _OPENMP
+    return ctx->num_threads > 0 ? ctx->num_threads : omp_get_max_threads();
+#else
+    (void)ctx;
+    return 1;
+#endif
+}
+PRN__DEF const char *prn_context_backend_name(const prn_context *ctx) { return ctx ? ctx->be->name : ""; }
+PRN__DEF void prn_seed(prn_context *ctx, uint64_t seed) { if (ctx) { ctx->seed = seed; ctx->counter = 0; } }
+
+#define PRN__ERR(ctx, st, ...) prn_set_error((ctx), (st), __VA_ARGS__)
+#define PRN__TRY(expr) do { prn_status prn__s = (expr); if (prn__s != PRN_OK) return prn__s; } while (0)
+#define PRN__CTX(ctx, fn) do { if (!(ctx)) return PRN_ERR_NULL_ARGUMENT; } while (0)
+/* Fails with PRN_ERR_UNSUPPORTED when the backend left the entry NULL. */
+#define PRN__NEED(ctx, entry, fn)                                               \
+    do { if (!(ctx)->be->entry)                                                 \
+        return PRN__ERR((ctx), PRN_ERR_UNSUPPORTED,                            \
+            "%s: backend '%s' does not implement primitive '%s'",             \
+            (fn), (ctx)->be->name, #entry); } while (0)
+
+/* ------------------------------------------------------------------------
+ * Philox4x32-10 counter-based generator
+ * ---------------------------------------------------------------------- */
+PRN__DEF void prn_philox4x32(uint64_t seed, uint64_t counter, uint32_t out[4]) {
+    uint32_t c0 = (uint32_t)counter, c1 = (uint32_t)(counter >> 32), c2 = 0, c3 = 0;
+    uint32_t k0 = (uint32_t)seed, k1 = (uint32_t)(seed >> 32);
+    int r;
+    for (r = 0; r < 10; ++r) {
+        uint64_t p0 = (uint64_t)0xD2511F53u * c0, p1 = (uint64_t)0xCD9E8D57u * c2;
+        uint32_t n0 = (uint32_t)(p1 >> 32) ^ c1 ^ k0, n1 = (uint32_t)p1;
+        uint32_t n2 = (uint32_t)(p0 >> 32) ^ c3 ^ k1, n3 = (uint32_t)p0;
+        c0 = n0; c1 = n1; c2 = n2; c3 = n3;
+        k0 += 0x9E3779B9u; k1 += 0xBB67AE85u;
+    }
+    out[0] = c0; out[1] = c1; out[2] = c2; out[3] = c3;
+}
+
+/* Element i of a draw uses block (counter + i): uniform takes 24 bits (f32)
+ * or 53 bits (f64) of words 0-1; normal is Box-Muller (cosine branch) of
+ * u1 in (0,1] from words 0-1 and u2 in [0,1) from words 2-3, in double. */
+PRN__FN double prn__random_value(prn_random_dist dist, prn_dtype dtype, uint64_t seed,
+                                 uint64_t block, double p0, double p1) {
+    uint32_t w[4];
+    prn_philox4x32(seed, block, w);
+    if (dist == PRN_RANDOM_UNIFORM) {
+        double u = dtype == PRN_F32 ? (double)(w[0] >> 8) * (1.0 / 16777216.0)
+                                    : (double)(((uint64_t)w[0] << 21) ^ (w[1] >> 11)) * (1.0 / 9007199254740992.0);
+        double v = p0 + (p1 - p0) * u;
+        return v < p1 || p1 <= p0 ? v : p0; /* keep [lo, hi) under rounding */
+    } else {
+        double u1 = ((double)(((uint64_t)w[0] << 21) ^ (w[1] >> 11)) + 1.0) * (1.0 / 9007199254740992.0);
+        double u2 = (double)(((uint64_t)w[2] << 21) ^ (w[3] >> 11)) * (1.0 / 9007199254740992.0);
+        return p0 + p1 * sqrt(-2.0 * log(u1)) * cos(6.283185307179586476925 * u2);
+    }
+}
+
+/* ------------------------------------------------------------------------
+ * Reference C backend: the oracle every other backend is tested against.
+ * Plain loops written so compilers vectorise the innermost one; OpenMP
+ * across the outer one when the work is large.
+ * ---------------------------------------------------------------------- */
+PRN__FN prn_status prn__ref_buf_alloc(prn_context *ctx, size_t bytes, void **buf) {
+    void *p = prn_alloc(ctx, bytes);
+    if (!p) return PRN__ERR(ctx, PRN_ERR_OUT_OF_MEMORY,
+                            "buf_alloc: backend buffer of %lu bytes could not be allocated",
+                            (unsigned long)bytes);
+    *buf = p;
+    return PRN_OK;
+}
+PRN__FN void prn__ref_buf_free(prn_context *ctx, void *buf) { prn_free(ctx, buf); }
+PRN__FN prn_status prn__ref_buf_upload(prn_context *ctx, void *dst, size_t off, const void *src, size_t bytes) {
+    (void)ctx;
+    if (bytes) memcpy((char *)dst + off, src, bytes);
+    return PRN_OK;
+}
+PRN__FN prn_status prn__ref_buf_download(prn_context *ctx, const void *src, size_t off, void *dst, size_t bytes) {
+    (void)ctx;
+    if (bytes) memcpy(dst, (const char *)src + off, bytes);
+    return PRN_OK;
+}
+PRN__FN prn_status prn__ref_buf_copy(prn_context *ctx, void *dst, size_t doff, const void *src,
+                                     size_t soff, size_t bytes) {
+    (void)ctx;
+    if (bytes) memmove((char *)dst + doff, (const char *)src + soff, bytes);
+    return PRN_OK;
+}
+
+#define PRN__FILL_LOOP(T)                                                        \
+    { T *yp = (T *)y; T v = (T)value; size_t i;                                  \
+      PRN__PARFOR for (i = 0; i < n; ++i) yp[i] = v; }
+PRN__FN prn_status prn__ref_fill(prn_context *ctx, prn_dtype dtype, void *y, size_t n, double value) {
+    PRN__PAR_SETUP(ctx, n);
+    if (dtype == PRN_F32) PRN__FILL_LOOP(float)
+    else if (dtype == PRN_F64) PRN__FILL_LOOP(double)
+    else PRN__FILL_LOOP(int32_t)
+    return PRN_OK;
+}
+
+/* One loop per (op, type) so each inner loop is branch-free. */
+#define PRN__UNARY_LOOP(T, EXPR)                                                 \
+    { const T *xp = (const T *)x; T *yp = (T *)y; const T al = (T)alpha, be = (T)beta; size_t i; \
+      (void)al; (void)be;                                                        \
+      PRN__PARFOR for (i = 0; i < n; ++i) { const T v = xp[i]; yp[i] = (EXPR); } } break
+#define PRN__UNARY_CASES(T, EXP, LOG, TANH, SQRT, POW, FABS)                     \
+    switch (op) {                                                                \
+    case PRN_UNARY_NEG: PRN__UNARY_LOOP(T, -v);                                  \
+    case PRN_UNARY_EXP: PRN__UNARY_LOOP(T, EXP(v));                              \
+    case PRN_UNARY_LOG: PRN__UNARY_LOOP(T, LOG(v));                              \
+    case PRN_UNARY_RELU: PRN__UNARY_LOOP(T, v > 0 ? v : (T)0);                   \
+    case PRN_UNARY_SIGMOID: PRN__UNARY_LOOP(T, (T)1 / ((T)1 + EXP(-v)));         \
+    case PRN_UNARY_TANH: PRN__UNARY_LOOP(T, TANH(v));                            \
+    case PRN_UNARY_SQUARE: PRN__UNARY_LOOP(T, v * v);                            \
+    case PRN_UNARY_SQRT: PRN__UNARY_LOOP(T, SQRT(v));                            \
+    case PRN_UNARY_ABS: PRN__UNARY_LOOP(T, FABS(v));                             \
+    case PRN_UNARY_POWS: PRN__UNARY_LOOP(T, POW(v, al));                         \
+    case PRN_UNARY_AFFINE: PRN__UNARY_LOOP(T, al * v + be);                      \
+    default: return PRN__ERR(ctx, PRN_ERR_INVALID_ARGUMENT, "unary: unknown op %d", (int)op); \
+    }
+PRN__FN prn_status prn__ref_unary(prn_context *ctx, prn_unary_op op, prn_dtype dtype, size_t n,
+                                  const void *x, void *y, double alpha, double beta) {
+    PRN__PAR_SETUP(ctx, n);
+    if (dtype == PRN_F32) { PRN__UNARY_CASES(float, expf, logf, tanhf, sqrtf, powf, fabsf) }
+    else { PRN__UNARY_CASES(double, exp, log, tanh, sqrt, pow, fabs) }
+    return PRN_OK;
+}
+
+/* Broadcasting walk: the three outer axes are flattened into one parallel
+ * loop; the innermost axis has fast paths for contiguous and scalar operands
+ * so the common cases vectorise. */
+#define PRN__BIN_INNER(T, EXPR)                                                  \
+    if (as3 == 1 && bs3 == 1) { for (i3 = 0; i3 < s3; ++i3) { const T A = ap[i3], B = bp[i3]; yp[i3] = (EXPR); } } \
+    else if (as3 == 1 && bs3 == 0) { const T B = bp[0]; for (i3 = 0; i3 < s3; ++i3) { const T A = ap[i3]; yp[i3] = (EXPR); } } \
+    else if (as3 == 0 && bs3 == 1) { const T A = ap[0]; for (i3 = 0; i3 < s3; ++i3) { const T B = bp[i3]; yp[i3] = (EXPR); } } \
+    else { for (i3 = 0; i3 < s3; ++i3) { const T A = ap[i3 * as3], B = bp[i3 * bs3]; yp[i3] = (EXPR); } }
+#define PRN__BIN_LOOP(T, EXPR)                                                   \
+    { const T *a0 = (const T *)a, *b0 = (const T *)b; T *y0 = (T *)y; size_t r;  \
+      PRN__PARFOR for (r = 0; r < rows; ++r) {                                   \
+          size_t i0 = r / (s1 * s2), i1 = (r / s2) % s1, i2 = r % s2, i3;         \
+          const T *ap = a0 + i0 * as[0] + i1 * as[1] + i2 * as[2];               \
+          const T *bp = b0 + i0 * bs[0] + i1 * bs[1] + i2 * bs[2];               \
+          T *yp = y0 + r * s3;                                                   \
+          PRN__BIN_INNER(T, EXPR) } } break
+#define PRN__BIN_CASES(T, POW)                                                   \
+    switch (op) {                                                                \
+    case PRN_BINARY_ADD: PRN__BIN_LOOP(T, A + B);                                \
+    case PRN_BINARY_SUB: PRN__BIN_LOOP(T, A - B);                                \
+    case PRN_BINARY_MUL: PRN__BIN_LOOP(T, A * B);                                \
+    case PRN_BINARY_DIV: PRN__BIN_LOOP(T, A / B);                                \
+    case PRN_BINARY_POW: PRN__BIN_LOOP(T, POW(A, B));                            \
+    case PRN_BINARY_MAX: PRN__BIN_LOOP(T, A > B ? A : B);                        \
+    case PRN_BINARY_MIN: PRN__BIN_LOOP(T, A < B ? A : B);                        \
+    case PRN_BINARY_EQ: PRN__BIN_LOOP(T, A == B ? (T)1 : (T)0);                  \
+    case PRN_BINARY_RELU_GRAD: PRN__BIN_LOOP(T, B > 0 ? A : (T)0);               \
+    case PRN_BINARY_SIGMOID_GRAD: PRN__BIN_LOOP(T, A * B * ((T)1 - B));          \
+    case PRN_BINARY_TANH_GRAD: PRN__BIN_LOOP(T, A * ((T)1 - B * B));             \
+    default: return PRN__ERR(ctx, PRN_ERR_INVALID_ARGUMENT, "binary: unknown op %d", (int)op); \
+    }
+PRN__FN prn_status prn__ref_binary(prn_context *ctx, prn_binary_op op, prn_dtype dtype,
+                                   const size_t shape[4], const void *a, const size_t as[4],
+                                   const void *b, const size_t bs[4], void *y) {
+    size_t s1 = shape[1], s2 = shape[2], s3 = shape[3], as3 = as[3], bs3 = bs[3];
+    size_t rows = shape[0] * s1 * s2;
+    PRN__PAR_SETUP(ctx, rows * s3);
+    if (rows * s3 == 0) return PRN_OK;
+    if (dtype == PRN_F32) { PRN__BIN_CASES(float, powf) }
+    else { PRN__BIN_CASES(double, pow) }
+    return PRN_OK;
+}
+
+#define PRN__SCOPY_LOOP(T)                                                       \
+    { const T *x0 = (const T *)x; T *y0 = (T *)y; size_t r;                      \
+      PRN__PARFOR for (r = 0; r < rows; ++r) {                                   \
+          size_t i0 = r / (s1 * s2), i1 = (r / s2) % s1, i2 = r % s2, i3;         \
+          const T *xp = x0 + i0 * xs[0] + i1 * xs[1] + i2 * xs[2];               \
+          T *yp = y0 + r * s3;                                                   \
+          if (xs3 == 1) { for (i3 = 0; i3 < s3; ++i3) yp[i3] = xp[i3]; }          \
+          else { for (i3 = 0; i3 < s3; ++i3) yp[i3] = xp[i3 * xs3]; } } }
+PRN__FN prn_status prn__ref_strided_copy(prn_context *ctx, prn_dtype dtype, const size_t shape[4],
+                                         const void *x, const size_t xs[4], void *y) {
+    size_t s1 = shape[1], s2 = shape[2], s3 = shape[3], xs3 = xs[3];
+    size_t rows = shape[0] * s1 * s2;
+    PRN__PAR_SETUP(ctx, rows * s3);
+    if (rows * s3 == 0) return PRN_OK;
+    if (dtype == PRN_F64) PRN__SCOPY_LOOP(double)
+    else if (dtype == PRN_F32) PRN__SCOPY_LOOP(float)
+    else PRN__SCOPY_LOOP(int32_t)
+    return PRN_OK;
+}
+
+/* GEMM without BLAS. Row i of C is built as a sum of rows of B scaled by
+ * op(A)[i,k] (contiguous, vectorises) when B is not transposed; with B
+ * transposed each C[i,j] is a dot product of contiguous rows. */
+#define PRN__GEMM_LOOP(T)                                                        \
+    { const T *A0 = (const T *)A, *B0 = (const T *)B; T *C0 = (T *)C;            \
+      const T al = (T)alpha, bt = (T)beta; size_t r;                             \
+      PRN__PARFOR for (r = 0; r < batch * M; ++r) {                              \
+          size_t bi = r / M, i = r % M, j, k;                                    \
+          const T *Ab = A0 + bi * sa, *Bb = B0 + bi * sb;                        \
+          T *c = C0 + bi * sc + i * ldc;                                         \
+          if (beta == 0) { for (j = 0; j < N; ++j) c[j] = 0; }                   \
+          else if (beta != 1) { for (j = 0; j < N; ++j) c[j] *= bt; }            \
+          if (!trans_b) {                                                        \
+              for (k = 0; k < K; ++k) {                                          \
+                  const T aik = al * (trans_a ? Ab[k * lda + i] : Ab[i * lda + k]); \
+                  const T *brow = Bb + k * ldb;                                  \
+                  for (j = 0; j < N; ++j) c[j] += aik * brow[j];                 \
+              }                                                                  \
+          } else {                                                               \
+              for (j = 0; j < N; ++j) {                                          \
+                  const T *brow = Bb + j * ldb; T s = 0;                         \
+                  if (!trans_a) { const T *arow = Ab + i * lda; for (k = 0; k < K; ++k) s += arow[k] * brow[k]; } \
+                  else { for (k = 0; k < K; ++k) s += Ab[k * lda + i] * brow[k]; } \
+                  c[j] += al * s;                                                \
+              }                                                                  \
+          } } }
+PRN__FN prn_status prn__ref_gemm_loops(prn_context *ctx, prn_dtype dtype, int trans_a, int trans_b,
+                                       size_t M, size_t N, size_t K, double alpha,
+                                       const void *A, size_t lda, size_t sa,
+                                       const void *B, size_t ldb, size_t sb,
+                                       double beta, void *C, size_t ldc, size_t sc, size_t batch) {
+    PRN__PAR_SETUP(ctx, batch * M * N * (K + 1) / 8);
+    if (dtype == PRN_F32) PRN__GEMM_LOOP(float)
+    else PRN__GEMM_LOOP(double)
+    return PRN_OK;
+}
+
+#ifdef PARRNN_USE_CBLAS
+PRN__FN prn_status prn__ref_gemm_cblas(prn_context *ctx, prn_dtype dtype, int trans_a, int trans_b,
+                                       size_t M, size_t N, size_t K, double alpha,
+                                       const void *A, size_t lda, size_t sa,
+                                       const void *B, size_t ldb, size_t sb,
+                                       double beta, void *C, size_t ldc, size_t sc, size_t batch) {
+    size_t b;
+    if (M > 2147483647u || N > 2147483647u || K > 2147483647u || lda > 2147483647u ||
+        ldb > 2147483647u || ldc > 2147483647u || K == 0)
+        return prn__ref_gemm_loops(ctx, dtype, trans_a, trans_b, M, N, K, alpha, A, lda, sa, B, ldb,
+                                   sb, beta, C, ldc, sc, batch);
+    for (b = 0; b < batch; ++b) {
+        if (dtype == PRN_F32)
+            cblas_sgemm(CblasRowMajor, trans_a ? CblasTrans : CblasNoTrans,
+                        trans_b ? CblasTrans : CblasNoTrans, (int)M, (int)N, (int)K, (float)alpha,
+                        (const float *)A + b * sa, (int)lda, (const float *)B + b * sb, (int)ldb,
+                        (float)beta, (float *)C + b * sc, (int)ldc);
+        else
+            cblas_dgemm(CblasRowMajor, trans_a ? CblasTrans : CblasNoTrans,
+                        trans_b ? CblasTrans : CblasNoTrans, (int)M, (int)N, (int)K, alpha,
+                        (const double *)A + b * sa, (int)lda, (const double *)B + b * sb, (int)ldb,
+                        beta, (double *)C + b * sc, (int)ldc);
+    }
+    return PRN_OK;
+}
+#endif
+
+#define PRN__REDUCE_LOOP(T, INIT, COMBINE)                                       \
+    { const T *x0 = (const T *)x; T *y0 = (T *)y; size_t o;                      \
+      PRN__PARFOR for (o = 0; o < outer; ++o) {                                  \
+          const T *xo = x0 + o * n * inner; T *yo = y0 + o * inner; size_t k, i; \
+          if (inner == 1) { T acc = (INIT);                                      \
+              for (k = 0; k < n; ++k) { const T v = xo[k]; acc = (COMBINE); }    \
+              yo[0] = acc;                                                       \
+          } else {                                                               \
+              for (i = 0; i < inner; ++i) yo[i] = (INIT);                        \
+              for (k = 0; k < n; ++k) { const T *xk = xo + k * inner;            \
+                  for (i = 0; i < inner; ++i) { const T acc = yo[i], v = xk[i]; yo[i] = (COMBINE); } } \
+          } } }
+PRN__FN prn_status prn__ref_reduce(prn_context *ctx, prn_reduce_op op, prn_dtype dtype, size_t outer,
+                                   size_t n, size_t inner, const void *x, void *y) {
+    PRN__PAR_SETUP(ctx, outer > 1 ? outer * n * inner : 0);
+    if (op == PRN_REDUCE_SUM) {
+        if (dtype == PRN_F32) PRN__REDUCE_LOOP(float, 0.0f, acc + v)
+        else PRN__REDUCE_LOOP(double, 0.0, acc + v)
+    } else {
+        if (dtype == PRN_F32) PRN__REDUCE_LOOP(float, -INFINITY, v > acc ? v : acc)
+        else PRN__REDUCE_LOOP(double, -INFINITY, v > acc ? v : acc)
+    }
+    return PRN_OK;
+}
+
+#define PRN__ARGMAX_LOOP(T)                                                      \
+    { const T *x0 = (const T *)x; int32_t *y0 = (int32_t *)y; size_t r;          \
+      PRN__PARFOR for (r = 0; r < outer * inner; ++r) {                          \
+          size_t o = r / inner, i = r % inner, k, best = 0;                      \
+          const T *xo = x0 + o * n * inner + i; T bv = xo[0];                    \
+          for (k = 1; k < n; ++k) if (xo[k * inner] > bv) { bv = xo[k * inner]; best = k; } \
+          y0[r] = (int32_t)best; } }
+PRN__FN prn_status prn__ref_argmax(prn_context *ctx, prn_dtype dtype, size_t outer, size_t n,
+                                   size_t inner, const void *x, void *y) {
+    PRN__PAR_SETUP(ctx, outer * inner * n);
+    if (dtype == PRN_F32) PRN__ARGMAX_LOOP(float)
+    else PRN__ARGMAX_LOOP(double)
+    return PRN_OK;
+}
+
+#define PRN__SOFTMAX_LOOP(T, EXP, LOG)                                           \
+    { const T *x0 = (const T *)x; T *y0 = (T *)y; size_t r;                      \
+      PRN__PARFOR for (r = 0; r < outer * inner; ++r) {                          \
+          size_t o = r / inner, i = r % inner, k;                                \
+          const T *xo = x0 + o * n * inner + i; T *yo = y0 + o * n * inner + i;  \
+          T mx = xo[0], s = 0;                                                   \
+          for (k = 1; k < n; ++k) if (xo[k * inner] > mx) mx = xo[k * inner];    \
+          for (k = 0; k < n; ++k) s += EXP(xo[k * inner] - mx);                  \
+          if (logsm) { const T ls = LOG(s) + mx; for (k = 0; k < n; ++k) yo[k * inner] = xo[k * inner] - ls; } \
+          else { const T inv = (T)1 / s; for (k = 0; k < n; ++k) yo[k * inner] = EXP(xo[k * inner] - mx) * inv; } \
+      } }
+PRN__FN prn_status prn__ref_softmax(prn_context *ctx, prn_dtype dtype, int logsm, size_t outer,
+                                    size_t n, size_t inner, const void *x, void *y) {
+    PRN__PAR_SETUP(ctx, outer * inner * n);
+    if (dtype == PRN_F32) PRN__SOFTMAX_LOOP(float, expf, logf)
+    else PRN__SOFTMAX_LOOP(double, exp, log)
+    return PRN_OK;
+}
+
+PRN__FN prn_status prn__ref_random(prn_context *ctx, prn_random_dist dist, prn_dtype dtype, size_t n,
+                                   uint64_t seed, uint64_t counter, double p0, double p1, void *y) {
+    size_t i;
+    PRN__PAR_SETUP(ctx, n * 16);
+    if (dtype == PRN_F32) {
+        float *yp = (float *)y;
+        PRN__PARFOR for (i = 0; i < n; ++i) yp[i] = (float)prn__random_value(dist, dtype, seed, counter + i, p0, p1);
+    } else {
+        double *yp = (double *)y;
+        PRN__PARFOR for (i = 0; i < n; ++i) yp[i] = prn__random_value(dist, dtype, seed, counter + i, p0, p1);
+    }
+    return PRN_OK;
+}
+
+#define PRN__SGD_LOOP(T)                                                         \
+    { T *w = (T *)param; const T *g = (const T *)grad; T *v = (T *)velocity;     \
+      const T lr = (T)p->lr, mom = (T)p->momentum, wd = (T)p->weight_decay; size_t i; \
+      PRN__PARFOR for (i = 0; i < n; ++i) {                                      \
+          T d = g[i] + wd * w[i];                                                \
+          if (v) { v[i] = mom * v[i] + d; d = p->nesterov ? d + mom * v[i] : v[i]; } \
+          w[i] -= lr * d; } }
+PRN__FN prn_status prn__ref_sgd_update(prn_context *ctx, prn_dtype dtype, size_t n, void *param,
+                                       const void *grad, void *velocity, const prn_optim_params *p) {
+    PRN__PAR_SETUP(ctx, n);
+    if (dtype == PRN_F32) PRN__SGD_LOOP(float)
+    else PRN__SGD_LOOP(double)
+    return PRN_OK;
+}
+
+#define PRN__ADAM_LOOP(T, SQRT)                                                  \
+    { T *w = (T *)param; const T *g = (const T *)grad; T *m = (T *)m_, *v = (T *)v_; \
+      const T lr = (T)p->lr, b1 = (T)p->beta1, b2 = (T)p->beta2, eps = (T)p->eps; \
+      const T wd = (T)p->weight_decay, ib1 = (T)(1.0 / p->bias1), ib2 = (T)(1.0 / p->bias2); \
+      const int dec = p->decoupled; size_t i;                                    \
+      PRN__PARFOR for (i = 0; i < n; ++i) {                                      \
+          const T gi = dec ? g[i] : g[i] + wd * w[i];                            \
+          m[i] = b1 * m[i] + ((T)1 - b1) * gi;                                   \
+          v[i] = b2 * v[i] + ((T)1 - b2) * gi * gi;                              \
+          w[i] -= lr * ((m[i] * ib1) / (SQRT(v[i] * ib2) + eps) + (dec ? wd * w[i] : (T)0)); } }
+PRN__FN prn_status prn__ref_adam_update(prn_context *ctx, prn_dtype dtype, size_t n, void *param,
+                                        const void *grad, void *m_, void *v_, const prn_optim_params *p) {
+    PRN__PAR_SETUP(ctx, n);
+    if (dtype == PRN_F32) PRN__ADAM_LOOP(float, sqrtf)
+    else PRN__ADAM_LOOP(double, sqrt)
+    return PRN_OK;
+}
+
+#define PRN__REFERENCE_TABLE(NAME, GEMM)                                         \
+    { NAME, PARRNN_BACKEND_ABI, NULL, NULL,                                      \
+      prn__ref_buf_alloc, prn__ref_buf_free, prn__ref_buf_upload,                \
+      prn__ref_buf_download, prn__ref_buf_copy, prn__ref_fill, prn__ref_unary,   \
+      prn__ref_binary, prn__ref_strided_copy, GEMM, prn__ref_reduce,             \
+      prn__ref_argmax, prn__ref_softmax, prn__ref_random, prn__ref_sgd_update,   \
+      prn__ref_adam_update, { NULL } }
+
+PRN__DEF const prn_backend *prn_reference_noblas_backend(void) {
+    static const prn_backend b = PRN__REFERENCE_TABLE("reference-noblas", prn__ref_gemm_loops);
+    return &b;
+}
+PRN__DEF const prn_backend *prn_reference_backend(void) {
+#ifdef PARRNN_USE_CBLAS
+    static const prn_backend b = PRN__REFERENCE_TABLE("reference", prn__ref_gemm_cblas);
+#else
+    static const prn_backend b = PRN__REFERENCE_TABLE("reference", prn__ref_gemm_loops);
+#endif
+    return &b;
+}
+
+/* ------------------------------------------------------------------------
+ * Context
+ * ---------------------------------------------------------------------- */
+PRN__FN const prn_backend *prn__builtin_backend(int i) {
+    switch (i) {
+    case 0: return prn_reference_backend();
+    case 1: return prn_reference_noblas_backend();
+    default: return NULL;
+    }
+}
+
+PRN__DEF int prn_backend_list(const prn_config *config, const char **names, int max) {
+    int n = 0, i;
+    if (config)
+        for (i = 0; i < config->num_backends; ++i)
+            if (config->backends && config->backends[i] && config->backends[i]->name) {
+                if (names && n < max) names[n] = config->backends[i]->name;
+                ++n;
+            }
+    for (i = 0; prn__builtin_backend(i); ++i) {
+        if (names && n < max) names[n] = prn__builtin_backend(i)->name;
+        ++n;
+    }
+    return n;
+}
+
+PRN__FN prn_status prn__create_fail(char *err_buf, size_t err_size, prn_status st, const char *fmt, ...) {
+    va_list ap;
+    if (err_buf && err_size) {
+        va_start(ap, fmt);
+        vsnprintf(err_buf, err_size, fmt, ap);
+        va_end(ap);
+    }
+    return st;
+}
+
+PRN__DEF prn_status prn_context_create(const prn_config *config, prn_context **out, char *err_buf,
+                                       size_t err_size) {
+    prn_config cfg;
+    const prn_backend *be = NULL;
+    const char *name;
+    prn_context *ctx;
+    int i;
+    if (!out)
+        return prn__create_fail(err_buf, err_size, PRN_ERR_NULL_ARGUMENT,
+                                "prn_context_create: argument 'out' is NULL");
+    memset(&cfg, 0, sizeof cfg);
+    if (config) cfg = *config;
+    if ((cfg.allocator.alloc == NULL) != (cfg.allocator.free == NULL))
+        return prn__create_fail(err_buf, err_size, PRN_ERR_INVALID_ARGUMENT,
+                                "prn_context_create: argument 'config->allocator': set both alloc and free, or neither");
+    if (cfg.num_threads < 0 || cfg.num_backends < 0 || (cfg.num_backends > 0 && !cfg.backends))
+        return prn__create_fail(err_buf, err_size, PRN_ERR_INVALID_ARGUMENT,
+                                "prn_context_create: argument 'config': negative num_threads/num_backends or backends NULL");
+    name = cfg.backend;
+    if (!name || !*name) name = getenv("PARRNN_BACKEND");
+    if (!name || !*name) name = "reference";
+    for (i = 0; i < cfg.num_backends && !be; ++i)
+        if (cfg.backends[i] && cfg.backends[i]->name && strcmp(cfg.backends[i]->name, name) == 0)
+            be = cfg.backends[i];
+    for (i = 0; prn__builtin_backend(i) && !be; ++i)
+        if (strcmp(prn__builtin_backend(i)->name, name) == 0) be = prn__builtin_backend(i);
+    if (!be) {
+        char list[256];
+        const char *names[16];
+        int n = prn_backend_list(&cfg, names, 16), k;
+        size_t len = 0;
+        list[0] = 0;
+        for (k = 0; k < n && k < 16; ++k)
+            len += (size_t)snprintf(list + len, len < sizeof list ? sizeof list - len : 0, "%s%s",
+                                    k ? ", " : "", names[k]);
+        return prn__create_fail(err_buf, err_size, PRN_ERR_NOT_FOUND,
+                                "prn_context_create: backend '%s' not found (available: %s)", name, list);
+    }
+    if (be->abi_version != PARRNN_BACKEND_ABI)
+        return prn__create_fail(err_buf, err_size, PRN_ERR_INVALID_ARGUMENT,
+                                "prn_context_create: backend '%s' was written for ABI %d, this header is ABI %d",
+                                be->name, be->abi_version, PARRNN_BACKEND_ABI);
+    if (!be->buf_alloc || !be->buf_free || !be->buf_upload || !be->buf_download || !be->buf_copy)
+        return prn__create_fail(err_buf, err_size, PRN_ERR_INVALID_ARGUMENT,
+                                "prn_context_create: backend '%s' lacks a required buffer entry", be->name);
+    ctx = (prn_context *)(cfg.allocator.alloc ? cfg.allocator.alloc(cfg.allocator.user, sizeof *ctx)
+                                              : PARRNN_MALLOC(sizeof *ctx));
+    if (!ctx)
+        return prn__create_fail(err_buf, err_size, PRN_ERR_OUT_OF_MEMORY,
+                                "prn_context_create: allocating the context failed");
+    memset(ctx, 0, sizeof *ctx);
+    ctx->be = be;
+    ctx->al = cfg.allocator;
+    ctx->seed = cfg.seed;
+    ctx->num_threads = cfg.num_threads;
+    ctx->log = cfg.log;
+    ctx->log_user = cfg.log_user;
+    if (be->create) {
+        prn_status st = be->create(ctx, &ctx->bstate);
+        if (st != PRN_OK) {
+            prn_status r = prn__create_fail(err_buf, err_size, st, "%s", ctx->msg);
+            prn_free(ctx, ctx);
+            return r;
+        }
+    }
+    *out = ctx;
+    return PRN_OK;
+}
+
+PRN__FN void prn__storage_release(prn_context *ctx, prn__storage *st) {
+    if (st && --st->refs == 0) {
+        ctx->be->buf_free(ctx, st->buf);
+        prn_free(ctx, st);
+    }
+}
+
+PRN__FN void prn__unlink(prn_tensor *t) {
+    prn_context *ctx = t->ctx;
+    if (t->prev) t->prev->next = t->next;
+    else ctx->live = t->next;
+    if (t->next) t->next->prev = t->prev;
+    ctx->n_live--;
+}
+
+PRN__DEF void prn_context_destroy(prn_context *ctx) {
+    prn_tensor *t;
+    if (!ctx) return;
+    prn_tape_clear(ctx);
+    prn_free(ctx, ctx->tape);
+    /* Whatever the caller did not free: gradients are in the list too, so
+     * drop the links first and free each tensor exactly once. */
+    for (t = ctx->live; t; t = t->next) t->grad = t->pending = NULL;
+    while ((t = ctx->live) != NULL) {
+        prn__unlink(t);
+        prn__storage_release(ctx, t->st);
+        prn_free(ctx, t);
+    }
+    if (ctx->be->destroy) ctx->be->destroy(ctx, ctx->bstate);
+    prn_free(ctx, ctx);
+}
+
+/* ------------------------------------------------------------------------
+ * Tensors
+ * ---------------------------------------------------------------------- */
+PRN__FN int prn__mul_overflows(size_t a, size_t b, size_t *r) {
+    if (a != 0 && b > (size_t)-1 / a) return 1;
+    *r = a * b;
+    return 0;
+}
+
+/* Validates (ndim, shape) for function fn; computes numel and bytes. */
+PRN__FN prn_status prn__check_shape(prn_context *ctx, const char *fn, const char *arg, prn_dtype dtype,
+                                    int ndim, const size_t *shape, size_t *numel) {
+    size_t n = 1, bytes;
+    int i;
+    if (dtype != PRN_F32 && dtype != PRN_F64 && dtype != PRN_I32)
+        return PRN__ERR(ctx, PRN_ERR_DTYPE, "%s: argument 'dtype': unknown dtype %d", fn, (int)dtype);
+    if (ndim < 0 || ndim > PRN_MAX_DIMS)
+        return PRN__ERR(ctx, PRN_ERR_INVALID_ARGUMENT, "%s: argument 'ndim': %d is outside 0..%d", fn,
+                        ndim, PRN_MAX_DIMS);
+    if (ndim > 0 && !shape)
+        return PRN__ERR(ctx, PRN_ERR_NULL_ARGUMENT, "%s: argument '%s' is NULL with ndim %d", fn, arg, ndim);
+    for (i = 0; i < ndim; ++i)
+        if (prn__mul_overflows(n, shape[i], &n))
+            return PRN__ERR(ctx, PRN_ERR_OVERFLOW, "%s: argument '%s': element count overflows size_t", fn, arg);
+    if (prn__mul_overflows(n, prn_dtype_size(dtype), &bytes))
+        return PRN__ERR(ctx, PRN_ERR_OVERFLOW, "%s: argument '%s': byte size overflows size_t", fn, arg);
+    *numel = n;
+    return PRN_OK;
+}
+
+PRN__FN prn_tensor *prn__tensor_struct(prn_context *ctx, prn_dtype dtype, int ndim, const size_t *shape,
+                                       size_t numel) {
+    prn_tensor *t = (prn_tensor *)prn_alloc(ctx, sizeof *t);
+    int i;
+    if (!t) return NULL;
+    memset(t, 0, sizeof *t);
+    t->ctx = ctx;
+    t->dtype = dtype;
+    t->ndim = ndim;
+    for (i = 0; i < PRN_MAX_DIMS; ++i) t->shape[i] = i < ndim ? shape[i] : 1;
+    t->numel = numel;
+    t->refs = 1;
+    t->is_leaf = 1;
+    t->next = ctx->live;
+    if (ctx->live) ctx->live->prev = t;
+    ctx->live = t;
+    ctx->n_live++;
+    return t;
+}
+
+/* A new tensor with uninitialised contents (checked shape). */
+PRN__FN prn_status prn__tensor_new(prn_context *ctx, const char *fn, prn_dtype dtype, int ndim,
+                                   const size_t *shape, prn_tensor **out) {
+    size_t numel;
+    prn_tensor *t;
+    prn__storage *st;
+    PRN__TRY(prn__check_shape(ctx, fn, "shape", dtype, ndim, shape, &numel));
+    st = (prn__storage *)prn_alloc(ctx, sizeof *st);
+    if (!st) return PRN__ERR(ctx, PRN_ERR_OUT_OF_MEMORY, "%s: out of memory for a tensor", fn);
+    st->refs = 1;
+    st->bytes = numel * prn_dtype_size(dtype);
+    if (ctx->be->buf_alloc(ctx, st->bytes, &st->buf) != PRN_OK) {
+        prn_free(ctx, st);
+        return PRN__ERR(ctx, PRN_ERR_OUT_OF_MEMORY, "%s: out of memory for a tensor of %lu bytes", fn,
+                        (unsigned long)st->bytes);
+    }
+    t = prn__tensor_struct(ctx, dtype, ndim, shape, numel);
+    if (!t) {
+        prn__storage_release(ctx, st);
+        return PRN__ERR(ctx, PRN_ERR_OUT_OF_MEMORY, "%s: out of memory for a tensor", fn);
+    }
+    t->st = st;
+    *out = t;
+    return PRN_OK;
+}
+
+PRN__FN prn_status prn__tensor_like(prn_context *ctx, const char *fn, const prn_tensor *x, prn_tensor **out) {
+    return prn__tensor_new(ctx, fn, x->dtype, x->ndim, x->shape, out);
+}
+
+PRN__DEF void prn_tensor_free(prn_tensor *t) {
+    prn_context *ctx;
+    if (!t || --t->refs > 0) return;
+    ctx = t->ctx;
+    prn_tensor_free(t->grad);
+    prn_tensor_free(t->pending);
+    prn__unlink(t);
+    prn__storage_release(ctx, t->st);
+    prn_free(ctx, t);
+}
+PRN__DEF prn_tensor *prn_tensor_retain(prn_tensor *t) {
+    if (t) t->refs++;
+    return t;
+}
+
+PRN__FN prn_status prn__fill(prn_tensor *t, double v, const char *fn) {
+    prn_context *ctx = t->ctx;
+    PRN__NEED(ctx, fill, fn);
+    return ctx->be->fill(ctx, t->dtype, t->st->buf, t->numel, v);
+}
+
+PRN__DEF prn_status prn_tensor_full(prn_context *ctx, prn_dtype dtype, int ndim, const size_t *shape,
+                                    double value, prn_tensor **out) {
+    prn_tensor *t;
+    prn_status st;
+    PRN__CTX(ctx, "prn_tensor_full");
+    if (!out) return PRN__ERR(ctx, PRN_ERR_NULL_ARGUMENT, "prn_tensor_full: argument 'out' is NULL");
+    PRN__TRY(prn__tensor_new(ctx, "prn_tensor_full", dtype, ndim, shape, &t));
+    if ((st = prn__fill(t, value, "prn_tensor_full")) != PRN_OK) { prn_tensor_free(t); return st; }
+    *out = t;
+    return PRN_OK;
+}
+PRN__DEF prn_status prn_tensor_create(prn_context *ctx, prn_dtype dtype, int ndim, const size_t *shape,
+                                      prn_tensor **out) {
+    PRN__CTX(ctx, "prn_tensor_create");
+    if (!out) return PRN__ERR(ctx, PRN_ERR_NULL_ARGUMENT, "prn_tensor_create: argument 'out' is NULL");
+    return prn_tensor_full(ctx, dtype, ndim, shape, 0.0, out);
+}
+
+PRN__DEF prn_status prn_tensor_from_host(prn_context *ctx, prn_dtype dtype, int ndim, const size_t *shape,
+                                         const void *data, prn_tensor **out) {
+    prn_tensor *t;
+    prn_status st;
+    PRN__CTX(ctx, "prn_tensor_from_host");
+    if (!out) return PRN__ERR(ctx, PRN_ERR_NULL_ARGUMENT, "prn_tensor_from_host: argument 'out' is NULL");
+    if (!data) return PRN__ERR(ctx, PRN_ERR_NULL_ARGUMENT, "prn_tensor_from_host: argument 'data' is NULL");
+    PRN__TRY(prn__tensor_new(ctx, "prn_tensor_from_host", dtype, ndim, shape, &t));
+    st = ctx->be->buf_upload(ctx, t->st->buf, 0, data, t->st->bytes);
+    if (st != PRN_OK) { prn_tensor_free(t); return st; }
+    *out = t;
+    return PRN_OK;
+}
+
+PRN__FN prn_status prn__random_tensor(prn_context *ctx, const char *fn, prn_random_dist dist, prn_dtype dtype,
+                                      int ndim, const size_t *shape, double p0, double p1, prn_tensor **out) {
+    prn_tensor *t;
+    prn_status st;
+    PRN__CTX(ctx, fn);
+    if (!out) return PRN__ERR(ctx, PRN_ERR_NULL_ARGUMENT, "%s: argument 'out' is NULL", fn);
+    if (dtype == PRN_I32) return PRN__ERR(ctx, PRN_ERR_DTYPE, "%s: argument 'dtype': must be f32 or f64", fn);
+    if (!(p0 == p0) || !(p1 == p1) || (dist == PRN_RANDOM_NORMAL && p1 < 0) ||
+        (dist == PRN_RANDOM_UNIFORM && p1 < p0))
+        return PRN__ERR(ctx, PRN_ERR_INVALID_ARGUMENT, "%s: arguments (%g, %g) are not a valid %s", fn, p0, p1,
+                        dist == PRN_RANDOM_NORMAL ? "(mean, stddev >= 0)" : "range lo <= hi");
+    PRN__NEED(ctx, random, fn);
+    PRN__TRY(prn__tensor_new(ctx, fn, dtype, ndim, shape, &t));
+    st = ctx->be->random(ctx, dist, dtype, t->numel, ctx->seed, ctx->counter, p0, p1, t->st->buf);
+    if (st != PRN_OK) { prn_tensor_free(t); return st; }
+    ctx->counter += t->numel;
+    *out = t;
+    return PRN_OK;
+}
+PRN__DEF prn_status prn_tensor_uniform(prn_context *ctx, prn_dtype dtype, int ndim, const size_t *shape,
+                                       double lo, double hi, prn_tensor **out) {
+    return prn__random_tensor(ctx, "prn_tensor_uniform", PRN_RANDOM_UNIFORM, dtype, ndim, shape, lo, hi, out);
+}
+PRN__DEF prn_status prn_tensor_normal(prn_context *ctx, prn_dtype dtype, int ndim, const size_t *shape,
+                                      double mean, double stddev, prn_tensor **out) {
+    return prn__random_tensor(ctx, "prn_tensor_normal", PRN_RANDOM_NORMAL, dtype, ndim, shape, mean, stddev, out);
+}
+
+/* Tensor-argument validation shared by every entry point. */
+PRN__FN prn_status prn__check_t(prn_context *ctx, const char *fn, const char *arg, const prn_tensor *t,
+                                int float_only) {
+    if (!t) return PRN__ERR(ctx, PRN_ERR_NULL_ARGUMENT, "%s: argument '%s' is NULL", fn, arg);
+    if (t->ctx != ctx)
+        return PRN__ERR(ctx, PRN_ERR_CONTEXT_MISMATCH, "%s: argument '%s' belongs to another context (backend '%s')",
+                        fn, arg, t->ctx->be->name);
+    if (float_only && t->dtype == PRN_I32)
+        return PRN__ERR(ctx, PRN_ERR_DTYPE, "%s: argument '%s' is i32; this op needs f32 or f64", fn, arg);
+    return PRN_OK;
+}
+
+PRN__DEF prn_status prn_tensor_upload(prn_tensor *t, const void *src, size_t count) {
+    if (!t) return PRN_ERR_NULL_ARGUMENT;
+    if (!src) return PRN__ERR(t->ctx, PRN_ERR_NULL_ARGUMENT, "prn_tensor_upload: argument 'src' is NULL");
+    if (count != t->numel)
+        return PRN__ERR(t->ctx, PRN_ERR_SHAPE, "prn_tensor_upload: argument 'count' is %lu but the tensor has %lu elements",
+                        (unsigned long)count, (unsigned long)t->numel);
+    return t->ctx->be->buf_upload(t->ctx, t->st->buf, 0, src, t->numel * prn_dtype_size(t->dtype));
+}
+PRN__DEF prn_status prn_tensor_download(const prn_tensor *t, void *dst, size_t count) {
+    if (!t) return PRN_ERR_NULL_ARGUMENT;
+    if (!dst) return PRN__ERR(t->ctx, PRN_ERR_NULL_ARGUMENT, "prn_tensor_download: argument 'dst' is NULL");
+    if (count != t->numel)
+        return PRN__ERR(t->ctx, PRN_ERR_SHAPE, "prn_tensor_download: argument 'count' is %lu but the tensor has %lu elements",
+                        (unsigned long)count, (unsigned long)t->numel);
+    return t->ctx->be->buf_download(t->ctx, t->st->buf, 0, dst, t->numel * prn_dtype_size(t->dtype));
+}
+PRN__DEF prn_status prn_tensor_item(const prn_tensor *t, double *value) {
+    union { float f; double d; int32_t i; } u;
+    if (!t) return PRN_ERR_NULL_ARGUMENT;
+    if (!value) return PRN__ERR(t->ctx, PRN_ERR_NULL_ARGUMENT, "prn_tensor_item: argument 'value' is NULL");
+    if (t->numel == 0) return PRN__ERR(t->ctx, PRN_ERR_SHAPE, "prn_tensor_item: argument 't' is empty");
+    PRN__TRY(t->ctx->be->buf_download(t->ctx, t->st->buf, 0, &u, prn_dtype_size(t->dtype)));
+    *value = t->dtype == PRN_F32 ? (double)u.f : t->dtype == PRN_F64 ? u.d : (double)u.i;
+    return PRN_OK;
+}
+PRN__DEF prn_status prn_tensor_fill(prn_tensor *t, double value) {
+    if (!t) return PRN_ERR_NULL_ARGUMENT;
+    return prn__fill(t, value, "prn_tensor_fill");
+}
+PRN__DEF prn_dtype prn_tensor_dtype(const prn_tensor *t) { return t ? t->dtype : PRN_F32; }
+PRN__DEF int prn_tensor_ndim(const prn_tensor *t) { return t ? t->ndim : 0; }
+PRN__DEF size_t prn_tensor_dim(const prn_tensor *t, int axis) {
+    if (!t) return 0;
+    if (axis < 0) axis += t->ndim;
+    return axis >= 0 && axis < t->ndim ? t->shape[axis] : 0;
+}
+PRN__DEF size_t prn_tensor_numel(const prn_tensor *t) { return t ? t->numel : 0; }
+PRN__DEF prn_context *prn_tensor_context(const prn_tensor *t) { return t ? t->ctx : NULL; }
+PRN__DEF void *prn_tensor_buffer(const prn_tensor *t) { return t ? t->st->buf : NULL; }
+PRN__DEF int prn_tensor_requires_grad(const prn_tensor *t) { return t ? t->requires_grad : 0; }
+PRN__DEF prn_tensor *prn_tensor_grad(const prn_tensor *t) { return t ? t->grad : NULL; }
+PRN__DEF void prn_tensor_zero_grad(prn_tensor *t) {
+    if (!t) return;
+    prn_tensor_free(t->grad);
+    t->grad = NULL;
+}
+PRN__DEF prn_status prn_tensor_set_requires_grad(prn_tensor *t, int rg) {
+    if (!t) return PRN_ERR_NULL_ARGUMENT;
+    if (t->dtype == PRN_I32)
+        return PRN__ERR(t->ctx, PRN_ERR_DTYPE, "prn_tensor_set_requires_grad: argument 't' is i32 and cannot have a gradient");
+    if (!t->is_leaf)
+        return PRN__ERR(t->ctx, PRN_ERR_STATE, "prn_tensor_set_requires_grad: argument 't' is the output of a recorded op, not a leaf");
+    t->requires_grad = rg != 0;
+    return PRN_OK;
+}
+
+/* ------------------------------------------------------------------------
+ * The tape
+ * ---------------------------------------------------------------------- */
+PRN__DEF void prn_no_grad_begin(prn_context *ctx) { if (ctx) ctx->no_grad++; }
+PRN__DEF void prn_no_grad_end(prn_context *ctx) { if (ctx && ctx->no_grad > 0) ctx->no_grad--; }
+PRN__DEF int prn_grad_enabled(const prn_context *ctx) { return ctx && ctx->no_grad == 0; }
+PRN__DEF size_t prn_tape_size(const prn_context *ctx) { return ctx ? ctx->tape_n : 0; }
+
+PRN__FN void prn__node_release(prn__node *nd) {
+    int k;
+    for (k = 0; k < nd->n_in; ++k) prn_tensor_free(nd->in[k]);
+    prn_tensor_free(nd->out);
+    if (nd->free_user) nd->free_user(nd->user);
+}
+
+/* Drops the records after the first n (newest first, so outputs die before
+ * the inputs they came from). Composite ops use it to undo a partial record. */
+PRN__FN void prn__tape_truncate(prn_context *ctx, size_t n) {
+    while (ctx->tape_n > n) prn__node_release(&ctx->tape[--ctx->tape_n]);
+}
+PRN__DEF void prn_tape_clear(prn_context *ctx) {
+    if (ctx) prn__tape_truncate(ctx, 0);
+}
+
+/* Records op with saved scalars; does nothing when nothing needs a gradient. */
+PRN__FN prn_status prn__record(prn_context *ctx, const char *fn, const char *name, prn_tensor *const *in, int n_in,
+                               prn_tensor *out, prn_backward_fn bw, void *user, void (*free_user)(void *),
+                               const double *f, int nf, const int *iv, int ni, int *recorded) {
+    prn__node *nd;
+    int k, any = 0;
+    *recorded = 0;
+    if (ctx->no_grad) return PRN_OK;
+    for (k = 0; k < n_in; ++k) any |= in[k]->requires_grad;
+    if (!any) return PRN_OK;
+    if (ctx->tape_n == ctx->tape_cap) {
+        size_t cap = ctx->tape_cap ? ctx->tape_cap * 2 : 64;
+        prn__node *nt = (prn__node *)prn_alloc(ctx, cap * sizeof *nt);
+        if (!nt) return PRN__ERR(ctx, PRN_ERR_OUT_OF_MEMORY, "%s: out of memory growing the tape", fn);
+        if (ctx->tape_n) memcpy(nt, ctx->tape, ctx->tape_n * sizeof *nt);
+        prn_free(ctx, ctx->tape);
+        ctx->tape = nt;
+        ctx->tape_cap = cap;
+    }
+    nd = &ctx->tape[ctx->tape_n++];
+    memset(nd, 0, sizeof *nd);
+    nd->name = name;
+    nd->backward = bw;
+    nd->user = user;
+    nd->free_user = free_user;
+    nd->n_in = n_in;
+    for (k = 0; k < n_in; ++k) {
+        nd->in[k] = prn_tensor_retain(in[k]);
+        nd->needs[k] = in[k]->requires_grad;
+    }
+    nd->out = prn_tensor_retain(out);
+    for (k = 0; k < nf && k < 4; ++k) nd->f[k] = f[k];
+    for (k = 0; k < ni && k < 8; ++k) nd->i[k] = iv[k];
+    out->requires_grad = 1;
+    out->is_leaf = 0;
+    *recorded = 1;
+    return PRN_OK;
+}
+
+PRN__DEF prn_status prn_tape_record(prn_context *ctx, const char *name, prn_tensor *const *inputs, int num_inputs,
+                                    prn_tensor *output, prn_backward_fn backward, void *user,
+                                    void (*free_user)(void *)) {
+    static const char fn[] = "prn_tape_record";
+    int k, rec;
+    PRN__CTX(ctx, fn);
+    if (!name) return PRN__ERR(ctx, PRN_ERR_NULL_ARGUMENT, "%s: argument 'name' is NULL", fn);
+    if (!backward) return PRN__ERR(ctx, PRN_ERR_NULL_ARGUMENT, "%s: argument 'backward' is NULL", fn);
+    if (num_inputs < 1 || num_inputs > PRN_MAX_OP_INPUTS)
+        return PRN__ERR(ctx, PRN_ERR_INVALID_ARGUMENT, "%s: argument 'num_inputs' is %d, must be 1..%d", fn,
+                        num_inputs, PRN_MAX_OP_INPUTS);
+    if (!inputs) return PRN__ERR(ctx, PRN_ERR_NULL_ARGUMENT, "%s: argument 'inputs' is NULL", fn);
+    for (k = 0; k < num_inputs; ++k) {
+        PRN__TRY(prn__check_t(ctx, fn, "inputs[k]", inputs[k], 0));
+        if (inputs[k] == output)
+            return PRN__ERR(ctx, PRN_ERR_INVALID_ARGUMENT, "%s: argument 'output' is also inputs[%d]", fn, k);
+    }
+    PRN__TRY(prn__check_t(ctx, fn, "output", output, 1));
+    if (!output->is_leaf || output->requires_grad)
+        return PRN__ERR(ctx, PRN_ERR_STATE, "%s: argument 'output' already has a gradient history (recorded "
+                        "before, or a parameter)", fn);
+    PRN__TRY(prn__record(ctx, fn, name, inputs, num_inputs, output, backward, user, free_user, NULL, 0, NULL, 0, &rec));
+    if (!rec && free_user) free_user(user);
+    return PRN_OK;
+}
+
+/* Adds g into *slot (taking g over when the slot is empty); g is consumed.
+ * like gives the shape the slot must have. */
+PRN__FN prn_status prn__accumulate(prn_context *ctx, prn_tensor **slot, prn_tensor *g, const prn_tensor *like) {
+    size_t shape[4] = {1, 1, 1, 1}, strides[4] = {0, 0, 0, 1};
+    prn_status st;
+    if (!*slot) {
+        if (g->refs != 1 || g->st->refs != 1) {
+            /* Shared with someone else (a custom backward returned a view or
+             * its grad_output): accumulate into a private copy instead. */
+            prn_tensor *c;
+            PRN__TRY(prn__tensor_like(ctx, "prn_backward", like, &c));
+            st = ctx->be->buf_copy(ctx, c->st->buf, 0, g->st->buf, 0, c->st->bytes);
+            prn_tensor_free(g);
+            if (st != PRN_OK) { prn_tensor_free(c); return st; }
+            g = c;
+        }
+        g->ndim = like->ndim;
+        memcpy(g->shape, like->shape, sizeof g->shape);
+        *slot = g;
+        return PRN_OK;
+    }
+    PRN__NEED(ctx, binary, "prn_backward");
+    shape[3] = g->numel;
+    st = ctx->be->binary(ctx, PRN_BINARY_ADD, g->dtype, shape, (*slot)->st->buf, strides, g->st->buf, strides,
+                         (*slot)->st->buf);
+    prn_tensor_free(g);
+    return st;
+}
+
+PRN__DEF prn_status prn_backward(prn_context *ctx, prn_tensor *loss) {
+    static const char fn[] = "prn_backward";
+    prn_tensor **touched = NULL, *seed = NULL;
+    size_t n_touched = 0, cap, i;
+    prn_status st = PRN_OK;
+    PRN__CTX(ctx, fn);
+    PRN__TRY(prn__check_t(ctx, fn, "loss", loss, 1));
+    if (loss->numel != 1)
+        return PRN__ERR(ctx, PRN_ERR_SHAPE, "%s: argument 'loss' has %lu elements; backward starts from a scalar", fn,
+                        (unsigned long)loss->numel);
+    if (!loss->requires_grad)
+        return PRN__ERR(ctx, PRN_ERR_STATE, "%s: argument 'loss' does not depend on any tensor that requires grad", fn);
+    /* Every tensor that can receive a pending gradient: inputs of nodes and the loss. */
+    cap = ctx->tape_n * PRN_MAX_OP_INPUTS + 1;
+    touched = (prn_tensor **)prn_alloc(ctx, cap * sizeof *touched);
+    if (!touched) return PRN__ERR(ctx, PRN_ERR_OUT_OF_MEMORY, "%s: out of memory", fn);
+    st = prn_tensor_full(ctx, loss->dtype, loss->ndim, loss->shape, 1.0, &seed);
+    if (st != PRN_OK) { prn_free(ctx, touched); return st; }
+    loss->pending = seed;
+    touched[n_touched++] = loss;
+    ctx->no_grad++;
+    for (i = ctx->tape_n; i-- > 0 && st == PRN_OK;) {
+        prn__node *nd = &ctx->tape[i];
+        prn_tensor *gin[PRN_MAX_OP_INPUTS];
+        prn_op op;
+        int k;
+        if (!nd->out->pending) continue;
+        memset(gin, 0, sizeof gin);
+        op.name = nd->name;
+        op.inputs = nd->in;
+        op.num_inputs = nd->n_in;
+        op.needs_grad = nd->needs;
+        op.output = nd->out;
+        op.user = nd->user;
+        op.f = nd->f;
+        op.i = nd->i;
+        st = nd->backward(ctx, &op, nd->out->pending, gin);
+        for (k = 0; k < nd->n_in; ++k) {
+            prn_tensor *x = nd->in[k], *g = gin[k];
+            if (!g) continue;
+            if (st == PRN_OK && nd->needs[k]) {
+                if (g->ctx != ctx || g->dtype != x->dtype || g->numel != x->numel)
+                    st = PRN__ERR(ctx, PRN_ERR_SHAPE, "%s: backward of op '%s' returned a gradient for input %d that "
+                                  "does not match it (dtype/size)", fn, nd->name, k);
+                else {
+                    if (!x->pending) touched[n_touched++] = x;
+                    st = prn__accumulate(ctx, &x->pending, g, x);
+                    continue;
+                }
+            }
+            prn_tensor_free(g);
+        }
+        /* An op output's gradient is not needed once its node has run. */
+        if (st == PRN_OK && !nd->out->is_leaf) { prn_tensor_free(nd->out->pending); nd->out->pending = NULL; }
+    }
+    ctx->no_grad--;
+    if (st == PRN_OK) {
+        for (i = 0; i < n_touched && st == PRN_OK; ++i) {
+            prn_tensor *t = touched[i];
+            if (t->pending && t->is_leaf && t->requires_grad) {
+                st = prn__accumulate(ctx, &t->grad, t->pending, t);
+                t->pending = NULL;
+            }
+        }
+    }
+    for (i = 0; i < n_touched; ++i) { prn_tensor_free(touched[i]->pending); touched[i]->pending = NULL; }
+    prn_free(ctx, touched);
+    if (st == PRN_OK) prn_tape_clear(ctx);
+    return st;
+}
+
+/* ------------------------------------------------------------------------
+ * Shape helpers and raw (unrecorded) operations
+ * ---------------------------------------------------------------------- */
+PRN__FN void prn__pad4(int ndim, const size_t *shape, size_t s[4]) {
+    int i;
+    for (i = 0; i < 4; ++i) s[i] = i < 4 - ndim ? 1 : shape[i - (4 - ndim)];
+}
+PRN__FN void prn__strides4(const size_t s[4], size_t st[4]) {
+    st[3] = 1;
+    st[2] = s[3];
+    st[1] = s[3] * s[2];
+    st[0] = s[3] * s[2] * s[1];
+}
+/* Strides that read x (ndim, shape) broadcast to the 4-D shape out4. */
+PRN__FN void prn__bstrides(const prn_tensor *x, const size_t out4[4], size_t st[4]) {
+    size_t x4[4];
+    int i;
+    prn__pad4(x->ndim, x->shape, x4);
+    prn__strides4(x4, st);
+    for (i = 0; i < 4; ++i) if (x4[i] == 1 && out4[i] != 1) st[i] = 0;
+}
+PRN__FN int prn__same_shape(const prn_tensor *a, const prn_tensor *b) {
+    int i;
+    if (a->ndim != b->ndim) return 0;
+    for (i = 0; i < a->ndim; ++i) if (a->shape[i] != b->shape[i]) return 0;
+    return 1;
+}
+PRN__FN void prn__shape_str(const prn_tensor *t, char *buf, size_t n) {
+    size_t len = 0;
+    int i;
+    len += (size_t)snprintf(buf, n, "[");
+    for (i = 0; i < t->ndim && len < n; ++i)
+        len += (size_t)snprintf(buf + len, n - len, "%s%lu", i ? "," : "", (unsigned long)t->shape[i]);
+    if (len < n) snprintf(buf + len, n - len, "]");
+}
+PRN__FN prn_status prn__same_dtype(prn_context *ctx, const char *fn, const prn_tensor *a, const prn_tensor *b) {
+    if (a->dtype != b->dtype)
+        return PRN__ERR(ctx, PRN_ERR_DTYPE, "%s: arguments 'a' (%s) and 'b' (%s) have different dtypes", fn,
+                        prn_dtype_name(a->dtype), prn_dtype_name(b->dtype));
+    return PRN_OK;
+}
+PRN__FN prn_status prn__bcast_shape(prn_context *ctx, const char *fn, const prn_tensor *a, const prn_tensor *b,
+                                    int *ndim, size_t shape[4]) {
+    size_t a4[4], b4[4];
+    int i, nd = a->ndim > b->ndim ? a->ndim : b->ndim;
+    prn__pad4(a->ndim, a->shape, a4);
+    prn__pad4(b->ndim, b->shape, b4);
+    for (i = 0; i < 4; ++i) {
+        if (a4[i] != b4[i] && a4[i] != 1 && b4[i] != 1) {
+            char sa[64], sb[64];
+            prn__shape_str(a, sa, sizeof sa);
+            prn__shape_str(b, sb, sizeof sb);
+            return PRN__ERR(ctx, PRN_ERR_SHAPE, "%s: argument 'b': shape %s does not broadcast with 'a' shape %s", fn,
+                            sb, sa);
+        }
+    }
+    for (i = 0; i < nd; ++i) {
+        int k = 4 - nd + i;
+        shape[i] = a4[k] == 1 ? b4[k] : a4[k];
+    }
+    *ndim = nd;
+    return PRN_OK;
+}
+PRN__FN prn_status prn__norm_axis(prn_context *ctx, const char *fn, const prn_tensor *x, int *axis) {
+    int a = *axis;
+    if (a < 0) a += x->ndim;
+    if (a < 0 || a >= x->ndim)
+        return PRN__ERR(ctx, PRN_ERR_INVALID_ARGUMENT, "%s: argument 'axis' is %d but the tensor has %d axes", fn,
+                        *axis, x->ndim);
+    *axis = a;
+    return PRN_OK;
+}
+
+/* A tensor sharing x's storage with another shape of the same numel. */
+PRN__FN prn_status prn__view(prn_context *ctx, const char *fn, prn_tensor *x, int ndim, const size_t *shape,
+                             prn_tensor **out) {
+    prn_tensor *t = prn__tensor_struct(ctx, x->dtype, ndim, shape, x->numel);
+    if (!t) return PRN__ERR(ctx, PRN_ERR_OUT_OF_MEMORY, "%s: out of memory", fn);
+    t->st = x->st;
+    x->st->refs++;
+    *out = t;
+    return PRN_OK;
+}
+
+PRN__FN prn_status prn__binary_raw(prn_context *ctx, const char *fn, prn_binary_op op, prn_tensor *a,
+                                   prn_tensor *b, prn_tensor **out) {
+    size_t shape[4], o4[4], as[4], bs[4];
+    int nd;
+    prn_tensor *y;
+    prn_status st;
+    PRN__NEED(ctx, binary, fn);
+    PRN__TRY(prn__bcast_shape(ctx, fn, a, b, &nd, shape));
+    PRN__TRY(prn__tensor_new(ctx, fn, a->dtype, nd, shape, &y));
+    prn__pad4(nd, shape, o4);
+    prn__bstrides(a, o4, as);
+    prn__bstrides(b, o4, bs);
+    st = ctx->be->binary(ctx, op, a->dtype, o4, a->st->buf, as, b->st->buf, bs, y->st->buf);
+    if (st != PRN_OK) { prn_tensor_free(y); return st; }
+    *out = y;
+    return PRN_OK;
+}
+
+PRN__FN prn_status prn__unary_raw(prn_context *ctx, const char *fn, prn_unary_op op, prn_tensor *x, double alpha,
+                                  double beta, prn_tensor **out) {
+    prn_tensor *y;
+    prn_status st;
+    PRN__NEED(ctx, unary, fn);
+    PRN__TRY(prn__tensor_like(ctx, fn, x, &y));
+    st = ctx->be->unary(ctx, op, x->dtype, x->numel, x->st->buf, y->st->buf, alpha, beta);
+    if (st != PRN_OK) { prn_tensor_free(y); return st; }
+    *out = y;
+    return PRN_OK;
+}
+
+/* x broadcast (materialised) to (ndim, shape); shapes already validated. */
+PRN__FN prn_status prn__expand_raw(prn_context *ctx, const char *fn, prn_tensor *x, int ndim, const size_t *shape,
+                                   prn_tensor **out) {
+    size_t o4[4], xs[4];
+    prn_tensor *y;
+    prn_status st;
+    PRN__NEED(ctx, strided_copy, fn);
+    PRN__TRY(prn__tensor_new(ctx, fn, x->dtype, ndim, shape, &y));
+    prn__pad4(ndim, shape, o4);
+    prn__bstrides(x, o4, xs);
+    st = ctx->be->strided_copy(ctx, x->dtype, o4, x->st->buf, xs, y->st->buf);
+    if (st != PRN_OK) { prn_tensor_free(y); return st; }
+    *out = y;
+    return PRN_OK;
+}
+
+/* Output shape of a reduction; axis already normalised or PRN_ALL_AXES. */
+PRN__FN void prn__reduced_shape(const prn_tensor *x, int axis, int keepdim, int *ndim, size_t shape[4]) {
+    int i, n = 0;
+    for (i = 0; i < x->ndim; ++i) {
+        int reduced = axis == PRN_ALL_AXES || axis == i;
+        if (reduced && !keepdim) continue;
+        shape[n++] = reduced ? 1 : x->shape[i];
+    }
+    *ndim = n;
+}
+PRN__FN void prn__split3(const prn_tensor *x, int axis, size_t *outer, size_t *n, size_t *inner) {
+    int i;
+    *outer = *inner = 1;
+    if (axis == PRN_ALL_AXES) { *n = x->numel; return; }
+    for (i = 0; i < axis; ++i) *outer *= x->shape[i];
+    for (i = axis + 1; i < x->ndim; ++i) *inner *= x->shape[i];
+    *n = x->shape[axis];
+}
+
+PRN__FN prn_status prn__reduce_raw(prn_context *ctx, const char *fn, prn_reduce_op op, prn_tensor *x, int axis,
+                                   int keepdim, prn_tensor **out) {
+    size_t shape[4], outer, n, inner;
+    int nd;
+    prn_tensor *y;
+    prn_status st;
+    PRN__NEED(ctx, reduce, fn);
+    prn__reduced_shape(x, axis, keepdim, &nd, shape);
+    prn__split3(x, axis, &outer, &n, &inner);
+    PRN__TRY(prn__tensor_new(ctx, fn, x->dtype, nd, shape, &y));
+    st = ctx->be->reduce(ctx, op, x->dtype, outer, n, inner, x->st->buf, y->st->buf);
+    if (st != PRN_OK) { prn_tensor_free(y); return st; }
+    *out = y;
+    return PRN_OK;
+}
+
+/* g summed over the axes along which like was broadcast, shaped like like.
+ * Returns g itself (retained) when nothing is to be done. */
+PRN__FN prn_status prn__sum_to(prn_context *ctx, prn_tensor *g, const prn_tensor *like, prn_tensor **out) {
+    static const char fn[] = "prn_backward";
+    size_t g4[4], l4[4];
+    prn_tensor *cur = g;
+    int i;
+    if (prn__same_shape(g, like)) { *out = prn_tensor_retain(g); return PRN_OK; }
+    prn__pad4(g->ndim, g->shape, g4);
+    prn__pad4(like->ndim, like->shape, l4);
+    for (i = 0; i < 4; ++i) {
+        if (l4[i] == 1 && g4[i] != 1) {
+            size_t outer = 1, inner = 1, s[4];
+            int k;
+            prn_tensor *t = NULL;
+            prn_status st;
+            PRN__NEED(ctx, reduce, fn);
+            for (k = 0; k < i; ++k) outer *= g4[k];
+            for (k = i + 1; k < 4; ++k) inner *= g4[k];
+            memcpy(s, g4, sizeof s);
+            s[i] = 1;
+            st = prn__tensor_new(ctx, fn, g->dtype, 4, s, &t);
+            if (st == PRN_OK) st = ctx->be->reduce(ctx, PRN_REDUCE_SUM, g->dtype, outer, g4[i], inner, cur->st->buf, t->st->buf);
+            if (cur != g) prn_tensor_free(cur);
+            if (st != PRN_OK) { prn_tensor_free(t); return st; }
+            cur = t;
+            g4[i] = 1;
+        }
+    }
+    if (cur == g) return prn__view(ctx, fn, g, like->ndim, like->shape, out);
+    cur->ndim = like->ndim;
+    memcpy(cur->shape, like->shape, sizeof cur->shape);
+    *out = cur;
+    return PRN_OK;
+}
+
+/* ------------------------------------------------------------------------
+ * Recorded ops: forward, then backward functions (prn_backward_fn)
+ * ---------------------------------------------------------------------- */
+/* Common tail: record y or free it; hands y to the caller on success. */
+PRN__FN prn_status prn__finish(prn_context *ctx, const char *fn, prn_tensor *y, prn_tensor *const *in, int n_in,
+                               prn_backward_fn bw, const double *f, int nf, const int *iv, int ni,
+                               prn_tensor **out) {
+    int rec;
+    prn_status st = prn__record(ctx, fn, fn + 4, in, n_in, y, bw, NULL, NULL, f, nf, iv, ni, &rec);
+    if (st != PRN_OK) { prn_tensor_free(y); return st; }
+    *out = y;
+    return PRN_OK;
+}
+
+#define PRN__CHECK_OUT(ctx, fn, out)                                            \
+    do { if (!(out)) return PRN__ERR((ctx), PRN_ERR_NULL_ARGUMENT, "%s: argument 'out' is NULL", (fn)); } while (0)
+
+/* --- binary ----------------------------------------------------------- */
+PRN__FN prn_status prn__bw_binary(prn_context *ctx, const prn_op *op, prn_tensor *g, prn_tensor **gin) {
+    static const char fn[] = "prn_backward";
+    prn_tensor *a = op->inputs[0], *b = op->inputs[1], *y = op->output, *t = NULL, *u = NULL, *v = NULL;
+    prn_binary_op kind = (prn_binary_op)op->i[0];
+    prn_status st = PRN_OK;
+    if (op->needs_grad[0]) {
+        switch (kind) {
+        case PRN_BINARY_ADD: case PRN_BINARY_SUB: st = prn__sum_to(ctx, g, a, &gin[0]); break;
+        case PRN_BINARY_MUL:
+            st = prn__binary_raw(ctx, fn, PRN_BINARY_MUL, g, b, &t);
+            if (st == PRN_OK) st = prn__sum_to(ctx, t, a, &gin[0]);
+            break;
+        case PRN_BINARY_DIV:
+            st = prn__binary_raw(ctx, fn, PRN_BINARY_DIV, g, b, &t);
+            if (st == PRN_OK) st = prn__sum_to(ctx, t, a, &gin[0]);
+            break;
+        default: /* POW: g * b * a^(b-1) = g * b * y / a, but a may be 0: recompute */
+            st = prn__unary_raw(ctx, fn, PRN_UNARY_AFFINE, b, 1.0, -1.0, &u);
+            if (st == PRN_OK) st = prn__binary_raw(ctx, fn, PRN_BINARY_POW, a, u, &v);
+            if (st == PRN_OK) { prn_tensor_free(u); u = NULL; st = prn__binary_raw(ctx, fn, PRN_BINARY_MUL, v, b, &u); }
+            if (st == PRN_OK) st = prn__binary_raw(ctx, fn, PRN_BINARY_MUL, g, u, &t);
+            if (st == PRN_OK) st = prn__sum_to(ctx, t, a, &gin[0]);
+            break;
+        }
+        prn_tensor_free(t); prn_tensor_free(u); prn_tensor_free(v);
+        t = u = v = NULL;
+        if (st != PRN_OK) return st;
+    }
+    if (op->needs_grad[1]) {
+        switch (kind) {
+        case PRN_BINARY_ADD: st = prn__sum_to(ctx, g, b, &gin[1]); break;
+        case PRN_BINARY_SUB:
+            st = prn__sum_to(ctx, g, b, &t);
+            if (st == PRN_OK) st = prn__unary_raw(ctx, fn, PRN_UNARY_NEG, t, 0, 0, &gin[1]);
+            break;
+        case PRN_BINARY_MUL:
+            st = prn__binary_raw(ctx, fn, PRN_BINARY_MUL, g, a, &t);
+            if (st == PRN_OK) st = prn__sum_to(ctx, t, b, &gin[1]);
+            break;
+        case PRN_BINARY_DIV: /* -g * y / b */
+            st = prn__binary_raw(ctx, fn, PRN_BINARY_MUL, g, y, &u);
+            if (st == PRN_OK) st = prn__binary_raw(ctx, fn, PRN_BINARY_DIV, u, b, &v);
+            if (st == PRN_OK) st = prn__sum_to(ctx, v, b, &t);
+            if (st == PRN_OK) st = prn__unary_raw(ctx, fn, PRN_UNARY_NEG, t, 0, 0, &gin[1]);
+            break;
+        default: /* POW: g * y * ln a */
+            st = prn__unary_raw(ctx, fn, PRN_UNARY_LOG, a, 0, 0, &u);
+            if (st == PRN_OK) st = prn__binary_raw(ctx, fn, PRN_BINARY_MUL, y, u, &v);
+            if (st == PRN_OK) { prn_tensor_free(u); u = NULL; st = prn__binary_raw(ctx, fn, PRN_BINARY_MUL, g, v, &u); }
+            if (st == PRN_OK) st = prn__sum_to(ctx, u, b, &gin[1]);
+            break;
+        }
+        prn_tensor_free(t); prn_tensor_free(u); prn_tensor_free(v);
+    }
+    return st;
+}
+
+PRN__FN prn_status prn__binary_op(prn_context *ctx, const char *fn, prn_binary_op op, prn_tensor *a, prn_tensor *b,
+                                  prn_tensor **out) {
+    prn_tensor *in[2], *y;
+    int iv = (int)op;
+    PRN__CTX(ctx, fn);
+    PRN__TRY(prn__check_t(ctx, fn, "a", a, 1));
+    PRN__TRY(prn__check_t(ctx, fn, "b", b, 1));
+    PRN__CHECK_OUT(ctx, fn, out);
+    PRN__TRY(prn__same_dtype(ctx, fn, a, b));
+    PRN__TRY(prn__binary_raw(ctx, fn, op, a, b, &y));
+    in[0] = a;
+    in[1] = b;
+    return prn__finish(ctx, fn, y, in, 2, prn__bw_binary, NULL, 0, &iv, 1, out);
+}
+PRN__DEF prn_status prn_add(prn_context *ctx, prn_tensor *a, prn_tensor *b, prn_tensor **out) {
+    return prn__binary_op(ctx, "prn_add", PRN_BINARY_ADD, a, b, out);
+}
+PRN__DEF prn_status prn_sub(prn_context *ctx, prn_tensor *a, prn_tensor *b, prn_tensor **out) {
+    return prn__binary_op(ctx, "prn_sub", PRN_BINARY_SUB, a, b, out);
+}
+PRN__DEF prn_status prn_mul(prn_context *ctx, prn_tensor *a, prn_tensor *b, prn_tensor **out) {
+    return prn__binary_op(ctx, "prn_mul", PRN_BINARY_MUL, a, b, out);
+}
+PRN__DEF prn_status prn_div(prn_context *ctx, prn_tensor *a, prn_tensor *b, prn_tensor **out) {
+    return prn__binary_op(ctx, "prn_div", PRN_BINARY_DIV, a, b, out);
+}
+PRN__DEF prn_status prn_pow(prn_context *ctx, prn_tensor *a, prn_tensor *b, prn_tensor **out) {
+    return prn__binary_op(ctx, "prn_pow", PRN_BINARY_POW, a, b, out);
+}
+
+/* --- unary ------------------------------------------------------------ */
+PRN__FN prn_status prn__bw_unary(prn_context *ctx, const prn_op *op, prn_tensor *g, prn_tensor **gin) {
+    static const char fn[] = "prn_backward";
+    prn_tensor *x = op->inputs[0], *y = op->output, *t = NULL;
+    prn_status st;
+    switch ((prn_unary_op)op->i[0]) {
+    case PRN_UNARY_NEG: return prn__unary_raw(ctx, fn, PRN_UNARY_NEG, g, 0, 0, &gin[0]);
+    case PRN_UNARY_EXP: return prn__binary_raw(ctx, fn, PRN_BINARY_MUL, g, y, &gin[0]);
+    case PRN_UNARY_LOG: return prn__binary_raw(ctx, fn, PRN_BINARY_DIV, g, x, &gin[0]);
+    case PRN_UNARY_RELU: return prn__binary_raw(ctx, fn, PRN_BINARY_RELU_GRAD, g, x, &gin[0]);
+    case PRN_UNARY_SIGMOID: return prn__binary_raw(ctx, fn, PRN_BINARY_SIGMOID_GRAD, g, y, &gin[0]);
+    case PRN_UNARY_TANH: return prn__binary_raw(ctx, fn, PRN_BINARY_TANH_GRAD, g, y, &gin[0]);
+    case PRN_UNARY_POWS: /* g * p * x^(p-1) */
+        st = prn__unary_raw(ctx, fn, PRN_UNARY_POWS, x, op->f[0] - 1.0, 0, &t);
+        if (st == PRN_OK) st = ctx->be->unary(ctx, PRN_UNARY_AFFINE, t->dtype, t->numel, t->st->buf, t->st->buf,
+                                              op->f[0], 0.0);
+        if (st == PRN_OK) st = prn__binary_raw(ctx, fn, PRN_BINARY_MUL, g, t, &gin[0]);
+        prn_tensor_free(t);
+        return st;
+    case PRN_UNARY_AFFINE: return prn__unary_raw(ctx, fn, PRN_UNARY_AFFINE, g, op->f[0], 0.0, &gin[0]);
+    default: return PRN__ERR(ctx, PRN_ERR_INVALID_ARGUMENT, "%s: no gradient for unary op %d", fn, op->i[0]);
+    }
+}
+
+PRN__FN prn_status prn__unary_op(prn_context *ctx, const char *fn, prn_unary_op op, prn_tensor *x, double alpha,
+                                 double beta, prn_tensor **out) {
+    prn_tensor *y;
+    double f[2];
+    int iv = (int)op;
+    PRN__CTX(ctx, fn);
+    PRN__TRY(prn__check_t(ctx, fn, "x", x, 1));
+    PRN__CHECK_OUT(ctx, fn, out);
+    if (!(alpha == alpha) || !(beta == beta))
+        return PRN__ERR(ctx, PRN_ERR_INVALID_ARGUMENT, "%s: scalar argument is NaN", fn);
+    PRN__TRY(prn__unary_raw(ctx, fn, op, x, alpha, beta, &y));
+    f[0] = alpha;
+    f[1] = beta;
+    return prn__finish(ctx, fn, y, &x, 1, prn__bw_unary, f, 2, &iv, 1, out);
+}
+PRN__DEF prn_status prn_neg(prn_context *ctx, prn_tensor *x, prn_tensor **out) {
+    return prn__unary_op(ctx, "prn_neg", PRN_UNARY_NEG, x, 0, 0, out);
+}
+PRN__DEF prn_status prn_exp(prn_context *ctx, prn_tensor *x, prn_tensor **out) {
+    return prn__unary_op(ctx, "prn_exp", PRN_UNARY_EXP, x, 0, 0, out);
+}
+PRN__DEF prn_status prn_log(prn_context *ctx, prn_tensor *x, prn_tensor **out) {
+    return prn__unary_op(ctx, "prn_log", PRN_UNARY_LOG, x, 0, 0, out);
+}
+PRN__DEF prn_status prn_relu(prn_context *ctx, prn_tensor *x, prn_tensor **out) {
+    return prn__unary_op(ctx, "prn_relu", PRN_UNARY_RELU, x, 0, 0, out);
+}
+PRN__DEF prn_status prn_sigmoid(prn_context *ctx, prn_tensor *x, prn_tensor **out) {
+    return prn__unary_op(ctx, "prn_sigmoid", PRN_UNARY_SIGMOID, x, 0, 0, out);
+}
+PRN__DEF prn_status prn_tanh(prn_context *ctx, prn_tensor *x, prn_tensor **out) {
+    return prn__unary_op(ctx, "prn_tanh", PRN_UNARY_TANH, x, 0, 0, out);
+}
+PRN__DEF prn_status prn_pow_scalar(prn_context *ctx, prn_tensor *x, double p, prn_tensor **out) {
+    return prn__unary_op(ctx, "prn_pow_scalar", PRN_UNARY_POWS, x, p, 0, out);
+}
+PRN__DEF prn_status prn_scale(prn_context *ctx, prn_tensor *x, double alpha, prn_tensor **out) {
+    return prn__unary_op(ctx, "prn_scale", PRN_UNARY_AFFINE, x, alpha, 0, out);
+}
+PRN__DEF prn_status prn_add_scalar(prn_context *ctx, prn_tensor *x, double c, prn_tensor **out) {
+    return prn__unary_op(ctx, "prn_add_scalar", PRN_UNARY_AFFINE, x, 1.0, c, out);
+}
+
+/* --- copy, broadcast, reshape, transpose ------------------------------ */
+PRN__FN prn_status prn__bw_identity(prn_context *ctx, const prn_op *op, prn_tensor *g, prn_tensor **gin) {
+    /* copy: g; broadcast: g summed back; reshape: g viewed in x's shape */
+    return prn__sum_to(ctx, g, op->inputs[0], &gin[0]);
+}
+PRN__FN prn_status prn__bw_reshape(prn_context *ctx, const prn_op *op, prn_tensor *g, prn_tensor **gin) {
+    return prn__view(ctx, "prn_backward", g, op->inputs[0]->ndim, op->inputs[0]->shape, &gin[0]);
+}
+
+PRN__DEF prn_status prn_copy(prn_context *ctx, prn_tensor *x, prn_tensor **out) {
+    static const char fn[] = "prn_copy";
+    prn_tensor *y;
+    prn_status st;
+    PRN__CTX(ctx, fn);
+    PRN__TRY(prn__check_t(ctx, fn, "x", x, 0));
+    PRN__CHECK_OUT(ctx, fn, out);
+    PRN__TRY(prn__tensor_like(ctx, fn, x, &y));
+    st = ctx->be->buf_copy(ctx, y->st->buf, 0, x->st->buf, 0, x->st->bytes < y->st->bytes ? x->st->bytes : y->st->bytes);
+    if (st != PRN_OK) { prn_tensor_free(y); return st; }
+    if (x->dtype == PRN_I32) { *out = y; return PRN_OK; }
+    return prn__finish(ctx, fn, y, &x, 1, prn__bw_identity, NULL, 0, NULL, 0, out);
+}
+
+PRN__DEF prn_status prn_broadcast(prn_context *ctx, prn_tensor *x, int ndim, const size_t *shape, prn_tensor **out) {
+    static const char fn[] = "prn_broadcast";
+    size_t numel, x4[4], o4[4];
+    prn_tensor *y;
+    int i;
+    PRN__CTX(ctx, fn);
+    PRN__TRY(prn__check_t(ctx, fn, "x", x, 1));
+    PRN__CHECK_OUT(ctx, fn, out);
+    PRN__TRY(prn__check_shape(ctx, fn, "shape", x->dtype, ndim, shape, &numel));
+    if (ndim < x->ndim)
+        return PRN__ERR(ctx, PRN_ERR_SHAPE, "%s: argument 'ndim' (%d) is smaller than x's (%d)", fn, ndim, x->ndim);
+    prn__pad4(x->ndim, x->shape, x4);
+    prn__pad4(ndim, shape, o4);
+    for (i = 0; i < 4; ++i)
+        if (x4[i] != o4[i] && x4[i] != 1)
+            return PRN__ERR(ctx, PRN_ERR_SHAPE, "%s: argument 'shape': axis %d has size %lu where x has %lu (not 1)",
+                            fn, i - (4 - ndim), (unsigned long)o4[i], (unsigned long)x4[i]);
+    PRN__TRY(prn__expand_raw(ctx, fn, x, ndim, shape, &y));
+    return prn__finish(ctx, fn, y, &x, 1, prn__bw_identity, NULL, 0, NULL, 0, out);
+}
+
+PRN__DEF prn_status prn_reshape(prn_context *ctx, prn_tensor *x, int ndim, const size_t *shape, prn_tensor **out) {
+    static const char fn[] = "prn_reshape";
+    size_t numel;
+    prn_tensor *y;
+    PRN__CTX(ctx, fn);
+    PRN__TRY(prn__check_t(ctx, fn, "x", x, 0));
+    PRN__CHECK_OUT(ctx, fn, out);
+    PRN__TRY(prn__check_shape(ctx, fn, "shape", x->dtype, ndim, shape, &numel));
+    if (numel != x->numel)
+        return PRN__ERR(ctx, PRN_ERR_SHAPE, "%s: argument 'shape' has %lu elements but x has %lu", fn,
+                        (unsigned long)numel, (unsigned long)x->numel);
+    PRN__TRY(prn__view(ctx, fn, x, ndim, shape, &y));
+    if (x->dtype == PRN_I32) { *out = y; return PRN_OK; }
+    return prn__finish(ctx, fn, y, &x, 1, prn__bw_reshape, NULL, 0, NULL, 0, out);
+}
+
+PRN__FN prn_status prn__transpose_raw(prn_context *ctx, const char *fn, prn_tensor *x, int a0, int a1,
+                                      prn_tensor **out) {
+    size_t shape[4], x4[4], xs[4], o4[4], tmp;
+    prn_tensor *y;
+    prn_status st;
+    int off = 4 - x->ndim;
+    PRN__NEED(ctx, strided_copy, fn);
+    memcpy(shape, x->shape, sizeof shape);
+    tmp = shape[a0]; shape[a0] = shape[a1]; shape[a1] = tmp;
+    PRN__TRY(prn__tensor_new(ctx, fn, x->dtype, x->ndim, shape, &y));
+    prn__pad4(x->ndim, x->shape, x4);
+    prn__strides4(x4, xs);
+    tmp = xs[a0 + off]; xs[a0 + off] = xs[a1 + off]; xs[a1 + off] = tmp;
+    prn__pad4(x->ndim, shape, o4);
+    st = ctx->be->strided_copy(ctx, x->dtype, o4, x->st->buf, xs, y->st->buf);
+    if (st != PRN_OK) { prn_tensor_free(y); return st; }
+    *out = y;
+    return PRN_OK;
+}
+PRN__FN prn_status prn__bw_transpose(prn_context *ctx, const prn_op *op, prn_tensor *g, prn_tensor **gin) {
+    return prn__transpose_raw(ctx, "prn_backward", g, op->i[0], op->i[1], &gin[0]);
+}
+PRN__DEF prn_status prn_transpose(prn_context *ctx, prn_tensor *x, int axis0, int axis1, prn_tensor **out) {
+    static const char fn[] = "prn_transpose";
+    prn_tensor *y;
+    int iv[2];
+    PRN__CTX(ctx, fn);
+    PRN__TRY(prn__check_t(ctx, fn, "x", x, 0));
+    PRN__CHECK_OUT(ctx, fn, out);
+    PRN__TRY(prn__norm_axis(ctx, fn, x, &axis0));
+    PRN__TRY(prn__norm_axis(ctx, fn, x, &axis1));
+    PRN__TRY(prn__transpose_raw(ctx, fn, x, axis0, axis1, &y));
+    if (x->dtype == PRN_I32) { *out = y; return PRN_OK; }
+    iv[0] = axis0;
+    iv[1] = axis1;
+    return prn__finish(ctx, fn, y, &x, 1, prn__bw_transpose, NULL, 0, iv, 2, out);
+}
+
+/* --- matmul ----------------------------------------------------------- */
+/* op(a) @ op(b) over the last two axes. With reduce_batch the batch is
+ * summed into one [M, N] result (gradients of broadcast operands). */
+PRN__FN prn_status prn__matmul_raw(prn_context *ctx, const char *fn, prn_tensor *a, int ta, prn_tensor *b, int tb,
+                                   int reduce_batch, prn_tensor **out) {
+    size_t ar = a->shape[a->ndim - 2], ac = a->shape[a->ndim - 1];
+    size_t br = b->shape[b->ndim - 2], bc = b->shape[b->ndim - 1];
+    size_t M = ta ? ac : ar, K = ta ? ar : ac, Kb = tb ? bc : br, N = tb ? br : bc;
+    size_t batch_a = ar * ac != 0 ? a->numel / (ar * ac) : 0, batch_b = br * bc != 0 ? b->numel / (br * bc) : 0;
+    size_t batch, shape[4];
+    int nd, k;
+    prn_tensor *y;
+    prn_status st = PRN_OK;
+    PRN__NEED(ctx, gemm, fn);
+    if (K != Kb) {
+        char sa[64], sb[64];
+        prn__shape_str(a, sa, sizeof sa);
+        prn__shape_str(b, sb, sizeof sb);
+        return PRN__ERR(ctx, PRN_ERR_SHAPE, "%s: argument 'b' %s%s: inner sizes differ from 'a' %s%s (%lu vs %lu)", fn,
+                        sb, tb ? "^T" : "", sa, ta ? "^T" : "", (unsigned long)K, (unsigned long)Kb);
+    }
+    if (reduce_batch) {
+        batch = batch_a > batch_b ? batch_a : batch_b;
+        nd = 2;
+        shape[0] = M;
+        shape[1] = N;
+    } else {
+        /* Batch axes: equal (aligned at the right), or one side a single matrix. */
+        nd = a->ndim > b->ndim ? a->ndim : b->ndim;
+        for (k = 0; k < nd - 2; ++k) {
+            int ka = k - (nd - a->ndim), kb = k - (nd - b->ndim);
+            size_t da = ka >= 0 ? a->shape[ka] : 1, db = kb >= 0 ? b->shape[kb] : 1;
+            if (batch_a != 1 && batch_b != 1 && da != db) {
+                char sa[64], sb[64];
+                prn__shape_str(a, sa, sizeof sa);
+                prn__shape_str(b, sb, sizeof sb);
+                return PRN__ERR(ctx, PRN_ERR_SHAPE, "%s: argument 'b': batch axes of %s and 'a' %s differ (batches "
+                                "must be equal or one of them a single matrix)", fn, sb, sa);
+            }
+            shape[k] = batch_a == 1 ? db : da;
+        }
+        batch = batch_a > batch_b ? batch_a : batch_b;
+        shape[nd - 2] = M;
+        shape[nd - 1] = N;
+    }
+    if ((batch_a != batch && batch_a != 1) || (batch_b != batch && batch_b != 1))
+        return PRN__ERR(ctx, PRN_ERR_SHAPE, "%s: batch sizes %lu and %lu do not broadcast", fn,
+                        (unsigned long)batch_a, (unsigned long)batch_b);
+    PRN__TRY(prn__tensor_new(ctx, fn, a->dtype, nd, shape, &y));
+    if (batch == 0 || M == 0 || N == 0) {
+        /* nothing to multiply */
+    } else if (K == 0) {
+        st = prn__fill(y, 0.0, fn);
+    } else if (!reduce_batch) {
+        st = ctx->be->gemm(ctx, a->dtype, ta, tb, M, N, K, 1.0, a->st->buf, ac, batch_a == 1 ? 0 : ar * ac,
+                           b->st->buf, bc, batch_b == 1 ? 0 : br * bc, 0.0, y->st->buf, N, M * N, batch);
+    } else {
+        /* Batched products into a temporary, then summed over the batch:
+         * buffers are opaque handles, so there is no per-matrix offset. */
+        size_t tshape[3];
+        prn_tensor *tmp;
+        tshape[0] = batch; tshape[1] = M; tshape[2] = N;
+        st = prn__tensor_new(ctx, fn, a->dtype, 3, tshape, &tmp);
+        if (st == PRN_OK) {
+            st = ctx->be->gemm(ctx, a->dtype, ta, tb, M, N, K, 1.0, a->st->buf, ac, batch_a == 1 ? 0 : ar * ac,
+                               b->st->buf, bc, batch_b == 1 ? 0 : br * bc, 0.0, tmp->st->buf, N, M * N, batch);
+            if (st == PRN_OK) {
+                if (ctx->be->reduce)
+                    st = ctx->be->reduce(ctx, PRN_REDUCE_SUM, a->dtype, 1, batch, M * N, tmp->st->buf, y->st->buf);
+                else
+                    st = PRN__ERR(ctx, PRN_ERR_UNSUPPORTED, "%s: backend '%s' does not implement primitive 'reduce'",
+                                  fn, ctx->be->name);
+            }
+            prn_tensor_free(tmp);
+        }
+    }
+    if (st != PRN_OK) { prn_tensor_free(y); return st; }
+    *out = y;
+    return PRN_OK;
+}
+
+PRN__FN size_t prn__batch_of(const prn_tensor *t) {
+    size_t m = t->shape[t->ndim - 2] * t->shape[t->ndim - 1];
+    return m ? t->numel / m : 0;
+}
+/* Gradient for operand x (shape like) from a product computed with the
+ * batch of g: summed over the batch when x was a single broadcast matrix. */
+PRN__FN prn_status prn__mm_grad(prn_context *ctx, prn_tensor *p, int tp, prn_tensor *q, int tq, const prn_tensor *like,
+                                size_t gbatch, prn_tensor **out) {
+    static const char fn[] = "prn_backward";
+    prn_tensor *r;
+    prn_status st;
+    int reduce = prn__batch_of(like) == 1 && gbatch > 1;
+    PRN__TRY(prn__matmul_raw(ctx, fn, p, tp, q, tq, reduce, &r));
+    if (prn__same_shape(r, like)) { *out = r; return PRN_OK; }
+    st = prn__view(ctx, fn, r, like->ndim, like->shape, out);
+    prn_tensor_free(r);
+    return st;
+}
+PRN__FN prn_status prn__bw_matmul(prn_context *ctx, const prn_op *op, prn_tensor *g, prn_tensor **gin) {
+    prn_tensor *a = op->inputs[0], *b = op->inputs[1];
+    int ta = op->i[0], tb = op->i[1];
+    size_t gb = prn__batch_of(g);
+    if (op->needs_grad[0]) {
+        if (!ta) PRN__TRY(prn__mm_grad(ctx, g, 0, b, !tb, a, gb, &gin[0]));  /* g op(B)^T   */
+        else PRN__TRY(prn__mm_grad(ctx, b, tb, g, 1, a, gb, &gin[0]));       /* op(B) g^T   */
+    }
+    if (op->needs_grad[1]) {
+        if (!tb) PRN__TRY(prn__mm_grad(ctx, a, !ta, g, 0, b, gb, &gin[1]));  /* op(A)^T g   */
+        else PRN__TRY(prn__mm_grad(ctx, g, 1, a, ta, b, gb, &gin[1]));       /* g^T op(A)   */
+    }
+    return PRN_OK;
+}
+PRN__DEF prn_status prn_matmul_ex(prn_context *ctx, prn_tensor *a, int trans_a, prn_tensor *b, int trans_b,
+                                  prn_tensor **out) {
+    static const char fn[] = "prn_matmul";
+    prn_tensor *in[2], *y;
+    int iv[2];
+    PRN__CTX(ctx, fn);
+    PRN__TRY(prn__check_t(ctx, fn, "a", a, 1));
+    PRN__TRY(prn__check_t(ctx, fn, "b", b, 1));
+    PRN__CHECK_OUT(ctx, fn, out);
+    PRN__TRY(prn__same_dtype(ctx, fn, a, b));
+    if (a->ndim < 2) return PRN__ERR(ctx, PRN_ERR_SHAPE, "%s: argument 'a' has %d axes; matmul needs at least 2", fn, a->ndim);
+    if (b->ndim < 2) return PRN__ERR(ctx, PRN_ERR_SHAPE, "%s: argument 'b' has %d axes; matmul needs at least 2", fn, b->ndim);
+    iv[0] = trans_a != 0;
+    iv[1] = trans_b != 0;
+    PRN__TRY(prn__matmul_raw(ctx, fn, a, iv[0], b, iv[1], 0, &y));
+    in[0] = a;
+    in[1] = b;
+    return prn__finish(ctx, fn, y, in, 2, prn__bw_matmul, NULL, 0, iv, 2, out);
+}
+PRN__DEF prn_status prn_matmul(prn_context *ctx, prn_tensor *a, prn_tensor *b, prn_tensor **out) {
+    return prn_matmul_ex(ctx, a, 0, b, 0, out);
+}
+
+/* --- reductions ------------------------------------------------------- */
+PRN__FN void prn__keep_shape(const prn_tensor *x, int axis, size_t shape[4]) {
+    int i;
+    for (i = 0; i < x->ndim; ++i) shape[i] = (axis == PRN_ALL_AXES || axis == i) ? 1 : x->shape[i];
+}
+/* op->i = {axis, kind}: kind 0 sum, 1 mean, 2 max. */
+PRN__FN prn_status prn__bw_reduce(prn_context *ctx, const prn_op *op, prn_tensor *g, prn_tensor **gin) {
+    static const char fn[] = "prn_backward";
+    prn_tensor *x = op->inputs[0], *gk = NULL, *yk = NULL, *mask = NULL, *cnt = NULL, *w = NULL;
+    int axis = op->i[0], kind = op->i[1];
+    size_t ks[4];
+    prn_status st;
+    prn__keep_shape(x, axis, ks);
+    PRN__TRY(prn__view(ctx, fn, g, x->ndim, ks, &gk));
+    if (kind != 2) {
+        st = prn__expand_raw(ctx, fn, gk, x->ndim, x->shape, &gin[0]);
+        if (st == PRN_OK && kind == 1) {
+            size_t outer, n, inner;
+            prn__split3(x, axis, &outer, &n, &inner);
+            st = ctx->be->unary(ctx, PRN_UNARY_AFFINE, x->dtype, x->numel, gin[0]->st->buf, gin[0]->st->buf,
+                                1.0 / (double)n, 0.0);
+        }
+    } else {
+        /* max: gradient to the elements equal to the maximum, split between ties */
+        st = prn__view(ctx, fn, op->output, x->ndim, ks, &yk);
+        if (st == PRN_OK) st = prn__binary_raw(ctx, fn, PRN_BINARY_EQ, x, yk, &mask);
+        if (st == PRN_OK) st = prn__reduce_raw(ctx, fn, PRN_REDUCE_SUM, mask, axis, 1, &cnt);
+        if (st == PRN_OK) st = prn__binary_raw(ctx, fn, PRN_BINARY_DIV, gk, cnt, &w);
+        if (st == PRN_OK) st = prn__binary_raw(ctx, fn, PRN_BINARY_MUL, mask, w, &gin[0]);
+    }
+    prn_tensor_free(gk); prn_tensor_free(yk); prn_tensor_free(mask); prn_tensor_free(cnt); prn_tensor_free(w);
+    return st;
+}
+PRN__FN prn_status prn__reduce_op(prn_context *ctx, const char *fn, int kind, prn_tensor *x, int axis, int keepdim,
+                                  prn_tensor **out) {
+    prn_tensor *y;
+    int iv[2];
+    PRN__CTX(ctx, fn);
+    PRN__TRY(prn__check_t(ctx, fn, "x", x, 1));
+    PRN__CHECK_OUT(ctx, fn, out);
+    if (axis != PRN_ALL_AXES) PRN__TRY(prn__norm_axis(ctx, fn, x, &axis));
+    if (kind == 2 && (axis == PRN_ALL_AXES ? x->numel : x->shape[axis]) == 0)
+        return PRN__ERR(ctx, PRN_ERR_SHAPE, "%s: argument 'x': max over an empty axis", fn);
+    PRN__TRY(prn__reduce_raw(ctx, fn, kind == 2 ? PRN_REDUCE_MAX : PRN_REDUCE_SUM, x, axis, keepdim, &y));
+    if (kind == 1) {
+        size_t outer, n, inner;
+        prn_status st;
+        prn__split3(x, axis, &outer, &n, &inner);
+        st = ctx->be->unary ? ctx->be->unary(ctx, PRN_UNARY_AFFINE, x->dtype, y->numel, y->st->buf, y->st->buf,
+                                             n ? 1.0 / (double)n : NAN, 0.0)
+                            : PRN__ERR(ctx, PRN_ERR_UNSUPPORTED, "%s: backend '%s' does not implement primitive 'unary'",
+                                       fn, ctx->be->name);
+        if (st != PRN_OK) { prn_tensor_free(y); return st; }
+    }
+    iv[0] = axis;
+    iv[1] = kind;
+    return prn__finish(ctx, fn, y, &x, 1, prn__bw_reduce, NULL, 0, iv, 2, out);
+}
+PRN__DEF prn_status prn_sum(prn_context *ctx, prn_tensor *x, int axis, int keepdim, prn_tensor **out) {
+    return prn__reduce_op(ctx, "prn_sum", 0, x, axis, keepdim, out);
+}
+PRN__DEF prn_status prn_mean(prn_context *ctx, prn_tensor *x, int axis, int keepdim, prn_tensor **out) {
+    return prn__reduce_op(ctx, "prn_mean", 1, x, axis, keepdim, out);
+}
+PRN__DEF prn_status prn_max(prn_context *ctx, prn_tensor *x, int axis, int keepdim, prn_tensor **out) {
+    return prn__reduce_op(ctx, "prn_max", 2, x, axis, keepdim, out);
+}
+PRN__DEF prn_status prn_argmax(prn_context *ctx, prn_tensor *x, int axis, int keepdim, prn_tensor **out) {
+    static const char fn[] = "prn_argmax";
+    size_t shape[4], outer, n, inner;
+    int nd;
+    prn_tensor *y;
+    prn_status st;
+    PRN__CTX(ctx, fn);
+    PRN__TRY(prn__check_t(ctx, fn, "x", x, 1));
+    PRN__CHECK_OUT(ctx, fn, out);
+    if (axis != PRN_ALL_AXES) PRN__TRY(prn__norm_axis(ctx, fn, x, &axis));
+    prn__split3(x, axis, &outer, &n, &inner);
+    if (n == 0) return PRN__ERR(ctx, PRN_ERR_SHAPE, "%s: argument 'x': argmax over an empty axis", fn);
+    if (n > 2147483647u) return PRN__ERR(ctx, PRN_ERR_OVERFLOW, "%s: argument 'axis': more than 2^31-1 elements", fn);
+    PRN__NEED(ctx, argmax, fn);
+    prn__reduced_shape(x, axis, keepdim, &nd, shape);
+    PRN__TRY(prn__tensor_new(ctx, fn, PRN_I32, nd, shape, &y));
+    st = ctx->be->argmax(ctx, x->dtype, outer, n, inner, x->st->buf, y->st->buf);
+    if (st != PRN_OK) { prn_tensor_free(y); return st; }
+    *out = y;
+    return PRN_OK;
+}
+
+/* --- softmax ---------------------------------------------------------- */
+PRN__FN prn_status prn__bw_softmax(prn_context *ctx, const prn_op *op, prn_tensor *g, prn_tensor **gin) {
+    static const char fn[] = "prn_backward";
+    prn_tensor *y = op->output, *t = NULL, *s = NULL, *u = NULL;
+    int axis = op->i[0];
+    prn_status st;
+    if (!op->i[1]) { /* softmax: y * (g - sum(g*y)) */
+        st = prn__binary_raw(ctx, fn, PRN_BINARY_MUL, g, y, &t);
+        if (st == PRN_OK) st = prn__reduce_raw(ctx, fn, PRN_REDUCE_SUM, t, axis, 1, &s);
+        if (st == PRN_OK) st = prn__binary_raw(ctx, fn, PRN_BINARY_SUB, g, s, &u);
+        if (st == PRN_OK) st = prn__binary_raw(ctx, fn, PRN_BINARY_MUL, y, u, &gin[0]);
+    } else {         /* log-softmax: g - e^y * sum(g) */
+        st = prn__reduce_raw(ctx, fn, PRN_REDUCE_SUM, g, axis, 1, &s);
+        if (st == PRN_OK) st = prn__unary_raw(ctx, fn, PRN_UNARY_EXP, y, 0, 0, &t);
+        if (st == PRN_OK) st = prn__binary_raw(ctx, fn, PRN_BINARY_MUL, t, s, &u);
+        if (st == PRN_OK) st = prn__binary_raw(ctx, fn, PRN_BINARY_SUB, g, u, &gin[0]);
+    }
+    prn_tensor_free(t); prn_tensor_free(s); prn_tensor_free(u);
+    return st;
+}
+PRN__FN prn_status prn__softmax_op(prn_context *ctx, const char *fn, int log, prn_tensor *x, int axis, prn_tensor **out) {
+    size_t outer, n, inner;
+    prn_tensor *y;
+    prn_status st;
+    int iv[2];
+    PRN__CTX(ctx, fn);
+    PRN__TRY(prn__check_t(ctx, fn, "x", x, 1));
+    PRN__CHECK_OUT(ctx, fn, out);
+    PRN__TRY(prn__norm_axis(ctx, fn, x, &axis));
+    PRN__NEED(ctx, softmax, fn);
+    prn__split3(x, axis, &outer, &n, &inner);
+    PRN__TRY(prn__tensor_like(ctx, fn, x, &y));
+    st = ctx->be->softmax(ctx, x->dtype, log, outer, n, inner, x->st->buf, y->st->buf);
+    if (st != PRN_OK) { prn_tensor_free(y); return st; }
+    iv[0] = axis;
+    iv[1] = log;
+    return prn__finish(ctx, fn, y, &x, 1, prn__bw_softmax, NULL, 0, iv, 2, out);
+}
+PRN__DEF prn_status prn_softmax(prn_context *ctx, prn_tensor *x, int axis, prn_tensor **out) {
+    return prn__softmax_op(ctx, "prn_softmax", 0, x, axis, out);
+}
+PRN__DEF prn_status prn_log_softmax(prn_context *ctx, prn_tensor *x, int axis, prn_tensor **out) {
+    return prn__softmax_op(ctx, "prn_log_softmax", 1, x, axis, out);
+}
+
+/* --- losses: compositions of recorded ops, so their gradients follow -- */
+PRN__DEF prn_status prn_cross_entropy(prn_context *ctx, prn_tensor *logits, prn_tensor *target, prn_tensor **out) {
+    static const char fn[] = "prn_cross_entropy";
+    prn_tensor *ls = NULL, *p = NULL, *s = NULL;
+    prn_status st;
+    size_t rows;
+    size_t mark;
+    PRN__CTX(ctx, fn);
+    PRN__TRY(prn__check_t(ctx, fn, "logits", logits, 1));
+    PRN__TRY(prn__check_t(ctx, fn, "target", target, 1));
+    PRN__CHECK_OUT(ctx, fn, out);
+    if (logits->dtype != target->dtype)
+        return PRN__ERR(ctx, PRN_ERR_DTYPE, "%s: argument 'target' is %s but 'logits' is %s", fn,
+                        prn_dtype_name(target->dtype), prn_dtype_name(logits->dtype));
+    if (logits->ndim < 1 || !prn__same_shape(logits, target)) {
+        char sl[64], stt[64];
+        prn__shape_str(logits, sl, sizeof sl);
+        prn__shape_str(target, stt, sizeof stt);
+        return PRN__ERR(ctx, PRN_ERR_SHAPE, "%s: argument 'target' has shape %s; it must equal logits' %s (at least 1-D)",
+                        fn, stt, sl);
+    }
+    if (logits->numel == 0) return PRN__ERR(ctx, PRN_ERR_SHAPE, "%s: argument 'logits' is empty", fn);
+    rows = logits->numel / logits->shape[logits->ndim - 1];
+    mark = ctx->tape_n;
+    st = prn_log_softmax(ctx, logits, -1, &ls);
+    if (st == PRN_OK) st = prn_mul(ctx, target, ls, &p);
+    if (st == PRN_OK) st = prn_sum(ctx, p, PRN_ALL_AXES, 0, &s);
+    if (st == PRN_OK) st = prn_scale(ctx, s, -1.0 / (double)rows, out);
+    prn_tensor_free(ls); prn_tensor_free(p); prn_tensor_free(s);
+    if (st != PRN_OK) prn__tape_truncate(ctx, mark);
+    return st;
+}
+
+PRN__DEF prn_status prn_mse(prn_context *ctx, prn_tensor *pred, prn_tensor *target, prn_tensor **out) {
+    static const char fn[] = "prn_mse";
+    prn_tensor *d = NULL, *sq = NULL;
+    prn_status st;
+    int nd;
+    size_t shape[4];
+    size_t mark;
+    PRN__CTX(ctx, fn);
+    PRN__TRY(prn__check_t(ctx, fn, "pred", pred, 1));
+    PRN__TRY(prn__check_t(ctx, fn, "target", target, 1));
+    PRN__CHECK_OUT(ctx, fn, out);
+    if (pred->dtype != target->dtype)
+        return PRN__ERR(ctx, PRN_ERR_DTYPE, "%s: argument 'target' is %s but 'pred' is %s", fn,
+                        prn_dtype_name(target->dtype), prn_dtype_name(pred->dtype));
+    PRN__TRY(prn__bcast_shape(ctx, fn, pred, target, &nd, shape));
+    mark = ctx->tape_n;
+    st = prn_sub(ctx, pred, target, &d);
+    if (st == PRN_OK) st = prn_pow_scalar(ctx, d, 2.0, &sq);
+    if (st == PRN_OK) st = prn_mean(ctx, sq, PRN_ALL_AXES, 0, out);
+    prn_tensor_free(d); prn_tensor_free(sq);
+    if (st != PRN_OK) prn__tape_truncate(ctx, mark);
+    return st;
+}
+
+/* ------------------------------------------------------------------------
+ * Optimisers
+ * ---------------------------------------------------------------------- */
+struct prn_optim {
+    prn_context *ctx;
+    int adam;
+    int n;
+    prn_tensor **params;
+    prn_tensor **s1, **s2;  /* sgd: velocity; adam: m, v */
+    prn_optim_params p;
+    long step;
+};
+
+PRN__FN prn_status prn__optim_create(prn_context *ctx, const char *fn, int adam, prn_tensor *const *params, int n,
+                                     const prn_optim_params *p, prn_optim **out) {
+    prn_optim *o;
+    int k;
+    PRN__CTX(ctx, fn);
+    PRN__CHECK_OUT(ctx, fn, out);
+    if (n < 1) return PRN__ERR(ctx, PRN_ERR_INVALID_ARGUMENT, "%s: argument 'num_params' is %d; need at least 1", fn, n);
+    if (!params) return PRN__ERR(ctx, PRN_ERR_NULL_ARGUMENT, "%s: argument 'params' is NULL", fn);
+    for (k = 0; k < n; ++k) {
+        PRN__TRY(prn__check_t(ctx, fn, "params[k]", params[k], 1));
+        if (!params[k]->is_leaf)
+            return PRN__ERR(ctx, PRN_ERR_INVALID_ARGUMENT, "%s: argument 'params[%d]' is not a leaf tensor", fn, k);
+    }
+    if (!(p->lr > 0) || p->momentum < 0 || p->weight_decay < 0 || p->beta1 < 0 || p->beta1 >= 1 || p->beta2 < 0 ||
+        p->beta2 >= 1 || p->eps < 0)
+        return PRN__ERR(ctx, PRN_ERR_INVALID_ARGUMENT, "%s: argument 'config': lr must be > 0, momentum/weight_decay/eps "
+                        ">= 0, betas in [0,1)", fn);
+    o = (prn_optim *)prn_alloc(ctx, sizeof *o);
+    if (!o) return PRN__ERR(ctx, PRN_ERR_OUT_OF_MEMORY, "%s: out of memory", fn);
+    memset(o, 0, sizeof *o);
+    o->params = (prn_tensor **)prn_alloc(ctx, (size_t)n * 3 * sizeof(prn_tensor *));
+    if (!o->params) { prn_free(ctx, o); return PRN__ERR(ctx, PRN_ERR_OUT_OF_MEMORY, "%s: out of memory", fn); }
+    memset(o->params, 0, (size_t)n * 3 * sizeof(prn_tensor *));
+    o->s1 = o->params + n;
+    o->s2 = o->params + 2 * n;
+    o->ctx = ctx;
+    o->adam = adam;
+    o->n = n;
+    o->p = *p;
+    for (k = 0; k < n; ++k) o->params[k] = prn_tensor_retain(params[k]);
+    *out = o;
+    return PRN_OK;
+}
+
+PRN__DEF prn_status prn_optim_sgd(prn_context *ctx, prn_tensor *const *params, int num_params,
+                                  const prn_sgd_config *config, prn_optim **out) {
+    prn_optim_params p;
+    memset(&p, 0, sizeof p);
+    p.lr = 0.01;
+    if (config) {
+        if (config->lr != 0) p.lr = config->lr;
+        p.momentum = config->momentum;
+        p.weight_decay = config->weight_decay;
+        p.nesterov = config->nesterov != 0;
+    }
+    return prn__optim_create(ctx, "prn_optim_sgd", 0, params, num_params, &p, out);
+}
+PRN__DEF prn_status prn_optim_adam(prn_context *ctx, prn_tensor *const *params, int num_params,
+                                   const prn_adam_config *config, prn_optim **out) {
+    prn_optim_params p;
+    memset(&p, 0, sizeof p);
+    p.lr = 1e-3; p.beta1 = 0.9; p.beta2 = 0.999; p.eps = 1e-8;
+    if (config) {
+        if (config->lr != 0) p.lr = config->lr;
+        if (config->beta1 != 0) p.beta1 = config->beta1;
+        if (config->beta2 != 0) p.beta2 = config->beta2;
+        if (config->eps != 0) p.eps = config->eps;
+        p.weight_decay = config->weight_decay;
+        p.decoupled = config->decoupled != 0;
+    }
+    return prn__optim_create(ctx, "prn_optim_adam", 1, params, num_params, &p, out);
+}
+
+PRN__DEF prn_status prn_optim_step(prn_optim *o) {
+    static const char fn[] = "prn_optim_step";
+    prn_context *ctx;
+    prn_status st = PRN_OK;
+    prn_optim_params p;
+    int k, nnew = 0;
+    if (!o) return PRN_ERR_NULL_ARGUMENT;
+    ctx = o->ctx;
+    if (o->adam) PRN__NEED(ctx, adam_update, fn);
+    else PRN__NEED(ctx, sgd_update, fn);
+    /* Allocate every missing state first so a failure changes nothing. */
+    for (k = 0; k < o->n && st == PRN_OK; ++k) {
+        prn_tensor *w = o->params[k];
+        if (!w->grad) continue;
+        if (o->adam || o->p.momentum > 0) {
+            if (!o->s1[k]) { st = prn_tensor_create(ctx, w->dtype, w->ndim, w->shape, &o->s1[k]); nnew |= 1 << (k % 30); }
+            if (st == PRN_OK && o->adam && !o->s2[k]) st = prn_tensor_create(ctx, w->dtype, w->ndim, w->shape, &o->s2[k]);
+        }
+    }
+    if (st != PRN_OK) {
+        /* Free what this call allocated: states of parameters never stepped. */
+        if (o->step == 0)
+            for (k = 0; k < o->n; ++k) {
+                prn_tensor_free(o->s1[k]); prn_tensor_free(o->s2[k]);
+                o->s1[k] = o->s2[k] = NULL;
+            }
+        return st;
+    }
+    (void)nnew;
+    p = o->p;
+    if (o->adam) {
+        p.bias1 = 1.0 - pow(p.beta1, (double)(o->step + 1));
+        p.bias2 = 1.0 - pow(p.beta2, (double)(o->step + 1));
+    }
+    for (k = 0; k < o->n && st == PRN_OK; ++k) {
+        prn_tensor *w = o->params[k];
+        if (!w->grad) continue;
+        if (o->adam)
+            st = ctx->be->adam_update(ctx, w->dtype, w->numel, w->st->buf, w->grad->st->buf, o->s1[k]->st->buf,
+                                      o->s2[k]->st->buf, &p);
+        else
+            st = ctx->be->sgd_update(ctx, w->dtype, w->numel, w->st->buf, w->grad->st->buf,
+                                     o->s1[k] ? o->s1[k]->st->buf : NULL, &p);
+    }
+    if (st == PRN_OK) o->step++;
+    return st;
+}
+PRN__DEF void prn_optim_zero_grad(prn_optim *o) {
+    int k;
+    if (!o) return;
+    for (k = 0; k < o->n; ++k) prn_tensor_zero_grad(o->params[k]);
+}
+PRN__DEF prn_status prn_optim_set_lr(prn_optim *o, double lr) {
+    if (!o) return PRN_ERR_NULL_ARGUMENT;
+    if (!(lr > 0)) return PRN__ERR(o->ctx, PRN_ERR_INVALID_ARGUMENT, "prn_optim_set_lr: argument 'lr' is %g; must be > 0", lr);
+    o->p.lr = lr;
+    return PRN_OK;
+}
+PRN__DEF void prn_optim_free(prn_optim *o) {
+    int k;
+    if (!o) return;
+    for (k = 0; k < o->n; ++k) {
+        prn_tensor_free(o->params[k]); prn_tensor_free(o->s1[k]); prn_tensor_free(o->s2[k]);
+    }
+    prn_free(o->ctx, o->params);
+    prn_free(o->ctx, o);
+}
+
+PRN__DEF prn_status prn_clip_grad_norm(prn_context *ctx, prn_tensor *const *params, int n, double max_norm,
+                                       double *total_norm) {
+    static const char fn[] = "prn_clip_grad_norm";
+    double sum = 0.0, norm;
+    int k;
+    PRN__CTX(ctx, fn);
+    if (n < 0 || (n > 0 && !params))
+        return PRN__ERR(ctx, PRN_ERR_NULL_ARGUMENT, "%s: argument 'params' is NULL or num_params negative", fn);
+    if (!(max_norm > 0))
+        return PRN__ERR(ctx, PRN_ERR_INVALID_ARGUMENT, "%s: argument 'max_norm' is %g; must be > 0", fn, max_norm);
+    for (k = 0; k < n; ++k) PRN__TRY(prn__check_t(ctx, fn, "params[k]", params[k], 1));
+    PRN__NEED(ctx, unary, fn);
+    PRN__NEED(ctx, reduce, fn);
+    /* Norm first (temporaries only), scaling after: a failure changes nothing. */
+    for (k = 0; k < n; ++k) {
+        prn_tensor *g = params[k]->grad, *sq = NULL, *s = NULL;
+        double v = 0;
+        prn_status st;
+        if (!g) continue;
+        st = prn__unary_raw(ctx, fn, PRN_UNARY_SQUARE, g, 0, 0, &sq);
+        if (st == PRN_OK) st = prn__reduce_raw(ctx, fn, PRN_REDUCE_SUM, sq, PRN_ALL_AXES, 0, &s);
+        if (st == PRN_OK) st = prn_tensor_item(s, &v);
+        prn_tensor_free(sq); prn_tensor_free(s);
+        if (st != PRN_OK) return st;
+        sum += v;
+    }
+    norm = sqrt(sum);
+    if (total_norm) *total_norm = norm;
+    if (norm > max_norm) {
+        double scale = max_norm / (norm + 1e-12);
+        for (k = 0; k < n; ++k) {
+            prn_tensor *g = params[k]->grad;
+            if (g) PRN__TRY(ctx->be->unary(ctx, PRN_UNARY_AFFINE, g->dtype, g->numel, g->st->buf, g->st->buf, scale, 0.0));
+        }
+    }
+    return PRN_OK;
+}
+
+#endif /* PARRNN_IMPLEMENTATION_DONE */
+#endif /* PARRNN_IMPLEMENTATION */
+
+/*
+------------------------------------------------------------------------------
+This software is available under the MIT License.
+Copyright (c) 2026 the parrnn authors
+Permission is hereby granted, free of charge, to any person obtaining a copy of
+this software and associated documentation files (the "Software"), to deal in
+the Software without restriction, including without limitation the rights to
+use, copy, modify, merge, publish, distribute, sublicense, and/or sell copies
+of the Software, and to permit persons to whom the Software is furnished to do
+so, subject to the following conditions:
+The above copyright notice and this permission notice shall be included in all
+copies or substantial portions of the Software.
+THE SOFTWARE IS PROVIDED "AS IS", WITHOUT WARRANTY OF ANY KIND, EXPRESS OR
+IMPLIED, INCLUDING BUT NOT LIMITED TO THE WARRANTIES OF MERCHANTABILITY,
+FITNESS FOR A PARTICULAR PURPOSE AND NONINFRINGEMENT. IN NO EVENT SHALL THE
+AUTHORS OR COPYRIGHT HOLDERS BE LIABLE FOR ANY CLAIM, DAMAGES OR OTHER
+LIABILITY, WHETHER IN AN ACTION OF CONTRACT, TORT OR OTHERWISE, ARISING FROM,
+OUT OF OR IN CONNECTION WITH THE SOFTWARE OR THE USE OR OTHER DEALINGS IN THE
+SOFTWARE.
+------------------------------------------------------------------------------
+*/
