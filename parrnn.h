@@ -1300,7 +1300,7 @@ PRN__FN prn_status prn__fill(prn_tensor *t, double v, const char *fn) {
 
 PRN__DEF prn_status prn_tensor_full(prn_context *ctx, prn_dtype dtype, int ndim, const size_t *shape,
                                     double value, prn_tensor **out) {
-    prn_tensor *t;
+    prn_tensor *t = NULL;
     prn_status st;
     PRN__CTX(ctx, "prn_tensor_full");
     if (!out) return PRN__ERR(ctx, PRN_ERR_NULL_ARGUMENT, "prn_tensor_full: argument 'out' is NULL");
@@ -1318,7 +1318,7 @@ PRN__DEF prn_status prn_tensor_create(prn_context *ctx, prn_dtype dtype, int ndi
 
 PRN__DEF prn_status prn_tensor_from_host(prn_context *ctx, prn_dtype dtype, int ndim, const size_t *shape,
                                          const void *data, prn_tensor **out) {
-    prn_tensor *t;
+    prn_tensor *t = NULL;
     prn_status st;
     PRN__CTX(ctx, "prn_tensor_from_host");
     if (!out) return PRN__ERR(ctx, PRN_ERR_NULL_ARGUMENT, "prn_tensor_from_host: argument 'out' is NULL");
@@ -1332,7 +1332,7 @@ PRN__DEF prn_status prn_tensor_from_host(prn_context *ctx, prn_dtype dtype, int 
 
 PRN__FN prn_status prn__random_tensor(prn_context *ctx, const char *fn, prn_random_dist dist, prn_dtype dtype,
                                       int ndim, const size_t *shape, double p0, double p1, prn_tensor **out) {
-    prn_tensor *t;
+    prn_tensor *t = NULL;
     prn_status st;
     PRN__CTX(ctx, fn);
     if (!out) return PRN__ERR(ctx, PRN_ERR_NULL_ARGUMENT, "%s: argument 'out' is NULL", fn);
@@ -1703,7 +1703,7 @@ PRN__FN prn_status prn__binary_raw(prn_context *ctx, const char *fn, prn_binary_
                                    prn_tensor *b, prn_tensor **out) {
     size_t shape[4], o4[4], as[4], bs[4];
     int nd;
-    prn_tensor *y;
+    prn_tensor *y = NULL;
     prn_status st;
     PRN__NEED(ctx, binary, fn);
     PRN__TRY(prn__bcast_shape(ctx, fn, a, b, &nd, shape));
@@ -1719,7 +1719,7 @@ PRN__FN prn_status prn__binary_raw(prn_context *ctx, const char *fn, prn_binary_
 
 PRN__FN prn_status prn__unary_raw(prn_context *ctx, const char *fn, prn_unary_op op, prn_tensor *x, double alpha,
                                   double beta, prn_tensor **out) {
-    prn_tensor *y;
+    prn_tensor *y = NULL;
     prn_status st;
     PRN__NEED(ctx, unary, fn);
     PRN__TRY(prn__tensor_like(ctx, fn, x, &y));
@@ -1733,7 +1733,7 @@ PRN__FN prn_status prn__unary_raw(prn_context *ctx, const char *fn, prn_unary_op
 PRN__FN prn_status prn__expand_raw(prn_context *ctx, const char *fn, prn_tensor *x, int ndim, const size_t *shape,
                                    prn_tensor **out) {
     size_t o4[4], xs[4];
-    prn_tensor *y;
+    prn_tensor *y = NULL;
     prn_status st;
     PRN__NEED(ctx, strided_copy, fn);
     PRN__TRY(prn__tensor_new(ctx, fn, x->dtype, ndim, shape, &y));
@@ -1768,7 +1768,7 @@ PRN__FN prn_status prn__reduce_raw(prn_context *ctx, const char *fn, prn_reduce_
                                    int keepdim, prn_tensor **out) {
     size_t shape[4], outer, n, inner;
     int nd;
-    prn_tensor *y;
+    prn_tensor *y = NULL;
     prn_status st;
     PRN__NEED(ctx, reduce, fn);
     prn__reduced_shape(x, axis, keepdim, &nd, shape);
@@ -1893,7 +1893,7 @@ PRN__FN prn_status prn__bw_binary(prn_context *ctx, const prn_op *op, prn_tensor
 
 PRN__FN prn_status prn__binary_op(prn_context *ctx, const char *fn, prn_binary_op op, prn_tensor *a, prn_tensor *b,
                                   prn_tensor **out) {
-    prn_tensor *in[2], *y;
+    prn_tensor *in[2], *y = NULL;
     int iv = (int)op;
     PRN__CTX(ctx, fn);
     PRN__TRY(prn__check_t(ctx, fn, "a", a, 1));
@@ -1947,7 +1947,7 @@ PRN__FN prn_status prn__bw_unary(prn_context *ctx, const prn_op *op, prn_tensor 
 
 PRN__FN prn_status prn__unary_op(prn_context *ctx, const char *fn, prn_unary_op op, prn_tensor *x, double alpha,
                                  double beta, prn_tensor **out) {
-    prn_tensor *y;
+    prn_tensor *y = NULL;
     double f[2];
     int iv = (int)op;
     PRN__CTX(ctx, fn);
@@ -1999,7 +1999,7 @@ PRN__FN prn_status prn__bw_reshape(prn_context *ctx, const prn_op *op, prn_tenso
 
 PRN__DEF prn_status prn_copy(prn_context *ctx, prn_tensor *x, prn_tensor **out) {
     static const char fn[] = "prn_copy";
-    prn_tensor *y;
+    prn_tensor *y = NULL;
     prn_status st;
     PRN__CTX(ctx, fn);
     PRN__TRY(prn__check_t(ctx, fn, "x", x, 0));
@@ -2014,7 +2014,7 @@ PRN__DEF prn_status prn_copy(prn_context *ctx, prn_tensor *x, prn_tensor **out) 
 PRN__DEF prn_status prn_broadcast(prn_context *ctx, prn_tensor *x, int ndim, const size_t *shape, prn_tensor **out) {
     static const char fn[] = "prn_broadcast";
     size_t numel, x4[4], o4[4];
-    prn_tensor *y;
+    prn_tensor *y = NULL;
     int i;
     PRN__CTX(ctx, fn);
     PRN__TRY(prn__check_t(ctx, fn, "x", x, 1));
@@ -2035,7 +2035,7 @@ PRN__DEF prn_status prn_broadcast(prn_context *ctx, prn_tensor *x, int ndim, con
 PRN__DEF prn_status prn_reshape(prn_context *ctx, prn_tensor *x, int ndim, const size_t *shape, prn_tensor **out) {
     static const char fn[] = "prn_reshape";
     size_t numel;
-    prn_tensor *y;
+    prn_tensor *y = NULL;
     PRN__CTX(ctx, fn);
     PRN__TRY(prn__check_t(ctx, fn, "x", x, 0));
     PRN__CHECK_OUT(ctx, fn, out);
@@ -2051,7 +2051,7 @@ PRN__DEF prn_status prn_reshape(prn_context *ctx, prn_tensor *x, int ndim, const
 PRN__FN prn_status prn__transpose_raw(prn_context *ctx, const char *fn, prn_tensor *x, int a0, int a1,
                                       prn_tensor **out) {
     size_t shape[4], x4[4], xs[4], o4[4], tmp;
-    prn_tensor *y;
+    prn_tensor *y = NULL;
     prn_status st;
     int off = 4 - x->ndim;
     PRN__NEED(ctx, strided_copy, fn);
@@ -2072,7 +2072,7 @@ PRN__FN prn_status prn__bw_transpose(prn_context *ctx, const prn_op *op, prn_ten
 }
 PRN__DEF prn_status prn_transpose(prn_context *ctx, prn_tensor *x, int axis0, int axis1, prn_tensor **out) {
     static const char fn[] = "prn_transpose";
-    prn_tensor *y;
+    prn_tensor *y = NULL;
     int iv[2];
     PRN__CTX(ctx, fn);
     PRN__TRY(prn__check_t(ctx, fn, "x", x, 0));
@@ -2097,7 +2097,7 @@ PRN__FN prn_status prn__matmul_raw(prn_context *ctx, const char *fn, prn_tensor 
     size_t batch_a = ar * ac != 0 ? a->numel / (ar * ac) : 0, batch_b = br * bc != 0 ? b->numel / (br * bc) : 0;
     size_t batch, shape[4];
     int nd, k;
-    prn_tensor *y;
+    prn_tensor *y = NULL;
     prn_status st = PRN_OK;
     PRN__NEED(ctx, gemm, fn);
     if (K != Kb) {
@@ -2202,7 +2202,7 @@ PRN__FN prn_status prn__bw_matmul(prn_context *ctx, const prn_op *op, prn_tensor
 PRN__DEF prn_status prn_matmul_ex(prn_context *ctx, prn_tensor *a, int trans_a, prn_tensor *b, int trans_b,
                                   prn_tensor **out) {
     static const char fn[] = "prn_matmul";
-    prn_tensor *in[2], *y;
+    prn_tensor *in[2], *y = NULL;
     int iv[2];
     PRN__CTX(ctx, fn);
     PRN__TRY(prn__check_t(ctx, fn, "a", a, 1));
@@ -2257,7 +2257,7 @@ PRN__FN prn_status prn__bw_reduce(prn_context *ctx, const prn_op *op, prn_tensor
 }
 PRN__FN prn_status prn__reduce_op(prn_context *ctx, const char *fn, int kind, prn_tensor *x, int axis, int keepdim,
                                   prn_tensor **out) {
-    prn_tensor *y;
+    prn_tensor *y = NULL;
     int iv[2];
     PRN__CTX(ctx, fn);
     PRN__TRY(prn__check_t(ctx, fn, "x", x, 1));
@@ -2293,7 +2293,7 @@ PRN__DEF prn_status prn_argmax(prn_context *ctx, prn_tensor *x, int axis, int ke
     static const char fn[] = "prn_argmax";
     size_t shape[4], outer, n, inner;
     int nd;
-    prn_tensor *y;
+    prn_tensor *y = NULL;
     prn_status st;
     PRN__CTX(ctx, fn);
     PRN__TRY(prn__check_t(ctx, fn, "x", x, 1));
@@ -2333,7 +2333,7 @@ PRN__FN prn_status prn__bw_softmax(prn_context *ctx, const prn_op *op, prn_tenso
 }
 PRN__FN prn_status prn__softmax_op(prn_context *ctx, const char *fn, int log, prn_tensor *x, int axis, prn_tensor **out) {
     size_t outer, n, inner;
-    prn_tensor *y;
+    prn_tensor *y = NULL;
     prn_status st;
     int iv[2];
     PRN__CTX(ctx, fn);

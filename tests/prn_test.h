@@ -41,6 +41,9 @@ static int prnt_summary(void) {
 }
 
 /* max |a-b| / max(1, |b|) over n doubles */
+#if defined(__GNUC__) || defined(__clang__)
+__attribute__((unused))
+#endif
 static double prnt_max_rel_err(const double *a, const double *b, size_t n) {
     double m = 0;
     size_t i;
