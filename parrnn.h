@@ -700,6 +700,20 @@ PRN__DEF void prn_seed(prn_context *ctx, uint64_t seed) { if (ctx) { ctx->seed =
             "%s: backend '%s' does not implement primitive '%s'",             \
             (fn), (ctx)->be->name, #entry); } while (0)
 
+/* A public function built on other public ones: when st is a failure whose
+ * message names an inner function, prefix it with fn (the one the caller
+ * called), e.g. "prn_cross_entropy: prn_log_softmax: ...". Returns st. */
+PRN__FN prn_status prn__in_fn(prn_context *ctx, const char *fn, prn_status st) {
+    size_t n = strlen(fn);
+    if (st != PRN_OK && !(strncmp(ctx->msg, fn, n) == 0 && ctx->msg[n] == ':')) {
+        char inner[sizeof ctx->msg];
+        memcpy(inner, ctx->msg, sizeof inner);
+        inner[sizeof inner - 1] = 0;
+        if (snprintf(ctx->msg, sizeof ctx->msg, "%s: %s", fn, inner) < 0) ctx->msg[0] = 0;
+    }
+    return st;
+}
+
 /* ------------------------------------------------------------------------
  * Philox4x32-10 counter-based generator
  * ---------------------------------------------------------------------- */
@@ -728,6 +742,7 @@ PRN__FN double prn__random_value(prn_random_dist dist, prn_dtype dtype, uint64_t
         double u = dtype == PRN_F32 ? (double)(w[0] >> 8) * (1.0 / 16777216.0)
                                     : (double)(((uint64_t)w[0] << 21) ^ (w[1] >> 11)) * (1.0 / 9007199254740992.0);
         double v = p0 + (p1 - p0) * u;
+        if (dtype == PRN_F32) v = (double)(float)v; /* clamp the value as stored: f32 may round up to hi */
         return v < p1 || p1 <= p0 ? v : p0; /* keep [lo, hi) under rounding */
     } else {
         double u1 = ((double)(((uint64_t)w[0] << 21) ^ (w[1] >> 11)) + 1.0) * (1.0 / 9007199254740992.0);
@@ -933,13 +948,15 @@ PRN__FN prn_status prn__ref_gemm_cblas(prn_context *ctx, prn_dtype dtype, int tr
 }
 #endif
 
-#define PRN__REDUCE_LOOP(T, INIT, COMBINE)                                       \
+/* A row reduction (inner == 1) accumulates in ACC: double for f32 sums, so
+ * long rows keep f32 accuracy; strided ones vectorise across inner in T. */
+#define PRN__REDUCE_LOOP(T, ACC, INIT, COMBINE)                                  \
     { const T *x0 = (const T *)x; T *y0 = (T *)y; size_t o;                      \
       PRN__PARFOR for (o = 0; o < outer; ++o) {                                  \
           const T *xo = x0 + o * n * inner; T *yo = y0 + o * inner; size_t k, i; \
-          if (inner == 1) { T acc = (INIT);                                      \
-              for (k = 0; k < n; ++k) { const T v = xo[k]; acc = (COMBINE); }    \
-              yo[0] = acc;                                                       \
+          if (inner == 1) { ACC acc = (INIT);                                    \
+              for (k = 0; k < n; ++k) { const ACC v = xo[k]; acc = (COMBINE); }  \
+              yo[0] = (T)acc;                                                    \
           } else {                                                               \
               for (i = 0; i < inner; ++i) yo[i] = (INIT);                        \
               for (k = 0; k < n; ++k) { const T *xk = xo + k * inner;            \
@@ -949,11 +966,11 @@ PRN__FN prn_status prn__ref_reduce(prn_context *ctx, prn_reduce_op op, prn_dtype
                                    size_t n, size_t inner, const void *x, void *y) {
     PRN__PAR_SETUP(ctx, outer > 1 ? outer * n * inner : 0);
     if (op == PRN_REDUCE_SUM) {
-        if (dtype == PRN_F32) PRN__REDUCE_LOOP(float, 0.0f, acc + v)
-        else PRN__REDUCE_LOOP(double, 0.0, acc + v)
+        if (dtype == PRN_F32) PRN__REDUCE_LOOP(float, double, 0.0f, acc + v)
+        else PRN__REDUCE_LOOP(double, double, 0.0, acc + v)
     } else {
-        if (dtype == PRN_F32) PRN__REDUCE_LOOP(float, -INFINITY, v > acc ? v : acc)
-        else PRN__REDUCE_LOOP(double, -INFINITY, v > acc ? v : acc)
+        if (dtype == PRN_F32) PRN__REDUCE_LOOP(float, float, -INFINITY, v > acc ? v : acc)
+        else PRN__REDUCE_LOOP(double, double, -INFINITY, v > acc ? v : acc)
     }
     return PRN_OK;
 }
@@ -1259,9 +1276,10 @@ PRN__FN prn_status prn__tensor_new(prn_context *ctx, const char *fn, prn_dtype d
     st->refs = 1;
     st->bytes = numel * prn_dtype_size(dtype);
     if (ctx->be->buf_alloc(ctx, st->bytes, &st->buf) != PRN_OK) {
+        size_t bytes = st->bytes; /* st is freed before the message is written */
         prn_free(ctx, st);
         return PRN__ERR(ctx, PRN_ERR_OUT_OF_MEMORY, "%s: out of memory for a tensor of %lu bytes", fn,
-                        (unsigned long)st->bytes);
+                        (unsigned long)bytes);
     }
     t = prn__tensor_struct(ctx, dtype, ndim, shape, numel);
     if (!t) {
@@ -1311,9 +1329,14 @@ PRN__DEF prn_status prn_tensor_full(prn_context *ctx, prn_dtype dtype, int ndim,
 }
 PRN__DEF prn_status prn_tensor_create(prn_context *ctx, prn_dtype dtype, int ndim, const size_t *shape,
                                       prn_tensor **out) {
+    prn_tensor *t = NULL;
+    prn_status st;
     PRN__CTX(ctx, "prn_tensor_create");
     if (!out) return PRN__ERR(ctx, PRN_ERR_NULL_ARGUMENT, "prn_tensor_create: argument 'out' is NULL");
-    return prn_tensor_full(ctx, dtype, ndim, shape, 0.0, out);
+    PRN__TRY(prn__tensor_new(ctx, "prn_tensor_create", dtype, ndim, shape, &t));
+    if ((st = prn__fill(t, 0.0, "prn_tensor_create")) != PRN_OK) { prn_tensor_free(t); return st; }
+    *out = t;
+    return PRN_OK;
 }
 
 PRN__DEF prn_status prn_tensor_from_host(prn_context *ctx, prn_dtype dtype, int ndim, const size_t *shape,
@@ -1525,7 +1548,8 @@ PRN__FN prn_status prn__accumulate(prn_context *ctx, prn_tensor **slot, prn_tens
             /* Shared with someone else (a custom backward returned a view or
              * its grad_output): accumulate into a private copy instead. */
             prn_tensor *c;
-            PRN__TRY(prn__tensor_like(ctx, "prn_backward", like, &c));
+            st = prn__tensor_like(ctx, "prn_backward", like, &c);
+            if (st != PRN_OK) { prn_tensor_free(g); return st; } /* g is consumed on failure too */
             st = ctx->be->buf_copy(ctx, c->st->buf, 0, g->st->buf, 0, c->st->bytes);
             prn_tensor_free(g);
             if (st != PRN_OK) { prn_tensor_free(c); return st; }
@@ -1536,7 +1560,11 @@ PRN__FN prn_status prn__accumulate(prn_context *ctx, prn_tensor **slot, prn_tens
         *slot = g;
         return PRN_OK;
     }
-    PRN__NEED(ctx, binary, "prn_backward");
+    if (!ctx->be->binary) {
+        prn_tensor_free(g);
+        return PRN__ERR(ctx, PRN_ERR_UNSUPPORTED, "prn_backward: backend '%s' does not implement primitive 'binary'",
+                        ctx->be->name);
+    }
     shape[3] = g->numel;
     st = ctx->be->binary(ctx, PRN_BINARY_ADD, g->dtype, shape, (*slot)->st->buf, strides, g->st->buf, strides,
                          (*slot)->st->buf);
@@ -1560,7 +1588,7 @@ PRN__DEF prn_status prn_backward(prn_context *ctx, prn_tensor *loss) {
     cap = ctx->tape_n * PRN_MAX_OP_INPUTS + 1;
     touched = (prn_tensor **)prn_alloc(ctx, cap * sizeof *touched);
     if (!touched) return PRN__ERR(ctx, PRN_ERR_OUT_OF_MEMORY, "%s: out of memory", fn);
-    st = prn_tensor_full(ctx, loss->dtype, loss->ndim, loss->shape, 1.0, &seed);
+    st = prn__in_fn(ctx, fn, prn_tensor_full(ctx, loss->dtype, loss->ndim, loss->shape, 1.0, &seed));
     if (st != PRN_OK) { prn_free(ctx, touched); return st; }
     loss->pending = seed;
     touched[n_touched++] = loss;
@@ -2386,7 +2414,7 @@ PRN__DEF prn_status prn_cross_entropy(prn_context *ctx, prn_tensor *logits, prn_
     if (st == PRN_OK) st = prn_scale(ctx, s, -1.0 / (double)rows, out);
     prn_tensor_free(ls); prn_tensor_free(p); prn_tensor_free(s);
     if (st != PRN_OK) prn__tape_truncate(ctx, mark);
-    return st;
+    return prn__in_fn(ctx, fn, st);
 }
 
 PRN__DEF prn_status prn_mse(prn_context *ctx, prn_tensor *pred, prn_tensor *target, prn_tensor **out) {
@@ -2403,6 +2431,20 @@ PRN__DEF prn_status prn_mse(prn_context *ctx, prn_tensor *pred, prn_tensor *targ
     if (pred->dtype != target->dtype)
         return PRN__ERR(ctx, PRN_ERR_DTYPE, "%s: argument 'target' is %s but 'pred' is %s", fn,
                         prn_dtype_name(target->dtype), prn_dtype_name(pred->dtype));
+    {   /* target broadcasts against pred (checked here to name the arguments) */
+        size_t p4[4], t4[4];
+        int i;
+        prn__pad4(pred->ndim, pred->shape, p4);
+        prn__pad4(target->ndim, target->shape, t4);
+        for (i = 0; i < 4; ++i)
+            if (p4[i] != t4[i] && p4[i] != 1 && t4[i] != 1) {
+                char sp[64], stt[64];
+                prn__shape_str(pred, sp, sizeof sp);
+                prn__shape_str(target, stt, sizeof stt);
+                return PRN__ERR(ctx, PRN_ERR_SHAPE, "%s: argument 'target': shape %s does not broadcast with 'pred' "
+                                "shape %s", fn, stt, sp);
+            }
+    }
     PRN__TRY(prn__bcast_shape(ctx, fn, pred, target, &nd, shape));
     mark = ctx->tape_n;
     st = prn_sub(ctx, pred, target, &d);
@@ -2410,7 +2452,7 @@ PRN__DEF prn_status prn_mse(prn_context *ctx, prn_tensor *pred, prn_tensor *targ
     if (st == PRN_OK) st = prn_mean(ctx, sq, PRN_ALL_AXES, 0, out);
     prn_tensor_free(d); prn_tensor_free(sq);
     if (st != PRN_OK) prn__tape_truncate(ctx, mark);
-    return st;
+    return prn__in_fn(ctx, fn, st);
 }
 
 /* ------------------------------------------------------------------------
@@ -2494,30 +2536,21 @@ PRN__DEF prn_status prn_optim_step(prn_optim *o) {
     prn_context *ctx;
     prn_status st = PRN_OK;
     prn_optim_params p;
-    int k, nnew = 0;
+    int k;
     if (!o) return PRN_ERR_NULL_ARGUMENT;
     ctx = o->ctx;
     if (o->adam) PRN__NEED(ctx, adam_update, fn);
     else PRN__NEED(ctx, sgd_update, fn);
-    /* Allocate every missing state first so a failure changes nothing. */
+    /* Allocate every missing state before updating anything, so a failure
+     * changes no parameter. A zero state left behind by a failed call is the
+     * same as none, so there is nothing to undo. */
     for (k = 0; k < o->n && st == PRN_OK; ++k) {
         prn_tensor *w = o->params[k];
-        if (!w->grad) continue;
-        if (o->adam || o->p.momentum > 0) {
-            if (!o->s1[k]) { st = prn_tensor_create(ctx, w->dtype, w->ndim, w->shape, &o->s1[k]); nnew |= 1 << (k % 30); }
-            if (st == PRN_OK && o->adam && !o->s2[k]) st = prn_tensor_create(ctx, w->dtype, w->ndim, w->shape, &o->s2[k]);
-        }
+        if (!w->grad || !(o->adam || o->p.momentum > 0)) continue;
+        if (!o->s1[k]) st = prn_tensor_create(ctx, w->dtype, w->ndim, w->shape, &o->s1[k]);
+        if (st == PRN_OK && o->adam && !o->s2[k]) st = prn_tensor_create(ctx, w->dtype, w->ndim, w->shape, &o->s2[k]);
     }
-    if (st != PRN_OK) {
-        /* Free what this call allocated: states of parameters never stepped. */
-        if (o->step == 0)
-            for (k = 0; k < o->n; ++k) {
-                prn_tensor_free(o->s1[k]); prn_tensor_free(o->s2[k]);
-                o->s1[k] = o->s2[k] = NULL;
-            }
-        return st;
-    }
-    (void)nnew;
+    if (st != PRN_OK) return prn__in_fn(ctx, fn, st);
     p = o->p;
     if (o->adam) {
         p.bias1 = 1.0 - pow(p.beta1, (double)(o->step + 1));
