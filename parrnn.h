@@ -1684,8 +1684,9 @@ PRN__FN prn_status prn__same_dtype(prn_context *ctx, const char *fn, const prn_t
                         prn_dtype_name(a->dtype), prn_dtype_name(b->dtype));
     return PRN_OK;
 }
-PRN__FN prn_status prn__bcast_shape(prn_context *ctx, const char *fn, const prn_tensor *a, const prn_tensor *b,
-                                    int *ndim, size_t shape[4]) {
+/* Broadcast shape of a and b; an and bn name them in the message. */
+PRN__FN prn_status prn__bcast_shape(prn_context *ctx, const char *fn, const prn_tensor *a, const char *an,
+                                    const prn_tensor *b, const char *bn, int *ndim, size_t shape[4]) {
     size_t a4[4], b4[4];
     int i, nd = a->ndim > b->ndim ? a->ndim : b->ndim;
     prn__pad4(a->ndim, a->shape, a4);
@@ -1695,8 +1696,8 @@ PRN__FN prn_status prn__bcast_shape(prn_context *ctx, const char *fn, const prn_
             char sa[64], sb[64];
             prn__shape_str(a, sa, sizeof sa);
             prn__shape_str(b, sb, sizeof sb);
-            return PRN__ERR(ctx, PRN_ERR_SHAPE, "%s: argument 'b': shape %s does not broadcast with 'a' shape %s", fn,
-                            sb, sa);
+            return PRN__ERR(ctx, PRN_ERR_SHAPE, "%s: argument '%s': shape %s does not broadcast with '%s' shape %s", fn,
+                            bn, sb, an, sa);
         }
     }
     for (i = 0; i < nd; ++i) {
@@ -1734,7 +1735,7 @@ PRN__FN prn_status prn__binary_raw(prn_context *ctx, const char *fn, prn_binary_
     prn_tensor *y = NULL;
     prn_status st;
     PRN__NEED(ctx, binary, fn);
-    PRN__TRY(prn__bcast_shape(ctx, fn, a, b, &nd, shape));
+    PRN__TRY(prn__bcast_shape(ctx, fn, a, "a", b, "b", &nd, shape));
     PRN__TRY(prn__tensor_new(ctx, fn, a->dtype, nd, shape, &y));
     prn__pad4(nd, shape, o4);
     prn__bstrides(a, o4, as);
@@ -2431,21 +2432,7 @@ PRN__DEF prn_status prn_mse(prn_context *ctx, prn_tensor *pred, prn_tensor *targ
     if (pred->dtype != target->dtype)
         return PRN__ERR(ctx, PRN_ERR_DTYPE, "%s: argument 'target' is %s but 'pred' is %s", fn,
                         prn_dtype_name(target->dtype), prn_dtype_name(pred->dtype));
-    {   /* target broadcasts against pred (checked here to name the arguments) */
-        size_t p4[4], t4[4];
-        int i;
-        prn__pad4(pred->ndim, pred->shape, p4);
-        prn__pad4(target->ndim, target->shape, t4);
-        for (i = 0; i < 4; ++i)
-            if (p4[i] != t4[i] && p4[i] != 1 && t4[i] != 1) {
-                char sp[64], stt[64];
-                prn__shape_str(pred, sp, sizeof sp);
-                prn__shape_str(target, stt, sizeof stt);
-                return PRN__ERR(ctx, PRN_ERR_SHAPE, "%s: argument 'target': shape %s does not broadcast with 'pred' "
-                                "shape %s", fn, stt, sp);
-            }
-    }
-    PRN__TRY(prn__bcast_shape(ctx, fn, pred, target, &nd, shape));
+    PRN__TRY(prn__bcast_shape(ctx, fn, pred, "pred", target, "target", &nd, shape));
     mark = ctx->tape_n;
     st = prn_sub(ctx, pred, target, &d);
     if (st == PRN_OK) st = prn_pow_scalar(ctx, d, 2.0, &sq);
