@@ -9,7 +9,7 @@ CXX     ?= c++
 OPENMP  ?= 1
 BLAS    ?= 1
 BUILD   ?= build
-OPT     ?= -O2 -g
+OPT     ?= -O3 -g
 WARN     = -Wall -Wextra -Wpedantic -Werror
 CFLAGS_ALL = -std=c99 $(OPT) $(WARN) -I. $(EXTRA_CFLAGS)
 LDLIBS_ALL = -lm -lpthread $(EXTRA_LDLIBS)

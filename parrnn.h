@@ -555,11 +555,20 @@ PRNDEF void prn_philox4x32(uint64_t seed, uint64_t counter, uint32_t out[4]);
 
 /* OpenMP: loops parallelise only when work is large enough to pay the
  * fork; every function that uses PRN__PARFOR declares prn__nt/prn__par. */
+/* PRN__SIMD marks inner loops free of loop-carried dependences: with OpenMP
+ * they vectorise even at -O2 (whose cost model refuses loops that need a
+ * runtime alias check); without it, -O3 vectorises them. */
 #ifdef _OPENMP
 #define PRN__PRAGMA(x) _Pragma(#x)
 #define PRN__PARFOR PRN__PRAGMA(omp parallel for num_threads(prn__nt) schedule(static) if(prn__par))
+#define PRN__PARFOR_SIMD PRN__PRAGMA(omp parallel for simd num_threads(prn__nt) schedule(static) if(prn__par))
+#define PRN__SIMD PRN__PRAGMA(omp simd)
+#define PRN__SIMD_SUM(s) PRN__PRAGMA(omp simd reduction(+:s))
 #else
 #define PRN__PARFOR
+#define PRN__PARFOR_SIMD
+#define PRN__SIMD
+#define PRN__SIMD_SUM(s)
 #endif
 #define PRN__PAR_MIN 32768
 #define PRN__PAR_SETUP(ctx, work)                                              \
@@ -784,7 +793,7 @@ PRN__FN prn_status prn__ref_buf_copy(prn_context *ctx, void *dst, size_t doff, c
 
 #define PRN__FILL_LOOP(T)                                                        \
     { T *yp = (T *)y; T v = (T)value; size_t i;                                  \
-      PRN__PARFOR for (i = 0; i < n; ++i) yp[i] = v; }
+      PRN__PARFOR_SIMD for (i = 0; i < n; ++i) yp[i] = v; }
 PRN__FN prn_status prn__ref_fill(prn_context *ctx, prn_dtype dtype, void *y, size_t n, double value) {
     PRN__PAR_SETUP(ctx, n);
     if (dtype == PRN_F32) PRN__FILL_LOOP(float)
@@ -797,7 +806,7 @@ PRN__FN prn_status prn__ref_fill(prn_context *ctx, prn_dtype dtype, void *y, siz
 #define PRN__UNARY_LOOP(T, EXPR)                                                 \
     { const T *xp = (const T *)x; T *yp = (T *)y; const T al = (T)alpha, be = (T)beta; size_t i; \
       (void)al; (void)be;                                                        \
-      PRN__PARFOR for (i = 0; i < n; ++i) { const T v = xp[i]; yp[i] = (EXPR); } } break
+      PRN__PARFOR_SIMD for (i = 0; i < n; ++i) { const T v = xp[i]; yp[i] = (EXPR); } } break
 #define PRN__UNARY_CASES(T, EXP, LOG, TANH, SQRT, POW, FABS)                     \
     switch (op) {                                                                \
     case PRN_UNARY_NEG: PRN__UNARY_LOOP(T, -v);                                  \
@@ -821,21 +830,25 @@ PRN__FN prn_status prn__ref_unary(prn_context *ctx, prn_unary_op op, prn_dtype d
     return PRN_OK;
 }
 
-/* Broadcasting walk: the three outer axes are flattened into one parallel
- * loop; the innermost axis has fast paths for contiguous and scalar operands
- * so the common cases vectorise. */
+/* Broadcasting walk: the three outer axes and chunks of the innermost one
+ * form the tiles of one parallel loop (so a single long row still uses every
+ * thread); inside a tile, fast paths for contiguous and scalar operands let
+ * the common cases vectorise. */
+#define PRN__TILE 8192
 #define PRN__BIN_INNER(T, EXPR)                                                  \
-    if (as3 == 1 && bs3 == 1) { for (i3 = 0; i3 < s3; ++i3) { const T A = ap[i3], B = bp[i3]; yp[i3] = (EXPR); } } \
-    else if (as3 == 1 && bs3 == 0) { const T B = bp[0]; for (i3 = 0; i3 < s3; ++i3) { const T A = ap[i3]; yp[i3] = (EXPR); } } \
-    else if (as3 == 0 && bs3 == 1) { const T A = ap[0]; for (i3 = 0; i3 < s3; ++i3) { const T B = bp[i3]; yp[i3] = (EXPR); } } \
-    else { for (i3 = 0; i3 < s3; ++i3) { const T A = ap[i3 * as3], B = bp[i3 * bs3]; yp[i3] = (EXPR); } }
+    if (as3 == 1 && bs3 == 1) { PRN__SIMD for (i3 = 0; i3 < len; ++i3) { const T A = ap[i3], B = bp[i3]; yp[i3] = (EXPR); } } \
+    else if (as3 == 1 && bs3 == 0) { const T B = bp[0]; PRN__SIMD for (i3 = 0; i3 < len; ++i3) { const T A = ap[i3]; yp[i3] = (EXPR); } } \
+    else if (as3 == 0 && bs3 == 1) { const T A = ap[0]; PRN__SIMD for (i3 = 0; i3 < len; ++i3) { const T B = bp[i3]; yp[i3] = (EXPR); } } \
+    else { for (i3 = 0; i3 < len; ++i3) { const T A = ap[i3 * as3], B = bp[i3 * bs3]; yp[i3] = (EXPR); } }
 #define PRN__BIN_LOOP(T, EXPR)                                                   \
-    { const T *a0 = (const T *)a, *b0 = (const T *)b; T *y0 = (T *)y; size_t r;  \
-      PRN__PARFOR for (r = 0; r < rows; ++r) {                                   \
+    { const T *a0 = (const T *)a, *b0 = (const T *)b; T *y0 = (T *)y; size_t t;  \
+      PRN__PARFOR for (t = 0; t < rows * nch; ++t) {                             \
+          size_t r = t / nch, lo = (t % nch) * PRN__TILE;                        \
+          size_t len = s3 - lo < PRN__TILE ? s3 - lo : PRN__TILE;                \
           size_t i0 = r / (s1 * s2), i1 = (r / s2) % s1, i2 = r % s2, i3;         \
-          const T *ap = a0 + i0 * as[0] + i1 * as[1] + i2 * as[2];               \
-          const T *bp = b0 + i0 * bs[0] + i1 * bs[1] + i2 * bs[2];               \
-          T *yp = y0 + r * s3;                                                   \
+          const T *ap = a0 + i0 * as[0] + i1 * as[1] + i2 * as[2] + lo * as3;    \
+          const T *bp = b0 + i0 * bs[0] + i1 * bs[1] + i2 * bs[2] + lo * bs3;    \
+          T *yp = y0 + r * s3 + lo;                                              \
           PRN__BIN_INNER(T, EXPR) } } break
 #define PRN__BIN_CASES(T, POW)                                                   \
     switch (op) {                                                                \
@@ -856,7 +869,7 @@ PRN__FN prn_status prn__ref_binary(prn_context *ctx, prn_binary_op op, prn_dtype
                                    const size_t shape[4], const void *a, const size_t as[4],
                                    const void *b, const size_t bs[4], void *y) {
     size_t s1 = shape[1], s2 = shape[2], s3 = shape[3], as3 = as[3], bs3 = bs[3];
-    size_t rows = shape[0] * s1 * s2;
+    size_t rows = shape[0] * s1 * s2, nch = (s3 + PRN__TILE - 1) / PRN__TILE;
     PRN__PAR_SETUP(ctx, rows * s3);
     if (rows * s3 == 0) return PRN_OK;
     if (dtype == PRN_F32) { PRN__BIN_CASES(float, powf) }
@@ -865,17 +878,19 @@ PRN__FN prn_status prn__ref_binary(prn_context *ctx, prn_binary_op op, prn_dtype
 }
 
 #define PRN__SCOPY_LOOP(T)                                                       \
-    { const T *x0 = (const T *)x; T *y0 = (T *)y; size_t r;                      \
-      PRN__PARFOR for (r = 0; r < rows; ++r) {                                   \
+    { const T *x0 = (const T *)x; T *y0 = (T *)y; size_t t;                      \
+      PRN__PARFOR for (t = 0; t < rows * nch; ++t) {                             \
+          size_t r = t / nch, lo = (t % nch) * PRN__TILE;                        \
+          size_t len = s3 - lo < PRN__TILE ? s3 - lo : PRN__TILE;                \
           size_t i0 = r / (s1 * s2), i1 = (r / s2) % s1, i2 = r % s2, i3;         \
-          const T *xp = x0 + i0 * xs[0] + i1 * xs[1] + i2 * xs[2];               \
-          T *yp = y0 + r * s3;                                                   \
-          if (xs3 == 1) { for (i3 = 0; i3 < s3; ++i3) yp[i3] = xp[i3]; }          \
-          else { for (i3 = 0; i3 < s3; ++i3) yp[i3] = xp[i3 * xs3]; } } }
+          const T *xp = x0 + i0 * xs[0] + i1 * xs[1] + i2 * xs[2] + lo * xs3;    \
+          T *yp = y0 + r * s3 + lo;                                              \
+          if (xs3 == 1) { PRN__SIMD for (i3 = 0; i3 < len; ++i3) yp[i3] = xp[i3]; } \
+          else { for (i3 = 0; i3 < len; ++i3) yp[i3] = xp[i3 * xs3]; } } }
 PRN__FN prn_status prn__ref_strided_copy(prn_context *ctx, prn_dtype dtype, const size_t shape[4],
                                          const void *x, const size_t xs[4], void *y) {
     size_t s1 = shape[1], s2 = shape[2], s3 = shape[3], xs3 = xs[3];
-    size_t rows = shape[0] * s1 * s2;
+    size_t rows = shape[0] * s1 * s2, nch = (s3 + PRN__TILE - 1) / PRN__TILE;
     PRN__PAR_SETUP(ctx, rows * s3);
     if (rows * s3 == 0) return PRN_OK;
     if (dtype == PRN_F64) PRN__SCOPY_LOOP(double)
@@ -900,12 +915,12 @@ PRN__FN prn_status prn__ref_strided_copy(prn_context *ctx, prn_dtype dtype, cons
               for (k = 0; k < K; ++k) {                                          \
                   const T aik = al * (trans_a ? Ab[k * lda + i] : Ab[i * lda + k]); \
                   const T *brow = Bb + k * ldb;                                  \
-                  for (j = 0; j < N; ++j) c[j] += aik * brow[j];                 \
+                  PRN__SIMD for (j = 0; j < N; ++j) c[j] += aik * brow[j];       \
               }                                                                  \
           } else {                                                               \
               for (j = 0; j < N; ++j) {                                          \
                   const T *brow = Bb + j * ldb; T s = 0;                         \
-                  if (!trans_a) { const T *arow = Ab + i * lda; for (k = 0; k < K; ++k) s += arow[k] * brow[k]; } \
+                  if (!trans_a) { const T *arow = Ab + i * lda; PRN__SIMD_SUM(s) for (k = 0; k < K; ++k) s += arow[k] * brow[k]; } \
                   else { for (k = 0; k < K; ++k) s += Ab[k * lda + i] * brow[k]; } \
                   c[j] += al * s;                                                \
               }                                                                  \
@@ -960,7 +975,7 @@ PRN__FN prn_status prn__ref_gemm_cblas(prn_context *ctx, prn_dtype dtype, int tr
           } else {                                                               \
               for (i = 0; i < inner; ++i) yo[i] = (INIT);                        \
               for (k = 0; k < n; ++k) { const T *xk = xo + k * inner;            \
-                  for (i = 0; i < inner; ++i) { const T acc = yo[i], v = xk[i]; yo[i] = (COMBINE); } } \
+                  PRN__SIMD for (i = 0; i < inner; ++i) { const T acc = yo[i], v = xk[i]; yo[i] = (COMBINE); } } \
           } } }
 PRN__FN prn_status prn__ref_reduce(prn_context *ctx, prn_reduce_op op, prn_dtype dtype, size_t outer,
                                    size_t n, size_t inner, const void *x, void *y) {
@@ -1026,7 +1041,7 @@ PRN__FN prn_status prn__ref_random(prn_context *ctx, prn_random_dist dist, prn_d
 #define PRN__SGD_LOOP(T)                                                         \
     { T *w = (T *)param; const T *g = (const T *)grad; T *v = (T *)velocity;     \
       const T lr = (T)p->lr, mom = (T)p->momentum, wd = (T)p->weight_decay; size_t i; \
-      PRN__PARFOR for (i = 0; i < n; ++i) {                                      \
+      PRN__PARFOR_SIMD for (i = 0; i < n; ++i) {                                 \
           T d = g[i] + wd * w[i];                                                \
           if (v) { v[i] = mom * v[i] + d; d = p->nesterov ? d + mom * v[i] : v[i]; } \
           w[i] -= lr * d; } }
@@ -1043,7 +1058,7 @@ PRN__FN prn_status prn__ref_sgd_update(prn_context *ctx, prn_dtype dtype, size_t
       const T lr = (T)p->lr, b1 = (T)p->beta1, b2 = (T)p->beta2, eps = (T)p->eps; \
       const T wd = (T)p->weight_decay, ib1 = (T)(1.0 / p->bias1), ib2 = (T)(1.0 / p->bias2); \
       const int dec = p->decoupled; size_t i;                                    \
-      PRN__PARFOR for (i = 0; i < n; ++i) {                                      \
+      PRN__PARFOR_SIMD for (i = 0; i < n; ++i) {                                 \
           const T gi = dec ? g[i] : g[i] + wd * w[i];                            \
           m[i] = b1 * m[i] + ((T)1 - b1) * gi;                                   \
           v[i] = b2 * v[i] + ((T)1 - b2) * gi * gi;                              \
@@ -1267,7 +1282,7 @@ PRN__FN prn_tensor *prn__tensor_struct(prn_context *ctx, prn_dtype dtype, int nd
 /* A new tensor with uninitialised contents (checked shape). */
 PRN__FN prn_status prn__tensor_new(prn_context *ctx, const char *fn, prn_dtype dtype, int ndim,
                                    const size_t *shape, prn_tensor **out) {
-    size_t numel;
+    size_t numel = 0;
     prn_tensor *t;
     prn__storage *st;
     PRN__TRY(prn__check_shape(ctx, fn, "shape", dtype, ndim, shape, &numel));
@@ -1730,7 +1745,7 @@ PRN__FN prn_status prn__view(prn_context *ctx, const char *fn, prn_tensor *x, in
 
 PRN__FN prn_status prn__binary_raw(prn_context *ctx, const char *fn, prn_binary_op op, prn_tensor *a,
                                    prn_tensor *b, prn_tensor **out) {
-    size_t shape[4], o4[4], as[4], bs[4];
+    size_t shape[4] = {0, 0, 0, 0}, o4[4], as[4], bs[4];
     int nd;
     prn_tensor *y = NULL;
     prn_status st;
@@ -1795,7 +1810,7 @@ PRN__FN void prn__split3(const prn_tensor *x, int axis, size_t *outer, size_t *n
 
 PRN__FN prn_status prn__reduce_raw(prn_context *ctx, const char *fn, prn_reduce_op op, prn_tensor *x, int axis,
                                    int keepdim, prn_tensor **out) {
-    size_t shape[4], outer, n, inner;
+    size_t shape[4] = {0, 0, 0, 0}, outer, n, inner;
     int nd;
     prn_tensor *y = NULL;
     prn_status st;
@@ -2042,7 +2057,7 @@ PRN__DEF prn_status prn_copy(prn_context *ctx, prn_tensor *x, prn_tensor **out) 
 
 PRN__DEF prn_status prn_broadcast(prn_context *ctx, prn_tensor *x, int ndim, const size_t *shape, prn_tensor **out) {
     static const char fn[] = "prn_broadcast";
-    size_t numel, x4[4], o4[4];
+    size_t numel = 0, x4[4], o4[4];
     prn_tensor *y = NULL;
     int i;
     PRN__CTX(ctx, fn);
@@ -2063,7 +2078,7 @@ PRN__DEF prn_status prn_broadcast(prn_context *ctx, prn_tensor *x, int ndim, con
 
 PRN__DEF prn_status prn_reshape(prn_context *ctx, prn_tensor *x, int ndim, const size_t *shape, prn_tensor **out) {
     static const char fn[] = "prn_reshape";
-    size_t numel;
+    size_t numel = 0;
     prn_tensor *y = NULL;
     PRN__CTX(ctx, fn);
     PRN__TRY(prn__check_t(ctx, fn, "x", x, 0));
@@ -2079,7 +2094,7 @@ PRN__DEF prn_status prn_reshape(prn_context *ctx, prn_tensor *x, int ndim, const
 
 PRN__FN prn_status prn__transpose_raw(prn_context *ctx, const char *fn, prn_tensor *x, int a0, int a1,
                                       prn_tensor **out) {
-    size_t shape[4], x4[4], xs[4], o4[4], tmp;
+    size_t shape[4] = {0, 0, 0, 0}, x4[4], xs[4], o4[4], tmp;
     prn_tensor *y = NULL;
     prn_status st;
     int off = 4 - x->ndim;
@@ -2124,7 +2139,7 @@ PRN__FN prn_status prn__matmul_raw(prn_context *ctx, const char *fn, prn_tensor 
     size_t br = b->shape[b->ndim - 2], bc = b->shape[b->ndim - 1];
     size_t M = ta ? ac : ar, K = ta ? ar : ac, Kb = tb ? bc : br, N = tb ? br : bc;
     size_t batch_a = ar * ac != 0 ? a->numel / (ar * ac) : 0, batch_b = br * bc != 0 ? b->numel / (br * bc) : 0;
-    size_t batch, shape[4];
+    size_t batch, shape[4] = {0, 0, 0, 0};
     int nd, k;
     prn_tensor *y = NULL;
     prn_status st = PRN_OK;
@@ -2320,7 +2335,7 @@ PRN__DEF prn_status prn_max(prn_context *ctx, prn_tensor *x, int axis, int keepd
 }
 PRN__DEF prn_status prn_argmax(prn_context *ctx, prn_tensor *x, int axis, int keepdim, prn_tensor **out) {
     static const char fn[] = "prn_argmax";
-    size_t shape[4], outer, n, inner;
+    size_t shape[4] = {0, 0, 0, 0}, outer, n, inner;
     int nd;
     prn_tensor *y = NULL;
     prn_status st;
@@ -2423,7 +2438,7 @@ PRN__DEF prn_status prn_mse(prn_context *ctx, prn_tensor *pred, prn_tensor *targ
     prn_tensor *d = NULL, *sq = NULL;
     prn_status st;
     int nd;
-    size_t shape[4];
+    size_t shape[4] = {0, 0, 0, 0};
     size_t mark;
     PRN__CTX(ctx, fn);
     PRN__TRY(prn__check_t(ctx, fn, "pred", pred, 1));

@@ -20,6 +20,7 @@ try() { # name compiler flags...
 for cc in gcc clang; do
     try "$cc c99" $cc -std=c99 tests/compile_c.c tests/compile_c_user.c
     try "$cc c99 static" $cc -std=c99 -DPARRNN_STATIC tests/compile_c.c
+    try "$cc c99 -O3" $cc -std=c99 -O3 tests/compile_c.c tests/compile_c_user.c
     try "$cc c11 openmp" $cc -std=c11 -fopenmp tests/compile_c.c tests/compile_c_user.c
 done
 for cxx in g++ clang++; do
