@@ -765,15 +765,75 @@ PRN__FN double prn__random_value(prn_random_dist dist, prn_dtype dtype, uint64_t
  * Plain loops written so compilers vectorise the innermost one; OpenMP
  * across the outer one when the work is large.
  * ---------------------------------------------------------------------- */
+/* Large buffers are kept for reuse when freed: ops allocate their outputs
+ * afresh, and memory the C library returns to the kernel comes back as page
+ * faults on every call (4x slower elementwise ops on 64 MiB tensors). Only
+ * exact sizes are reused, which is what a training loop repeats; the cache
+ * is bounded and emptied before an allocation is allowed to fail. */
+#define PRN__CACHE_SLOTS 32
+#define PRN__CACHE_MIN ((size_t)1 << 16)
+#define PRN__CACHE_MAX ((size_t)512 << 20)
+#define PRN__HDR 32 /* bytes before each buffer: its size; keeps the allocator's alignment */
+typedef struct prn__ref_state {
+    void *block[PRN__CACHE_SLOTS]; /* oldest first */
+    int n;
+    size_t bytes;
+} prn__ref_state;
+
+PRN__FN prn_status prn__ref_create(prn_context *ctx, void **state) {
+    prn__ref_state *s = (prn__ref_state *)prn_alloc(ctx, sizeof *s);
+    if (!s) return PRN__ERR(ctx, PRN_ERR_OUT_OF_MEMORY, "prn_context_create: out of memory for the reference backend");
+    memset(s, 0, sizeof *s);
+    *state = s;
+    return PRN_OK;
+}
+PRN__FN size_t prn__ref_size(const void *buf) { return *(const size_t *)((const char *)buf - PRN__HDR); }
+PRN__FN void prn__ref_drop_oldest(prn_context *ctx, prn__ref_state *s) {
+    s->bytes -= prn__ref_size(s->block[0]);
+    prn_free(ctx, (char *)s->block[0] - PRN__HDR);
+    memmove(s->block, s->block + 1, (size_t)(--s->n) * sizeof s->block[0]);
+}
+PRN__FN void prn__ref_destroy(prn_context *ctx, void *state) {
+    prn__ref_state *s = (prn__ref_state *)state;
+    if (!s) return;
+    while (s->n) prn__ref_drop_oldest(ctx, s);
+    prn_free(ctx, s);
+}
 PRN__FN prn_status prn__ref_buf_alloc(prn_context *ctx, size_t bytes, void **buf) {
-    void *p = prn_alloc(ctx, bytes);
+    prn__ref_state *s = (prn__ref_state *)prn_backend_state(ctx);
+    char *p;
+    int i;
+    if (s && bytes >= PRN__CACHE_MIN)
+        for (i = s->n - 1; i >= 0; --i)
+            if (prn__ref_size(s->block[i]) == bytes) {
+                *buf = s->block[i];
+                s->bytes -= bytes;
+                memmove(s->block + i, s->block + i + 1, (size_t)(s->n - i - 1) * sizeof s->block[0]);
+                s->n--;
+                return PRN_OK;
+            }
+    p = bytes <= (size_t)-1 - PRN__HDR ? (char *)prn_alloc(ctx, bytes + PRN__HDR) : NULL;
+    while (!p && s && s->n) { /* give the cache back and try again */
+        while (s->n) prn__ref_drop_oldest(ctx, s);
+        p = (char *)prn_alloc(ctx, bytes + PRN__HDR);
+    }
     if (!p) return PRN__ERR(ctx, PRN_ERR_OUT_OF_MEMORY,
                             "buf_alloc: backend buffer of %lu bytes could not be allocated",
                             (unsigned long)bytes);
-    *buf = p;
+    *(size_t *)p = bytes;
+    *buf = p + PRN__HDR;
     return PRN_OK;
 }
-PRN__FN void prn__ref_buf_free(prn_context *ctx, void *buf) { prn_free(ctx, buf); }
+PRN__FN void prn__ref_buf_free(prn_context *ctx, void *buf) {
+    prn__ref_state *s = (prn__ref_state *)prn_backend_state(ctx);
+    size_t bytes;
+    if (!buf) return;
+    bytes = prn__ref_size(buf);
+    if (!s || bytes < PRN__CACHE_MIN || bytes > PRN__CACHE_MAX) { prn_free(ctx, (char *)buf - PRN__HDR); return; }
+    while (s->n && (s->n == PRN__CACHE_SLOTS || s->bytes + bytes > PRN__CACHE_MAX)) prn__ref_drop_oldest(ctx, s);
+    s->block[s->n++] = buf;
+    s->bytes += bytes;
+}
 PRN__FN prn_status prn__ref_buf_upload(prn_context *ctx, void *dst, size_t off, const void *src, size_t bytes) {
     (void)ctx;
     if (bytes) memcpy((char *)dst + off, src, bytes);
@@ -1072,7 +1132,7 @@ PRN__FN prn_status prn__ref_adam_update(prn_context *ctx, prn_dtype dtype, size_
 }
 
 #define PRN__REFERENCE_TABLE(NAME, GEMM)                                         \
-    { NAME, PARRNN_BACKEND_ABI, NULL, NULL,                                      \
+    { NAME, PARRNN_BACKEND_ABI, prn__ref_create, prn__ref_destroy,              \
       prn__ref_buf_alloc, prn__ref_buf_free, prn__ref_buf_upload,                \
       prn__ref_buf_download, prn__ref_buf_copy, prn__ref_fill, prn__ref_unary,   \
       prn__ref_binary, prn__ref_strided_copy, GEMM, prn__ref_reduce,             \
