@@ -450,9 +450,12 @@ struct prn_backend {
     prn_status (*binary)(prn_context *ctx, prn_binary_op op, prn_dtype dtype,
                          const size_t shape[4], const void *a, const size_t astride[4],
                          const void *b, const size_t bstride[4], void *y);
-    /* y (contiguous, shape) = x[sum i*xstride]: copies, transposes, broadcasts. */
+    /* y[y_off + sum i*ystride] = x[x_off + sum i*xstride] over shape (offsets
+     * and strides in elements): copies, transposes, broadcasts (xstride 0),
+     * slices and writes into part of a tensor. Written elements are distinct. */
     prn_status (*strided_copy)(prn_context *ctx, prn_dtype dtype, const size_t shape[4],
-                               const void *x, const size_t xstride[4], void *y);
+                               const void *x, size_t x_off, const size_t xstride[4],
+                               void *y, size_t y_off, const size_t ystride[4]);
     /* C_b = alpha op(A_b) op(B_b) + beta C_b for b < batch; op(A) is M x K,
      * op(B) K x N, all row-major with leading dimensions lda/ldb/ldc and
      * batch strides sa/sb/sc (sa or sb 0 broadcasts; sc is never 0). */
@@ -938,18 +941,19 @@ PRN__FN prn_status prn__ref_binary(prn_context *ctx, prn_binary_op op, prn_dtype
 }
 
 #define PRN__SCOPY_LOOP(T)                                                       \
-    { const T *x0 = (const T *)x; T *y0 = (T *)y; size_t t;                      \
+    { const T *x0 = (const T *)x + x_off; T *y0 = (T *)y + y_off; size_t t;      \
       PRN__PARFOR for (t = 0; t < rows * nch; ++t) {                             \
           size_t r = t / nch, lo = (t % nch) * PRN__TILE;                        \
           size_t len = s3 - lo < PRN__TILE ? s3 - lo : PRN__TILE;                \
           size_t i0 = r / (s1 * s2), i1 = (r / s2) % s1, i2 = r % s2, i3;         \
           const T *xp = x0 + i0 * xs[0] + i1 * xs[1] + i2 * xs[2] + lo * xs3;    \
-          T *yp = y0 + r * s3 + lo;                                              \
-          if (xs3 == 1) { PRN__SIMD for (i3 = 0; i3 < len; ++i3) yp[i3] = xp[i3]; } \
-          else { for (i3 = 0; i3 < len; ++i3) yp[i3] = xp[i3 * xs3]; } } }
+          T *yp = y0 + i0 * ys[0] + i1 * ys[1] + i2 * ys[2] + lo * ys3;          \
+          if (xs3 == 1 && ys3 == 1) { PRN__SIMD for (i3 = 0; i3 < len; ++i3) yp[i3] = xp[i3]; } \
+          else { for (i3 = 0; i3 < len; ++i3) yp[i3 * ys3] = xp[i3 * xs3]; } } }
 PRN__FN prn_status prn__ref_strided_copy(prn_context *ctx, prn_dtype dtype, const size_t shape[4],
-                                         const void *x, const size_t xs[4], void *y) {
-    size_t s1 = shape[1], s2 = shape[2], s3 = shape[3], xs3 = xs[3];
+                                         const void *x, size_t x_off, const size_t xs[4],
+                                         void *y, size_t y_off, const size_t ys[4]) {
+    size_t s1 = shape[1], s2 = shape[2], s3 = shape[3], xs3 = xs[3], ys3 = ys[3];
     size_t rows = shape[0] * s1 * s2, nch = (s3 + PRN__TILE - 1) / PRN__TILE;
     PRN__PAR_SETUP(ctx, rows * s3);
     if (rows * s3 == 0) return PRN_OK;
@@ -1836,14 +1840,15 @@ PRN__FN prn_status prn__unary_raw(prn_context *ctx, const char *fn, prn_unary_op
 /* x broadcast (materialised) to (ndim, shape); shapes already validated. */
 PRN__FN prn_status prn__expand_raw(prn_context *ctx, const char *fn, prn_tensor *x, int ndim, const size_t *shape,
                                    prn_tensor **out) {
-    size_t o4[4], xs[4];
+    size_t o4[4], xs[4], ys[4];
     prn_tensor *y = NULL;
     prn_status st;
     PRN__NEED(ctx, strided_copy, fn);
     PRN__TRY(prn__tensor_new(ctx, fn, x->dtype, ndim, shape, &y));
     prn__pad4(ndim, shape, o4);
     prn__bstrides(x, o4, xs);
-    st = ctx->be->strided_copy(ctx, x->dtype, o4, x->st->buf, xs, y->st->buf);
+    prn__strides4(o4, ys);
+    st = ctx->be->strided_copy(ctx, x->dtype, o4, x->st->buf, 0, xs, y->st->buf, 0, ys);
     if (st != PRN_OK) { prn_tensor_free(y); return st; }
     *out = y;
     return PRN_OK;
@@ -2154,7 +2159,7 @@ PRN__DEF prn_status prn_reshape(prn_context *ctx, prn_tensor *x, int ndim, const
 
 PRN__FN prn_status prn__transpose_raw(prn_context *ctx, const char *fn, prn_tensor *x, int a0, int a1,
                                       prn_tensor **out) {
-    size_t shape[4] = {0, 0, 0, 0}, x4[4], xs[4], o4[4], tmp;
+    size_t shape[4] = {0, 0, 0, 0}, x4[4], xs[4], o4[4], ys[4], tmp;
     prn_tensor *y = NULL;
     prn_status st;
     int off = 4 - x->ndim;
@@ -2166,7 +2171,8 @@ PRN__FN prn_status prn__transpose_raw(prn_context *ctx, const char *fn, prn_tens
     prn__strides4(x4, xs);
     tmp = xs[a0 + off]; xs[a0 + off] = xs[a1 + off]; xs[a1 + off] = tmp;
     prn__pad4(x->ndim, shape, o4);
-    st = ctx->be->strided_copy(ctx, x->dtype, o4, x->st->buf, xs, y->st->buf);
+    prn__strides4(o4, ys);
+    st = ctx->be->strided_copy(ctx, x->dtype, o4, x->st->buf, 0, xs, y->st->buf, 0, ys);
     if (st != PRN_OK) { prn_tensor_free(y); return st; }
     *out = y;
     return PRN_OK;

@@ -831,12 +831,13 @@ static void t_binary(void) {
 
 /* --- strided_copy ------------------------------------------------------ */
 static void scopy_case(prn_dtype dt, const size_t sh[4], int kind, unsigned mask) {
-    size_t xs[4], idx[4], n = numel4(sh), tot = n + GUARD, nx, r;
+    size_t xs[4], ys[4], idx[4], n = numel4(sh), tot = n + GUARD, nx, r;
     double *x, *m;
     char desc[200], s1[48], s2[48];
     pbuf *bx, *by;
     int s;
     make_strides(kind, mask, sh, xs);
+    ys[3] = 1; ys[2] = sh[3]; ys[1] = sh[3] * sh[2]; ys[0] = sh[3] * sh[2] * sh[1];
     nx = extent4(sh, xs);
     fmt_shape(s1, sizeof s1, "shape", sh);
     fmt_shape(s2, sizeof s2, "xstride", xs);
@@ -852,7 +853,7 @@ static void scopy_case(prn_dtype dt, const size_t sh[4], int kind, unsigned mask
     by = bx ? pb_output(dt, tot, NULL, desc) : NULL;
     if (by) {
         for (s = 0; s < nsides(); ++s)
-            if (!st_ok(s, g_side[s].be->strided_copy(g_side[s].ctx, dt, sh, bx->h[s], xs, by->h[s]), "strided_copy", desc))
+            if (!st_ok(s, g_side[s].be->strided_copy(g_side[s].ctx, dt, sh, bx->h[s], 0, xs, by->h[s], 0, ys), "strided_copy", desc))
                 break;
         if (s == nsides()) {
             check_out(by, dt, tot, m, NULL, 0, "strided_copy", desc);
