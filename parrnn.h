@@ -19,7 +19,6 @@
  *                      prn_config.num_threads caps the threads per call.
  *   PARRNN_MALLOC/PARRNN_FREE  default allocator (both or neither); the
  *                      allocator in prn_config overrides them per context.
- *   PARRNN_ASSERT      internal consistency checks (default: none).
  *
  * ERRORS
  *   Every fallible function returns a prn_status. On failure the context
@@ -247,8 +246,10 @@ PRNDEF int prn_grad_enabled(const prn_context *ctx);
  * During prn_backward, my_backward receives the output's gradient and fills
  * grad_inputs[i] with a NEW tensor shaped like inputs[i] (or leaves it NULL
  * when that input gets no gradient, or when op->needs_grad[i] is 0). It runs
- * with gradient recording off, may use every prn_ function, and returns a
- * status (setting a message with prn_set_error on failure). The engine
+ * with gradient recording off (nothing it does is recorded), may use every
+ * prn_ function but prn_backward and prn_tape_clear (they fail with
+ * PRN_ERR_STATE there, as does recording after prn_no_grad_end), and returns
+ * a status (setting a message with prn_set_error on failure). The engine
  * accumulates and frees what it returns. Built-in ops use this same path.
  *
  * If no input requires grad (or recording is off) nothing is recorded and
@@ -304,7 +305,9 @@ PRNDEF prn_status prn_reshape(prn_context *ctx, prn_tensor *x, int ndim,
 PRNDEF prn_status prn_transpose(prn_context *ctx, prn_tensor *x, int axis0, int axis1,
                                 prn_tensor **out);
 /* Matrix product over the last two axes: a [..., M, K] x b [..., K, N].
- * Leading (batch) axes broadcast; 1-D operands are not promoted. */
+ * Leading (batch) axes must be equal (aligned at the right), or one operand
+ * a single matrix (no batch axes, or all of size 1), which is then used for
+ * every matrix of the other; 1-D operands are not promoted. */
 PRNDEF prn_status prn_matmul(prn_context *ctx, prn_tensor *a, prn_tensor *b, prn_tensor **out);
 /* As prn_matmul with op(a) = a^T over its last two axes when trans_a, etc. */
 PRNDEF prn_status prn_matmul_ex(prn_context *ctx, prn_tensor *a, int trans_a,
@@ -312,7 +315,8 @@ PRNDEF prn_status prn_matmul_ex(prn_context *ctx, prn_tensor *a, int trans_a,
 /* Reductions along axis (or PRN_ALL_AXES); keepdim keeps it with size 1. */
 PRNDEF prn_status prn_sum(prn_context *ctx, prn_tensor *x, int axis, int keepdim, prn_tensor **out);
 PRNDEF prn_status prn_mean(prn_context *ctx, prn_tensor *x, int axis, int keepdim, prn_tensor **out);
-/* Gradient goes to the maximal elements (split evenly between ties). */
+/* Gradient goes to the maximal elements (split evenly between ties). NaNs
+ * are skipped (an axis of NaNs gives -inf). */
 PRNDEF prn_status prn_max(prn_context *ctx, prn_tensor *x, int axis, int keepdim, prn_tensor **out);
 /* Index of the first maximum along axis, as a PRN_I32 tensor (no gradient). */
 PRNDEF prn_status prn_argmax(prn_context *ctx, prn_tensor *x, int axis, int keepdim, prn_tensor **out);
@@ -348,7 +352,8 @@ typedef struct prn_adam_config {
     int decoupled;        /* [0]     */
 } prn_adam_config;
 
-/* The optimiser keeps a reference to each parameter. */
+/* The optimiser keeps a reference to each parameter; free it (prn_optim_free)
+ * before its context. */
 PRNDEF prn_status prn_optim_sgd(prn_context *ctx, prn_tensor *const *params, int num_params,
                                 const prn_sgd_config *config, prn_optim **out);
 PRNDEF prn_status prn_optim_adam(prn_context *ctx, prn_tensor *const *params, int num_params,
@@ -414,6 +419,17 @@ typedef enum prn_binary_op {
 
 typedef enum prn_reduce_op { PRN_REDUCE_SUM, PRN_REDUCE_MAX, PRN_REDUCE_COUNT } prn_reduce_op;
 typedef enum prn_random_dist { PRN_RANDOM_UNIFORM, PRN_RANDOM_NORMAL } prn_random_dist;
+
+/* How a backend evaluates a linear-recurrence scan. Every choice computes
+ * the same recurrence; they differ in order of operations (rounding) and
+ * speed. Backends other than the reference may treat every value as AUTO. */
+typedef enum prn_scan_algo {
+    PRN_SCAN_AUTO = 0,     /* the backend chooses (reference: see prn_scan_diag) */
+    PRN_SCAN_SEQUENTIAL,   /* one pass in time, parallel over batch and channels */
+    PRN_SCAN_CHUNKED,      /* three phases: reduce chunks, scan carries, expand  */
+    PRN_SCAN_TREE,         /* Blelloch up-sweep/down-sweep tree (for teaching)   */
+    PRN_SCAN_ALGO_COUNT
+} prn_scan_algo;
 
 /* Parameters of the fused optimiser updates (one parameter tensor). */
 typedef struct prn_optim_params {
@@ -485,8 +501,24 @@ struct prn_backend {
     prn_status (*adam_update)(prn_context *ctx, prn_dtype dtype, size_t n, void *param,
                               const void *grad, void *m, void *v, const prn_optim_params *p);
 
-    /* Room for the scan and solve primitives of later versions: keep NULL. */
-    void (*reserved[32])(void);
+    /* Linear recurrences over time, batched, on contiguous arrays. Forward:
+     *   h[n,t] = a[n,t] * h[n,t-1] + b[n,t]   (t = 0..T-1, h[n,-1] = h0[n])
+     * reverse: h[n,t] = a[n,t] * h[n,t+1] + b[n,t]   (h[n,T] = h0[n]).
+     * scan_diag: a, b, h are [batch, T, C], h0 is [batch, C] or NULL (zero);
+     * a[n,t] * h is elementwise. h may equal b. */
+    prn_status (*scan_diag)(prn_context *ctx, prn_dtype dtype, int reverse, prn_scan_algo algo,
+                            size_t batch, size_t T, size_t C, const void *a, const void *b,
+                            const void *h0, void *h);
+    /* scan_block: C = nblk * k channels in blocks of k; a is [batch, T, C, k]:
+     * rows j*k..j*k+k-1 of step t are the k x k matrix of block j, and
+     * a[n,t] * h multiplies each block of h by its matrix (by its transpose
+     * when transpose is set: the adjoint scans of backward). Dense is k = C. */
+    prn_status (*scan_block)(prn_context *ctx, prn_dtype dtype, int reverse, int transpose,
+                             prn_scan_algo algo, size_t batch, size_t T, size_t C, size_t k,
+                             const void *a, const void *b, const void *h0, void *h);
+
+    /* Room for the solve primitives of later versions: keep NULL. */
+    void (*reserved[30])(void);
 };
 
 /* The backend table the context runs on. */
@@ -537,9 +569,6 @@ PRNDEF void prn_philox4x32(uint64_t seed, uint64_t counter, uint32_t out[4]);
 #ifndef PARRNN_MALLOC
 #define PARRNN_MALLOC(size) malloc(size)
 #define PARRNN_FREE(ptr) free(ptr)
-#endif
-#ifndef PARRNN_ASSERT
-#define PARRNN_ASSERT(x) ((void)0)
 #endif
 
 /* Private functions are always static, public ones with PARRNN_STATIC;
@@ -629,6 +658,7 @@ struct prn_context {
     prn__node *tape;
     size_t tape_n, tape_cap;
     int no_grad;
+    int in_backward;
     prn_tensor *live;
     size_t n_live;
 };
@@ -661,27 +691,35 @@ PRN__DEF const char *prn_dtype_name(prn_dtype d) {
     return d == PRN_F32 ? "f32" : d == PRN_F64 ? "f64" : d == PRN_I32 ? "i32" : "?";
 }
 
+/* The allocator alone, without touching the context's error state. */
+PRN__FN void *prn__alloc_quiet(prn_context *ctx, size_t size) {
+    if (size == 0) size = 1;
+    return ctx->al.alloc ? ctx->al.alloc(ctx->al.user, size) : PARRNN_MALLOC(size);
+}
 PRN__DEF void *prn_alloc(prn_context *ctx, size_t size) {
     void *p;
-    if (size == 0) size = 1;
-    p = ctx->al.alloc ? ctx->al.alloc(ctx->al.user, size) : PARRNN_MALLOC(size);
+    if (!ctx) return NULL;
+    p = prn__alloc_quiet(ctx, size);
     if (!p) prn_set_error(ctx, PRN_ERR_OUT_OF_MEMORY, "prn_alloc: allocation of %lu bytes failed",
                           (unsigned long)size);
     return p;
 }
 PRN__DEF void prn_free(prn_context *ctx, void *ptr) {
-    if (!ptr) return;
+    if (!ctx || !ptr) return;
     if (ctx->al.free) ctx->al.free(ctx->al.user, ptr);
     else PARRNN_FREE(ptr);
 }
 
 PRN__DEF prn_status prn_set_error(prn_context *ctx, prn_status status, const char *fmt, ...) {
     va_list ap;
+    char buf[sizeof ctx->msg];
     if (!ctx) return status;
     ctx->status = status;
     va_start(ap, fmt);
-    vsnprintf(ctx->msg, sizeof ctx->msg, fmt, ap);
+    /* via a local buffer: an argument may be prn_last_error(ctx) itself */
+    if (vsnprintf(buf, sizeof buf, fmt, ap) < 0) buf[0] = 0;
     va_end(ap);
+    memcpy(ctx->msg, buf, sizeof buf);
     if (ctx->log) ctx->log(ctx->log_user, PRN_LOG_ERROR, ctx->msg);
     return status;
 }
@@ -689,11 +727,12 @@ PRN__DEF prn_status prn_last_status(const prn_context *ctx) { return ctx ? ctx->
 PRN__DEF const char *prn_last_error(const prn_context *ctx) { return ctx ? ctx->msg : "prn_last_error: ctx is NULL"; }
 PRN__DEF void prn_clear_error(prn_context *ctx) { if (ctx) { ctx->status = PRN_OK; ctx->msg[0] = 0; } }
 PRN__DEF size_t prn_live_tensors(const prn_context *ctx) { return ctx ? ctx->n_live : 0; }
-PRN__DEF void *prn_backend_state(prn_context *ctx) { return ctx->bstate; }
+PRN__DEF void *prn_backend_state(prn_context *ctx) { return ctx ? ctx->bstate : NULL; }
 PRN__DEF const prn_backend *prn_context_backend(const prn_context *ctx) { return ctx ? ctx->be : NULL; }
 PRN__DEF int prn_context_num_threads(const prn_context *ctx) {
 #ifdef _OPENMP
-    return ctx->num_threads > 0 ? ctx->num_threads : omp_get_max_threads();
+    int mx = omp_get_max_threads();
+    return ctx && ctx->num_threads > 0 && ctx->num_threads < mx ? ctx->num_threads : mx;
 #else
     (void)ctx;
     return 1;
@@ -815,10 +854,10 @@ PRN__FN prn_status prn__ref_buf_alloc(prn_context *ctx, size_t bytes, void **buf
                 s->n--;
                 return PRN_OK;
             }
-    p = bytes <= (size_t)-1 - PRN__HDR ? (char *)prn_alloc(ctx, bytes + PRN__HDR) : NULL;
-    while (!p && s && s->n) { /* give the cache back and try again */
+    p = bytes <= (size_t)-1 - PRN__HDR ? (char *)prn__alloc_quiet(ctx, bytes + PRN__HDR) : NULL;
+    if (!p && s && s->n && bytes <= (size_t)-1 - PRN__HDR) { /* give the cache back and try again */
         while (s->n) prn__ref_drop_oldest(ctx, s);
-        p = (char *)prn_alloc(ctx, bytes + PRN__HDR);
+        p = (char *)prn__alloc_quiet(ctx, bytes + PRN__HDR);
     }
     if (!p) return PRN__ERR(ctx, PRN_ERR_OUT_OF_MEMORY,
                             "buf_alloc: backend buffer of %lu bytes could not be allocated",
@@ -1083,6 +1122,7 @@ PRN__FN prn_status prn__ref_argmax(prn_context *ctx, prn_dtype dtype, size_t out
 PRN__FN prn_status prn__ref_softmax(prn_context *ctx, prn_dtype dtype, int logsm, size_t outer,
                                     size_t n, size_t inner, const void *x, void *y) {
     PRN__PAR_SETUP(ctx, outer * inner * n);
+    if (n == 0) return PRN_OK;
     if (dtype == PRN_F32) PRN__SOFTMAX_LOOP(float, expf, logf)
     else PRN__SOFTMAX_LOOP(double, exp, log)
     return PRN_OK;
@@ -1135,13 +1175,358 @@ PRN__FN prn_status prn__ref_adam_update(prn_context *ctx, prn_dtype dtype, size_
     return PRN_OK;
 }
 
+/* ------------------------------------------------------------------------
+ * Reference scans of linear recurrences
+ *
+ * Diagonal, AUTO picks:
+ *  - SEQUENTIAL when batch x channel-groups of 16 give every thread work:
+ *    one pass in time, vectorised across channels (reads a and b, writes h);
+ *  - CHUNKED otherwise, when T >= 4096: time is cut into superblocks of
+ *    nthreads x 8 chunks; each superblock reduces its chunks to one affine
+ *    map each (in parallel), chains the carries (serially), then expands
+ *    every chunk from its carry (in parallel), while the chunk is still in
+ *    cache. Each thread walks its 8 chunks in lockstep, so with one channel
+ *    there are 8 independent chains to hide the FMA latency;
+ *  - SEQUENTIAL for short sequences.
+ * Block-diagonal and dense: SEQUENTIAL unless batch x blocks leaves threads
+ * idle and k <= 4 (a chunk's reduction composes k x k matrices: k times the
+ * work of the sequential pass); CHUNKED then.
+ * TREE is the textbook Blelloch scan, per sequence, never chosen by AUTO.
+ * f32 data accumulates in f32.
+ * ---------------------------------------------------------------------- */
+#ifdef _OPENMP
+#define PRN__OMP(x) PRN__PRAGMA(x)
+#else
+#define PRN__OMP(x)
+#endif
+#define PRN__SCAN_LANES 8
+#define PRN__SCAN_MIN_CHUNKED 4096
+/* logical step t of a sequence lives in row ROW(t) */
+#define PRN__ROW(t) (rev ? T - 1 - (t) : (t))
+
+/* Sequential diagonal scan: one thread per (sequence, group of channels). */
+#define PRN__SCAN_SEQ_DIAG(T_)                                                   \
+    { const T_ *A = (const T_ *)a, *Bv = (const T_ *)b, *H0 = (const T_ *)h0;    \
+      T_ *H = (T_ *)h; size_t w;                                                 \
+      PRN__PARFOR for (w = 0; w < batch * ngrp; ++w) {                           \
+          size_t n = w / ngrp, c0 = (w % ngrp) * grp, c1 = c0 + grp < C ? c0 + grp : C, t, c; \
+          const T_ *an = A + n * T * C, *bn = Bv + n * T * C; T_ *hn = H + n * T * C; \
+          for (t = 0; t < T; ++t) {                                              \
+              size_t r = PRN__ROW(t);                                            \
+              const T_ *prev = t ? hn + PRN__ROW(t - 1) * C : (H0 ? H0 + n * C : NULL); \
+              if (prev) { PRN__SIMD for (c = c0; c < c1; ++c) hn[r * C + c] = an[r * C + c] * prev[c] + bn[r * C + c]; } \
+              else { PRN__SIMD for (c = c0; c < c1; ++c) hn[r * C + c] = bn[r * C + c]; } \
+          } } }
+
+/* Chunked diagonal scan of one sequence (n) with workspace ws:
+ * ws[0 .. nch*C) reduced multipliers, then offsets, then carries in. */
+#define PRN__SCAN_CHUNK_DIAG(T_)                                                 \
+    { const T_ *an = (const T_ *)a + n * T * C, *bn = (const T_ *)b + n * T * C; \
+      T_ *hn = (T_ *)h + n * T * C, *Am = (T_ *)ws, *Bm = Am + nch * C, *Cin = Bm + nch * C; \
+      T_ *carry = Cin + nch * C; size_t c, sb;                                   \
+      for (c = 0; c < C; ++c) carry[c] = h0 ? ((const T_ *)h0)[n * C + c] : (T_)0; \
+      for (sb = 0; sb < T; sb += span) {                                         \
+          size_t len = T - sb < span ? T - sb : span;                            \
+          size_t S = (len + nch - 1) / nch; /* steps per chunk here */           \
+          long g;                                                                \
+          PRN__OMP(omp parallel num_threads(nt) if(par))                         \
+          {                                                                      \
+          PRN__OMP(omp for schedule(static))                                     \
+          for (g = 0; g < (long)(nch / PRN__SCAN_LANES); ++g) {                  \
+              size_t l, i, j0 = (size_t)g * PRN__SCAN_LANES;                     \
+              for (l = 0; l < PRN__SCAN_LANES; ++l) for (c = 0; c < C; ++c) {    \
+                  Am[(j0 + l) * C + c] = 1; Bm[(j0 + l) * C + c] = 0; }          \
+              for (i = 0; i < S; ++i)                                            \
+                  for (l = 0; l < PRN__SCAN_LANES; ++l) {                        \
+                      size_t j = j0 + l, t = sb + j * S + i;                     \
+                      T_ *am = Am + j * C, *bm = Bm + j * C;                     \
+                      const T_ *ar, *br;                                         \
+                      if (j * S + i >= len) continue;                            \
+                      ar = an + PRN__ROW(t) * C; br = bn + PRN__ROW(t) * C;      \
+                      PRN__SIMD for (c = 0; c < C; ++c) { bm[c] = ar[c] * bm[c] + br[c]; am[c] *= ar[c]; } \
+                  }                                                              \
+          }                                                                      \
+          PRN__OMP(omp single)                                                   \
+          {                                                                      \
+              size_t j;                                                          \
+              for (j = 0; j < nch; ++j) for (c = 0; c < C; ++c) {                \
+                  Cin[j * C + c] = carry[c];                                     \
+                  carry[c] = Am[j * C + c] * carry[c] + Bm[j * C + c]; }         \
+          }                                                                      \
+          PRN__OMP(omp for schedule(static))                                     \
+          for (g = 0; g < (long)(nch / PRN__SCAN_LANES); ++g) {                  \
+              size_t l, i, j0 = (size_t)g * PRN__SCAN_LANES;                     \
+              for (i = 0; i < S; ++i)                                            \
+                  for (l = 0; l < PRN__SCAN_LANES; ++l) {                        \
+                      size_t j = j0 + l, t = sb + j * S + i;                     \
+                      T_ *cur = Cin + j * C; const T_ *ar, *br; T_ *hr;          \
+                      if (j * S + i >= len) continue;                            \
+                      ar = an + PRN__ROW(t) * C; br = bn + PRN__ROW(t) * C; hr = hn + PRN__ROW(t) * C; \
+                      PRN__SIMD for (c = 0; c < C; ++c) { cur[c] = ar[c] * cur[c] + br[c]; hr[c] = cur[c]; } \
+                  }                                                              \
+          }                                                                      \
+          }                                                                      \
+      } }
+
+/* Blelloch tree over one (sequence, channel): elements are affine maps
+ * (m, o): h -> m*h + o; "later after earlier" is (m_l*m_e, m_l*o_e + o_l). */
+#define PRN__SCAN_TREE_DIAG(T_)                                                  \
+    { T_ *M = (T_ *)ws, *O = M + np; size_t d, i, t;                             \
+      const T_ *an = (const T_ *)a + n * T * C, *bn = (const T_ *)b + n * T * C; \
+      T_ *hn = (T_ *)h + n * T * C, hz = h0 ? ((const T_ *)h0)[n * C + c] : (T_)0; \
+      for (t = 0; t < np; ++t) { M[t] = t < T ? an[PRN__ROW(t) * C + c] : (T_)1; O[t] = t < T ? bn[PRN__ROW(t) * C + c] : (T_)0; } \
+      for (d = 1; d < np; d *= 2) { /* up-sweep: node i holds its subtree */    \
+          PRN__PARFOR for (i = 2 * d - 1; i < np; i += 2 * d) {                  \
+              O[i] = M[i] * O[i - d] + O[i]; M[i] = M[i] * M[i - d]; } }         \
+      M[np - 1] = 1; O[np - 1] = 0;                                              \
+      for (d = np / 2; d >= 1; d /= 2) { /* down-sweep: exclusive prefixes */    \
+          PRN__PARFOR for (i = 2 * d - 1; i < np; i += 2 * d) {                  \
+              T_ lm = M[i - d], lo = O[i - d];                                   \
+              M[i - d] = M[i]; O[i - d] = O[i];                                  \
+              O[i] = lm * O[i] + lo; M[i] = lm * M[i]; } }                       \
+      for (t = 0; t < T; ++t) { /* h_t = element t after its exclusive prefix */ \
+          size_t r = PRN__ROW(t);                                                \
+          hn[r * C + c] = an[r * C + c] * (M[t] * hz + O[t]) + bn[r * C + c]; } }
+
+PRN__FN prn_status prn__ref_scan_diag(prn_context *ctx, prn_dtype dtype, int rev, prn_scan_algo algo,
+                                      size_t batch, size_t T, size_t C, const void *a, const void *b,
+                                      const void *h0, void *h) {
+    static const char fn[] = "scan_diag";
+    size_t grp = 16, ngrp = (C + grp - 1) / grp, es = prn_dtype_size(dtype);
+    int nt = prn_context_num_threads(ctx);
+    if (batch == 0 || T == 0 || C == 0) return PRN_OK;
+    if (algo == PRN_SCAN_AUTO)
+        algo = (batch * ngrp >= (size_t)nt || T < PRN__SCAN_MIN_CHUNKED) ? PRN_SCAN_SEQUENTIAL : PRN_SCAN_CHUNKED;
+    if (algo == PRN_SCAN_SEQUENTIAL) {
+        PRN__PAR_SETUP(ctx, batch * T * C);
+        if (batch * ngrp < (size_t)prn__nt) { /* few sequences: give threads channel groups */
+            grp = (C + (size_t)prn__nt - 1) / (size_t)prn__nt;
+            grp = grp < 8 ? 8 : (grp + 7) / 8 * 8;
+            ngrp = (C + grp - 1) / grp;
+        }
+        if (dtype == PRN_F32) PRN__SCAN_SEQ_DIAG(float)
+        else PRN__SCAN_SEQ_DIAG(double)
+        return PRN_OK;
+    }
+    if (algo == PRN_SCAN_CHUNKED) {
+        /* chunks per superblock: a multiple of the lanes, 8 groups per thread */
+        /* chunks of about 24 KiB of a, b and h, so a superblock stays in cache */
+        size_t nch = (size_t)nt * PRN__SCAN_LANES * 2, span = nch * (C < 128 ? 2048 / C : 16), n;
+        int par = nt > 1 && T * C >= PRN__PAR_MIN;
+        void *ws;
+        if (span > T) span = T;
+        ws = prn_alloc(ctx, (3 * nch + 1) * C * es);
+        if (!ws) return PRN__ERR(ctx, PRN_ERR_OUT_OF_MEMORY, "%s: out of memory for the chunk workspace", fn);
+        for (n = 0; n < batch; ++n) {
+            if (dtype == PRN_F32) PRN__SCAN_CHUNK_DIAG(float)
+            else PRN__SCAN_CHUNK_DIAG(double)
+        }
+        (void)par;
+        prn_free(ctx, ws);
+        return PRN_OK;
+    }
+    if (algo == PRN_SCAN_TREE) {
+        size_t np = 1, n, c;
+        void *ws;
+        PRN__PAR_SETUP(ctx, T);
+        while (np < T) np *= 2;
+        ws = prn_alloc(ctx, 2 * np * es);
+        if (!ws) return PRN__ERR(ctx, PRN_ERR_OUT_OF_MEMORY, "%s: out of memory for the tree workspace", fn);
+        for (n = 0; n < batch; ++n)
+            for (c = 0; c < C; ++c) {
+                if (dtype == PRN_F32) PRN__SCAN_TREE_DIAG(float)
+                else PRN__SCAN_TREE_DIAG(double)
+            }
+        prn_free(ctx, ws);
+        return PRN_OK;
+    }
+    return PRN__ERR(ctx, PRN_ERR_INVALID_ARGUMENT, "%s: unknown algorithm %d", fn, (int)algo);
+}
+
+/* Block scans. A step's matrix entry (i, m) of block j, honouring transpose. */
+#define PRN__AM(ar, i, m) (tr ? (ar)[(j0 + (m)) * k + (i)] : (ar)[(j0 + (i)) * k + (m)])
+
+#define PRN__DEFINE_BLOCK_SCAN(T_, SFX)                                          \
+/* sequential: one unit = (sequence n, block j) */                              \
+PRN__FN void prn__scan_block_seq_##SFX(int rev, int tr, size_t T, size_t C, size_t k, const T_ *an, \
+                                       const T_ *bn, const T_ *h0n, T_ *hn, size_t j0) { \
+    size_t t, i, m;                                                              \
+    for (t = 0; t < T; ++t) {                                                    \
+        size_t r = PRN__ROW(t);                                                  \
+        const T_ *ar = an + r * C * k, *prev = t ? hn + PRN__ROW(t - 1) * C : h0n; \
+        for (i = 0; i < k; ++i) {                                                \
+            T_ acc = bn[r * C + j0 + i];                                         \
+            if (prev) for (m = 0; m < k; ++m) acc += PRN__AM(ar, i, m) * prev[j0 + m]; \
+            hn[r * C + j0 + i] = acc;                                            \
+        }                                                                        \
+    }                                                                            \
+}                                                                                \
+/* (M, v) <- step r after (M, v): M = A M, v = A v + b; tmp holds k*k + k */    \
+PRN__FN void prn__scan_block_compose_##SFX(int tr, size_t C, size_t k, const T_ *ar, const T_ *br, \
+                                           T_ *M, T_ *v, T_ *tmp, size_t j0) { \
+    size_t i, m, q;                                                              \
+    for (i = 0; i < k; ++i) {                                                    \
+        T_ acc = br[j0 + i];                                                     \
+        for (m = 0; m < k; ++m) acc += PRN__AM(ar, i, m) * v[m];                 \
+        tmp[k * k + i] = acc;                                                    \
+        for (q = 0; q < k; ++q) {                                                \
+            T_ s = 0;                                                            \
+            for (m = 0; m < k; ++m) s += PRN__AM(ar, i, m) * M[m * k + q];       \
+            tmp[i * k + q] = s;                                                  \
+        }                                                                        \
+    }                                                                            \
+    memcpy(M, tmp, k * k * sizeof(T_));                                          \
+    memcpy(v, tmp + k * k, k * sizeof(T_));                                      \
+    (void)C;                                                                     \
+}                                                                                \
+/* chunked, one unit; ws holds nch*(k*k + 2k) + k*k + 2k elements */            \
+PRN__FN void prn__scan_block_chunked_##SFX(prn_context *ctx, int rev, int tr, size_t T, size_t C, size_t k, \
+                                           const T_ *an, const T_ *bn, const T_ *h0n, T_ *hn, \
+                                           size_t j0, size_t nch, T_ *ws) {    \
+    size_t per = k * k + 2 * k, S = (T + nch - 1) / nch, i, m;                   \
+    T_ *carry = ws + nch * per;                                                  \
+    long j;                                                                      \
+    PRN__PAR_SETUP(ctx, T * k * k * k);                                          \
+    PRN__PARFOR for (j = 0; j < (long)nch; ++j) {                                \
+        T_ *M = ws + (size_t)j * per, *v = M + k * k;                            \
+        T_ tl[64 * 64 + 64]; /* k <= 64 */                                       \
+        size_t t, t1 = ((size_t)j + 1) * S < T ? ((size_t)j + 1) * S : T;        \
+        for (i = 0; i < k * k; ++i) M[i] = 0;                                    \
+        for (i = 0; i < k; ++i) { M[i * k + i] = 1; v[i] = 0; }                  \
+        for (t = (size_t)j * S; t < t1; ++t) {                                   \
+            size_t r = PRN__ROW(t);                                              \
+            prn__scan_block_compose_##SFX(tr, C, k, an + r * C * k, bn + r * C, M, v, tl, j0); \
+        }                                                                        \
+    }                                                                            \
+    for (i = 0; i < k; ++i) carry[i] = h0n ? h0n[j0 + i] : (T_)0;                \
+    for (j = 0; j < (long)nch; ++j) { /* carries: c_j in, c_{j+1} = M_j c_j + v_j */ \
+        T_ *M = ws + (size_t)j * per, *v = M + k * k, *cin = v + k, nx[64];      \
+        for (i = 0; i < k; ++i) cin[i] = carry[i];                               \
+        for (i = 0; i < k; ++i) { T_ s = v[i]; for (m = 0; m < k; ++m) s += M[i * k + m] * carry[m]; nx[i] = s; } \
+        for (i = 0; i < k; ++i) carry[i] = nx[i];                                \
+    }                                                                            \
+    PRN__PARFOR for (j = 0; j < (long)nch; ++j) {                                \
+        const T_ *cin = ws + (size_t)j * per + k * k + k;                        \
+        size_t t, t1 = ((size_t)j + 1) * S < T ? ((size_t)j + 1) * S : T, ii, mm; \
+        for (t = (size_t)j * S; t < t1; ++t) {                                   \
+            size_t r = PRN__ROW(t);                                              \
+            const T_ *ar = an + r * C * k, *prev = t > (size_t)j * S ? hn + PRN__ROW(t - 1) * C + j0 : cin; \
+            T_ nx[64];                                                           \
+            for (ii = 0; ii < k; ++ii) {                                         \
+                T_ acc = bn[r * C + j0 + ii];                                    \
+                for (mm = 0; mm < k; ++mm) acc += PRN__AM(ar, ii, mm) * prev[mm]; \
+                nx[ii] = acc;                                                    \
+            }                                                                    \
+            for (ii = 0; ii < k; ++ii) hn[r * C + j0 + ii] = nx[ii];              \
+        }                                                                        \
+    }                                                                            \
+}                                                                                \
+/* Blelloch tree, one unit; ws holds np*(k*k + k) + k*k + k elements */         \
+PRN__FN void prn__scan_block_tree_##SFX(int rev, int tr, size_t T, size_t C, size_t k, const T_ *an, \
+                                        const T_ *bn, const T_ *h0n, T_ *hn, size_t j0, size_t np, T_ *ws) { \
+    size_t per = k * k + k, d, i, t, q, m;                                       \
+    T_ *tmp = ws + np * per;                                                     \
+    for (t = 0; t < np; ++t) { /* leaves: step t's map, identity as padding */   \
+        T_ *M = ws + t * per, *v = M + k * k;                                    \
+        for (i = 0; i < k; ++i) for (q = 0; q < k; ++q)                          \
+            M[i * k + q] = t < T ? PRN__AM(an + PRN__ROW(t) * C * k, i, q) : (T_)(i == q); \
+        for (i = 0; i < k; ++i) v[i] = t < T ? bn[PRN__ROW(t) * C + j0 + i] : (T_)0; \
+    }                                                                            \
+    /* combine(later L into place of L, earlier E): L = L after E */             \
+    for (d = 1; d < np; d *= 2)                                                  \
+        for (i = 2 * d - 1; i < np; i += 2 * d) {                                \
+            T_ *L = ws + i * per, *E = ws + (i - d) * per;                       \
+            for (q = 0; q < k; ++q) { T_ s = L[k * k + q]; for (m = 0; m < k; ++m) s += L[q * k + m] * E[k * k + m]; tmp[k * k + q] = s; } \
+            for (q = 0; q < k * k; ++q) { T_ s = 0; for (m = 0; m < k; ++m) s += L[(q / k) * k + m] * E[m * k + q % k]; tmp[q] = s; } \
+            memcpy(L, tmp, per * sizeof(T_));                                    \
+        }                                                                        \
+    { T_ *R = ws + (np - 1) * per; for (q = 0; q < per; ++q) R[q] = 0; for (q = 0; q < k; ++q) R[q * k + q] = 1; } \
+    for (d = np / 2; d >= 1; d /= 2)                                             \
+        for (i = 2 * d - 1; i < np; i += 2 * d) {                                \
+            T_ *R = ws + i * per, *Lf = ws + (i - d) * per;                      \
+            /* left child gets the prefix before it; the right gets left-subtree after prefix */ \
+            for (q = 0; q < k; ++q) { T_ s = Lf[k * k + q]; for (m = 0; m < k; ++m) s += Lf[q * k + m] * R[k * k + m]; tmp[k * k + q] = s; } \
+            for (q = 0; q < k * k; ++q) { T_ s = 0; for (m = 0; m < k; ++m) s += Lf[(q / k) * k + m] * R[m * k + q % k]; tmp[q] = s; } \
+            memcpy(Lf, R, per * sizeof(T_));                                     \
+            memcpy(R, tmp, per * sizeof(T_));                                    \
+        }                                                                        \
+    for (t = 0; t < T; ++t) { /* h_t = step t after (exclusive prefix applied to h0) */ \
+        size_t r = PRN__ROW(t);                                                  \
+        const T_ *P = ws + t * per, *ar = an + r * C * k;                        \
+        T_ hp[64];                                                               \
+        for (q = 0; q < k; ++q) { T_ s = P[k * k + q]; if (h0n) for (m = 0; m < k; ++m) s += P[q * k + m] * h0n[j0 + m]; hp[q] = s; } \
+        for (q = 0; q < k; ++q) { T_ s = bn[r * C + j0 + q]; for (m = 0; m < k; ++m) s += PRN__AM(ar, q, m) * hp[m]; hn[r * C + j0 + q] = s; } \
+    }                                                                            \
+}
+
+PRN__DEFINE_BLOCK_SCAN(float, f32)
+PRN__DEFINE_BLOCK_SCAN(double, f64)
+
+PRN__FN prn_status prn__ref_scan_block(prn_context *ctx, prn_dtype dtype, int rev, int tr, prn_scan_algo algo,
+                                       size_t batch, size_t T, size_t C, size_t k, const void *a, const void *b,
+                                       const void *h0, void *h) {
+    static const char fn[] = "scan_block";
+    size_t nblk, units, u, es = prn_dtype_size(dtype);
+    int nt = prn_context_num_threads(ctx);
+    if (batch == 0 || T == 0 || C == 0) return PRN_OK;
+    if (k == 0 || k > 64 || C % k != 0)
+        return PRN__ERR(ctx, PRN_ERR_INVALID_ARGUMENT, "%s: block size %lu must be 1..64 and divide C = %lu", fn,
+                        (unsigned long)k, (unsigned long)C);
+    nblk = C / k;
+    units = batch * nblk;
+    if (algo == PRN_SCAN_AUTO)
+        algo = (units >= (size_t)nt || k > 4 || T < PRN__SCAN_MIN_CHUNKED) ? PRN_SCAN_SEQUENTIAL : PRN_SCAN_CHUNKED;
+    if (algo == PRN_SCAN_SEQUENTIAL) {
+        long w;
+        PRN__PAR_SETUP(ctx, units > 1 ? batch * T * C * k : 0);
+        PRN__PARFOR for (w = 0; w < (long)units; ++w) {
+            size_t n = (size_t)w / nblk, j0 = ((size_t)w % nblk) * k;
+            if (dtype == PRN_F32)
+                prn__scan_block_seq_f32(rev, tr, T, C, k, (const float *)a + n * T * C * k, (const float *)b + n * T * C,
+                                        h0 ? (const float *)h0 + n * C : NULL, (float *)h + n * T * C, j0);
+            else
+                prn__scan_block_seq_f64(rev, tr, T, C, k, (const double *)a + n * T * C * k, (const double *)b + n * T * C,
+                                        h0 ? (const double *)h0 + n * C : NULL, (double *)h + n * T * C, j0);
+        }
+        return PRN_OK;
+    }
+    if (algo == PRN_SCAN_CHUNKED || algo == PRN_SCAN_TREE) {
+        size_t nch = (size_t)nt * 4, np = 1, words;
+        void *ws;
+        if (nch > T) nch = T;
+        while (np < T) np *= 2;
+        words = algo == PRN_SCAN_CHUNKED ? nch * (k * k + 2 * k) + k * k + 2 * k : np * (k * k + k) + k * k + k;
+        ws = prn_alloc(ctx, words * es);
+        if (!ws) return PRN__ERR(ctx, PRN_ERR_OUT_OF_MEMORY, "%s: out of memory for the scan workspace", fn);
+        for (u = 0; u < units; ++u) {
+            size_t n = u / nblk, j0 = (u % nblk) * k;
+            if (dtype == PRN_F32) {
+                const float *an = (const float *)a + n * T * C * k, *bn = (const float *)b + n * T * C;
+                const float *hz = h0 ? (const float *)h0 + n * C : NULL;
+                float *hn = (float *)h + n * T * C;
+                if (algo == PRN_SCAN_CHUNKED) prn__scan_block_chunked_f32(ctx, rev, tr, T, C, k, an, bn, hz, hn, j0, nch, (float *)ws);
+                else prn__scan_block_tree_f32(rev, tr, T, C, k, an, bn, hz, hn, j0, np, (float *)ws);
+            } else {
+                const double *an = (const double *)a + n * T * C * k, *bn = (const double *)b + n * T * C;
+                const double *hz = h0 ? (const double *)h0 + n * C : NULL;
+                double *hn = (double *)h + n * T * C;
+                if (algo == PRN_SCAN_CHUNKED) prn__scan_block_chunked_f64(ctx, rev, tr, T, C, k, an, bn, hz, hn, j0, nch, (double *)ws);
+                else prn__scan_block_tree_f64(rev, tr, T, C, k, an, bn, hz, hn, j0, np, (double *)ws);
+            }
+        }
+        prn_free(ctx, ws);
+        return PRN_OK;
+    }
+    return PRN__ERR(ctx, PRN_ERR_INVALID_ARGUMENT, "%s: unknown algorithm %d", fn, (int)algo);
+}
+
 #define PRN__REFERENCE_TABLE(NAME, GEMM)                                         \
     { NAME, PARRNN_BACKEND_ABI, prn__ref_create, prn__ref_destroy,              \
       prn__ref_buf_alloc, prn__ref_buf_free, prn__ref_buf_upload,                \
       prn__ref_buf_download, prn__ref_buf_copy, prn__ref_fill, prn__ref_unary,   \
       prn__ref_binary, prn__ref_strided_copy, GEMM, prn__ref_reduce,             \
       prn__ref_argmax, prn__ref_softmax, prn__ref_random, prn__ref_sgd_update,   \
-      prn__ref_adam_update, { NULL } }
+      prn__ref_adam_update, prn__ref_scan_diag, prn__ref_scan_block, { NULL } }
 
 PRN__DEF const prn_backend *prn_reference_noblas_backend(void) {
     static const prn_backend b = PRN__REFERENCE_TABLE("reference-noblas", prn__ref_gemm_loops);
@@ -1225,8 +1610,8 @@ PRN__DEF prn_status prn_context_create(const prn_config *config, prn_context **o
         size_t len = 0;
         list[0] = 0;
         for (k = 0; k < n && k < 16; ++k)
-            len += (size_t)snprintf(list + len, len < sizeof list ? sizeof list - len : 0, "%s%s",
-                                    k ? ", " : "", names[k]);
+            if (len < sizeof list)
+                len += (size_t)snprintf(list + len, sizeof list - len, "%s%s", k ? ", " : "", names[k]);
         return prn__create_fail(err_buf, err_size, PRN_ERR_NOT_FOUND,
                                 "prn_context_create: backend '%s' not found (available: %s)", name, list);
     }
@@ -1391,6 +1776,8 @@ PRN__DEF prn_tensor *prn_tensor_retain(prn_tensor *t) {
 
 PRN__FN prn_status prn__fill(prn_tensor *t, double v, const char *fn) {
     prn_context *ctx = t->ctx;
+    if (t->dtype == PRN_I32 && !(v >= -2147483648.0 && v <= 2147483647.0 && v == (double)(long)v))
+        return PRN__ERR(ctx, PRN_ERR_INVALID_ARGUMENT, "%s: argument 'value' %g is not an int32", fn, v);
     PRN__NEED(ctx, fill, fn);
     return ctx->be->fill(ctx, t->dtype, t->st->buf, t->numel, v);
 }
@@ -1424,8 +1811,11 @@ PRN__DEF prn_status prn_tensor_from_host(prn_context *ctx, prn_dtype dtype, int 
     prn_status st;
     PRN__CTX(ctx, "prn_tensor_from_host");
     if (!out) return PRN__ERR(ctx, PRN_ERR_NULL_ARGUMENT, "prn_tensor_from_host: argument 'out' is NULL");
-    if (!data) return PRN__ERR(ctx, PRN_ERR_NULL_ARGUMENT, "prn_tensor_from_host: argument 'data' is NULL");
     PRN__TRY(prn__tensor_new(ctx, "prn_tensor_from_host", dtype, ndim, shape, &t));
+    if (!data && t->numel) {
+        prn_tensor_free(t);
+        return PRN__ERR(ctx, PRN_ERR_NULL_ARGUMENT, "prn_tensor_from_host: argument 'data' is NULL");
+    }
     st = ctx->be->buf_upload(ctx, t->st->buf, 0, data, t->st->bytes);
     if (st != PRN_OK) { prn_tensor_free(t); return st; }
     *out = t;
@@ -1549,7 +1939,12 @@ PRN__FN void prn__tape_truncate(prn_context *ctx, size_t n) {
     while (ctx->tape_n > n) prn__node_release(&ctx->tape[--ctx->tape_n]);
 }
 PRN__DEF void prn_tape_clear(prn_context *ctx) {
-    if (ctx) prn__tape_truncate(ctx, 0);
+    if (!ctx) return;
+    if (ctx->in_backward) { /* the engine is walking the tape */
+        prn_set_error(ctx, PRN_ERR_STATE, "prn_tape_clear: called from a backward function; ignored");
+        return;
+    }
+    prn__tape_truncate(ctx, 0);
 }
 
 /* Records op with saved scalars; does nothing when nothing needs a gradient. */
@@ -1560,6 +1955,8 @@ PRN__FN prn_status prn__record(prn_context *ctx, const char *fn, const char *nam
     int k, any = 0;
     *recorded = 0;
     if (ctx->no_grad) return PRN_OK;
+    if (ctx->in_backward) /* recording was switched back on inside a backward function */
+        return PRN__ERR(ctx, PRN_ERR_STATE, "%s: cannot record on the tape from a backward function", fn);
     for (k = 0; k < n_in; ++k) any |= in[k]->requires_grad;
     if (!any) return PRN_OK;
     if (ctx->tape_n == ctx->tape_cap) {
@@ -1663,6 +2060,7 @@ PRN__DEF prn_status prn_backward(prn_context *ctx, prn_tensor *loss) {
                         (unsigned long)loss->numel);
     if (!loss->requires_grad)
         return PRN__ERR(ctx, PRN_ERR_STATE, "%s: argument 'loss' does not depend on any tensor that requires grad", fn);
+    if (ctx->in_backward) return PRN__ERR(ctx, PRN_ERR_STATE, "%s: called from a backward function", fn);
     /* Every tensor that can receive a pending gradient: inputs of nodes and the loss. */
     cap = ctx->tape_n * PRN_MAX_OP_INPUTS + 1;
     touched = (prn_tensor **)prn_alloc(ctx, cap * sizeof *touched);
@@ -1672,6 +2070,7 @@ PRN__DEF prn_status prn_backward(prn_context *ctx, prn_tensor *loss) {
     loss->pending = seed;
     touched[n_touched++] = loss;
     ctx->no_grad++;
+    ctx->in_backward = 1;
     for (i = ctx->tape_n; i-- > 0 && st == PRN_OK;) {
         prn__node *nd = &ctx->tape[i];
         prn_tensor *gin[PRN_MAX_OP_INPUTS];
@@ -1707,6 +2106,7 @@ PRN__DEF prn_status prn_backward(prn_context *ctx, prn_tensor *loss) {
         if (st == PRN_OK && !nd->out->is_leaf) { prn_tensor_free(nd->out->pending); nd->out->pending = NULL; }
     }
     ctx->no_grad--;
+    ctx->in_backward = 0;
     if (st == PRN_OK) {
         for (i = 0; i < n_touched && st == PRN_OK; ++i) {
             prn_tensor *t = touched[i];
@@ -1959,8 +2359,13 @@ PRN__FN prn_status prn__bw_binary(prn_context *ctx, const prn_op *op, prn_tensor
             st = prn__binary_raw(ctx, fn, PRN_BINARY_DIV, g, b, &t);
             if (st == PRN_OK) st = prn__sum_to(ctx, t, a, &gin[0]);
             break;
-        default: /* POW: g * b * a^(b-1) = g * b * y / a, but a may be 0: recompute */
-            st = prn__unary_raw(ctx, fn, PRN_UNARY_AFFINE, b, 1.0, -1.0, &u);
+        default: /* POW: g * b * a^(b-1), with exponent b-1 replaced by 0 where
+                  * b = 0 so that 0 * 0^-1 does not make NaN */
+            st = prn__unary_raw(ctx, fn, PRN_UNARY_AFFINE, b, 0.0, 0.0, &v); /* zeros */
+            if (st == PRN_OK) st = prn__binary_raw(ctx, fn, PRN_BINARY_EQ, b, v, &t);          /* b == 0 */
+            if (st == PRN_OK) { prn_tensor_free(v); v = NULL; st = prn__binary_raw(ctx, fn, PRN_BINARY_ADD, b, t, &v); }
+            if (st == PRN_OK) st = prn__unary_raw(ctx, fn, PRN_UNARY_AFFINE, v, 1.0, -1.0, &u);
+            prn_tensor_free(t); prn_tensor_free(v); t = v = NULL;
             if (st == PRN_OK) st = prn__binary_raw(ctx, fn, PRN_BINARY_POW, a, u, &v);
             if (st == PRN_OK) { prn_tensor_free(u); u = NULL; st = prn__binary_raw(ctx, fn, PRN_BINARY_MUL, v, b, &u); }
             if (st == PRN_OK) st = prn__binary_raw(ctx, fn, PRN_BINARY_MUL, g, u, &t);
@@ -2042,7 +2447,8 @@ PRN__FN prn_status prn__bw_unary(prn_context *ctx, const prn_op *op, prn_tensor 
     case PRN_UNARY_RELU: return prn__binary_raw(ctx, fn, PRN_BINARY_RELU_GRAD, g, x, &gin[0]);
     case PRN_UNARY_SIGMOID: return prn__binary_raw(ctx, fn, PRN_BINARY_SIGMOID_GRAD, g, y, &gin[0]);
     case PRN_UNARY_TANH: return prn__binary_raw(ctx, fn, PRN_BINARY_TANH_GRAD, g, y, &gin[0]);
-    case PRN_UNARY_POWS: /* g * p * x^(p-1) */
+    case PRN_UNARY_POWS: /* g * p * x^(p-1); x^0 is constant (even at x = 0) */
+        if (op->f[0] == 0) return prn_tensor_create(ctx, x->dtype, x->ndim, x->shape, &gin[0]);
         st = prn__unary_raw(ctx, fn, PRN_UNARY_POWS, x, op->f[0] - 1.0, 0, &t);
         if (st == PRN_OK) st = ctx->be->unary(ctx, PRN_UNARY_AFFINE, t->dtype, t->numel, t->st->buf, t->st->buf,
                                               op->f[0], 0.0);
@@ -2196,6 +2602,14 @@ PRN__DEF prn_status prn_transpose(prn_context *ctx, prn_tensor *x, int axis0, in
     return prn__finish(ctx, fn, y, &x, 1, prn__bw_transpose, NULL, 0, iv, 2, out);
 }
 
+/* Matrices in a batch: the product of the axes before the last two. */
+PRN__FN size_t prn__batch_of(const prn_tensor *t) {
+    size_t n = 1;
+    int k;
+    for (k = 0; k < t->ndim - 2; ++k) n *= t->shape[k];
+    return n;
+}
+
 /* --- matmul ----------------------------------------------------------- */
 /* op(a) @ op(b) over the last two axes. With reduce_batch the batch is
  * summed into one [M, N] result (gradients of broadcast operands). */
@@ -2204,7 +2618,7 @@ PRN__FN prn_status prn__matmul_raw(prn_context *ctx, const char *fn, prn_tensor 
     size_t ar = a->shape[a->ndim - 2], ac = a->shape[a->ndim - 1];
     size_t br = b->shape[b->ndim - 2], bc = b->shape[b->ndim - 1];
     size_t M = ta ? ac : ar, K = ta ? ar : ac, Kb = tb ? bc : br, N = tb ? br : bc;
-    size_t batch_a = ar * ac != 0 ? a->numel / (ar * ac) : 0, batch_b = br * bc != 0 ? b->numel / (br * bc) : 0;
+    size_t batch_a = prn__batch_of(a), batch_b = prn__batch_of(b);
     size_t batch, shape[4] = {0, 0, 0, 0};
     int nd, k;
     prn_tensor *y = NULL;
@@ -2246,8 +2660,8 @@ PRN__FN prn_status prn__matmul_raw(prn_context *ctx, const char *fn, prn_tensor 
                         (unsigned long)batch_a, (unsigned long)batch_b);
     PRN__TRY(prn__tensor_new(ctx, fn, a->dtype, nd, shape, &y));
     if (batch == 0 || M == 0 || N == 0) {
-        /* nothing to multiply */
-    } else if (K == 0) {
+        /* an empty result */
+    } else if (K == 0) { /* sums over nothing */
         st = prn__fill(y, 0.0, fn);
     } else if (!reduce_batch) {
         st = ctx->be->gemm(ctx, a->dtype, ta, tb, M, N, K, 1.0, a->st->buf, ac, batch_a == 1 ? 0 : ar * ac,
@@ -2277,10 +2691,6 @@ PRN__FN prn_status prn__matmul_raw(prn_context *ctx, const char *fn, prn_tensor 
     return PRN_OK;
 }
 
-PRN__FN size_t prn__batch_of(const prn_tensor *t) {
-    size_t m = t->shape[t->ndim - 2] * t->shape[t->ndim - 1];
-    return m ? t->numel / m : 0;
-}
 /* Gradient for operand x (shape like) from a product computed with the
  * batch of g: summed over the batch when x was a single broadcast matrix. */
 PRN__FN prn_status prn__mm_grad(prn_context *ctx, prn_tensor *p, int tp, prn_tensor *q, int tq, const prn_tensor *like,
@@ -2453,7 +2863,7 @@ PRN__FN prn_status prn__softmax_op(prn_context *ctx, const char *fn, int log, pr
     PRN__NEED(ctx, softmax, fn);
     prn__split3(x, axis, &outer, &n, &inner);
     PRN__TRY(prn__tensor_like(ctx, fn, x, &y));
-    st = ctx->be->softmax(ctx, x->dtype, log, outer, n, inner, x->st->buf, y->st->buf);
+    st = x->numel ? ctx->be->softmax(ctx, x->dtype, log, outer, n, inner, x->st->buf, y->st->buf) : PRN_OK;
     if (st != PRN_OK) { prn_tensor_free(y); return st; }
     iv[0] = axis;
     iv[1] = log;
@@ -2533,7 +2943,7 @@ struct prn_optim {
     prn_tensor **params;
     prn_tensor **s1, **s2;  /* sgd: velocity; adam: m, v */
     prn_optim_params p;
-    long step;
+    long *steps;            /* updates made to each parameter (Adam's bias correction) */
 };
 
 PRN__FN prn_status prn__optim_create(prn_context *ctx, const char *fn, int adam, prn_tensor *const *params, int n,
@@ -2549,16 +2959,22 @@ PRN__FN prn_status prn__optim_create(prn_context *ctx, const char *fn, int adam,
         if (!params[k]->is_leaf)
             return PRN__ERR(ctx, PRN_ERR_INVALID_ARGUMENT, "%s: argument 'params[%d]' is not a leaf tensor", fn, k);
     }
-    if (!(p->lr > 0) || p->momentum < 0 || p->weight_decay < 0 || p->beta1 < 0 || p->beta1 >= 1 || p->beta2 < 0 ||
-        p->beta2 >= 1 || p->eps < 0)
+    if (!(p->lr > 0 && p->lr < HUGE_VAL) || !(p->momentum >= 0 && p->momentum < HUGE_VAL) ||
+        !(p->weight_decay >= 0 && p->weight_decay < HUGE_VAL) || !(p->beta1 >= 0 && p->beta1 < 1) ||
+        !(p->beta2 >= 0 && p->beta2 < 1) || !(p->eps >= 0 && p->eps < HUGE_VAL))
         return PRN__ERR(ctx, PRN_ERR_INVALID_ARGUMENT, "%s: argument 'config': lr must be > 0, momentum/weight_decay/eps "
                         ">= 0, betas in [0,1)", fn);
     o = (prn_optim *)prn_alloc(ctx, sizeof *o);
     if (!o) return PRN__ERR(ctx, PRN_ERR_OUT_OF_MEMORY, "%s: out of memory", fn);
     memset(o, 0, sizeof *o);
     o->params = (prn_tensor **)prn_alloc(ctx, (size_t)n * 3 * sizeof(prn_tensor *));
-    if (!o->params) { prn_free(ctx, o); return PRN__ERR(ctx, PRN_ERR_OUT_OF_MEMORY, "%s: out of memory", fn); }
+    o->steps = (long *)prn_alloc(ctx, (size_t)n * sizeof(long));
+    if (!o->params || !o->steps) {
+        prn_free(ctx, o->params); prn_free(ctx, o->steps); prn_free(ctx, o);
+        return PRN__ERR(ctx, PRN_ERR_OUT_OF_MEMORY, "%s: out of memory", fn);
+    }
     memset(o->params, 0, (size_t)n * 3 * sizeof(prn_tensor *));
+    memset(o->steps, 0, (size_t)n * sizeof(long));
     o->s1 = o->params + n;
     o->s2 = o->params + 2 * n;
     o->ctx = ctx;
@@ -2620,21 +3036,20 @@ PRN__DEF prn_status prn_optim_step(prn_optim *o) {
     }
     if (st != PRN_OK) return prn__in_fn(ctx, fn, st);
     p = o->p;
-    if (o->adam) {
-        p.bias1 = 1.0 - pow(p.beta1, (double)(o->step + 1));
-        p.bias2 = 1.0 - pow(p.beta2, (double)(o->step + 1));
-    }
     for (k = 0; k < o->n && st == PRN_OK; ++k) {
         prn_tensor *w = o->params[k];
         if (!w->grad) continue;
+        /* bias correction counts this parameter's own updates (as PyTorch) */
+        p.bias1 = 1.0 - pow(p.beta1, (double)(o->steps[k] + 1));
+        p.bias2 = 1.0 - pow(p.beta2, (double)(o->steps[k] + 1));
         if (o->adam)
             st = ctx->be->adam_update(ctx, w->dtype, w->numel, w->st->buf, w->grad->st->buf, o->s1[k]->st->buf,
                                       o->s2[k]->st->buf, &p);
         else
             st = ctx->be->sgd_update(ctx, w->dtype, w->numel, w->st->buf, w->grad->st->buf,
                                      o->s1[k] ? o->s1[k]->st->buf : NULL, &p);
+        if (st == PRN_OK) o->steps[k]++;
     }
-    if (st == PRN_OK) o->step++;
     return st;
 }
 PRN__DEF void prn_optim_zero_grad(prn_optim *o) {
@@ -2644,7 +3059,8 @@ PRN__DEF void prn_optim_zero_grad(prn_optim *o) {
 }
 PRN__DEF prn_status prn_optim_set_lr(prn_optim *o, double lr) {
     if (!o) return PRN_ERR_NULL_ARGUMENT;
-    if (!(lr > 0)) return PRN__ERR(o->ctx, PRN_ERR_INVALID_ARGUMENT, "prn_optim_set_lr: argument 'lr' is %g; must be > 0", lr);
+    if (!(lr > 0 && lr < HUGE_VAL))
+        return PRN__ERR(o->ctx, PRN_ERR_INVALID_ARGUMENT, "prn_optim_set_lr: argument 'lr' is %g; must be finite and > 0", lr);
     o->p.lr = lr;
     return PRN_OK;
 }
@@ -2655,6 +3071,7 @@ PRN__DEF void prn_optim_free(prn_optim *o) {
         prn_tensor_free(o->params[k]); prn_tensor_free(o->s1[k]); prn_tensor_free(o->s2[k]);
     }
     prn_free(o->ctx, o->params);
+    prn_free(o->ctx, o->steps);
     prn_free(o->ctx, o);
 }
 
@@ -2664,8 +3081,8 @@ PRN__DEF prn_status prn_clip_grad_norm(prn_context *ctx, prn_tensor *const *para
     double sum = 0.0, norm;
     int k;
     PRN__CTX(ctx, fn);
-    if (n < 0 || (n > 0 && !params))
-        return PRN__ERR(ctx, PRN_ERR_NULL_ARGUMENT, "%s: argument 'params' is NULL or num_params negative", fn);
+    if (n < 0) return PRN__ERR(ctx, PRN_ERR_INVALID_ARGUMENT, "%s: argument 'num_params' is %d", fn, n);
+    if (n > 0 && !params) return PRN__ERR(ctx, PRN_ERR_NULL_ARGUMENT, "%s: argument 'params' is NULL", fn);
     if (!(max_norm > 0))
         return PRN__ERR(ctx, PRN_ERR_INVALID_ARGUMENT, "%s: argument 'max_norm' is %g; must be > 0", fn, max_norm);
     for (k = 0; k < n; ++k) PRN__TRY(prn__check_t(ctx, fn, "params[k]", params[k], 1));

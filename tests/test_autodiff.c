@@ -188,6 +188,38 @@ static void test_backward_failure_keeps_state(void) {
     prn_tensor_free(x); prn_tensor_free(y); prn_tensor_free(z); prn_tensor_free(s); prn_tensor_free(e);
 }
 
+/* Tape-changing calls from inside a backward function are refused. */
+static prn_tensor *meddling_loss;
+static prn_status meddling_backward(prn_context *c, const prn_op *op, prn_tensor *g, prn_tensor **gin) {
+    prn_tensor *t = NULL;
+    prn_status s;
+    (void)op;
+    prn_tape_clear(c);
+    PRNT_CHECK(prn_last_status(c) == PRN_ERR_STATE, "tape_clear refused: %s", prn_last_error(c));
+    PRNT_CHECK(prn_backward(c, meddling_loss) == PRN_ERR_STATE, "nested backward refused: %s", prn_last_error(c));
+    prn_no_grad_end(c);
+    s = prn_exp(c, op->inputs[0], &t);
+    PRNT_CHECK(s == PRN_ERR_STATE && t == NULL, "recording refused: %s", prn_last_error(c));
+    prn_no_grad_begin(c);
+    return prn_copy(c, g, &gin[0]);
+}
+static void test_backward_guards(void) {
+    const double xv[2] = {1, 2};
+    prn_tensor *x = vec(2, xv), *e = NULL, *y = NULL, *s = NULL;
+    prn_tensor_set_requires_grad(x, 1);
+    PRNT_OK(ctx, prn_exp(ctx, x, &e));
+    prn_no_grad_begin(ctx);
+    prn_copy(ctx, e, &y);
+    prn_no_grad_end(ctx);
+    PRNT_OK(ctx, prn_tape_record(ctx, "meddler", &e, 1, y, meddling_backward, NULL, NULL));
+    prn_tensor_free(e);
+    PRNT_OK(ctx, prn_sum(ctx, y, PRN_ALL_AXES, 0, &s));
+    meddling_loss = s;
+    PRNT_OK(ctx, prn_backward(ctx, s));
+    PRNT_CHECK(fabs(get(prn_tensor_grad(x), 1) - exp(2.0)) < 1e-12, "grad through the guarded op");
+    prn_tensor_free(x); prn_tensor_free(y); prn_tensor_free(s);
+}
+
 /* ---- optimisers ---------------------------------------------------------- */
 static void set_grad(prn_tensor *w, const double *g, size_t n) {
     /* grad of sum(w * g) is g */
@@ -260,6 +292,33 @@ static void test_adam(void) {
     for (i = 0; i < 3; ++i) PRNT_CHECK(fabs(get(w, i) - wv[i]) < 1e-13, "adam w[%d] %.15g want %.15g", i, get(w, i), wv[i]);
     prn_optim_free(o);
     prn_tensor_free(w);
+}
+
+static void test_adam_per_parameter_steps(void) {
+    /* a parameter that first gets a gradient later still takes a full first step */
+    const double w0[1] = {1}, g[1] = {0.5};
+    prn_tensor *a = vec(1, w0), *b = vec(1, w0), *ps[2];
+    prn_optim *o = NULL;
+    prn_adam_config c;
+    memset(&c, 0, sizeof c);
+    c.lr = 0.1;
+    prn_tensor_set_requires_grad(a, 1);
+    prn_tensor_set_requires_grad(b, 1);
+    ps[0] = a; ps[1] = b;
+    PRNT_OK(ctx, prn_optim_adam(ctx, ps, 2, &c, &o));
+    set_grad(a, g, 1);
+    PRNT_OK(ctx, prn_optim_step(o));
+    PRNT_OK(ctx, prn_optim_step(o));
+    set_grad(b, g, 1);
+    prn_tensor_zero_grad(a);
+    PRNT_OK(ctx, prn_optim_step(o));
+    /* Adam's first step moves by lr (up to eps) */
+    PRNT_CHECK(fabs(get(b, 0) - (1 - 0.1)) < 1e-6, "b's first step: %.9f", get(b, 0));
+    c.beta1 = NAN;
+    { prn_optim *o2 = NULL; PRNT_STATUS(ctx, prn_optim_adam(ctx, ps, 2, &c, &o2), PRN_ERR_INVALID_ARGUMENT); }
+    PRNT_STATUS(ctx, prn_optim_set_lr(o, HUGE_VAL), PRN_ERR_INVALID_ARGUMENT);
+    prn_optim_free(o);
+    prn_tensor_free(a); prn_tensor_free(b);
 }
 
 static void test_adam_converges(void) {
@@ -481,7 +540,9 @@ int main(void) {
     PRNT_RUN(test_backward_failure_keeps_state);
     PRNT_RUN(test_sgd);
     PRNT_RUN(test_adam);
+    PRNT_RUN(test_adam_per_parameter_steps);
     PRNT_RUN(test_adam_converges);
+    PRNT_RUN(test_backward_guards);
     PRNT_RUN(test_clip_grad_norm);
     PRNT_RUN(test_two_threads);
     PRNT_RUN(test_backend_selection);

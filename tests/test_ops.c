@@ -441,6 +441,69 @@ static void test_max_ties(void) {
     prn_tensor_free(X); prn_tensor_free(y);
 }
 
+static void test_edge_cases(void) {
+    /* empty matrices: K = 0 gives zeros, M = 0 or N = 0 an empty result */
+    const size_t s30[2] = {3, 0}, s04[2] = {0, 4}, s34[2] = {3, 4}, s03[2] = {0, 3}, s2033[3] = {2, 0, 3}, s234[3] = {2, 3, 4};
+    prn_tensor *a = NULL, *b = NULL, *y = NULL, *big = NULL;
+    double v[12];
+    int i;
+    PRNT_OK(ctx, prn_tensor_full(ctx, PRN_F64, 2, s34, 7.0, &big)); /* leave 7s in a freed buffer */
+    prn_tensor_free(big);
+    PRNT_OK(ctx, prn_tensor_create(ctx, PRN_F64, 2, s30, &a));
+    PRNT_OK(ctx, prn_tensor_create(ctx, PRN_F64, 2, s04, &b));
+    PRNT_OK(ctx, prn_matmul(ctx, a, b, &y));
+    PRNT_CHECK(y && prn_tensor_numel(y) == 12, "K = 0 shape");
+    if (y) { prn_tensor_download(y, v, 12); for (i = 0; i < 12; ++i) PRNT_CHECK(v[i] == 0, "K = 0 gives zeros: %g", v[i]); }
+    prn_tensor_free(a); prn_tensor_free(b); prn_tensor_free(y); a = b = y = NULL;
+    PRNT_OK(ctx, prn_tensor_create(ctx, PRN_F64, 2, s03, &a));
+    PRNT_OK(ctx, prn_tensor_create(ctx, PRN_F64, 2, s34, &b));
+    PRNT_OK(ctx, prn_matmul(ctx, a, b, &y));
+    PRNT_CHECK(y && prn_tensor_dim(y, 0) == 0 && prn_tensor_dim(y, 1) == 4, "M = 0 shape");
+    prn_tensor_free(a); prn_tensor_free(y); a = y = NULL;
+    PRNT_OK(ctx, prn_tensor_create(ctx, PRN_F64, 3, s2033, &a));
+    prn_tensor_free(b); b = NULL;
+    PRNT_OK(ctx, prn_tensor_create(ctx, PRN_F64, 3, s234, &b));
+    PRNT_OK(ctx, prn_matmul(ctx, a, b, &y));
+    prn_tensor_free(a); prn_tensor_free(b); prn_tensor_free(y); a = b = y = NULL;
+    /* softmax over an empty axis */
+    PRNT_OK(ctx, prn_tensor_create(ctx, PRN_F32, 2, s30, &a));
+    PRNT_OK(ctx, prn_softmax(ctx, a, 1, &y));
+    prn_tensor_free(a); prn_tensor_free(y); a = y = NULL;
+    /* x^0 has gradient 0, also at x = 0 */
+    {
+        const size_t s3[1] = {3};
+        const double xv[3] = {0, 1, 2}, zv[3] = {0, 0, 0};
+        prn_tensor *x = NULL, *z = NULL, *p = NULL, *q = NULL, *s = NULL, *t = NULL;
+        double g[3];
+        x = mk(1, s3, xv); z = mk(1, s3, zv);
+        prn_tensor_set_requires_grad(x, 1);
+        PRNT_OK(ctx, prn_pow_scalar(ctx, x, 0, &p));
+        PRNT_OK(ctx, prn_pow(ctx, x, z, &q));
+        PRNT_OK(ctx, prn_add(ctx, p, q, &s));
+        PRNT_OK(ctx, prn_sum(ctx, s, PRN_ALL_AXES, 0, &t));
+        PRNT_OK(ctx, prn_backward(ctx, t));
+        prn_tensor_download(prn_tensor_grad(x), g, 3);
+        PRNT_CHECK(g[0] == 0 && g[1] == 0 && g[2] == 0, "d x^0 / dx = %g %g %g", g[0], g[1], g[2]);
+        prn_tensor_free(x); prn_tensor_free(z); prn_tensor_free(p); prn_tensor_free(q); prn_tensor_free(s); prn_tensor_free(t);
+    }
+    /* i32 fill values must be int32 */
+    PRNT_OK(ctx, prn_tensor_create(ctx, PRN_F64, 2, s34, &a));
+    PRNT_OK(ctx, prn_argmax(ctx, a, 1, 0, &y));
+    PRNT_STATUS(ctx, prn_tensor_fill(y, 1e20), PRN_ERR_INVALID_ARGUMENT);
+    PRNT_STATUS(ctx, prn_tensor_fill(y, 0.5), PRN_ERR_INVALID_ARGUMENT);
+    PRNT_OK(ctx, prn_tensor_fill(y, -3));
+    prn_tensor_free(a); prn_tensor_free(y);
+    /* a message built from the previous one */
+    prn_set_error(ctx, PRN_ERR_SHAPE, "inner: argument 'a' is bad");
+    prn_set_error(ctx, PRN_ERR_SHAPE, "outer: %s", prn_last_error(ctx));
+    PRNT_CHECK(strcmp(prn_last_error(ctx), "outer: inner: argument 'a' is bad") == 0, "got '%s'", prn_last_error(ctx));
+    prn_clear_error(ctx);
+    /* NULL contexts */
+    PRNT_CHECK(prn_alloc(NULL, 8) == NULL && prn_backend_state(NULL) == NULL && prn_context_num_threads(NULL) >= 1,
+               "NULL context");
+    prn_free(NULL, NULL);
+}
+
 static void test_no_leaks(void) {
     PRNT_CHECK(prn_live_tensors(ctx) == 0, "tensors leaked: %zu", prn_live_tensors(ctx));
 }
@@ -469,6 +532,7 @@ int main(void) {
     PRNT_RUN(test_grad_reductions);
     PRNT_RUN(test_grad_losses);
     PRNT_RUN(test_max_ties);
+    PRNT_RUN(test_edge_cases);
     PRNT_RUN(test_no_leaks);
     prn_context_destroy(ctx);
     return prnt_summary();
