@@ -27,7 +27,7 @@ LDLIBS_ALL += $(BLAS_LIBS)
 endif
 endif
 
-TESTS    = test_ops test_autodiff test_conformance test_bad_input test_alloc_fail
+TESTS    = test_ops test_autodiff test_scan test_conformance test_bad_input test_alloc_fail
 EXAMPLES = mlp_train
 BENCHES  = bench_ops
 TEST_BINS    = $(addprefix $(BUILD)/tests/,$(TESTS))

@@ -330,6 +330,49 @@ PRNDEF prn_status prn_cross_entropy(prn_context *ctx, prn_tensor *logits, prn_te
 /* Mean of (pred - target)^2 over all elements (target broadcasts). Scalar. */
 PRNDEF prn_status prn_mse(prn_context *ctx, prn_tensor *pred, prn_tensor *target, prn_tensor **out);
 
+/* Elements start .. start+len-1 along axis (copied). */
+PRNDEF prn_status prn_slice(prn_context *ctx, prn_tensor *x, int axis, size_t start, size_t len,
+                            prn_tensor **out);
+
+/* ------------------------------------------------------------------------
+ * Scans of linear recurrences, differentiable in a, b and h0
+ *
+ *   forward:  h[:, t] = a[:, t] * h[:, t-1] + b[:, t]   for t = 0 .. T-1, h[:, -1] = h0
+ *   reverse:  h[:, t] = a[:, t] * h[:, t+1] + b[:, t]   for t = T-1 .. 0, h[:, T]  = h0
+ *
+ * b and h are [batch, T, C], or [T, C] for one sequence; h0 is [batch, C]
+ * ([C]) or NULL for zeros. The final state is h[:, T-1] (h[:, 0] when
+ * reverse): take it with prn_slice. Any T >= 1.
+ *
+ * The reference backend evaluates with algo (PRN_SCAN_AUTO: it chooses):
+ * SEQUENTIAL walks time once, vectorised and threaded across channels
+ * (chosen when batch x channels fill the threads); CHUNKED cuts time into
+ * chunks, reduces each to one affine map, chains the maps' carries and
+ * expands each chunk from its carry, in cache-sized superblocks (chosen for
+ * few channels and T >= 4096); TREE is the Blelloch up-sweep/down-sweep tree,
+ * for teaching (examples/scan_explain.c). The results agree up to rounding;
+ * f32 data accumulates in f32 (README: how the error grows with T).
+ * Backward is the adjoint recurrence run the other way in time with A^T.
+ * ---------------------------------------------------------------------- */
+/* How a backend evaluates a linear-recurrence scan. Every choice computes
+ * the same recurrence; they differ in order of operations (rounding) and
+ * speed. Backends other than the reference may treat every value as AUTO. */
+typedef enum prn_scan_algo {
+    PRN_SCAN_AUTO = 0,     /* the backend chooses (reference: see prn_scan_diag) */
+    PRN_SCAN_SEQUENTIAL,   /* one pass in time, parallel over batch and channels */
+    PRN_SCAN_CHUNKED,      /* three phases: reduce chunks, scan carries, expand  */
+    PRN_SCAN_TREE,         /* Blelloch up-sweep/down-sweep tree (for teaching)   */
+    PRN_SCAN_ALGO_COUNT
+} prn_scan_algo;
+/* Diagonal: a has b's shape (elementwise decays). */
+PRNDEF prn_status prn_scan_diag(prn_context *ctx, prn_tensor *a, prn_tensor *b, prn_tensor *h0, int reverse,
+                                prn_scan_algo algo, prn_tensor **out);
+/* Block-diagonal: a is [batch, T, C, k] ([T, C, k]): rows j*k .. j*k+k-1 of
+ * a[:, t] are the k x k matrix of channel block j, 1 <= k <= 64, k divides
+ * C. Dense: k = C. */
+PRNDEF prn_status prn_scan_block(prn_context *ctx, prn_tensor *a, prn_tensor *b, prn_tensor *h0, int reverse,
+                                 prn_scan_algo algo, prn_tensor **out);
+
 /* ------------------------------------------------------------------------
  * Optimisers
  * ---------------------------------------------------------------------- */
@@ -420,16 +463,6 @@ typedef enum prn_binary_op {
 typedef enum prn_reduce_op { PRN_REDUCE_SUM, PRN_REDUCE_MAX, PRN_REDUCE_COUNT } prn_reduce_op;
 typedef enum prn_random_dist { PRN_RANDOM_UNIFORM, PRN_RANDOM_NORMAL } prn_random_dist;
 
-/* How a backend evaluates a linear-recurrence scan. Every choice computes
- * the same recurrence; they differ in order of operations (rounding) and
- * speed. Backends other than the reference may treat every value as AUTO. */
-typedef enum prn_scan_algo {
-    PRN_SCAN_AUTO = 0,     /* the backend chooses (reference: see prn_scan_diag) */
-    PRN_SCAN_SEQUENTIAL,   /* one pass in time, parallel over batch and channels */
-    PRN_SCAN_CHUNKED,      /* three phases: reduce chunks, scan carries, expand  */
-    PRN_SCAN_TREE,         /* Blelloch up-sweep/down-sweep tree (for teaching)   */
-    PRN_SCAN_ALGO_COUNT
-} prn_scan_algo;
 
 /* Parameters of the fused optimiser updates (one parameter tensor). */
 typedef struct prn_optim_params {
@@ -2931,6 +2964,214 @@ PRN__DEF prn_status prn_mse(prn_context *ctx, prn_tensor *pred, prn_tensor *targ
     prn_tensor_free(d); prn_tensor_free(sq);
     if (st != PRN_OK) prn__tape_truncate(ctx, mark);
     return prn__in_fn(ctx, fn, st);
+}
+
+/* --- slices ----------------------------------------------------------- */
+/* x viewed as [outer, n, inner]; y = x[:, start:start+len, :] */
+PRN__FN prn_status prn__slice_raw(prn_context *ctx, const char *fn, prn_tensor *x, int axis, size_t start, size_t len,
+                                  prn_tensor **out) {
+    size_t outer, n, inner, shape[4] = {0, 0, 0, 0}, sh4[4], xs[4], ys[4];
+    prn_tensor *y = NULL;
+    prn_status st;
+    PRN__NEED(ctx, strided_copy, fn);
+    prn__split3(x, axis, &outer, &n, &inner);
+    memcpy(shape, x->shape, sizeof shape);
+    shape[axis] = len;
+    PRN__TRY(prn__tensor_new(ctx, fn, x->dtype, x->ndim, shape, &y));
+    sh4[0] = 1; sh4[1] = outer; sh4[2] = len; sh4[3] = inner;
+    xs[0] = 0; xs[1] = n * inner; xs[2] = inner; xs[3] = 1;
+    ys[0] = 0; ys[1] = len * inner; ys[2] = inner; ys[3] = 1;
+    st = y->numel ? ctx->be->strided_copy(ctx, x->dtype, sh4, x->st->buf, start * inner, xs, y->st->buf, 0, ys) : PRN_OK;
+    if (st != PRN_OK) { prn_tensor_free(y); return st; }
+    *out = y;
+    return PRN_OK;
+}
+/* g placed at [:, start:start+len, :] of zeros shaped like x */
+PRN__FN prn_status prn__unslice_raw(prn_context *ctx, const char *fn, prn_tensor *g, const prn_tensor *like, int axis,
+                                    size_t start, prn_tensor **out) {
+    size_t outer, n, inner, len = g->shape[axis], sh4[4], gs[4], ys[4];
+    prn_tensor *y = NULL;
+    prn_status st;
+    PRN__NEED(ctx, strided_copy, fn);
+    prn__split3(like, axis, &outer, &n, &inner);
+    PRN__TRY(prn__tensor_new(ctx, fn, like->dtype, like->ndim, like->shape, &y));
+    sh4[0] = 1; sh4[1] = outer; sh4[2] = len; sh4[3] = inner;
+    gs[0] = 0; gs[1] = len * inner; gs[2] = inner; gs[3] = 1;
+    ys[0] = 0; ys[1] = n * inner; ys[2] = inner; ys[3] = 1;
+    st = prn__fill(y, 0.0, fn);
+    if (st == PRN_OK && g->numel) st = ctx->be->strided_copy(ctx, g->dtype, sh4, g->st->buf, 0, gs, y->st->buf, start * inner, ys);
+    if (st != PRN_OK) { prn_tensor_free(y); return st; }
+    *out = y;
+    return PRN_OK;
+}
+PRN__FN prn_status prn__bw_slice(prn_context *ctx, const prn_op *op, prn_tensor *g, prn_tensor **gin) {
+    return prn__unslice_raw(ctx, "prn_backward", g, op->inputs[0], op->i[0], (size_t)op->f[0], &gin[0]);
+}
+PRN__DEF prn_status prn_slice(prn_context *ctx, prn_tensor *x, int axis, size_t start, size_t len, prn_tensor **out) {
+    static const char fn[] = "prn_slice";
+    prn_tensor *y = NULL;
+    double f;
+    PRN__CTX(ctx, fn);
+    PRN__TRY(prn__check_t(ctx, fn, "x", x, 0));
+    PRN__CHECK_OUT(ctx, fn, out);
+    PRN__TRY(prn__norm_axis(ctx, fn, x, &axis));
+    if (start > x->shape[axis] || len > x->shape[axis] - start)
+        return PRN__ERR(ctx, PRN_ERR_INVALID_ARGUMENT, "%s: arguments 'start' %lu and 'len' %lu exceed axis %d of size %lu",
+                        fn, (unsigned long)start, (unsigned long)len, axis, (unsigned long)x->shape[axis]);
+    PRN__TRY(prn__slice_raw(ctx, fn, x, axis, start, len, &y));
+    if (x->dtype == PRN_I32) { *out = y; return PRN_OK; }
+    f = (double)start; /* exact below 2^53 */
+    return prn__finish(ctx, fn, y, &x, 1, prn__bw_slice, &f, 1, &axis, 1, out);
+}
+
+/* --- scans ------------------------------------------------------------ */
+/* x [B, T, F] shifted one step along time: towards later steps (dir > 0:
+ * y[t] = x[t-1]) or earlier ones (y[t] = x[t+1]); the freed end is edge
+ * ([B, F]) or zero. */
+PRN__FN prn_status prn__shift_time(prn_context *ctx, const char *fn, prn_tensor *x, size_t B, size_t T, size_t F,
+                                   int dir, prn_tensor *edge, prn_tensor **out) {
+    size_t sh[4], xs[4], ys[4];
+    prn_tensor *y = NULL;
+    prn_status st;
+    PRN__NEED(ctx, strided_copy, fn);
+    PRN__TRY(prn__tensor_like(ctx, fn, x, &y));
+    st = prn__fill(y, 0.0, fn);
+    sh[0] = 1; sh[1] = B; sh[2] = T - 1; sh[3] = F;
+    xs[0] = 0; xs[1] = T * F; xs[2] = F; xs[3] = 1;
+    if (st == PRN_OK && T > 1)
+        st = ctx->be->strided_copy(ctx, x->dtype, sh, x->st->buf, dir > 0 ? 0 : F, xs, y->st->buf, dir > 0 ? F : 0, xs);
+    if (st == PRN_OK && edge) {
+        sh[2] = 1;
+        ys[0] = 0; ys[1] = F; ys[2] = F; ys[3] = 1;
+        st = ctx->be->strided_copy(ctx, x->dtype, sh, edge->st->buf, 0, ys, y->st->buf, dir > 0 ? 0 : (T - 1) * F, xs);
+    }
+    if (st != PRN_OK) { prn_tensor_free(y); return st; }
+    *out = y;
+    return PRN_OK;
+}
+
+/* op->i = {reverse, block (0: diagonal), B, T, C, k} */
+PRN__FN prn_status prn__bw_scan(prn_context *ctx, const prn_op *op, prn_tensor *g, prn_tensor **gin) {
+    static const char fn[] = "prn_backward";
+    prn_tensor *a = op->inputs[0], *h = op->output, *h0 = op->num_inputs > 2 ? op->inputs[2] : NULL;
+    int rev = op->i[0], block = op->i[1];
+    size_t B = (size_t)op->i[2], T = (size_t)op->i[3], C = (size_t)op->i[4], k = (size_t)op->i[5];
+    size_t F = block ? C * k : C, first = rev ? T - 1 : 0;
+    prn_tensor *ash = NULL, *lam = NULL, *hsh = NULL, *af = NULL, *lf = NULL, *p = NULL, *s = NULL;
+    prn_status st;
+    /* adjoint: lam[t] = g[t] + A[t+1]^T lam[t+1], run the other way in time */
+    st = prn__shift_time(ctx, fn, a, B, T, F, rev ? 1 : -1, NULL, &ash);
+    if (st == PRN_OK) st = prn__tensor_like(ctx, fn, g, &lam);
+    if (st == PRN_OK)
+        st = block ? ctx->be->scan_block(ctx, g->dtype, !rev, 1, PRN_SCAN_AUTO, B, T, C, k, ash->st->buf, g->st->buf, NULL,
+                                         lam->st->buf)
+                   : ctx->be->scan_diag(ctx, g->dtype, !rev, PRN_SCAN_AUTO, B, T, C, ash->st->buf, g->st->buf, NULL,
+                                        lam->st->buf);
+    prn_tensor_free(ash);
+    if (st != PRN_OK) { prn_tensor_free(lam); return st; }
+    if (op->needs_grad[0]) { /* dA[t] = lam[t] (outer) h[t-1] */
+        st = prn__shift_time(ctx, fn, h, B, T, C, rev ? -1 : 1, h0, &hsh);
+        if (st == PRN_OK && !block) st = prn__binary_raw(ctx, fn, PRN_BINARY_MUL, lam, hsh, &gin[0]);
+        if (st == PRN_OK && block) {
+            prn_tensor *lv = NULL, *hv = NULL;
+            size_t sl[4], shv[4];
+            sl[0] = B * T; sl[1] = C / k; sl[2] = k; sl[3] = 1;
+            shv[0] = B * T; shv[1] = C / k; shv[2] = 1; shv[3] = k;
+            st = prn__view(ctx, fn, lam, 4, sl, &lv);
+            if (st == PRN_OK) st = prn__view(ctx, fn, hsh, 4, shv, &hv);
+            if (st == PRN_OK) st = prn__binary_raw(ctx, fn, PRN_BINARY_MUL, lv, hv, &p);
+            if (st == PRN_OK) st = prn__view(ctx, fn, p, a->ndim, a->shape, &gin[0]);
+            prn_tensor_free(lv); prn_tensor_free(hv); prn_tensor_free(p); p = NULL;
+        }
+        prn_tensor_free(hsh);
+    }
+    if (st == PRN_OK && h0 && op->needs_grad[2]) { /* dh0 = A[first]^T lam[first] */
+        size_t sa[4], sv[4];
+        prn_tensor *av = NULL, *lv = NULL;
+        int ta = 1;
+        st = prn__slice_raw(ctx, fn, a, ta, first, 1, &af);
+        if (st == PRN_OK) st = prn__slice_raw(ctx, fn, lam, 1, first, 1, &lf);
+        if (st == PRN_OK && !block) st = prn__binary_raw(ctx, fn, PRN_BINARY_MUL, af, lf, &p);
+        if (st == PRN_OK && block) {
+            sa[0] = B; sa[1] = C / k; sa[2] = k; sa[3] = k;
+            sv[0] = B; sv[1] = C / k; sv[2] = k; sv[3] = 1;
+            st = prn__view(ctx, fn, af, 4, sa, &av);
+            if (st == PRN_OK) st = prn__view(ctx, fn, lf, 4, sv, &lv);
+            if (st == PRN_OK) st = prn__binary_raw(ctx, fn, PRN_BINARY_MUL, av, lv, &s);
+            if (st == PRN_OK) st = prn__reduce_raw(ctx, fn, PRN_REDUCE_SUM, s, 2, 1, &p);
+            prn_tensor_free(av); prn_tensor_free(lv);
+        }
+        if (st == PRN_OK) st = prn__view(ctx, fn, p, h0->ndim, h0->shape, &gin[2]);
+    }
+    prn_tensor_free(af); prn_tensor_free(lf); prn_tensor_free(p); prn_tensor_free(s);
+    if (st == PRN_OK && op->needs_grad[1]) gin[1] = lam; /* db = lam */
+    else prn_tensor_free(lam);
+    return st;
+}
+
+PRN__FN prn_status prn__scan_op(prn_context *ctx, const char *fn, int block, prn_tensor *a, prn_tensor *b, prn_tensor *h0,
+                                int reverse, prn_scan_algo algo, prn_tensor **out) {
+    prn_tensor *in[3], *y = NULL;
+    size_t B, T, C, k = 1;
+    int iv[6], i;
+    prn_status st;
+    PRN__CTX(ctx, fn);
+    PRN__TRY(prn__check_t(ctx, fn, "a", a, 1));
+    PRN__TRY(prn__check_t(ctx, fn, "b", b, 1));
+    if (h0) PRN__TRY(prn__check_t(ctx, fn, "h0", h0, 1));
+    PRN__CHECK_OUT(ctx, fn, out);
+    PRN__TRY(prn__same_dtype(ctx, fn, a, b));
+    if (h0 && h0->dtype != b->dtype)
+        return PRN__ERR(ctx, PRN_ERR_DTYPE, "%s: argument 'h0' is %s but 'b' is %s", fn, prn_dtype_name(h0->dtype),
+                        prn_dtype_name(b->dtype));
+    if ((int)algo < 0 || algo >= PRN_SCAN_ALGO_COUNT)
+        return PRN__ERR(ctx, PRN_ERR_INVALID_ARGUMENT, "%s: argument 'algo' is %d", fn, (int)algo);
+    if (b->ndim != 2 && b->ndim != 3)
+        return PRN__ERR(ctx, PRN_ERR_SHAPE, "%s: argument 'b' has %d axes; want [batch, T, C] or [T, C]", fn, b->ndim);
+    B = b->ndim == 3 ? b->shape[0] : 1;
+    T = b->shape[b->ndim - 2];
+    C = b->shape[b->ndim - 1];
+    if (a->ndim != b->ndim + block)
+        return PRN__ERR(ctx, PRN_ERR_SHAPE, "%s: argument 'a' has %d axes; want %d", fn, a->ndim, b->ndim + block);
+    for (i = 0; i < b->ndim; ++i)
+        if (a->shape[i] != b->shape[i]) {
+            char sa[64], sb[64];
+            prn__shape_str(a, sa, sizeof sa);
+            prn__shape_str(b, sb, sizeof sb);
+            return PRN__ERR(ctx, PRN_ERR_SHAPE, "%s: argument 'a' has shape %s, which does not fit 'b' %s", fn, sa, sb);
+        }
+    if (block) {
+        k = a->shape[a->ndim - 1];
+        if (k < 1 || k > 64 || C % k != 0)
+            return PRN__ERR(ctx, PRN_ERR_SHAPE, "%s: argument 'a': block size %lu must be 1..64 and divide C = %lu", fn,
+                            (unsigned long)k, (unsigned long)C);
+    }
+    if (T == 0) return PRN__ERR(ctx, PRN_ERR_SHAPE, "%s: argument 'b' has T = 0 steps", fn);
+    if (h0 && (h0->ndim != b->ndim - 1 || h0->numel != B * C || h0->shape[h0->ndim - 1] != C))
+        return PRN__ERR(ctx, PRN_ERR_SHAPE, "%s: argument 'h0' must be [batch, C] ([C] for one sequence)", fn);
+    if (B > 2147483647u || T > 2147483647u || C > 2147483647u)
+        return PRN__ERR(ctx, PRN_ERR_OVERFLOW, "%s: batch, T and C must each be below 2^31", fn);
+    if (block) PRN__NEED(ctx, scan_block, fn);
+    else PRN__NEED(ctx, scan_diag, fn);
+    PRN__NEED(ctx, strided_copy, fn); /* backward */
+    PRN__TRY(prn__tensor_like(ctx, fn, b, &y));
+    st = B * C == 0 ? PRN_OK
+         : block ? ctx->be->scan_block(ctx, b->dtype, reverse != 0, 0, algo, B, T, C, k, a->st->buf, b->st->buf,
+                                       h0 ? h0->st->buf : NULL, y->st->buf)
+                 : ctx->be->scan_diag(ctx, b->dtype, reverse != 0, algo, B, T, C, a->st->buf, b->st->buf,
+                                      h0 ? h0->st->buf : NULL, y->st->buf);
+    if (st != PRN_OK) { prn_tensor_free(y); return st; }
+    in[0] = a; in[1] = b; in[2] = h0;
+    iv[0] = reverse != 0; iv[1] = block; iv[2] = (int)B; iv[3] = (int)T; iv[4] = (int)C; iv[5] = (int)k;
+    return prn__finish(ctx, fn, y, in, h0 ? 3 : 2, prn__bw_scan, NULL, 0, iv, 6, out);
+}
+PRN__DEF prn_status prn_scan_diag(prn_context *ctx, prn_tensor *a, prn_tensor *b, prn_tensor *h0, int reverse,
+                                  prn_scan_algo algo, prn_tensor **out) {
+    return prn__scan_op(ctx, "prn_scan_diag", 0, a, b, h0, reverse, algo, out);
+}
+PRN__DEF prn_status prn_scan_block(prn_context *ctx, prn_tensor *a, prn_tensor *b, prn_tensor *h0, int reverse,
+                                   prn_scan_algo algo, prn_tensor **out) {
+    return prn__scan_op(ctx, "prn_scan_block", 1, a, b, h0, reverse, algo, out);
 }
 
 /* ------------------------------------------------------------------------
