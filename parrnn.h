@@ -3050,11 +3050,12 @@ PRN__FN prn_status prn__shift_time(prn_context *ctx, const char *fn, prn_tensor 
     return PRN_OK;
 }
 
-/* op->i = {reverse, block (0: diagonal), B, T, C, k} */
+/* op->i = {reverse, block (0: diagonal), B, T, C, k, algo}: the adjoint runs with the forward's algorithm */
 PRN__FN prn_status prn__bw_scan(prn_context *ctx, const prn_op *op, prn_tensor *g, prn_tensor **gin) {
     static const char fn[] = "prn_backward";
     prn_tensor *a = op->inputs[0], *h = op->output, *h0 = op->num_inputs > 2 ? op->inputs[2] : NULL;
     int rev = op->i[0], block = op->i[1];
+    prn_scan_algo algo = (prn_scan_algo)op->i[6];
     size_t B = (size_t)op->i[2], T = (size_t)op->i[3], C = (size_t)op->i[4], k = (size_t)op->i[5];
     size_t F = block ? C * k : C, first = rev ? T - 1 : 0;
     prn_tensor *ash = NULL, *lam = NULL, *hsh = NULL, *af = NULL, *lf = NULL, *p = NULL, *s = NULL;
@@ -3063,10 +3064,9 @@ PRN__FN prn_status prn__bw_scan(prn_context *ctx, const prn_op *op, prn_tensor *
     st = prn__shift_time(ctx, fn, a, B, T, F, rev ? 1 : -1, NULL, &ash);
     if (st == PRN_OK) st = prn__tensor_like(ctx, fn, g, &lam);
     if (st == PRN_OK)
-        st = block ? ctx->be->scan_block(ctx, g->dtype, !rev, 1, PRN_SCAN_AUTO, B, T, C, k, ash->st->buf, g->st->buf, NULL,
+        st = block ? ctx->be->scan_block(ctx, g->dtype, !rev, 1, algo, B, T, C, k, ash->st->buf, g->st->buf, NULL,
                                          lam->st->buf)
-                   : ctx->be->scan_diag(ctx, g->dtype, !rev, PRN_SCAN_AUTO, B, T, C, ash->st->buf, g->st->buf, NULL,
-                                        lam->st->buf);
+                   : ctx->be->scan_diag(ctx, g->dtype, !rev, algo, B, T, C, ash->st->buf, g->st->buf, NULL, lam->st->buf);
     prn_tensor_free(ash);
     if (st != PRN_OK) { prn_tensor_free(lam); return st; }
     if (op->needs_grad[0]) { /* dA[t] = lam[t] (outer) h[t-1] */
@@ -3113,7 +3113,7 @@ PRN__FN prn_status prn__scan_op(prn_context *ctx, const char *fn, int block, prn
                                 int reverse, prn_scan_algo algo, prn_tensor **out) {
     prn_tensor *in[3], *y = NULL;
     size_t B, T, C, k = 1;
-    int iv[6], i;
+    int iv[7], i;
     prn_status st;
     PRN__CTX(ctx, fn);
     PRN__TRY(prn__check_t(ctx, fn, "a", a, 1));
@@ -3162,8 +3162,8 @@ PRN__FN prn_status prn__scan_op(prn_context *ctx, const char *fn, int block, prn
                                       h0 ? h0->st->buf : NULL, y->st->buf);
     if (st != PRN_OK) { prn_tensor_free(y); return st; }
     in[0] = a; in[1] = b; in[2] = h0;
-    iv[0] = reverse != 0; iv[1] = block; iv[2] = (int)B; iv[3] = (int)T; iv[4] = (int)C; iv[5] = (int)k;
-    return prn__finish(ctx, fn, y, in, h0 ? 3 : 2, prn__bw_scan, NULL, 0, iv, 6, out);
+    iv[0] = reverse != 0; iv[1] = block; iv[2] = (int)B; iv[3] = (int)T; iv[4] = (int)C; iv[5] = (int)k; iv[6] = (int)algo;
+    return prn__finish(ctx, fn, y, in, h0 ? 3 : 2, prn__bw_scan, NULL, 0, iv, 7, out);
 }
 PRN__DEF prn_status prn_scan_diag(prn_context *ctx, prn_tensor *a, prn_tensor *b, prn_tensor *h0, int reverse,
                                   prn_scan_algo algo, prn_tensor **out) {

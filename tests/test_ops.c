@@ -187,6 +187,18 @@ static prn_status f_xent(prn_tensor **i, prn_tensor **o, const void *a) {
 }
 static prn_status f_mse(prn_tensor **i, prn_tensor **o, const void *a) { (void)a; return prn_mse(ctx, i[0], i[1], o); }
 
+typedef struct { int reverse, algo, block, h0; } scan_arg;
+static prn_status f_scan(prn_tensor **i, prn_tensor **o, const void *a) {
+    const scan_arg *sa = (const scan_arg *)a;
+    prn_tensor *h0 = sa->h0 ? i[2] : NULL;
+    return sa->block ? prn_scan_block(ctx, i[0], i[1], h0, sa->reverse, (prn_scan_algo)sa->algo, o)
+                     : prn_scan_diag(ctx, i[0], i[1], h0, sa->reverse, (prn_scan_algo)sa->algo, o);
+}
+static prn_status f_slice(prn_tensor **i, prn_tensor **o, const void *a) {
+    const size_t *s = (const size_t *)a;
+    return prn_slice(ctx, i[0], (int)s[0], s[1], s[2], o);
+}
+
 /* ---- forward tests with hand-computed values ---------------------------- */
 static void test_forward_elementwise(void) {
     const size_t s23[2] = {2, 3}, s3[1] = {3}, s21[2] = {2, 1};
@@ -427,6 +439,38 @@ static void test_grad_losses(void) {
     sp = spec2(2, s35, 1, s5, -2, 2); gradcheck("mse bcast target", f_mse, &sp, NULL);
 }
 
+static void test_grad_scans(void) {
+    /* every algorithm, both directions, with and without h0; diagonal,
+     * block (k = 2) and dense (k = C = 3); T = 5 and T = 1 */
+    static const size_t Ts[2] = {5, 1};
+    const size_t sl[3] = {1, 1, 2};
+    int al, rev, h0, kind, ti;
+    char name[96];
+    gc_spec sp;
+    for (kind = 0; kind < 3; ++kind)
+        for (ti = 0; ti < 2; ++ti)
+            for (al = 0; al < PRN_SCAN_ALGO_COUNT; ++al)
+                for (rev = 0; rev < 2; ++rev)
+                    for (h0 = 0; h0 < 2; ++h0) {
+                        scan_arg arg;
+                        size_t T = Ts[ti], C = kind == 1 ? 4 : 3, k = kind == 0 ? 0 : kind == 1 ? 2 : 3;
+                        memset(&sp, 0, sizeof sp);
+                        sp.n_in = h0 ? 3 : 2;
+                        sp.ndim[0] = k ? 4 : 3; sp.shape[0][0] = 2; sp.shape[0][1] = T; sp.shape[0][2] = C; sp.shape[0][3] = k;
+                        sp.ndim[1] = 3; sp.shape[1][0] = 2; sp.shape[1][1] = T; sp.shape[1][2] = C;
+                        sp.ndim[2] = 2; sp.shape[2][0] = 2; sp.shape[2][1] = C;
+                        sp.lo[0] = k ? -0.6 : -1.1; sp.hi[0] = k ? 0.6 : 1.1;
+                        sp.lo[1] = sp.lo[2] = -1; sp.hi[1] = sp.hi[2] = 1;
+                        arg.reverse = rev; arg.algo = al; arg.block = k != 0; arg.h0 = h0;
+                        snprintf(name, sizeof name, "scan %s T=%zu %s %s%s", kind == 0 ? "diag" : kind == 1 ? "block k=2" : "dense",
+                                 T, al == 0 ? "auto" : al == 1 ? "seq" : al == 2 ? "chunked" : "tree", rev ? "rev" : "fwd",
+                                 h0 ? " h0" : "");
+                        gradcheck(name, f_scan, &sp, &arg);
+                    }
+    sp = spec1(3, 2, 5, 3, -1, 1);
+    gradcheck("slice axis 1", f_slice, &sp, sl);
+}
+
 static void test_max_ties(void) {
     /* Ties share the gradient evenly. */
     const size_t s4[1] = {4};
@@ -531,6 +575,7 @@ int main(void) {
     PRNT_RUN(test_grad_matmul);
     PRNT_RUN(test_grad_reductions);
     PRNT_RUN(test_grad_losses);
+    PRNT_RUN(test_grad_scans);
     PRNT_RUN(test_max_ties);
     PRNT_RUN(test_edge_cases);
     PRNT_RUN(test_no_leaks);
