@@ -183,6 +183,20 @@ static void test_nan_propagates(void) {
         th = NULL;
     }
     prn_tensor_free(ta); prn_tensor_free(tb);
+    {   /* block scans too: a NaN in one block stays in that block */
+        const size_t sa[4] = {1, 9, 2, 1}, sb[3] = {1, 9, 2};
+        prn_tensor *ba = upload(PRN_F64, 4, sa, a, 18), *bb = upload(PRN_F64, 3, sb, b, 18);
+        for (al = 0; al < PRN_SCAN_ALGO_COUNT; ++al) {
+            PRNT_OK(ctx, prn_scan_block(ctx, ba, bb, NULL, 0, (prn_scan_algo)al, &th));
+            if (!th) continue;
+            prn_tensor_download(th, h, 18);
+            PRNT_CHECK(h[2] == 1.5 && h[4] != h[4] && h[16] != h[16] && h[17] == h[17], "block %s: NaN from step 2 on",
+                       algo_name[al]);
+            prn_tensor_free(th);
+            th = NULL;
+        }
+        prn_tensor_free(ba); prn_tensor_free(bb);
+    }
 }
 
 static void test_bad_input(void) {
