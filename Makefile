@@ -27,9 +27,9 @@ LDLIBS_ALL += $(BLAS_LIBS)
 endif
 endif
 
-TESTS    = test_ops test_autodiff test_scan test_conformance test_bad_input test_alloc_fail
-EXAMPLES = mlp_train
-BENCHES  = bench_ops
+TESTS    = test_ops test_autodiff test_scan test_conformance test_bad_input test_alloc_fail test_cells
+EXAMPLES = mlp_train scan_explain
+BENCHES  = bench_ops bench_scan
 TEST_BINS    = $(addprefix $(BUILD)/tests/,$(TESTS))
 EXAMPLE_BINS = $(addprefix $(BUILD)/examples/,$(EXAMPLES))
 BENCH_BINS   = $(addprefix $(BUILD)/bench/,$(BENCHES))
@@ -70,6 +70,7 @@ demo: $(BUILD)/examples/mlp_train
 
 bench: $(BENCH_BINS)
 	$(BUILD)/bench/bench_ops
+	$(BUILD)/bench/bench_scan
 
 clean:
 	rm -rf build build-san build-vg

@@ -333,6 +333,10 @@ PRNDEF prn_status prn_mse(prn_context *ctx, prn_tensor *pred, prn_tensor *target
 /* Elements start .. start+len-1 along axis (copied). */
 PRNDEF prn_status prn_slice(prn_context *ctx, prn_tensor *x, int axis, size_t start, size_t len,
                             prn_tensor **out);
+/* a followed by b along axis (copied): same dtype and ndim, equal sizes on
+ * every other axis; either may be empty along axis. The inverse of two
+ * prn_slice calls; the gradient is split back the same way. */
+PRNDEF prn_status prn_concat(prn_context *ctx, prn_tensor *a, prn_tensor *b, int axis, prn_tensor **out);
 
 /* ------------------------------------------------------------------------
  * Scans of linear recurrences, differentiable in a, b and h0
@@ -372,6 +376,113 @@ PRNDEF prn_status prn_scan_diag(prn_context *ctx, prn_tensor *a, prn_tensor *b, 
  * C. Dense: k = C. */
 PRNDEF prn_status prn_scan_block(prn_context *ctx, prn_tensor *a, prn_tensor *b, prn_tensor *h0, int reverse,
                                  prn_scan_algo algo, prn_tensor **out);
+
+/* ------------------------------------------------------------------------
+ * Linear-recurrence RNN cells
+ *
+ * Recurrent layers whose state depends linearly on its previous value, so
+ * that a whole sequence costs a few large matrix products (every time step
+ * at once) and one or two prn_scan_diag calls instead of T small steps.
+ * They are compositions of the ops above (no backend primitive of their
+ * own), recorded on the tape like any op: the parameters require grad, and
+ * prn_backward fills their gradients, x's and state0's.
+ *
+ * Shapes. x is [batch, T, input_size], or [T, input_size] for one sequence,
+ * T >= 1; the output h is [batch, T, hidden_size] ([T, hidden_size]). The
+ * state is what a sequence hands on to its continuation: state0 is
+ * [batch, state_size] ([state_size]) or NULL for zeros, and the final state
+ * (optional output) has the same shape, so that running x[:, :k] and then
+ * x[:, k:] from the first part's final state gives the h of one call on x.
+ *
+ * Notation, per time step t: x_t is a row of x; s() the logistic sigmoid;
+ * products of vectors are elementwise. Each cell has an input matrix W
+ * ([rows, n * hidden]) whose column blocks of hidden_size are the gates in
+ * the order listed, and a bias b; "x W_f" means x_t times the f block of W.
+ * H = hidden_size, I = input_size.
+ *
+ *   minGRU (Feng et al. 2024, "Were RNNs all we needed?"; not the log-space
+ *   form). W [I, 2H] = (z | h~), b [2H]. State: h (H).
+ *       z_t = s(x W_z + b_z)    h~_t = x W_h + b_h
+ *       h_t = (1 - z_t) h_{t-1} + z_t h~_t
+ *   minLSTM (same paper). W [I, 3H] = (f | i | h~), b [3H]. State: h (H).
+ *       f_t = s(x W_f + b_f)    i_t = s(x W_i + b_i)    h~_t = x W_h + b_h
+ *       h_t = f_t / (f_t + i_t) h_{t-1} + i_t / (f_t + i_t) h~_t
+ *   QRNN (Bradbury et al. 2017), fo-pooling, filter width 1 or 2.
+ *   W [width I, 3H] = (z | f | o), b [3H]; with width 2 the first I rows
+ *   multiply x_{t-1} and the last I rows x_t (x_{-1} comes from the state,
+ *   zero without one). State: c (H), then x_{T-1} (I) when width is 2.
+ *       z_t = tanh(x W_z + b_z)   f_t = s(x W_f + b_f)   o_t = s(x W_o + b_o)
+ *       c_t = f_t c_{t-1} + (1 - f_t) z_t        h_t = o_t c_t
+ *   SRU (Lei et al. 2018), without the v * c_{t-1} terms inside f and r (they
+ *   would make the recurrence nonlinear; this is the form scanned by Martin
+ *   & Cundy, with identity output activation). W [I, 3H] = (x~ | f | r)
+ *   when I == H; otherwise [I, 4H] = (x~ | f | r | p), p projecting x_t to
+ *   H for the highway term. b [2H] = (f | r). State: c (H).
+ *       x~_t = x W~   f_t = s(x W_f + b_f)   r_t = s(x W_r + b_r)
+ *       x'_t = x_t (I == H) or x W_p
+ *       c_t = f_t c_{t-1} + (1 - f_t) x~_t      h_t = r_t c_t + (1 - r_t) x'_t
+ *   GILR-LSTM (Martin & Cundy 2018): an LSTM whose gates read a gated
+ *   impulse linear recurrence h~ in place of h_{t-1}. W [I, 6H] =
+ *   (g | j | f | i | o | z), U [H, 4H] = (f | i | o | z), b [6H].
+ *   State: h~ (H), then c (H).
+ *       g_t = s(x W_g + b_g)    j_t = tanh(x W_j + b_j)
+ *       h~_t = g_t h~_{t-1} + (1 - g_t) j_t                  (first scan)
+ *       f_t, i_t, o_t = s(x W_k + h~_{t-1} U_k + b_k)   for k = f, i, o
+ *       z_t = tanh(x W_z + h~_{t-1} U_z + b_z)
+ *       c_t = f_t c_{t-1} + i_t z_t                          (second scan)
+ *       h_t = o_t c_t
+ *
+ * Initialisation, from the context's generator (prn_seed): W uniform in
+ * +-1/sqrt(rows of W), U uniform in +-1/sqrt(H), biases 0. Overwrite them
+ * with prn_tensor_upload for another scheme (e.g. a forget-gate bias).
+ */
+typedef struct prn_cell prn_cell;
+
+/* Create a cell of f32 or f64 parameters; input_size and hidden_size >= 1.
+ * Free it with prn_cell_free before its context. */
+PRNDEF prn_status prn_mingru_create(prn_context *ctx, prn_dtype dtype, size_t input_size, size_t hidden_size,
+                                    prn_cell **out);
+PRNDEF prn_status prn_minlstm_create(prn_context *ctx, prn_dtype dtype, size_t input_size, size_t hidden_size,
+                                     prn_cell **out);
+/* width: the filter width, 1 or 2. */
+PRNDEF prn_status prn_qrnn_create(prn_context *ctx, prn_dtype dtype, size_t input_size, size_t hidden_size,
+                                  int width, prn_cell **out);
+PRNDEF prn_status prn_sru_create(prn_context *ctx, prn_dtype dtype, size_t input_size, size_t hidden_size,
+                                 prn_cell **out);
+PRNDEF prn_status prn_gilr_lstm_create(prn_context *ctx, prn_dtype dtype, size_t input_size, size_t hidden_size,
+                                       prn_cell **out);
+/* Drops the cell's references to its parameters (an optimiser keeps its
+ * own). NULL is ok. */
+PRNDEF void prn_cell_free(prn_cell *cell);
+
+/* Runs the cell over x, all time steps at once: matrix products over
+ * [batch * T] rows, the recurrences by prn_scan_diag. Writes h and, when
+ * state is not NULL, the final state. state0 may be NULL (zeros). */
+PRNDEF prn_status prn_cell_forward(prn_context *ctx, const prn_cell *cell, prn_tensor *x, prn_tensor *state0,
+                                   prn_tensor **h, prn_tensor **state);
+/* The same cell evaluated step by step with ordinary ops (a slice of x,
+ * the step's matrix product and elementwise update, per t; h assembled by
+ * prn_concat): the reference for prn_cell_forward, and the form for
+ * stepping one input at a time (T = 1 with the previous state). */
+PRNDEF prn_status prn_cell_forward_sequential(prn_context *ctx, const prn_cell *cell, prn_tensor *x,
+                                              prn_tensor *state0, prn_tensor **h, prn_tensor **state);
+/* The scan algorithm prn_cell_forward passes to prn_scan_diag (default
+ * PRN_SCAN_AUTO). */
+PRNDEF prn_status prn_cell_set_scan_algo(prn_cell *cell, prn_scan_algo algo);
+
+/* The parameter tensors, e.g. for prn_optim_adam: returns how many there
+ * are and writes the first max of them to params (which may be NULL).
+ * They are owned by the cell (take a reference to keep one longer). */
+PRNDEF int prn_cell_params(const prn_cell *cell, prn_tensor **params, int max);
+/* "W", "U" or "b" for parameter index (order of prn_cell_params); NULL
+ * when out of range. */
+PRNDEF const char *prn_cell_param_name(const prn_cell *cell, int index);
+/* "mingru", "minlstm", "qrnn", "sru" or "gilr_lstm" ("" for NULL). */
+PRNDEF const char *prn_cell_name(const prn_cell *cell);
+PRNDEF size_t prn_cell_input_size(const prn_cell *cell);
+PRNDEF size_t prn_cell_hidden_size(const prn_cell *cell);
+/* Features of state0 and of the final state (see each cell above). */
+PRNDEF size_t prn_cell_state_size(const prn_cell *cell);
 
 /* ------------------------------------------------------------------------
  * Optimisers
@@ -1232,7 +1343,8 @@ PRN__FN prn_status prn__ref_adam_update(prn_context *ctx, prn_dtype dtype, size_
 #else
 #define PRN__OMP(x)
 #endif
-#define PRN__SCAN_LANES 8
+#define PRN__SCAN_LANES 4
+#define PRN__SCAN_SPAN ((size_t)4 << 20)
 #define PRN__SCAN_MIN_CHUNKED 4096
 /* logical step t of a sequence lives in row ROW(t) */
 #define PRN__ROW(t) (rev ? T - 1 - (t) : (t))
@@ -1251,55 +1363,110 @@ PRN__FN prn_status prn__ref_adam_update(prn_context *ctx, prn_dtype dtype, size_
               else { PRN__SIMD for (c = c0; c < c1; ++c) hn[r * C + c] = bn[r * C + c]; } \
           } } }
 
-/* Chunked diagonal scan of one sequence (n) with workspace ws:
- * ws[0 .. nch*C) reduced multipliers, then offsets, then carries in. */
-#define PRN__SCAN_CHUNK_DIAG(T_)                                                 \
-    { const T_ *an = (const T_ *)a + n * T * C, *bn = (const T_ *)b + n * T * C; \
-      T_ *hn = (T_ *)h + n * T * C, *Am = (T_ *)ws, *Bm = Am + nch * C, *Cin = Bm + nch * C; \
-      T_ *carry = Cin + nch * C; size_t c, sb;                                   \
-      for (c = 0; c < C; ++c) carry[c] = h0 ? ((const T_ *)h0)[n * C + c] : (T_)0; \
-      for (sb = 0; sb < T; sb += span) {                                         \
-          size_t len = T - sb < span ? T - sb : span;                            \
-          size_t S = (len + nch - 1) / nch; /* steps per chunk here */           \
-          long g;                                                                \
-          PRN__OMP(omp parallel num_threads(nt) if(par))                         \
-          {                                                                      \
-          PRN__OMP(omp for schedule(static))                                     \
-          for (g = 0; g < (long)(nch / PRN__SCAN_LANES); ++g) {                  \
-              size_t l, i, j0 = (size_t)g * PRN__SCAN_LANES;                     \
-              for (l = 0; l < PRN__SCAN_LANES; ++l) for (c = 0; c < C; ++c) {    \
-                  Am[(j0 + l) * C + c] = 1; Bm[(j0 + l) * C + c] = 0; }          \
-              for (i = 0; i < S; ++i)                                            \
-                  for (l = 0; l < PRN__SCAN_LANES; ++l) {                        \
-                      size_t j = j0 + l, t = sb + j * S + i;                     \
-                      T_ *am = Am + j * C, *bm = Bm + j * C;                     \
-                      const T_ *ar, *br;                                         \
-                      if (j * S + i >= len) continue;                            \
-                      ar = an + PRN__ROW(t) * C; br = bn + PRN__ROW(t) * C;      \
-                      PRN__SIMD for (c = 0; c < C; ++c) { bm[c] = ar[c] * bm[c] + br[c]; am[c] *= ar[c]; } \
-                  }                                                              \
-          }                                                                      \
-          PRN__OMP(omp single)                                                   \
-          {                                                                      \
-              size_t j;                                                          \
-              for (j = 0; j < nch; ++j) for (c = 0; c < C; ++c) {                \
-                  Cin[j * C + c] = carry[c];                                     \
-                  carry[c] = Am[j * C + c] * carry[c] + Bm[j * C + c]; }         \
-          }                                                                      \
-          PRN__OMP(omp for schedule(static))                                     \
-          for (g = 0; g < (long)(nch / PRN__SCAN_LANES); ++g) {                  \
-              size_t l, i, j0 = (size_t)g * PRN__SCAN_LANES;                     \
-              for (i = 0; i < S; ++i)                                            \
-                  for (l = 0; l < PRN__SCAN_LANES; ++l) {                        \
-                      size_t j = j0 + l, t = sb + j * S + i;                     \
-                      T_ *cur = Cin + j * C; const T_ *ar, *br; T_ *hr;          \
-                      if (j * S + i >= len) continue;                            \
-                      ar = an + PRN__ROW(t) * C; br = bn + PRN__ROW(t) * C; hr = hn + PRN__ROW(t) * C; \
-                      PRN__SIMD for (c = 0; c < C; ++c) { cur[c] = ar[c] * cur[c] + br[c]; hr[c] = cur[c]; } \
-                  }                                                              \
-          }                                                                      \
-          }                                                                      \
-      } }
+/* Chunked diagonal scan. A group folds (or expands) PRN__SCAN_LANES chunks
+ * in lockstep: with one channel the lanes are independent chains that hide
+ * the latency of each multiply-add; with more, the channel loop vectorises.
+ * pa/pb/ph[l] point at chunk l's first step, ds is the step between rows
+ * (negative in reverse), len[l] its length; m/o/cur hold C values per lane. */
+#define PRN__DEFINE_DIAG_CHUNK(T_, SFX)                                          \
+PRN__FN void prn__chunk_fold_##SFX(size_t C, ptrdiff_t ds, const T_ *const *pa, const T_ *const *pb, \
+                                   const size_t *len, T_ *m, T_ *o) {            \
+    size_t l, i, c, mn = len[0];                                                 \
+    for (l = 0; l < PRN__SCAN_LANES; ++l) {                                      \
+        if (len[l] < mn) mn = len[l];                                            \
+        for (c = 0; c < C; ++c) { m[l * C + c] = 1; o[l * C + c] = 0; }          \
+    }                                                                            \
+    if (C == 1) {                                                                \
+        for (i = 0; i < mn; ++i) {                                               \
+            ptrdiff_t off = (ptrdiff_t)i * ds;                                   \
+            for (l = 0; l < PRN__SCAN_LANES; ++l) {                              \
+                const T_ x = pa[l][off];                                         \
+                o[l] = x * o[l] + pb[l][off]; m[l] *= x; } }                     \
+    } else {                                                                     \
+        for (i = 0; i < mn; ++i) {                                               \
+            ptrdiff_t off = (ptrdiff_t)i * ds;                                   \
+            for (l = 0; l < PRN__SCAN_LANES; ++l) {                              \
+                const T_ *ar = pa[l] + off, *br = pb[l] + off;                   \
+                T_ *ml = m + l * C, *ol = o + l * C;                             \
+                PRN__SIMD for (c = 0; c < C; ++c) { ol[c] = ar[c] * ol[c] + br[c]; ml[c] *= ar[c]; } } } \
+    }                                                                            \
+    for (l = 0; l < PRN__SCAN_LANES; ++l)                                        \
+        for (i = mn; i < len[l]; ++i) {                                          \
+            const T_ *ar = pa[l] + (ptrdiff_t)i * ds, *br = pb[l] + (ptrdiff_t)i * ds; \
+            T_ *ml = m + l * C, *ol = o + l * C;                                 \
+            for (c = 0; c < C; ++c) { ol[c] = ar[c] * ol[c] + br[c]; ml[c] *= ar[c]; } } \
+}                                                                                \
+PRN__FN void prn__chunk_expand_##SFX(size_t C, ptrdiff_t ds, const T_ *const *pa, const T_ *const *pb, \
+                                     T_ *const *ph, const size_t *len, T_ *cur) { \
+    size_t l, i, c, mn = len[0];                                                 \
+    for (l = 0; l < PRN__SCAN_LANES; ++l) if (len[l] < mn) mn = len[l];          \
+    if (C == 1) {                                                                \
+        for (i = 0; i < mn; ++i) {                                               \
+            ptrdiff_t off = (ptrdiff_t)i * ds;                                   \
+            for (l = 0; l < PRN__SCAN_LANES; ++l) {                              \
+                const T_ x = pa[l][off] * cur[l] + pb[l][off];                   \
+                cur[l] = x; ph[l][off] = x; } }                                  \
+    } else {                                                                     \
+        for (i = 0; i < mn; ++i) {                                               \
+            ptrdiff_t off = (ptrdiff_t)i * ds;                                   \
+            for (l = 0; l < PRN__SCAN_LANES; ++l) {                              \
+                const T_ *ar = pa[l] + off, *br = pb[l] + off;                   \
+                T_ *hr = ph[l] + off, *cl = cur + l * C;                         \
+                PRN__SIMD for (c = 0; c < C; ++c) { cl[c] = ar[c] * cl[c] + br[c]; hr[c] = cl[c]; } } } \
+    }                                                                            \
+    for (l = 0; l < PRN__SCAN_LANES; ++l)                                        \
+        for (i = mn; i < len[l]; ++i) {                                          \
+            const T_ *ar = pa[l] + (ptrdiff_t)i * ds, *br = pb[l] + (ptrdiff_t)i * ds; \
+            T_ *hr = ph[l] + (ptrdiff_t)i * ds, *cl = cur + l * C;               \
+            for (c = 0; c < C; ++c) { cl[c] = ar[c] * cl[c] + br[c]; hr[c] = cl[c]; } } \
+}                                                                                \
+/* One sequence: superblocks of nch chunks; ws holds 3 * nch * C + C values. */ \
+PRN__FN void prn__scan_chunked_##SFX(int rev, size_t T, size_t C, const T_ *an, const T_ *bn, const T_ *h0n, \
+                                     T_ *hn, size_t nch, size_t span, int nt, int par, T_ *ws) { \
+    T_ *Am = ws, *Bm = Am + nch * C, *Cin = Bm + nch * C, *carry = Cin + nch * C; \
+    const ptrdiff_t ds = rev ? -(ptrdiff_t)C : (ptrdiff_t)C;                     \
+    size_t c, sb;                                                                \
+    for (c = 0; c < C; ++c) carry[c] = h0n ? h0n[c] : (T_)0;                     \
+    (void)nt; (void)par;                                                         \
+    PRN__OMP(omp parallel num_threads(nt) if(par) private(sb))                   \
+    for (sb = 0; sb < T; sb += span) {                                           \
+        const size_t len = T - sb < span ? T - sb : span, S = (len + nch - 1) / nch; \
+        long g;                                                                  \
+        PRN__OMP(omp for schedule(static))                                       \
+        for (g = 0; g < (long)(nch / PRN__SCAN_LANES); ++g) {                    \
+            const T_ *pa[PRN__SCAN_LANES], *pb[PRN__SCAN_LANES];                 \
+            size_t ln[PRN__SCAN_LANES], l;                                       \
+            for (l = 0; l < PRN__SCAN_LANES; ++l) {                              \
+                size_t st = ((size_t)g * PRN__SCAN_LANES + l) * S, t = sb + st;  \
+                size_t row = st < len ? (rev ? T - 1 - t : t) : 0;               \
+                ln[l] = st < len ? (len - st < S ? len - st : S) : 0;            \
+                pa[l] = an + row * C; pb[l] = bn + row * C;                      \
+            }                                                                    \
+            prn__chunk_fold_##SFX(C, ds, pa, pb, ln, Am + (size_t)g * PRN__SCAN_LANES * C, \
+                                  Bm + (size_t)g * PRN__SCAN_LANES * C);         \
+        }                                                                        \
+        PRN__OMP(omp single)                                                     \
+        {   size_t j, cc;                                                        \
+            for (j = 0; j < nch; ++j) for (cc = 0; cc < C; ++cc) {               \
+                Cin[j * C + cc] = carry[cc];                                     \
+                carry[cc] = Am[j * C + cc] * carry[cc] + Bm[j * C + cc]; } }     \
+        PRN__OMP(omp for schedule(static))                                       \
+        for (g = 0; g < (long)(nch / PRN__SCAN_LANES); ++g) {                    \
+            const T_ *pa[PRN__SCAN_LANES], *pb[PRN__SCAN_LANES];                 \
+            T_ *ph[PRN__SCAN_LANES];                                             \
+            size_t ln[PRN__SCAN_LANES], l;                                       \
+            for (l = 0; l < PRN__SCAN_LANES; ++l) {                              \
+                size_t st = ((size_t)g * PRN__SCAN_LANES + l) * S, t = sb + st;  \
+                size_t row = st < len ? (rev ? T - 1 - t : t) : 0;               \
+                ln[l] = st < len ? (len - st < S ? len - st : S) : 0;            \
+                pa[l] = an + row * C; pb[l] = bn + row * C; ph[l] = hn + row * C; \
+            }                                                                    \
+            prn__chunk_expand_##SFX(C, ds, pa, pb, ph, ln, Cin + (size_t)g * PRN__SCAN_LANES * C); \
+        }                                                                        \
+    }                                                                            \
+}
+PRN__DEFINE_DIAG_CHUNK(float, f32)
+PRN__DEFINE_DIAG_CHUNK(double, f64)
 
 /* Blelloch tree over one (sequence, channel): elements are affine maps
  * (m, o): h -> m*h + o; "later after earlier" is (m_l*m_e, m_l*o_e + o_l). */
@@ -1332,29 +1499,42 @@ PRN__FN prn_status prn__ref_scan_diag(prn_context *ctx, prn_dtype dtype, int rev
         algo = (batch * ngrp >= (size_t)nt || T < PRN__SCAN_MIN_CHUNKED) ? PRN_SCAN_SEQUENTIAL : PRN_SCAN_CHUNKED;
     if (algo == PRN_SCAN_SEQUENTIAL) {
         PRN__PAR_SETUP(ctx, batch * T * C);
-        if (batch * ngrp < (size_t)prn__nt) { /* few sequences: give threads channel groups */
-            grp = (C + (size_t)prn__nt - 1) / (size_t)prn__nt;
-            grp = grp < 8 ? 8 : (grp + 7) / 8 * 8;
-            ngrp = (C + grp - 1) / grp;
+        /* Each thread walks whole rows of as many channels as possible: a unit
+         * is a sequence, or for fewer sequences than threads, a share of its
+         * channels (a multiple of 16, so rows stay cache-line sized). */
+        if (batch >= (size_t)prn__nt) grp = C;
+        else {
+            size_t per = (size_t)prn__nt / batch;
+            grp = (C + per - 1) / per;
+            grp = (grp + 15) / 16 * 16;
         }
+        ngrp = (C + grp - 1) / grp;
         if (dtype == PRN_F32) PRN__SCAN_SEQ_DIAG(float)
         else PRN__SCAN_SEQ_DIAG(double)
         return PRN_OK;
     }
     if (algo == PRN_SCAN_CHUNKED) {
-        /* chunks per superblock: a multiple of the lanes, 8 groups per thread */
-        /* chunks of about 24 KiB of a, b and h, so a superblock stays in cache */
-        size_t nch = (size_t)nt * PRN__SCAN_LANES * 2, span = nch * (C < 128 ? 2048 / C : 16), n;
+        /* Superblocks of about PRN__SCAN_SPAN bytes of a, b and h: small enough
+         * to be read back from cache in the expand phase, large enough that
+         * the two barriers per superblock cost little. Each thread takes two
+         * groups of lanes. */
+        size_t nch = (size_t)nt * PRN__SCAN_LANES * 2, span = PRN__SCAN_SPAN / (3 * es * C), n;
+        span = span < nch * 16 ? nch * 16 : (span + nch - 1) / nch * nch;
         int par = nt > 1 && T * C >= PRN__PAR_MIN;
         void *ws;
         if (span > T) span = T;
         ws = prn_alloc(ctx, (3 * nch + 1) * C * es);
         if (!ws) return PRN__ERR(ctx, PRN_ERR_OUT_OF_MEMORY, "%s: out of memory for the chunk workspace", fn);
         for (n = 0; n < batch; ++n) {
-            if (dtype == PRN_F32) PRN__SCAN_CHUNK_DIAG(float)
-            else PRN__SCAN_CHUNK_DIAG(double)
+            if (dtype == PRN_F32)
+                prn__scan_chunked_f32(rev, T, C, (const float *)a + n * T * C, (const float *)b + n * T * C,
+                                      h0 ? (const float *)h0 + n * C : NULL, (float *)h + n * T * C, nch, span, nt, par,
+                                      (float *)ws);
+            else
+                prn__scan_chunked_f64(rev, T, C, (const double *)a + n * T * C, (const double *)b + n * T * C,
+                                      h0 ? (const double *)h0 + n * C : NULL, (double *)h + n * T * C, nch, span, nt, par,
+                                      (double *)ws);
         }
-        (void)par;
         prn_free(ctx, ws);
         return PRN_OK;
     }
@@ -3024,6 +3204,59 @@ PRN__DEF prn_status prn_slice(prn_context *ctx, prn_tensor *x, int axis, size_t 
     return prn__finish(ctx, fn, y, &x, 1, prn__bw_slice, &f, 1, &axis, 1, out);
 }
 
+/* --- concatenation ---------------------------------------------------- */
+PRN__FN prn_status prn__bw_concat(prn_context *ctx, const prn_op *op, prn_tensor *g, prn_tensor **gin) {
+    int axis = op->i[0];
+    size_t na = op->inputs[0]->shape[axis];
+    if (op->needs_grad[0]) PRN__TRY(prn__slice_raw(ctx, "prn_backward", g, axis, 0, na, &gin[0]));
+    if (op->needs_grad[1])
+        PRN__TRY(prn__slice_raw(ctx, "prn_backward", g, axis, na, op->inputs[1]->shape[axis], &gin[1]));
+    return PRN_OK;
+}
+PRN__DEF prn_status prn_concat(prn_context *ctx, prn_tensor *a, prn_tensor *b, int axis, prn_tensor **out) {
+    static const char fn[] = "prn_concat";
+    size_t outer, na, nb, inner, shape[4] = {0, 0, 0, 0}, sh4[4], xs[4], ys[4];
+    prn_tensor *in[2], *y = NULL;
+    prn_status st = PRN_OK;
+    int i;
+    PRN__CTX(ctx, fn);
+    PRN__TRY(prn__check_t(ctx, fn, "a", a, 0));
+    PRN__TRY(prn__check_t(ctx, fn, "b", b, 0));
+    PRN__CHECK_OUT(ctx, fn, out);
+    PRN__TRY(prn__same_dtype(ctx, fn, a, b));
+    PRN__TRY(prn__norm_axis(ctx, fn, a, &axis));
+    for (i = 0; i < a->ndim; ++i)
+        if (a->ndim != b->ndim || (i != axis && a->shape[i] != b->shape[i])) {
+            char sa[64], sb[64];
+            prn__shape_str(a, sa, sizeof sa);
+            prn__shape_str(b, sb, sizeof sb);
+            return PRN__ERR(ctx, PRN_ERR_SHAPE, "%s: argument 'b' has shape %s, which does not fit 'a' %s outside axis %d",
+                            fn, sb, sa, axis);
+        }
+    if (a->shape[axis] + b->shape[axis] < a->shape[axis])
+        return PRN__ERR(ctx, PRN_ERR_OVERFLOW, "%s: the joined axis overflows size_t", fn);
+    PRN__NEED(ctx, strided_copy, fn);
+    prn__split3(a, axis, &outer, &na, &inner);
+    nb = b->shape[axis];
+    memcpy(shape, a->shape, sizeof shape);
+    shape[axis] = na + nb;
+    PRN__TRY(prn__tensor_new(ctx, fn, a->dtype, a->ndim, shape, &y));
+    /* x viewed as [outer, n, inner] written at offset 0 (a) or na * inner (b) */
+    sh4[0] = 1; sh4[1] = outer; sh4[3] = inner;
+    ys[0] = 0; ys[1] = (na + nb) * inner; ys[2] = inner; ys[3] = 1;
+    xs[0] = 0; xs[2] = inner; xs[3] = 1;
+    sh4[2] = na; xs[1] = na * inner;
+    if (a->numel) st = ctx->be->strided_copy(ctx, a->dtype, sh4, a->st->buf, 0, xs, y->st->buf, 0, ys);
+    sh4[2] = nb; xs[1] = nb * inner;
+    if (st == PRN_OK && b->numel)
+        st = ctx->be->strided_copy(ctx, b->dtype, sh4, b->st->buf, 0, xs, y->st->buf, na * inner, ys);
+    if (st != PRN_OK) { prn_tensor_free(y); return st; }
+    if (a->dtype == PRN_I32) { *out = y; return PRN_OK; }
+    in[0] = a;
+    in[1] = b;
+    return prn__finish(ctx, fn, y, in, 2, prn__bw_concat, NULL, 0, &axis, 1, out);
+}
+
 /* --- scans ------------------------------------------------------------ */
 /* x [B, T, F] shifted one step along time: towards later steps (dir > 0:
  * y[t] = x[t-1]) or earlier ones (y[t] = x[t+1]); the freed end is edge
@@ -3172,6 +3405,468 @@ PRN__DEF prn_status prn_scan_diag(prn_context *ctx, prn_tensor *a, prn_tensor *b
 PRN__DEF prn_status prn_scan_block(prn_context *ctx, prn_tensor *a, prn_tensor *b, prn_tensor *h0, int reverse,
                                    prn_scan_algo algo, prn_tensor **out) {
     return prn__scan_op(ctx, "prn_scan_block", 1, a, b, h0, reverse, algo, out);
+}
+
+/* ------------------------------------------------------------------------
+ * Linear-recurrence RNN cells: compositions of recorded ops (API section)
+ * ---------------------------------------------------------------------- */
+typedef enum prn__cell_kind { PRN__MINGRU, PRN__MINLSTM, PRN__QRNN, PRN__SRU, PRN__GILR } prn__cell_kind;
+
+struct prn_cell {
+    prn_context *ctx;
+    prn__cell_kind kind;
+    prn_dtype dtype;
+    size_t in, hid, gates;  /* gates: column blocks of W                 */
+    int width;              /* rows of W = width * in (QRNN; else 1)     */
+    prn_scan_algo algo;
+    prn_tensor *W, *U, *b;  /* U: GILR-LSTM only                         */
+};
+
+/* The temporaries of one cell evaluation. Each helper below runs one op
+ * unless an earlier one failed (then it does nothing and returns NULL; the
+ * first failure stays in st) and keeps the result here until released. */
+typedef struct prn__cw {
+    prn_context *ctx;
+    prn_status st;
+    size_t n, cap;
+    prn_tensor **t;
+} prn__cw;
+
+PRN__FN prn_tensor *prn__cw_keep(prn__cw *w, prn_status st, prn_tensor *y) {
+    if (st != PRN_OK) { w->st = st; return NULL; }
+    if (w->n == w->cap) {
+        size_t cap = w->cap ? 2 * w->cap : 32;
+        prn_tensor **nt = (prn_tensor **)prn_alloc(w->ctx, cap * sizeof *nt);
+        if (!nt) { prn_tensor_free(y); w->st = PRN_ERR_OUT_OF_MEMORY; return NULL; }
+        if (w->n) memcpy(nt, w->t, w->n * sizeof *nt);
+        prn_free(w->ctx, w->t);
+        w->t = nt;
+        w->cap = cap;
+    }
+    w->t[w->n++] = y;
+    return y;
+}
+PRN__FN void prn__cw_release(prn__cw *w, size_t mark) {
+    while (w->n > mark) prn_tensor_free(w->t[--w->n]);
+}
+typedef prn_status (*prn__cw_op1)(prn_context *, prn_tensor *, prn_tensor **);
+typedef prn_status (*prn__cw_op2)(prn_context *, prn_tensor *, prn_tensor *, prn_tensor **);
+PRN__FN prn_tensor *prn__cw1(prn__cw *w, prn__cw_op1 f, prn_tensor *x) {
+    prn_tensor *y = NULL;
+    prn_status st;
+    if (w->st != PRN_OK) return NULL;
+    st = f(w->ctx, x, &y);
+    return prn__cw_keep(w, st, y);
+}
+PRN__FN prn_tensor *prn__cw2(prn__cw *w, prn__cw_op2 f, prn_tensor *a, prn_tensor *b) {
+    prn_tensor *y = NULL;
+    prn_status st;
+    if (w->st != PRN_OK) return NULL;
+    st = f(w->ctx, a, b, &y);
+    return prn__cw_keep(w, st, y);
+}
+PRN__FN prn_tensor *prn__cw_slice(prn__cw *w, prn_tensor *x, int axis, size_t start, size_t len) {
+    prn_tensor *y = NULL;
+    prn_status st;
+    if (w->st != PRN_OK) return NULL;
+    st = prn_slice(w->ctx, x, axis, start, len, &y);
+    return prn__cw_keep(w, st, y);
+}
+PRN__FN prn_tensor *prn__cw_cat(prn__cw *w, prn_tensor *a, prn_tensor *b, int axis) {
+    prn_tensor *y = NULL;
+    prn_status st;
+    if (w->st != PRN_OK) return NULL;
+    st = prn_concat(w->ctx, a, b, axis, &y);
+    return prn__cw_keep(w, st, y);
+}
+/* x reshaped to [d0, d1] (nd 2) or [d0, d1, d2] (nd 3); zeros (x NULL) of dtype dt */
+PRN__FN prn_tensor *prn__cw_shape(prn__cw *w, prn_tensor *x, prn_dtype dt, int nd, size_t d0, size_t d1, size_t d2) {
+    size_t s[3];
+    prn_tensor *y = NULL;
+    prn_status st;
+    if (w->st != PRN_OK) return NULL;
+    s[0] = d0; s[1] = d1; s[2] = d2;
+    st = x ? prn_reshape(w->ctx, x, nd, s, &y) : prn_tensor_create(w->ctx, dt, nd, s, &y);
+    return prn__cw_keep(w, st, y);
+}
+PRN__FN prn_tensor *prn__cw_scan(prn__cw *w, prn_tensor *a, prn_tensor *b, prn_tensor *h0, prn_scan_algo algo) {
+    prn_tensor *y = NULL;
+    prn_status st;
+    if (w->st != PRN_OK) return NULL;
+    st = prn_scan_diag(w->ctx, a, b, h0, 0, algo, &y);
+    return prn__cw_keep(w, st, y);
+}
+/* 1 - s(p), as s(-p) */
+PRN__FN prn_tensor *prn__cw_sigc(prn__cw *w, prn_tensor *p) {
+    return prn__cw1(w, prn_sigmoid, prn__cw1(w, prn_neg, p));
+}
+/* X [B, T, F] delayed one step: row 0 is first ([B, F]; NULL: zeros). */
+PRN__FN prn_tensor *prn__cw_delay(prn__cw *w, prn_tensor *X, prn_dtype dt, size_t B, size_t T, size_t F,
+                                  prn_tensor *first) {
+    prn_tensor *f3 = prn__cw_shape(w, first, dt, 3, B, 1, F);
+    return T == 1 ? f3 : prn__cw_cat(w, f3, prn__cw_slice(w, X, 1, 0, T - 1), 1);
+}
+/* The last step of X [B, T, F], as [B, F]. */
+PRN__FN prn_tensor *prn__cw_last(prn__cw *w, prn_tensor *X, size_t B, size_t T, size_t F) {
+    return prn__cw_shape(w, prn__cw_slice(w, X, 1, T - 1, 1), PRN_F32, 2, B, F, 0);
+}
+
+/* Pre-activations x W + b of rows X [rows, width * I] (SRU: x W; its bias
+ * covers f and r only and is added in prn__cell_coef). */
+PRN__FN prn_tensor *prn__cell_gates(prn__cw *w, const prn_cell *c, prn_tensor *X) {
+    prn_tensor *g = prn__cw2(w, prn_matmul, X, c->W);
+    return c->kind == PRN__SRU ? g : prn__cw2(w, prn_add, g, c->b);
+}
+/* Coefficients of c_t = a_t c_{t-1} + b_t and the output gate *o (cells
+ * that have one) from pre-activations P with the gate blocks along the last
+ * axis: [B, T, n H] for every step at once, [B, n H] for one step. gilr1:
+ * the h~ recurrence of the GILR-LSTM (P = its g | j blocks); for the
+ * GILR-LSTM's c recurrence P is f | i | o | z with the U term added. */
+PRN__FN void prn__cell_coef(prn__cw *w, const prn_cell *c, int gilr1, prn_tensor *P, prn_tensor **a, prn_tensor **b,
+                            prn_tensor **o) {
+    size_t H = c->hid;
+    prn_tensor *p0 = prn__cw_slice(w, P, -1, 0, H), *p1, *f, *i, *s;
+    *o = NULL;
+    if (gilr1) { /* g | j */
+        p1 = prn__cw_slice(w, P, -1, H, H);
+        *a = prn__cw1(w, prn_sigmoid, p0);
+        *b = prn__cw2(w, prn_mul, prn__cw_sigc(w, p0), prn__cw1(w, prn_tanh, p1));
+        return;
+    }
+    switch (c->kind) {
+    case PRN__MINGRU: /* z | h~ */
+        p1 = prn__cw_slice(w, P, -1, H, H);
+        *a = prn__cw_sigc(w, p0);
+        *b = prn__cw2(w, prn_mul, prn__cw1(w, prn_sigmoid, p0), p1);
+        break;
+    case PRN__MINLSTM: /* f | i | h~ */
+        f = prn__cw1(w, prn_sigmoid, p0);
+        i = prn__cw1(w, prn_sigmoid, prn__cw_slice(w, P, -1, H, H));
+        s = prn__cw2(w, prn_add, f, i);
+        *a = prn__cw2(w, prn_div, f, s);
+        *b = prn__cw2(w, prn_mul, prn__cw2(w, prn_div, i, s), prn__cw_slice(w, P, -1, 2 * H, H));
+        break;
+    case PRN__QRNN: /* z | f | o */
+        p1 = prn__cw_slice(w, P, -1, H, H);
+        *a = prn__cw1(w, prn_sigmoid, p1);
+        *b = prn__cw2(w, prn_mul, prn__cw_sigc(w, p1), prn__cw1(w, prn_tanh, p0));
+        *o = prn__cw1(w, prn_sigmoid, prn__cw_slice(w, P, -1, 2 * H, H));
+        break;
+    case PRN__SRU: /* x~ | f | r (| p) */
+        s = prn__cw2(w, prn_add, prn__cw_slice(w, P, -1, H, 2 * H), c->b);
+        f = prn__cw_slice(w, s, -1, 0, H);
+        *a = prn__cw1(w, prn_sigmoid, f);
+        *b = prn__cw2(w, prn_mul, prn__cw_sigc(w, f), p0);
+        *o = prn__cw1(w, prn_sigmoid, prn__cw_slice(w, s, -1, H, H));
+        break;
+    default: /* GILR-LSTM c: f | i | o | z */
+        *a = prn__cw1(w, prn_sigmoid, p0);
+        *b = prn__cw2(w, prn_mul, prn__cw1(w, prn_sigmoid, prn__cw_slice(w, P, -1, H, H)),
+                      prn__cw1(w, prn_tanh, prn__cw_slice(w, P, -1, 3 * H, H)));
+        *o = prn__cw1(w, prn_sigmoid, prn__cw_slice(w, P, -1, 2 * H, H));
+        break;
+    }
+}
+/* The output h from the state c (skip: SRU's highway input x'). */
+PRN__FN prn_tensor *prn__cell_out(prn__cw *w, const prn_cell *c, prn_tensor *cs, prn_tensor *o, prn_tensor *skip) {
+    if (c->kind == PRN__MINGRU || c->kind == PRN__MINLSTM) return cs;
+    if (c->kind == PRN__SRU) /* r c + (1 - r) x' = r (c - x') + x' */
+        return prn__cw2(w, prn_add, prn__cw2(w, prn_mul, o, prn__cw2(w, prn_sub, cs, skip)), skip);
+    return prn__cw2(w, prn_mul, o, cs);
+}
+/* state0 [B, S] split into c0, h~0 (GILR-LSTM) and x_{-1} (QRNN width 2). */
+PRN__FN void prn__cell_split(prn__cw *w, const prn_cell *c, prn_tensor *s0, prn_tensor **c0, prn_tensor **ht0,
+                             prn_tensor **xp0) {
+    *c0 = *ht0 = *xp0 = NULL;
+    if (!s0) return;
+    if (c->kind == PRN__GILR) {
+        *ht0 = prn__cw_slice(w, s0, 1, 0, c->hid);
+        *c0 = prn__cw_slice(w, s0, 1, c->hid, c->hid);
+    } else if (c->width == 2) {
+        *c0 = prn__cw_slice(w, s0, 1, 0, c->hid);
+        *xp0 = prn__cw_slice(w, s0, 1, c->hid, c->in);
+    } else {
+        *c0 = s0;
+    }
+}
+/* The state [B, S] from its parts ([B, H], [B, H], [B, I]). */
+PRN__FN prn_tensor *prn__cell_join(prn__cw *w, const prn_cell *c, prn_tensor *cT, prn_tensor *htT, prn_tensor *xT) {
+    if (c->kind == PRN__GILR) return prn__cw_cat(w, htT, cT, 1);
+    if (c->width == 2) return prn__cw_cat(w, cT, xT, 1);
+    return cT;
+}
+
+/* Every step at once: x [B, T, I]; s0 [B, S] or NULL. */
+PRN__FN void prn__cell_par(prn__cw *w, const prn_cell *c, prn_tensor *x, prn_tensor *s0, size_t B, size_t T,
+                           int want_state, prn_tensor **h, prn_tensor **sT) {
+    size_t H = c->hid, In = c->in; /* not I: <complex.h> (via cblas.h) defines it */
+    prn_tensor *c0, *ht0, *xp0, *xin = x, *G, *P, *a = NULL, *b = NULL, *o = NULL, *cs, *ht = NULL, *skip = NULL;
+    prn__cell_split(w, c, s0, &c0, &ht0, &xp0);
+    if (c->width == 2) /* rows x_{t-1} | x_t */
+        xin = prn__cw_cat(w, prn__cw_delay(w, x, c->dtype, B, T, In, xp0), x, 2);
+    G = prn__cw_shape(w, prn__cell_gates(w, c, prn__cw_shape(w, xin, c->dtype, 2, B * T, c->width * In, 0)),
+                      c->dtype, 3, B, T, c->gates * H);
+    P = G;
+    if (c->kind == PRN__GILR) {
+        prn_tensor *hp, *u;
+        prn__cell_coef(w, c, 1, prn__cw_slice(w, G, 2, 0, 2 * H), &a, &b, &o);
+        ht = prn__cw_scan(w, a, b, ht0, c->algo);
+        hp = prn__cw_delay(w, ht, c->dtype, B, T, H, ht0); /* h~_{t-1} */
+        u = prn__cw2(w, prn_matmul, prn__cw_shape(w, hp, c->dtype, 2, B * T, H, 0), c->U);
+        P = prn__cw2(w, prn_add, prn__cw_slice(w, G, 2, 2 * H, 4 * H), prn__cw_shape(w, u, c->dtype, 3, B, T, 4 * H));
+    }
+    prn__cell_coef(w, c, 0, P, &a, &b, &o);
+    cs = prn__cw_scan(w, a, b, c0, c->algo);
+    if (c->kind == PRN__SRU) skip = In == H ? x : prn__cw_slice(w, P, 2, 3 * H, H);
+    *h = prn__cell_out(w, c, cs, o, skip);
+    if (want_state)
+        *sT = prn__cell_join(w, c, prn__cw_last(w, cs, B, T, H), ht ? prn__cw_last(w, ht, B, T, H) : NULL,
+                             c->width == 2 ? prn__cw_last(w, x, B, T, In) : NULL);
+}
+
+/* One step at a time with ordinary ops; h joined by pairwise prn_concat. */
+PRN__FN void prn__cell_seq(prn__cw *w, const prn_cell *c, prn_tensor *x, prn_tensor *s0, size_t B, size_t T,
+                           int want_state, prn_tensor **h, prn_tensor **sT) {
+    size_t H = c->hid, In = c->in, t, k, n;
+    prn_tensor *c0, *ht0, *xp0, *car[3], **hs;  /* carried (own references): c, h~, x_{t-1} */
+    prn__cell_split(w, c, s0, &c0, &ht0, &xp0);
+    car[0] = c0 ? prn_tensor_retain(c0) : NULL;
+    car[1] = ht0 ? prn_tensor_retain(ht0) : NULL;
+    car[2] = xp0 ? prn_tensor_retain(xp0) : NULL;
+    hs = w->st == PRN_OK ? (prn_tensor **)prn_alloc(w->ctx, T * sizeof *hs) : NULL;
+    if (hs) memset(hs, 0, T * sizeof *hs);
+    else if (w->st == PRN_OK) w->st = PRN_ERR_OUT_OF_MEMORY;
+    for (t = 0; t < T && w->st == PRN_OK; ++t) {
+        size_t mark = w->n;
+        prn_tensor *xt, *xin, *G, *P, *a = NULL, *b = NULL, *o = NULL, *nc, *nh = NULL, *y, *skip = NULL, *keep[3];
+        xt = prn__cw_shape(w, prn__cw_slice(w, x, 1, t, 1), c->dtype, 2, B, In, 0);
+        xin = c->width == 2 ? prn__cw_cat(w, car[2] ? car[2] : prn__cw_shape(w, NULL, c->dtype, 2, B, In, 0), xt, 1) : xt;
+        G = prn__cell_gates(w, c, xin);
+        P = G;
+        if (c->kind == PRN__GILR) {
+            prn__cell_coef(w, c, 1, prn__cw_slice(w, G, 1, 0, 2 * H), &a, &b, &o);
+            nh = car[1] ? prn__cw2(w, prn_add, prn__cw2(w, prn_mul, a, car[1]), b) : b;
+            P = prn__cw_slice(w, G, 1, 2 * H, 4 * H);
+            if (car[1]) P = prn__cw2(w, prn_add, P, prn__cw2(w, prn_matmul, car[1], c->U));
+        }
+        prn__cell_coef(w, c, 0, P, &a, &b, &o);
+        nc = car[0] ? prn__cw2(w, prn_add, prn__cw2(w, prn_mul, a, car[0]), b) : b;
+        if (c->kind == PRN__SRU) skip = In == H ? xt : prn__cw_slice(w, P, 1, 3 * H, H);
+        y = prn__cw_shape(w, prn__cell_out(w, c, nc, o, skip), c->dtype, 3, B, 1, H);
+        if (w->st != PRN_OK) break;
+        hs[t] = prn_tensor_retain(y);
+        keep[0] = nc;
+        keep[1] = c->kind == PRN__GILR ? nh : NULL;
+        keep[2] = c->width == 2 ? xt : NULL;
+        for (k = 0; k < 3; ++k) if (keep[k]) prn_tensor_retain(keep[k]);
+        prn__cw_release(w, mark);
+        for (k = 0; k < 3; ++k) { prn_tensor_free(car[k]); car[k] = keep[k]; }
+    }
+    /* h: the steps joined pairwise, ceil(log2 T) rounds */
+    for (n = T; n > 1 && w->st == PRN_OK; n = (n + 1) / 2) {
+        for (k = 0; k < n / 2; ++k) {
+            prn_tensor *y = NULL;
+            prn_status st = prn_concat(w->ctx, hs[2 * k], hs[2 * k + 1], 1, &y);
+            if (st != PRN_OK) { w->st = st; break; }
+            prn_tensor_free(hs[2 * k]);
+            prn_tensor_free(hs[2 * k + 1]);
+            hs[2 * k] = hs[2 * k + 1] = NULL;
+            hs[k] = y;
+        }
+        if (w->st == PRN_OK && n % 2) { hs[n / 2] = hs[n - 1]; hs[n - 1] = NULL; }
+    }
+    if (w->st == PRN_OK) { *h = prn__cw_keep(w, PRN_OK, hs[0]); hs[0] = NULL; }
+    for (k = 0; k < 3; ++k) { /* handed to the scratch list, which frees them */
+        if (car[k] && w->st == PRN_OK) prn__cw_keep(w, PRN_OK, car[k]);
+        else prn_tensor_free(car[k]);
+    }
+    if (want_state && w->st == PRN_OK) *sT = prn__cell_join(w, c, car[0], car[1], car[2]);
+    for (k = 0; hs && k < T; ++k) prn_tensor_free(hs[k]);
+    prn_free(w->ctx, hs);
+}
+
+PRN__FN prn_status prn__cell_run(prn_context *ctx, const char *fn, const prn_cell *c, prn_tensor *x,
+                                 prn_tensor *state0, int seq, prn_tensor **h, prn_tensor **state) {
+    prn__cw w;
+    size_t B, T, S, mark;
+    prn_tensor *xb, *s0 = NULL, *hh = NULL, *ss = NULL;
+    prn_status st;
+    int one;
+    PRN__CTX(ctx, fn);
+    if (!c) return PRN__ERR(ctx, PRN_ERR_NULL_ARGUMENT, "%s: argument 'cell' is NULL", fn);
+    if (c->ctx != ctx)
+        return PRN__ERR(ctx, PRN_ERR_CONTEXT_MISMATCH, "%s: argument 'cell' belongs to another context", fn);
+    PRN__TRY(prn__check_t(ctx, fn, "x", x, 1));
+    if (state0) PRN__TRY(prn__check_t(ctx, fn, "state0", state0, 1));
+    if (!h) return PRN__ERR(ctx, PRN_ERR_NULL_ARGUMENT, "%s: argument 'h' is NULL", fn);
+    if (x->dtype != c->dtype || (state0 && state0->dtype != c->dtype))
+        return PRN__ERR(ctx, PRN_ERR_DTYPE, "%s: argument '%s' is %s but the cell's parameters are %s", fn,
+                        x->dtype != c->dtype ? "x" : "state0",
+                        prn_dtype_name(x->dtype != c->dtype ? x->dtype : state0->dtype), prn_dtype_name(c->dtype));
+    if (x->ndim != 2 && x->ndim != 3)
+        return PRN__ERR(ctx, PRN_ERR_SHAPE, "%s: argument 'x' has %d axes; want [batch, T, input_size] or "
+                        "[T, input_size]", fn, x->ndim);
+    one = x->ndim == 2;
+    B = one ? 1 : x->shape[0];
+    T = x->shape[x->ndim - 2];
+    S = prn_cell_state_size(c);
+    if (x->shape[x->ndim - 1] != c->in)
+        return PRN__ERR(ctx, PRN_ERR_SHAPE, "%s: argument 'x' has %lu features per step but the cell (%s) has "
+                        "input_size %lu", fn, (unsigned long)x->shape[x->ndim - 1], prn_cell_name(c),
+                        (unsigned long)c->in);
+    if (T == 0) return PRN__ERR(ctx, PRN_ERR_SHAPE, "%s: argument 'x' has T = 0 steps", fn);
+    if (state0 && (state0->ndim != x->ndim - 1 || state0->shape[state0->ndim - 1] != S ||
+                   (!one && state0->shape[0] != B))) {
+        char s[64];
+        prn__shape_str(state0, s, sizeof s);
+        if (one)
+            return PRN__ERR(ctx, PRN_ERR_SHAPE, "%s: argument 'state0' has shape %s; want [%lu] (state_size of %s) "
+                            "for an x of [T, input_size]", fn, s, (unsigned long)S, prn_cell_name(c));
+        return PRN__ERR(ctx, PRN_ERR_SHAPE, "%s: argument 'state0' has shape %s; want [%lu, %lu] (batch, state_size "
+                        "of %s)", fn, s, (unsigned long)B, (unsigned long)S, prn_cell_name(c));
+    }
+    mark = ctx->tape_n;
+    memset(&w, 0, sizeof w);
+    w.ctx = ctx;
+    w.st = PRN_OK;
+    xb = one ? prn__cw_shape(&w, x, c->dtype, 3, 1, T, c->in) : x;
+    if (state0) s0 = one ? prn__cw_shape(&w, state0, c->dtype, 2, 1, S, 0) : state0;
+    if (seq) prn__cell_seq(&w, c, xb, s0, B, T, state != NULL, &hh, &ss);
+    else prn__cell_par(&w, c, xb, s0, B, T, state != NULL, &hh, &ss);
+    if (one) {
+        hh = prn__cw_shape(&w, hh, c->dtype, 2, T, c->hid, 0);
+        if (state) ss = prn__cw_shape(&w, ss, c->dtype, 1, S, 0, 0);
+    }
+    st = w.st;
+    if (st == PRN_OK) {
+        *h = prn_tensor_retain(hh);
+        if (state) *state = prn_tensor_retain(ss);
+    }
+    prn__cw_release(&w, 0);
+    prn_free(ctx, w.t);
+    if (st != PRN_OK) prn__tape_truncate(ctx, mark);
+    return prn__in_fn(ctx, fn, st);
+}
+PRN__DEF prn_status prn_cell_forward(prn_context *ctx, const prn_cell *cell, prn_tensor *x, prn_tensor *state0,
+                                     prn_tensor **h, prn_tensor **state) {
+    return prn__cell_run(ctx, "prn_cell_forward", cell, x, state0, 0, h, state);
+}
+PRN__DEF prn_status prn_cell_forward_sequential(prn_context *ctx, const prn_cell *cell, prn_tensor *x,
+                                                prn_tensor *state0, prn_tensor **h, prn_tensor **state) {
+    return prn__cell_run(ctx, "prn_cell_forward_sequential", cell, x, state0, 1, h, state);
+}
+
+PRN__FN prn_status prn__cell_create(prn_context *ctx, const char *fn, prn__cell_kind kind, prn_dtype dtype, size_t in,
+                                    size_t hid, int width, prn_cell **out) {
+    prn_cell *c;
+    size_t shape[2];
+    double r;
+    prn_status st;
+    PRN__CTX(ctx, fn);
+    PRN__CHECK_OUT(ctx, fn, out);
+    if (dtype != PRN_F32 && dtype != PRN_F64)
+        return PRN__ERR(ctx, PRN_ERR_DTYPE, "%s: argument 'dtype' is %s (%d); cells need f32 or f64", fn,
+                        prn_dtype_name(dtype), (int)dtype);
+    if (in < 1 || hid < 1)
+        return PRN__ERR(ctx, PRN_ERR_INVALID_ARGUMENT, "%s: argument '%s' is 0; must be at least 1", fn,
+                        in < 1 ? "input_size" : "hidden_size");
+    if (in > 0x3fffffff || hid > 0x7fffffff / 6)
+        return PRN__ERR(ctx, PRN_ERR_OVERFLOW, "%s: argument '%s' is too large", fn,
+                        in > 0x3fffffff ? "input_size" : "hidden_size");
+    if (kind == PRN__QRNN && width != 1 && width != 2)
+        return PRN__ERR(ctx, PRN_ERR_INVALID_ARGUMENT, "%s: argument 'width' is %d; QRNN filter widths 1 and 2 are "
+                        "supported", fn, width);
+    c = (prn_cell *)prn_alloc(ctx, sizeof *c);
+    if (!c) return PRN__ERR(ctx, PRN_ERR_OUT_OF_MEMORY, "%s: out of memory", fn);
+    memset(c, 0, sizeof *c);
+    c->ctx = ctx;
+    c->kind = kind;
+    c->dtype = dtype;
+    c->in = in;
+    c->hid = hid;
+    c->width = kind == PRN__QRNN ? width : 1;
+    c->algo = PRN_SCAN_AUTO;
+    c->gates = kind == PRN__MINGRU ? 2 : kind == PRN__GILR ? 6 : kind == PRN__SRU && in != hid ? 4 : 3;
+    shape[0] = (size_t)c->width * in;
+    shape[1] = c->gates * hid;
+    r = 1.0 / sqrt((double)shape[0]);
+    st = prn_tensor_uniform(ctx, dtype, 2, shape, -r, r, &c->W);
+    if (st == PRN_OK && kind == PRN__GILR) {
+        shape[0] = hid;
+        shape[1] = 4 * hid;
+        r = 1.0 / sqrt((double)hid);
+        st = prn_tensor_uniform(ctx, dtype, 2, shape, -r, r, &c->U);
+    }
+    shape[0] = (kind == PRN__SRU ? 2 : c->gates) * hid;
+    if (st == PRN_OK) st = prn_tensor_create(ctx, dtype, 1, shape, &c->b);
+    if (st == PRN_OK) st = prn_tensor_set_requires_grad(c->W, 1);
+    if (st == PRN_OK && c->U) st = prn_tensor_set_requires_grad(c->U, 1);
+    if (st == PRN_OK) st = prn_tensor_set_requires_grad(c->b, 1);
+    if (st != PRN_OK) {
+        prn_cell_free(c);
+        return prn__in_fn(ctx, fn, st);
+    }
+    *out = c;
+    return PRN_OK;
+}
+PRN__DEF prn_status prn_mingru_create(prn_context *ctx, prn_dtype dtype, size_t input_size, size_t hidden_size,
+                                      prn_cell **out) {
+    return prn__cell_create(ctx, "prn_mingru_create", PRN__MINGRU, dtype, input_size, hidden_size, 1, out);
+}
+PRN__DEF prn_status prn_minlstm_create(prn_context *ctx, prn_dtype dtype, size_t input_size, size_t hidden_size,
+                                       prn_cell **out) {
+    return prn__cell_create(ctx, "prn_minlstm_create", PRN__MINLSTM, dtype, input_size, hidden_size, 1, out);
+}
+PRN__DEF prn_status prn_qrnn_create(prn_context *ctx, prn_dtype dtype, size_t input_size, size_t hidden_size,
+                                    int width, prn_cell **out) {
+    return prn__cell_create(ctx, "prn_qrnn_create", PRN__QRNN, dtype, input_size, hidden_size, width, out);
+}
+PRN__DEF prn_status prn_sru_create(prn_context *ctx, prn_dtype dtype, size_t input_size, size_t hidden_size,
+                                   prn_cell **out) {
+    return prn__cell_create(ctx, "prn_sru_create", PRN__SRU, dtype, input_size, hidden_size, 1, out);
+}
+PRN__DEF prn_status prn_gilr_lstm_create(prn_context *ctx, prn_dtype dtype, size_t input_size, size_t hidden_size,
+                                         prn_cell **out) {
+    return prn__cell_create(ctx, "prn_gilr_lstm_create", PRN__GILR, dtype, input_size, hidden_size, 1, out);
+}
+PRN__DEF void prn_cell_free(prn_cell *c) {
+    if (!c) return;
+    prn_tensor_free(c->W);
+    prn_tensor_free(c->U);
+    prn_tensor_free(c->b);
+    prn_free(c->ctx, c);
+}
+PRN__DEF prn_status prn_cell_set_scan_algo(prn_cell *c, prn_scan_algo algo) {
+    if (!c) return PRN_ERR_NULL_ARGUMENT;
+    if ((int)algo < 0 || algo >= PRN_SCAN_ALGO_COUNT)
+        return PRN__ERR(c->ctx, PRN_ERR_INVALID_ARGUMENT, "prn_cell_set_scan_algo: argument 'algo' is %d", (int)algo);
+    c->algo = algo;
+    return PRN_OK;
+}
+PRN__DEF int prn_cell_params(const prn_cell *c, prn_tensor **params, int max) {
+    prn_tensor *p[3];
+    int n = 0, k;
+    if (!c) return 0;
+    p[n++] = c->W;
+    if (c->U) p[n++] = c->U;
+    p[n++] = c->b;
+    for (k = 0; params && k < n && k < max; ++k) params[k] = p[k];
+    return n;
+}
+PRN__DEF const char *prn_cell_param_name(const prn_cell *c, int index) {
+    int n = prn_cell_params(c, NULL, 0);
+    if (!c || index < 0 || index >= n) return NULL;
+    return index == 0 ? "W" : index == n - 1 ? "b" : "U";
+}
+PRN__DEF const char *prn_cell_name(const prn_cell *c) {
+    static const char *const names[] = {"mingru", "minlstm", "qrnn", "sru", "gilr_lstm"};
+    return c ? names[c->kind] : "";
+}
+PRN__DEF size_t prn_cell_input_size(const prn_cell *c) { return c ? c->in : 0; }
+PRN__DEF size_t prn_cell_hidden_size(const prn_cell *c) { return c ? c->hid : 0; }
+PRN__DEF size_t prn_cell_state_size(const prn_cell *c) {
+    if (!c) return 0;
+    return c->kind == PRN__GILR ? 2 * c->hid : c->width == 2 ? c->hid + c->in : c->hid;
 }
 
 /* ------------------------------------------------------------------------

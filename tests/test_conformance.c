@@ -431,6 +431,7 @@ static void t_table(void) {
     NOTE_NULL(fill) NOTE_NULL(unary) NOTE_NULL(binary) NOTE_NULL(strided_copy)
     NOTE_NULL(gemm) NOTE_NULL(reduce) NOTE_NULL(argmax) NOTE_NULL(softmax)
     NOTE_NULL(random) NOTE_NULL(sgd_update) NOTE_NULL(adam_update)
+    NOTE_NULL(scan_diag) NOTE_NULL(scan_block)
 #undef NOTE_NULL
     if (nnull) printf("    note: backend '%s' leaves %d primitive(s) NULL:%s\n", g_side[0].name, nnull, missing);
     g_cases++;
@@ -830,33 +831,57 @@ static void t_binary(void) {
 }
 
 /* --- strided_copy ------------------------------------------------------ */
-static void scopy_case(prn_dtype dt, const size_t sh[4], int kind, unsigned mask) {
-    size_t xs[4], ys[4], idx[4], n = numel4(sh), tot = n + GUARD, nx, r;
-    double *x, *m;
-    char desc[200], s1[48], s2[48];
+/* Layout of the output y: L_CONTIG, L_PERM, L_PADDED, L_PADPERM (as for
+ * inputs: distinct elements, no broadcast) or Y_SUB, a box of shape sh at a
+ * random corner of a larger contiguous tensor (writes into part of it). */
+#define Y_SUB 100
+static const char *ylayout_name(int kind) { return kind == Y_SUB ? "part of a larger tensor" : layout_name(kind); }
+
+/* y[y_off + sum i*ystride] = x[x_off + sum i*xstride]. x_off elements of
+ * random values precede x's data; y is a buffer of y_off + extent + slack
+ * elements (GUARD included), each holding its own sentinel before the call:
+ * every element that is not written must come back unchanged. */
+static void scopy_case(prn_dtype dt, const size_t sh[4], int kind, unsigned mask, int ykind, size_t x_off, size_t y_off) {
+    size_t xs[4], ys[4], idx[4], big[4], n = numel4(sh), nx, ny, r;
+    double *x, *y0, *m;
+    char desc[320], s1[48], s2[48], s3[48];
     pbuf *bx, *by;
-    int s;
+    int s, k;
     make_strides(kind, mask, sh, xs);
-    ys[3] = 1; ys[2] = sh[3]; ys[1] = sh[3] * sh[2]; ys[0] = sh[3] * sh[2] * sh[1];
-    nx = extent4(sh, xs);
+    if (ykind == Y_SUB) {
+        for (k = 0; k < 4; ++k) big[k] = sh[k] + rng_below(3);
+        contig_strides(big, ys);
+        for (k = 0; k < 4; ++k) idx[k] = rng_below(big[k] - sh[k] + 1);
+        y_off += offset4(idx, ys);
+        ny = y_off + numel4(big) - offset4(idx, ys) + GUARD;
+    } else {
+        make_strides(ykind, 0, sh, ys);
+        ny = y_off + extent4(sh, ys) + rng_below(3) + GUARD;
+    }
+    nx = x_off + extent4(sh, xs);
     fmt_shape(s1, sizeof s1, "shape", sh);
     fmt_shape(s2, sizeof s2, "xstride", xs);
-    snprintf(desc, sizeof desc, "%s %s (%s)", s1, s2, layout_name(kind));
+    fmt_shape(s3, sizeof s3, "ystride", ys);
+    snprintf(desc, sizeof desc, "%s %s (%s) x_off=%lu %s (%s) y_off=%lu, y buffer of %lu elements", s1, s2,
+             layout_name(kind), ZU(x_off), s3, ylayout_name(ykind), ZU(y_off), ZU(ny));
     x = hd(nx);
-    m = hd(tot);
+    y0 = hd(ny);
+    m = hd(ny);
     for (r = 0; r < nx; ++r) x[r] = dt == PRN_I32 ? (double)((int)rng_below(2000001) - 1000000) : quant1(dt, rng_range(-5, 5));
-    for (r = 0; r < tot; ++r) {
-        if (r < n) { unravel4(r, sh, idx); m[r] = x[offset4(idx, xs)]; }
-        else m[r] = SENTINEL;
+    for (r = 0; r < ny; ++r) m[r] = y0[r] = SENTINEL - (double)r; /* exact in f32 and i32 */
+    for (r = 0; r < n; ++r) {
+        unravel4(r, sh, idx);
+        m[y_off + offset4(idx, ys)] = x[x_off + offset4(idx, xs)];
     }
     bx = pb_input(dt, x, nx, desc);
-    by = bx ? pb_output(dt, tot, NULL, desc) : NULL;
+    by = bx ? pb_output(dt, ny, y0, desc) : NULL;
     if (by) {
         for (s = 0; s < nsides(); ++s)
-            if (!st_ok(s, g_side[s].be->strided_copy(g_side[s].ctx, dt, sh, bx->h[s], 0, xs, by->h[s], 0, ys), "strided_copy", desc))
+            if (!st_ok(s, g_side[s].be->strided_copy(g_side[s].ctx, dt, sh, bx->h[s], x_off, xs, by->h[s], y_off, ys),
+                       "strided_copy", desc))
                 break;
         if (s == nsides()) {
-            check_out(by, dt, tot, m, NULL, 0, "strided_copy", desc);
+            check_out(by, dt, ny, m, NULL, 0, "strided_copy", desc);
             check_unchanged(bx, dt, nx, x, "strided_copy", desc);
         }
     }
@@ -866,25 +891,50 @@ static void scopy_case(prn_dtype dt, const size_t sh[4], int kind, unsigned mask
 
 static void t_strided_copy(void) {
     static const prn_dtype dts[] = {PRN_F32, PRN_F64, PRN_I32};
+    static const int ykinds[] = {L_PADDED, L_PERM, L_PADPERM, Y_SUB, L_CONTIG};
     size_t sh[4];
     int d, c;
     NEED(strided_copy);
-    for (d = 0; d < 3; ++d)
+    for (d = 0; d < 3; ++d) {
+        prn_dtype dt = dts[d];
+        /* contiguous output at offset 0 */
         for (c = 0; c < 18; ++c) {
-            prn_dtype dt = dts[d];
             switch (c) {
-            case 0: rand_shape(sh, 3000, -1); scopy_case(dt, sh, L_CONTIG, 0); break;
-            case 1: case 2: case 3: case 4: rand_shape(sh, 3000, c - 1); scopy_case(dt, sh, L_BCAST, 1u << (c - 1)); break;
-            case 5: case 6: case 7: case 8: rand_shape(sh, 3000, -1); scopy_case(dt, sh, L_PERM, 0); break;
-            case 9: rand_shape(sh, 3000, -1); scopy_case(dt, sh, L_BCAST, 1u + (unsigned)rng_below(14)); break;
-            case 10: rand_shape(sh, 3000, -1); scopy_case(dt, sh, L_SCALAR, 0); break;
-            case 11: case 12: rand_shape(sh, 3000, -1); scopy_case(dt, sh, L_PADDED, 0); break;
-            case 13: case 14: rand_shape(sh, 3000, -1); scopy_case(dt, sh, L_PADPERM, 0); break;
-            case 15: sh[0] = sh[1] = sh[2] = sh[3] = 1; scopy_case(dt, sh, L_CONTIG, 0); break;
-            case 16: sh[0] = 1; sh[1] = 1; sh[2] = 33; sh[3] = 17; scopy_case(dt, sh, L_PERM, 0); break;
-            default: sh[0] = 2; sh[1] = 3; sh[2] = 100; sh[3] = 70; scopy_case(dt, sh, L_PERM, 0); break;
+            case 0: rand_shape(sh, 3000, -1); scopy_case(dt, sh, L_CONTIG, 0, L_CONTIG, 0, 0); break;
+            case 1: case 2: case 3: case 4:
+                rand_shape(sh, 3000, c - 1); scopy_case(dt, sh, L_BCAST, 1u << (c - 1), L_CONTIG, 0, 0); break;
+            case 5: case 6: case 7: case 8: rand_shape(sh, 3000, -1); scopy_case(dt, sh, L_PERM, 0, L_CONTIG, 0, 0); break;
+            case 9: rand_shape(sh, 3000, -1); scopy_case(dt, sh, L_BCAST, 1u + (unsigned)rng_below(14), L_CONTIG, 0, 0); break;
+            case 10: rand_shape(sh, 3000, -1); scopy_case(dt, sh, L_SCALAR, 0, L_CONTIG, 0, 0); break;
+            case 11: case 12: rand_shape(sh, 3000, -1); scopy_case(dt, sh, L_PADDED, 0, L_CONTIG, 0, 0); break;
+            case 13: case 14: rand_shape(sh, 3000, -1); scopy_case(dt, sh, L_PADPERM, 0, L_CONTIG, 0, 0); break;
+            case 15: sh[0] = sh[1] = sh[2] = sh[3] = 1; scopy_case(dt, sh, L_CONTIG, 0, L_CONTIG, 0, 0); break;
+            case 16: sh[0] = 1; sh[1] = 1; sh[2] = 33; sh[3] = 17; scopy_case(dt, sh, L_PERM, 0, L_CONTIG, 0, 0); break;
+            default: sh[0] = 2; sh[1] = 3; sh[2] = 100; sh[3] = 70; scopy_case(dt, sh, L_PERM, 0, L_CONTIG, 0, 0); break;
             }
         }
+        /* element offsets on either side and strided outputs (padded,
+         * permuted, both, part of a larger tensor) inside a larger
+         * pre-filled buffer, from every input layout */
+        for (c = 0; c < 30; ++c) {
+            int yk = ykinds[c % 5], xk = (c / 5) % 6;
+            size_t xo = c % 3 == 0 ? 0 : 1 + rng_below(40), yo = c % 4 == 1 ? 0 : 1 + rng_below(40);
+            unsigned mask = xk == L_BCAST ? 1u + (unsigned)rng_below(14) : 0;
+            if (xo == 0 && yo == 0) yo = 7;
+            rand_shape(sh, 3000, -1);
+            scopy_case(dt, sh, xk, mask, yk, xo, yo);
+        }
+        /* a slice of rows out of x into the middle of y, one element, and
+         * a transposed write big enough for the parallel path */
+        sh[0] = 1; sh[1] = 1; sh[2] = 5; sh[3] = 33;
+        scopy_case(dt, sh, L_PADDED, 0, Y_SUB, 66, 5);
+        sh[0] = sh[1] = sh[2] = sh[3] = 1;
+        scopy_case(dt, sh, L_CONTIG, 0, L_CONTIG, 3, 4);
+        sh[0] = 2; sh[1] = 3; sh[2] = 100; sh[3] = 70;
+        scopy_case(dt, sh, L_CONTIG, 0, L_PADPERM, 11, 13);
+        sh[0] = 3; sh[1] = 70; sh[2] = 2; sh[3] = 100;
+        scopy_case(dt, sh, L_PERM, 0, Y_SUB, 1, 0);
+    }
 }
 
 /* --- gemm -------------------------------------------------------------- */
@@ -1384,6 +1434,207 @@ static void t_adam_update(void) {
                 if (ns[i] != BIG || j % 3 == 0) adam_case(d ? PRN_F64 : PRN_F32, ns[i], &cfgs[j]);
 }
 
+/* --- scan_diag / scan_block -------------------------------------------- */
+/* Linear recurrences h[n,t] = A[n,t] h[n,t-1] + b[n,t] (h[n,t+1] when
+ * reverse). Their rounding error grows with T, so no fixed relative
+ * tolerance fits: the host computes, in double, h and the bound s (the same
+ * recurrence on |a|, |b|, |h0|), and an element may be off by at most
+ *     SCAN_C * eps * (T (k+2) + 64 k^2) * s
+ * (k = 1 for the diagonal scan; the k^2 term covers the k x k compositions
+ * of the chunked and tree orders), twice that between a backend and the
+ * oracle, which both round. Every algo hint must give the same recurrence. */
+#define SCAN_C 2.0
+
+typedef struct scan_shape { size_t batch, T, C, k; int decay; } scan_shape;
+enum { DECAY_MIXED, DECAY_NEAR1, DECAY_ABOVE1 };
+
+static const char *algo_name(int al) {
+    static const char *const n[] = {"AUTO", "SEQUENTIAL", "CHUNKED", "TREE"};
+    return al >= 0 && al < (int)(sizeof n / sizeof *n) ? n[al] : "(new algo)";
+}
+static const char *decay_name(int kind) {
+    return kind == DECAY_NEAR1 ? "near 1" : kind == DECAY_ABOVE1 ? "a bit above 1" : "in (-1, 1)";
+}
+/* growth per step above 1: the bound grows by at most e^2 over T steps */
+static double above1_margin(size_t T) { return 2.0 / (double)T < 0.05 ? 2.0 / (double)T : 0.05; }
+
+/* One diagonal decay. */
+static double diag_decay(int kind, size_t T) {
+    double sg = rng_below(4) ? 1.0 : -1.0;
+    switch (kind) {
+    case DECAY_NEAR1: return sg * rng_range(0.99, 1.0);
+    case DECAY_ABOVE1: return (rng_below(2) ? 1.0 : -1.0) * (1.0 + above1_margin(T) * rng_range(0.25, 1.0));
+    default: return rng_range(-1, 1);
+    }
+}
+
+/* One k x k block (rows of a[n,t] from row0 on, row length k): every row
+ * and column sums to at most rho in absolute value, so neither A nor A^T
+ * blows the bound up; the off-diagonal part is a sizeable share, so A and
+ * A^T differ. */
+static void block_matrix(int kind, size_t T, size_t k, double *blk) {
+    double rho, frac, off;
+    size_t i, j;
+    switch (kind) {
+    case DECAY_NEAR1: rho = rng_range(0.995, 1.0); frac = rng_range(0.85, 0.98); break;
+    case DECAY_ABOVE1: rho = 1.0 + above1_margin(T) * rng_range(0.5, 1.0); frac = rng_range(0.5, 0.95); break;
+    default: rho = rng_range(0.3, 1.0); frac = rng_range(0.3, 0.9); break;
+    }
+    if (k == 1) frac = 1.0;
+    off = k > 1 ? rho * (1.0 - frac) / (double)(k - 1) : 0.0;
+    for (i = 0; i < k; ++i)
+        for (j = 0; j < k; ++j)
+            blk[i * k + j] = i == j ? (kind == DECAY_MIXED ? (rng_below(2) ? 1.0 : -1.0) : rng_below(4) ? 1.0 : -1.0) *
+                                          rho * frac
+                                    : off * rng_range(-1, 1);
+}
+
+/* The recurrence on the host: h and the bound s. k = 0: diagonal (a is
+ * [batch, T, C]); else a is [batch, T, C, k], used transposed when tr. */
+static void scan_host(int rev, int tr, size_t B, size_t T, size_t C, size_t k, const double *a, const double *b,
+                      const double *h0, double *h, double *s) {
+    size_t n, t, c, m;
+    for (n = 0; n < B; ++n)
+        for (t = 0; t < T; ++t) {
+            size_t r = rev ? T - 1 - t : t, pr = rev ? r + 1 : r - 1;
+            for (c = 0; c < C; ++c) {
+                double acc = b[(n * T + r) * C + c], sacc = fabs(acc);
+                if (k == 0) {
+                    double p = t ? h[(n * T + pr) * C + c] : h0 ? h0[n * C + c] : 0.0;
+                    double ps = t ? s[(n * T + pr) * C + c] : h0 ? fabs(h0[n * C + c]) : 0.0;
+                    double av = a[(n * T + r) * C + c];
+                    acc += av * p;
+                    sacc += fabs(av) * ps;
+                } else {
+                    size_t j0 = c / k * k, i = c - j0;
+                    for (m = 0; m < k; ++m) {
+                        double am = tr ? a[((n * T + r) * C + j0 + m) * k + i] : a[((n * T + r) * C + c) * k + m];
+                        double p = t ? h[(n * T + pr) * C + j0 + m] : h0 ? h0[n * C + j0 + m] : 0.0;
+                        double ps = t ? s[(n * T + pr) * C + j0 + m] : h0 ? fabs(h0[n * C + j0 + m]) : 0.0;
+                        acc += am * p;
+                        sacc += fabs(am) * ps;
+                    }
+                }
+                h[(n * T + r) * C + c] = acc;
+                s[(n * T + r) * C + c] = sacc;
+            }
+        }
+}
+
+/* block 0: scan_diag; else scan_block with sp->k. */
+static void scan_case(int block, prn_dtype dt, prn_scan_algo algo, const scan_shape *sp, int rev, int tr, int use_h0,
+                      int inplace) {
+    size_t B = sp->batch, T = sp->T, C = sp->C, k = block ? sp->k : 1;
+    size_t nh = B * T * C, na = nh * k, nz = B * C, tot = nh + GUARD, i, n, t, j;
+    double *a = hd(na), *b = hd(tot), *h0 = use_h0 ? hd(nz) : NULL, *m = hd(tot), *sb = hd(tot), *sc = hd(tot);
+    double *blk = hd(k * k), steps = (double)T * (double)(k + 2) + 64.0 * (double)(k * k);
+    char desc[300], what[64];
+    pbuf *ba, *bb, *bz = NULL, *bh;
+    int s;
+    if (block)
+        snprintf(desc, sizeof desc, "algo=%s batch=%lu T=%lu C=%lu k=%lu reverse=%d transpose=%d h0=%s%s, decays %s",
+                 algo_name(algo), ZU(B), ZU(T), ZU(C), ZU(k), rev, tr, use_h0 ? "yes" : "NULL",
+                 inplace ? " in place (h == b)" : "", decay_name(sp->decay));
+    else
+        snprintf(desc, sizeof desc, "algo=%s batch=%lu T=%lu C=%lu reverse=%d h0=%s%s, decays %s", algo_name(algo),
+                 ZU(B), ZU(T), ZU(C), rev, use_h0 ? "yes" : "NULL", inplace ? " in place (h == b)" : "",
+                 decay_name(sp->decay));
+    snprintf(what, sizeof what, "%s", block ? "scan_block" : "scan_diag");
+    if (block) {
+        for (n = 0; n < B; ++n)
+            for (t = 0; t < T; ++t)
+                for (j = 0; j < C; j += k) {
+                    size_t r, q;
+                    block_matrix(sp->decay, T, k, blk);
+                    for (r = 0; r < k; ++r)
+                        for (q = 0; q < k; ++q) a[((n * T + t) * C + j + r) * k + q] = quant1(dt, blk[r * k + q]);
+                }
+    } else {
+        for (i = 0; i < na; ++i) a[i] = quant1(dt, diag_decay(sp->decay, T));
+    }
+    for (i = 0; i < tot; ++i) b[i] = i < nh ? quant1(dt, rng_range(-1, 1)) : SENTINEL;
+    if (h0) for (i = 0; i < nz; ++i) h0[i] = quant1(dt, rng_range(-2, 2));
+    scan_host(rev, tr, B, T, C, block ? k : 0, a, b, h0, m, sb);
+    for (i = 0; i < tot; ++i) {
+        if (i < nh) sc[i] = steps * sb[i];
+        else { m[i] = SENTINEL; sc[i] = 1; }
+    }
+    ba = pb_input(dt, a, na, desc);
+    bb = ba ? pb_input(dt, b, tot, desc) : NULL;
+    if (bb && h0) bz = pb_input(dt, h0, nz, desc);
+    bh = !bb || (h0 && !bz) ? NULL : inplace ? bb : pb_output(dt, tot, NULL, desc);
+    if (bh) {
+        for (s = 0; s < nsides(); ++s) {
+            const prn_backend *be = g_side[s].be;
+            prn_context *cx = g_side[s].ctx;
+            void *hz = bz ? bz->h[s] : NULL;
+            prn_status st = block ? be->scan_block(cx, dt, rev, tr, algo, B, T, C, k, ba->h[s], bb->h[s], hz, bh->h[s])
+                                  : be->scan_diag(cx, dt, rev, algo, B, T, C, ba->h[s], bb->h[s], hz, bh->h[s]);
+            if (!st_ok(s, st, what, desc)) break;
+        }
+        if (s == nsides()) {
+            check_out(bh, dt, tot, m, sc, SCAN_C * eps_of(dt) * (g_vs_math ? 1.0 : 2.0), what, desc);
+            check_unchanged(ba, dt, na, a, what, desc);
+            if (!inplace) check_unchanged(bb, dt, tot, b, what, desc);
+            if (bz) check_unchanged(bz, dt, nz, h0, what, desc);
+        }
+    }
+    g_cases++;
+    case_end();
+}
+
+/* Every shape runs in f32 and f64 under every algo hint: small ones with
+ * every combination of reverse, h0, in place (and transpose), larger ones
+ * with two complementary combinations, the largest with one; the
+ * combinations rotate from case to case. */
+static void scan_run(int block, const scan_shape *shapes, size_t nshapes) {
+    size_t i;
+    unsigned rot = 0;
+    int d, al;
+    const unsigned nflags = block ? 4u : 3u, all = (1u << nflags) - 1u;
+    for (i = 0; i < nshapes; ++i) {
+        const scan_shape *sp = &shapes[i];
+        size_t work = sp->batch * sp->T * sp->C * (block ? sp->k * sp->k : 1);
+        unsigned f, nf = work <= 2000 ? all + 1u : work <= 12000 ? 2u : 1u;
+        for (d = 0; d < 2; ++d)
+            for (al = 0; al < PRN_SCAN_ALGO_COUNT; ++al) {
+                unsigned f0 = (rot++ * 5u + (unsigned)i) & all;
+                for (f = 0; f < nf; ++f) {
+                    unsigned fl = nf > 2 ? f : f == 0 ? f0 : f0 ^ all;
+                    scan_case(block, d ? PRN_F64 : PRN_F32, (prn_scan_algo)al, sp, (int)(fl & 1u), (int)(fl >> 3 & 1u),
+                              (int)(fl >> 1 & 1u), (int)(fl >> 2 & 1u));
+                }
+            }
+    }
+}
+
+static void t_scan_diag(void) {
+    /* {batch, T, C, -, decays}: T = 1, primes, T > 4096 (what the
+     * reference's AUTO runs chunked when channels are few), C = 1 and 37 */
+    static const scan_shape shapes[] = {
+        {1, 1, 1, 0, DECAY_MIXED},      {1, 1, 37, 0, DECAY_NEAR1},    {3, 1, 5, 0, DECAY_ABOVE1},
+        {2, 2, 1, 0, DECAY_MIXED},      {1, 13, 37, 0, DECAY_NEAR1},   {4, 31, 3, 0, DECAY_ABOVE1},
+        {2, 97, 1, 0, DECAY_ABOVE1},    {1, 97, 37, 0, DECAY_MIXED},   {3, 257, 2, 0, DECAY_NEAR1},
+        {1, 211, 37, 0, DECAY_NEAR1} ,  {1, 4099, 1, 0, DECAY_NEAR1},  {2, 4099, 3, 0, DECAY_ABOVE1},
+        {1, 5003, 1, 0, DECAY_MIXED},   {1, 5003, 2, 0, DECAY_ABOVE1},
+    };
+    NEED(scan_diag);
+    scan_run(0, shapes, sizeof shapes / sizeof *shapes);
+}
+
+static void t_scan_block(void) {
+    /* {batch, T, C, k, decays}: blocks of 1, 2, 3, 5, 8 and dense k = C up to 64 */
+    static const scan_shape shapes[] = {
+        {1, 1, 1, 1, DECAY_MIXED},      {2, 1, 6, 2, DECAY_NEAR1},     {1, 2, 3, 3, DECAY_ABOVE1},
+        {3, 13, 37, 1, DECAY_MIXED},    {2, 31, 6, 2, DECAY_NEAR1},    {1, 97, 9, 3, DECAY_ABOVE1},
+        {2, 61, 35, 5, DECAY_MIXED},    {1, 97, 5, 5, DECAY_NEAR1},    {1, 7, 16, 16, DECAY_MIXED},
+        {2, 5, 37, 37, DECAY_NEAR1},    {1, 4, 64, 64, DECAY_ABOVE1},  {2, 3, 24, 8, DECAY_MIXED},
+        {1, 4099, 1, 1, DECAY_ABOVE1},  {1, 4099, 2, 2, DECAY_NEAR1},  {1, 5003, 3, 3, DECAY_MIXED},
+    };
+    NEED(scan_block);
+    scan_run(1, shapes, sizeof shapes / sizeof *shapes);
+}
+
 /* --- the public generator on this backend -------------------------------- */
 static int public_draw(prn_dtype dt, int normal, int ndim, const size_t *shape, double p0, double p1,
                        uint64_t seed, uint64_t counter) {
@@ -1462,6 +1713,8 @@ static const prim_test k_prims[] = {
     {"random", t_random},
     {"sgd_update", t_sgd_update},
     {"adam_update", t_adam_update},
+    {"scan_diag", t_scan_diag},
+    {"scan_block", t_scan_block},
     {"public_random", t_public_random},
 };
 

@@ -1,0 +1,592 @@
+/* bench_scan.c - throughput of parrnn's scans of linear recurrences
+ * (prn_scan_diag, prn_scan_block) on the reference backend, against the
+ * memory bandwidth of the machine and against a plain sequential C loop,
+ * both measured in the same run.
+ *
+ * Machine probe (no parrnn involved):
+ *   triad        a[i] = b[i] + s*c[i] on three f64 arrays far larger than the
+ *                caches (as in bench_ops): the sustainable memory bandwidth,
+ *                24 bytes per element (2 reads + 1 write), OpenMP.
+ *
+ * Diagonal scans, f32, forward, batch 1, h0 = 0, decays in [0.999, 0.9999]:
+ *   h[t, c] = a[t, c] * h[t-1, c] + b[t, c]   for (T, C) = (10^7, 1),
+ *   (10^6, 16), (10^5, 128), (10^4, 1024): every shape is 40-64 MB per array.
+ *   scan_diag_loop  the obvious sequential loop in this file, on one thread
+ *                   (C = 1: h = a*h + b; C > 1: row by row, the inner loop
+ *                   over channels vectorised by the compiler);
+ *   scan_diag       prn_scan_diag with algo AUTO, SEQUENTIAL, CHUNKED and
+ *                   TREE (TREE only for C = 1 and C = 1024, where a call
+ *                   takes about a second; at C = 16 and 128 it takes 2-4 s).
+ *   Counted: 12 bytes per element (read a, read b, write h).
+ *   frac_bw = GB/s / triad GB/s; speedup = loop time / parrnn time.
+ *
+ * Block scans, f32, forward, batch 1, T = 10^5:
+ *   h[t] = A[t] h[t-1] + b[t] with A[t] block-diagonal, blocks of k x k.
+ *   scan_dense  k = C = n for n = 2, 8, 32 (one dense block);
+ *   scan_bdiag  C = 64 channels in 64/n blocks of k = n.
+ *   AUTO, SEQUENTIAL, CHUNKED, and TREE for n = 2 and 8, each against
+ *   scan_*_loop, the plain loop (per step, per block, per row:
+ *   acc = b + sum_m A[i,m] h[m]) on one thread. Counted: 4 (T C k + 2 T C)
+ *   bytes (read A, read b, write h).
+ *
+ * --quick: the same with T / 100 (diagonal) and T = 2000 (block), TREE
+ * everywhere, fewer samples: a few seconds, for CI (the arrays then fit in
+ * the caches, so the rates are not comparable with the full run).
+ *
+ * For AUTO rows the table says which algorithm the library picked: its
+ * output is compared bit for bit with the SEQUENTIAL and CHUNKED outputs
+ * (the algorithms round differently, so exactly one matches). Every output
+ * is also checked against the C loop (max |diff| <= 1e-4 max |h|).
+ *
+ * All parrnn calls run inside prn_no_grad_begin, after warm-up, through
+ * the public API; each figure is the best of several repeats timed with
+ * CLOCK_MONOTONIC.
+ *
+ * Output: a human table, then one line per measurement for scripts:
+ *   BENCH name=<what> backend=<b> dtype=f32 algo=<a> T=<T> C=<C> k=<k>
+ *         threads=<t> seconds=<s> gbps=<v> frac_bw=<v> speedup=<v>
+ *         [picked=<algo>]    (AUTO rows only)
+ * (on one line; see bench/README.md).
+ *
+ * Usage: bench_scan [--quick] [--threads N]
+ */
+#define _POSIX_C_SOURCE 199309L /* clock_gettime under -std=c99 */
+
+#define PARRNN_IMPLEMENTATION
+#include "parrnn.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#ifdef _OPENMP
+#include <omp.h>
+#endif
+
+#ifdef _OPENMP
+#define BENCH_PRAGMA(x) _Pragma(#x)
+#else
+#define BENCH_PRAGMA(x)
+#endif
+#define BENCH_PARFOR BENCH_PRAGMA(omp parallel for schedule(static) num_threads(g_threads))
+
+/* ------------------------------------------------------------------------
+ * Settings and results
+ * ---------------------------------------------------------------------- */
+static int g_threads = 1;
+static int g_quick = 0;
+static int g_repeats = 10;         /* timed samples per measurement (at most) */
+static double g_min_sample = 0.05; /* seconds: calls are batched up to this  */
+static double g_budget = 1.5;      /* seconds: no new sample after this      */
+
+static const char *const algo_names[PRN_SCAN_ALGO_COUNT] = {"auto", "sequential", "chunked", "tree"};
+
+typedef struct result {
+    char name[24];
+    char backend[12];
+    char algo[12];
+    char picked[12]; /* AUTO rows: the algorithm the library ran */
+    size_t T, C, k;
+    double seconds, gbps, frac, speedup;
+} result;
+
+#define MAX_RESULTS 128
+static result g_results[MAX_RESULTS];
+static int g_num_results = 0;
+static double g_triad = 0.0;
+
+static double now(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+static void *xmalloc(size_t bytes) {
+    void *p = malloc(bytes);
+    if (!p) {
+        fprintf(stderr, "bench_scan: out of memory (%lu bytes)\n", (unsigned long)bytes);
+        exit(1);
+    }
+    return p;
+}
+
+static void table_header(const char *title) {
+    printf("\n%s\n", title);
+    printf("  %-15s %-9s %-19s %8s %5s %3s %11s %8s %7s %8s\n", "measurement", "backend", "algo", "T", "C", "k",
+           "time/call", "GB/s", "frac_bw", "speedup");
+}
+
+static void record(const char *name, const char *backend, const char *algo, const char *picked, size_t T, size_t C,
+                   size_t k, double seconds, double bytes, double loop_seconds) {
+    result *r;
+    char shown[32];
+    double gbps = bytes / seconds * 1e-9;
+    double speedup = loop_seconds > 0 ? loop_seconds / seconds : 1.0;
+    if (picked && picked[0]) snprintf(shown, sizeof shown, "%s->%s", algo, picked);
+    else snprintf(shown, sizeof shown, "%s", algo);
+    printf("  %-15s %-9s %-19s %8lu %5lu %3lu %9.4g s %8.3f %7.3f %7.2fx\n", name, backend, shown, (unsigned long)T,
+           (unsigned long)C, (unsigned long)k, seconds, gbps, gbps / g_triad, speedup);
+    fflush(stdout);
+    if (g_num_results == MAX_RESULTS) return;
+    r = &g_results[g_num_results++];
+    snprintf(r->name, sizeof r->name, "%s", name);
+    snprintf(r->backend, sizeof r->backend, "%s", backend);
+    snprintf(r->algo, sizeof r->algo, "%s", algo);
+    snprintf(r->picked, sizeof r->picked, "%s", picked ? picked : "");
+    r->T = T;
+    r->C = C;
+    r->k = k;
+    r->seconds = seconds;
+    r->gbps = gbps;
+    r->frac = gbps / g_triad;
+    r->speedup = speedup;
+}
+
+/* Best seconds per call of fn(user): one warm-up call (timed, to size the
+ * batches of at least g_min_sample seconds), then up to g_repeats timed
+ * batches: at least 3 (2 when one call takes over half a second), no new
+ * one once g_budget seconds are spent. A call over 1 s is only repeated
+ * once (the best of the two counts). Returns nonzero if fn fails. */
+typedef int (*bench_fn)(void *user);
+static int time_best(bench_fn fn, void *user, double *best) {
+    double start = now(), t0, t1, b = 1e300;
+    long iters, i;
+    int r, min_samples;
+    t0 = now();
+    if (fn(user)) return 1;
+    t1 = now() - t0;
+    if (t1 > 1.0) { /* very slow (TREE, CHUNKED block scans): best of this and one more call */
+        t0 = now();
+        if (fn(user)) return 1;
+        t0 = now() - t0;
+        *best = t0 < t1 ? t0 : t1;
+        return 0;
+    }
+    if (t1 < 0.5 * g_min_sample) { /* the first call may pay page faults: time a second one */
+        t0 = now();
+        if (fn(user)) return 1;
+        t1 = now() - t0;
+    }
+    iters = t1 >= g_min_sample ? 1 : (long)(g_min_sample / (t1 > 1e-7 ? t1 : 1e-7)) + 1;
+    min_samples = t1 > 0.5 ? 2 : 3;
+    for (r = 0; r < g_repeats && (r < min_samples || now() - start < g_budget); ++r) {
+        t0 = now();
+        for (i = 0; i < iters; ++i)
+            if (fn(user)) return 1;
+        t1 = (now() - t0) / (double)iters;
+        if (t1 < b) b = t1;
+    }
+    *best = b;
+    return 0;
+}
+
+/* ------------------------------------------------------------------------
+ * Machine probe: STREAM-like triad (as bench_ops)
+ * ---------------------------------------------------------------------- */
+static double probe_triad(size_t n) {
+    double *a = (double *)xmalloc(n * sizeof *a);
+    double *b = (double *)xmalloc(n * sizeof *b);
+    double *c = (double *)xmalloc(n * sizeof *c);
+    const double s = 3.0;
+    double best = 1e300, check = 0.0, t, gbps;
+    long i, len = (long)n;
+    int r, reps = g_repeats;
+    BENCH_PARFOR /* first touch in parallel, so pages land where the threads run */
+    for (i = 0; i < len; ++i) { a[i] = 0.0; b[i] = 1.0; c[i] = 2.0; }
+    for (r = 0; r <= reps; ++r) { /* r == 0 is the warm-up */
+        t = now();
+        BENCH_PARFOR
+        for (i = 0; i < len; ++i) a[i] = b[i] + s * c[i];
+        t = now() - t;
+        if (r > 0 && t < best) best = t;
+    }
+    for (i = 0; i < len; i += 4096) check += a[i];
+    if (check != 7.0 * (double)((len + 4095) / 4096)) {
+        fprintf(stderr, "bench_scan: triad probe computed wrong values\n");
+        exit(1);
+    }
+    free(a); free(b); free(c);
+    gbps = 3.0 * sizeof(double) * (double)n / best * 1e-9;
+    printf("  triad: 3 x %lu doubles, best %.4g s = %.2f GB/s (24 bytes per element)\n", (unsigned long)n, best,
+           gbps);
+    g_triad = gbps;
+    return best;
+}
+
+/* ------------------------------------------------------------------------
+ * The plain sequential loops (the baselines), one thread
+ * ---------------------------------------------------------------------- */
+/* C == 1: the textbook recurrence, one multiply-add per step. */
+static void loop_diag_1(size_t T, const float *restrict a, const float *restrict b, float *restrict h) {
+    float x = 0.0f;
+    size_t t;
+    for (t = 0; t < T; ++t) {
+        x = a[t] * x + b[t];
+        h[t] = x;
+    }
+}
+
+/* C > 1: row by row; the inner loop over channels is independent and the
+ * compiler vectorises it. */
+static void loop_diag_rows(size_t T, size_t C, const float *restrict a, const float *restrict b,
+                           float *restrict h) {
+    size_t t, c;
+    for (c = 0; c < C; ++c) h[c] = b[c];
+    for (t = 1; t < T; ++t) {
+        const float *restrict ar = a + t * C, *restrict br = b + t * C;
+        const float *restrict hp = h + (t - 1) * C;
+        float *restrict hr = h + t * C;
+        for (c = 0; c < C; ++c) hr[c] = ar[c] * hp[c] + br[c];
+    }
+}
+
+/* Block-diagonal: per step, per block j, per row i of the block. */
+static void loop_block(size_t T, size_t C, size_t k, const float *restrict a, const float *restrict b,
+                       float *restrict h) {
+    size_t t, j, i, m;
+    for (t = 0; t < T; ++t) {
+        const float *ar = a + t * C * k, *br = b + t * C;
+        float *hr = h + t * C;
+        const float *hp = t ? h + (t - 1) * C : NULL;
+        for (j = 0; j < C; j += k)
+            for (i = 0; i < k; ++i) {
+                const float *row = ar + (j + i) * k;
+                float acc = br[j + i];
+                if (hp)
+                    for (m = 0; m < k; ++m) acc += row[m] * hp[j + m];
+                hr[j + i] = acc;
+            }
+    }
+}
+
+typedef struct loop_job {
+    int kind; /* 0 diag, 1 block */
+    size_t T, C, k;
+    const float *a, *b;
+    float *h;
+} loop_job;
+
+static int run_loop(void *user) {
+    loop_job *j = (loop_job *)user;
+    if (j->kind == 1) loop_block(j->T, j->C, j->k, j->a, j->b, j->h);
+    else if (j->C == 1) loop_diag_1(j->T, j->a, j->b, j->h);
+    else loop_diag_rows(j->T, j->C, j->a, j->b, j->h);
+    return 0;
+}
+
+/* ------------------------------------------------------------------------
+ * parrnn
+ * ---------------------------------------------------------------------- */
+typedef struct scan_job {
+    prn_context *ctx;
+    int block;
+    prn_scan_algo algo;
+    prn_tensor *a, *b;
+    prn_tensor *keep; /* the last output, when keep_out is set */
+    int keep_out;
+} scan_job;
+
+static int run_scan(void *user) {
+    scan_job *j = (scan_job *)user;
+    prn_tensor *y = NULL;
+    prn_status st = j->block ? prn_scan_block(j->ctx, j->a, j->b, NULL, 0, j->algo, &y)
+                             : prn_scan_diag(j->ctx, j->a, j->b, NULL, 0, j->algo, &y);
+    if (st != PRN_OK) return 1;
+    if (j->keep_out) {
+        prn_tensor_free(j->keep);
+        j->keep = y;
+    } else {
+        prn_tensor_free(y);
+    }
+    return 0;
+}
+
+static void die_prn(prn_context *ctx, const char *what) {
+    fprintf(stderr, "bench_scan: %s: parrnn error: %s\n", what, prn_last_error(ctx));
+    exit(1);
+}
+
+static prn_context *make_context(void) {
+    prn_config cfg;
+    prn_context *ctx = NULL;
+    char err[256];
+    memset(&cfg, 0, sizeof cfg);
+    cfg.backend = "reference";
+    cfg.seed = 2026;
+    cfg.num_threads = g_threads;
+    if (prn_context_create(&cfg, &ctx, err, sizeof err) != PRN_OK) {
+        fprintf(stderr, "bench_scan: %s\n", err);
+        exit(1);
+    }
+    prn_no_grad_begin(ctx); /* nothing here needs a gradient */
+    return ctx;
+}
+
+/* Max |got - want| relative to max |want|; exits on a mismatch. */
+static void check_close(const char *what, const prn_tensor *got, const float *want, size_t n) {
+    const float *g = (const float *)prn_tensor_buffer(got);
+    double md = 0.0, mv = 0.0;
+    size_t i;
+    for (i = 0; i < n; ++i) {
+        double d = fabs((double)g[i] - (double)want[i]), v = fabs((double)want[i]);
+        if (d > md || d != d) md = d != d ? 1e300 : d;
+        if (v > mv) mv = v;
+    }
+    if (md > 1e-4 * (mv + 1e-30)) {
+        fprintf(stderr, "bench_scan: %s differs from the C loop: max |diff| %.3g, max |h| %.3g\n", what, md, mv);
+        exit(1);
+    }
+}
+
+static int same_bits(const prn_tensor *x, const prn_tensor *y, size_t n) {
+    return x && y && memcmp(prn_tensor_buffer(x), prn_tensor_buffer(y), n * sizeof(float)) == 0;
+}
+
+/* One shape: the C loop, then parrnn with SEQUENTIAL, CHUNKED, [TREE],
+ * AUTO (printed in the order auto, sequential, chunked, tree). */
+static void bench_shape(prn_context *ctx, const char *name, int block, size_t T, size_t C, size_t k, int with_tree) {
+    static const prn_scan_algo order[4] = {PRN_SCAN_SEQUENTIAL, PRN_SCAN_CHUNKED, PRN_SCAN_TREE, PRN_SCAN_AUTO};
+    size_t shape_b[3], shape_a[4], n = T * C;
+    prn_tensor *a = NULL, *b = NULL, *outs[PRN_SCAN_ALGO_COUNT] = {NULL, NULL, NULL, NULL};
+    double secs[PRN_SCAN_ALGO_COUNT] = {0, 0, 0, 0}, loop_s = 0.0, bytes;
+    loop_job lj;
+    scan_job sj;
+    char loop_name[32], what[64];
+    const char *picked = "?";
+    int q;
+    shape_b[0] = shape_a[0] = 1;
+    shape_b[1] = shape_a[1] = T;
+    shape_b[2] = shape_a[2] = C;
+    shape_a[3] = k;
+    /* Stable recurrences with a long memory, so that a carry changes the
+     * values of the whole next chunk (the algorithms then round differently,
+     * which tells AUTO's pick): diagonal decays in [0.999, 0.9999]; block
+     * matrices with a diagonal in [0.998, 0.999] and other entries in
+     * +-0.001/k (infinity norm below 1). */
+    if (block) {
+        float *A;
+        size_t r, i;
+        uint32_t x = 12345u;
+        if (prn_tensor_uniform(ctx, PRN_F32, 4, shape_a, -0.001 / (double)k, 0.001 / (double)k, &a) != PRN_OK)
+            die_prn(ctx, "inputs");
+        A = (float *)prn_tensor_buffer(a); /* host memory on the reference backend */
+        for (r = 0; r < n; ++r) { /* row r is row r % k of its block */
+            x = x * 1664525u + 1013904223u;
+            i = r % k;
+            A[r * k + i] = (float)(0.998 + 0.001 * (double)(x >> 8) / 16777216.0);
+        }
+    } else if (prn_tensor_uniform(ctx, PRN_F32, 3, shape_b, 0.999, 0.9999, &a) != PRN_OK) {
+        die_prn(ctx, "inputs");
+    }
+    if (prn_tensor_uniform(ctx, PRN_F32, 3, shape_b, -1.0, 1.0, &b) != PRN_OK) die_prn(ctx, "inputs");
+    bytes = 4.0 * ((double)n * (double)(block ? k : 1) + 2.0 * (double)n);
+
+    /* The C loop on the same arrays (reference backend buffers are host memory). */
+    lj.kind = block;
+    lj.T = T; lj.C = C; lj.k = k;
+    lj.a = (const float *)prn_tensor_buffer(a);
+    lj.b = (const float *)prn_tensor_buffer(b);
+    lj.h = (float *)xmalloc(n * sizeof(float));
+    time_best(run_loop, &lj, &loop_s);
+    snprintf(loop_name, sizeof loop_name, "%s_loop", name);
+
+    sj.ctx = ctx;
+    sj.block = block;
+    sj.a = a;
+    sj.b = b;
+    sj.keep_out = 1;
+    for (q = 0; q < 4; ++q) {
+        prn_scan_algo al = order[q];
+        if (al == PRN_SCAN_TREE && !with_tree) continue;
+        sj.algo = al;
+        sj.keep = NULL;
+        snprintf(what, sizeof what, "%s %s T=%lu C=%lu k=%lu", name, algo_names[al], (unsigned long)T,
+                 (unsigned long)C, (unsigned long)k);
+        if (time_best(run_scan, &sj, &secs[al])) die_prn(ctx, what);
+        check_close(what, sj.keep, lj.h, n);
+        outs[al] = sj.keep;
+    }
+    if (same_bits(outs[PRN_SCAN_AUTO], outs[PRN_SCAN_SEQUENTIAL], n)) picked = "sequential";
+    else if (same_bits(outs[PRN_SCAN_AUTO], outs[PRN_SCAN_CHUNKED], n)) picked = "chunked";
+    else if (same_bits(outs[PRN_SCAN_AUTO], outs[PRN_SCAN_TREE], n)) picked = "tree";
+    if (same_bits(outs[PRN_SCAN_SEQUENTIAL], outs[PRN_SCAN_CHUNKED], n)) picked = "?"; /* cannot tell */
+
+    record(loop_name, "c", "loop", NULL, T, C, k, loop_s, bytes, loop_s);
+    record(name, "reference", "auto", picked, T, C, k, secs[PRN_SCAN_AUTO], bytes, loop_s);
+    for (q = PRN_SCAN_SEQUENTIAL; q < PRN_SCAN_ALGO_COUNT; ++q)
+        if (outs[q]) record(name, "reference", algo_names[q], NULL, T, C, k, secs[q], bytes, loop_s);
+    for (q = 0; q < PRN_SCAN_ALGO_COUNT; ++q) prn_tensor_free(outs[q]);
+    prn_tensor_free(a);
+    prn_tensor_free(b);
+    free(lj.h);
+}
+
+/* ------------------------------------------------------------------------
+ * Main
+ * ---------------------------------------------------------------------- */
+/* How busy the CPUs are, from /proc/stat (Linux; elsewhere unknown): the
+ * share of all CPU time between two samples that went to other processes. */
+typedef struct cpu_sample {
+    double busy, total, own;
+    int ok;
+} cpu_sample;
+
+static cpu_sample cpu_sample_now(void) {
+    cpu_sample c;
+    double v[8];
+    FILE *f = fopen("/proc/stat", "r");
+    int k;
+    memset(&c, 0, sizeof c);
+    c.own = (double)clock() / CLOCKS_PER_SEC; /* all threads of this process */
+    if (!f) return c;
+    c.ok = fscanf(f, "cpu %lf %lf %lf %lf %lf %lf %lf %lf", &v[0], &v[1], &v[2], &v[3], &v[4], &v[5], &v[6],
+                  &v[7]) == 8;
+    fclose(f);
+    for (k = 0; k < 8; ++k) {
+        c.total += v[k] / 100.0;
+        if (k != 3 && k != 4) c.busy += v[k] / 100.0;
+    }
+    return c;
+}
+
+static double cpu_background(cpu_sample a, cpu_sample b) {
+    double other;
+    if (!a.ok || !b.ok || b.total <= a.total) return -1.0;
+    other = (b.busy - a.busy) - (b.own - a.own);
+    return (other > 0 ? other : 0.0) / (b.total - a.total);
+}
+
+static void print_background(const char *when, double load) {
+    if (load >= 0)
+        printf("  background: %.0f%% of all CPU time went to other processes %s%s\n", 100.0 * load, when,
+               load > 0.05 ? " (expect noise)" : "");
+}
+
+static void print_machine(void) {
+    char line[256], model[256] = "unknown";
+    FILE *f = fopen("/proc/cpuinfo", "r");
+    if (f) {
+        while (fgets(line, sizeof line, f))
+            if (strncmp(line, "model name", 10) == 0) {
+                char *p = strchr(line, ':');
+                if (p) {
+                    p += 1 + strspn(p + 1, " \t");
+                    p[strcspn(p, "\n")] = 0;
+                    snprintf(model, sizeof model, "%s", p);
+                }
+                break;
+            }
+        fclose(f);
+    }
+    printf("bench_scan: parrnn %s, %s mode\n", PARRNN_VERSION_STRING, g_quick ? "quick" : "full");
+    printf("  cpu:       %s\n", model);
+#ifdef _OPENMP
+    printf("  threads:   %d (OpenMP; %d processors); the C loops run on 1\n", g_threads, omp_get_num_procs());
+#else
+    printf("  threads:   1 (built without OpenMP)\n");
+#endif
+#if defined(__clang__)
+    printf("  compiler:  clang %s\n", __clang_version__);
+#elif defined(__GNUC__)
+    printf("  compiler:  gcc %s\n", __VERSION__);
+#else
+    printf("  compiler:  unknown C99 compiler\n");
+#endif
+    {
+        cpu_sample c0 = cpu_sample_now(), c1;
+        struct timespec ts;
+        ts.tv_sec = g_quick ? 0 : 1;
+        ts.tv_nsec = g_quick ? 200000000L : 0;
+        nanosleep(&ts, NULL);
+        c1 = cpu_sample_now();
+        print_background("just before the run", cpu_background(c0, c1));
+    }
+}
+
+static int usage(void) {
+    fprintf(stderr, "usage: bench_scan [--quick] [--threads N]\n");
+    return 2;
+}
+
+int main(int argc, char **argv) {
+    /* diagonal shapes {T, C, with TREE}: in the full run TREE only where a
+     * call takes about a second here (C = 16 and 128 take 2-4 s: the tree
+     * walks each channel's column with a stride of C floats) */
+    static const size_t full_diag[4][3] = {{10000000, 1, 1}, {1000000, 16, 0}, {100000, 128, 0}, {10000, 1024, 1}};
+    static const size_t quick_diag[4][3] = {{100000, 1, 1}, {10000, 16, 1}, {1000, 128, 1}, {100, 1024, 1}};
+    static const size_t block_n[3] = {2, 8, 32};
+    const size_t (*diag)[3];
+    size_t triad_n, block_T, i;
+    double t_start = now();
+    int threads_given = 0, ai;
+    prn_context *ctx;
+    cpu_sample run_start;
+
+    for (ai = 1; ai < argc; ++ai) {
+        if (strcmp(argv[ai], "--quick") == 0) {
+            g_quick = 1;
+        } else if (strcmp(argv[ai], "--threads") == 0 && ai + 1 < argc) {
+            char *end;
+            long v = strtol(argv[++ai], &end, 10);
+            if (*end || v < 1 || v > 1024) return usage();
+            g_threads = (int)v;
+            threads_given = 1;
+        } else {
+            return usage();
+        }
+    }
+#ifdef _OPENMP
+    if (!threads_given) g_threads = omp_get_max_threads();
+    omp_set_num_threads(g_threads);
+#else
+    if (threads_given && g_threads != 1) fprintf(stderr, "bench_scan: built without OpenMP; running on 1 thread\n");
+    g_threads = 1;
+#endif
+    if (g_quick) {
+        diag = quick_diag;
+        triad_n = (size_t)4 << 20; /* 3 x 32 MiB */
+        block_T = 2000;
+        g_repeats = 3;
+        g_min_sample = 0.01;
+        g_budget = 0.2;
+    } else {
+        diag = full_diag;
+        triad_n = (size_t)32 << 20; /* 3 x 256 MiB */
+        block_T = 100000;
+    }
+    print_machine();
+    run_start = cpu_sample_now();
+    printf("  timing:    best of up to %d samples of >= %g s after warm-up\n", g_repeats, g_min_sample);
+
+    printf("\nMachine probe\n");
+    probe_triad(triad_n);
+    ctx = make_context();
+
+    table_header("Diagonal scans, f32, forward, batch 1: 12 bytes per element (frac_bw: vs triad; speedup: vs loop)");
+    for (i = 0; i < 4; ++i) bench_shape(ctx, "scan_diag", 0, diag[i][0], diag[i][1], 1, diag[i][2] != 0);
+
+    table_header("Block scans, f32, forward, batch 1: 4 (T C k + 2 T C) bytes (dense: k = C; bdiag: C = 64)");
+    for (i = 0; i < 3; ++i) {
+        size_t n = block_n[i];
+        bench_shape(ctx, "scan_dense", 1, block_T, n, n, n <= 8);
+        bench_shape(ctx, "scan_bdiag", 1, block_T, 64, n, n <= 8);
+    }
+    prn_context_destroy(ctx);
+
+    /* The same for scripts. */
+    printf("\nBENCH name=triad backend=c dtype=f64 n=%lu threads=%d gbps=%.4f frac_bw=1.0000\n",
+           (unsigned long)triad_n, g_threads, g_triad);
+    for (ai = 0; ai < g_num_results; ++ai) {
+        const result *r = &g_results[ai];
+        printf("BENCH name=%s backend=%s dtype=f32 algo=%s T=%lu C=%lu k=%lu threads=%d seconds=%.6g gbps=%.4f "
+               "frac_bw=%.4f speedup=%.4f%s%s\n",
+               r->name, r->backend, r->algo, (unsigned long)r->T, (unsigned long)r->C, (unsigned long)r->k,
+               strcmp(r->backend, "c") == 0 ? 1 : g_threads, r->seconds, r->gbps, r->frac, r->speedup,
+               r->picked[0] ? " picked=" : "", r->picked);
+    }
+    printf("\n");
+    print_background("during the run", cpu_background(run_start, cpu_sample_now()));
+    printf("bench_scan: done in %.1f s\n", now() - t_start);
+    return 0;
+}
