@@ -18,9 +18,13 @@
  * what the result's rounding error is proportional to (|result| for
  * elementwise ops, sum |a_ik b_kj| for GEMM, sum |x| for sums, ...), and
  * must not exceed 1e-5 (f32) or 1e-12 (f64), times sqrt(K) or sqrt(n) for
- * long accumulations. Selections (max, argmax, copies, fill, buffers, uniform
+ * long accumulations. The scans (scan_diag, scan_block), whose rounding
+ * error grows with the sequence length, are held to a bound computed with
+ * them: see SCAN_C. Selections (max, argmax, copies, fill, buffers, uniform
  * random numbers) must match exactly. Every output buffer carries guard
- * elements after its end that must come back untouched.
+ * elements after its end that must come back untouched; strided_copy also
+ * writes into part of a larger pre-filled buffer whose other elements must
+ * keep their values.
  */
 #define PARRNN_IMPLEMENTATION
 #include "parrnn.h"
