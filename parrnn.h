@@ -353,7 +353,7 @@ PRNDEF prn_status prn_concat(prn_context *ctx, prn_tensor *a, prn_tensor *b, int
  * (chosen when batch x channels fill the threads); CHUNKED cuts time into
  * chunks, reduces each to one affine map, chains the maps' carries and
  * expands each chunk from its carry, in cache-sized superblocks (chosen for
- * few channels and T >= 4096); TREE is the Blelloch up-sweep/down-sweep tree,
+ * few channels and T >= 4096; block scans choose SEQUENTIAL); TREE is the Blelloch up-sweep/down-sweep tree,
  * for teaching (examples/scan_explain.c). The results agree up to rounding;
  * f32 data accumulates in f32 (README: how the error grows with T).
  * Backward is the adjoint recurrence run the other way in time with A^T.
@@ -731,18 +731,23 @@ PRNDEF void prn_philox4x32(uint64_t seed, uint64_t counter, uint32_t out[4]);
 
 /* OpenMP: loops parallelise only when work is large enough to pay the
  * fork; every function that uses PRN__PARFOR declares prn__nt/prn__par. */
-/* PRN__SIMD marks inner loops free of loop-carried dependences: with OpenMP
- * they vectorise even at -O2 (whose cost model refuses loops that need a
- * runtime alias check); without it, -O3 vectorises them. */
+/* PRN__SIMD marks inner loops free of loop-carried dependences: with gcc
+ * and OpenMP they vectorise even at -O2 (whose cost model refuses loops that
+ * need a runtime alias check); without OpenMP, -O3 vectorises them. clang
+ * vectorises such loops by itself and reports `omp simd` loops it cannot
+ * vectorise (calls into libm) as warnings, so it gets no simd pragmas. */
 #ifdef _OPENMP
 #define PRN__PRAGMA(x) _Pragma(#x)
 #define PRN__PARFOR PRN__PRAGMA(omp parallel for num_threads(prn__nt) schedule(static) if(prn__par))
+#else
+#define PRN__PARFOR
+#endif
+#if defined(_OPENMP) && !defined(__clang__)
 #define PRN__PARFOR_SIMD PRN__PRAGMA(omp parallel for simd num_threads(prn__nt) schedule(static) if(prn__par))
 #define PRN__SIMD PRN__PRAGMA(omp simd)
 #define PRN__SIMD_SUM(s) PRN__PRAGMA(omp simd reduction(+:s))
 #else
-#define PRN__PARFOR
-#define PRN__PARFOR_SIMD
+#define PRN__PARFOR_SIMD PRN__PARFOR
 #define PRN__SIMD
 #define PRN__SIMD_SUM(s)
 #endif
@@ -1332,9 +1337,8 @@ PRN__FN prn_status prn__ref_adam_update(prn_context *ctx, prn_dtype dtype, size_
  *    cache. Each thread walks its 8 chunks in lockstep, so with one channel
  *    there are 8 independent chains to hide the FMA latency;
  *  - SEQUENTIAL for short sequences.
- * Block-diagonal and dense: SEQUENTIAL unless batch x blocks leaves threads
- * idle and k <= 4 (a chunk's reduction composes k x k matrices: k times the
- * work of the sequential pass); CHUNKED then.
+ * Block-diagonal and dense: SEQUENTIAL (a chunk's reduction composes k x k
+ * matrices, k times the work of the sequential pass); CHUNKED on request.
  * TREE is the textbook Blelloch scan, per sequence, never chosen by AUTO.
  * f32 data accumulates in f32.
  * ---------------------------------------------------------------------- */
@@ -1349,18 +1353,29 @@ PRN__FN prn_status prn__ref_adam_update(prn_context *ctx, prn_dtype dtype, size_
 /* logical step t of a sequence lives in row ROW(t) */
 #define PRN__ROW(t) (rev ? T - 1 - (t) : (t))
 
-/* Sequential diagonal scan: one thread per (sequence, group of channels). */
+/* Sequential diagonal scan: one thread per (sequence, group of channels).
+ * Narrow groups keep the state in a local array (registers) instead of
+ * reading it back from the previous output row. */
 #define PRN__SCAN_SEQ_DIAG(T_)                                                   \
     { const T_ *A = (const T_ *)a, *Bv = (const T_ *)b, *H0 = (const T_ *)h0;    \
       T_ *H = (T_ *)h; size_t w;                                                 \
       PRN__PARFOR for (w = 0; w < batch * ngrp; ++w) {                           \
           size_t n = w / ngrp, c0 = (w % ngrp) * grp, c1 = c0 + grp < C ? c0 + grp : C, t, c; \
           const T_ *an = A + n * T * C, *bn = Bv + n * T * C; T_ *hn = H + n * T * C; \
+          if (c1 - c0 <= 16) {                                                   \
+              T_ st[16]; const size_t wd = c1 - c0;                              \
+              for (c = 0; c < wd; ++c) st[c] = H0 ? H0[n * C + c0 + c] : (T_)0;  \
+              for (t = 0; t < T; ++t) {                                          \
+                  const size_t r = PRN__ROW(t) * C + c0;                         \
+                  for (c = 0; c < wd; ++c) { st[c] = an[r + c] * st[c] + bn[r + c]; hn[r + c] = st[c]; } \
+              }                                                                  \
+              continue;                                                          \
+          }                                                                      \
           for (t = 0; t < T; ++t) {                                              \
               size_t r = PRN__ROW(t);                                            \
               const T_ *prev = t ? hn + PRN__ROW(t - 1) * C : (H0 ? H0 + n * C : NULL); \
               if (prev) { PRN__SIMD for (c = c0; c < c1; ++c) hn[r * C + c] = an[r * C + c] * prev[c] + bn[r * C + c]; } \
-              else { PRN__SIMD for (c = c0; c < c1; ++c) hn[r * C + c] = bn[r * C + c]; } \
+              else { PRN__SIMD for (c = c0; c < c1; ++c) hn[r * C + c] = an[r * C + c] * (T_)0 + bn[r * C + c]; } \
           } } }
 
 /* Chunked diagonal scan. A group folds (or expands) PRN__SCAN_LANES chunks
@@ -1376,12 +1391,15 @@ PRN__FN void prn__chunk_fold_##SFX(size_t C, ptrdiff_t ds, const T_ *const *pa, 
         if (len[l] < mn) mn = len[l];                                            \
         for (c = 0; c < C; ++c) { m[l * C + c] = 1; o[l * C + c] = 0; }          \
     }                                                                            \
-    if (C == 1) {                                                                \
+    if (C == 1) { /* lanes in locals: m and o are shared with other threads' lines */ \
+        T_ lm[PRN__SCAN_LANES], lo[PRN__SCAN_LANES];                             \
+        for (l = 0; l < PRN__SCAN_LANES; ++l) { lm[l] = 1; lo[l] = 0; }          \
         for (i = 0; i < mn; ++i) {                                               \
             ptrdiff_t off = (ptrdiff_t)i * ds;                                   \
             for (l = 0; l < PRN__SCAN_LANES; ++l) {                              \
                 const T_ x = pa[l][off];                                         \
-                o[l] = x * o[l] + pb[l][off]; m[l] *= x; } }                     \
+                lo[l] = x * lo[l] + pb[l][off]; lm[l] *= x; } }                  \
+        for (l = 0; l < PRN__SCAN_LANES; ++l) { m[l] = lm[l]; o[l] = lo[l]; }    \
     } else {                                                                     \
         for (i = 0; i < mn; ++i) {                                               \
             ptrdiff_t off = (ptrdiff_t)i * ds;                                   \
@@ -1401,11 +1419,14 @@ PRN__FN void prn__chunk_expand_##SFX(size_t C, ptrdiff_t ds, const T_ *const *pa
     size_t l, i, c, mn = len[0];                                                 \
     for (l = 0; l < PRN__SCAN_LANES; ++l) if (len[l] < mn) mn = len[l];          \
     if (C == 1) {                                                                \
+        T_ lc[PRN__SCAN_LANES];                                                  \
+        for (l = 0; l < PRN__SCAN_LANES; ++l) lc[l] = cur[l];                    \
         for (i = 0; i < mn; ++i) {                                               \
             ptrdiff_t off = (ptrdiff_t)i * ds;                                   \
             for (l = 0; l < PRN__SCAN_LANES; ++l) {                              \
-                const T_ x = pa[l][off] * cur[l] + pb[l][off];                   \
-                cur[l] = x; ph[l][off] = x; } }                                  \
+                const T_ x = pa[l][off] * lc[l] + pb[l][off];                    \
+                lc[l] = x; ph[l][off] = x; } }                                   \
+        for (l = 0; l < PRN__SCAN_LANES; ++l) cur[l] = lc[l];                    \
     } else {                                                                     \
         for (i = 0; i < mn; ++i) {                                               \
             ptrdiff_t off = (ptrdiff_t)i * ds;                                   \
@@ -1560,17 +1581,21 @@ PRN__FN prn_status prn__ref_scan_diag(prn_context *ctx, prn_dtype dtype, int rev
 #define PRN__AM(ar, i, m) (tr ? (ar)[(j0 + (m)) * k + (i)] : (ar)[(j0 + (i)) * k + (m)])
 
 #define PRN__DEFINE_BLOCK_SCAN(T_, SFX)                                          \
-/* sequential: one unit = (sequence n, block j) */                              \
+/* sequential: one unit = (sequence, range of blocks [jb0, jb1)), time outside \
+ * so each row of the unit is read once */                                      \
 PRN__FN void prn__scan_block_seq_##SFX(int rev, int tr, size_t T, size_t C, size_t k, const T_ *an, \
-                                       const T_ *bn, const T_ *h0n, T_ *hn, size_t j0) { \
-    size_t t, i, m;                                                              \
+                                       const T_ *bn, const T_ *h0n, T_ *hn, size_t jb0, size_t jb1) { \
+    size_t t, i, m, jb;                                                          \
     for (t = 0; t < T; ++t) {                                                    \
         size_t r = PRN__ROW(t);                                                  \
         const T_ *ar = an + r * C * k, *prev = t ? hn + PRN__ROW(t - 1) * C : h0n; \
-        for (i = 0; i < k; ++i) {                                                \
-            T_ acc = bn[r * C + j0 + i];                                         \
-            if (prev) for (m = 0; m < k; ++m) acc += PRN__AM(ar, i, m) * prev[j0 + m]; \
-            hn[r * C + j0 + i] = acc;                                            \
+        for (jb = jb0; jb < jb1; ++jb) {                                         \
+            const size_t j0 = jb * k;                                            \
+            for (i = 0; i < k; ++i) {                                            \
+                T_ acc = bn[r * C + j0 + i];                                     \
+                if (prev) for (m = 0; m < k; ++m) acc += PRN__AM(ar, i, m) * prev[j0 + m]; \
+                hn[r * C + j0 + i] = acc;                                        \
+            }                                                                    \
         }                                                                        \
     }                                                                            \
 }                                                                                \
@@ -1687,19 +1712,29 @@ PRN__FN prn_status prn__ref_scan_block(prn_context *ctx, prn_dtype dtype, int re
                         (unsigned long)k, (unsigned long)C);
     nblk = C / k;
     units = batch * nblk;
-    if (algo == PRN_SCAN_AUTO)
-        algo = (units >= (size_t)nt || k > 4 || T < PRN__SCAN_MIN_CHUNKED) ? PRN_SCAN_SEQUENTIAL : PRN_SCAN_CHUNKED;
+    /* a chunk's reduction composes k x k matrices (k times the sequential
+     * work), which two cores do not win back: AUTO stays sequential */
+    if (algo == PRN_SCAN_AUTO) algo = PRN_SCAN_SEQUENTIAL;
     if (algo == PRN_SCAN_SEQUENTIAL) {
+        /* units: whole sequences, or shares of a sequence's blocks when there
+         * are fewer sequences than threads */
+        size_t per = batch >= (size_t)nt ? 1 : ((size_t)nt + batch - 1) / batch;
+        size_t bpu = (nblk + per - 1) / per, nu;
         long w;
-        PRN__PAR_SETUP(ctx, units > 1 ? batch * T * C * k : 0);
-        PRN__PARFOR for (w = 0; w < (long)units; ++w) {
-            size_t n = (size_t)w / nblk, j0 = ((size_t)w % nblk) * k;
-            if (dtype == PRN_F32)
-                prn__scan_block_seq_f32(rev, tr, T, C, k, (const float *)a + n * T * C * k, (const float *)b + n * T * C,
-                                        h0 ? (const float *)h0 + n * C : NULL, (float *)h + n * T * C, j0);
-            else
-                prn__scan_block_seq_f64(rev, tr, T, C, k, (const double *)a + n * T * C * k, (const double *)b + n * T * C,
-                                        h0 ? (const double *)h0 + n * C : NULL, (double *)h + n * T * C, j0);
+        if (per > nblk) { per = nblk; bpu = 1; }
+        nu = batch * per;
+        {
+            PRN__PAR_SETUP(ctx, nu > 1 ? batch * T * C * k : 0);
+            PRN__PARFOR for (w = 0; w < (long)nu; ++w) {
+                size_t n = (size_t)w / per, jb0 = ((size_t)w % per) * bpu, jb1 = jb0 + bpu < nblk ? jb0 + bpu : nblk;
+                if (jb0 >= jb1) continue;
+                if (dtype == PRN_F32)
+                    prn__scan_block_seq_f32(rev, tr, T, C, k, (const float *)a + n * T * C * k, (const float *)b + n * T * C,
+                                            h0 ? (const float *)h0 + n * C : NULL, (float *)h + n * T * C, jb0, jb1);
+                else
+                    prn__scan_block_seq_f64(rev, tr, T, C, k, (const double *)a + n * T * C * k, (const double *)b + n * T * C,
+                                            h0 ? (const double *)h0 + n * C : NULL, (double *)h + n * T * C, jb0, jb1);
+            }
         }
         return PRN_OK;
     }

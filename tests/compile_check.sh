@@ -22,6 +22,7 @@ for cc in gcc clang; do
     try "$cc c99 static" $cc -std=c99 -DPARRNN_STATIC tests/compile_c.c
     try "$cc c99 -O3" $cc -std=c99 -O3 tests/compile_c.c tests/compile_c_user.c
     try "$cc c11 openmp" $cc -std=c11 -fopenmp tests/compile_c.c tests/compile_c_user.c
+    try "$cc c11 openmp -O3" $cc -std=c11 -O3 -fopenmp tests/compile_c.c tests/compile_c_user.c
 done
 for cxx in g++ clang++; do
     try "$cxx c++11" $cxx -std=c++11 -x c++ tests/compile_cpp.cpp -x c++ tests/compile_c_user.c
