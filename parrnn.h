@@ -350,7 +350,7 @@ PRNDEF prn_status prn_concat(prn_context *ctx, prn_tensor *a, prn_tensor *b, int
  *
  * The reference backend evaluates with algo (PRN_SCAN_AUTO: it chooses):
  * SEQUENTIAL walks time once, vectorised and threaded across channels
- * (chosen when batch x channels fill the threads); CHUNKED cuts time into
+ * (chosen for C >= 16); CHUNKED cuts time into
  * chunks, reduces each to one affine map, chains the maps' carries and
  * expands each chunk from its carry, in cache-sized superblocks (chosen for
  * few channels and T >= 4096; block scans choose SEQUENTIAL); TREE is the Blelloch up-sweep/down-sweep tree,
@@ -1328,14 +1328,16 @@ PRN__FN prn_status prn__ref_adam_update(prn_context *ctx, prn_dtype dtype, size_
  * Reference scans of linear recurrences
  *
  * Diagonal, AUTO picks:
- *  - SEQUENTIAL when batch x channel-groups of 16 give every thread work:
- *    one pass in time, vectorised across channels (reads a and b, writes h);
- *  - CHUNKED otherwise, when T >= 4096: time is cut into superblocks of
- *    nthreads x 8 chunks; each superblock reduces its chunks to one affine
- *    map each (in parallel), chains the carries (serially), then expands
- *    every chunk from its carry (in parallel), while the chunk is still in
- *    cache. Each thread walks its 8 chunks in lockstep, so with one channel
- *    there are 8 independent chains to hide the FMA latency;
+ *  - SEQUENTIAL for 16 channels or more: one pass in time, vectorised across
+ *    channels (reads a and b, writes h), threads over sequences and channel
+ *    groups -- one core's pass already runs near memory bandwidth;
+ *  - CHUNKED for fewer channels, when T >= 4096: time is cut into
+ *    superblocks of about 4 MiB; each reduces its chunks to one affine map
+ *    each (in parallel), chains the carries (serially), then expands every
+ *    chunk from its carry (in parallel) while the data is still in cache.
+ *    Each thread walks 4 chunks in lockstep, so with one channel there are
+ *    4 independent chains to hide the multiply-add latency that bounds a
+ *    sequential loop;
  *  - SEQUENTIAL for short sequences.
  * Block-diagonal and dense: SEQUENTIAL (a chunk's reduction composes k x k
  * matrices, k times the work of the sequential pass); CHUNKED on request.
@@ -1517,7 +1519,7 @@ PRN__FN prn_status prn__ref_scan_diag(prn_context *ctx, prn_dtype dtype, int rev
     int nt = prn_context_num_threads(ctx);
     if (batch == 0 || T == 0 || C == 0) return PRN_OK;
     if (algo == PRN_SCAN_AUTO)
-        algo = (batch * ngrp >= (size_t)nt || T < PRN__SCAN_MIN_CHUNKED) ? PRN_SCAN_SEQUENTIAL : PRN_SCAN_CHUNKED;
+        algo = (C >= 16 || T < PRN__SCAN_MIN_CHUNKED) ? PRN_SCAN_SEQUENTIAL : PRN_SCAN_CHUNKED;
     if (algo == PRN_SCAN_SEQUENTIAL) {
         PRN__PAR_SETUP(ctx, batch * T * C);
         /* Each thread walks whole rows of as many channels as possible: a unit
