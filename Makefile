@@ -29,7 +29,7 @@ endif
 
 TESTS    = test_ops test_autodiff test_scan test_conformance test_bad_input test_alloc_fail test_cells
 EXAMPLES = mlp_train scan_explain
-BENCHES  = bench_ops bench_scan
+BENCHES  = bench_ops bench_scan scan_error
 TEST_BINS    = $(addprefix $(BUILD)/tests/,$(TESTS))
 EXAMPLE_BINS = $(addprefix $(BUILD)/examples/,$(EXAMPLES))
 BENCH_BINS   = $(addprefix $(BUILD)/bench/,$(BENCHES))
@@ -71,6 +71,7 @@ demo: $(BUILD)/examples/mlp_train
 bench: $(BENCH_BINS)
 	$(BUILD)/bench/bench_ops
 	$(BUILD)/bench/bench_scan
+	$(BUILD)/bench/scan_error
 
 clean:
 	rm -rf build build-san build-vg

@@ -350,10 +350,10 @@ PRNDEF prn_status prn_concat(prn_context *ctx, prn_tensor *a, prn_tensor *b, int
  *
  * The reference backend evaluates with algo (PRN_SCAN_AUTO: it chooses):
  * SEQUENTIAL walks time once, vectorised and threaded across channels
- * (chosen for C >= 16); CHUNKED cuts time into
- * chunks, reduces each to one affine map, chains the maps' carries and
- * expands each chunk from its carry, in cache-sized superblocks (chosen for
- * few channels and T >= 4096; block scans choose SEQUENTIAL); TREE is the Blelloch up-sweep/down-sweep tree,
+ * (chosen for C >= 16 or T < 4096); CHUNKED cuts time into chunks, reduces
+ * each to one affine map, chains the maps' carries and expands each chunk
+ * from its carry, in cache-sized superblocks (chosen for C < 16; block scans
+ * always choose SEQUENTIAL); TREE is the Blelloch up-sweep/down-sweep tree,
  * for teaching (examples/scan_explain.c). The results agree up to rounding;
  * f32 data accumulates in f32 (README: how the error grows with T).
  * Backward is the adjoint recurrence run the other way in time with A^T.
