@@ -44,7 +44,7 @@ $(BUILD)/tests/%: tests/%.c parrnn.h tests/prn_test.h
 $(BUILD)/examples/%: examples/%.c parrnn.h
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS_ALL) -o $@ $< $(LDLIBS_ALL)
-$(BUILD)/bench/%: bench/%.c parrnn.h
+$(BUILD)/bench/%: bench/%.c parrnn.h bench/bench_common.h
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS_ALL) -o $@ $< $(LDLIBS_ALL)
 

@@ -40,6 +40,7 @@
 
 #define PARRNN_IMPLEMENTATION
 #include "parrnn.h"
+#include "bench_common.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -53,13 +54,6 @@
 #include <cblas.h>
 #endif
 
-#ifdef _OPENMP
-#define BENCH_PRAGMA(x) _Pragma(#x)
-#else
-#define BENCH_PRAGMA(x)
-#endif
-/* Parallel loop over the machine probes' outer loops. */
-#define BENCH_PARFOR BENCH_PRAGMA(omp parallel for schedule(static) num_threads(g_threads))
 
 #if (defined(__GNUC__) || defined(__clang__)) && (defined(__x86_64__) || defined(__i386__))
 #define BENCH_HAVE_AVX2_PROBE 1
@@ -70,11 +64,6 @@
 /* ------------------------------------------------------------------------
  * Settings and results
  * ---------------------------------------------------------------------- */
-static int g_threads = 1;
-static int g_quick = 0;
-static int g_repeats = 10;         /* timed samples per measurement (at most) */
-static double g_min_sample = 0.05; /* seconds: calls are batched up to this  */
-static double g_budget = 1.5;      /* seconds: stop sampling after 3 samples past this */
 
 typedef struct result {
     char name[32];
@@ -91,11 +80,6 @@ typedef struct result {
 static result g_results[MAX_RESULTS];
 static int g_num_results = 0;
 
-static double now(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
 
 static void table_header(const char *title) {
     printf("\n%s\n", title);
@@ -121,14 +105,6 @@ static void record(const char *name, const char *backend, prn_dtype dtype, size_
     r->ratio = ratio;
 }
 
-static void *xmalloc(size_t bytes) {
-    void *p = malloc(bytes);
-    if (!p) {
-        fprintf(stderr, "bench_ops: out of memory (%lu bytes)\n", (unsigned long)bytes);
-        exit(1);
-    }
-    return p;
-}
 
 /* OpenBLAS runs its own pthreads, which keep spinning for a while after a
  * call; an OpenMP-parallel measurement right after one would find a core
@@ -148,56 +124,14 @@ static void settle(void) {
  * timed batches (at least 3; no new one once g_budget seconds are spent).
  * Taking the best sample filters out interference from other processes.
  * fn returns 0 on success; a failure is returned at once. */
-typedef int (*bench_fn)(void *user);
-static int time_best(bench_fn fn, void *user, double *best) {
-    double start = now(), t0, t1, b = 1e300;
-    long iters, i;
-    int r;
-    if (fn(user)) return 1;
-    t0 = now();
-    if (fn(user)) return 1;
-    t1 = now() - t0;
-    iters = t1 >= g_min_sample ? 1 : (long)(g_min_sample / (t1 > 1e-7 ? t1 : 1e-7)) + 1;
-    for (r = 0; r < g_repeats && (r < 3 || now() - start < g_budget); ++r) {
-        t0 = now();
-        for (i = 0; i < iters; ++i)
-            if (fn(user)) return 1;
-        t1 = (now() - t0) / (double)iters;
-        if (t1 < b) b = t1;
-    }
-    *best = b;
-    return 0;
-}
 
 /* ------------------------------------------------------------------------
  * Machine probe 1: STREAM-like triad
  * ---------------------------------------------------------------------- */
-static double probe_triad(size_t n) {
-    double *a = (double *)xmalloc(n * sizeof *a);
-    double *b = (double *)xmalloc(n * sizeof *b);
-    double *c = (double *)xmalloc(n * sizeof *c);
-    const double s = 3.0;
-    double best = 1e300, check = 0.0, t;
-    long i, len = (long)n;
-    int r, reps = g_repeats;
-    /* First touch in parallel, so pages land where the threads run. */
-    BENCH_PARFOR
-    for (i = 0; i < len; ++i) { a[i] = 0.0; b[i] = 1.0; c[i] = 2.0; }
-    for (r = 0; r <= reps; ++r) { /* r == 0 is the warm-up */
-        t = now();
-        BENCH_PARFOR
-        for (i = 0; i < len; ++i) a[i] = b[i] + s * c[i];
-        t = now() - t;
-        if (r > 0 && t < best) best = t;
-    }
-    for (i = 0; i < len; i += 4096) check += a[i];
-    if (check != 7.0 * (double)((len + 4095) / 4096)) {
-        fprintf(stderr, "bench_ops: triad probe computed wrong values\n");
-        exit(1);
-    }
-    free(a); free(b); free(c);
-    record("triad", "c", PRN_F64, n, best, 3.0 * sizeof(double) * (double)n / best * 1e-9, 1, 1.0);
-    return 3.0 * sizeof(double) * (double)n / best * 1e-9;
+static double triad_gbps_probe(size_t n) {
+    double best = probe_triad(n), gbps = 3.0 * sizeof(double) * (double)n / best * 1e-9;
+    record("triad", "c", PRN_F64, n, best, gbps, 1, 1.0);
+    return gbps;
 }
 
 /* ------------------------------------------------------------------------
@@ -549,59 +483,13 @@ static void bench_elementwise(const char *backend, prn_dtype dtype, size_t n, in
  * cpu_sample takes busy and total CPU seconds (all CPUs, USER_HZ = 100)
  * and this process's CPU seconds; cpu_background gives the share of all
  * CPU time between two samples that went to other processes. */
-typedef struct cpu_sample {
-    double busy, total, own;
-    int ok;
-} cpu_sample;
 
-static cpu_sample cpu_sample_now(void) {
-    cpu_sample c;
-    double v[8];
-    FILE *f = fopen("/proc/stat", "r");
-    int k;
-    memset(&c, 0, sizeof c);
-    c.own = (double)clock() / CLOCKS_PER_SEC; /* all threads of this process */
-    if (!f) return c;
-    /* user nice system idle iowait irq softirq steal */
-    c.ok = fscanf(f, "cpu %lf %lf %lf %lf %lf %lf %lf %lf", &v[0], &v[1], &v[2], &v[3], &v[4], &v[5], &v[6],
-                  &v[7]) == 8;
-    fclose(f);
-    for (k = 0; k < 8; ++k) {
-        c.total += v[k] / 100.0;
-        if (k != 3 && k != 4) c.busy += v[k] / 100.0;
-    }
-    return c;
-}
 
-static double cpu_background(cpu_sample a, cpu_sample b) {
-    double other;
-    if (!a.ok || !b.ok || b.total <= a.total) return -1.0;
-    other = (b.busy - a.busy) - (b.own - a.own);
-    return (other > 0 ? other : 0.0) / (b.total - a.total);
-}
 
-static void print_background(const char *when, double load) {
-    if (load >= 0)
-        printf("  background: %.0f%% of all CPU time went to other processes %s%s\n", 100.0 * load, when,
-               load > 0.05 ? " (expect noise)" : "");
-}
 
 static void print_machine(void) {
-    char line[256], model[256] = "unknown";
-    FILE *f = fopen("/proc/cpuinfo", "r");
-    if (f) {
-        while (fgets(line, sizeof line, f))
-            if (strncmp(line, "model name", 10) == 0) {
-                char *p = strchr(line, ':');
-                if (p) {
-                    p += 1 + strspn(p + 1, " \t");
-                    p[strcspn(p, "\n")] = 0;
-                    snprintf(model, sizeof model, "%s", p);
-                }
-                break;
-            }
-        fclose(f);
-    }
+    char model[256];
+    cpu_model(model, sizeof model);
     printf("bench_ops: parrnn %s, %s mode\n", PARRNN_VERSION_STRING, g_quick ? "quick" : "full");
     printf("  cpu:       %s\n", model);
 #ifdef _OPENMP
@@ -644,35 +532,17 @@ static int usage(void) {
 }
 
 int main(int argc, char **argv) {
+    bench_prog = "bench_ops";
     static const size_t full_sizes[] = {64, 256, 1024}, quick_sizes[] = {32, 128};
     static const char *const backends[2] = {"reference", "reference-noblas"};
     static const prn_dtype dtypes[2] = {PRN_F32, PRN_F64};
     const size_t *sizes;
     size_t num_sizes, triad_n, elem_n;
     double triad_gbps, machine[2] = {0.0, 0.0}, t_start = now();
-    int i, d, b, k, cached, threads_given = 0;
+    int i, d, b, k, cached;
     cpu_sample run_start;
 
-    for (i = 1; i < argc; ++i) {
-        if (strcmp(argv[i], "--quick") == 0) {
-            g_quick = 1;
-        } else if (strcmp(argv[i], "--threads") == 0 && i + 1 < argc) {
-            char *end;
-            long v = strtol(argv[++i], &end, 10);
-            if (*end || v < 1 || v > 1024) return usage();
-            g_threads = (int)v;
-            threads_given = 1;
-        } else {
-            return usage();
-        }
-    }
-#ifdef _OPENMP
-    if (!threads_given) g_threads = omp_get_max_threads();
-    omp_set_num_threads(g_threads);
-#else
-    if (threads_given && g_threads != 1) fprintf(stderr, "bench_ops: built without OpenMP; running on 1 thread\n");
-    g_threads = 1;
-#endif
+    if (bench_parse_args(argc, argv)) return usage();
 #if defined(PARRNN_USE_CBLAS) && defined(OPENBLAS_VERSION)
     openblas_set_num_threads(g_threads);
 #endif
@@ -700,7 +570,7 @@ int main(int argc, char **argv) {
 
     /* 1. Machine limits. */
     table_header("Machine probes (ratio: triad = 1; GEMM vs the best probe of the dtype)");
-    triad_gbps = probe_triad(triad_n);
+    triad_gbps = triad_gbps_probe(triad_n);
     {
         double gf[3][2][8], sec[3][2][8];
         size_t s;

@@ -54,6 +54,7 @@
 
 #define PARRNN_IMPLEMENTATION
 #include "parrnn.h"
+#include "bench_common.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -64,21 +65,10 @@
 #include <omp.h>
 #endif
 
-#ifdef _OPENMP
-#define BENCH_PRAGMA(x) _Pragma(#x)
-#else
-#define BENCH_PRAGMA(x)
-#endif
-#define BENCH_PARFOR BENCH_PRAGMA(omp parallel for schedule(static) num_threads(g_threads))
 
 /* ------------------------------------------------------------------------
  * Settings and results
  * ---------------------------------------------------------------------- */
-static int g_threads = 1;
-static int g_quick = 0;
-static int g_repeats = 10;         /* timed samples per measurement (at most) */
-static double g_min_sample = 0.05; /* seconds: calls are batched up to this  */
-static double g_budget = 1.5;      /* seconds: no new sample after this      */
 
 static const char *const algo_names[PRN_SCAN_ALGO_COUNT] = {"auto", "sequential", "chunked", "tree"};
 
@@ -96,20 +86,7 @@ static result g_results[MAX_RESULTS];
 static int g_num_results = 0;
 static double g_triad = 0.0;
 
-static double now(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
 
-static void *xmalloc(size_t bytes) {
-    void *p = malloc(bytes);
-    if (!p) {
-        fprintf(stderr, "bench_scan: out of memory (%lu bytes)\n", (unsigned long)bytes);
-        exit(1);
-    }
-    return p;
-}
 
 static void table_header(const char *title) {
     printf("\n%s\n", title);
@@ -148,70 +125,15 @@ static void record(const char *name, const char *backend, const char *algo, cons
  * batches: at least 3 (2 when one call takes over half a second), no new
  * one once g_budget seconds are spent. A call over 1 s is only repeated
  * once (the best of the two counts). Returns nonzero if fn fails. */
-typedef int (*bench_fn)(void *user);
-static int time_best(bench_fn fn, void *user, double *best) {
-    double start = now(), t0, t1, b = 1e300;
-    long iters, i;
-    int r, min_samples;
-    t0 = now();
-    if (fn(user)) return 1;
-    t1 = now() - t0;
-    if (t1 > 1.0) { /* very slow (TREE, CHUNKED block scans): best of this and one more call */
-        t0 = now();
-        if (fn(user)) return 1;
-        t0 = now() - t0;
-        *best = t0 < t1 ? t0 : t1;
-        return 0;
-    }
-    if (t1 < 0.5 * g_min_sample) { /* the first call may pay page faults: time a second one */
-        t0 = now();
-        if (fn(user)) return 1;
-        t1 = now() - t0;
-    }
-    iters = t1 >= g_min_sample ? 1 : (long)(g_min_sample / (t1 > 1e-7 ? t1 : 1e-7)) + 1;
-    min_samples = t1 > 0.5 ? 2 : 3;
-    for (r = 0; r < g_repeats && (r < min_samples || now() - start < g_budget); ++r) {
-        t0 = now();
-        for (i = 0; i < iters; ++i)
-            if (fn(user)) return 1;
-        t1 = (now() - t0) / (double)iters;
-        if (t1 < b) b = t1;
-    }
-    *best = b;
-    return 0;
-}
 
 /* ------------------------------------------------------------------------
  * Machine probe: STREAM-like triad (as bench_ops)
  * ---------------------------------------------------------------------- */
-static double probe_triad(size_t n) {
-    double *a = (double *)xmalloc(n * sizeof *a);
-    double *b = (double *)xmalloc(n * sizeof *b);
-    double *c = (double *)xmalloc(n * sizeof *c);
-    const double s = 3.0;
-    double best = 1e300, check = 0.0, t, gbps;
-    long i, len = (long)n;
-    int r, reps = g_repeats;
-    BENCH_PARFOR /* first touch in parallel, so pages land where the threads run */
-    for (i = 0; i < len; ++i) { a[i] = 0.0; b[i] = 1.0; c[i] = 2.0; }
-    for (r = 0; r <= reps; ++r) { /* r == 0 is the warm-up */
-        t = now();
-        BENCH_PARFOR
-        for (i = 0; i < len; ++i) a[i] = b[i] + s * c[i];
-        t = now() - t;
-        if (r > 0 && t < best) best = t;
-    }
-    for (i = 0; i < len; i += 4096) check += a[i];
-    if (check != 7.0 * (double)((len + 4095) / 4096)) {
-        fprintf(stderr, "bench_scan: triad probe computed wrong values\n");
-        exit(1);
-    }
-    free(a); free(b); free(c);
-    gbps = 3.0 * sizeof(double) * (double)n / best * 1e-9;
+static void triad_gbps_probe(size_t n) {
+    double best = probe_triad(n);
+    g_triad = 3.0 * sizeof(double) * (double)n / best * 1e-9;
     printf("  triad: 3 x %lu doubles, best %.4g s = %.2f GB/s (24 bytes per element)\n", (unsigned long)n, best,
-           gbps);
-    g_triad = gbps;
-    return best;
+           g_triad);
 }
 
 /* ------------------------------------------------------------------------
@@ -427,58 +349,13 @@ static void bench_shape(prn_context *ctx, const char *name, int block, size_t T,
  * ---------------------------------------------------------------------- */
 /* How busy the CPUs are, from /proc/stat (Linux; elsewhere unknown): the
  * share of all CPU time between two samples that went to other processes. */
-typedef struct cpu_sample {
-    double busy, total, own;
-    int ok;
-} cpu_sample;
 
-static cpu_sample cpu_sample_now(void) {
-    cpu_sample c;
-    double v[8];
-    FILE *f = fopen("/proc/stat", "r");
-    int k;
-    memset(&c, 0, sizeof c);
-    c.own = (double)clock() / CLOCKS_PER_SEC; /* all threads of this process */
-    if (!f) return c;
-    c.ok = fscanf(f, "cpu %lf %lf %lf %lf %lf %lf %lf %lf", &v[0], &v[1], &v[2], &v[3], &v[4], &v[5], &v[6],
-                  &v[7]) == 8;
-    fclose(f);
-    for (k = 0; k < 8; ++k) {
-        c.total += v[k] / 100.0;
-        if (k != 3 && k != 4) c.busy += v[k] / 100.0;
-    }
-    return c;
-}
 
-static double cpu_background(cpu_sample a, cpu_sample b) {
-    double other;
-    if (!a.ok || !b.ok || b.total <= a.total) return -1.0;
-    other = (b.busy - a.busy) - (b.own - a.own);
-    return (other > 0 ? other : 0.0) / (b.total - a.total);
-}
 
-static void print_background(const char *when, double load) {
-    if (load >= 0)
-        printf("  background: %.0f%% of all CPU time went to other processes %s%s\n", 100.0 * load, when,
-               load > 0.05 ? " (expect noise)" : "");
-}
 
 static void print_machine(void) {
-    char line[256], model[256] = "unknown";
-    FILE *f = fopen("/proc/cpuinfo", "r");
-    if (f) {
-        while (fgets(line, sizeof line, f))
-            if (strncmp(line, "model name", 10) == 0) {
-                char *p = strchr(line, ':');
-                if (p) {
-                    p += 1 + strspn(p + 1, " \t");
-                    p[strcspn(p, "\n")] = 0;
-                    snprintf(model, sizeof model, "%s", p);
-                }
-                break;
-            }
-        fclose(f);
-    }
+    char model[256];
+    cpu_model(model, sizeof model);
     printf("bench_scan: parrnn %s, %s mode\n", PARRNN_VERSION_STRING, g_quick ? "quick" : "full");
     printf("  cpu:       %s\n", model);
 #ifdef _OPENMP
@@ -510,6 +387,7 @@ static int usage(void) {
 }
 
 int main(int argc, char **argv) {
+    bench_prog = "bench_scan";
     /* diagonal shapes {T, C, with TREE}: in the full run TREE only where a
      * call takes about a second here (C = 16 and 128 take 2-4 s: the tree
      * walks each channel's column with a stride of C floats) */
@@ -519,30 +397,11 @@ int main(int argc, char **argv) {
     const size_t (*diag)[3];
     size_t triad_n, block_T, i;
     double t_start = now();
-    int threads_given = 0, ai;
+    int ai;
     prn_context *ctx;
     cpu_sample run_start;
 
-    for (ai = 1; ai < argc; ++ai) {
-        if (strcmp(argv[ai], "--quick") == 0) {
-            g_quick = 1;
-        } else if (strcmp(argv[ai], "--threads") == 0 && ai + 1 < argc) {
-            char *end;
-            long v = strtol(argv[++ai], &end, 10);
-            if (*end || v < 1 || v > 1024) return usage();
-            g_threads = (int)v;
-            threads_given = 1;
-        } else {
-            return usage();
-        }
-    }
-#ifdef _OPENMP
-    if (!threads_given) g_threads = omp_get_max_threads();
-    omp_set_num_threads(g_threads);
-#else
-    if (threads_given && g_threads != 1) fprintf(stderr, "bench_scan: built without OpenMP; running on 1 thread\n");
-    g_threads = 1;
-#endif
+    if (bench_parse_args(argc, argv)) return usage();
     if (g_quick) {
         diag = quick_diag;
         triad_n = (size_t)4 << 20; /* 3 x 32 MiB */
@@ -560,7 +419,7 @@ int main(int argc, char **argv) {
     printf("  timing:    best of up to %d samples of >= %g s after warm-up\n", g_repeats, g_min_sample);
 
     printf("\nMachine probe\n");
-    probe_triad(triad_n);
+    triad_gbps_probe(triad_n);
     ctx = make_context();
 
     table_header("Diagonal scans, f32, forward, batch 1: 12 bytes per element (frac_bw: vs triad; speedup: vs loop)");
