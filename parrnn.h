@@ -1,7 +1,8 @@
 /* parrnn.h - parallel recurrent neural networks in one C header.
  *
- * Tensors, a reverse-mode autodiff tape, optimisers and a reference C backend,
- * all dispatched through a table of backend primitives (see prn_backend).
+ * Tensors, a reverse-mode autodiff tape, optimisers, parallel scans of linear
+ * recurrences and the RNN cells built on them, and a reference C backend, all
+ * dispatched through a table of backend primitives (see prn_backend).
  *
  * USAGE (stb style)
  *   In exactly one C or C++ file:
@@ -31,7 +32,8 @@
  *   a prn_tensor** gives the caller one reference; prn_tensor_free drops it.
  *   The tape keeps its own references to what backward needs, so
  *   intermediates may be freed as soon as the caller is done with them.
- *   prn_context_destroy frees everything still alive on the context.
+ *   prn_context_destroy frees every tensor still alive on the context; free
+ *   optimisers (prn_optim_free) and cells (prn_cell_free) before it.
  *
  * THREADS
  *   No global mutable state. A context is used by one thread at a time; two
