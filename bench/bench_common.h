@@ -147,6 +147,29 @@ static void print_background(const char *when, double load) {
                load > 0.05 ? " (expect noise)" : "");
 }
 
+/* The compiler line of the machine report. */
+static void bench_print_compiler(void) {
+#if defined(__clang__)
+    printf("  compiler:  clang %s\n", __clang_version__);
+#elif defined(__GNUC__)
+    printf("  compiler:  gcc %s\n", __VERSION__);
+#else
+    printf("  compiler:  unknown C99 compiler\n");
+#endif
+}
+
+/* Watches the CPUs for a moment (1 s; 0.2 s with --quick) and reports how
+ * much of their time other processes took. */
+static void bench_report_idle(void) {
+    cpu_sample c0 = cpu_sample_now(), c1;
+    struct timespec ts;
+    ts.tv_sec = g_quick ? 0 : 1;
+    ts.tv_nsec = g_quick ? 200000000L : 0;
+    nanosleep(&ts, NULL);
+    c1 = cpu_sample_now();
+    print_background("just before the run", cpu_background(c0, c1));
+}
+
 /* Options shared by the benchmarks: --quick and --threads N (default: what
  * OpenMP offers). Returns nonzero on a bad argument. */
 static int bench_parse_args(int argc, char **argv) {

@@ -497,13 +497,7 @@ static void print_machine(void) {
 #else
     printf("  threads:   1 (built without OpenMP)\n");
 #endif
-#if defined(__clang__)
-    printf("  compiler:  clang %s\n", __clang_version__);
-#elif defined(__GNUC__)
-    printf("  compiler:  gcc %s\n", __VERSION__);
-#else
-    printf("  compiler:  unknown C99 compiler\n");
-#endif
+    bench_print_compiler();
 #if defined(PARRNN_USE_CBLAS) && defined(OPENBLAS_VERSION)
     printf("  cblas:     %s(%s)\n", OPENBLAS_VERSION, openblas_get_config());
 #elif defined(PARRNN_USE_CBLAS)
@@ -515,15 +509,7 @@ static void print_machine(void) {
 #if BENCH_HAVE_AVX2_PROBE
     printf("  avx2+fma:  %s\n", cpu_has_avx2() ? "yes" : "no");
 #endif
-    {
-        cpu_sample c0 = cpu_sample_now(), c1;
-        struct timespec ts;
-        ts.tv_sec = g_quick ? 0 : 1;
-        ts.tv_nsec = g_quick ? 200000000L : 0;
-        nanosleep(&ts, NULL);
-        c1 = cpu_sample_now();
-        print_background("just before the run", cpu_background(c0, c1));
-    }
+    bench_report_idle();
 }
 
 static int usage(void) {

@@ -40,11 +40,14 @@ static int prnt_summary(void) {
     return prnt_failed ? 1 : 0;
 }
 
-/* max |a-b| / max(1, |b|) over n doubles */
 #if defined(__GNUC__) || defined(__clang__)
-__attribute__((unused))
+#define PRNT_UNUSED __attribute__((unused))
+#else
+#define PRNT_UNUSED
 #endif
-static double prnt_max_rel_err(const double *a, const double *b, size_t n) {
+
+/* max |a-b| / max(1, |b|) over n doubles */
+PRNT_UNUSED static double prnt_max_rel_err(const double *a, const double *b, size_t n) {
     double m = 0;
     size_t i;
     for (i = 0; i < n; ++i) {
@@ -53,4 +56,52 @@ static double prnt_max_rel_err(const double *a, const double *b, size_t n) {
     }
     return m;
 }
+
+/* Shared by the tests that include parrnn.h first. */
+#ifdef PARRNN_H
+/* The recurrence on the host: h and the bound s. k = 0: diagonal (a is
+ * [batch, T, C]); else a is [batch, T, C, k], used transposed when tr. */
+PRNT_UNUSED static void prnt_scan_host(int rev, int tr, size_t B, size_t T, size_t C, size_t k, const double *a, const double *b,
+                           const double *h0, double *h, double *s) {
+    size_t n, t, c, m;
+    for (n = 0; n < B; ++n)
+        for (t = 0; t < T; ++t) {
+            size_t r = rev ? T - 1 - t : t, pr = rev ? r + 1 : r - 1;
+            for (c = 0; c < C; ++c) {
+                double acc = b[(n * T + r) * C + c], sacc = fabs(acc);
+                if (k == 0) {
+                    double p = t ? h[(n * T + pr) * C + c] : h0 ? h0[n * C + c] : 0.0;
+                    double ps = t ? s[(n * T + pr) * C + c] : h0 ? fabs(h0[n * C + c]) : 0.0;
+                    double av = a[(n * T + r) * C + c];
+                    acc += av * p;
+                    sacc += fabs(av) * ps;
+                } else {
+                    size_t j0 = c / k * k, i = c - j0;
+                    for (m = 0; m < k; ++m) {
+                        double am = tr ? a[((n * T + r) * C + j0 + m) * k + i] : a[((n * T + r) * C + c) * k + m];
+                        double p = t ? h[(n * T + pr) * C + j0 + m] : h0 ? h0[n * C + j0 + m] : 0.0;
+                        double ps = t ? s[(n * T + pr) * C + j0 + m] : h0 ? fabs(h0[n * C + j0 + m]) : 0.0;
+                        acc += am * p;
+                        sacc += fabs(am) * ps;
+                    }
+                }
+                h[(n * T + r) * C + c] = acc;
+                s[(n * T + r) * C + c] = sacc;
+            }
+        }
+}
+
+/* A tensor's values as doubles (f32 or f64). */
+PRNT_UNUSED static void prnt_download_f64(const prn_tensor *t, double *v) {
+    size_t n = prn_tensor_numel(t), i;
+    if (prn_tensor_dtype(t) == PRN_F32) {
+        float *f = (float *)malloc(n * sizeof(float) + 1);
+        prn_tensor_download(t, f, n);
+        for (i = 0; i < n; ++i) v[i] = f[i];
+        free(f);
+    } else {
+        prn_tensor_download(t, v, n);
+    }
+}
+#endif
 #endif

@@ -59,18 +59,6 @@ static void set_values(prn_tensor *t, double *v) { /* v rounded to t's dtype */
         prn_tensor_upload(t, v, n);
     }
 }
-static void fetch(const prn_tensor *t, double *v) {
-    size_t n = prn_tensor_numel(t), i;
-    if (!t) return;
-    if (prn_tensor_dtype(t) == PRN_F32) {
-        float *f = (float *)malloc(n * sizeof(float) + 1);
-        prn_tensor_download(t, f, n);
-        for (i = 0; i < n; ++i) v[i] = f[i];
-        free(f);
-    } else {
-        prn_tensor_download(t, v, n);
-    }
-}
 
 /* ---- the cells under test ------------------------------------------------ */
 enum { K_MINGRU, K_MINLSTM, K_QRNN, K_SRU, K_GILR };
@@ -116,9 +104,9 @@ static void ref_forward(const cell_kind *k, prn_cell *c, const double *x, const 
     double *W = dalloc(rows * cols), *U = dalloc(H * 4 * H), *b = dalloc(cols);
     double *pre = dalloc(cols), *ut = dalloc(4 * H), *cs = dalloc(H), *ht = dalloc(H), *htn = dalloc(H);
     double *xin = dalloc(rows);
-    fetch(p[0], W);
-    if (np == 3) fetch(p[1], U);
-    fetch(p[np - 1], b);
+    prnt_download_f64(p[0], W);
+    if (np == 3) prnt_download_f64(p[1], U);
+    prnt_download_f64(p[np - 1], b);
     for (n = 0; n < B; ++n) {
         const double *s = s0 ? s0 + n * S : NULL;
         for (j = 0; j < H; ++j) {
@@ -232,8 +220,8 @@ static void forward_case(const cell_kind *k, prn_dtype dt, size_t B, size_t T, s
                    prn_tensor_dim(h2, 2) == H, "%s: sequential h has the wrong shape", desc);
         PRNT_CHECK(prn_tensor_ndim(st2) == 2 && prn_tensor_dim(st2, 0) == B && prn_tensor_dim(st2, 1) == S,
                    "%s: sequential state has the wrong shape", desc);
-        fetch(h2, hq);
-        fetch(st2, sq);
+        prnt_download_f64(h2, hq);
+        prnt_download_f64(st2, sq);
         e = prnt_max_rel_err(hq, hr, nh);
         PRNT_CHECK(e <= tol, "%s: sequential h vs reference: rel err %.3g", desc, e);
         e = prnt_max_rel_err(sq, sr, B * S);
@@ -245,8 +233,8 @@ static void forward_case(const cell_kind *k, prn_dtype dt, size_t B, size_t T, s
         if (!h || !st) continue;
         PRNT_CHECK(prn_tensor_ndim(h) == 3 && prn_tensor_dim(h, 0) == B && prn_tensor_dim(h, 1) == T &&
                    prn_tensor_dim(h, 2) == H, "%s: h has the wrong shape", desc);
-        fetch(h, hp);
-        fetch(st, sp);
+        prnt_download_f64(h, hp);
+        prnt_download_f64(st, sp);
         e = prnt_max_rel_err(hp, hr, nh);
         if (e > worst_fw[dt == PRN_F32]) worst_fw[dt == PRN_F32] = e;
         PRNT_CHECK(e <= tol, "%s algo %d: parallel h vs reference: rel err %.3g", desc, (int)algos[a], e);
@@ -307,10 +295,10 @@ static void test_state_continuation(void) {
             PRNT_OK(ctx, fw(ctx, c, x2, s1, &h2, &s2));
             PRNT_OK(ctx, prn_concat(ctx, h1, h2, 1, &hj));
             if (h && hj && s && s2) {
-                fetch(h, a); fetch(hj, b);
+                prnt_download_f64(h, a); prnt_download_f64(hj, b);
                 e = prnt_max_rel_err(b, a, B * T * H);
                 PRNT_CHECK(e <= 1e-13, "%s seq=%d: h of two continued calls vs one: rel err %.3g", kinds[k].name, seq, e);
-                fetch(s, sa); fetch(s2, sb);
+                prnt_download_f64(s, sa); prnt_download_f64(s2, sb);
                 e = prnt_max_rel_err(sb, sa, B * S);
                 PRNT_CHECK(e <= 1e-13, "%s seq=%d: final state of continued calls: rel err %.3g", kinds[k].name, seq, e);
             }
@@ -323,7 +311,7 @@ static void test_state_continuation(void) {
                 cur = nx;
             }
             if (cur && s) {
-                fetch(cur, sb);
+                prnt_download_f64(cur, sb);
                 e = prnt_max_rel_err(sb, sa, B * S);
                 PRNT_CHECK(e <= 1e-13, "%s seq=%d: state after %zu single steps: rel err %.3g", kinds[k].name, seq, T, e);
             }
@@ -346,10 +334,10 @@ static void test_state_continuation(void) {
                     PRNT_OK(ctx, prn_copy(ctx, xo, &xb));
                     PRNT_OK(ctx, fw(ctx, c, xb, s0, &hb, &sbt));
                     if (hb && sbt) {
-                        fetch(ho, a); fetch(hb, b);
+                        prnt_download_f64(ho, a); prnt_download_f64(hb, b);
                         PRNT_CHECK(prnt_max_rel_err(a, b, T * H) == 0, "%s: [T, NI] x differs from a batch of one",
                                    kinds[k].name);
-                        fetch(so, sa); fetch(sbt, sb);
+                        prnt_download_f64(so, sa); prnt_download_f64(sbt, sb);
                         PRNT_CHECK(prnt_max_rel_err(sa, sb, S) == 0, "%s: [T, NI] state differs", kinds[k].name);
                     }
                     prn_tensor_free(hb); prn_tensor_free(sbt); prn_tensor_free(xb);
@@ -436,7 +424,7 @@ static void grad_case(const cell_kind *k, size_t B, size_t T, size_t NI, size_t 
         for (j = 0; j < nleaf; ++j) {
             prn_tensor *g = prn_tensor_grad(leaf[j]);
             PRNT_CHECK(g != NULL, "%s: no gradient for %s", desc, lname[j]);
-            if (g) fetch(g, seq ? g_seq[j] : g_par[j]);
+            if (g) prnt_download_f64(g, seq ? g_seq[j] : g_par[j]);
         }
     }
     PRNT_CHECK(prn_tape_size(ctx) == 0, "%s: tape not empty after backward", desc);
@@ -444,7 +432,7 @@ static void grad_case(const cell_kind *k, size_t B, size_t T, size_t NI, size_t 
     for (j = 0; j < nleaf; ++j) {
         size_t n = prn_tensor_numel(leaf[j]), e;
         double *v = dalloc(n), worst = 0, gap;
-        fetch(leaf[j], v);
+        prnt_download_f64(leaf[j], v);
         for (e = 0; e < n; ++e) {
             const double step = 1e-6, v0 = v[e];
             double lp, lm, num, err;
@@ -576,7 +564,7 @@ static void test_concat(void) {
     PRNT_OK(ctx, prn_concat(ctx, a, b, 1, &y));
     if (y) {
         PRNT_CHECK(prn_tensor_dim(y, 0) == 2 && prn_tensor_dim(y, 1) == 4 && prn_tensor_dim(y, 2) == 2, "shape");
-        fetch(y, got);
+        prnt_download_f64(y, got);
         for (n = 0; n < 2; ++n)
             for (t = 0; t < 4; ++t)
                 for (j = 0; j < 2; ++j) {
@@ -588,7 +576,7 @@ static void test_concat(void) {
     prn_tensor_free(y); y = NULL;
     /* negative axis, an empty part */
     PRNT_OK(ctx, prn_concat(ctx, e, a, -2, &y));
-    if (y) { fetch(y, got); PRNT_CHECK(prnt_max_rel_err(got, va, 12) == 0 && prn_tensor_dim(y, 1) == 3, "empty a"); }
+    if (y) { prnt_download_f64(y, got); PRNT_CHECK(prnt_max_rel_err(got, va, 12) == 0 && prn_tensor_dim(y, 1) == 3, "empty a"); }
     prn_tensor_free(y); y = NULL;
     /* gradient: split back */
     prn_tensor_set_requires_grad(a, 1);
@@ -603,8 +591,8 @@ static void test_concat(void) {
     PRNT_OK(ctx, prn_sum(ctx, p, PRN_ALL_AXES, 0, &L));
     PRNT_OK(ctx, prn_backward(ctx, L));
     if (prn_tensor_grad(a) && prn_tensor_grad(b)) {
-        fetch(prn_tensor_grad(a), ga);
-        fetch(prn_tensor_grad(b), gb);
+        prnt_download_f64(prn_tensor_grad(a), ga);
+        prnt_download_f64(prn_tensor_grad(b), gb);
         for (n = 0; n < 2; ++n)
             for (t = 0; t < 4; ++t)
                 for (j = 0; j < 2; ++j) {
@@ -622,9 +610,9 @@ static void test_concat(void) {
     PRNT_OK(ctx, prn_concat(ctx, a, a, 2, &y2));
     if (y && y2) {
         PRNT_CHECK(prn_tensor_dim(y, 0) == 4 && prn_tensor_dim(y2, 2) == 4, "axis 0 / 2 shapes");
-        fetch(y, got);
+        prnt_download_f64(y, got);
         PRNT_CHECK(prnt_max_rel_err(got, va, 12) == 0 && prnt_max_rel_err(got + 12, va, 4) == 0, "axis 0 values");
-        fetch(y2, got);
+        prnt_download_f64(y2, got);
         PRNT_CHECK(got[0] == 0 && got[1] == 1 && got[2] == 0 && got[3] == 1 && got[4] == 2, "axis 2 values");
     }
     prn_tape_clear(ctx);

@@ -1493,37 +1493,6 @@ static void block_matrix(int kind, size_t T, size_t k, double *blk) {
                                     : off * rng_range(-1, 1);
 }
 
-/* The recurrence on the host: h and the bound s. k = 0: diagonal (a is
- * [batch, T, C]); else a is [batch, T, C, k], used transposed when tr. */
-static void scan_host(int rev, int tr, size_t B, size_t T, size_t C, size_t k, const double *a, const double *b,
-                      const double *h0, double *h, double *s) {
-    size_t n, t, c, m;
-    for (n = 0; n < B; ++n)
-        for (t = 0; t < T; ++t) {
-            size_t r = rev ? T - 1 - t : t, pr = rev ? r + 1 : r - 1;
-            for (c = 0; c < C; ++c) {
-                double acc = b[(n * T + r) * C + c], sacc = fabs(acc);
-                if (k == 0) {
-                    double p = t ? h[(n * T + pr) * C + c] : h0 ? h0[n * C + c] : 0.0;
-                    double ps = t ? s[(n * T + pr) * C + c] : h0 ? fabs(h0[n * C + c]) : 0.0;
-                    double av = a[(n * T + r) * C + c];
-                    acc += av * p;
-                    sacc += fabs(av) * ps;
-                } else {
-                    size_t j0 = c / k * k, i = c - j0;
-                    for (m = 0; m < k; ++m) {
-                        double am = tr ? a[((n * T + r) * C + j0 + m) * k + i] : a[((n * T + r) * C + c) * k + m];
-                        double p = t ? h[(n * T + pr) * C + j0 + m] : h0 ? h0[n * C + j0 + m] : 0.0;
-                        double ps = t ? s[(n * T + pr) * C + j0 + m] : h0 ? fabs(h0[n * C + j0 + m]) : 0.0;
-                        acc += am * p;
-                        sacc += fabs(am) * ps;
-                    }
-                }
-                h[(n * T + r) * C + c] = acc;
-                s[(n * T + r) * C + c] = sacc;
-            }
-        }
-}
 
 /* block 0: scan_diag; else scan_block with sp->k. */
 static void scan_case(int block, prn_dtype dt, prn_scan_algo algo, const scan_shape *sp, int rev, int tr, int use_h0,
@@ -1558,7 +1527,7 @@ static void scan_case(int block, prn_dtype dt, prn_scan_algo algo, const scan_sh
     }
     for (i = 0; i < tot; ++i) b[i] = i < nh ? quant1(dt, rng_range(-1, 1)) : SENTINEL;
     if (h0) for (i = 0; i < nz; ++i) h0[i] = quant1(dt, rng_range(-2, 2));
-    scan_host(rev, tr, B, T, C, block ? k : 0, a, b, h0, m, sb);
+    prnt_scan_host(rev, tr, B, T, C, block ? k : 0, a, b, h0, m, sb);
     for (i = 0; i < tot; ++i) {
         if (i < nh) sc[i] = steps * sb[i];
         else { m[i] = SENTINEL; sc[i] = 1; }

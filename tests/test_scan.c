@@ -15,36 +15,6 @@ static double urand(void) {
     return (double)(rng_state >> 11) * (1.0 / 9007199254740992.0);
 }
 
-/* Reference: h and the bound s (the same recurrence on |a|, |b|, |h0|),
- * in f64 from data already rounded to the tested dtype. k = 0: diagonal. */
-static void ref_scan(int rev, size_t B, size_t T, size_t C, size_t k, const double *a, const double *b,
-                     const double *h0, double *h, double *s) {
-    size_t n, t, c, m;
-    for (n = 0; n < B; ++n)
-        for (t = 0; t < T; ++t) {
-            size_t r = rev ? T - 1 - t : t, pr = rev ? r + 1 : r - 1;
-            for (c = 0; c < C; ++c) {
-                double acc = b[(n * T + r) * C + c], sacc = fabs(acc);
-                if (k == 0) {
-                    double p = t ? h[(n * T + pr) * C + c] : (h0 ? h0[n * C + c] : 0);
-                    double ps = t ? s[(n * T + pr) * C + c] : (h0 ? fabs(h0[n * C + c]) : 0);
-                    acc += a[(n * T + r) * C + c] * p;
-                    sacc += fabs(a[(n * T + r) * C + c]) * ps;
-                } else {
-                    size_t j0 = c / k * k;
-                    for (m = 0; m < k; ++m) {
-                        double am = a[((n * T + r) * C + c) * k + m];
-                        double p = t ? h[(n * T + pr) * C + j0 + m] : (h0 ? h0[n * C + j0 + m] : 0);
-                        double ps = t ? s[(n * T + pr) * C + j0 + m] : (h0 ? fabs(h0[n * C + j0 + m]) : 0);
-                        acc += am * p;
-                        sacc += fabs(am) * ps;
-                    }
-                }
-                h[(n * T + r) * C + c] = acc;
-                s[(n * T + r) * C + c] = sacc;
-            }
-        }
-}
 
 static prn_tensor *upload(prn_dtype dt, int nd, const size_t *shape, double *v, size_t n) {
     prn_tensor *t = NULL;
@@ -58,17 +28,6 @@ static prn_tensor *upload(prn_dtype dt, int nd, const size_t *shape, double *v, 
         prn_tensor_from_host(ctx, dt, nd, shape, v, &t);
     }
     return t;
-}
-static void download(prn_tensor *t, double *v, size_t n) {
-    size_t i;
-    if (prn_tensor_dtype(t) == PRN_F32) {
-        float *f = (float *)malloc(n * sizeof(float) + 1);
-        prn_tensor_download(t, f, n);
-        for (i = 0; i < n; ++i) v[i] = f[i];
-        free(f);
-    } else {
-        prn_tensor_download(t, v, n);
-    }
 }
 
 /* decay kinds: 0 uniform in (-1, 1), 1 near 1 (0.999..1), 2 up to 1.05 in magnitude */
@@ -106,11 +65,11 @@ static void scan_case(prn_dtype dt, prn_scan_algo algo, int rev, int with_h0, si
     ta = upload(dt, k ? 4 : 3, sa, a, na);
     tb = upload(dt, 3, sb, b, nb);
     if (h0) th0 = upload(dt, 2, sh0, h0, B * C);
-    ref_scan(rev, B, T, C, k, a, b, h0, want, bound);
+    prnt_scan_host(rev, 0, B, T, C, k, a, b, h0, want, bound);
     if (k) PRNT_OK(ctx, prn_scan_block(ctx, ta, tb, th0, rev, algo, &th));
     else PRNT_OK(ctx, prn_scan_diag(ctx, ta, tb, th0, rev, algo, &th));
     if (th) {
-        download(th, got, nb);
+        prnt_download_f64(th, got);
         for (i = 0; i < nb; ++i) {
             double err = fabs(got[i] - want[i]), lim = steps * eps * bound[i] * 1.01 + 1e-300;
             double r = err / (eps * (bound[i] > 0 ? bound[i] : 1));
