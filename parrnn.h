@@ -20,6 +20,8 @@
  *                      prn_config.num_threads caps the threads per call.
  *   PARRNN_MALLOC/PARRNN_FREE  default allocator (both or neither); the
  *                      allocator in prn_config overrides them per context.
+ *   PARRNN_NO_INTRINSICS  no x86 intrinsics: the scans' streaming stores
+ *                      for outputs larger than the caches (SSE2) are off.
  *
  * ERRORS
  *   Every fallible function returns a prn_status. On failure the context
@@ -708,6 +710,12 @@ PRNDEF void prn_philox4x32(uint64_t seed, uint64_t counter, uint32_t out[4]);
 #ifdef _OPENMP
 #include <omp.h>
 #endif
+/* Streaming (non-temporal) stores for the scans' outputs, see
+ * prn__scan_row_f32: the one place the reference backend uses intrinsics. */
+#if !defined(PARRNN_NO_INTRINSICS) && (defined(__SSE2__) || defined(_M_X64))
+#include <emmintrin.h>
+#define PRN__HAVE_STREAM 1
+#endif
 
 #if defined(PARRNN_MALLOC) != defined(PARRNN_FREE)
 #error "parrnn: define both PARRNN_MALLOC and PARRNN_FREE, or neither"
@@ -1357,14 +1365,57 @@ PRN__FN prn_status prn__ref_adam_update(prn_context *ctx, prn_dtype dtype, size_
 /* logical step t of a sequence lives in row ROW(t) */
 #define PRN__ROW(t) (rev ? T - 1 - (t) : (t))
 
-/* Sequential diagonal scan: one thread per (sequence, group of channels).
- * Narrow groups keep the state in a local array (registers) instead of
- * reading it back from the previous output row. */
-#define PRN__SCAN_SEQ_DIAG(T_)                                                   \
+/* One step of a row of channels: st = a * st + b, stored to h too.
+ * stream: the output is far larger than the caches, so h is written with
+ * non-temporal stores (x86 SSE2), which skip the read-for-ownership a
+ * normal store pays -- a quarter of a scan's memory traffic; whoever
+ * streams calls prn__stream_fence before its results are read. Both paths
+ * do the same arithmetic (a multiply, then an add). */
+#ifdef PRN__HAVE_STREAM
+#define prn__stream_fence() _mm_sfence()
+#define PRN__STREAM_HEAD(align)                                                  \
+    if (stream) for (; c < n && ((size_t)(h + c) & (align)) != 0; ++c) { st[c] = a[c] * st[c] + b[c]; h[c] = st[c]; }
+PRN__FN void prn__scan_row_f32(size_t n, const float *a, const float *b, float *st, float *h, int stream) {
+    size_t c = 0, i;
+    PRN__STREAM_HEAD(15)
+    if (stream) for (; c + 4 <= n; c += 4) {
+        __m128 v = _mm_add_ps(_mm_mul_ps(_mm_loadu_ps(a + c), _mm_loadu_ps(st + c)), _mm_loadu_ps(b + c));
+        _mm_storeu_ps(st + c, v);
+        _mm_stream_ps(h + c, v);
+    }
+    PRN__SIMD for (i = c; i < n; ++i) { st[i] = a[i] * st[i] + b[i]; h[i] = st[i]; }
+}
+PRN__FN void prn__scan_row_f64(size_t n, const double *a, const double *b, double *st, double *h, int stream) {
+    size_t c = 0, i;
+    PRN__STREAM_HEAD(15)
+    if (stream) for (; c + 2 <= n; c += 2) {
+        __m128d v = _mm_add_pd(_mm_mul_pd(_mm_loadu_pd(a + c), _mm_loadu_pd(st + c)), _mm_loadu_pd(b + c));
+        _mm_storeu_pd(st + c, v);
+        _mm_stream_pd(h + c, v);
+    }
+    PRN__SIMD for (i = c; i < n; ++i) { st[i] = a[i] * st[i] + b[i]; h[i] = st[i]; }
+}
+#else
+#define prn__stream_fence() ((void)0)
+#define PRN__DEFINE_SCAN_ROW(T_, SFX)                                            \
+PRN__FN void prn__scan_row_##SFX(size_t n, const T_ *a, const T_ *b, T_ *st, T_ *h, int stream) { \
+    size_t i; (void)stream;                                                      \
+    PRN__SIMD for (i = 0; i < n; ++i) { st[i] = a[i] * st[i] + b[i]; h[i] = st[i]; } \
+}
+PRN__DEFINE_SCAN_ROW(float, f32)
+PRN__DEFINE_SCAN_ROW(double, f64)
+#endif
+/* outputs from this size up are streamed: well past what the caches keep */
+#define PRN__STREAM_MIN ((size_t)16 << 20)
+
+/* Sequential diagonal scan: one unit per (sequence, group of channels).
+ * The state lives in registers for narrow groups, in st (C values per
+ * sequence) for wide ones, so h is only ever written. */
+#define PRN__SCAN_SEQ_DIAG(T_, SFX)                                              \
     { const T_ *A = (const T_ *)a, *Bv = (const T_ *)b, *H0 = (const T_ *)h0;    \
-      T_ *H = (T_ *)h; size_t w;                                                 \
-      PRN__PARFOR for (w = 0; w < batch * ngrp; ++w) {                           \
-          size_t n = w / ngrp, c0 = (w % ngrp) * grp, c1 = c0 + grp < C ? c0 + grp : C, t, c; \
+      T_ *H = (T_ *)h, *ST = (T_ *)ws; long w;                                   \
+      PRN__PARFOR for (w = 0; w < (long)(batch * ngrp); ++w) {                   \
+          size_t n = (size_t)w / ngrp, c0 = ((size_t)w % ngrp) * grp, c1 = c0 + grp < C ? c0 + grp : C, t, c; \
           const T_ *an = A + n * T * C, *bn = Bv + n * T * C; T_ *hn = H + n * T * C; \
           if (c1 - c0 <= 16) {                                                   \
               T_ st[16]; const size_t wd = c1 - c0;                              \
@@ -1374,12 +1425,14 @@ PRN__FN prn_status prn__ref_adam_update(prn_context *ctx, prn_dtype dtype, size_
                   for (c = 0; c < wd; ++c) { st[c] = an[r + c] * st[c] + bn[r + c]; hn[r + c] = st[c]; } \
               }                                                                  \
               continue;                                                          \
-          }                                                                      \
-          for (t = 0; t < T; ++t) {                                              \
-              size_t r = PRN__ROW(t);                                            \
-              const T_ *prev = t ? hn + PRN__ROW(t - 1) * C : (H0 ? H0 + n * C : NULL); \
-              if (prev) { PRN__SIMD for (c = c0; c < c1; ++c) hn[r * C + c] = an[r * C + c] * prev[c] + bn[r * C + c]; } \
-              else { PRN__SIMD for (c = c0; c < c1; ++c) hn[r * C + c] = an[r * C + c] * (T_)0 + bn[r * C + c]; } \
+          } else {                                                               \
+              T_ *st = ST + n * C + c0;                                          \
+              for (c = 0; c < c1 - c0; ++c) st[c] = H0 ? H0[n * C + c0 + c] : (T_)0; \
+              for (t = 0; t < T; ++t) {                                          \
+                  const size_t r = PRN__ROW(t) * C + c0;                         \
+                  prn__scan_row_##SFX(c1 - c0, an + r, bn + r, st, hn + r, stream); \
+              }                                                                  \
+              if (stream) prn__stream_fence();                                   \
           } } }
 
 /* Chunked diagonal scan. A group folds (or expands) PRN__SCAN_LANES chunks
@@ -1518,8 +1571,12 @@ PRN__FN prn_status prn__ref_scan_diag(prn_context *ctx, prn_dtype dtype, int rev
                                       const void *h0, void *h) {
     static const char fn[] = "scan_diag";
     size_t grp = 16, ngrp = (C + grp - 1) / grp, es = prn_dtype_size(dtype);
-    int nt = prn_context_num_threads(ctx);
+    void *ws = NULL;
+    int nt = prn_context_num_threads(ctx), stream;
     if (batch == 0 || T == 0 || C == 0) return PRN_OK;
+    /* the sequential pass streams large outputs (the chunked expand does
+     * not: there, streaming stores measured slower) */
+    stream = batch * T * C * es >= PRN__STREAM_MIN;
     if (algo == PRN_SCAN_AUTO)
         algo = (C >= 16 || T < PRN__SCAN_MIN_CHUNKED) ? PRN_SCAN_SEQUENTIAL : PRN_SCAN_CHUNKED;
     if (algo == PRN_SCAN_SEQUENTIAL) {
@@ -1534,8 +1591,11 @@ PRN__FN prn_status prn__ref_scan_diag(prn_context *ctx, prn_dtype dtype, int rev
             grp = (grp + 15) / 16 * 16;
         }
         ngrp = (C + grp - 1) / grp;
-        if (dtype == PRN_F32) PRN__SCAN_SEQ_DIAG(float)
-        else PRN__SCAN_SEQ_DIAG(double)
+        if (grp > 16 && !(ws = prn_alloc(ctx, batch * C * es)))
+            return PRN__ERR(ctx, PRN_ERR_OUT_OF_MEMORY, "%s: out of memory for the state workspace", fn);
+        if (dtype == PRN_F32) PRN__SCAN_SEQ_DIAG(float, f32)
+        else PRN__SCAN_SEQ_DIAG(double, f64)
+        prn_free(ctx, ws);
         return PRN_OK;
     }
     if (algo == PRN_SCAN_CHUNKED) {
@@ -1546,7 +1606,6 @@ PRN__FN prn_status prn__ref_scan_diag(prn_context *ctx, prn_dtype dtype, int rev
         size_t nch = (size_t)nt * PRN__SCAN_LANES * 2, span = PRN__SCAN_SPAN / (3 * es * C), n;
         span = span < nch * 16 ? nch * 16 : (span + nch - 1) / nch * nch;
         int par = nt > 1 && T * C >= PRN__PAR_MIN;
-        void *ws;
         if (span > T) span = T;
         ws = prn_alloc(ctx, (3 * nch + 1) * C * es);
         if (!ws) return PRN__ERR(ctx, PRN_ERR_OUT_OF_MEMORY, "%s: out of memory for the chunk workspace", fn);
@@ -1565,7 +1624,6 @@ PRN__FN prn_status prn__ref_scan_diag(prn_context *ctx, prn_dtype dtype, int rev
     }
     if (algo == PRN_SCAN_TREE) {
         size_t np = 1, n, c;
-        void *ws;
         PRN__PAR_SETUP(ctx, T);
         while (np < T) np *= 2;
         ws = prn_alloc(ctx, 2 * np * es);

@@ -18,7 +18,10 @@
  *                   TREE (TREE only for C = 1 and C = 1024, where a call
  *                   takes about a second; at C = 16 and 128 it takes 2-4 s).
  *   Counted: 12 bytes per element (read a, read b, write h).
- *   frac_bw = GB/s / triad GB/s; speedup = loop time / parrnn time.
+ *   frac_bw = GB/s / triad GB/s, where the triad is the best of two
+ *   probes taken just before and just after the shape (a `triad` row per
+ *   shape; the machine's bandwidth drifts within a run); speedup = loop
+ *   time / parrnn time.
  *
  * Block scans, f32, forward, batch 1, T = 10^5:
  *   h[t] = A[t] h[t-1] + b[t] with A[t] block-diagonal, blocks of k x k.
@@ -84,7 +87,9 @@ typedef struct result {
 #define MAX_RESULTS 128
 static result g_results[MAX_RESULTS];
 static int g_num_results = 0;
-static double g_triad = 0.0;
+static double g_triad = 0.0;     /* GB/s: the reference of the rows being measured */
+static size_t g_triad_n = 0;     /* doubles per triad array */
+static double g_triad_first = 0.0; /* GB/s: the probe before all shapes */
 
 
 
@@ -129,11 +134,12 @@ static void record(const char *name, const char *backend, const char *algo, cons
 /* ------------------------------------------------------------------------
  * Machine probe: STREAM-like triad (as bench_ops)
  * ---------------------------------------------------------------------- */
+static double triad_gbps(size_t n) { return 3.0 * sizeof(double) * (double)n / probe_triad(n) * 1e-9; }
+
 static void triad_gbps_probe(size_t n) {
-    double best = probe_triad(n);
-    g_triad = 3.0 * sizeof(double) * (double)n / best * 1e-9;
-    printf("  triad: 3 x %lu doubles, best %.4g s = %.2f GB/s (24 bytes per element)\n", (unsigned long)n, best,
-           g_triad);
+    g_triad_n = n;
+    g_triad_first = g_triad = triad_gbps(n);
+    printf("  triad: 3 x %lu doubles, %.2f GB/s (24 bytes per element)\n", (unsigned long)n, g_triad);
 }
 
 /* ------------------------------------------------------------------------
@@ -304,6 +310,11 @@ static void bench_shape(prn_context *ctx, const char *name, int block, size_t T,
     if (prn_tensor_uniform(ctx, PRN_F32, 3, shape_b, -1.0, 1.0, &b) != PRN_OK) die_prn(ctx, "inputs");
     bytes = 4.0 * ((double)n * (double)(block ? k : 1) + 2.0 * (double)n);
 
+    /* This machine's bandwidth drifts by 20-30% within a minute (other
+     * guests on the host), so each diagonal shape is compared with the best
+     * of triads measured just before and just after it. */
+    if (!block) g_triad = triad_gbps(g_triad_n);
+
     /* The C loop on the same arrays (reference backend buffers are host memory). */
     lj.kind = block;
     lj.T = T; lj.C = C; lj.k = k;
@@ -333,6 +344,11 @@ static void bench_shape(prn_context *ctx, const char *name, int block, size_t T,
     else if (same_bits(outs[PRN_SCAN_AUTO], outs[PRN_SCAN_CHUNKED], n)) picked = "chunked";
     else if (same_bits(outs[PRN_SCAN_AUTO], outs[PRN_SCAN_TREE], n)) picked = "tree";
     if (same_bits(outs[PRN_SCAN_SEQUENTIAL], outs[PRN_SCAN_CHUNKED], n)) picked = "?"; /* cannot tell */
+    if (!block) {
+        double after = triad_gbps(g_triad_n);
+        if (after > g_triad) g_triad = after;
+        record("triad", "c", "triad", NULL, T, C, k, 24.0 * (double)g_triad_n / (g_triad * 1e9), 24.0 * (double)g_triad_n, 0);
+    }
 
     record(loop_name, "c", "loop", NULL, T, C, k, loop_s, bytes, loop_s);
     record(name, "reference", "auto", picked, T, C, k, secs[PRN_SCAN_AUTO], bytes, loop_s);
@@ -421,13 +437,14 @@ int main(int argc, char **argv) {
 
     /* The same for scripts. */
     printf("\nBENCH name=triad backend=c dtype=f64 n=%lu threads=%d gbps=%.4f frac_bw=1.0000\n",
-           (unsigned long)triad_n, g_threads, g_triad);
+           (unsigned long)triad_n, g_threads, g_triad_first);
     for (ai = 0; ai < g_num_results; ++ai) {
         const result *r = &g_results[ai];
-        printf("BENCH name=%s backend=%s dtype=f32 algo=%s T=%lu C=%lu k=%lu threads=%d seconds=%.6g gbps=%.4f "
+        int triad = strcmp(r->name, "triad") == 0;
+        printf("BENCH name=%s backend=%s dtype=%s algo=%s T=%lu C=%lu k=%lu threads=%d seconds=%.6g gbps=%.4f "
                "frac_bw=%.4f speedup=%.4f%s%s\n",
-               r->name, r->backend, r->algo, (unsigned long)r->T, (unsigned long)r->C, (unsigned long)r->k,
-               strcmp(r->backend, "c") == 0 ? 1 : g_threads, r->seconds, r->gbps, r->frac, r->speedup,
+               r->name, r->backend, triad ? "f64" : "f32", r->algo, (unsigned long)r->T, (unsigned long)r->C,
+               (unsigned long)r->k, strcmp(r->backend, "c") == 0 && !triad ? 1 : g_threads, r->seconds, r->gbps, r->frac, r->speedup,
                r->picked[0] ? " picked=" : "", r->picked);
     }
     printf("\n");

@@ -120,6 +120,10 @@ static void test_diag_long(void) {
         scan_case(PRN_F32, (prn_scan_algo)al, 1, 0, 1, 1000000, 1, 0, 0);
     }
     scan_case(PRN_F64, PRN_SCAN_AUTO, 0, 1, 1, 1000000, 16, 0, 1);
+    /* outputs of 16 MiB and more take the streaming-store path (groups of
+     * more than 16 channels); 37 channels put rows at every alignment */
+    scan_case(PRN_F32, PRN_SCAN_SEQUENTIAL, 1, 1, 1, 150000, 37, 0, 0);
+    scan_case(PRN_F64, PRN_SCAN_SEQUENTIAL, 0, 1, 2, 60000, 37, 0, 1);
     scan_case(PRN_F32, PRN_SCAN_CHUNKED, 0, 1, 2, 1000000, 3, 0, 0);
 }
 
