@@ -1,6 +1,6 @@
 #!/bin/sh
 # Compile test: parrnn.h must build as C99 and as C++ (also with
-# PARRNN_STATIC) with -Wall -Wextra -Wpedantic -Werror on gcc and clang.
+# PARRNN_STATIC, and without intrinsics) with -Wall -Wextra -Wpedantic -Werror on gcc and clang.
 # Prints a summary line like the test programs.
 cd "$(dirname "$0")/.." || exit 1
 passed=0; failed=0; skipped=0
@@ -23,6 +23,7 @@ for cc in gcc clang; do
     try "$cc c99 -O3" $cc -std=c99 -O3 tests/compile_c.c tests/compile_c_user.c
     try "$cc c11 openmp" $cc -std=c11 -fopenmp tests/compile_c.c tests/compile_c_user.c
     try "$cc c11 openmp -O3" $cc -std=c11 -O3 -fopenmp tests/compile_c.c tests/compile_c_user.c
+    try "$cc c99 no intrinsics" $cc -std=c99 -O2 -DPARRNN_NO_INTRINSICS tests/compile_c.c tests/compile_c_user.c
 done
 for cxx in g++ clang++; do
     try "$cxx c++11" $cxx -std=c++11 -x c++ tests/compile_cpp.cpp -x c++ tests/compile_c_user.c
