@@ -3,6 +3,9 @@
 #
 # Options:  OPENMP=0   build without -fopenmp
 #           BLAS=0     do not use OpenBLAS (CBLAS) for the reference GEMM
+#           OPENCL=0   do not build the OpenCL backend (default: built when
+#                      the OpenCL headers, the ICD loader and CLBlast are
+#                      installed; the tests skip it where no device exists)
 #           CC=clang   any C99 compiler
 CC      ?= cc
 CXX     ?= c++
@@ -27,6 +30,20 @@ LDLIBS_ALL += $(BLAS_LIBS)
 endif
 endif
 
+# The OpenCL backend: compiled as a translation unit of its own and linked
+# into every program; parrnn.h then lists "opencl" among its backends.
+OCL_PROBE := $(shell printf '\043include <CL/cl.h>\n\043include <clblast_c.h>\nint main(void){return 0;}\n' | \
+    $(CC) -x c - -o /dev/null -lclblast -lOpenCL >/dev/null 2>&1 && echo 1 || echo 0)
+OPENCL  ?= $(OCL_PROBE)
+OCL_KERNELS = $(sort $(filter-out kernels_opencl/common.cl,$(wildcard kernels_opencl/*.cl)))
+OCL_HEADER  = backends/parrnn_opencl_kernels.h
+ifeq ($(OPENCL),1)
+CFLAGS_ALL += -DPARRNN_WITH_OPENCL
+BACKEND_OBJS += $(BUILD)/parrnn_opencl.o
+LDLIBS_ALL += -lclblast -lOpenCL
+EXTRA_BACKENDS += opencl
+endif
+
 TESTS    = test_ops test_autodiff test_scan test_conformance test_bad_input test_alloc_fail test_cells
 EXAMPLES = mlp_train scan_explain
 BENCHES  = bench_ops bench_scan scan_error
@@ -38,30 +55,41 @@ BENCH_BINS   = $(addprefix $(BUILD)/bench/,$(BENCHES))
 all: $(TEST_BINS) $(EXAMPLE_BINS) $(BENCH_BINS)
 examples: $(EXAMPLE_BINS)
 
-$(BUILD)/tests/%: tests/%.c parrnn.h tests/prn_test.h
+$(BUILD)/tests/%: tests/%.c parrnn.h tests/prn_test.h $(BACKEND_OBJS)
 	@mkdir -p $(@D)
-	$(CC) $(CFLAGS_ALL) -o $@ $< $(LDLIBS_ALL)
-$(BUILD)/examples/%: examples/%.c parrnn.h
+	$(CC) $(CFLAGS_ALL) -o $@ $< $(BACKEND_OBJS) $(LDLIBS_ALL)
+$(BUILD)/examples/%: examples/%.c parrnn.h $(BACKEND_OBJS)
 	@mkdir -p $(@D)
-	$(CC) $(CFLAGS_ALL) -o $@ $< $(LDLIBS_ALL)
-$(BUILD)/bench/%: bench/%.c parrnn.h bench/bench_common.h
+	$(CC) $(CFLAGS_ALL) -o $@ $< $(BACKEND_OBJS) $(LDLIBS_ALL)
+$(BUILD)/bench/%: bench/%.c parrnn.h bench/bench_common.h $(BACKEND_OBJS)
 	@mkdir -p $(@D)
-	$(CC) $(CFLAGS_ALL) -o $@ $< $(LDLIBS_ALL)
+	$(CC) $(CFLAGS_ALL) -o $@ $< $(BACKEND_OBJS) $(LDLIBS_ALL)
+
+# The kernels, embedded (checked in, so the header works without make).
+$(OCL_HEADER): kernels_opencl/common.cl $(OCL_KERNELS) kernels_opencl/embed.sh
+	sh kernels_opencl/embed.sh $@ kernels_opencl/common.cl $(OCL_KERNELS)
+$(BUILD)/parrnn_opencl.o: backends/parrnn_opencl.h $(wildcard backends/*.inc) $(OCL_HEADER) parrnn.h
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS_ALL) -x c -DPARRNN_OPENCL_IMPLEMENTATION -c -o $@ backends/parrnn_opencl.h
 
 # The whole suite; the last line reads "N passed, N failed, N skipped".
-test: $(TEST_BINS)
-	@sh tests/run.sh tests/compile_check.sh $(TEST_BINS)
+# With the OpenCL backend built, every test program runs a second time
+# with PARRNN_BACKEND=opencl (skipped, and counted so, where no device is).
+test: $(TEST_BINS) $(BUILD)/tests/backend_probe
+	@$(if $(filter 1,$(OPENCL)),,echo "note: the OpenCL backend is not built (no OpenCL headers, ICD loader or CLBlast); its tests are skipped";) \
+	PRNT_PROBE=$(BUILD)/tests/backend_probe PRNT_BACKENDS="$(EXTRA_BACKENDS)" \
+	    sh tests/run.sh tests/compile_check.sh $(TEST_BINS)
 
 # Same suite under AddressSanitizer and UndefinedBehaviorSanitizer.
 test-sanitize:
-	$(MAKE) BUILD=build-san OPENMP=0 OPT="-O1 -g -fno-omit-frame-pointer -fsanitize=address,undefined -fno-sanitize-recover=undefined" \
+	$(MAKE) BUILD=build-san OPENMP=0 OPENCL=0 OPT="-O1 -g -fno-omit-frame-pointer -fsanitize=address,undefined -fno-sanitize-recover=undefined" \
 	    EXTRA_LDLIBS="-fsanitize=address,undefined" $(addprefix build-san/tests/,$(TESTS))
 	@ASAN_OPTIONS=detect_leaks=1:abort_on_error=0 UBSAN_OPTIONS=print_stacktrace=1 \
 	    sh tests/run.sh $(addprefix build-san/tests/,$(TESTS))
 
 # Same suite under valgrind: any leak or memory error fails the program.
 test-valgrind:
-	$(MAKE) BUILD=build-vg OPENMP=0 OPT="-O1 -g" $(addprefix build-vg/tests/,$(TESTS))
+	$(MAKE) BUILD=build-vg OPENMP=0 OPENCL=0 OPT="-O1 -g" $(addprefix build-vg/tests/,$(TESTS))
 	@PRNT_WRAP="valgrind -q --leak-check=full --show-leak-kinds=definite,indirect --errors-for-leak-kinds=definite,indirect --error-exitcode=99" \
 	    sh tests/run.sh $(addprefix build-vg/tests/,$(TESTS))
 

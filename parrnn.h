@@ -81,6 +81,7 @@ typedef enum prn_status {
     PRN_ERR_NOT_FOUND,       /* no backend of that name                     */
     PRN_ERR_STATE,           /* call not valid now (e.g. backward on empty) */
     PRN_ERR_BACKEND,         /* the backend's runtime reported a failure    */
+    PRN_ERR_NO_DEVICE,       /* the backend's runtime or device is absent   */
     PRN_STATUS_COUNT
 } prn_status;
 
@@ -143,6 +144,12 @@ typedef struct prn_config {
     int num_threads;
     prn_log_fn log;
     void *log_user;
+    /* Which device the backend runs on, read by its create: for "opencl"
+     * "P:D" (platform and device index) or part of the device's name, for
+     * "cuda" a device index. NULL or "" falls back to the backend's
+     * environment variable (PARRNN_OPENCL_DEVICE, PARRNN_CUDA_DEVICE), then
+     * to its first device. The reference backends ignore it. */
+    const char *device;
 } prn_config;
 
 /* Creates a context. config may be NULL (all defaults). On failure *out is
@@ -170,6 +177,9 @@ PRNDEF size_t prn_live_tensors(const prn_context *ctx);
 /* Built-in backends and the ones in config, by name. Returns the number of
  * names; writes up to max of them into names (which may be NULL). */
 PRNDEF int prn_backend_list(const prn_config *config, const char **names, int max);
+/* For a backend's create: config->device of the prn_context_create call
+ * being served (NULL when none; NULL once create has returned). */
+PRNDEF const char *prn_context_device(const prn_context *ctx);
 /* Reseeds the random generator: the counter restarts at 0. */
 PRNDEF void prn_seed(prn_context *ctx, uint64_t seed);
 
@@ -685,6 +695,15 @@ PRNDEF const prn_backend *prn_reference_noblas_backend(void);
 /* The generator every backend must reproduce: the 4 words of block
  * (counter) under key (seed). */
 PRNDEF void prn_philox4x32(uint64_t seed, uint64_t counter, uint32_t out[4]);
+/* Backends in other headers (backends/), built in by name when the
+ * implementation of parrnn.h is compiled with PARRNN_WITH_OPENCL /
+ * PARRNN_WITH_CUDA and linked with theirs. */
+#ifdef PARRNN_WITH_OPENCL
+PRNDEF const prn_backend *prn_opencl_backend(void);
+#endif
+#ifdef PARRNN_WITH_CUDA
+PRNDEF const prn_backend *prn_cuda_backend(void);
+#endif
 
 #ifdef __cplusplus
 }
@@ -812,6 +831,7 @@ struct prn_context {
     int num_threads;
     prn_log_fn log;
     void *log_user;
+    const char *device; /* prn_config.device, only while the backend's create runs */
     prn_status status;
     char msg[512];
     prn__node *tape;
@@ -839,6 +859,7 @@ PRN__DEF const char *prn_status_string(prn_status s) {
     case PRN_ERR_NOT_FOUND: return "not found";
     case PRN_ERR_STATE: return "invalid state";
     case PRN_ERR_BACKEND: return "backend failure";
+    case PRN_ERR_NO_DEVICE: return "no device for the backend";
     default: return "unknown status";
     }
 }
@@ -1855,12 +1876,20 @@ PRN__DEF const prn_backend *prn_reference_backend(void) {
  * Context
  * ---------------------------------------------------------------------- */
 PRN__FN const prn_backend *prn__builtin_backend(int i) {
-    switch (i) {
-    case 0: return prn_reference_backend();
-    case 1: return prn_reference_noblas_backend();
-    default: return NULL;
-    }
+    const prn_backend *list[4];
+    int n = 0;
+    list[n++] = prn_reference_backend();
+    list[n++] = prn_reference_noblas_backend();
+#ifdef PARRNN_WITH_OPENCL
+    list[n++] = prn_opencl_backend();
+#endif
+#ifdef PARRNN_WITH_CUDA
+    list[n++] = prn_cuda_backend();
+#endif
+    return i >= 0 && i < n ? list[i] : NULL;
 }
+
+PRN__DEF const char *prn_context_device(const prn_context *ctx) { return ctx ? ctx->device : NULL; }
 
 PRN__DEF int prn_backend_list(const prn_config *config, const char **names, int max) {
     int n = 0, i;
@@ -1945,7 +1974,10 @@ PRN__DEF prn_status prn_context_create(const prn_config *config, prn_context **o
     ctx->log = cfg.log;
     ctx->log_user = cfg.log_user;
     if (be->create) {
-        prn_status st = be->create(ctx, &ctx->bstate);
+        prn_status st;
+        ctx->device = cfg.device && *cfg.device ? cfg.device : NULL;
+        st = be->create(ctx, &ctx->bstate);
+        ctx->device = NULL;
         if (st != PRN_OK) {
             prn_status r = prn__create_fail(err_buf, err_size, st, "%s", ctx->msg);
             prn_free(ctx, ctx);
