@@ -44,7 +44,7 @@ LDLIBS_ALL += -lclblast -lOpenCL
 EXTRA_BACKENDS += opencl
 endif
 
-TESTS    = test_ops test_autodiff test_scan test_conformance test_bad_input test_alloc_fail test_cells
+TESTS    = test_ops test_autodiff test_scan test_conformance test_bad_input test_alloc_fail test_cells test_opencl
 EXAMPLES = mlp_train scan_explain
 BENCHES  = bench_ops bench_scan scan_error
 TEST_BINS    = $(addprefix $(BUILD)/tests/,$(TESTS))
@@ -52,7 +52,7 @@ EXAMPLE_BINS = $(addprefix $(BUILD)/examples/,$(EXAMPLES))
 BENCH_BINS   = $(addprefix $(BUILD)/bench/,$(BENCHES))
 
 .PHONY: all test test-sanitize test-valgrind demo bench examples clean
-all: $(TEST_BINS) $(EXAMPLE_BINS) $(BENCH_BINS)
+all: $(TEST_BINS) $(BUILD)/tests/backend_probe $(EXAMPLE_BINS) $(BENCH_BINS)
 examples: $(EXAMPLE_BINS)
 
 $(BUILD)/tests/%: tests/%.c parrnn.h tests/prn_test.h $(BACKEND_OBJS)
@@ -68,7 +68,7 @@ $(BUILD)/bench/%: bench/%.c parrnn.h bench/bench_common.h $(BACKEND_OBJS)
 # The kernels, embedded (checked in, so the header works without make).
 $(OCL_HEADER): kernels_opencl/common.cl $(OCL_KERNELS) kernels_opencl/embed.sh
 	sh kernels_opencl/embed.sh $@ kernels_opencl/common.cl $(OCL_KERNELS)
-$(BUILD)/parrnn_opencl.o: backends/parrnn_opencl.h $(wildcard backends/*.inc) $(OCL_HEADER) parrnn.h
+$(BUILD)/parrnn_opencl.o: backends/parrnn_opencl.h $(OCL_HEADER) parrnn.h
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS_ALL) -x c -DPARRNN_OPENCL_IMPLEMENTATION -c -o $@ backends/parrnn_opencl.h
 

@@ -1979,7 +1979,7 @@ PRN__DEF prn_status prn_context_create(const prn_config *config, prn_context **o
         st = be->create(ctx, &ctx->bstate);
         ctx->device = NULL;
         if (st != PRN_OK) {
-            prn_status r = prn__create_fail(err_buf, err_size, st, "%s", ctx->msg);
+            prn_status r = prn__create_fail(err_buf, err_size, prn__in_fn(ctx, "prn_context_create", st), "%s", ctx->msg);
             prn_free(ctx, ctx);
             return r;
         }
@@ -2121,7 +2121,7 @@ PRN__FN prn_status prn__fill(prn_tensor *t, double v, const char *fn) {
     if (t->dtype == PRN_I32 && !(v >= -2147483648.0 && v <= 2147483647.0 && v == (double)(long)v))
         return PRN__ERR(ctx, PRN_ERR_INVALID_ARGUMENT, "%s: argument 'value' %g is not an int32", fn, v);
     PRN__NEED(ctx, fill, fn);
-    return ctx->be->fill(ctx, t->dtype, t->st->buf, t->numel, v);
+    return prn__in_fn(ctx, fn, ctx->be->fill(ctx, t->dtype, t->st->buf, t->numel, v));
 }
 
 PRN__DEF prn_status prn_tensor_full(prn_context *ctx, prn_dtype dtype, int ndim, const size_t *shape,
@@ -2158,7 +2158,7 @@ PRN__DEF prn_status prn_tensor_from_host(prn_context *ctx, prn_dtype dtype, int 
         prn_tensor_free(t);
         return PRN__ERR(ctx, PRN_ERR_NULL_ARGUMENT, "prn_tensor_from_host: argument 'data' is NULL");
     }
-    st = ctx->be->buf_upload(ctx, t->st->buf, 0, data, t->st->bytes);
+    st = prn__in_fn(ctx, "prn_tensor_from_host", ctx->be->buf_upload(ctx, t->st->buf, 0, data, t->st->bytes));
     if (st != PRN_OK) { prn_tensor_free(t); return st; }
     *out = t;
     return PRN_OK;
@@ -2177,7 +2177,7 @@ PRN__FN prn_status prn__random_tensor(prn_context *ctx, const char *fn, prn_rand
                         dist == PRN_RANDOM_NORMAL ? "(mean, stddev >= 0)" : "range lo <= hi");
     PRN__NEED(ctx, random, fn);
     PRN__TRY(prn__tensor_new(ctx, fn, dtype, ndim, shape, &t));
-    st = ctx->be->random(ctx, dist, dtype, t->numel, ctx->seed, ctx->counter, p0, p1, t->st->buf);
+    st = prn__in_fn(ctx, fn, ctx->be->random(ctx, dist, dtype, t->numel, ctx->seed, ctx->counter, p0, p1, t->st->buf));
     if (st != PRN_OK) { prn_tensor_free(t); return st; }
     ctx->counter += t->numel;
     *out = t;
@@ -2210,7 +2210,8 @@ PRN__DEF prn_status prn_tensor_upload(prn_tensor *t, const void *src, size_t cou
     if (count != t->numel)
         return PRN__ERR(t->ctx, PRN_ERR_SHAPE, "prn_tensor_upload: argument 'count' is %lu but the tensor has %lu elements",
                         (unsigned long)count, (unsigned long)t->numel);
-    return t->ctx->be->buf_upload(t->ctx, t->st->buf, 0, src, t->numel * prn_dtype_size(t->dtype));
+    return prn__in_fn(t->ctx, "prn_tensor_upload",
+                      t->ctx->be->buf_upload(t->ctx, t->st->buf, 0, src, t->numel * prn_dtype_size(t->dtype)));
 }
 PRN__DEF prn_status prn_tensor_download(const prn_tensor *t, void *dst, size_t count) {
     if (!t) return PRN_ERR_NULL_ARGUMENT;
@@ -2218,14 +2219,15 @@ PRN__DEF prn_status prn_tensor_download(const prn_tensor *t, void *dst, size_t c
     if (count != t->numel)
         return PRN__ERR(t->ctx, PRN_ERR_SHAPE, "prn_tensor_download: argument 'count' is %lu but the tensor has %lu elements",
                         (unsigned long)count, (unsigned long)t->numel);
-    return t->ctx->be->buf_download(t->ctx, t->st->buf, 0, dst, t->numel * prn_dtype_size(t->dtype));
+    return prn__in_fn(t->ctx, "prn_tensor_download",
+                      t->ctx->be->buf_download(t->ctx, t->st->buf, 0, dst, t->numel * prn_dtype_size(t->dtype)));
 }
 PRN__DEF prn_status prn_tensor_item(const prn_tensor *t, double *value) {
     union { float f; double d; int32_t i; } u;
     if (!t) return PRN_ERR_NULL_ARGUMENT;
     if (!value) return PRN__ERR(t->ctx, PRN_ERR_NULL_ARGUMENT, "prn_tensor_item: argument 'value' is NULL");
     if (t->numel == 0) return PRN__ERR(t->ctx, PRN_ERR_SHAPE, "prn_tensor_item: argument 't' is empty");
-    PRN__TRY(t->ctx->be->buf_download(t->ctx, t->st->buf, 0, &u, prn_dtype_size(t->dtype)));
+    PRN__TRY(prn__in_fn(t->ctx, "prn_tensor_item", t->ctx->be->buf_download(t->ctx, t->st->buf, 0, &u, prn_dtype_size(t->dtype))));
     *value = t->dtype == PRN_F32 ? (double)u.f : t->dtype == PRN_F64 ? u.d : (double)u.i;
     return PRN_OK;
 }
@@ -2368,7 +2370,7 @@ PRN__FN prn_status prn__accumulate(prn_context *ctx, prn_tensor **slot, prn_tens
             prn_tensor *c;
             st = prn__tensor_like(ctx, "prn_backward", like, &c);
             if (st != PRN_OK) { prn_tensor_free(g); return st; } /* g is consumed on failure too */
-            st = ctx->be->buf_copy(ctx, c->st->buf, 0, g->st->buf, 0, c->st->bytes);
+            st = prn__in_fn(ctx, "prn_backward", ctx->be->buf_copy(ctx, c->st->buf, 0, g->st->buf, 0, c->st->bytes));
             prn_tensor_free(g);
             if (st != PRN_OK) { prn_tensor_free(c); return st; }
             g = c;
@@ -2387,7 +2389,7 @@ PRN__FN prn_status prn__accumulate(prn_context *ctx, prn_tensor **slot, prn_tens
     st = ctx->be->binary(ctx, PRN_BINARY_ADD, g->dtype, shape, (*slot)->st->buf, strides, g->st->buf, strides,
                          (*slot)->st->buf);
     prn_tensor_free(g);
-    return st;
+    return prn__in_fn(ctx, "prn_backward", st);
 }
 
 PRN__DEF prn_status prn_backward(prn_context *ctx, prn_tensor *loss) {
@@ -2461,7 +2463,7 @@ PRN__DEF prn_status prn_backward(prn_context *ctx, prn_tensor *loss) {
     for (i = 0; i < n_touched; ++i) { prn_tensor_free(touched[i]->pending); touched[i]->pending = NULL; }
     prn_free(ctx, touched);
     if (st == PRN_OK) prn_tape_clear(ctx);
-    return st;
+    return prn__in_fn(ctx, fn, st);
 }
 
 /* ------------------------------------------------------------------------
@@ -2561,7 +2563,7 @@ PRN__FN prn_status prn__binary_raw(prn_context *ctx, const char *fn, prn_binary_
     prn__pad4(nd, shape, o4);
     prn__bstrides(a, o4, as);
     prn__bstrides(b, o4, bs);
-    st = ctx->be->binary(ctx, op, a->dtype, o4, a->st->buf, as, b->st->buf, bs, y->st->buf);
+    st = prn__in_fn(ctx, fn, ctx->be->binary(ctx, op, a->dtype, o4, a->st->buf, as, b->st->buf, bs, y->st->buf));
     if (st != PRN_OK) { prn_tensor_free(y); return st; }
     *out = y;
     return PRN_OK;
@@ -2573,7 +2575,7 @@ PRN__FN prn_status prn__unary_raw(prn_context *ctx, const char *fn, prn_unary_op
     prn_status st;
     PRN__NEED(ctx, unary, fn);
     PRN__TRY(prn__tensor_like(ctx, fn, x, &y));
-    st = ctx->be->unary(ctx, op, x->dtype, x->numel, x->st->buf, y->st->buf, alpha, beta);
+    st = prn__in_fn(ctx, fn, ctx->be->unary(ctx, op, x->dtype, x->numel, x->st->buf, y->st->buf, alpha, beta));
     if (st != PRN_OK) { prn_tensor_free(y); return st; }
     *out = y;
     return PRN_OK;
@@ -2590,7 +2592,7 @@ PRN__FN prn_status prn__expand_raw(prn_context *ctx, const char *fn, prn_tensor 
     prn__pad4(ndim, shape, o4);
     prn__bstrides(x, o4, xs);
     prn__strides4(o4, ys);
-    st = ctx->be->strided_copy(ctx, x->dtype, o4, x->st->buf, 0, xs, y->st->buf, 0, ys);
+    st = prn__in_fn(ctx, fn, ctx->be->strided_copy(ctx, x->dtype, o4, x->st->buf, 0, xs, y->st->buf, 0, ys));
     if (st != PRN_OK) { prn_tensor_free(y); return st; }
     *out = y;
     return PRN_OK;
@@ -2625,7 +2627,7 @@ PRN__FN prn_status prn__reduce_raw(prn_context *ctx, const char *fn, prn_reduce_
     prn__reduced_shape(x, axis, keepdim, &nd, shape);
     prn__split3(x, axis, &outer, &n, &inner);
     PRN__TRY(prn__tensor_new(ctx, fn, x->dtype, nd, shape, &y));
-    st = ctx->be->reduce(ctx, op, x->dtype, outer, n, inner, x->st->buf, y->st->buf);
+    st = prn__in_fn(ctx, fn, ctx->be->reduce(ctx, op, x->dtype, outer, n, inner, x->st->buf, y->st->buf));
     if (st != PRN_OK) { prn_tensor_free(y); return st; }
     *out = y;
     return PRN_OK;
@@ -2653,7 +2655,9 @@ PRN__FN prn_status prn__sum_to(prn_context *ctx, prn_tensor *g, const prn_tensor
             memcpy(s, g4, sizeof s);
             s[i] = 1;
             st = prn__tensor_new(ctx, fn, g->dtype, 4, s, &t);
-            if (st == PRN_OK) st = ctx->be->reduce(ctx, PRN_REDUCE_SUM, g->dtype, outer, g4[i], inner, cur->st->buf, t->st->buf);
+            if (st == PRN_OK)
+                st = prn__in_fn(ctx, fn, ctx->be->reduce(ctx, PRN_REDUCE_SUM, g->dtype, outer, g4[i], inner,
+                                                         cur->st->buf, t->st->buf));
             if (cur != g) prn_tensor_free(cur);
             if (st != PRN_OK) { prn_tensor_free(t); return st; }
             cur = t;
@@ -2792,8 +2796,8 @@ PRN__FN prn_status prn__bw_unary(prn_context *ctx, const prn_op *op, prn_tensor 
     case PRN_UNARY_POWS: /* g * p * x^(p-1); x^0 is constant (even at x = 0) */
         if (op->f[0] == 0) return prn_tensor_create(ctx, x->dtype, x->ndim, x->shape, &gin[0]);
         st = prn__unary_raw(ctx, fn, PRN_UNARY_POWS, x, op->f[0] - 1.0, 0, &t);
-        if (st == PRN_OK) st = ctx->be->unary(ctx, PRN_UNARY_AFFINE, t->dtype, t->numel, t->st->buf, t->st->buf,
-                                              op->f[0], 0.0);
+        if (st == PRN_OK) st = prn__in_fn(ctx, fn, ctx->be->unary(ctx, PRN_UNARY_AFFINE, t->dtype, t->numel, t->st->buf, t->st->buf,
+                                              op->f[0], 0.0));
         if (st == PRN_OK) st = prn__binary_raw(ctx, fn, PRN_BINARY_MUL, g, t, &gin[0]);
         prn_tensor_free(t);
         return st;
@@ -2862,7 +2866,7 @@ PRN__DEF prn_status prn_copy(prn_context *ctx, prn_tensor *x, prn_tensor **out) 
     PRN__TRY(prn__check_t(ctx, fn, "x", x, 0));
     PRN__CHECK_OUT(ctx, fn, out);
     PRN__TRY(prn__tensor_like(ctx, fn, x, &y));
-    st = ctx->be->buf_copy(ctx, y->st->buf, 0, x->st->buf, 0, x->st->bytes < y->st->bytes ? x->st->bytes : y->st->bytes);
+    st = prn__in_fn(ctx, fn, ctx->be->buf_copy(ctx, y->st->buf, 0, x->st->buf, 0, x->st->bytes < y->st->bytes ? x->st->bytes : y->st->bytes));
     if (st != PRN_OK) { prn_tensor_free(y); return st; }
     if (x->dtype == PRN_I32) { *out = y; return PRN_OK; }
     return prn__finish(ctx, fn, y, &x, 1, prn__bw_identity, NULL, 0, NULL, 0, out);
@@ -2920,7 +2924,7 @@ PRN__FN prn_status prn__transpose_raw(prn_context *ctx, const char *fn, prn_tens
     tmp = xs[a0 + off]; xs[a0 + off] = xs[a1 + off]; xs[a1 + off] = tmp;
     prn__pad4(x->ndim, shape, o4);
     prn__strides4(o4, ys);
-    st = ctx->be->strided_copy(ctx, x->dtype, o4, x->st->buf, 0, xs, y->st->buf, 0, ys);
+    st = prn__in_fn(ctx, fn, ctx->be->strided_copy(ctx, x->dtype, o4, x->st->buf, 0, xs, y->st->buf, 0, ys));
     if (st != PRN_OK) { prn_tensor_free(y); return st; }
     *out = y;
     return PRN_OK;
@@ -3006,8 +3010,8 @@ PRN__FN prn_status prn__matmul_raw(prn_context *ctx, const char *fn, prn_tensor 
     } else if (K == 0) { /* sums over nothing */
         st = prn__fill(y, 0.0, fn);
     } else if (!reduce_batch) {
-        st = ctx->be->gemm(ctx, a->dtype, ta, tb, M, N, K, 1.0, a->st->buf, ac, batch_a == 1 ? 0 : ar * ac,
-                           b->st->buf, bc, batch_b == 1 ? 0 : br * bc, 0.0, y->st->buf, N, M * N, batch);
+        st = prn__in_fn(ctx, fn, ctx->be->gemm(ctx, a->dtype, ta, tb, M, N, K, 1.0, a->st->buf, ac, batch_a == 1 ? 0 : ar * ac,
+                           b->st->buf, bc, batch_b == 1 ? 0 : br * bc, 0.0, y->st->buf, N, M * N, batch));
     } else {
         /* Batched products into a temporary, then summed over the batch:
          * buffers are opaque handles, so there is no per-matrix offset. */
@@ -3016,11 +3020,11 @@ PRN__FN prn_status prn__matmul_raw(prn_context *ctx, const char *fn, prn_tensor 
         tshape[0] = batch; tshape[1] = M; tshape[2] = N;
         st = prn__tensor_new(ctx, fn, a->dtype, 3, tshape, &tmp);
         if (st == PRN_OK) {
-            st = ctx->be->gemm(ctx, a->dtype, ta, tb, M, N, K, 1.0, a->st->buf, ac, batch_a == 1 ? 0 : ar * ac,
-                               b->st->buf, bc, batch_b == 1 ? 0 : br * bc, 0.0, tmp->st->buf, N, M * N, batch);
+            st = prn__in_fn(ctx, fn, ctx->be->gemm(ctx, a->dtype, ta, tb, M, N, K, 1.0, a->st->buf, ac, batch_a == 1 ? 0 : ar * ac,
+                               b->st->buf, bc, batch_b == 1 ? 0 : br * bc, 0.0, tmp->st->buf, N, M * N, batch));
             if (st == PRN_OK) {
                 if (ctx->be->reduce)
-                    st = ctx->be->reduce(ctx, PRN_REDUCE_SUM, a->dtype, 1, batch, M * N, tmp->st->buf, y->st->buf);
+                    st = prn__in_fn(ctx, fn, ctx->be->reduce(ctx, PRN_REDUCE_SUM, a->dtype, 1, batch, M * N, tmp->st->buf, y->st->buf));
                 else
                     st = PRN__ERR(ctx, PRN_ERR_UNSUPPORTED, "%s: backend '%s' does not implement primitive 'reduce'",
                                   fn, ctx->be->name);
@@ -3103,8 +3107,8 @@ PRN__FN prn_status prn__bw_reduce(prn_context *ctx, const prn_op *op, prn_tensor
         if (st == PRN_OK && kind == 1) {
             size_t outer, n, inner;
             prn__split3(x, axis, &outer, &n, &inner);
-            st = ctx->be->unary(ctx, PRN_UNARY_AFFINE, x->dtype, x->numel, gin[0]->st->buf, gin[0]->st->buf,
-                                1.0 / (double)n, 0.0);
+            st = prn__in_fn(ctx, fn, ctx->be->unary(ctx, PRN_UNARY_AFFINE, x->dtype, x->numel, gin[0]->st->buf, gin[0]->st->buf,
+                                1.0 / (double)n, 0.0));
         }
     } else {
         /* max: gradient to the elements equal to the maximum, split between ties */
@@ -3132,8 +3136,8 @@ PRN__FN prn_status prn__reduce_op(prn_context *ctx, const char *fn, int kind, pr
         size_t outer, n, inner;
         prn_status st;
         prn__split3(x, axis, &outer, &n, &inner);
-        st = ctx->be->unary ? ctx->be->unary(ctx, PRN_UNARY_AFFINE, x->dtype, y->numel, y->st->buf, y->st->buf,
-                                             n ? 1.0 / (double)n : NAN, 0.0)
+        st = ctx->be->unary ? prn__in_fn(ctx, fn, ctx->be->unary(ctx, PRN_UNARY_AFFINE, x->dtype, y->numel, y->st->buf, y->st->buf,
+                                             n ? 1.0 / (double)n : NAN, 0.0))
                             : PRN__ERR(ctx, PRN_ERR_UNSUPPORTED, "%s: backend '%s' does not implement primitive 'unary'",
                                        fn, ctx->be->name);
         if (st != PRN_OK) { prn_tensor_free(y); return st; }
@@ -3167,7 +3171,7 @@ PRN__DEF prn_status prn_argmax(prn_context *ctx, prn_tensor *x, int axis, int ke
     PRN__NEED(ctx, argmax, fn);
     prn__reduced_shape(x, axis, keepdim, &nd, shape);
     PRN__TRY(prn__tensor_new(ctx, fn, PRN_I32, nd, shape, &y));
-    st = ctx->be->argmax(ctx, x->dtype, outer, n, inner, x->st->buf, y->st->buf);
+    st = prn__in_fn(ctx, fn, ctx->be->argmax(ctx, x->dtype, outer, n, inner, x->st->buf, y->st->buf));
     if (st != PRN_OK) { prn_tensor_free(y); return st; }
     *out = y;
     return PRN_OK;
@@ -3205,7 +3209,7 @@ PRN__FN prn_status prn__softmax_op(prn_context *ctx, const char *fn, int log, pr
     PRN__NEED(ctx, softmax, fn);
     prn__split3(x, axis, &outer, &n, &inner);
     PRN__TRY(prn__tensor_like(ctx, fn, x, &y));
-    st = x->numel ? ctx->be->softmax(ctx, x->dtype, log, outer, n, inner, x->st->buf, y->st->buf) : PRN_OK;
+    st = x->numel ? prn__in_fn(ctx, fn, ctx->be->softmax(ctx, x->dtype, log, outer, n, inner, x->st->buf, y->st->buf)) : PRN_OK;
     if (st != PRN_OK) { prn_tensor_free(y); return st; }
     iv[0] = axis;
     iv[1] = log;
@@ -3290,7 +3294,7 @@ PRN__FN prn_status prn__slice_raw(prn_context *ctx, const char *fn, prn_tensor *
     sh4[0] = 1; sh4[1] = outer; sh4[2] = len; sh4[3] = inner;
     xs[0] = 0; xs[1] = n * inner; xs[2] = inner; xs[3] = 1;
     ys[0] = 0; ys[1] = len * inner; ys[2] = inner; ys[3] = 1;
-    st = y->numel ? ctx->be->strided_copy(ctx, x->dtype, sh4, x->st->buf, start * inner, xs, y->st->buf, 0, ys) : PRN_OK;
+    st = y->numel ? prn__in_fn(ctx, fn, ctx->be->strided_copy(ctx, x->dtype, sh4, x->st->buf, start * inner, xs, y->st->buf, 0, ys)) : PRN_OK;
     if (st != PRN_OK) { prn_tensor_free(y); return st; }
     *out = y;
     return PRN_OK;
@@ -3308,7 +3312,9 @@ PRN__FN prn_status prn__unslice_raw(prn_context *ctx, const char *fn, prn_tensor
     gs[0] = 0; gs[1] = len * inner; gs[2] = inner; gs[3] = 1;
     ys[0] = 0; ys[1] = n * inner; ys[2] = inner; ys[3] = 1;
     st = prn__fill(y, 0.0, fn);
-    if (st == PRN_OK && g->numel) st = ctx->be->strided_copy(ctx, g->dtype, sh4, g->st->buf, 0, gs, y->st->buf, start * inner, ys);
+    if (st == PRN_OK && g->numel)
+        st = prn__in_fn(ctx, fn, ctx->be->strided_copy(ctx, g->dtype, sh4, g->st->buf, 0, gs, y->st->buf,
+                                                       start * inner, ys));
     if (st != PRN_OK) { prn_tensor_free(y); return st; }
     *out = y;
     return PRN_OK;
@@ -3375,10 +3381,10 @@ PRN__DEF prn_status prn_concat(prn_context *ctx, prn_tensor *a, prn_tensor *b, i
     ys[0] = 0; ys[1] = (na + nb) * inner; ys[2] = inner; ys[3] = 1;
     xs[0] = 0; xs[2] = inner; xs[3] = 1;
     sh4[2] = na; xs[1] = na * inner;
-    if (a->numel) st = ctx->be->strided_copy(ctx, a->dtype, sh4, a->st->buf, 0, xs, y->st->buf, 0, ys);
+    if (a->numel) st = prn__in_fn(ctx, fn, ctx->be->strided_copy(ctx, a->dtype, sh4, a->st->buf, 0, xs, y->st->buf, 0, ys));
     sh4[2] = nb; xs[1] = nb * inner;
     if (st == PRN_OK && b->numel)
-        st = ctx->be->strided_copy(ctx, b->dtype, sh4, b->st->buf, 0, xs, y->st->buf, na * inner, ys);
+        st = prn__in_fn(ctx, fn, ctx->be->strided_copy(ctx, b->dtype, sh4, b->st->buf, 0, xs, y->st->buf, na * inner, ys));
     if (st != PRN_OK) { prn_tensor_free(y); return st; }
     if (a->dtype == PRN_I32) { *out = y; return PRN_OK; }
     in[0] = a;
@@ -3401,11 +3407,11 @@ PRN__FN prn_status prn__shift_time(prn_context *ctx, const char *fn, prn_tensor 
     sh[0] = 1; sh[1] = B; sh[2] = T - 1; sh[3] = F;
     xs[0] = 0; xs[1] = T * F; xs[2] = F; xs[3] = 1;
     if (st == PRN_OK && T > 1)
-        st = ctx->be->strided_copy(ctx, x->dtype, sh, x->st->buf, dir > 0 ? 0 : F, xs, y->st->buf, dir > 0 ? F : 0, xs);
+        st = prn__in_fn(ctx, fn, ctx->be->strided_copy(ctx, x->dtype, sh, x->st->buf, dir > 0 ? 0 : F, xs, y->st->buf, dir > 0 ? F : 0, xs));
     if (st == PRN_OK && edge) {
         sh[2] = 1;
         ys[0] = 0; ys[1] = F; ys[2] = F; ys[3] = 1;
-        st = ctx->be->strided_copy(ctx, x->dtype, sh, edge->st->buf, 0, ys, y->st->buf, dir > 0 ? 0 : (T - 1) * F, xs);
+        st = prn__in_fn(ctx, fn, ctx->be->strided_copy(ctx, x->dtype, sh, edge->st->buf, 0, ys, y->st->buf, dir > 0 ? 0 : (T - 1) * F, xs));
     }
     if (st != PRN_OK) { prn_tensor_free(y); return st; }
     *out = y;
@@ -3426,9 +3432,9 @@ PRN__FN prn_status prn__bw_scan(prn_context *ctx, const prn_op *op, prn_tensor *
     st = prn__shift_time(ctx, fn, a, B, T, F, rev ? 1 : -1, NULL, &ash);
     if (st == PRN_OK) st = prn__tensor_like(ctx, fn, g, &lam);
     if (st == PRN_OK)
-        st = block ? ctx->be->scan_block(ctx, g->dtype, !rev, 1, algo, B, T, C, k, ash->st->buf, g->st->buf, NULL,
-                                         lam->st->buf)
-                   : ctx->be->scan_diag(ctx, g->dtype, !rev, algo, B, T, C, ash->st->buf, g->st->buf, NULL, lam->st->buf);
+        st = block ? prn__in_fn(ctx, fn, ctx->be->scan_block(ctx, g->dtype, !rev, 1, algo, B, T, C, k, ash->st->buf, g->st->buf, NULL,
+                                         lam->st->buf))
+                   : prn__in_fn(ctx, fn, ctx->be->scan_diag(ctx, g->dtype, !rev, algo, B, T, C, ash->st->buf, g->st->buf, NULL, lam->st->buf));
     prn_tensor_free(ash);
     if (st != PRN_OK) { prn_tensor_free(lam); return st; }
     if (op->needs_grad[0]) { /* dA[t] = lam[t] (outer) h[t-1] */
@@ -3518,10 +3524,10 @@ PRN__FN prn_status prn__scan_op(prn_context *ctx, const char *fn, int block, prn
     PRN__NEED(ctx, strided_copy, fn); /* backward */
     PRN__TRY(prn__tensor_like(ctx, fn, b, &y));
     st = B * C == 0 ? PRN_OK
-         : block ? ctx->be->scan_block(ctx, b->dtype, reverse != 0, 0, algo, B, T, C, k, a->st->buf, b->st->buf,
-                                       h0 ? h0->st->buf : NULL, y->st->buf)
-                 : ctx->be->scan_diag(ctx, b->dtype, reverse != 0, algo, B, T, C, a->st->buf, b->st->buf,
-                                      h0 ? h0->st->buf : NULL, y->st->buf);
+         : block ? prn__in_fn(ctx, fn, ctx->be->scan_block(ctx, b->dtype, reverse != 0, 0, algo, B, T, C, k, a->st->buf, b->st->buf,
+                                       h0 ? h0->st->buf : NULL, y->st->buf))
+                 : prn__in_fn(ctx, fn, ctx->be->scan_diag(ctx, b->dtype, reverse != 0, algo, B, T, C, a->st->buf, b->st->buf,
+                                      h0 ? h0->st->buf : NULL, y->st->buf));
     if (st != PRN_OK) { prn_tensor_free(y); return st; }
     in[0] = a; in[1] = b; in[2] = h0;
     iv[0] = reverse != 0; iv[1] = block; iv[2] = (int)B; iv[3] = (int)T; iv[4] = (int)C; iv[5] = (int)k; iv[6] = (int)algo;
@@ -3566,7 +3572,11 @@ PRN__FN prn_tensor *prn__cw_keep(prn__cw *w, prn_status st, prn_tensor *y) {
     if (w->n == w->cap) {
         size_t cap = w->cap ? 2 * w->cap : 32;
         prn_tensor **nt = (prn_tensor **)prn_alloc(w->ctx, cap * sizeof *nt);
-        if (!nt) { prn_tensor_free(y); w->st = PRN_ERR_OUT_OF_MEMORY; return NULL; }
+        if (!nt) {
+            prn_tensor_free(y);
+            w->st = PRN__ERR(w->ctx, PRN_ERR_OUT_OF_MEMORY, "out of memory for the cell's intermediate tensors");
+            return NULL;
+        }
         if (w->n) memcpy(nt, w->t, w->n * sizeof *nt);
         prn_free(w->ctx, w->t);
         w->t = nt;
@@ -4108,11 +4118,11 @@ PRN__DEF prn_status prn_optim_step(prn_optim *o) {
         p.bias1 = 1.0 - pow(p.beta1, (double)(o->steps[k] + 1));
         p.bias2 = 1.0 - pow(p.beta2, (double)(o->steps[k] + 1));
         if (o->adam)
-            st = ctx->be->adam_update(ctx, w->dtype, w->numel, w->st->buf, w->grad->st->buf, o->s1[k]->st->buf,
-                                      o->s2[k]->st->buf, &p);
+            st = prn__in_fn(ctx, fn, ctx->be->adam_update(ctx, w->dtype, w->numel, w->st->buf, w->grad->st->buf, o->s1[k]->st->buf,
+                                      o->s2[k]->st->buf, &p));
         else
-            st = ctx->be->sgd_update(ctx, w->dtype, w->numel, w->st->buf, w->grad->st->buf,
-                                     o->s1[k] ? o->s1[k]->st->buf : NULL, &p);
+            st = prn__in_fn(ctx, fn, ctx->be->sgd_update(ctx, w->dtype, w->numel, w->st->buf, w->grad->st->buf,
+                                     o->s1[k] ? o->s1[k]->st->buf : NULL, &p));
         if (st == PRN_OK) o->steps[k]++;
     }
     return st;
@@ -4163,7 +4173,7 @@ PRN__DEF prn_status prn_clip_grad_norm(prn_context *ctx, prn_tensor *const *para
         if (st == PRN_OK) st = prn__reduce_raw(ctx, fn, PRN_REDUCE_SUM, sq, PRN_ALL_AXES, 0, &s);
         if (st == PRN_OK) st = prn_tensor_item(s, &v);
         prn_tensor_free(sq); prn_tensor_free(s);
-        if (st != PRN_OK) return st;
+        if (st != PRN_OK) return prn__in_fn(ctx, fn, st);
         sum += v;
     }
     norm = sqrt(sum);
@@ -4172,7 +4182,8 @@ PRN__DEF prn_status prn_clip_grad_norm(prn_context *ctx, prn_tensor *const *para
         double scale = max_norm / (norm + 1e-12);
         for (k = 0; k < n; ++k) {
             prn_tensor *g = params[k]->grad;
-            if (g) PRN__TRY(ctx->be->unary(ctx, PRN_UNARY_AFFINE, g->dtype, g->numel, g->st->buf, g->st->buf, scale, 0.0));
+            if (g) PRN__TRY(prn__in_fn(ctx, fn, ctx->be->unary(ctx, PRN_UNARY_AFFINE, g->dtype, g->numel, g->st->buf,
+                                                               g->st->buf, scale, 0.0)));
         }
     }
     return PRN_OK;

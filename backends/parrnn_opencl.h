@@ -63,6 +63,7 @@ PRNDEF const prn_backend *prn_opencl_backend(void);
 #endif
 #include <clblast_c.h>
 #include <ctype.h>
+#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -375,6 +376,11 @@ PRN__OCL_FN void prn__ocl_arg_real(prn__ocl_args *a, prn_dtype dt, double x) {
     if (dt == PRN_F64) { a->v[a->n].d = (cl_double)x; a->size[a->n++] = sizeof(cl_double); }
     else { a->v[a->n].f = (cl_float)x; a->size[a->n++] = sizeof(cl_float); }
 }
+/* A 64-bit kernel argument (seeds, counters, bits of doubles): the helpers
+ * take size_t, which may be 32 bits on the host. */
+PRN__OCL_FN void prn__ocl_arg_bits(prn__ocl_args *a, uint64_t x) {
+    if (a->n < PRN__OCL_MAX_ARGS) { a->v[a->n].u = (cl_ulong)x; a->local[a->n] = 0; a->size[a->n++] = sizeof(cl_ulong); }
+}
 /* A local-memory argument of bytes (for kernels that use __local scratch). */
 PRN__OCL_FN void prn__ocl_arg_local(prn__ocl_args *a, size_t bytes) {
     if (a->n < PRN__OCL_MAX_ARGS) { a->v[a->n].mem = NULL; a->local[a->n] = 1; a->size[a->n++] = bytes; }
@@ -491,10 +497,10 @@ PRN__OCL_FN prn_status prn__ocl_fill(prn_context *ctx, prn_dtype dtype, void *y,
     prn__ocl_arg_mem(&a, PRN__OCL_MEM(y));
     prn__ocl_arg_u64(&a, n);
     if (dtype == PRN_F64) {
-        cl_ulong bits;
+        uint64_t bits;
         double v = value;
         memcpy(&bits, &v, 8);
-        prn__ocl_arg_u64(&a, (size_t)bits);
+        prn__ocl_arg_bits(&a, bits);
         return prn__ocl_run(ctx, PRN_F32, "elementwise", "fill64", n, &a);
     } else {
         cl_uint bits;
@@ -558,40 +564,485 @@ PRN__OCL_FN prn_status prn__ocl_strided_copy(prn_context *ctx, prn_dtype dtype, 
     return prn__ocl_run(ctx, PRN_F32, "elementwise", dtype == PRN_F64 ? "strided_copy64" : "strided_copy32", n, &a);
 }
 
-/* ==== PRIMITIVES: reductions, softmax, random, optimisers, GEMM ==== */
-#include "parrnn_opencl_prims.inc" /* TEMPORARY during development: merged in later */
+/* ------------------------------------------------------------------------
+ * Reductions, argmax, softmax (kernels_opencl/reduce.cl)
+ * ---------------------------------------------------------------------- */
 
-/* ==== PRIMITIVES: scans ==== */
-#include "parrnn_opencl_scans.inc" /* TEMPORARY during development: merged in later */
+PRN__OCL_FN size_t prn__ocl_esize(prn_dtype dt) { return dt == PRN_F64 ? 8 : 4; }
 
-/* TEMPORARY scaffolding: entries not written yet stay NULL */
-#ifndef PRN__OCL_GEMM
-#define PRN__OCL_GEMM NULL
-#endif
-#ifndef PRN__OCL_REDUCE
-#define PRN__OCL_REDUCE NULL
-#endif
-#ifndef PRN__OCL_ARGMAX
-#define PRN__OCL_ARGMAX NULL
-#endif
-#ifndef PRN__OCL_SOFTMAX
-#define PRN__OCL_SOFTMAX NULL
-#endif
-#ifndef PRN__OCL_RANDOM
-#define PRN__OCL_RANDOM NULL
-#endif
-#ifndef PRN__OCL_SGD_UPDATE
-#define PRN__OCL_SGD_UPDATE NULL
-#endif
-#ifndef PRN__OCL_ADAM_UPDATE
-#define PRN__OCL_ADAM_UPDATE NULL
-#endif
-#ifndef PRN__OCL_SCAN_DIAG
-#define PRN__OCL_SCAN_DIAG NULL
-#endif
-#ifndef PRN__OCL_SCAN_BLOCK
-#define PRN__OCL_SCAN_BLOCK NULL
-#endif
+/* The ops of reduce.cl */
+enum { PRN__OCL_RD_SUM, PRN__OCL_RD_MAX, PRN__OCL_RD_SUMEXP, PRN__OCL_RD_ARGMAX };
+#define PRN__OCL_RD_RUN 16  /* RD_RUN of reduce.cl: elements per work-item and pass */
+#define PRN__OCL_RD_GROUP 256 /* largest work-group of rd_rows */
+/* Rows longer than this go to rd_rows (work-groups of 32 or more: shorter
+ * rows would leave most lanes of a GPU's SIMD unit idle); shorter ones to
+ * rd_cols, which needs at most two passes for them. */
+#define PRN__OCL_RD_ROWS_MIN (16 * PRN__OCL_RD_RUN)
+
+/* The work-group size of rd_rows: the largest power of two up to
+ * PRN__OCL_RD_GROUP that the device allows for the kernel. */
+PRN__OCL_FN prn_status prn__ocl_rows_group(prn_context *ctx, prn_dtype dt, size_t *L) {
+    cl_kernel k = NULL;
+    size_t wg = 0;
+    cl_int e;
+    prn_status st = prn__ocl_kernel_get(ctx, prn__ocl_t(dt), "reduce", "rd_rows", &k);
+    if (st != PRN_OK) return st;
+    e = clGetKernelWorkGroupInfo(k, prn__ocl_get(ctx)->device, CL_KERNEL_WORK_GROUP_SIZE, sizeof wg, &wg, NULL);
+    if (e != CL_SUCCESS) return prn__ocl_fail(ctx, "clGetKernelWorkGroupInfo(rd_rows)", e);
+    for (*L = PRN__OCL_RD_GROUP; *L > 1 && *L > wg;) *L >>= 1;
+    return PRN_OK;
+}
+
+/* Reduces x [outer, n, inner] over n into y [outer, inner] (values, or
+ * int32 indices for argmax; sub [outer, inner] is RD_SUMEXP's shift). Each
+ * pass folds chunks of n into partials [outer, chunks, inner] in scratch
+ * (two buffers, used in turn) until one chunk is left, which the last pass
+ * writes to y. Long rows (inner == 1) go to rd_rows, whose work-group
+ * covers up to PRN__OCL_RD_GROUP runs: one pass for rows up to 4096
+ * elements, three for 10^7. Needs outer * inner > 0. */
+PRN__OCL_FN prn_status prn__ocl_reduce_passes(prn_context *ctx, prn_dtype dt, int op, size_t outer, size_t n,
+                                              size_t inner, cl_mem x, cl_mem sub, cl_mem y) {
+    cl_mem tv[2] = {NULL, NULL}, ti[2] = {NULL, NULL}; /* partial values, and indices for argmax */
+    cl_mem xv = x, xi = x;
+    size_t Lmax = 0;
+    int pass = 0, first = 1;
+    prn_status st = PRN_OK;
+    for (;;) {
+        const int rows = inner == 1 && n > PRN__OCL_RD_ROWS_MIN;
+        size_t L = 1, chunk, nchunks, out;
+        cl_mem yv = y, yi = y;
+        int last, t = pass & 1;
+        prn__ocl_args a;
+        if (rows) {
+            if (!Lmax && (st = prn__ocl_rows_group(ctx, dt, &Lmax)) != PRN_OK) break;
+            while (L < Lmax && L * PRN__OCL_RD_RUN < n) L <<= 1; /* no larger than the row needs */
+        }
+        chunk = L * PRN__OCL_RD_RUN;
+        nchunks = n > chunk ? (n + chunk - 1) / chunk : 1;
+        last = nchunks == 1;
+        out = outer * nchunks * inner;
+        if (!last) {
+            if (!tv[t] && !(tv[t] = prn__ocl_scratch(ctx, out * prn__ocl_esize(dt)))) { st = prn_last_status(ctx); break; }
+            if (op == PRN__OCL_RD_ARGMAX && !ti[t] && !(ti[t] = prn__ocl_scratch(ctx, out * sizeof(cl_int)))) {
+                st = prn_last_status(ctx);
+                break;
+            }
+            yv = tv[t];
+            yi = ti[t] ? ti[t] : tv[t];
+        }
+        a.n = 0;
+        prn__ocl_arg_int(&a, op);
+        prn__ocl_arg_int(&a, first);
+        prn__ocl_arg_int(&a, last);
+        prn__ocl_arg_u64(&a, n);
+        if (!rows) prn__ocl_arg_u64(&a, inner);
+        prn__ocl_arg_u64(&a, nchunks);
+        if (!rows) prn__ocl_arg_u64(&a, out);
+        prn__ocl_arg_mem(&a, xv);
+        prn__ocl_arg_mem(&a, xi);
+        prn__ocl_arg_mem(&a, sub ? sub : x);
+        prn__ocl_arg_mem(&a, yv);
+        prn__ocl_arg_mem(&a, yi);
+        if (rows) {
+            prn__ocl_arg_local(&a, L * prn__ocl_esize(dt));
+            prn__ocl_arg_local(&a, L * sizeof(cl_int));
+            st = prn__ocl_run_local(ctx, dt, "reduce", "rd_rows", out * L, L, &a);
+        } else {
+            st = prn__ocl_run(ctx, dt, "reduce", "rd_cols", out, &a);
+        }
+        if (st != PRN_OK || last) break;
+        /* the partials are the next pass's input; exp was applied once */
+        xv = yv;
+        xi = yi;
+        n = nchunks;
+        if (op == PRN__OCL_RD_SUMEXP) op = PRN__OCL_RD_SUM;
+        first = 0;
+        ++pass;
+    }
+    for (pass = 0; pass < 2; ++pass) {
+        if (tv[pass]) clReleaseMemObject(tv[pass]);
+        if (ti[pass]) clReleaseMemObject(ti[pass]);
+    }
+    return st;
+}
+
+PRN__OCL_FN prn_status prn__ocl_reduce(prn_context *ctx, prn_reduce_op op, prn_dtype dtype, size_t outer, size_t n,
+                                       size_t inner, const void *x, void *y) {
+    if (op != PRN_REDUCE_SUM && op != PRN_REDUCE_MAX)
+        return prn_set_error(ctx, PRN_ERR_INVALID_ARGUMENT, "reduce: unknown op %d", (int)op);
+    if (!outer || !inner) return PRN_OK;
+    /* n == 0 needs no special case: one pass of empty chunks writes 0 or -inf */
+    return prn__ocl_reduce_passes(ctx, dtype, op == PRN_REDUCE_SUM ? PRN__OCL_RD_SUM : PRN__OCL_RD_MAX, outer, n,
+                                  inner, PRN__OCL_MEM(x), NULL, PRN__OCL_MEM(y));
+}
+
+PRN__OCL_FN prn_status prn__ocl_argmax(prn_context *ctx, prn_dtype dtype, size_t outer, size_t n, size_t inner,
+                                       const void *x, void *y) {
+    if (!outer || !inner) return PRN_OK;
+    return prn__ocl_reduce_passes(ctx, dtype, PRN__OCL_RD_ARGMAX, outer, n, inner, PRN__OCL_MEM(x), NULL,
+                                  PRN__OCL_MEM(y));
+}
+
+/* Three steps, as the reference: the maximum of each [o, :, i], the sum of
+ * exp(x - max) (both reductions in scratch), then every output. */
+PRN__OCL_FN prn_status prn__ocl_softmax(prn_context *ctx, prn_dtype dtype, int logsm, size_t outer, size_t n,
+                                        size_t inner, const void *x, void *y) {
+    const size_t r = outer * inner, es = prn__ocl_esize(dtype);
+    cl_mem mx, s = NULL;
+    prn__ocl_args a;
+    prn_status st;
+    if (!r || !n) return PRN_OK;
+    if (!(mx = prn__ocl_scratch(ctx, r * es))) return prn_last_status(ctx);
+    if (!(s = prn__ocl_scratch(ctx, r * es))) st = prn_last_status(ctx);
+    else st = prn__ocl_reduce_passes(ctx, dtype, PRN__OCL_RD_MAX, outer, n, inner, PRN__OCL_MEM(x), NULL, mx);
+    if (st == PRN_OK)
+        st = prn__ocl_reduce_passes(ctx, dtype, PRN__OCL_RD_SUMEXP, outer, n, inner, PRN__OCL_MEM(x), mx, s);
+    if (st == PRN_OK) {
+        a.n = 0;
+        prn__ocl_arg_int(&a, logsm != 0);
+        prn__ocl_arg_u64(&a, n);
+        prn__ocl_arg_u64(&a, inner);
+        prn__ocl_arg_u64(&a, r * n);
+        prn__ocl_arg_mem(&a, PRN__OCL_MEM(x));
+        prn__ocl_arg_mem(&a, mx);
+        prn__ocl_arg_mem(&a, s);
+        prn__ocl_arg_mem(&a, PRN__OCL_MEM(y));
+        st = prn__ocl_run(ctx, dtype, "reduce", "sm_apply", r * n, &a);
+    }
+    clReleaseMemObject(mx);
+    if (s) clReleaseMemObject(s);
+    return st;
+}
+
+/* ------------------------------------------------------------------------
+ * Random numbers (kernels_opencl/random.cl)
+ * ---------------------------------------------------------------------- */
+/* One f32 value of the reference's mapping (prn__random_value of parrnn.h),
+ * on the host: for devices without fp64, whose kernels could not round
+ * as the reference does. */
+PRN__OCL_FN float prn__ocl_random_f32(prn_random_dist dist, uint64_t seed, uint64_t block, double p0, double p1) {
+    uint32_t w[4];
+    prn_philox4x32(seed, block, w);
+    if (dist == PRN_RANDOM_UNIFORM) {
+        double v = (double)(float)(p0 + (p1 - p0) * ((double)(w[0] >> 8) * (1.0 / 16777216.0)));
+        return (float)(v < p1 || p1 <= p0 ? v : p0);
+    } else {
+        double u1 = ((double)(((uint64_t)w[0] << 21) ^ (w[1] >> 11)) + 1.0) * (1.0 / 9007199254740992.0);
+        double u2 = (double)(((uint64_t)w[2] << 21) ^ (w[3] >> 11)) * (1.0 / 9007199254740992.0);
+        return (float)(p0 + p1 * sqrt(-2.0 * log(u1)) * cos(6.283185307179586476925 * u2));
+    }
+}
+
+PRN__OCL_FN prn_status prn__ocl_random(prn_context *ctx, prn_random_dist dist, prn_dtype dtype, size_t n,
+                                       uint64_t seed, uint64_t counter, double p0, double p1, void *y) {
+    prn__ocl_args a;
+    uint64_t b0, b1;
+    if (dist != PRN_RANDOM_UNIFORM && dist != PRN_RANDOM_NORMAL)
+        return prn_set_error(ctx, PRN_ERR_INVALID_ARGUMENT, "random: unknown distribution %d", (int)dist);
+    if (!n) return PRN_OK;
+    if (dtype != PRN_F64 && !prn__ocl_get(ctx)->has_f64) {
+        /* drawn on the host in slices, uploaded */
+        const size_t slice = 16384;
+        float *buf = (float *)prn_alloc(ctx, (n < slice ? n : slice) * sizeof(float));
+        size_t done, i, m;
+        prn_status st = PRN_OK;
+        if (!buf) return prn_set_error(ctx, PRN_ERR_OUT_OF_MEMORY, "random: out of host memory");
+        for (done = 0; done < n && st == PRN_OK; done += m) {
+            m = n - done < slice ? n - done : slice;
+            for (i = 0; i < m; ++i) buf[i] = prn__ocl_random_f32(dist, seed, counter + done + i, p0, p1);
+            st = prn__ocl_buf_upload(ctx, y, done * sizeof(float), buf, m * sizeof(float));
+        }
+        prn_free(ctx, buf);
+        return st;
+    }
+    memcpy(&b0, &p0, 8);
+    memcpy(&b1, &p1, 8);
+    a.n = 0;
+    prn__ocl_arg_int(&a, dist == PRN_RANDOM_NORMAL);
+    prn__ocl_arg_u64(&a, n);
+    prn__ocl_arg_bits(&a, seed);
+    prn__ocl_arg_bits(&a, counter);
+    prn__ocl_arg_bits(&a, b0);
+    prn__ocl_arg_bits(&a, b1);
+    prn__ocl_arg_mem(&a, PRN__OCL_MEM(y));
+    return prn__ocl_run(ctx, dtype, "random", "rng_fill", n, &a);
+}
+
+/* ------------------------------------------------------------------------
+ * Optimiser updates (kernels_opencl/optim.cl)
+ * ---------------------------------------------------------------------- */
+PRN__OCL_FN prn_status prn__ocl_sgd_update(prn_context *ctx, prn_dtype dtype, size_t n, void *param,
+                                           const void *grad, void *velocity, const prn_optim_params *p) {
+    prn__ocl_args a;
+    a.n = 0;
+    prn__ocl_arg_u64(&a, n);
+    prn__ocl_arg_mem(&a, PRN__OCL_MEM(param));
+    prn__ocl_arg_mem(&a, PRN__OCL_MEM(grad));
+    prn__ocl_arg_mem(&a, PRN__OCL_MEM(velocity ? velocity : param)); /* not read without velocity */
+    prn__ocl_arg_int(&a, velocity != NULL);
+    prn__ocl_arg_int(&a, p->nesterov != 0);
+    prn__ocl_arg_real(&a, dtype, p->lr);
+    prn__ocl_arg_real(&a, dtype, p->momentum);
+    prn__ocl_arg_real(&a, dtype, p->weight_decay);
+    return prn__ocl_run(ctx, dtype, "optim", "opt_sgd", n, &a);
+}
+
+PRN__OCL_FN prn_status prn__ocl_adam_update(prn_context *ctx, prn_dtype dtype, size_t n, void *param,
+                                            const void *grad, void *m, void *v, const prn_optim_params *p) {
+    prn__ocl_args a;
+    a.n = 0;
+    prn__ocl_arg_u64(&a, n);
+    prn__ocl_arg_mem(&a, PRN__OCL_MEM(param));
+    prn__ocl_arg_mem(&a, PRN__OCL_MEM(grad));
+    prn__ocl_arg_mem(&a, PRN__OCL_MEM(m));
+    prn__ocl_arg_mem(&a, PRN__OCL_MEM(v));
+    prn__ocl_arg_int(&a, p->decoupled != 0);
+    prn__ocl_arg_real(&a, dtype, p->lr);
+    prn__ocl_arg_real(&a, dtype, p->beta1);
+    prn__ocl_arg_real(&a, dtype, p->beta2);
+    prn__ocl_arg_real(&a, dtype, p->eps);
+    prn__ocl_arg_real(&a, dtype, p->weight_decay);
+    prn__ocl_arg_real(&a, dtype, 1.0 / p->bias1); /* as the reference: the inverse in double, then rounded */
+    prn__ocl_arg_real(&a, dtype, 1.0 / p->bias2);
+    return prn__ocl_run(ctx, dtype, "optim", "opt_adam", n, &a);
+}
+
+/* ------------------------------------------------------------------------
+ * GEMM: CLBlast's strided-batched GEMM (row-major), edge cases here
+ * ---------------------------------------------------------------------- */
+PRN__OCL_FN prn_status prn__ocl_gemm(prn_context *ctx, prn_dtype dtype, int trans_a, int trans_b, size_t M,
+                                     size_t N, size_t K, double alpha, const void *A, size_t lda, size_t sa,
+                                     const void *B, size_t ldb, size_t sb, double beta, void *C, size_t ldc,
+                                     size_t sc, size_t batch) {
+    prn__ocl_state *s = prn__ocl_get(ctx);
+    const CLBlastTranspose ta = trans_a ? CLBlastTransposeYes : CLBlastTransposeNo;
+    const CLBlastTranspose tb = trans_b ? CLBlastTransposeYes : CLBlastTransposeNo;
+    CLBlastStatusCode e;
+    if (!M || !N || !batch) return PRN_OK;
+    if (dtype == PRN_F64 && !s->has_f64)
+        return prn_set_error(ctx, PRN_ERR_UNSUPPORTED, "opencl: device '%s' has no f64 (cl_khr_fp64)", s->device_name);
+    if (K == 0) { /* C = beta C; CLBlast rejects K == 0 */
+        prn__ocl_args a;
+        if (beta == 1) return PRN_OK;
+        a.n = 0;
+        prn__ocl_arg_u64(&a, M);
+        prn__ocl_arg_u64(&a, N);
+        prn__ocl_arg_u64(&a, ldc);
+        prn__ocl_arg_u64(&a, sc);
+        prn__ocl_arg_u64(&a, batch * M * N);
+        prn__ocl_arg_int(&a, beta == 0);
+        prn__ocl_arg_real(&a, dtype, beta);
+        prn__ocl_arg_mem(&a, PRN__OCL_MEM(C));
+        return prn__ocl_run(ctx, dtype, "gemm", "gemm_scale_c", batch * M * N, &a);
+    }
+    if (dtype == PRN_F64)
+        e = CLBlastDgemmStridedBatched(CLBlastLayoutRowMajor, ta, tb, M, N, K, alpha, PRN__OCL_MEM(A), 0, lda, sa,
+                                       PRN__OCL_MEM(B), 0, ldb, sb, beta, PRN__OCL_MEM(C), 0, ldc, sc, batch,
+                                       &s->queue, NULL);
+    else
+        e = CLBlastSgemmStridedBatched(CLBlastLayoutRowMajor, ta, tb, M, N, K, (float)alpha, PRN__OCL_MEM(A), 0, lda,
+                                       sa, PRN__OCL_MEM(B), 0, ldb, sb, (float)beta, PRN__OCL_MEM(C), 0, ldc, sc,
+                                       batch, &s->queue, NULL);
+    return e == CLBlastSuccess ? PRN_OK : prn__ocl_clblast_fail(ctx, "CLBlastXgemmStridedBatched", e);
+}
+
+/* ------------------------------------------------------------------------
+ * Scans of linear recurrences (kernels_opencl/scan_diag.cl, scan_block.cl)
+ *
+ * Parallel in time, so that a GPU has work when batch x channels is small:
+ * time is cut into `chunks` chunks of L steps (the last may be shorter) and
+ *   1. fold: one work-item per (sequence, channel, chunk) -- per column of
+ *      [M | v] of a (sequence, block, chunk) for block scans -- reduces its
+ *      chunk to one affine map h -> M h + v (the last chunk's map is never
+ *      needed and not computed);
+ *   2. carries: the maps of a sequence form a recurrence of the same kind
+ *      over chunks-1 steps, scanned by this same code, recursively (in place
+ *      in the offset scratch; each level is at least SCAN_MIN_LEN times
+ *      shorter than the one above: T = 10^7 on one channel takes 5);
+ *   3. expand: one work-item per (sequence, channel, chunk) -- (sequence,
+ *      block, chunk) -- re-runs its chunk from its incoming carry, writing h.
+ * So a and b are read twice. The chunk count aims at SCAN_ITEMS work-items
+ * per fold (enough to fill a GPU), no chunk shorter than SCAN_MIN_LEN
+ * steps; when batch x channels alone fill the device there is one chunk,
+ * and the expand kernel is the whole (serial-in-time, parallel-across-
+ * channels) scan. Scratch: 2 values per (sequence, channel, chunk) for
+ * diagonal scans, k + 1 for block scans, plus about 1/SCAN_MIN_LEN of that
+ * for the levels below; the chunk count keeps it under SCAN_ITEMS x 2
+ * (diagonal) and SCAN_ITEMS x k (blocks) values.
+ *
+ * algo: AUTO, CHUNKED and TREE all run the chunked scan above (the
+ * Blelloch tree would do more passes over the data for no gain here);
+ * SEQUENTIAL runs one chunk per sequence: one work-item per (sequence,
+ * channel), or (sequence, block), walks all of time -- a serial-in-time
+ * baseline for benchmarks. Rounding differs from the reference's orders
+ * but stays within the same bounds (f32 accumulates in f32).
+ * ---------------------------------------------------------------------- */
+#define PRN__OCL_SCAN_ITEMS ((size_t)1 << 16)
+#define PRN__OCL_SCAN_MIN_LEN 32
+/* work-group size of the scan kernels: a multiple of any SIMD width, and
+ * small enough for the block kernels' private arrays */
+#define PRN__OCL_SCAN_WG 64
+
+/* Chunks for T steps when one chunk gives `units` fold work-items; sets the
+ * chunk length *L. No chunk is empty. */
+PRN__OCL_FN size_t prn__ocl_scan_chunks(size_t T, size_t units, int serial, size_t *L) {
+    size_t nch = serial || units >= PRN__OCL_SCAN_ITEMS ? 1 : PRN__OCL_SCAN_ITEMS / units;
+    size_t most = (T + PRN__OCL_SCAN_MIN_LEN - 1) / PRN__OCL_SCAN_MIN_LEN;
+    if (nch > most) nch = most;
+    if (nch < 1) nch = 1;
+    *L = (T + nch - 1) / nch;
+    return (T + *L - 1) / *L;
+}
+
+/* A scratch buffer whose failure message names the primitive. */
+PRN__OCL_FN cl_mem prn__ocl_scan_scratch(prn_context *ctx, const char *fn, size_t bytes) {
+    cl_int e;
+    cl_mem m = clCreateBuffer(prn__ocl_get(ctx)->context, CL_MEM_READ_WRITE, bytes ? bytes : 1, NULL, &e);
+    if (e != CL_SUCCESS) {
+        char call[96];
+        snprintf(call, sizeof call, "%s: clCreateBuffer(scratch of %lu bytes)", fn, (unsigned long)bytes);
+        prn__ocl_fail(ctx, call, e);
+        return NULL;
+    }
+    return m;
+}
+
+/* The diagonal scan on cl_mem handles (h0 may be NULL; h may be b). */
+PRN__OCL_FN prn_status prn__ocl_scan_diag_mem(prn_context *ctx, prn_dtype dt, int rev, int serial, size_t batch,
+                                              size_t T, size_t C, cl_mem a, cl_mem b, cl_mem h0, cl_mem h) {
+    static const char fn[] = "scan_diag";
+    size_t L, nch = prn__ocl_scan_chunks(T, batch * C, serial, &L), nm = nch - 1, es = prn_dtype_size(dt);
+    cl_mem m = NULL, o = NULL;
+    prn__ocl_args x;
+    prn_status st = PRN_OK;
+    if (nm) {
+        m = prn__ocl_scan_scratch(ctx, fn, batch * nm * C * es);
+        o = m ? prn__ocl_scan_scratch(ctx, fn, batch * nm * C * es) : NULL;
+        if (!o) {
+            if (m) clReleaseMemObject(m);
+            return prn_last_status(ctx);
+        }
+        x.n = 0;
+        prn__ocl_arg_u64(&x, batch);
+        prn__ocl_arg_u64(&x, T);
+        prn__ocl_arg_u64(&x, C);
+        prn__ocl_arg_u64(&x, L);
+        prn__ocl_arg_u64(&x, nm);
+        prn__ocl_arg_int(&x, rev);
+        prn__ocl_arg_mem(&x, a);
+        prn__ocl_arg_mem(&x, b);
+        prn__ocl_arg_mem(&x, m);
+        prn__ocl_arg_mem(&x, o);
+        st = prn__ocl_run_local(ctx, dt, "scan_diag", "scan_diag_fold", batch * nm * C, PRN__OCL_SCAN_WG, &x);
+        /* carry out of chunk j = forward scan of the maps 0..j from h0, in place in o */
+        if (st == PRN_OK) st = prn__ocl_scan_diag_mem(ctx, dt, 0, 0, batch, nm, C, m, o, h0, o);
+    }
+    if (st == PRN_OK) {
+        x.n = 0;
+        prn__ocl_arg_u64(&x, batch);
+        prn__ocl_arg_u64(&x, T);
+        prn__ocl_arg_u64(&x, C);
+        prn__ocl_arg_u64(&x, L);
+        prn__ocl_arg_u64(&x, nch);
+        prn__ocl_arg_int(&x, rev);
+        prn__ocl_arg_mem(&x, a);
+        prn__ocl_arg_mem(&x, b);
+        prn__ocl_arg_mem(&x, h0 ? h0 : b); /* unused stand-ins: kernels take no NULL buffers portably */
+        prn__ocl_arg_int(&x, h0 != NULL);
+        prn__ocl_arg_mem(&x, o ? o : b);
+        prn__ocl_arg_mem(&x, h);
+        st = prn__ocl_run_local(ctx, dt, "scan_diag", "scan_diag_expand", batch * nch * C, PRN__OCL_SCAN_WG, &x);
+    }
+    if (m) clReleaseMemObject(m); /* the runtime keeps them until queued work is done */
+    if (o) clReleaseMemObject(o);
+    return st;
+}
+
+PRN__OCL_FN prn_status prn__ocl_scan_diag(prn_context *ctx, prn_dtype dtype, int reverse, prn_scan_algo algo,
+                                          size_t batch, size_t T, size_t C, const void *a, const void *b,
+                                          const void *h0, void *h) {
+    if (batch == 0 || T == 0 || C == 0) return PRN_OK;
+    if ((int)algo < 0 || algo >= PRN_SCAN_ALGO_COUNT)
+        return prn_set_error(ctx, PRN_ERR_INVALID_ARGUMENT, "scan_diag: unknown algorithm %d", (int)algo);
+    if (dtype != PRN_F32 && dtype != PRN_F64)
+        return prn_set_error(ctx, PRN_ERR_DTYPE, "scan_diag: dtype %s is not f32 or f64", prn_dtype_name(dtype));
+    return prn__ocl_scan_diag_mem(ctx, dtype, reverse != 0, algo == PRN_SCAN_SEQUENTIAL, batch, T, C, PRN__OCL_MEM(a),
+                                  PRN__OCL_MEM(b), h0 ? PRN__OCL_MEM(h0) : NULL, PRN__OCL_MEM(h));
+}
+
+/* The block scan on cl_mem handles (h0 may be NULL; h may be b). The maps'
+ * M is [batch, chunks-1, C, k], already in order (no transpose): the
+ * carries are an untransposed block scan of it. */
+PRN__OCL_FN prn_status prn__ocl_scan_block_mem(prn_context *ctx, prn_dtype dt, int rev, int tr, int serial,
+                                               size_t batch, size_t T, size_t C, size_t k, cl_mem a, cl_mem b,
+                                               cl_mem h0, cl_mem h) {
+    static const char fn[] = "scan_block";
+    size_t nblk = C / k, L, nch = prn__ocl_scan_chunks(T, batch * nblk * (k + 1), serial, &L), nm = nch - 1;
+    size_t es = prn_dtype_size(dt);
+    cl_mem M = NULL, v = NULL;
+    prn__ocl_args x;
+    prn_status st = PRN_OK;
+    if (nm) {
+        M = prn__ocl_scan_scratch(ctx, fn, batch * nm * C * k * es);
+        v = M ? prn__ocl_scan_scratch(ctx, fn, batch * nm * C * es) : NULL;
+        if (!v) {
+            if (M) clReleaseMemObject(M);
+            return prn_last_status(ctx);
+        }
+        x.n = 0;
+        prn__ocl_arg_u64(&x, batch);
+        prn__ocl_arg_u64(&x, T);
+        prn__ocl_arg_u64(&x, C);
+        prn__ocl_arg_u64(&x, k);
+        prn__ocl_arg_u64(&x, L);
+        prn__ocl_arg_u64(&x, nm);
+        prn__ocl_arg_int(&x, rev);
+        prn__ocl_arg_int(&x, tr);
+        prn__ocl_arg_mem(&x, a);
+        prn__ocl_arg_mem(&x, b);
+        prn__ocl_arg_mem(&x, M);
+        prn__ocl_arg_mem(&x, v);
+        st = prn__ocl_run_local(ctx, dt, "scan_block", "scan_block_fold", batch * nm * nblk * (k + 1),
+                                PRN__OCL_SCAN_WG, &x);
+        if (st == PRN_OK) st = prn__ocl_scan_block_mem(ctx, dt, 0, 0, 0, batch, nm, C, k, M, v, h0, v);
+    }
+    if (st == PRN_OK) {
+        x.n = 0;
+        prn__ocl_arg_u64(&x, batch);
+        prn__ocl_arg_u64(&x, T);
+        prn__ocl_arg_u64(&x, C);
+        prn__ocl_arg_u64(&x, k);
+        prn__ocl_arg_u64(&x, L);
+        prn__ocl_arg_u64(&x, nch);
+        prn__ocl_arg_int(&x, rev);
+        prn__ocl_arg_int(&x, tr);
+        prn__ocl_arg_mem(&x, a);
+        prn__ocl_arg_mem(&x, b);
+        prn__ocl_arg_mem(&x, h0 ? h0 : b); /* unused stand-ins, as in scan_diag */
+        prn__ocl_arg_int(&x, h0 != NULL);
+        prn__ocl_arg_mem(&x, v ? v : b);
+        prn__ocl_arg_mem(&x, h);
+        st = prn__ocl_run_local(ctx, dt, "scan_block", "scan_block_expand", batch * nch * nblk, PRN__OCL_SCAN_WG, &x);
+    }
+    if (M) clReleaseMemObject(M);
+    if (v) clReleaseMemObject(v);
+    return st;
+}
+
+PRN__OCL_FN prn_status prn__ocl_scan_block(prn_context *ctx, prn_dtype dtype, int reverse, int transpose,
+                                           prn_scan_algo algo, size_t batch, size_t T, size_t C, size_t k,
+                                           const void *a, const void *b, const void *h0, void *h) {
+    if (batch == 0 || T == 0 || C == 0) return PRN_OK;
+    if (k == 0 || k > 64 || C % k != 0)
+        return prn_set_error(ctx, PRN_ERR_INVALID_ARGUMENT, "scan_block: block size %lu must be 1..64 and divide C = %lu",
+                             (unsigned long)k, (unsigned long)C);
+    if ((int)algo < 0 || algo >= PRN_SCAN_ALGO_COUNT)
+        return prn_set_error(ctx, PRN_ERR_INVALID_ARGUMENT, "scan_block: unknown algorithm %d", (int)algo);
+    if (dtype != PRN_F32 && dtype != PRN_F64)
+        return prn_set_error(ctx, PRN_ERR_DTYPE, "scan_block: dtype %s is not f32 or f64", prn_dtype_name(dtype));
+    return prn__ocl_scan_block_mem(ctx, dtype, reverse != 0, transpose != 0, algo == PRN_SCAN_SEQUENTIAL, batch, T, C,
+                                   k, PRN__OCL_MEM(a), PRN__OCL_MEM(b), h0 ? PRN__OCL_MEM(h0) : NULL, PRN__OCL_MEM(h));
+}
 
 /* ------------------------------------------------------------------------
  * The table
@@ -602,9 +1053,9 @@ PRN__OCL_DEF const prn_backend *prn_opencl_backend(void) {
         "opencl", PARRNN_BACKEND_ABI, prn__ocl_create, prn__ocl_destroy,
         prn__ocl_buf_alloc, prn__ocl_buf_free, prn__ocl_buf_upload, prn__ocl_buf_download, prn__ocl_buf_copy,
         prn__ocl_fill, prn__ocl_unary, prn__ocl_binary, prn__ocl_strided_copy,
-        PRN__OCL_GEMM, PRN__OCL_REDUCE, PRN__OCL_ARGMAX, PRN__OCL_SOFTMAX, PRN__OCL_RANDOM,
-        PRN__OCL_SGD_UPDATE, PRN__OCL_ADAM_UPDATE,
-        PRN__OCL_SCAN_DIAG, PRN__OCL_SCAN_BLOCK,
+        prn__ocl_gemm, prn__ocl_reduce, prn__ocl_argmax, prn__ocl_softmax, prn__ocl_random,
+        prn__ocl_sgd_update, prn__ocl_adam_update,
+        prn__ocl_scan_diag, prn__ocl_scan_block,
         {NULL}};
     return &b;
 }

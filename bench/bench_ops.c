@@ -13,7 +13,10 @@
  *   The "machine GEMM result" of a dtype is the best GFLOP/s of any probe.
  *
  * parrnn, through its public API only, on "reference" (GEMM through CBLAS
- * when built with PARRNN_USE_CBLAS) and "reference-noblas" (plain loops):
+ * when built with PARRNN_USE_CBLAS), "reference-noblas" (plain loops) and
+ * every device backend built in whose device is present ("opencl": GEMM
+ * through CLBlast; its timed calls end by reading one element back, which
+ * waits for the queued work; inputs stay on the device):
  *   matmul       prn_matmul of two n x n matrices: 2 n^3 flops per call;
  *                ratio = GFLOP/s / machine GEMM result of that dtype.
  *   add          prn_add of two same-shaped tensors: 3 N elements moved.
@@ -321,6 +324,7 @@ static const char *const op_names[OP_COUNT] = {"matmul", "add", "mul_row", "tanh
 typedef struct op_job {
     prn_context *ctx;
     int op;
+    int sync; /* device backends queue work: read one element back to wait for it */
     prn_tensor *a, *b;
 } op_job;
 
@@ -335,6 +339,10 @@ static int run_op(void *user) {
     case OP_MUL_ROW: st = prn_mul(j->ctx, j->a, j->b, &y); break;
     case OP_TANH: st = prn_tanh(j->ctx, j->a, &y); break;
     default: st = prn_exp(j->ctx, j->a, &y); break;
+    }
+    if (st == PRN_OK && j->sync) {
+        double v;
+        st = prn_tensor_item(y, &v);
     }
     prn_tensor_free(y);
     return st != PRN_OK;
@@ -389,10 +397,13 @@ static void cache_release(block_cache *c) {
     while (c->count > 0) free(c->blocks[--c->count]);
 }
 
+/* Device backends (not "reference*") run asynchronously. */
+static int is_device(const char *backend) { return strncmp(backend, "reference", 9) != 0; }
+
 static prn_context *make_context(const char *backend, block_cache *cache) {
     prn_config cfg;
     prn_context *ctx = NULL;
-    char err[256];
+    char err[512];
     memset(&cfg, 0, sizeof cfg);
     cfg.backend = backend;
     cfg.seed = 2026;
@@ -418,6 +429,7 @@ static void bench_matmul(const char *backend, prn_dtype dtype, size_t n, double 
     shape[0] = shape[1] = n;
     j.ctx = ctx;
     j.op = OP_MATMUL;
+    j.sync = is_device(backend);
     j.a = j.b = NULL;
     if (prn_tensor_uniform(ctx, dtype, 2, shape, -1.0, 1.0, &j.a) != PRN_OK ||
         prn_tensor_uniform(ctx, dtype, 2, shape, -1.0, 1.0, &j.b) != PRN_OK)
@@ -457,6 +469,7 @@ static void bench_elementwise(const char *backend, prn_dtype dtype, size_t n, in
         double s, bytes, gbps;
         j.ctx = ctx;
         j.op = op;
+        j.sync = is_device(backend);
         j.a = op == OP_MUL_ROW ? xm : x;
         j.b = op == OP_ADD ? x2 : op == OP_MUL_ROW ? r : NULL;
         settle();
@@ -520,12 +533,12 @@ static int usage(void) {
 int main(int argc, char **argv) {
     bench_prog = "bench_ops";
     static const size_t full_sizes[] = {64, 256, 1024}, quick_sizes[] = {32, 128};
-    static const char *const backends[2] = {"reference", "reference-noblas"};
+    const char *backends[3] = {"reference", "reference-noblas", NULL};
     static const prn_dtype dtypes[2] = {PRN_F32, PRN_F64};
     const size_t *sizes;
     size_t num_sizes, triad_n, elem_n;
     double triad_gbps, machine[2] = {0.0, 0.0}, t_start = now();
-    int i, d, b, k, cached;
+    int i, d, b, k, cached, nb = 2;
     cpu_sample run_start;
 
     if (bench_parse_args(argc, argv)) return usage();
@@ -547,6 +560,26 @@ int main(int argc, char **argv) {
         elem_n = (size_t)16 << 20;
     }
     print_machine();
+    /* The device backends built in, when a device is there. */
+    {
+        const char *names[16];
+        int n = prn_backend_list(NULL, names, 16);
+        for (i = 0; i < n && i < 16; ++i)
+            if (is_device(names[i]) && nb < 3) {
+                prn_config cfg;
+                prn_context *probe = NULL;
+                char err[512];
+                memset(&cfg, 0, sizeof cfg);
+                cfg.backend = names[i];
+                if (prn_context_create(&cfg, &probe, err, sizeof err) == PRN_OK) {
+                    backends[nb++] = names[i];
+                    prn_context_destroy(probe);
+                    printf("  device:    backend %s (timed calls end with a one-element read back)\n", names[i]);
+                } else {
+                    printf("  device:    backend %s skipped: %s\n", names[i], err);
+                }
+            }
+    }
     run_start = cpu_sample_now();
     printf("  sizes:     matmul n =");
     for (i = 0; i < (int)num_sizes; ++i) printf(" %lu", (unsigned long)sizes[i]);
@@ -578,7 +611,7 @@ int main(int argc, char **argv) {
 
     /* 2. parrnn matmul. */
     table_header("parrnn prn_matmul, n x n (ratio: vs machine GEMM of the dtype)");
-    for (b = 0; b < 2; ++b)
+    for (b = 0; b < nb; ++b)
         for (d = 0; d < 2; ++d) {
             size_t s;
             for (s = 0; s < num_sizes; ++s) bench_matmul(backends[b], dtypes[d], sizes[s], machine[d]);
@@ -587,8 +620,10 @@ int main(int argc, char **argv) {
     /* 3. parrnn elementwise. */
     table_header("parrnn elementwise, bytes read + written (ratio: vs triad bandwidth)");
     for (cached = 0; cached < 2; ++cached)
-        for (b = 0; b < 2; ++b)
-            for (d = 0; d < 2; ++d) bench_elementwise(backends[b], dtypes[d], elem_n, cached, triad_gbps);
+        for (b = 0; b < nb; ++b) /* device buffers do not come from the allocator: no cached run */
+            for (d = 0; d < 2; ++d)
+                if (!cached || !is_device(backends[b]))
+                    bench_elementwise(backends[b], dtypes[d], elem_n, cached, triad_gbps);
 
     /* 4. The same for scripts. */
     printf("\n");

@@ -1,5 +1,6 @@
 /* bench_scan.c - throughput of parrnn's scans of linear recurrences
- * (prn_scan_diag, prn_scan_block) on the reference backend, against the
+ * (prn_scan_diag, prn_scan_block) on the reference backend (and any device
+ * backend built in), against the
  * memory bandwidth of the machine and against a plain sequential C loop,
  * both measured in the same run.
  *
@@ -35,6 +36,11 @@
  * --quick: the same with T / 100 (diagonal) and T = 2000 (block), TREE
  * everywhere, fewer samples: a few seconds, for CI (the arrays then fit in
  * the caches, so the rates are not comparable with the full run).
+ *
+ * Device backends built in (e.g. "opencl", where a device is present) run
+ * the same shapes on inputs uploaded once, with AUTO and SEQUENTIAL; each
+ * timed call ends by reading one element back, which waits for the queued
+ * kernels.
  *
  * For AUTO rows the table says which algorithm the library picked: its
  * output is compared bit for bit with the SEQUENTIAL and CHUNKED outputs
@@ -90,6 +96,7 @@ static int g_num_results = 0;
 static double g_triad = 0.0;     /* GB/s: the reference of the rows being measured */
 static size_t g_triad_n = 0;     /* doubles per triad array */
 static double g_triad_first = 0.0; /* GB/s: the probe before all shapes */
+static prn_context *g_dev = NULL;  /* a device backend's context, when one is built in and present */
 
 
 
@@ -209,6 +216,7 @@ static int run_loop(void *user) {
 typedef struct scan_job {
     prn_context *ctx;
     int block;
+    int sync; /* device backends queue work: read one element back to wait for it */
     prn_scan_algo algo;
     prn_tensor *a, *b;
     prn_tensor *keep; /* the last output, when keep_out is set */
@@ -220,7 +228,14 @@ static int run_scan(void *user) {
     prn_tensor *y = NULL;
     prn_status st = j->block ? prn_scan_block(j->ctx, j->a, j->b, NULL, 0, j->algo, &y)
                              : prn_scan_diag(j->ctx, j->a, j->b, NULL, 0, j->algo, &y);
-    if (st != PRN_OK) return 1;
+    if (st == PRN_OK && j->sync) {
+        double v;
+        st = prn_tensor_item(y, &v);
+    }
+    if (st != PRN_OK) {
+        prn_tensor_free(y);
+        return 1;
+    }
     if (j->keep_out) {
         prn_tensor_free(j->keep);
         j->keep = y;
@@ -253,14 +268,16 @@ static prn_context *make_context(void) {
 
 /* Max |got - want| relative to max |want|; exits on a mismatch. */
 static void check_close(const char *what, const prn_tensor *got, const float *want, size_t n) {
-    const float *g = (const float *)prn_tensor_buffer(got);
+    float *g = (float *)xmalloc(n * sizeof(float));
     double md = 0.0, mv = 0.0;
     size_t i;
+    if (prn_tensor_download(got, g, n) != PRN_OK) die_prn(prn_tensor_context(got), what);
     for (i = 0; i < n; ++i) {
         double d = fabs((double)g[i] - (double)want[i]), v = fabs((double)want[i]);
         if (d > md || d != d) md = d != d ? 1e300 : d;
         if (v > mv) mv = v;
     }
+    free(g);
     if (md > 1e-4 * (mv + 1e-30)) {
         fprintf(stderr, "bench_scan: %s differs from the C loop: max |diff| %.3g, max |h| %.3g\n", what, md, mv);
         exit(1);
@@ -325,6 +342,7 @@ static void bench_shape(prn_context *ctx, const char *name, int block, size_t T,
     snprintf(loop_name, sizeof loop_name, "%s_loop", name);
 
     sj.ctx = ctx;
+    sj.sync = 0;
     sj.block = block;
     sj.a = a;
     sj.b = b;
@@ -355,6 +373,35 @@ static void bench_shape(prn_context *ctx, const char *name, int block, size_t T,
     for (q = PRN_SCAN_SEQUENTIAL; q < PRN_SCAN_ALGO_COUNT; ++q)
         if (outs[q]) record(name, "reference", algo_names[q], NULL, T, C, k, secs[q], bytes, loop_s);
     for (q = 0; q < PRN_SCAN_ALGO_COUNT; ++q) prn_tensor_free(outs[q]);
+
+    /* The device backend on the same inputs (uploaded once), AUTO and
+     * SEQUENTIAL (what each means there: see its header). */
+    if (g_dev) {
+        prn_tensor *da = NULL, *db = NULL;
+        static const prn_scan_algo dev_algos[2] = {PRN_SCAN_AUTO, PRN_SCAN_SEQUENTIAL};
+        const char *dev = prn_context_backend_name(g_dev);
+        if (prn_tensor_from_host(g_dev, PRN_F32, block ? 4 : 3, block ? shape_a : shape_b, prn_tensor_buffer(a), &da) ||
+            prn_tensor_from_host(g_dev, PRN_F32, 3, shape_b, prn_tensor_buffer(b), &db))
+            die_prn(g_dev, "device inputs");
+        for (q = 0; q < 2; ++q) {
+            double ds;
+            scan_job dj = sj;
+            dj.ctx = g_dev;
+            dj.a = da;
+            dj.b = db;
+            dj.sync = 1;
+            dj.algo = dev_algos[q];
+            dj.keep = NULL;
+            snprintf(what, sizeof what, "%s %s %s T=%lu C=%lu k=%lu", name, dev, algo_names[dev_algos[q]],
+                     (unsigned long)T, (unsigned long)C, (unsigned long)k);
+            if (time_best(run_scan, &dj, &ds)) die_prn(g_dev, what);
+            check_close(what, dj.keep, lj.h, n);
+            prn_tensor_free(dj.keep);
+            record(name, dev, algo_names[dev_algos[q]], NULL, T, C, k, ds, bytes, loop_s);
+        }
+        prn_tensor_free(da);
+        prn_tensor_free(db);
+    }
     prn_tensor_free(a);
     prn_tensor_free(b);
     free(lj.h);
@@ -423,6 +470,24 @@ int main(int argc, char **argv) {
     printf("\nMachine probe\n");
     triad_gbps_probe(triad_n);
     ctx = make_context();
+    {   /* a device backend built in, when its device is here */
+        const char *names[16];
+        int n = prn_backend_list(NULL, names, 16), q;
+        for (q = 0; q < n && q < 16 && !g_dev; ++q)
+            if (strncmp(names[q], "reference", 9) != 0) {
+                prn_config cfg;
+                char err[512];
+                memset(&cfg, 0, sizeof cfg);
+                cfg.backend = names[q];
+                cfg.seed = 2026;
+                if (prn_context_create(&cfg, &g_dev, err, sizeof err) == PRN_OK) {
+                    prn_no_grad_begin(g_dev);
+                    printf("  device:    backend %s (its timed calls end with a one-element read back)\n", names[q]);
+                } else {
+                    printf("  device:    backend %s skipped: %s\n", names[q], err);
+                }
+            }
+    }
 
     table_header("Diagonal scans, f32, forward, batch 1: 12 bytes per element (frac_bw: vs triad; speedup: vs loop)");
     for (i = 0; i < 4; ++i) bench_shape(ctx, "scan_diag", 0, diag[i][0], diag[i][1], 1, diag[i][2] != 0);
@@ -434,6 +499,7 @@ int main(int argc, char **argv) {
         bench_shape(ctx, "scan_bdiag", 1, block_T, 64, n, n <= 8);
     }
     prn_context_destroy(ctx);
+    prn_context_destroy(g_dev);
 
     /* The same for scripts. */
     printf("\nBENCH name=triad backend=c dtype=f64 n=%lu threads=%d gbps=%.4f frac_bw=1.0000\n",

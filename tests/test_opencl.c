@@ -1,0 +1,134 @@
+/* test_opencl.c - what is particular to the OpenCL backend: choosing the
+ * device (prn_config.device, PARRNN_OPENCL_DEVICE, "P:D" or part of a
+ * name), the statuses and messages of failures, and contexts that share
+ * nothing. Its primitives are checked by test_conformance
+ * and the whole suite runs on it with PARRNN_BACKEND=opencl.
+ * Skipped when the backend is not built in or no OpenCL device exists. */
+#define _POSIX_C_SOURCE 200112L /* setenv */
+#define PARRNN_IMPLEMENTATION
+#include "parrnn.h"
+#include "prn_test.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+static char g_skip[512]; /* why the backend cannot run here ("" when it can) */
+
+static prn_status make(const char *device, prn_context **ctx, char *err, size_t n) {
+    prn_config cfg;
+    memset(&cfg, 0, sizeof cfg);
+    cfg.backend = "opencl";
+    cfg.device = device;
+    return prn_context_create(&cfg, ctx, err, n);
+}
+
+static void test_device_choice(void) {
+    prn_context *ctx = NULL, *sentinel = (prn_context *)&g_skip;
+    char err[512];
+    if (g_skip[0]) { PRNT_SKIP("%s", g_skip); return; }
+    /* the default and explicit indices */
+    PRNT_CHECK(make(NULL, &ctx, err, sizeof err) == PRN_OK, "default device: %s", err);
+    prn_context_destroy(ctx);
+    ctx = NULL;
+    PRNT_CHECK(make("0:0", &ctx, err, sizeof err) == PRN_OK, "device 0:0: %s", err);
+    prn_context_destroy(ctx);
+    /* a selector that names nothing: PRN_ERR_NO_DEVICE, the selector in the
+     * message, *out untouched, no fallback to another device */
+    ctx = sentinel;
+    PRNT_CHECK(make("no-such-device-xyz", &ctx, err, sizeof err) == PRN_ERR_NO_DEVICE, "unknown name accepted");
+    PRNT_CHECK(strstr(err, "no-such-device-xyz") != NULL, "message: %s", err);
+    PRNT_CHECK(ctx == sentinel, "failed create wrote *out");
+    PRNT_CHECK(make("99:0", &ctx, err, sizeof err) == PRN_ERR_NO_DEVICE, "platform 99 accepted");
+    PRNT_CHECK(make("0:999", &ctx, err, sizeof err) == PRN_ERR_NO_DEVICE, "device 999 accepted");
+    PRNT_CHECK(ctx == sentinel, "failed create wrote *out");
+}
+
+static void test_device_from_environment(void) {
+    prn_context *ctx = NULL;
+    char err[512];
+    const char *old = getenv("PARRNN_OPENCL_DEVICE");
+    char saved[256];
+    if (g_skip[0]) { PRNT_SKIP("%s", g_skip); return; }
+    snprintf(saved, sizeof saved, "%s", old ? old : "");
+    setenv("PARRNN_OPENCL_DEVICE", "no-such-device-xyz", 1);
+    PRNT_CHECK(make(NULL, &ctx, err, sizeof err) == PRN_ERR_NO_DEVICE, "the variable was not read");
+    /* the config wins over the variable */
+    PRNT_CHECK(make("0:0", &ctx, err, sizeof err) == PRN_OK, "config over environment: %s", err);
+    prn_context_destroy(ctx);
+    if (old) setenv("PARRNN_OPENCL_DEVICE", saved, 1);
+    else unsetenv("PARRNN_OPENCL_DEVICE");
+}
+
+static void test_runtime_failures(void) {
+    prn_context *ctx = NULL;
+    const prn_backend *be;
+    char err[512];
+    void *buf = NULL;
+    prn_status st;
+    if (g_skip[0]) { PRNT_SKIP("%s", g_skip); return; }
+    if (make(NULL, &ctx, err, sizeof err) != PRN_OK) { PRNT_CHECK(0, "%s", err); return; }
+    be = prn_context_backend(ctx);
+    /* a buffer no device has: the OpenCL call and its status in the message */
+    st = be->buf_alloc(ctx, (size_t)1 << 62, &buf);
+    PRNT_CHECK(st == PRN_ERR_BACKEND || st == PRN_ERR_OUT_OF_MEMORY, "huge buffer: %s", prn_status_string(st));
+    PRNT_CHECK(buf == NULL, "failed buf_alloc wrote its output");
+    PRNT_CHECK(strstr(prn_last_error(ctx), "clCreateBuffer") != NULL && strstr(prn_last_error(ctx), "CL_") != NULL,
+               "message: %s", prn_last_error(ctx));
+    prn_context_destroy(ctx);
+}
+
+/* Two contexts at once on the device share nothing: each builds its own
+ * programs, and one's destruction leaves the other working, with the same
+ * values for the same seed. */
+static void test_two_contexts(void) {
+    prn_context *c1 = NULL, *c2 = NULL;
+    char err[512];
+    prn_tensor *x1 = NULL, *x2 = NULL, *y1 = NULL, *y2 = NULL;
+    size_t shape[1] = {1000};
+    static float a[1000], b[1000];
+    if (g_skip[0]) { PRNT_SKIP("%s", g_skip); return; }
+    if (make(NULL, &c1, err, sizeof err) != PRN_OK || make(NULL, &c2, err, sizeof err) != PRN_OK) {
+        PRNT_CHECK(0, "%s", err);
+        prn_context_destroy(c1);
+        return;
+    }
+    PRNT_OK(c1, prn_tensor_uniform(c1, PRN_F32, 1, shape, -1, 1, &x1));
+    PRNT_OK(c2, prn_tensor_uniform(c2, PRN_F32, 1, shape, -1, 1, &x2));
+    PRNT_OK(c1, prn_tanh(c1, x1, &y1));
+    prn_context_destroy(c1);
+    PRNT_OK(c2, prn_tanh(c2, x2, &y2));
+    PRNT_OK(c2, prn_tensor_download(y2, a, 1000));
+    PRNT_OK(c2, prn_tensor_download(x2, b, 1000));
+    PRNT_CHECK(fabsf(a[7] - tanhf(b[7])) < 1e-6f, "tanh after the other context went: %g vs %g", a[7], tanhf(b[7]));
+    prn_context_destroy(c2);
+}
+
+int main(void) {
+    prn_context *ctx = NULL;
+    prn_status st;
+#ifndef PARRNN_WITH_OPENCL
+    snprintf(g_skip, sizeof g_skip, "the OpenCL backend is not built in (PARRNN_WITH_OPENCL)");
+#else
+    {
+        const char *env = getenv("PARRNN_OPENCL_DEVICE");
+        char err[512];
+        st = make(env, &ctx, err, sizeof err);
+        if (st == PRN_ERR_NO_DEVICE) snprintf(g_skip, sizeof g_skip, "%s", err);
+        else if (st != PRN_OK) {
+            printf("opencl context: %s (%s)\n", err, prn_status_string(st));
+            printf("summary passed=0 failed=1 skipped=0\n");
+            return 1;
+        } else {
+            printf("backend: opencl\n");
+            prn_context_destroy(ctx);
+        }
+    }
+#endif
+    (void)st;
+    (void)ctx;
+    PRNT_RUN(test_device_choice);
+    PRNT_RUN(test_device_from_environment);
+    PRNT_RUN(test_runtime_failures);
+    PRNT_RUN(test_two_contexts);
+    return prnt_summary();
+}
