@@ -102,4 +102,7 @@ bench: $(BENCH_BINS)
 	$(BUILD)/bench/scan_error
 
 clean:
-	rm -rf build build-san build-vg
+	rm -rf build build-san build-vg build-cuda
+
+# The CUDA backend: `make cuda` (nvcc), see cuda.mk.
+include cuda.mk

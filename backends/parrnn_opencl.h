@@ -536,6 +536,21 @@ PRN__OCL_FN prn_status prn__ocl_binary(prn_context *ctx, prn_binary_op op, prn_d
         return prn_set_error(ctx, PRN_ERR_INVALID_ARGUMENT, "binary: unknown op %d", (int)op);
     a.n = 0;
     prn__ocl_arg_int(&a, (int)op);
+    {   /* both operands contiguous like y: the flat kernel */
+        size_t want = 1;
+        int flat = 1;
+        for (i = 3; i >= 0; --i) {
+            if (shape[i] != 1 && (xs[i] != want || zs[i] != want)) flat = 0;
+            want *= shape[i];
+        }
+        if (flat) {
+            prn__ocl_arg_u64(&a, n);
+            prn__ocl_arg_mem(&a, PRN__OCL_MEM(x));
+            prn__ocl_arg_mem(&a, PRN__OCL_MEM(z));
+            prn__ocl_arg_mem(&a, PRN__OCL_MEM(y));
+            return prn__ocl_run(ctx, dtype, "elementwise", "binary_flat", n, &a);
+        }
+    }
     for (i = 1; i < 4; ++i) prn__ocl_arg_u64(&a, shape[i]);
     prn__ocl_arg_u64(&a, n);
     prn__ocl_arg_mem(&a, PRN__OCL_MEM(x));

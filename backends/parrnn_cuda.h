@@ -1,0 +1,775 @@
+/* parrnn_cuda.h - the CUDA backend of parrnn: every primitive of the backend
+ * table as CUDA kernels (kernels_cuda/ *.cu), GEMM through cuBLAS.
+ *
+ * USE
+ *   In ONE C or C++ file, after the implementation of parrnn.h:
+ *       #define PARRNN_CUDA_IMPLEMENTATION
+ *       #include "backends/parrnn_cuda.h"
+ *   (or compile this header as a file of its own, as cuda.mk does), and
+ *   link the kernels. Then pass prn_cuda_backend() in prn_config.backends,
+ *   or compile parrnn.h's implementation with -DPARRNN_WITH_CUDA: "cuda" is
+ *   then a built-in name (config.backend = "cuda", or PARRNN_BACKEND=cuda
+ *   in the environment). This file uses only parrnn's public API.
+ *
+ * BUILD (what `make -f Makefile -f cuda.mk cuda` does)
+ *   The kernels, with nvcc (code for sm_80 and sm_90):
+ *       nvcc -O3 -std=c++14 -I. -gencode arch=compute_80,code=sm_80 \
+ *            -gencode arch=compute_90,code=sm_90 -c kernels_cuda/X.cu
+ *   for each X, then the host side and the program with any C99 compiler:
+ *       cc -std=c99 -I. -I/usr/local/cuda/include -DPARRNN_WITH_CUDA \
+ *          -x c -DPARRNN_CUDA_IMPLEMENTATION -c backends/parrnn_cuda.h -o cuda.o
+ *       cc -std=c99 -I. -DPARRNN_WITH_CUDA app.c cuda.o *.o \
+ *          -L/usr/local/cuda/lib64 -lcublas -lcudart -lstdc++ -lm
+ *   (app.c defines PARRNN_IMPLEMENTATION and includes parrnn.h as usual).
+ *
+ * DEVICE
+ *   prn_config.device, else the environment variable PARRNN_CUDA_DEVICE:
+ *   a device index (0, 1, ... as CUDA numbers them, so CUDA_VISIBLE_DEVICES
+ *   applies first); default device 0. A context creation fails with
+ *   PRN_ERR_NO_DEVICE and a message when there is no driver, no device, no
+ *   device of that index, or no code in this build for the device's
+ *   architecture (the tests then skip the backend).
+ *
+ * CONTEXTS
+ *   Each context has its own stream, cuBLAS handle and memory pool; nothing
+ *   is global. Primitives are queued on the stream and return at once;
+ *   buf_upload and buf_download wait for the stream, so host memory may be
+ *   reused when they return (and errors of earlier kernels surface there).
+ *   Every call first makes the context's device current on the calling
+ *   thread, so contexts on different devices can share a thread.
+ *
+ * SCANS
+ *   Chunked reduce / scan / expand, parallel along the sequence: time is
+ *   cut into chunks, each chunk is folded into one affine map, the maps are
+ *   scanned (by the same code, recursively), and each chunk is re-run from
+ *   its incoming carry. a and b are read twice then, except when batch x
+ *   channels alone fill the device: then there is one chunk and the scan
+ *   reads them once. (A single pass with decoupled look-back would read
+ *   them once always; it was left out because it could not be tested when
+ *   this was written -- see the comment above prn__cu_scan_chunks.)
+ *   algo: AUTO, CHUNKED and TREE run the chunked scan; SEQUENTIAL runs one
+ *   chunk: a thread per (sequence, channel) -- (sequence, block) for block
+ *   scans -- walks all of time (parallel over channels, serial in time: the
+ *   baseline of the benchmarks). Other values fail with
+ *   PRN_ERR_INVALID_ARGUMENT. f32 accumulates in f32.
+ *
+ * ERRORS
+ *   Every CUDA and cuBLAS failure becomes PRN_ERR_BACKEND, or
+ *   PRN_ERR_OUT_OF_MEMORY for allocations, with the call and the error's
+ *   name and code in the message. Nothing leaks on failure; nothing aborts
+ *   or prints.
+ *
+ * Compiles as C99 and as C++. MIT licence, as parrnn.h.
+ */
+#ifndef PARRNN_CUDA_H
+#define PARRNN_CUDA_H
+#include "../parrnn.h"
+#ifdef __cplusplus
+extern "C" {
+#endif
+/* The backend table ("cuda"). */
+PRNDEF const prn_backend *prn_cuda_backend(void);
+#ifdef __cplusplus
+}
+#endif
+#endif /* PARRNN_CUDA_H */
+
+#ifdef PARRNN_CUDA_IMPLEMENTATION
+#ifndef PARRNN_CUDA_IMPLEMENTATION_DONE
+#define PARRNN_CUDA_IMPLEMENTATION_DONE
+
+/* The CUDA headers use C11 anonymous unions: not ours to fix under -Wpedantic. */
+#if defined(__GNUC__) || defined(__clang__)
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wpedantic"
+#endif
+#include <cublas_v2.h>
+#include <cuda_runtime_api.h>
+#include "../kernels_cuda/prn_cuda_launch.h" /* the kernels' launchers */
+#if defined(__GNUC__) || defined(__clang__)
+#pragma GCC diagnostic pop
+#endif
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#if defined(__GNUC__) || defined(__clang__)
+#define PRN__CU_FN static __attribute__((unused))
+#else
+#define PRN__CU_FN static
+#endif
+#ifdef PARRNN_STATIC
+#define PRN__CU_DEF static
+#else
+#define PRN__CU_DEF
+#endif
+
+/* ------------------------------------------------------------------------
+ * State and errors
+ * ---------------------------------------------------------------------- */
+typedef struct prn__cu_state {
+    int device;
+    int sm_count;           /* multiprocessors: sizes grids and chunk counts */
+    size_t scan_items;      /* threads that fill the device */
+    cudaStream_t stream;
+    cublasHandle_t blas;
+    cudaMemPool_t pool;     /* NULL where the device has no memory pools */
+    char name[256];
+} prn__cu_state;
+
+PRN__CU_FN prn__cu_state *prn__cu_get(prn_context *ctx) { return (prn__cu_state *)prn_backend_state(ctx); }
+
+/* Sets the context's error for a failed CUDA call (call names it) and
+ * returns its status. Clears the runtime's last error, so that the next
+ * launch check does not report this one again. */
+PRN__CU_FN prn_status prn__cu_fail(prn_context *ctx, const char *call, cudaError_t e) {
+    prn_status st = e == cudaErrorMemoryAllocation ? PRN_ERR_OUT_OF_MEMORY : PRN_ERR_BACKEND;
+    (void)cudaGetLastError();
+    return prn_set_error(ctx, st, "cuda: %s failed: %s (%d): %s", call, cudaGetErrorName(e), (int)e,
+                         cudaGetErrorString(e));
+}
+
+PRN__CU_FN prn_status prn__cu_blas_fail(prn_context *ctx, const char *call, cublasStatus_t e) {
+    prn_status st = e == CUBLAS_STATUS_ALLOC_FAILED ? PRN_ERR_OUT_OF_MEMORY : PRN_ERR_BACKEND;
+    (void)cudaGetLastError();
+    return prn_set_error(ctx, st, "cuda: %s failed: %s (%d): %s", call, cublasGetStatusName(e), (int)e,
+                         cublasGetStatusString(e));
+}
+
+/* A launcher's result: fn is the primitive, kernel what it launched. */
+PRN__CU_FN prn_status prn__cu_launched(prn_context *ctx, const char *fn, const char *kernel, int e) {
+    char call[128];
+    if (e == 0) return PRN_OK;
+    snprintf(call, sizeof call, "%s: launch of %s", fn, kernel);
+    return prn__cu_fail(ctx, call, (cudaError_t)e);
+}
+
+/* Makes the context's device current on this thread (the runtime keeps
+ * the current device per thread; contexts may sit on different devices). */
+PRN__CU_FN prn_status prn__cu_enter(prn_context *ctx, prn__cu_state *s) {
+    int cur = -1;
+    cudaError_t e;
+    if (cudaGetDevice(&cur) == cudaSuccess && cur == s->device) return PRN_OK;
+    e = cudaSetDevice(s->device);
+    return e == cudaSuccess ? PRN_OK : prn__cu_fail(ctx, "cudaSetDevice", e);
+}
+
+/* Errors that mean "no usable driver or device here" rather than a fault. */
+PRN__CU_FN int prn__cu_no_device(cudaError_t e) {
+    return e == cudaErrorNoDevice || e == cudaErrorInsufficientDriver || e == cudaErrorInitializationError ||
+           e == cudaErrorDevicesUnavailable || e == cudaErrorInvalidDevice || e == cudaErrorStubLibrary ||
+           e == cudaErrorSystemDriverMismatch || e == cudaErrorCompatNotSupportedOnDevice ||
+           e == cudaErrorNoKernelImageForDevice || e == cudaErrorUnsupportedPtxVersion;
+}
+
+/* ------------------------------------------------------------------------
+ * Device memory: from the context's pool in stream order (frees need no
+ * synchronisation, and freed blocks are reused by the next allocations),
+ * else cudaMalloc/cudaFree. Zero bytes still get a distinct allocation,
+ * so that every handle is a valid, non-NULL device pointer.
+ * ---------------------------------------------------------------------- */
+PRN__CU_FN prn_status prn__cu_malloc(prn_context *ctx, prn__cu_state *s, size_t bytes, void **p, const char *what) {
+    cudaError_t e;
+    char call[128];
+    *p = NULL;
+    if (bytes == 0) bytes = 1;
+    if (s->pool) {
+        e = cudaMallocFromPoolAsync(p, bytes, s->pool, s->stream);
+        if (e == cudaErrorMemoryAllocation) { /* give the pool's idle memory back, then try again */
+            (void)cudaGetLastError();
+            if (cudaStreamSynchronize(s->stream) == cudaSuccess) {
+                cudaMemPoolTrimTo(s->pool, 0);
+                e = cudaMallocFromPoolAsync(p, bytes, s->pool, s->stream);
+            }
+        }
+    } else {
+        e = cudaMalloc(p, bytes);
+    }
+    if (e != cudaSuccess) {
+        *p = NULL;
+        snprintf(call, sizeof call, "%s: %s(%lu bytes)", what, s->pool ? "cudaMallocFromPoolAsync" : "cudaMalloc",
+                 (unsigned long)bytes);
+        return prn__cu_fail(ctx, call, e);
+    }
+    return PRN_OK;
+}
+
+PRN__CU_FN void prn__cu_mfree(prn__cu_state *s, void *p) {
+    if (!p) return;
+    if (s->pool) cudaFreeAsync(p, s->stream); /* after the work queued before it */
+    else cudaFree(p);                          /* waits for the device */
+    (void)cudaGetLastError();                  /* a failed free has no one to report to */
+}
+
+/* ------------------------------------------------------------------------
+ * Create, destroy
+ * ---------------------------------------------------------------------- */
+PRN__CU_FN void prn__cu_destroy(prn_context *ctx, void *state) {
+    prn__cu_state *s = (prn__cu_state *)state;
+    if (!s) return;
+    cudaSetDevice(s->device);
+    if (s->stream) cudaStreamSynchronize(s->stream);
+    if (s->blas) cublasDestroy(s->blas);
+    if (s->pool) cudaMemPoolDestroy(s->pool); /* released once its last block is freed */
+    if (s->stream) cudaStreamDestroy(s->stream);
+    (void)cudaGetLastError();
+    prn_free(ctx, s);
+}
+
+PRN__CU_FN prn_status prn__cu_create(prn_context *ctx, void **state) {
+    const char *sel = prn_context_device(ctx);
+    prn__cu_state *s;
+    cudaError_t e;
+    cublasStatus_t be;
+    int count = 0, dev = 0, pools = 0, major = 0, minor = 0;
+    prn_status st = PRN_OK;
+    if (!sel || !*sel) sel = getenv("PARRNN_CUDA_DEVICE");
+    if (sel && !*sel) sel = NULL;
+    e = cudaGetDeviceCount(&count);
+    if (e != cudaSuccess) {
+        (void)cudaGetLastError();
+        return prn_set_error(ctx, prn__cu_no_device(e) ? PRN_ERR_NO_DEVICE : PRN_ERR_BACKEND,
+                             "cuda: no usable CUDA driver or device: cudaGetDeviceCount failed: %s (%d): %s",
+                             cudaGetErrorName(e), (int)e, cudaGetErrorString(e));
+    }
+    if (count <= 0) return prn_set_error(ctx, PRN_ERR_NO_DEVICE, "cuda: the CUDA driver reports no device");
+    if (sel) {
+        char *end = NULL;
+        long v = strtol(sel, &end, 10);
+        if (end == sel || *end != 0 || v < 0)
+            return prn_set_error(ctx, PRN_ERR_INVALID_ARGUMENT,
+                                 "cuda: device '%s' is not a device index (0 to %d)", sel, count - 1);
+        if (v >= count)
+            return prn_set_error(ctx, PRN_ERR_NO_DEVICE, "cuda: no CUDA device %ld (there are %d)", v, count);
+        dev = (int)v;
+    }
+    s = (prn__cu_state *)prn_alloc(ctx, sizeof *s);
+    if (!s) return prn_set_error(ctx, PRN_ERR_OUT_OF_MEMORY, "cuda: out of memory for the backend state");
+    memset(s, 0, sizeof *s);
+    s->device = dev;
+    if ((e = cudaSetDevice(dev)) != cudaSuccess) {
+        prn__cu_fail(ctx, "cudaSetDevice", e);
+        st = prn__cu_no_device(e) ? PRN_ERR_NO_DEVICE : prn_last_status(ctx);
+        goto fail;
+    }
+    {
+        struct cudaDeviceProp prop;
+        if ((e = cudaGetDeviceProperties(&prop, dev)) != cudaSuccess) {
+            st = prn__cu_fail(ctx, "cudaGetDeviceProperties", e);
+            goto fail;
+        }
+        snprintf(s->name, sizeof s->name, "%s", prop.name);
+        s->sm_count = prop.multiProcessorCount > 0 ? prop.multiProcessorCount : 1;
+        major = prop.major;
+        minor = prop.minor;
+        /* enough threads to fill every multiprocessor */
+        s->scan_items = (size_t)s->sm_count * (prop.maxThreadsPerMultiProcessor > 0 ? prop.maxThreadsPerMultiProcessor : 1024);
+        if (s->scan_items < 4096) s->scan_items = 4096;
+    }
+    if ((e = cudaStreamCreateWithFlags(&s->stream, cudaStreamNonBlocking)) != cudaSuccess) {
+        s->stream = NULL;
+        st = prn__cu_fail(ctx, "cudaStreamCreateWithFlags", e);
+        if (prn__cu_no_device(e)) st = PRN_ERR_NO_DEVICE;
+        goto fail;
+    }
+    /* Does this build have code for the device? (a kernel launch says) */
+    e = (cudaError_t)prn_cu_probe(s->stream);
+    if (e == cudaSuccess) e = cudaStreamSynchronize(s->stream);
+    if (e != cudaSuccess) {
+        (void)cudaGetLastError();
+        st = prn_set_error(ctx, prn__cu_no_device(e) ? PRN_ERR_NO_DEVICE : PRN_ERR_BACKEND,
+                           "cuda: device %d (%s, sm_%d%d) cannot run this build's kernels (built for sm_80, sm_90): %s "
+                           "(%d): %s",
+                           dev, s->name, major, minor, cudaGetErrorName(e), (int)e, cudaGetErrorString(e));
+        goto fail;
+    }
+    if ((be = cublasCreate(&s->blas)) != CUBLAS_STATUS_SUCCESS) {
+        s->blas = NULL;
+        st = prn__cu_blas_fail(ctx, "cublasCreate", be);
+        goto fail;
+    }
+    if ((be = cublasSetStream(s->blas, s->stream)) != CUBLAS_STATUS_SUCCESS) {
+        st = prn__cu_blas_fail(ctx, "cublasSetStream", be);
+        goto fail;
+    }
+    /* A pool of the context's own (the device's default pool is shared
+     * process-wide state). It keeps up to 1 GiB of freed memory for reuse:
+     * ops allocate every output afresh. */
+    if (cudaDeviceGetAttribute(&pools, cudaDevAttrMemoryPoolsSupported, dev) == cudaSuccess && pools) {
+        struct cudaMemPoolProps props;
+        uint64_t keep = (uint64_t)1 << 30;
+        memset(&props, 0, sizeof props);
+        props.allocType = cudaMemAllocationTypePinned;
+        props.location.type = cudaMemLocationTypeDevice;
+        props.location.id = dev;
+        if (cudaMemPoolCreate(&s->pool, &props) != cudaSuccess) s->pool = NULL; /* cudaMalloc instead */
+        else cudaMemPoolSetAttribute(s->pool, cudaMemPoolAttrReleaseThreshold, &keep);
+    }
+    (void)cudaGetLastError();
+    *state = s;
+    return PRN_OK;
+fail:
+    prn__cu_destroy(ctx, s);
+    return st;
+}
+
+/* ------------------------------------------------------------------------
+ * Buffers: a handle is the device pointer itself
+ * ---------------------------------------------------------------------- */
+PRN__CU_FN prn_status prn__cu_buf_alloc(prn_context *ctx, size_t bytes, void **buf) {
+    prn__cu_state *s = prn__cu_get(ctx);
+    prn_status st = prn__cu_enter(ctx, s);
+    void *p;
+    if (st == PRN_OK) st = prn__cu_malloc(ctx, s, bytes, &p, "buf_alloc");
+    if (st == PRN_OK) *buf = p;
+    return st;
+}
+
+PRN__CU_FN void prn__cu_buf_free(prn_context *ctx, void *buf) {
+    prn__cu_state *s = prn__cu_get(ctx);
+    if (!buf) return;
+    if (prn__cu_enter(ctx, s) != PRN_OK) return;
+    prn__cu_mfree(s, buf);
+}
+
+PRN__CU_FN prn_status prn__cu_sync(prn_context *ctx, prn__cu_state *s, const char *fn) {
+    char call[96];
+    cudaError_t e = cudaStreamSynchronize(s->stream);
+    if (e == cudaSuccess) return PRN_OK;
+    snprintf(call, sizeof call, "%s: cudaStreamSynchronize", fn);
+    return prn__cu_fail(ctx, call, e);
+}
+
+PRN__CU_FN prn_status prn__cu_buf_upload(prn_context *ctx, void *dst, size_t off, const void *src, size_t bytes) {
+    prn__cu_state *s = prn__cu_get(ctx);
+    prn_status st;
+    cudaError_t e;
+    if (!bytes) return PRN_OK;
+    if ((st = prn__cu_enter(ctx, s)) != PRN_OK) return st;
+    e = cudaMemcpyAsync((char *)dst + off, src, bytes, cudaMemcpyHostToDevice, s->stream);
+    if (e != cudaSuccess) return prn__cu_fail(ctx, "buf_upload: cudaMemcpyAsync", e);
+    return prn__cu_sync(ctx, s, "buf_upload"); /* src may be reused on return */
+}
+
+PRN__CU_FN prn_status prn__cu_buf_download(prn_context *ctx, const void *src, size_t off, void *dst, size_t bytes) {
+    prn__cu_state *s = prn__cu_get(ctx);
+    prn_status st;
+    cudaError_t e;
+    if (!bytes) return PRN_OK;
+    if ((st = prn__cu_enter(ctx, s)) != PRN_OK) return st;
+    e = cudaMemcpyAsync(dst, (const char *)src + off, bytes, cudaMemcpyDeviceToHost, s->stream);
+    if (e != cudaSuccess) return prn__cu_fail(ctx, "buf_download: cudaMemcpyAsync", e);
+    return prn__cu_sync(ctx, s, "buf_download");
+}
+
+PRN__CU_FN prn_status prn__cu_buf_copy(prn_context *ctx, void *dst, size_t doff, const void *src, size_t soff,
+                                       size_t bytes) {
+    prn__cu_state *s = prn__cu_get(ctx);
+    char *d = (char *)dst + doff;
+    const char *p = (const char *)src + soff;
+    prn_status st;
+    cudaError_t e;
+    if (!bytes || d == p) return PRN_OK;
+    if ((st = prn__cu_enter(ctx, s)) != PRN_OK) return st;
+    if (d < p + bytes && p < d + bytes) { /* overlapping (memmove): cudaMemcpy's result would be undefined */
+        void *tmp;
+        if ((st = prn__cu_malloc(ctx, s, bytes, &tmp, "buf_copy")) != PRN_OK) return st;
+        e = cudaMemcpyAsync(tmp, p, bytes, cudaMemcpyDeviceToDevice, s->stream);
+        if (e == cudaSuccess) e = cudaMemcpyAsync(d, tmp, bytes, cudaMemcpyDeviceToDevice, s->stream);
+        prn__cu_mfree(s, tmp);
+    } else {
+        e = cudaMemcpyAsync(d, p, bytes, cudaMemcpyDeviceToDevice, s->stream);
+    }
+    return e == cudaSuccess ? PRN_OK : prn__cu_fail(ctx, "buf_copy: cudaMemcpyAsync", e);
+}
+
+/* ------------------------------------------------------------------------
+ * Elementwise (kernels_cuda/elementwise.cu)
+ * ---------------------------------------------------------------------- */
+/* f32 and f64 only (i32 is for indices: fill, copies and argmax). */
+PRN__CU_FN prn_status prn__cu_float_type(prn_context *ctx, const char *fn, prn_dtype dt) {
+    if (dt == PRN_F32 || dt == PRN_F64) return PRN_OK;
+    return prn_set_error(ctx, PRN_ERR_DTYPE, "cuda: %s: dtype %s is not f32 or f64", fn, prn_dtype_name(dt));
+}
+
+/* Entry checks shared by the primitives: a float type, the device current. */
+PRN__CU_FN prn_status prn__cu_begin(prn_context *ctx, const char *fn, prn_dtype dt, prn__cu_state **s) {
+    prn_status st = prn__cu_float_type(ctx, fn, dt);
+    *s = prn__cu_get(ctx);
+    return st == PRN_OK ? prn__cu_enter(ctx, *s) : st;
+}
+
+PRN__CU_FN prn_status prn__cu_fill(prn_context *ctx, prn_dtype dtype, void *y, size_t n, double value) {
+    prn__cu_state *s = prn__cu_get(ctx);
+    prn_status st;
+    uint64_t bits = 0;
+    int esize = 4;
+    if (n == 0) return PRN_OK;
+    if ((st = prn__cu_enter(ctx, s)) != PRN_OK) return st;
+    if (dtype == PRN_F64) {
+        memcpy(&bits, &value, 8);
+        esize = 8;
+    } else if (dtype == PRN_F32) {
+        float v = (float)value;
+        uint32_t b;
+        memcpy(&b, &v, 4);
+        bits = b;
+    } else {
+        int32_t v = (int32_t)value;
+        uint32_t b;
+        memcpy(&b, &v, 4);
+        bits = b;
+    }
+    return prn__cu_launched(ctx, "fill", "fill", prn_cu_fill(s->stream, esize, y, n, bits));
+}
+
+PRN__CU_FN prn_status prn__cu_unary(prn_context *ctx, prn_unary_op op, prn_dtype dtype, size_t n, const void *x,
+                                    void *y, double alpha, double beta) {
+    prn__cu_state *s;
+    prn_status st;
+    if ((int)op < 0 || op >= PRN_UNARY_COUNT)
+        return prn_set_error(ctx, PRN_ERR_INVALID_ARGUMENT, "unary: unknown op %d", (int)op);
+    if (n == 0) return PRN_OK;
+    if ((st = prn__cu_begin(ctx, "unary", dtype, &s)) != PRN_OK) return st;
+    return prn__cu_launched(ctx, "unary", "unary",
+                            prn_cu_unary(s->stream, dtype == PRN_F64, (int)op, n, x, y, alpha, beta));
+}
+
+PRN__CU_FN prn_status prn__cu_binary(prn_context *ctx, prn_binary_op op, prn_dtype dtype, const size_t shape[4],
+                                     const void *a, const size_t as[4], const void *b, const size_t bs[4], void *y) {
+    prn__cu_state *s;
+    prn_status st;
+    if ((int)op < 0 || op >= PRN_BINARY_COUNT)
+        return prn_set_error(ctx, PRN_ERR_INVALID_ARGUMENT, "binary: unknown op %d", (int)op);
+    if (shape[0] * shape[1] * shape[2] * shape[3] == 0) return PRN_OK;
+    if ((st = prn__cu_begin(ctx, "binary", dtype, &s)) != PRN_OK) return st;
+    return prn__cu_launched(ctx, "binary", "binary",
+                            prn_cu_binary(s->stream, dtype == PRN_F64, (int)op, shape, a, as, b, bs, y));
+}
+
+PRN__CU_FN prn_status prn__cu_strided_copy(prn_context *ctx, prn_dtype dtype, const size_t shape[4], const void *x,
+                                           size_t x_off, const size_t xs[4], void *y, size_t y_off,
+                                           const size_t ys[4]) {
+    prn__cu_state *s = prn__cu_get(ctx);
+    prn_status st;
+    if (shape[0] * shape[1] * shape[2] * shape[3] == 0) return PRN_OK;
+    if ((st = prn__cu_enter(ctx, s)) != PRN_OK) return st;
+    return prn__cu_launched(ctx, "strided_copy", "strided_copy",
+                            prn_cu_strided_copy(s->stream, dtype == PRN_F64 ? 8 : 4, shape, x, x_off, xs, y, y_off, ys));
+}
+
+/* ------------------------------------------------------------------------
+ * GEMM through cuBLAS. cuBLAS is column-major, and a row-major matrix is
+ * its transpose in column-major: C^T = op(B)^T op(A)^T, so the operands
+ * swap (B first) and M, N swap; the transpose flags and leading dimensions
+ * carry over unchanged.
+ * ---------------------------------------------------------------------- */
+/* cuBLAS wants ld >= the contiguous extent even when there is one row
+ * (where ld is never used to step): lift it there. */
+PRN__CU_FN size_t prn__cu_ld(size_t ld, size_t rows, size_t cols) {
+    if (rows <= 1 && ld < cols) ld = cols;
+    return ld ? ld : 1;
+}
+
+PRN__CU_FN prn_status prn__cu_gemm(prn_context *ctx, prn_dtype dtype, int trans_a, int trans_b, size_t M, size_t N,
+                                   size_t K, double alpha, const void *A, size_t lda, size_t sa, const void *B,
+                                   size_t ldb, size_t sb, double beta, void *C, size_t ldc, size_t sc, size_t batch) {
+    prn__cu_state *s;
+    prn_status st;
+    cublasStatus_t e;
+    cublasOperation_t opa = trans_a ? CUBLAS_OP_T : CUBLAS_OP_N, opb = trans_b ? CUBLAS_OP_T : CUBLAS_OP_N;
+    if (M == 0 || N == 0 || batch == 0) return PRN_OK;
+    if ((st = prn__cu_begin(ctx, "gemm", dtype, &s)) != PRN_OK) return st;
+    if (K == 0) /* no products: C = beta C (zeros for beta == 0) */
+        return prn__cu_launched(ctx, "gemm", "scale_matrices",
+                                prn_cu_scale_matrices(s->stream, dtype == PRN_F64, batch, M, N, beta, C, ldc, sc));
+    /* row-major op(A) is M x K: stored rows x cols = (trans_a ? K x M : M x K) */
+    lda = prn__cu_ld(lda, trans_a ? K : M, trans_a ? M : K);
+    ldb = prn__cu_ld(ldb, trans_b ? N : K, trans_b ? K : N);
+    ldc = prn__cu_ld(ldc, M, N);
+#if defined(CUBLAS_VER_MAJOR) && CUBLAS_VER_MAJOR >= 12
+    if (dtype == PRN_F64)
+        e = cublasDgemmStridedBatched_64(s->blas, opb, opa, (int64_t)N, (int64_t)M, (int64_t)K, &alpha,
+                                         (const double *)B, (int64_t)ldb, (long long)sb, (const double *)A,
+                                         (int64_t)lda, (long long)sa, &beta, (double *)C, (int64_t)ldc, (long long)sc,
+                                         (int64_t)batch);
+    else {
+        float al = (float)alpha, bt = (float)beta;
+        e = cublasSgemmStridedBatched_64(s->blas, opb, opa, (int64_t)N, (int64_t)M, (int64_t)K, &al,
+                                         (const float *)B, (int64_t)ldb, (long long)sb, (const float *)A,
+                                         (int64_t)lda, (long long)sa, &bt, (float *)C, (int64_t)ldc, (long long)sc,
+                                         (int64_t)batch);
+    }
+#else
+    if (M > 2147483647u || N > 2147483647u || K > 2147483647u || lda > 2147483647u || ldb > 2147483647u ||
+        ldc > 2147483647u || batch > 2147483647u)
+        return prn_set_error(ctx, PRN_ERR_UNSUPPORTED, "cuda: gemm: sizes above 2^31-1 need cuBLAS 12 or later");
+    if (dtype == PRN_F64)
+        e = cublasDgemmStridedBatched(s->blas, opb, opa, (int)N, (int)M, (int)K, &alpha, (const double *)B, (int)ldb,
+                                      (long long)sb, (const double *)A, (int)lda, (long long)sa, &beta, (double *)C,
+                                      (int)ldc, (long long)sc, (int)batch);
+    else {
+        float al = (float)alpha, bt = (float)beta;
+        e = cublasSgemmStridedBatched(s->blas, opb, opa, (int)N, (int)M, (int)K, &al, (const float *)B, (int)ldb,
+                                      (long long)sb, (const float *)A, (int)lda, (long long)sa, &bt, (float *)C,
+                                      (int)ldc, (long long)sc, (int)batch);
+    }
+#endif
+    if (e != CUBLAS_STATUS_SUCCESS)
+        return prn__cu_blas_fail(ctx, dtype == PRN_F64 ? "gemm: cublasDgemmStridedBatched" : "gemm: cublasSgemmStridedBatched", e);
+    return PRN_OK;
+}
+
+/* ------------------------------------------------------------------------
+ * Reductions, softmax (kernels_cuda/reduce.cu)
+ * ---------------------------------------------------------------------- */
+PRN__CU_FN prn_status prn__cu_reduce(prn_context *ctx, prn_reduce_op op, prn_dtype dtype, size_t outer, size_t n,
+                                     size_t inner, const void *x, void *y) {
+    prn__cu_state *s;
+    prn_status st;
+    size_t bytes;
+    void *scratch = NULL;
+    if ((int)op < 0 || op >= PRN_REDUCE_COUNT)
+        return prn_set_error(ctx, PRN_ERR_INVALID_ARGUMENT, "reduce: unknown op %d", (int)op);
+    if (outer == 0 || inner == 0) return PRN_OK;
+    if ((st = prn__cu_begin(ctx, "reduce", dtype, &s)) != PRN_OK) return st;
+    /* few outputs from long rows: two stages through scratch */
+    bytes = prn_cu_reduce_scratch(outer, n, inner, s->sm_count);
+    if (bytes && (st = prn__cu_malloc(ctx, s, bytes, &scratch, "reduce: scratch")) != PRN_OK) return st;
+    st = prn__cu_launched(ctx, "reduce", "reduce",
+                          prn_cu_reduce(s->stream, dtype == PRN_F64, (int)op, outer, n, inner, x, y, scratch,
+                                        s->sm_count));
+    prn__cu_mfree(s, scratch);
+    return st;
+}
+
+PRN__CU_FN prn_status prn__cu_argmax(prn_context *ctx, prn_dtype dtype, size_t outer, size_t n, size_t inner,
+                                     const void *x, void *y) {
+    prn__cu_state *s;
+    prn_status st;
+    if (outer == 0 || inner == 0) return PRN_OK;
+    if ((st = prn__cu_begin(ctx, "argmax", dtype, &s)) != PRN_OK) return st;
+    return prn__cu_launched(ctx, "argmax", "argmax", prn_cu_argmax(s->stream, dtype == PRN_F64, outer, n, inner, x, y));
+}
+
+PRN__CU_FN prn_status prn__cu_softmax(prn_context *ctx, prn_dtype dtype, int logsm, size_t outer, size_t n,
+                                      size_t inner, const void *x, void *y) {
+    prn__cu_state *s;
+    prn_status st;
+    if (outer == 0 || inner == 0 || n == 0) return PRN_OK;
+    if ((st = prn__cu_begin(ctx, "softmax", dtype, &s)) != PRN_OK) return st;
+    return prn__cu_launched(ctx, "softmax", "softmax",
+                            prn_cu_softmax(s->stream, dtype == PRN_F64, logsm != 0, outer, n, inner, x, y));
+}
+
+/* ------------------------------------------------------------------------
+ * Random numbers, optimisers (kernels_cuda/elementwise.cu)
+ * ---------------------------------------------------------------------- */
+PRN__CU_FN prn_status prn__cu_random(prn_context *ctx, prn_random_dist dist, prn_dtype dtype, size_t n, uint64_t seed,
+                                     uint64_t counter, double p0, double p1, void *y) {
+    prn__cu_state *s;
+    prn_status st;
+    if (dist != PRN_RANDOM_UNIFORM && dist != PRN_RANDOM_NORMAL)
+        return prn_set_error(ctx, PRN_ERR_INVALID_ARGUMENT, "random: unknown distribution %d", (int)dist);
+    if (n == 0) return PRN_OK;
+    if ((st = prn__cu_begin(ctx, "random", dtype, &s)) != PRN_OK) return st;
+    return prn__cu_launched(ctx, "random", "random",
+                            prn_cu_random(s->stream, dtype == PRN_F64, dist == PRN_RANDOM_NORMAL, n, seed, counter, p0,
+                                          p1, y));
+}
+
+PRN__CU_FN void prn__cu_optim(const prn_optim_params *p, prn_cu_optim *q) {
+    q->lr = p->lr;
+    q->momentum = p->momentum;
+    q->weight_decay = p->weight_decay;
+    q->beta1 = p->beta1;
+    q->beta2 = p->beta2;
+    q->eps = p->eps;
+    q->ib1 = 1.0 / p->bias1; /* as the reference: the reciprocal in double */
+    q->ib2 = 1.0 / p->bias2;
+    q->nesterov = p->nesterov;
+    q->decoupled = p->decoupled;
+}
+
+PRN__CU_FN prn_status prn__cu_sgd_update(prn_context *ctx, prn_dtype dtype, size_t n, void *param, const void *grad,
+                                         void *velocity, const prn_optim_params *p) {
+    prn__cu_state *s;
+    prn_status st;
+    prn_cu_optim q;
+    if (n == 0) return PRN_OK;
+    if ((st = prn__cu_begin(ctx, "sgd_update", dtype, &s)) != PRN_OK) return st;
+    prn__cu_optim(p, &q);
+    return prn__cu_launched(ctx, "sgd_update", "sgd",
+                            prn_cu_sgd(s->stream, dtype == PRN_F64, n, param, grad, velocity, &q));
+}
+
+PRN__CU_FN prn_status prn__cu_adam_update(prn_context *ctx, prn_dtype dtype, size_t n, void *param, const void *grad,
+                                          void *m, void *v, const prn_optim_params *p) {
+    prn__cu_state *s;
+    prn_status st;
+    prn_cu_optim q;
+    if (n == 0) return PRN_OK;
+    if ((st = prn__cu_begin(ctx, "adam_update", dtype, &s)) != PRN_OK) return st;
+    prn__cu_optim(p, &q);
+    return prn__cu_launched(ctx, "adam_update", "adam", prn_cu_adam(s->stream, dtype == PRN_F64, n, param, grad, m, v, &q));
+}
+
+/* ------------------------------------------------------------------------
+ * Scans (kernels_cuda/scan.cu): reduce / scan / expand.
+ *
+ * Time is cut into chunks of L steps; per chunk a fold kernel reduces it
+ * to one affine map h -> M h + v (a thread per channel, or per column of
+ * [M | v] for block scans); the maps form a recurrence of the same kind
+ * over the chunks, scanned by this same code (recursively: each level is
+ * at least PRN__CU_SCAN_MIN_LEN times shorter, so T = 10^9 is five levels),
+ * from h0; an expand kernel re-runs each chunk from its incoming carry and
+ * writes h. The last chunk's map is never needed and not computed.
+ *
+ * Why not a single pass with decoupled look-back (read a and b once)? Its
+ * correctness rests on inter-block flag protocols and forward progress
+ * that only running it on a GPU can confirm, and this backend was written
+ * on a machine without one. The chunked scan has no inter-block waiting
+ * at all. It reads a and b twice, but only when the device needs the
+ * chunks: when batch x channels (x (k+1) for block scans) fill the device
+ * there is one chunk and the expand kernel alone is the scan, one read.
+ *
+ * Chunks: enough fold threads to fill the device (scan_items), no chunk
+ * shorter than PRN__CU_SCAN_MIN_LEN steps. All levels' maps live in one
+ * scratch allocation made before the first kernel.
+ * ---------------------------------------------------------------------- */
+#define PRN__CU_SCAN_MIN_LEN 32
+#define PRN__CU_ALIGN(x) (((x) + 255) / 256 * 256)
+
+/* Chunks for T steps when one chunk gives `units` fold threads; sets the
+ * chunk length *L. No chunk is empty. */
+PRN__CU_FN size_t prn__cu_scan_chunks(size_t T, size_t units, size_t items, int serial, size_t *L) {
+    size_t nch = serial || units >= items ? 1 : items / units;
+    size_t most = (T + PRN__CU_SCAN_MIN_LEN - 1) / PRN__CU_SCAN_MIN_LEN;
+    if (nch > most) nch = most;
+    if (nch < 1) nch = 1;
+    *L = (T + nch - 1) / nch;
+    return (T + *L - 1) / *L;
+}
+
+/* Scratch bytes of all levels; per chunk map: mk values per (sequence,
+ * channel) of M (1 diagonal, k blocks) and 1 of v. */
+PRN__CU_FN size_t prn__cu_scan_bytes(size_t T, size_t units, size_t items, int serial, size_t batch, size_t C,
+                                     size_t mk, size_t es) {
+    size_t total = 0, L, nm;
+    for (;;) {
+        nm = prn__cu_scan_chunks(T, units, items, serial, &L) - 1;
+        if (!nm) return total;
+        total += PRN__CU_ALIGN(batch * nm * C * mk * es) + PRN__CU_ALIGN(batch * nm * C * es);
+        T = nm;
+        serial = 0;
+    }
+}
+
+/* One level of the diagonal scan (h0 may be NULL; h may be b); scr holds
+ * this level's maps and those below it. */
+PRN__CU_FN prn_status prn__cu_scan_diag_run(prn_context *ctx, prn__cu_state *s, int f64, int rev, int serial,
+                                            size_t batch, size_t T, size_t C, const void *a, const void *b,
+                                            const void *h0, void *h, char *scr) {
+    size_t es = f64 ? 8 : 4, L, nch = prn__cu_scan_chunks(T, batch * C, s->scan_items, serial, &L), nm = nch - 1;
+    char *m = NULL, *o = NULL;
+    prn_status st;
+    if (nm) {
+        m = scr;
+        o = m + PRN__CU_ALIGN(batch * nm * C * es);
+        st = prn__cu_launched(ctx, "scan_diag", "scan_diag_fold",
+                              prn_cu_scan_diag_fold(s->stream, f64, batch, T, C, L, nm, rev, a, b, m, o));
+        if (st != PRN_OK) return st;
+        /* carry out of chunk j = forward scan of the maps 0..j from h0, in place in o */
+        st = prn__cu_scan_diag_run(ctx, s, f64, 0, 0, batch, nm, C, m, o, h0, o, o + PRN__CU_ALIGN(batch * nm * C * es));
+        if (st != PRN_OK) return st;
+    }
+    return prn__cu_launched(ctx, "scan_diag", "scan_diag_expand",
+                            prn_cu_scan_diag_expand(s->stream, f64, batch, T, C, L, nch, rev, a, b, h0, o, h));
+}
+
+/* One level of the block scan. The maps' M is [batch, chunks-1, C, k] in
+ * the untransposed layout of a, so the carries are an untransposed block
+ * scan of it. */
+PRN__CU_FN prn_status prn__cu_scan_block_run(prn_context *ctx, prn__cu_state *s, int f64, int rev, int tr, int serial,
+                                             size_t batch, size_t T, size_t C, size_t k, const void *a, const void *b,
+                                             const void *h0, void *h, char *scr) {
+    size_t es = f64 ? 8 : 4, L, nch, nm;
+    char *M = NULL, *v = NULL;
+    prn_status st;
+    nch = prn__cu_scan_chunks(T, batch * (C / k) * (k + 1), s->scan_items, serial, &L);
+    nm = nch - 1;
+    if (nm) {
+        M = scr;
+        v = M + PRN__CU_ALIGN(batch * nm * C * k * es);
+        st = prn__cu_launched(ctx, "scan_block", "scan_block_fold",
+                              prn_cu_scan_block_fold(s->stream, f64, batch, T, C, k, L, nm, rev, tr, a, b, M, v));
+        if (st != PRN_OK) return st;
+        st = prn__cu_scan_block_run(ctx, s, f64, 0, 0, 0, batch, nm, C, k, M, v, h0, v,
+                                    v + PRN__CU_ALIGN(batch * nm * C * es));
+        if (st != PRN_OK) return st;
+    }
+    return prn__cu_launched(ctx, "scan_block", "scan_block_expand",
+                            prn_cu_scan_block_expand(s->stream, f64, batch, T, C, k, L, nch, rev, tr, a, b, h0, v, h));
+}
+
+PRN__CU_FN prn_status prn__cu_scan_diag(prn_context *ctx, prn_dtype dtype, int reverse, prn_scan_algo algo,
+                                        size_t batch, size_t T, size_t C, const void *a, const void *b,
+                                        const void *h0, void *h) {
+    prn__cu_state *s;
+    prn_status st;
+    size_t bytes;
+    int serial = algo == PRN_SCAN_SEQUENTIAL;
+    void *scratch = NULL;
+    if ((int)algo < 0 || algo >= PRN_SCAN_ALGO_COUNT)
+        return prn_set_error(ctx, PRN_ERR_INVALID_ARGUMENT, "scan_diag: unknown algorithm %d", (int)algo);
+    if (batch == 0 || T == 0 || C == 0) return PRN_OK;
+    if ((st = prn__cu_begin(ctx, "scan_diag", dtype, &s)) != PRN_OK) return st;
+    bytes = prn__cu_scan_bytes(T, batch * C, s->scan_items, serial, batch, C, 1, prn_dtype_size(dtype));
+    if (bytes && (st = prn__cu_malloc(ctx, s, bytes, &scratch, "scan_diag: scratch")) != PRN_OK) return st;
+    st = prn__cu_scan_diag_run(ctx, s, dtype == PRN_F64, reverse != 0, serial, batch, T, C, a, b, h0, h,
+                               (char *)scratch);
+    prn__cu_mfree(s, scratch);
+    return st;
+}
+
+PRN__CU_FN prn_status prn__cu_scan_block(prn_context *ctx, prn_dtype dtype, int reverse, int transpose,
+                                         prn_scan_algo algo, size_t batch, size_t T, size_t C, size_t k,
+                                         const void *a, const void *b, const void *h0, void *h) {
+    prn__cu_state *s;
+    prn_status st;
+    size_t bytes;
+    int serial = algo == PRN_SCAN_SEQUENTIAL;
+    void *scratch = NULL;
+    if (batch == 0 || T == 0 || C == 0) return PRN_OK;
+    if (k == 0 || k > 64 || C % k != 0)
+        return prn_set_error(ctx, PRN_ERR_INVALID_ARGUMENT, "scan_block: block size %lu must be 1..64 and divide C = %lu",
+                             (unsigned long)k, (unsigned long)C);
+    if ((int)algo < 0 || algo >= PRN_SCAN_ALGO_COUNT)
+        return prn_set_error(ctx, PRN_ERR_INVALID_ARGUMENT, "scan_block: unknown algorithm %d", (int)algo);
+    if ((st = prn__cu_begin(ctx, "scan_block", dtype, &s)) != PRN_OK) return st;
+    bytes = prn__cu_scan_bytes(T, batch * (C / k) * (k + 1), s->scan_items, serial, batch, C, k, prn_dtype_size(dtype));
+    if (bytes && (st = prn__cu_malloc(ctx, s, bytes, &scratch, "scan_block: scratch")) != PRN_OK) return st;
+    st = prn__cu_scan_block_run(ctx, s, dtype == PRN_F64, reverse != 0, transpose != 0, serial, batch, T, C, k, a, b,
+                                h0, h, (char *)scratch);
+    prn__cu_mfree(s, scratch);
+    return st;
+}
+
+/* ------------------------------------------------------------------------
+ * The table
+ * ---------------------------------------------------------------------- */
+PRN__CU_DEF const prn_backend *prn_cuda_backend(void) {
+    /* in the order of struct prn_backend */
+    static const prn_backend b = {
+        "cuda", PARRNN_BACKEND_ABI, prn__cu_create, prn__cu_destroy,
+        prn__cu_buf_alloc, prn__cu_buf_free, prn__cu_buf_upload, prn__cu_buf_download, prn__cu_buf_copy,
+        prn__cu_fill, prn__cu_unary, prn__cu_binary, prn__cu_strided_copy,
+        prn__cu_gemm, prn__cu_reduce, prn__cu_argmax, prn__cu_softmax, prn__cu_random,
+        prn__cu_sgd_update, prn__cu_adam_update,
+        prn__cu_scan_diag, prn__cu_scan_block,
+        {NULL}};
+    return &b;
+}
+
+#endif /* PARRNN_CUDA_IMPLEMENTATION_DONE */
+#endif /* PARRNN_CUDA_IMPLEMENTATION */

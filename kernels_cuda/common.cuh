@@ -1,0 +1,50 @@
+/* common.cuh - helpers shared by the kernel files of the CUDA backend. */
+#ifndef PRN_CUDA_COMMON_CUH
+#define PRN_CUDA_COMMON_CUH
+
+#include <cuda_runtime.h>
+#include <math.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "../parrnn.h" /* the op enums only */
+#include "prn_cuda_launch.h"
+
+/* Threads per block of every kernel: a power of two (the block reductions
+ * halve it) that keeps the block scans' per-thread arrays resident. */
+#define PRN_TPB 256
+/* The largest grid any kernel gets: legal on every device, and the kernels
+ * loop over whatever is left (grid-stride), so sizes need no other limit. */
+#define PRN_MAX_GRID ((size_t)65535)
+
+static inline unsigned prn_grid(size_t items, size_t per_block) {
+    size_t g = (items + per_block - 1) / per_block;
+    if (g < 1) g = 1;
+    if (g > PRN_MAX_GRID) g = PRN_MAX_GRID;
+    return (unsigned)g;
+}
+static inline __host__ __device__ size_t prn_min(size_t a, size_t b) { return a < b ? a : b; }
+static inline __host__ __device__ size_t prn_cdiv(size_t a, size_t b) { return (a + b - 1) / b; }
+
+/* The launch status, without waiting for the kernel. */
+static inline int prn_launched(void) { return (int)cudaGetLastError(); }
+
+#define PRN_FOR(i, n)                                                                                  \
+    for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < (size_t)(n);                    \
+         i += (size_t)blockDim.x * gridDim.x)
+
+/* Math by element type (the reference uses the f suffixed functions for f32). */
+__device__ __forceinline__ float pexp(float x) { return expf(x); }
+__device__ __forceinline__ double pexp(double x) { return exp(x); }
+__device__ __forceinline__ float plog(float x) { return logf(x); }
+__device__ __forceinline__ double plog(double x) { return log(x); }
+__device__ __forceinline__ float ptanh(float x) { return tanhf(x); }
+__device__ __forceinline__ double ptanh(double x) { return tanh(x); }
+__device__ __forceinline__ float psqrt(float x) { return sqrtf(x); }
+__device__ __forceinline__ double psqrt(double x) { return sqrt(x); }
+__device__ __forceinline__ float ppow(float x, float y) { return powf(x, y); }
+__device__ __forceinline__ double ppow(double x, double y) { return pow(x, y); }
+__device__ __forceinline__ float pabs(float x) { return fabsf(x); }
+__device__ __forceinline__ double pabs(double x) { return fabs(x); }
+
+#endif

@@ -1,0 +1,85 @@
+/* prn_cuda_launch.h - the launchers of kernels_cuda/ *.cu, called by the
+ * host side of the CUDA backend (backends/parrnn_cuda.h).
+ *
+ * Each launcher queues its kernel(s) on the given stream and returns the
+ * cudaError_t of the launch (cudaSuccess = 0) as an int; it never
+ * synchronises, allocates or prints. Element types: f64 != 0 selects
+ * double, else float; esize is the element size in bytes for type-blind
+ * copies and fills. Sizes and indices are 64-bit throughout, and every
+ * kernel walks its work with a grid-stride loop over a 1-D grid of at most
+ * 65535 blocks, so any size fits the grid limits. Pointers are device
+ * pointers; those documented as optional may be NULL. */
+#ifndef PRN_CUDA_LAUNCH_H
+#define PRN_CUDA_LAUNCH_H
+
+#include <cuda_runtime_api.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Optimiser parameters as the kernels take them (ib1/ib2 = 1/bias1, 1/bias2). */
+typedef struct prn_cu_optim {
+    double lr, momentum, weight_decay, beta1, beta2, eps, ib1, ib2;
+    int nesterov, decoupled;
+} prn_cu_optim;
+
+/* A trivial kernel: tells create whether this build has code for the device. */
+int prn_cu_probe(cudaStream_t s);
+
+/* y[i] = bit pattern `bits` (esize 4: the low 32 bits) for i < n. */
+int prn_cu_fill(cudaStream_t s, int esize, void *y, size_t n, uint64_t bits);
+/* op: a prn_unary_op. y may equal x. */
+int prn_cu_unary(cudaStream_t s, int f64, int op, size_t n, const void *x, void *y, double alpha, double beta);
+/* op: a prn_binary_op; 4-D broadcast walk, y contiguous (may equal a or b). */
+int prn_cu_binary(cudaStream_t s, int f64, int op, const size_t shape[4], const void *a, const size_t as[4],
+                  const void *b, const size_t bs[4], void *y);
+/* y[yoff + sum i*ys] = x[xoff + sum i*xs] over shape; esize 4 or 8. */
+int prn_cu_strided_copy(cudaStream_t s, int esize, const size_t shape[4], const void *x, size_t xoff,
+                        const size_t xs[4], void *y, size_t yoff, const size_t ys[4]);
+/* C_b = beta C_b (beta == 0: zeros) for the M x N matrices of a batch
+ * (GEMM with K == 0). */
+int prn_cu_scale_matrices(cudaStream_t s, int f64, size_t batch, size_t M, size_t N, double beta, void *C,
+                          size_t ldc, size_t sc);
+/* Philox4x32-10 random numbers, element i from block counter + i. */
+int prn_cu_random(cudaStream_t s, int f64, int normal, size_t n, uint64_t seed, uint64_t counter, double p0,
+                  double p1, void *y);
+/* Fused optimiser updates; v (velocity) may be NULL. */
+int prn_cu_sgd(cudaStream_t s, int f64, size_t n, void *w, const void *g, void *v, const prn_cu_optim *p);
+int prn_cu_adam(cudaStream_t s, int f64, size_t n, void *w, const void *g, void *m, void *v, const prn_cu_optim *p);
+
+/* Reductions over the middle axis of [outer, n, inner]; op: prn_reduce_op.
+ * Long rows with few outputs run in two stages through scratch, whose size
+ * prn_cu_reduce_scratch gives (0: none needed; sm: the multiprocessors). */
+size_t prn_cu_reduce_scratch(size_t outer, size_t n, size_t inner, int sm);
+int prn_cu_reduce(cudaStream_t s, int f64, int op, size_t outer, size_t n, size_t inner, const void *x, void *y,
+                  void *scratch, int sm);
+/* int32 index of the first maximum. */
+int prn_cu_argmax(cudaStream_t s, int f64, size_t outer, size_t n, size_t inner, const void *x, void *y);
+int prn_cu_softmax(cudaStream_t s, int f64, int logsm, size_t outer, size_t n, size_t inner, const void *x,
+                   void *y);
+
+/* Scans (see backends/parrnn_cuda.h for the algorithm). Chunk j of a
+ * sequence holds logical steps [j L, min(T, (j+1) L)); step t lives in row
+ * rev ? T-1-t : t.
+ * diag fold: the maps (m, o) of chunks 0..nm-1, [batch, nm, C] each.
+ * diag expand: chunk j starts from carry[n, j-1] (j > 0) or h0[n] (NULL:
+ * zero), writes h (may be b). */
+int prn_cu_scan_diag_fold(cudaStream_t s, int f64, size_t batch, size_t T, size_t C, size_t L, size_t nm, int rev,
+                          const void *a, const void *b, void *m, void *o);
+int prn_cu_scan_diag_expand(cudaStream_t s, int f64, size_t batch, size_t T, size_t C, size_t L, size_t nch,
+                            int rev, const void *a, const void *b, const void *h0, const void *carry, void *h);
+/* block fold: M [batch, nm, C, k] and v [batch, nm, C] of chunks 0..nm-1;
+ * block expand as diag expand, carry [batch, nch-1, C]. */
+int prn_cu_scan_block_fold(cudaStream_t s, int f64, size_t batch, size_t T, size_t C, size_t k, size_t L,
+                           size_t nm, int rev, int tr, const void *a, const void *b, void *M, void *v);
+int prn_cu_scan_block_expand(cudaStream_t s, int f64, size_t batch, size_t T, size_t C, size_t k, size_t L,
+                             size_t nch, int rev, int tr, const void *a, const void *b, const void *h0,
+                             const void *carry, void *h);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* PRN_CUDA_LAUNCH_H */
