@@ -35,6 +35,23 @@ __kernel void unary(int op, ulong n, __global const real *x, __global real *y, r
     y[i] = r;
 }
 
+/* the op codes of prn_binary_op */
+real binary_op(int op, real A, real B) {
+    switch (op) {
+    case 0: return A + B;
+    case 1: return A - B;
+    case 2: return A * B;
+    case 3: return A / B;
+    case 4: return pow(A, B);
+    case 5: return A > B ? A : B;
+    case 6: return A < B ? A : B;
+    case 7: return A == B ? (real)1 : (real)0;
+    case 8: return B > (real)0 ? A : (real)0;
+    case 9: return A * B * ((real)1 - B);
+    default: return A * ((real)1 - B * B); /* 10: tanh_grad */
+    }
+}
+
 /* flat index i of shape [*, s1, s2, s3] -> offset under strides st */
 #define PRN_OFFSET(i, s1, s2, s3, st0, st1, st2, st3)                            \
     ((i) / ((s1) * (s2) * (s3)) * (st0) + (i) / ((s2) * (s3)) % (s1) * (st1) +  \
@@ -45,48 +62,22 @@ __kernel void binary(int op, ulong s1, ulong s2, ulong s3, ulong n,
                      __global const real *b, ulong b0, ulong b1, ulong b2, ulong b3,
                      __global real *y) {
     ulong i = get_global_id(0);
-    real A, B, r;
+    real A, B;
     if (i >= n) return;
     A = a[PRN_OFFSET(i, s1, s2, s3, a0, a1, a2, a3)];
     B = b[PRN_OFFSET(i, s1, s2, s3, b0, b1, b2, b3)];
-    switch (op) {
-    case 0: r = A + B; break;
-    case 1: r = A - B; break;
-    case 2: r = A * B; break;
-    case 3: r = A / B; break;
-    case 4: r = pow(A, B); break;
-    case 5: r = A > B ? A : B; break;
-    case 6: r = A < B ? A : B; break;
-    case 7: r = A == B ? (real)1 : (real)0; break;
-    case 8: r = B > (real)0 ? A : (real)0; break;
-    case 9: r = A * B * ((real)1 - B); break;
-    default: r = A * ((real)1 - B * B); break; /* 10: tanh_grad */
-    }
-    y[i] = r;
+    y[i] = binary_op(op, A, B);
 }
 
 /* binary on operands laid out like y (no broadcast): no index arithmetic,
  * which costs more than the operation itself on CPUs and GPUs alike */
 __kernel void binary_flat(int op, ulong n, __global const real *a, __global const real *b, __global real *y) {
     ulong i = get_global_id(0);
-    real A, B, r;
+    real A, B;
     if (i >= n) return;
     A = a[i];
     B = b[i];
-    switch (op) {
-    case 0: r = A + B; break;
-    case 1: r = A - B; break;
-    case 2: r = A * B; break;
-    case 3: r = A / B; break;
-    case 4: r = pow(A, B); break;
-    case 5: r = A > B ? A : B; break;
-    case 6: r = A < B ? A : B; break;
-    case 7: r = A == B ? (real)1 : (real)0; break;
-    case 8: r = B > (real)0 ? A : (real)0; break;
-    case 9: r = A * B * ((real)1 - B); break;
-    default: r = A * ((real)1 - B * B); break;
-    }
-    y[i] = r;
+    y[i] = binary_op(op, A, B);
 }
 
 __kernel void strided_copy32(ulong s1, ulong s2, ulong s3, ulong n,
