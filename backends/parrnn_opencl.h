@@ -21,6 +21,8 @@
  *   else the first GPU of any platform, else the first device.
  *
  * KERNELS
+ *   $PARRNN_OPENCL_OPTIONS, read when a context is created, is appended to
+ *   the compiler options (e.g. "-cl-fast-relaxed-math").
  *   The kernels are kernels_opencl/ *.cl, embedded by the build in
  *   backends/parrnn_opencl_kernels.h (generated; `make` refreshes it), so
  *   nothing is read from disk at run time. A context builds each file's
@@ -101,6 +103,7 @@ typedef struct prn__ocl_state {
     cl_command_queue queue;
     int has_f64;
     char device_name[128];
+    char options[256]; /* $PARRNN_OPENCL_OPTIONS at create: more compiler options */
     /* per kernel file of kernels_opencl/: [file][0] f32 (and the untyped
      * copies and fills), [file][1] f64; built on first use */
     cl_program program[PRN__OCL_MAX_FILES][2];
@@ -254,6 +257,15 @@ PRN__OCL_FN prn_status prn__ocl_create(prn_context *ctx, void **state) {
     memset(s, 0, sizeof *s);
     st = prn__ocl_pick(ctx, sel, &s->platform, &s->device);
     if (st != PRN_OK) { prn_free(ctx, s); return st; }
+    {
+        const char *more = getenv("PARRNN_OPENCL_OPTIONS");
+        if (more && strlen(more) >= sizeof s->options) {
+            prn_free(ctx, s);
+            return prn_set_error(ctx, PRN_ERR_INVALID_ARGUMENT, "opencl: PARRNN_OPENCL_OPTIONS is longer than %u characters",
+                                 (unsigned)sizeof s->options - 1);
+        }
+        snprintf(s->options, sizeof s->options, "%s", more ? more : "");
+    }
     clGetDeviceInfo(s->device, CL_DEVICE_NAME, sizeof s->device_name, s->device_name, NULL);
     s->device_name[sizeof s->device_name - 1] = 0;
     clGetDeviceInfo(s->device, CL_DEVICE_EXTENSIONS, sizeof ext, ext, NULL);
@@ -297,11 +309,24 @@ PRN__OCL_FN prn_status prn__ocl_program(prn_context *ctx, prn__ocl_state *s, int
     prog = clCreateProgramWithSource(s->context, nc + file->num_lines, src, NULL, &e);
     prn_free(ctx, (void *)src);
     if (e != CL_SUCCESS) return prn__ocl_fail(ctx, "clCreateProgramWithSource", e);
-    e = clBuildProgram(prog, 1, &s->device, opts[t], NULL, NULL);
+    {
+        char all[400];
+        snprintf(all, sizeof all, "%s %s", opts[t], s->options);
+        e = clBuildProgram(prog, 1, &s->device, all, NULL, NULL);
+    }
     if (e != CL_SUCCESS) {
-        char log[400] = "";
-        clGetProgramBuildInfo(prog, s->device, CL_PROGRAM_BUILD_LOG, sizeof log - 1, log, NULL);
-        log[sizeof log - 1] = 0;
+        /* the log's beginning: the query fails for a buffer smaller than
+         * the whole log, so it is read whole and cut */
+        char log[320] = "";
+        size_t len = 0;
+        if (clGetProgramBuildInfo(prog, s->device, CL_PROGRAM_BUILD_LOG, 0, NULL, &len) == CL_SUCCESS && len) {
+            char *full = (char *)prn_alloc(ctx, len + 1);
+            if (full && clGetProgramBuildInfo(prog, s->device, CL_PROGRAM_BUILD_LOG, len, full, NULL) == CL_SUCCESS) {
+                full[len] = 0;
+                snprintf(log, sizeof log, "%s", full);
+            }
+            prn_free(ctx, full);
+        }
         clReleaseProgram(prog);
         return prn_set_error(ctx, PRN_ERR_BACKEND, "opencl: clBuildProgram(%s.cl, %s) failed: %s (%d); log: %s",
                              file->name, t ? "f64" : "f32", prn__ocl_code_name(e), (int)e, log);

@@ -1,6 +1,7 @@
 /* test_opencl.c - what is particular to the OpenCL backend: choosing the
  * device (prn_config.device, PARRNN_OPENCL_DEVICE, "P:D" or part of a
- * name), the statuses and messages of failures, and contexts that share
+ * name), the statuses and messages of failures (a failed program build
+ * carries the compiler's log), and contexts that share
  * nothing. Its primitives are checked by test_conformance
  * and the whole suite runs on it with PARRNN_BACKEND=opencl.
  * Skipped when the backend is not built in or no OpenCL device exists. */
@@ -77,6 +78,33 @@ static void test_runtime_failures(void) {
     prn_context_destroy(ctx);
 }
 
+/* A kernel file that does not compile: the failure names clBuildProgram,
+ * the file, and carries the compiler's log (here: the unknown type that
+ * PARRNN_OPENCL_OPTIONS substitutes for the element type). */
+static void test_build_failure_log(void) {
+    prn_context *ctx = NULL;
+    char err[512];
+    prn_tensor *x = NULL, *y = NULL;
+    size_t shape[1] = {4};
+    static const float v[4] = {1, 2, 3, 4};
+    const char *old = getenv("PARRNN_OPENCL_OPTIONS");
+    char saved[256];
+    if (g_skip[0]) { PRNT_SKIP("%s", g_skip); return; }
+    snprintf(saved, sizeof saved, "%s", old ? old : "");
+    setenv("PARRNN_OPENCL_OPTIONS", "-DREAL=prn_no_such_type", 1);
+    if (make(NULL, &ctx, err, sizeof err) != PRN_OK) { PRNT_CHECK(0, "%s", err); goto done; }
+    PRNT_OK(ctx, prn_tensor_from_host(ctx, PRN_F32, 1, shape, v, &x));
+    PRNT_STATUS(ctx, prn_tanh(ctx, x, &y), PRN_ERR_BACKEND);
+    PRNT_CHECK(y == NULL, "failed op wrote its output");
+    PRNT_CHECK(strstr(prn_last_error(ctx), "prn_tanh") && strstr(prn_last_error(ctx), "clBuildProgram") &&
+               strstr(prn_last_error(ctx), "elementwise.cl") && strstr(prn_last_error(ctx), "prn_no_such_type"),
+               "message: %s", prn_last_error(ctx));
+    prn_context_destroy(ctx);
+done:
+    if (old) setenv("PARRNN_OPENCL_OPTIONS", saved, 1);
+    else unsetenv("PARRNN_OPENCL_OPTIONS");
+}
+
 /* Two contexts at once on the device share nothing: each builds its own
  * programs, and one's destruction leaves the other working, with the same
  * values for the same seed. */
@@ -129,6 +157,7 @@ int main(void) {
     PRNT_RUN(test_device_choice);
     PRNT_RUN(test_device_from_environment);
     PRNT_RUN(test_runtime_failures);
+    PRNT_RUN(test_build_failure_log);
     PRNT_RUN(test_two_contexts);
     return prnt_summary();
 }
