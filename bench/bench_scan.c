@@ -40,7 +40,11 @@
  * Device backends built in (e.g. "opencl", where a device is present) run
  * the same shapes on inputs uploaded once, with AUTO and SEQUENTIAL; each
  * timed call ends by reading one element back, which waits for the queued
- * kernels.
+ * kernels. They also run T = 10^6, C = 128 (1.28e8 elements; T = 10^4
+ * with --quick) against their own device-to-device copy bandwidth
+ * (device_copy: buf_copy of one array, 2 x 4 bytes per element; frac_bw
+ * of those rows is against it) and report AUTO's speedup over their
+ * SEQUENTIAL kernel (parallel over channels, serial in time).
  *
  * For AUTO rows the table says which algorithm the library picked: its
  * output is compared bit for bit with the SEQUENTIAL and CHUNKED outputs
@@ -288,6 +292,67 @@ static int same_bits(const prn_tensor *x, const prn_tensor *y, size_t n) {
     return x && y && memcmp(prn_tensor_buffer(x), prn_tensor_buffer(y), n * sizeof(float)) == 0;
 }
 
+/* ------------------------------------------------------------------------
+ * Device backends: the scan against the device's own copy bandwidth
+ * ---------------------------------------------------------------------- */
+typedef struct copy_job {
+    prn_context *ctx;
+    prn_tensor *x, *y;
+    size_t bytes;
+} copy_job;
+
+/* One device-to-device copy of x into y (buf_copy), waited for. */
+static int run_copy(void *user) {
+    copy_job *j = (copy_job *)user;
+    double v;
+    const prn_backend *be = prn_context_backend(j->ctx);
+    if (be->buf_copy(j->ctx, prn_tensor_buffer(j->y), 0, prn_tensor_buffer(j->x), 0, j->bytes) != PRN_OK) return 1;
+    return prn_tensor_item(j->y, &v) != PRN_OK;
+}
+
+/* The device's copy bandwidth (read + write of a T x C f32 array) and the
+ * diagonal scan of T x C >= 10^8 elements on it: the GPU issues' target is
+ * 0.8 of the copy bandwidth (frac_bw on these rows is against the copy). */
+static void bench_device_copy_and_scan(size_t T, size_t C) {
+    size_t shape[3], n = T * C, i;
+    prn_tensor *a = NULL, *b = NULL, *y = NULL;
+    copy_job cj;
+    scan_job sj;
+    double copy_s, copy_gbps, s_auto = 0, s_seq = 0;
+    const char *dev = prn_context_backend_name(g_dev);
+    shape[0] = 1; shape[1] = T; shape[2] = C;
+    if (prn_tensor_uniform(g_dev, PRN_F32, 3, shape, 0.999, 0.9999, &a) != PRN_OK ||
+        prn_tensor_uniform(g_dev, PRN_F32, 3, shape, -1.0, 1.0, &b) != PRN_OK ||
+        prn_tensor_create(g_dev, PRN_F32, 3, shape, &y) != PRN_OK)
+        die_prn(g_dev, "device inputs");
+    cj.ctx = g_dev;
+    cj.x = a;
+    cj.y = y;
+    cj.bytes = n * sizeof(float);
+    if (time_best(run_copy, &cj, &copy_s)) die_prn(g_dev, "device copy");
+    copy_gbps = 2.0 * (double)cj.bytes / copy_s * 1e-9;
+    prn_tensor_free(y);
+    memset(&sj, 0, sizeof sj);
+    sj.ctx = g_dev;
+    sj.a = a;
+    sj.b = b;
+    sj.sync = 1;
+    for (i = 0; i < 2; ++i) {
+        sj.algo = i ? PRN_SCAN_SEQUENTIAL : PRN_SCAN_AUTO;
+        if (time_best(run_scan, &sj, i ? &s_seq : &s_auto)) die_prn(g_dev, "device scan");
+    }
+    {
+        double triad = g_triad;
+        g_triad = copy_gbps; /* these rows compare with the copy */
+        record("device_copy", dev, "copy", NULL, T, C, 1, copy_s, 2.0 * (double)cj.bytes, 0);
+        record("scan_diag", dev, "sequential", NULL, T, C, 1, s_seq, 12.0 * (double)n, s_seq);
+        record("scan_diag", dev, "auto", NULL, T, C, 1, s_auto, 12.0 * (double)n, s_seq);
+        g_triad = triad;
+    }
+    prn_tensor_free(a);
+    prn_tensor_free(b);
+}
+
 /* One shape: the C loop, then parrnn with SEQUENTIAL, CHUNKED, [TREE],
  * AUTO (printed in the order auto, sequential, chunked, tree). */
 static void bench_shape(prn_context *ctx, const char *name, int block, size_t T, size_t C, size_t k, int with_tree) {
@@ -491,6 +556,12 @@ int main(int argc, char **argv) {
 
     table_header("Diagonal scans, f32, forward, batch 1: 12 bytes per element (frac_bw: vs triad; speedup: vs loop)");
     for (i = 0; i < 4; ++i) bench_shape(ctx, "scan_diag", 0, diag[i][0], diag[i][1], 1, diag[i][2] != 0);
+
+    if (g_dev) {
+        table_header("Device: diagonal scan vs the device's copy bandwidth (read + write; speedup: vs its "
+                     "SEQUENTIAL kernel, parallel over channels, serial in time)");
+        bench_device_copy_and_scan(g_quick ? 10000 : 1000000, 128);
+    }
 
     table_header("Block scans, f32, forward, batch 1: 4 (T C k + 2 T C) bytes (dense: k = C; bdiag: C = 64)");
     for (i = 0; i < 3; ++i) {
