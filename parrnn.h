@@ -22,6 +22,12 @@
  *                      allocator in prn_config overrides them per context.
  *   PARRNN_NO_INTRINSICS  no x86 intrinsics: the scans' streaming stores
  *                      for outputs larger than the caches (SSE2) are off.
+ *   PARRNN_WITH_OPENCL / PARRNN_WITH_CUDA  "opencl" / "cuda" are built-in
+ *                      backend names; link the backend of
+ *                      backends/parrnn_opencl.h / backends/parrnn_cuda.h
+ *                      (each documents its build). Without them, pass
+ *                      prn_opencl_backend() / prn_cuda_backend() in
+ *                      prn_config.backends.
  *
  * ERRORS
  *   Every fallible function returns a prn_status. On failure the context
