@@ -439,9 +439,9 @@ PRN__CU_FN prn_status prn__cu_binary(prn_context *ctx, prn_binary_op op, prn_dty
                                      const void *a, const size_t as[4], const void *b, const size_t bs[4], void *y) {
     prn__cu_state *s;
     prn_status st;
+    if (shape[0] * shape[1] * shape[2] * shape[3] == 0) return PRN_OK; /* before the op, as the reference */
     if ((int)op < 0 || op >= PRN_BINARY_COUNT)
         return prn_set_error(ctx, PRN_ERR_INVALID_ARGUMENT, "binary: unknown op %d", (int)op);
-    if (shape[0] * shape[1] * shape[2] * shape[3] == 0) return PRN_OK;
     if ((st = prn__cu_begin(ctx, "binary", dtype, &s)) != PRN_OK) return st;
     return prn__cu_launched(ctx, "binary", "binary",
                             prn_cu_binary(s->stream, dtype == PRN_F64, (int)op, shape, a, as, b, bs, y));
@@ -720,9 +720,9 @@ PRN__CU_FN prn_status prn__cu_scan_diag(prn_context *ctx, prn_dtype dtype, int r
     size_t bytes;
     int serial = algo == PRN_SCAN_SEQUENTIAL;
     void *scratch = NULL;
+    if (batch == 0 || T == 0 || C == 0) return PRN_OK; /* before algo, as the reference */
     if ((int)algo < 0 || algo >= PRN_SCAN_ALGO_COUNT)
         return prn_set_error(ctx, PRN_ERR_INVALID_ARGUMENT, "scan_diag: unknown algorithm %d", (int)algo);
-    if (batch == 0 || T == 0 || C == 0) return PRN_OK;
     if ((st = prn__cu_begin(ctx, "scan_diag", dtype, &s)) != PRN_OK) return st;
     bytes = prn__cu_scan_bytes(T, batch * C, s->scan_items, serial, batch, C, 1, prn_dtype_size(dtype));
     if (bytes && (st = prn__cu_malloc(ctx, s, bytes, &scratch, "scan_diag: scratch")) != PRN_OK) return st;

@@ -129,10 +129,13 @@ template <typename T> __global__ void k_argmax_rows(size_t rows, size_t n, const
     for (size_t r = blockIdx.x; r < rows; r += gridDim.x) {
         double bv = 0;
         unsigned long long bi = PRN_NO_INDEX;
-        /* this thread's elements in increasing order: its first maximum */
+        /* this thread's elements in increasing order: its first maximum.
+         * As the reference's walk, NaN is skipped except at index 0, where
+         * it wins; so the only NaN that reaches the merge sits in slot 0,
+         * which never gets replaced by a compare with it. */
         for (size_t k = t; k < n; k += blockDim.x) {
             const double v = (double)x[r * n + k];
-            if (bi == PRN_NO_INDEX || v > bv) {
+            if (v == v ? (bi == PRN_NO_INDEX || v > bv) : (k == 0 && bi == PRN_NO_INDEX)) {
                 bv = v;
                 bi = k;
             }

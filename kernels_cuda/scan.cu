@@ -166,8 +166,9 @@ extern "C" int prn_cu_scan_diag_expand(cudaStream_t s, int f64, size_t batch, si
 
 extern "C" int prn_cu_scan_block_fold(cudaStream_t s, int f64, size_t batch, size_t T, size_t C, size_t k, size_t L,
                                       size_t nm, int rev, int tr, const void *a, const void *b, void *M, void *v) {
-    size_t n = batch * nm * (C / k) * (k + 1);
-    if (n == 0 || k == 0 || k > PRN_KMAX) return n == 0 ? 0 : (int)cudaErrorInvalidValue;
+    if (k == 0 || k > PRN_KMAX) return (int)cudaErrorInvalidValue;
+    const size_t n = batch * nm * (C / k) * (k + 1);
+    if (n == 0) return 0;
     if (f64)
         k_scan_block_fold<double><<<prn_grid(n, PRN_TPB_BLOCK), PRN_TPB_BLOCK, 0, s>>>(
             batch, T, C, k, L, nm, rev, tr, (const double *)a, (const double *)b, (double *)M, (double *)v);
@@ -180,8 +181,9 @@ extern "C" int prn_cu_scan_block_fold(cudaStream_t s, int f64, size_t batch, siz
 extern "C" int prn_cu_scan_block_expand(cudaStream_t s, int f64, size_t batch, size_t T, size_t C, size_t k,
                                         size_t L, size_t nch, int rev, int tr, const void *a, const void *b,
                                         const void *h0, const void *carry, void *h) {
-    size_t n = batch * nch * (C / k);
-    if (n == 0 || k == 0 || k > PRN_KMAX) return n == 0 ? 0 : (int)cudaErrorInvalidValue;
+    if (k == 0 || k > PRN_KMAX) return (int)cudaErrorInvalidValue;
+    const size_t n = batch * nch * (C / k);
+    if (n == 0) return 0;
     if (f64)
         k_scan_block_expand<double><<<prn_grid(n, PRN_TPB_BLOCK), PRN_TPB_BLOCK, 0, s>>>(
             batch, T, C, k, L, nch, rev, tr, (const double *)a, (const double *)b, (const double *)h0,
