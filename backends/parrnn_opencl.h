@@ -455,7 +455,12 @@ PRN__OCL_FN prn_status prn__ocl_run(prn_context *ctx, prn_dtype dt, const char *
 PRN__OCL_FN cl_mem prn__ocl_scratch(prn_context *ctx, size_t bytes) {
     cl_int e;
     cl_mem m = clCreateBuffer(prn__ocl_get(ctx)->context, CL_MEM_READ_WRITE, bytes ? bytes : 1, NULL, &e);
-    if (e != CL_SUCCESS) { prn__ocl_fail(ctx, "clCreateBuffer(scratch)", e); return NULL; }
+    if (e != CL_SUCCESS) {
+        char call[64];
+        snprintf(call, sizeof call, "clCreateBuffer(scratch of %lu bytes)", (unsigned long)bytes);
+        prn__ocl_fail(ctx, call, e);
+        return NULL;
+    }
     return m;
 }
 
@@ -934,30 +939,23 @@ PRN__OCL_FN size_t prn__ocl_scan_chunks(size_t T, size_t units, int serial, size
     return (T + *L - 1) / *L;
 }
 
-/* A scratch buffer whose failure message names the primitive. */
-PRN__OCL_FN cl_mem prn__ocl_scan_scratch(prn_context *ctx, const char *fn, size_t bytes) {
-    cl_int e;
-    cl_mem m = clCreateBuffer(prn__ocl_get(ctx)->context, CL_MEM_READ_WRITE, bytes ? bytes : 1, NULL, &e);
-    if (e != CL_SUCCESS) {
-        char call[96];
-        snprintf(call, sizeof call, "%s: clCreateBuffer(scratch of %lu bytes)", fn, (unsigned long)bytes);
-        prn__ocl_fail(ctx, call, e);
-        return NULL;
-    }
-    return m;
-}
-
-/* The diagonal scan on cl_mem handles (h0 may be NULL; h may be b). */
-PRN__OCL_FN prn_status prn__ocl_scan_diag_mem(prn_context *ctx, prn_dtype dt, int rev, int serial, size_t batch,
-                                              size_t T, size_t C, cl_mem a, cl_mem b, cl_mem h0, cl_mem h) {
-    static const char fn[] = "scan_diag";
-    size_t L, nch = prn__ocl_scan_chunks(T, batch * C, serial, &L), nm = nch - 1, es = prn_dtype_size(dt);
+/* A scan on cl_mem handles (h0 may be NULL; h may be b): diagonal for
+ * k == 0 (scan_diag.cl), else blocks of k channels (scan_block.cl), whose
+ * fold composes [M | v] with one work-item per column. The maps (m, o) --
+ * (M, v) for blocks, M as [batch, chunks-1, C, k], already in order -- are
+ * scanned forward and untransposed from h0 by this same function, in place
+ * in o, which then holds the carry out of each chunk. */
+PRN__OCL_FN prn_status prn__ocl_scan_mem(prn_context *ctx, prn_dtype dt, size_t k, int rev, int tr, int serial,
+                                         size_t batch, size_t T, size_t C, cl_mem a, cl_mem b, cl_mem h0, cl_mem h) {
+    const char *file = k ? "scan_block" : "scan_diag";
+    const size_t units = k ? C / k : C, cols = k ? k + 1 : 1; /* blocks or channels; fold items per unit */
+    size_t L, nch = prn__ocl_scan_chunks(T, batch * units * cols, serial, &L), nm = nch - 1, es = prn_dtype_size(dt);
     cl_mem m = NULL, o = NULL;
     prn__ocl_args x;
     prn_status st = PRN_OK;
     if (nm) {
-        m = prn__ocl_scan_scratch(ctx, fn, batch * nm * C * es);
-        o = m ? prn__ocl_scan_scratch(ctx, fn, batch * nm * C * es) : NULL;
+        m = prn__ocl_scratch(ctx, batch * nm * C * (k ? k : 1) * es);
+        o = m ? prn__ocl_scratch(ctx, batch * nm * C * es) : NULL;
         if (!o) {
             if (m) clReleaseMemObject(m);
             return prn_last_status(ctx);
@@ -966,32 +964,37 @@ PRN__OCL_FN prn_status prn__ocl_scan_diag_mem(prn_context *ctx, prn_dtype dt, in
         prn__ocl_arg_u64(&x, batch);
         prn__ocl_arg_u64(&x, T);
         prn__ocl_arg_u64(&x, C);
+        if (k) prn__ocl_arg_u64(&x, k);
         prn__ocl_arg_u64(&x, L);
         prn__ocl_arg_u64(&x, nm);
         prn__ocl_arg_int(&x, rev);
+        if (k) prn__ocl_arg_int(&x, tr);
         prn__ocl_arg_mem(&x, a);
         prn__ocl_arg_mem(&x, b);
         prn__ocl_arg_mem(&x, m);
         prn__ocl_arg_mem(&x, o);
-        st = prn__ocl_run_local(ctx, dt, "scan_diag", "scan_diag_fold", batch * nm * C, PRN__OCL_SCAN_WG, &x);
-        /* carry out of chunk j = forward scan of the maps 0..j from h0, in place in o */
-        if (st == PRN_OK) st = prn__ocl_scan_diag_mem(ctx, dt, 0, 0, batch, nm, C, m, o, h0, o);
+        st = prn__ocl_run_local(ctx, dt, file, k ? "scan_block_fold" : "scan_diag_fold", batch * nm * units * cols,
+                                PRN__OCL_SCAN_WG, &x);
+        if (st == PRN_OK) st = prn__ocl_scan_mem(ctx, dt, k, 0, 0, 0, batch, nm, C, m, o, h0, o);
     }
     if (st == PRN_OK) {
         x.n = 0;
         prn__ocl_arg_u64(&x, batch);
         prn__ocl_arg_u64(&x, T);
         prn__ocl_arg_u64(&x, C);
+        if (k) prn__ocl_arg_u64(&x, k);
         prn__ocl_arg_u64(&x, L);
         prn__ocl_arg_u64(&x, nch);
         prn__ocl_arg_int(&x, rev);
+        if (k) prn__ocl_arg_int(&x, tr);
         prn__ocl_arg_mem(&x, a);
         prn__ocl_arg_mem(&x, b);
         prn__ocl_arg_mem(&x, h0 ? h0 : b); /* unused stand-ins: kernels take no NULL buffers portably */
         prn__ocl_arg_int(&x, h0 != NULL);
         prn__ocl_arg_mem(&x, o ? o : b);
         prn__ocl_arg_mem(&x, h);
-        st = prn__ocl_run_local(ctx, dt, "scan_diag", "scan_diag_expand", batch * nch * C, PRN__OCL_SCAN_WG, &x);
+        st = prn__ocl_run_local(ctx, dt, file, k ? "scan_block_expand" : "scan_diag_expand", batch * nch * units,
+                                PRN__OCL_SCAN_WG, &x);
     }
     if (m) clReleaseMemObject(m); /* the runtime keeps them until queued work is done */
     if (o) clReleaseMemObject(o);
@@ -1006,67 +1009,8 @@ PRN__OCL_FN prn_status prn__ocl_scan_diag(prn_context *ctx, prn_dtype dtype, int
         return prn_set_error(ctx, PRN_ERR_INVALID_ARGUMENT, "scan_diag: unknown algorithm %d", (int)algo);
     if (dtype != PRN_F32 && dtype != PRN_F64)
         return prn_set_error(ctx, PRN_ERR_DTYPE, "scan_diag: dtype %s is not f32 or f64", prn_dtype_name(dtype));
-    return prn__ocl_scan_diag_mem(ctx, dtype, reverse != 0, algo == PRN_SCAN_SEQUENTIAL, batch, T, C, PRN__OCL_MEM(a),
+    return prn__ocl_scan_mem(ctx, dtype, 0, reverse != 0, 0, algo == PRN_SCAN_SEQUENTIAL, batch, T, C, PRN__OCL_MEM(a),
                                   PRN__OCL_MEM(b), h0 ? PRN__OCL_MEM(h0) : NULL, PRN__OCL_MEM(h));
-}
-
-/* The block scan on cl_mem handles (h0 may be NULL; h may be b). The maps'
- * M is [batch, chunks-1, C, k], already in order (no transpose): the
- * carries are an untransposed block scan of it. */
-PRN__OCL_FN prn_status prn__ocl_scan_block_mem(prn_context *ctx, prn_dtype dt, int rev, int tr, int serial,
-                                               size_t batch, size_t T, size_t C, size_t k, cl_mem a, cl_mem b,
-                                               cl_mem h0, cl_mem h) {
-    static const char fn[] = "scan_block";
-    size_t nblk = C / k, L, nch = prn__ocl_scan_chunks(T, batch * nblk * (k + 1), serial, &L), nm = nch - 1;
-    size_t es = prn_dtype_size(dt);
-    cl_mem M = NULL, v = NULL;
-    prn__ocl_args x;
-    prn_status st = PRN_OK;
-    if (nm) {
-        M = prn__ocl_scan_scratch(ctx, fn, batch * nm * C * k * es);
-        v = M ? prn__ocl_scan_scratch(ctx, fn, batch * nm * C * es) : NULL;
-        if (!v) {
-            if (M) clReleaseMemObject(M);
-            return prn_last_status(ctx);
-        }
-        x.n = 0;
-        prn__ocl_arg_u64(&x, batch);
-        prn__ocl_arg_u64(&x, T);
-        prn__ocl_arg_u64(&x, C);
-        prn__ocl_arg_u64(&x, k);
-        prn__ocl_arg_u64(&x, L);
-        prn__ocl_arg_u64(&x, nm);
-        prn__ocl_arg_int(&x, rev);
-        prn__ocl_arg_int(&x, tr);
-        prn__ocl_arg_mem(&x, a);
-        prn__ocl_arg_mem(&x, b);
-        prn__ocl_arg_mem(&x, M);
-        prn__ocl_arg_mem(&x, v);
-        st = prn__ocl_run_local(ctx, dt, "scan_block", "scan_block_fold", batch * nm * nblk * (k + 1),
-                                PRN__OCL_SCAN_WG, &x);
-        if (st == PRN_OK) st = prn__ocl_scan_block_mem(ctx, dt, 0, 0, 0, batch, nm, C, k, M, v, h0, v);
-    }
-    if (st == PRN_OK) {
-        x.n = 0;
-        prn__ocl_arg_u64(&x, batch);
-        prn__ocl_arg_u64(&x, T);
-        prn__ocl_arg_u64(&x, C);
-        prn__ocl_arg_u64(&x, k);
-        prn__ocl_arg_u64(&x, L);
-        prn__ocl_arg_u64(&x, nch);
-        prn__ocl_arg_int(&x, rev);
-        prn__ocl_arg_int(&x, tr);
-        prn__ocl_arg_mem(&x, a);
-        prn__ocl_arg_mem(&x, b);
-        prn__ocl_arg_mem(&x, h0 ? h0 : b); /* unused stand-ins, as in scan_diag */
-        prn__ocl_arg_int(&x, h0 != NULL);
-        prn__ocl_arg_mem(&x, v ? v : b);
-        prn__ocl_arg_mem(&x, h);
-        st = prn__ocl_run_local(ctx, dt, "scan_block", "scan_block_expand", batch * nch * nblk, PRN__OCL_SCAN_WG, &x);
-    }
-    if (M) clReleaseMemObject(M);
-    if (v) clReleaseMemObject(v);
-    return st;
 }
 
 PRN__OCL_FN prn_status prn__ocl_scan_block(prn_context *ctx, prn_dtype dtype, int reverse, int transpose,
@@ -1080,8 +1024,8 @@ PRN__OCL_FN prn_status prn__ocl_scan_block(prn_context *ctx, prn_dtype dtype, in
         return prn_set_error(ctx, PRN_ERR_INVALID_ARGUMENT, "scan_block: unknown algorithm %d", (int)algo);
     if (dtype != PRN_F32 && dtype != PRN_F64)
         return prn_set_error(ctx, PRN_ERR_DTYPE, "scan_block: dtype %s is not f32 or f64", prn_dtype_name(dtype));
-    return prn__ocl_scan_block_mem(ctx, dtype, reverse != 0, transpose != 0, algo == PRN_SCAN_SEQUENTIAL, batch, T, C,
-                                   k, PRN__OCL_MEM(a), PRN__OCL_MEM(b), h0 ? PRN__OCL_MEM(h0) : NULL, PRN__OCL_MEM(h));
+    return prn__ocl_scan_mem(ctx, dtype, k, reverse != 0, transpose != 0, algo == PRN_SCAN_SEQUENTIAL, batch, T, C,
+                             PRN__OCL_MEM(a), PRN__OCL_MEM(b), h0 ? PRN__OCL_MEM(h0) : NULL, PRN__OCL_MEM(h));
 }
 
 /* ------------------------------------------------------------------------
