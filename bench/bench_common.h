@@ -1,6 +1,7 @@
 /* What the benchmarks share: settings, timing, the triad probe of the
  * machine's memory bandwidth, and how busy the other CPUs were.
- * Included once by each benchmark program, after parrnn.h; the program sets
+ * Included once by each benchmark program, after parrnn.h (the device
+ * helpers use its API); the program sets
  * bench_prog to its name. */
 #ifndef BENCH_COMMON_H
 #define BENCH_COMMON_H
@@ -195,6 +196,33 @@ static int bench_parse_args(int argc, char **argv) {
     g_threads = 1;
 #endif
     return 0;
+}
+
+/* Device backends (every name but "reference*") queue their work. */
+static int bench_is_device(const char *backend) { return strncmp(backend, "reference", 9) != 0; }
+
+/* A context (with seed, gradients off) on the first device backend built in
+ * whose device is present, or NULL; reports each one it tries. */
+static prn_context *bench_device_context(uint64_t seed) {
+    const char *names[16];
+    int n = prn_backend_list(NULL, names, 16), i;
+    prn_context *ctx = NULL;
+    for (i = 0; i < n && i < 16 && !ctx; ++i)
+        if (bench_is_device(names[i])) {
+            prn_config cfg;
+            char err[512];
+            memset(&cfg, 0, sizeof cfg);
+            cfg.backend = names[i];
+            cfg.seed = seed;
+            if (prn_context_create(&cfg, &ctx, err, sizeof err) == PRN_OK) {
+                prn_no_grad_begin(ctx);
+                printf("  device:    backend %s (timed calls end with a one-element read back)\n", names[i]);
+            } else {
+                ctx = NULL;
+                printf("  device:    backend %s skipped: %s\n", names[i], err);
+            }
+        }
+    return ctx;
 }
 
 /* The CPU's model name ("unknown" when /proc/cpuinfo says nothing). */

@@ -397,8 +397,6 @@ static void cache_release(block_cache *c) {
     while (c->count > 0) free(c->blocks[--c->count]);
 }
 
-/* Device backends (not "reference*") run asynchronously. */
-static int is_device(const char *backend) { return strncmp(backend, "reference", 9) != 0; }
 
 static prn_context *make_context(const char *backend, block_cache *cache) {
     prn_config cfg;
@@ -429,7 +427,7 @@ static void bench_matmul(const char *backend, prn_dtype dtype, size_t n, double 
     shape[0] = shape[1] = n;
     j.ctx = ctx;
     j.op = OP_MATMUL;
-    j.sync = is_device(backend);
+    j.sync = bench_is_device(backend);
     j.a = j.b = NULL;
     if (prn_tensor_uniform(ctx, dtype, 2, shape, -1.0, 1.0, &j.a) != PRN_OK ||
         prn_tensor_uniform(ctx, dtype, 2, shape, -1.0, 1.0, &j.b) != PRN_OK)
@@ -469,7 +467,7 @@ static void bench_elementwise(const char *backend, prn_dtype dtype, size_t n, in
         double s, bytes, gbps;
         j.ctx = ctx;
         j.op = op;
-        j.sync = is_device(backend);
+        j.sync = bench_is_device(backend);
         j.a = op == OP_MUL_ROW ? xm : x;
         j.b = op == OP_ADD ? x2 : op == OP_MUL_ROW ? r : NULL;
         settle();
@@ -560,25 +558,12 @@ int main(int argc, char **argv) {
         elem_n = (size_t)16 << 20;
     }
     print_machine();
-    /* The device backends built in, when a device is there. */
-    {
-        const char *names[16];
-        int n = prn_backend_list(NULL, names, 16);
-        for (i = 0; i < n && i < 16; ++i)
-            if (is_device(names[i]) && nb < 3) {
-                prn_config cfg;
-                prn_context *probe = NULL;
-                char err[512];
-                memset(&cfg, 0, sizeof cfg);
-                cfg.backend = names[i];
-                if (prn_context_create(&cfg, &probe, err, sizeof err) == PRN_OK) {
-                    backends[nb++] = names[i];
-                    prn_context_destroy(probe);
-                    printf("  device:    backend %s (timed calls end with a one-element read back)\n", names[i]);
-                } else {
-                    printf("  device:    backend %s skipped: %s\n", names[i], err);
-                }
-            }
+    {   /* a device backend built in, when its device is here */
+        prn_context *dev = bench_device_context(2026);
+        if (dev) {
+            backends[nb++] = prn_context_backend_name(dev); /* the table's name outlives the context */
+            prn_context_destroy(dev);
+        }
     }
     run_start = cpu_sample_now();
     printf("  sizes:     matmul n =");
@@ -622,7 +607,7 @@ int main(int argc, char **argv) {
     for (cached = 0; cached < 2; ++cached)
         for (b = 0; b < nb; ++b) /* device buffers do not come from the allocator: no cached run */
             for (d = 0; d < 2; ++d)
-                if (!cached || !is_device(backends[b]))
+                if (!cached || !bench_is_device(backends[b]))
                     bench_elementwise(backends[b], dtypes[d], elem_n, cached, triad_gbps);
 
     /* 4. The same for scripts. */

@@ -535,24 +535,7 @@ int main(int argc, char **argv) {
     printf("\nMachine probe\n");
     triad_gbps_probe(triad_n);
     ctx = make_context();
-    {   /* a device backend built in, when its device is here */
-        const char *names[16];
-        int n = prn_backend_list(NULL, names, 16), q;
-        for (q = 0; q < n && q < 16 && !g_dev; ++q)
-            if (strncmp(names[q], "reference", 9) != 0) {
-                prn_config cfg;
-                char err[512];
-                memset(&cfg, 0, sizeof cfg);
-                cfg.backend = names[q];
-                cfg.seed = 2026;
-                if (prn_context_create(&cfg, &g_dev, err, sizeof err) == PRN_OK) {
-                    prn_no_grad_begin(g_dev);
-                    printf("  device:    backend %s (its timed calls end with a one-element read back)\n", names[q]);
-                } else {
-                    printf("  device:    backend %s skipped: %s\n", names[q], err);
-                }
-            }
-    }
+    g_dev = bench_device_context(2026);
 
     table_header("Diagonal scans, f32, forward, batch 1: 12 bytes per element (frac_bw: vs triad; speedup: vs loop)");
     for (i = 0; i < 4; ++i) bench_shape(ctx, "scan_diag", 0, diag[i][0], diag[i][1], 1, diag[i][2] != 0);
