@@ -59,6 +59,23 @@ PRNT_UNUSED static double prnt_max_rel_err(const double *a, const double *b, siz
 
 /* Shared by the tests that include parrnn.h first. */
 #ifdef PARRNN_H
+/* The program's context: the backend PARRNN_BACKEND names (else the
+ * default), the seed given. On failure prints the reason and a failing
+ * summary line, and returns NULL (main then returns 1). */
+PRNT_UNUSED static prn_context *prnt_context(uint64_t seed) {
+    prn_config cfg;
+    prn_context *c = NULL;
+    char err[256];
+    memset(&cfg, 0, sizeof cfg);
+    cfg.seed = seed;
+    if (prn_context_create(&cfg, &c, err, sizeof err) != PRN_OK) {
+        printf("context: %s\nsummary passed=0 failed=1 skipped=0\n", err);
+        return NULL;
+    }
+    printf("backend: %s\n", prn_context_backend_name(c));
+    return c;
+}
+
 /* The recurrence on the host: h and the bound s. k = 0: diagonal (a is
  * [batch, T, C]); else a is [batch, T, C, k], used transposed when tr. */
 PRNT_UNUSED static void prnt_scan_host(int rev, int tr, size_t B, size_t T, size_t C, size_t k, const double *a, const double *b,

@@ -804,7 +804,6 @@ static void test_alloc_failures(void) {
     long n;
     memset(&fa, 0, sizeof fa);
     memset(&cfg, 0, sizeof cfg);
-    cfg.backend = "reference-noblas";
     cfg.allocator.alloc = fa_alloc;
     cfg.allocator.free = fa_free;
     cfg.allocator.user = &fa;
@@ -876,15 +875,7 @@ static void test_alloc_failures(void) {
 }
 
 int main(void) {
-    prn_config cfg;
-    char err[256];
-    memset(&cfg, 0, sizeof cfg);
-    cfg.backend = "reference-noblas";
-    cfg.seed = 42;
-    if (prn_context_create(&cfg, &ctx, err, sizeof err) != PRN_OK) {
-        printf("context: %s\n", err);
-        return 1;
-    }
+    if (!(ctx = prnt_context(42))) return 1;
     PRNT_RUN(test_concat);
     PRNT_RUN(test_params_and_info);
     PRNT_RUN(test_forward);

@@ -553,15 +553,7 @@ static void test_no_leaks(void) {
 }
 
 int main(void) {
-    char err[256];
-    prn_config cfg;
-    memset(&cfg, 0, sizeof cfg);
-    cfg.seed = 42;
-    if (prn_context_create(&cfg, &ctx, err, sizeof err) != PRN_OK) {
-        printf("context: %s\nsummary passed=0 failed=1 skipped=0\n", err);
-        return 1;
-    }
-    printf("backend: %s\n", prn_context_backend_name(ctx));
+    if (!(ctx = prnt_context(42))) return 1;
     PRNT_RUN(test_forward_elementwise);
     PRNT_RUN(test_forward_unary);
     PRNT_RUN(test_forward_shape_ops);

@@ -216,12 +216,7 @@ static void test_report(void) {
 }
 
 int main(void) {
-    char err[256];
-    if (prn_context_create(NULL, &ctx, err, sizeof err) != PRN_OK) {
-        printf("context: %s\nsummary passed=0 failed=1 skipped=0\n", err);
-        return 1;
-    }
-    printf("backend: %s\n", prn_context_backend_name(ctx));
+    if (!(ctx = prnt_context(0))) return 1;
     PRNT_RUN(test_diag_all_variants);
     PRNT_RUN(test_block_all_variants);
     PRNT_RUN(test_diag_long);
