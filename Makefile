@@ -32,9 +32,10 @@ endif
 
 # The OpenCL backend: compiled as a translation unit of its own and linked
 # into every program; parrnn.h then lists "opencl" among its backends.
-OCL_PROBE := $(shell printf '\043include <CL/cl.h>\n\043include <clblast_c.h>\nint main(void){return 0;}\n' | \
+ifndef OPENCL  # probe only when not given (sub-makes pass OPENCL=0)
+OPENCL := $(shell printf '\043include <CL/cl.h>\n\043include <clblast_c.h>\nint main(void){return 0;}\n' | \
     $(CC) -x c - -o /dev/null -lclblast -lOpenCL >/dev/null 2>&1 && echo 1 || echo 0)
-OPENCL  ?= $(OCL_PROBE)
+endif
 OCL_KERNELS = $(sort $(filter-out kernels_opencl/common.cl,$(wildcard kernels_opencl/*.cl)))
 OCL_HEADER  = backends/parrnn_opencl_kernels.h
 ifeq ($(OPENCL),1)
