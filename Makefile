@@ -45,9 +45,9 @@ LDLIBS_ALL += -lclblast -lOpenCL
 EXTRA_BACKENDS += opencl
 endif
 
-TESTS    = test_ops test_autodiff test_scan test_conformance test_bad_input test_alloc_fail test_cells test_opencl
-EXAMPLES = mlp_train scan_explain
-BENCHES  = bench_ops bench_scan scan_error
+TESTS    = test_ops test_autodiff test_scan test_conformance test_bad_input test_alloc_fail test_cells test_opencl test_rnn test_rnn_golden
+EXAMPLES = mlp_train scan_explain char_rnn game_agent
+BENCHES  = bench_ops bench_scan scan_error bench_rnn
 TEST_BINS    = $(addprefix $(BUILD)/tests/,$(TESTS))
 EXAMPLE_BINS = $(addprefix $(BUILD)/examples/,$(EXAMPLES))
 BENCH_BINS   = $(addprefix $(BUILD)/bench/,$(BENCHES))

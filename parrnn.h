@@ -88,6 +88,8 @@ typedef enum prn_status {
     PRN_ERR_STATE,           /* call not valid now (e.g. backward on empty) */
     PRN_ERR_BACKEND,         /* the backend's runtime reported a failure    */
     PRN_ERR_NO_DEVICE,       /* the backend's runtime or device is absent   */
+    PRN_ERR_IO,              /* a file could not be opened, read or written */
+    PRN_ERR_FORMAT,          /* a file's contents are invalid               */
     PRN_STATUS_COUNT
 } prn_status;
 
@@ -505,6 +507,197 @@ PRNDEF size_t prn_cell_hidden_size(const prn_cell *cell);
 PRNDEF size_t prn_cell_state_size(const prn_cell *cell);
 
 /* ------------------------------------------------------------------------
+ * Recurrent networks: Elman, LSTM, GRU, multi-head GRU and the PLRNN family
+ *
+ * A prn_rnn is a stack of num_layers recurrent layers (each run in both
+ * directions when bidirectional, the two outputs concatenated for the next
+ * layer), optionally followed by a linear readout. Its parameters are
+ * tensors that require grad; prn_rnn_forward records on the tape, so
+ * prn_backward gives backpropagation through time. Each layer's recurrence
+ * is one recorded op whose backward walks time in reverse with the saved
+ * gate values; the input projections of all steps are one matrix product.
+ *
+ * Per step t, with x_t the layer's input, s_t its state, s() the logistic
+ * sigmoid, products of vectors elementwise, "W x" a matrix-vector product:
+ *
+ *   ELMAN (nn.RNN):  h_t = tanh(W_ih x_t + b_ih + W_hh h_{t-1} + b_hh)
+ *                    (relu instead of tanh with config.relu). State: h.
+ *   LSTM (nn.LSTM):  gates i | f | g | o in that order of rows:
+ *                    i,f,o = s(.), g = tanh(.) of W_ih x + b_ih + W_hh h + b_hh
+ *                    c_t = f c_{t-1} + i g     h_t = o tanh(c_t)
+ *                    State: h then c (2H features); the layer outputs h.
+ *   GRU (nn.GRU):    gates r | z | n:
+ *                    r = s(W_ir x + b_ir + W_hr h + b_hr)   z likewise
+ *                    n = tanh(W_in x + b_in + r (W_hn h + b_hn))
+ *                    h_t = (1 - z) n + z h_{t-1}.            State: h.
+ *   MHGRU:           num_heads independent GRUs of hidden size k = H / heads
+ *                    reading the same input, outputs concatenated; weight_ih
+ *                    [heads * 3k, I] and the biases [heads * 3k] are grouped by
+ *                    head (head j is rows j*3k .. j*3k+3k-1, gates r | z | n
+ *                    inside), weight_hh is [heads, 3k, k]. Head j is exactly
+ *                    an nn.GRU(I, k) with those rows. Its step Jacobian is
+ *                    block-diagonal (blocks of k): the form DEER evaluates fast.
+ *   PLRNN:           z_t = A z_{t-1} + W relu(z_{t-1}) + h + C x_t
+ *                    A [M] diagonal, W [M, M], h [M], C [M, I] (absent when
+ *                    I = 0: an autonomous system). State: z (M = hidden_size).
+ *   SHPLRNN:         z_t = A z + W1 relu(W2 z + h2) + h1 + C x_t
+ *                    W1 [M, L], W2 [L, M], h1 [M], h2 [L], L = shallow_size.
+ *   CLIPPED_SHPLRNN: z_t = A z + W1 (relu(W2 z + h2) - relu(W2 z)) + h1 + C x_t
+ *   ALRNN:           z_t = A z + W phi(z) + h + C x_t, phi the identity on the
+ *                    first M - P units and relu on the last P = num_relu.
+ *
+ * The Elman, LSTM and GRU layouts, gate orders and names are PyTorch's
+ * (weight_ih_l0 [G*H, I], weight_hh_l0 [G*H, H], bias_ih_l0, bias_hh_l0,
+ * "_reverse" for the second direction; G = 1, 4, 3), so weights copy
+ * across in both directions. The PLRNN family's parameters are named A_l0,
+ * W_l0 (W1_l0, W2_l0), h_l0 (h1_l0, h2_l0), C_l0. The readout is
+ * readout_weight [O, D*H] and readout_bias [O]: o_t = readout_bias +
+ * readout_weight y_t, for softmax outputs as in classic RNN inference.
+ *
+ * Initialisation from the context's generator (prn_seed), as PyTorch does
+ * it for the PyTorch kinds and the readout: uniform in +-1/sqrt(H) (readout:
+ * +-1/sqrt(D*H)). PLRNN family: A uniform in [0.5, 0.9], W (W1) uniform in
+ * +-0.5/sqrt(M) (+-0.5/sqrt(L)), W2 and C uniform in +-1/sqrt(columns), h2
+ * uniform in [-1, 1] (the clipped form is zero when h2 is), h, h1 zero.
+ * ---------------------------------------------------------------------- */
+typedef struct prn_rnn prn_rnn;
+
+typedef enum prn_rnn_kind {
+    PRN_RNN_ELMAN = 0,
+    PRN_RNN_LSTM,
+    PRN_RNN_GRU,
+    PRN_RNN_MHGRU,
+    PRN_RNN_PLRNN,
+    PRN_RNN_SHPLRNN,
+    PRN_RNN_CLIPPED_SHPLRNN,
+    PRN_RNN_ALRNN,
+    PRN_RNN_KIND_COUNT
+} prn_rnn_kind;
+
+/* Zero-initialise, then set what you need. */
+typedef struct prn_rnn_config {
+    prn_rnn_kind kind;
+    prn_dtype dtype;          /* PRN_F32 (the zero value) or PRN_F64            */
+    size_t input_size;        /* I; 0 is allowed for the PLRNN family only      */
+    size_t hidden_size;       /* H (PLRNN family: M, the latent dimension) >= 1 */
+    int num_layers;           /* 0 means 1                                       */
+    int bidirectional;        /* D = 2 directions when set                       */
+    int relu;                 /* ELMAN: relu instead of tanh                     */
+    size_t num_heads;         /* MHGRU: heads, dividing H (0 means 1)            */
+    size_t shallow_size;      /* SHPLRNN, CLIPPED_SHPLRNN: L >= 1               */
+    size_t num_relu;          /* ALRNN: P, 0 .. M                                */
+    size_t output_size;       /* O > 0 adds the readout                          */
+} prn_rnn_config;
+
+PRNDEF prn_status prn_rnn_create(prn_context *ctx, const prn_rnn_config *config, prn_rnn **out);
+/* Drops the network's references to its parameters. NULL is ok. */
+PRNDEF void prn_rnn_free(prn_rnn *rnn);
+/* The configuration with defaults filled in (num_layers, num_heads >= 1). */
+PRNDEF const prn_rnn_config *prn_rnn_get_config(const prn_rnn *rnn);
+/* "elman", "lstm", "gru", "mhgru", "plrnn", "shplrnn", "clipped_shplrnn",
+ * "alrnn" ("" for an unknown kind). */
+PRNDEF const char *prn_rnn_kind_name(prn_rnn_kind kind);
+/* Parameters in PyTorch's order (per layer, per direction: weight_ih,
+ * weight_hh, bias_ih, bias_hh; then the readout), as prn_cell_params. */
+PRNDEF int prn_rnn_params(const prn_rnn *rnn, prn_tensor **params, int max);
+PRNDEF const char *prn_rnn_param_name(const prn_rnn *rnn, int index);
+/* The parameter called name, or NULL. Owned by the network. */
+PRNDEF prn_tensor *prn_rnn_param(const prn_rnn *rnn, const char *name);
+/* S: features of one layer's state in one direction (LSTM 2H, else H). */
+PRNDEF size_t prn_rnn_state_size(const prn_rnn *rnn);
+/* Features of prn_rnn_forward's y: D * H. */
+PRNDEF size_t prn_rnn_output_size(const prn_rnn *rnn);
+
+/* Runs the network over x [B, T, I] (or [T, I]), T >= 1, step by step,
+ * and writes y [B, T, D*H] ([T, D*H]): the last layer's outputs, both
+ * directions concatenated (forward first). state0 is [L*D, B, S]
+ * ([L*D, S]), layer-major then direction as PyTorch's h_0 (LSTM: h_0 and
+ * c_0 side by side along the last axis), or NULL for zeros; state, when
+ * not NULL, receives the final states in the same layout (the reverse
+ * direction's final state is the one after reading x_0). */
+PRNDEF prn_status prn_rnn_forward(prn_context *ctx, const prn_rnn *rnn, prn_tensor *x, prn_tensor *state0,
+                                  prn_tensor **y, prn_tensor **state);
+/* The readout o = readout_bias + y readout_weight^T over the last axis of
+ * y ([..., D*H] -> [..., O]); PRN_ERR_STATE without one. Logits: apply
+ * prn_softmax or prn_cross_entropy. */
+PRNDEF prn_status prn_rnn_readout(prn_context *ctx, const prn_rnn *rnn, prn_tensor *y, prn_tensor **out);
+
+/* One step of a single-layer, one-direction network for N independent
+ * rows: x [N, I] (NULL when I = 0), state [N, S] -> next [N, S]. Recorded
+ * on the tape like prn_rnn_forward with T = 1 (which it equals). */
+PRNDEF prn_status prn_rnn_step(prn_context *ctx, const prn_rnn *rnn, prn_tensor *x, prn_tensor *state,
+                               prn_tensor **next);
+
+/* How prn_rnn_jacobian returns d next / d state. */
+typedef enum prn_jacobian_mode {
+    PRN_JACOBIAN_DENSE = 0, /* [N, S, S]: row i holds d next_i / d state_j      */
+    PRN_JACOBIAN_BLOCK,     /* [N, S, k]: the diagonal blocks of size k =
+                             * prn_rnn_jacobian_block (MHGRU: H / heads; else S),
+                             * stacked as prn_scan_block's a; exact only when the
+                             * Jacobian is block-diagonal (MHGRU), else the
+                             * dense one (k = S)                                 */
+    PRN_JACOBIAN_DIAG       /* [N, S]: the diagonal (quasi-DEER)                */
+} prn_jacobian_mode;
+PRNDEF size_t prn_rnn_jacobian_block(const prn_rnn *rnn);
+/* The step and its Jacobian with respect to the state, for N (state, x)
+ * pairs at once (single-layer, one-direction networks), computed in closed
+ * form by batched ops on the backend: next [N, S] and jac as mode says.
+ * Not recorded on the tape. next may be NULL when only jac is wanted. */
+PRNDEF prn_status prn_rnn_jacobian(prn_context *ctx, const prn_rnn *rnn, prn_tensor *x, prn_tensor *state,
+                                   prn_jacobian_mode mode, prn_tensor **next, prn_tensor **jac);
+
+/* ------------------------------------------------------------------------
+ * Per-frame inference for engines
+ *
+ * prn_rnn_frame_create copies the parameters to host memory once (as
+ * doubles: evaluation is in f64 whatever the model's dtype) and allocates
+ * the state and a workspace; prn_rnn_frame_step then advances every layer
+ * of a one-direction network by one step for a batch of B rows, on the
+ * calling thread, with no allocation, no tape and no backend call: the
+ * same inputs give the same outputs bit for bit, on every machine with
+ * IEEE doubles. Memory (prn_rnn_frame_memory returns it), in bytes:
+ *     8 * (P + L*B*S + B*(I + F + 8*Hmax + Lsh) + B*O) + a few hundred
+ * with P the number of parameters, F the features of y, Hmax the largest
+ * layer width, Lsh the shallow size; nothing more is touched per step.
+ * After training, prn_rnn_frame_sync copies the parameters again.
+ * x and y are host arrays of doubles: x [B, I] (NULL when I = 0), y
+ * [B, O] (the readout's output when the network has one) or [B, H] (the
+ * last layer's output), or NULL. The state is [L, B, S] doubles.
+ * ---------------------------------------------------------------------- */
+typedef struct prn_rnn_frame prn_rnn_frame;
+PRNDEF prn_status prn_rnn_frame_create(const prn_rnn *rnn, size_t batch, prn_rnn_frame **out);
+PRNDEF void prn_rnn_frame_free(prn_rnn_frame *frame);
+PRNDEF size_t prn_rnn_frame_memory(const prn_rnn_frame *frame);
+PRNDEF prn_status prn_rnn_frame_sync(prn_rnn_frame *frame);
+/* Zeroes the state. */
+PRNDEF void prn_rnn_frame_reset(prn_rnn_frame *frame);
+PRNDEF prn_status prn_rnn_frame_set_state(prn_rnn_frame *frame, const double *state);
+PRNDEF prn_status prn_rnn_frame_get_state(const prn_rnn_frame *frame, double *state);
+PRNDEF prn_status prn_rnn_frame_step(prn_rnn_frame *frame, const double *x, double *y);
+
+/* ------------------------------------------------------------------------
+ * Model files
+ *
+ * prn_rnn_save writes a network's configuration and parameters; prn_rnn_load
+ * creates the network again (in ctx, on any backend). The format, all
+ * integers little-endian, values in the model's dtype (IEEE, little-endian):
+ *     8 bytes   magic "PRNRNN\r\n"
+ *     u32       format version (PRN_RNN_FILE_VERSION)
+ *     u32 x 6   kind, dtype, num_layers, bidirectional, relu, parameter count
+ *     u64 x 6   input_size, hidden_size, num_heads, shallow_size, num_relu,
+ *               output_size
+ *     per parameter, in prn_rnn_params order: u64 element count, then the
+ *               values (its shape follows from the configuration)
+ *     u32       CRC-32 (IEEE 802.3, as zlib's crc32) of every byte before it
+ * prn_rnn_load checks the magic, the version, the configuration (as
+ * prn_rnn_create does), every count, the checksum and the length, and
+ * fails with PRN_ERR_FORMAT and a message saying which check failed (or
+ * PRN_ERR_IO when the file cannot be read). */
+#define PRN_RNN_FILE_VERSION 1
+PRNDEF prn_status prn_rnn_save(const prn_rnn *rnn, const char *path);
+PRNDEF prn_status prn_rnn_load(prn_context *ctx, const char *path, prn_rnn **out);
+
+/* ------------------------------------------------------------------------
  * Optimisers
  * ---------------------------------------------------------------------- */
 typedef struct prn_optim prn_optim;
@@ -866,6 +1059,8 @@ PRN__DEF const char *prn_status_string(prn_status s) {
     case PRN_ERR_STATE: return "invalid state";
     case PRN_ERR_BACKEND: return "backend failure";
     case PRN_ERR_NO_DEVICE: return "no device for the backend";
+    case PRN_ERR_IO: return "file input/output error";
+    case PRN_ERR_FORMAT: return "invalid file format";
     default: return "unknown status";
     }
 }
