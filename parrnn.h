@@ -4210,6 +4210,1484 @@ PRN__DEF size_t prn_cell_state_size(const prn_cell *c) {
 }
 
 /* ------------------------------------------------------------------------
+ * Recurrent networks (API section): each layer's recurrence is one recorded
+ * op (prn__recur_*) over ops of the table; its backward walks time in
+ * reverse with the saved gate values and ends with one matrix product per
+ * weight over all steps.
+ * ---------------------------------------------------------------------- */
+/* --- host <-> tensor as doubles ------------------------------------------ */
+PRN__FN prn_status prn__upload_f64(prn_tensor *t, const double *src) {
+    prn_context *ctx = t->ctx;
+    prn_status st;
+    size_t i;
+    float *f;
+    if (t->dtype == PRN_F64) return prn_tensor_upload(t, src, t->numel);
+    f = (float *)prn_alloc(ctx, (t->numel ? t->numel : 1) * sizeof *f);
+    if (!f) return PRN__ERR(ctx, PRN_ERR_OUT_OF_MEMORY, "out of memory for a host copy of %lu values", (unsigned long)t->numel);
+    for (i = 0; i < t->numel; ++i) f[i] = (float)src[i];
+    st = prn_tensor_upload(t, f, t->numel);
+    prn_free(ctx, f);
+    return st;
+}
+PRN__FN prn_status prn__download_f64(const prn_tensor *t, double *dst) {
+    prn_context *ctx = t->ctx;
+    prn_status st;
+    size_t i;
+    float *f;
+    if (t->dtype == PRN_F64) return prn_tensor_download(t, dst, t->numel);
+    f = (float *)prn_alloc(ctx, (t->numel ? t->numel : 1) * sizeof *f);
+    if (!f) return PRN__ERR(ctx, PRN_ERR_OUT_OF_MEMORY, "out of memory for a host copy of %lu values", (unsigned long)t->numel);
+    st = prn_tensor_download(t, f, t->numel);
+    for (i = 0; st == PRN_OK && i < t->numel; ++i) dst[i] = f[i];
+    prn_free(ctx, f);
+    return st;
+}
+
+
+/* Parameter roles of one layer and direction. */
+enum { PRN__R_WIN, PRN__R_BIN, PRN__R_WHH, PRN__R_BHH, PRN__R_A, PRN__R_W2, PRN__R_H2, PRN__R_COUNT };
+
+struct prn_rnn {
+    prn_context *ctx;
+    prn_rnn_config cfg;
+    int L, D;
+    size_t H, S, P, hk;             /* P: width of a layer's input projection; hk: head size */
+    prn_tensor *(*role)[PRN__R_COUNT]; /* [L*D][role], NULL where absent                  */
+    prn_tensor **p;                 /* every parameter, in prn_rnn_params order         */
+    char (*names)[32];
+    int np;
+    prn_tensor *ro_w, *ro_b;        /* readout                                           */
+    prn_tensor *m2, *m2c;           /* ALRNN: indicator of the relu units, and 1 - it     */
+    int zero_init;                  /* parameters start at zero (prn_rnn_load fills them) */
+};
+
+PRN__FN int prn__rnn_torch(prn_rnn_kind k) { return k <= PRN_RNN_MHGRU; }
+PRN__FN int prn__rnn_shallow(prn_rnn_kind k) { return k == PRN_RNN_SHPLRNN || k == PRN_RNN_CLIPPED_SHPLRNN; }
+
+/* What one step needs besides tensors. */
+typedef struct prn__rk {
+    prn_rnn_kind kind;
+    int relu;
+    size_t H, S, nh, hk;
+    prn_tensor *m2, *m2c;
+} prn__rk;
+
+PRN__FN void prn__rk_of(const prn_rnn *r, prn__rk *k) {
+    k->kind = r->cfg.kind;
+    k->relu = r->cfg.relu;
+    k->H = r->H;
+    k->S = r->S;
+    k->nh = r->cfg.kind == PRN_RNN_MHGRU ? r->cfg.num_heads : 1;
+    k->hk = r->hk;
+    k->m2 = r->m2;
+    k->m2c = r->m2c;
+}
+/* Tensors saved per step for the backward. */
+PRN__FN int prn__rk_saved(prn_rnn_kind kind) {
+    switch (kind) {
+    case PRN_RNN_LSTM: return 5;
+    case PRN_RNN_GRU: case PRN_RNN_MHGRU: return 4;
+    case PRN_RNN_SHPLRNN: return 1;
+    case PRN_RNN_CLIPPED_SHPLRNN: return 2;
+    default: return 0;
+    }
+}
+/* Recurrent parameters (inputs of the layer op after xp and s0). */
+PRN__FN int prn__rk_params(prn_rnn_kind kind) { return prn__rnn_shallow(kind) ? 4 : 2; }
+
+/* --- more workspace helpers (prn__cw) --------------------------------- */
+PRN__FN prn_tensor *prn__cw_mm(prn__cw *w, prn_tensor *a, int ta, prn_tensor *b, int tb) {
+    prn_tensor *y = NULL;
+    prn_status st;
+    if (w->st != PRN_OK) return NULL;
+    st = prn_matmul_ex(w->ctx, a, ta, b, tb, &y);
+    return prn__cw_keep(w, st, y);
+}
+/* Table binary op without the tape (the gradient helpers *_GRAD). */
+PRN__FN prn_tensor *prn__cw_bin(prn__cw *w, prn_binary_op op, prn_tensor *a, prn_tensor *b) {
+    prn_tensor *y = NULL;
+    prn_status st;
+    if (w->st != PRN_OK) return NULL;
+    st = prn__binary_raw(w->ctx, "prn_rnn", op, a, b, &y);
+    return prn__cw_keep(w, st, y);
+}
+PRN__FN prn_tensor *prn__cw_tr(prn__cw *w, prn_tensor *x, int a0, int a1) {
+    prn_tensor *y = NULL;
+    prn_status st;
+    if (w->st != PRN_OK) return NULL;
+    st = prn_transpose(w->ctx, x, a0, a1, &y);
+    return prn__cw_keep(w, st, y);
+}
+PRN__FN prn_tensor *prn__cw_sum0(prn__cw *w, prn_tensor *x) {
+    prn_tensor *y = NULL;
+    prn_status st;
+    if (w->st != PRN_OK) return NULL;
+    st = prn_sum(w->ctx, x, 0, 0, &y);
+    return prn__cw_keep(w, st, y);
+}
+PRN__FN prn_tensor *prn__cw_affine(prn__cw *w, prn_tensor *x, double alpha, double beta) {
+    prn_tensor *y = NULL;
+    prn_status st;
+    if (w->st != PRN_OK) return NULL;
+    st = prn__unary_raw(w->ctx, "prn_rnn", PRN_UNARY_AFFINE, x, alpha, beta, &y);
+    return prn__cw_keep(w, st, y);
+}
+PRN__FN prn_tensor *prn__cw_view(prn__cw *w, prn_tensor *x, int nd, const size_t *shape) {
+    prn_tensor *y = NULL;
+    prn_status st;
+    if (w->st != PRN_OK) return NULL;
+    st = prn_reshape(w->ctx, x, nd, shape, &y);
+    return prn__cw_keep(w, st, y);
+}
+PRN__FN prn_tensor *prn__cw_v2(prn__cw *w, prn_tensor *x, size_t d0, size_t d1) {
+    size_t s[2];
+    s[0] = d0; s[1] = d1;
+    return prn__cw_view(w, x, 2, s);
+}
+PRN__FN prn_tensor *prn__cw_v3(prn__cw *w, prn_tensor *x, size_t d0, size_t d1, size_t d2) {
+    size_t s[3];
+    s[0] = d0; s[1] = d1; s[2] = d2;
+    return prn__cw_view(w, x, 3, s);
+}
+PRN__FN prn_tensor *prn__cw_new(prn__cw *w, prn_dtype dt, int nd, const size_t *shape, double v) {
+    prn_tensor *y = NULL;
+    prn_status st;
+    if (w->st != PRN_OK) return NULL;
+    st = prn_tensor_full(w->ctx, dt, nd, shape, v, &y);
+    return prn__cw_keep(w, st, y);
+}
+PRN__FN prn_tensor *prn__cw_hold(prn__cw *w, prn_tensor *x) { /* x stays alive until released */
+    if (w->st != PRN_OK || !x) return NULL;
+    return prn__cw_keep(w, PRN_OK, prn_tensor_retain(x));
+}
+/* Copies src [B, X] into row t of dst [B, T, X] (no tape). */
+PRN__FN void prn__cw_put(prn__cw *w, prn_tensor *dst, size_t t, prn_tensor *src) {
+    size_t B, T, X, sh4[4], ss[4], ds[4];
+    if (w->st != PRN_OK) return;
+    B = dst->shape[0]; T = dst->shape[1]; X = dst->shape[2];
+    if (!B || !X) return;
+    sh4[0] = 1; sh4[1] = B; sh4[2] = 1; sh4[3] = X;
+    ss[0] = 0; ss[1] = X; ss[2] = X; ss[3] = 1;
+    ds[0] = 0; ds[1] = T * X; ds[2] = X; ds[3] = 1;
+    w->st = prn__in_fn(w->ctx, "prn_rnn", w->ctx->be->strided_copy(w->ctx, dst->dtype, sh4, src->st->buf, 0, ss,
+                                                                    dst->st->buf, t * X, ds));
+}
+/* Row t of x [B, T, X] as [B, X] (no tape). */
+PRN__FN prn_tensor *prn__cw_row(prn__cw *w, prn_tensor *x, size_t t) {
+    prn_tensor *y = NULL;
+    prn_status st;
+    size_t s[2];
+    if (w->st != PRN_OK) return NULL;
+    st = prn__slice_raw(w->ctx, "prn_rnn", x, 1, t, 1, &y);
+    if (st == PRN_OK) {
+        s[0] = x->shape[0]; s[1] = x->shape[2];
+        y->ndim = 2;
+        y->shape[0] = s[0]; y->shape[1] = s[1]; y->shape[2] = y->shape[3] = 1;
+    }
+    return prn__cw_keep(w, st, y);
+}
+/* v [N, S] placed on the diagonals of z [N, S, S] (z += diag v, no tape; z
+ * zeros or any). Also the k x k blocks b [N, nh, k, k] on z's diagonal. */
+PRN__FN void prn__cw_put_diag(prn__cw *w, prn_tensor *z, prn_tensor *v) {
+    size_t N = z->shape[0], S = z->shape[1], sh4[4], ss[4], ds[4];
+    if (w->st != PRN_OK || !N || !S) return;
+    sh4[0] = 1; sh4[1] = 1; sh4[2] = N; sh4[3] = S;
+    ss[0] = 0; ss[1] = 0; ss[2] = S; ss[3] = 1;
+    ds[0] = 0; ds[1] = 0; ds[2] = S * S; ds[3] = S + 1;
+    w->st = prn__in_fn(w->ctx, "prn_rnn", w->ctx->be->strided_copy(w->ctx, z->dtype, sh4, v->st->buf, 0, ss,
+                                                                    z->st->buf, 0, ds));
+}
+PRN__FN void prn__cw_put_blocks(prn__cw *w, prn_tensor *z, prn_tensor *b, size_t nh, size_t k) {
+    size_t N = z->shape[0], S = z->shape[1], sh4[4], ss[4], ds[4];
+    if (w->st != PRN_OK || !N || !S) return;
+    sh4[0] = N; sh4[1] = nh; sh4[2] = k; sh4[3] = k;
+    ss[0] = nh * k * k; ss[1] = k * k; ss[2] = k; ss[3] = 1;
+    ds[0] = S * S; ds[1] = k * S + k; ds[2] = S; ds[3] = 1;
+    w->st = prn__in_fn(w->ctx, "prn_rnn", w->ctx->be->strided_copy(w->ctx, z->dtype, sh4, b->st->buf, 0, ss,
+                                                                    z->st->buf, 0, ds));
+}
+/* The diagonal of each of x's last-two-axes square matrices [.., S, S] as [.., S]. */
+PRN__FN prn_tensor *prn__cw_diag_of(prn__cw *w, prn_tensor *x) {
+    size_t S, N, sh4[4], ss[4], ds[4], shape[3];
+    prn_tensor *y;
+    int nd;
+    if (w->st != PRN_OK) return NULL;
+    nd = x->ndim;
+    S = x->shape[nd - 1];
+    N = nd == 3 ? x->shape[0] : 1;
+    shape[0] = N; shape[1] = S;
+    y = nd == 3 ? prn__cw_new(w, x->dtype, 2, shape, 0.0) : prn__cw_new(w, x->dtype, 1, shape + 1, 0.0);
+    if (!y || !N || !S) return y;
+    sh4[0] = 1; sh4[1] = 1; sh4[2] = N; sh4[3] = S;
+    ss[0] = 0; ss[1] = 0; ss[2] = S * S; ss[3] = S + 1;
+    ds[0] = 0; ds[1] = 0; ds[2] = S; ds[3] = 1;
+    w->st = prn__in_fn(w->ctx, "prn_rnn", w->ctx->be->strided_copy(w->ctx, x->dtype, sh4, x->st->buf, 0, ss,
+                                                                    y->st->buf, 0, ds));
+    return y;
+}
+
+/* --- one step ----------------------------------------------------------- */
+/* GRU gate g (0 r, 1 z, 2 n) of p [B, 3H] laid out by head: [B, nh, 3k]. */
+PRN__FN prn_tensor *prn__gru_gate(prn__cw *w, const prn__rk *k, prn_tensor *p, int g) {
+    size_t B = p->shape[0];
+    if (k->nh == 1) return prn__cw_slice(w, p, 1, (size_t)g * k->H, k->H);
+    return prn__cw_v2(w, prn__cw_slice(w, prn__cw_v3(w, p, B, k->nh, 3 * k->hk), 2, (size_t)g * k->hk, k->hk), B, k->H);
+}
+PRN__FN prn_tensor *prn__gru_join(prn__cw *w, const prn__rk *k, prn_tensor *r, prn_tensor *z, prn_tensor *n) {
+    size_t B = r->shape[0];
+    if (k->nh == 1) return prn__cw_cat(w, prn__cw_cat(w, r, z, 1), n, 1);
+    return prn__cw_v2(w, prn__cw_cat(w, prn__cw_cat(w, prn__cw_v3(w, r, B, k->nh, k->hk), prn__cw_v3(w, z, B, k->nh, k->hk), 2),
+                                     prn__cw_v3(w, n, B, k->nh, k->hk), 2), B, 3 * k->H);
+}
+/* h W_hh^T per head: h [B, H] -> [B, G H] (heads: W_hh [nh, 3k, k]). */
+PRN__FN prn_tensor *prn__hh(prn__cw *w, const prn__rk *k, prn_tensor *h, prn_tensor *Whh) {
+    size_t B = h->shape[0];
+    prn_tensor *t;
+    if (k->nh == 1) return prn__cw_mm(w, h, 0, Whh, 1);
+    t = prn__cw_tr(w, prn__cw_v3(w, h, B, k->nh, k->hk), 0, 1);           /* [nh, B, k]  */
+    t = prn__cw_tr(w, prn__cw_mm(w, t, 0, Whh, 1), 0, 1);                  /* [B, nh, 3k] */
+    return prn__cw_v2(w, t, B, 3 * k->H);
+}
+/* The transposed product: d [B, G H] -> d W_hh [B, H]. */
+PRN__FN prn_tensor *prn__hh_t(prn__cw *w, const prn__rk *k, prn_tensor *d, prn_tensor *Whh) {
+    size_t B = d->shape[0];
+    prn_tensor *t;
+    if (k->nh == 1) return prn__cw_mm(w, d, 0, Whh, 0);
+    t = prn__cw_tr(w, prn__cw_v3(w, d, B, k->nh, 3 * k->hk), 0, 1);       /* [nh, B, 3k] */
+    t = prn__cw_tr(w, prn__cw_mm(w, t, 0, Whh, 0), 0, 1);                  /* [B, nh, k]  */
+    return prn__cw_v2(w, t, B, k->H);
+}
+/* ALRNN: phi'(s), 1 on the identity units and (s > 0) on the relu units. */
+PRN__FN prn_tensor *prn__alrnn_d(prn__cw *w, const prn__rk *k, prn_tensor *s) {
+    return prn__cw2(w, prn_add, prn__cw_bin(w, PRN_BINARY_RELU_GRAD, k->m2, s), k->m2c);
+}
+
+/* next = f(s, xp) for xp the step's input projection [B, P]; prm the
+ * recurrent parameters; sv (may be NULL) receives prn__rk_saved tensors.
+ * Every result lives in w. */
+PRN__FN prn_tensor *prn__rstep(prn__cw *w, const prn__rk *k, prn_tensor *const *prm, prn_tensor *xp, prn_tensor *s,
+                               prn_tensor **sv) {
+    size_t H = k->H;
+    prn_tensor *pre, *h, *c, *i, *f, *g, *o, *cn, *tc, *hn, *r, *z, *n, *u, *v, *q;
+    switch (k->kind) {
+    case PRN_RNN_ELMAN:
+        pre = prn__cw2(w, prn_add, prn__cw2(w, prn_add, xp, prn__cw_mm(w, s, 0, prm[0], 1)), prm[1]);
+        return prn__cw1(w, k->relu ? prn_relu : prn_tanh, pre);
+    case PRN_RNN_LSTM:
+        h = prn__cw_slice(w, s, 1, 0, H);
+        c = prn__cw_slice(w, s, 1, H, H);
+        pre = prn__cw2(w, prn_add, prn__cw2(w, prn_add, xp, prn__cw_mm(w, h, 0, prm[0], 1)), prm[1]);
+        i = prn__cw1(w, prn_sigmoid, prn__cw_slice(w, pre, 1, 0, H));
+        f = prn__cw1(w, prn_sigmoid, prn__cw_slice(w, pre, 1, H, H));
+        g = prn__cw1(w, prn_tanh, prn__cw_slice(w, pre, 1, 2 * H, H));
+        o = prn__cw1(w, prn_sigmoid, prn__cw_slice(w, pre, 1, 3 * H, H));
+        cn = prn__cw2(w, prn_add, prn__cw2(w, prn_mul, f, c), prn__cw2(w, prn_mul, i, g));
+        tc = prn__cw1(w, prn_tanh, cn);
+        if (sv) { sv[0] = i; sv[1] = f; sv[2] = g; sv[3] = o; sv[4] = tc; }
+        return prn__cw_cat(w, prn__cw2(w, prn_mul, o, tc), cn, 1);
+    case PRN_RNN_GRU: case PRN_RNN_MHGRU:
+        q = prn__cw2(w, prn_add, prn__hh(w, k, s, prm[0]), prm[1]);
+        r = prn__cw1(w, prn_sigmoid, prn__cw2(w, prn_add, prn__gru_gate(w, k, xp, 0), prn__gru_gate(w, k, q, 0)));
+        z = prn__cw1(w, prn_sigmoid, prn__cw2(w, prn_add, prn__gru_gate(w, k, xp, 1), prn__gru_gate(w, k, q, 1)));
+        hn = prn__gru_gate(w, k, q, 2);
+        n = prn__cw1(w, prn_tanh, prn__cw2(w, prn_add, prn__gru_gate(w, k, xp, 2), prn__cw2(w, prn_mul, r, hn)));
+        if (sv) { sv[0] = r; sv[1] = z; sv[2] = n; sv[3] = hn; }
+        return prn__cw2(w, prn_add, n, prn__cw2(w, prn_mul, z, prn__cw2(w, prn_sub, s, n)));
+    case PRN_RNN_PLRNN:
+        return prn__cw2(w, prn_add, prn__cw2(w, prn_add, prn__cw2(w, prn_mul, prm[0], s),
+                                             prn__cw_mm(w, prn__cw1(w, prn_relu, s), 0, prm[1], 1)), xp);
+    case PRN_RNN_ALRNN:
+        return prn__cw2(w, prn_add, prn__cw2(w, prn_add, prn__cw2(w, prn_mul, prm[0], s),
+                                             prn__cw_mm(w, prn__cw2(w, prn_mul, s, prn__alrnn_d(w, k, s)), 0, prm[1], 1)), xp);
+    default: /* shallow */
+        v = prn__cw_mm(w, s, 0, prm[2], 1);
+        u = prn__cw2(w, prn_add, v, prm[3]);
+        r = prn__cw1(w, prn_relu, u);
+        if (k->kind == PRN_RNN_CLIPPED_SHPLRNN) r = prn__cw2(w, prn_sub, r, prn__cw1(w, prn_relu, v));
+        if (sv) { sv[0] = u; if (k->kind == PRN_RNN_CLIPPED_SHPLRNN) sv[1] = v; }
+        return prn__cw2(w, prn_add, prn__cw2(w, prn_add, prn__cw2(w, prn_mul, prm[0], s),
+                                             prn__cw_mm(w, r, 0, prm[1], 1)), xp);
+    }
+}
+
+/* Backward of one step: gs = d loss / d next [B, S] -> *dxp [B, P] and the
+ * return value d loss / d s; *dq receives what the weight gradients need
+ * per step (torch kinds: d of the hidden projection [B, G H]; shallow:
+ * d u (and d v)). */
+PRN__FN prn_tensor *prn__rstep_bw(prn__cw *w, const prn__rk *k, prn_tensor *const *prm, prn_tensor *s,
+                                  prn_tensor *const *sv, prn_tensor *next, prn_tensor *gs, prn_tensor **dxp,
+                                  prn_tensor **dq) {
+    size_t H = k->H;
+    prn_tensor *dpre, *gh, *gc, *dc, *dpr, *dpz, *dpn, *dz, *dr, *du, *dv, *ds;
+    switch (k->kind) {
+    case PRN_RNN_ELMAN:
+        dpre = prn__cw_bin(w, k->relu ? PRN_BINARY_RELU_GRAD : PRN_BINARY_TANH_GRAD, gs, next);
+        *dxp = dq[0] = dpre;
+        return prn__cw_mm(w, dpre, 0, prm[0], 0);
+    case PRN_RNN_LSTM: { /* sv: i f g o tanh(c) */
+        prn_tensor *c = prn__cw_slice(w, s, 1, H, H);
+        gh = prn__cw_slice(w, gs, 1, 0, H);
+        gc = prn__cw_slice(w, gs, 1, H, H);
+        dc = prn__cw2(w, prn_add, gc, prn__cw_bin(w, PRN_BINARY_TANH_GRAD, prn__cw2(w, prn_mul, gh, sv[3]), sv[4]));
+        dpre = prn__cw_cat(w, prn__cw_cat(w, prn__cw_bin(w, PRN_BINARY_SIGMOID_GRAD, prn__cw2(w, prn_mul, dc, sv[2]), sv[0]),
+                                          prn__cw_bin(w, PRN_BINARY_SIGMOID_GRAD, prn__cw2(w, prn_mul, dc, c), sv[1]), 1),
+                           prn__cw_cat(w, prn__cw_bin(w, PRN_BINARY_TANH_GRAD, prn__cw2(w, prn_mul, dc, sv[0]), sv[2]),
+                                       prn__cw_bin(w, PRN_BINARY_SIGMOID_GRAD, prn__cw2(w, prn_mul, gh, sv[4]), sv[3]), 1), 1);
+        *dxp = dq[0] = dpre;
+        return prn__cw_cat(w, prn__cw_mm(w, dpre, 0, prm[0], 0), prn__cw2(w, prn_mul, dc, sv[1]), 1);
+    }
+    case PRN_RNN_GRU: case PRN_RNN_MHGRU: /* sv: r z n hn */
+        dz = prn__cw2(w, prn_mul, gs, prn__cw2(w, prn_sub, s, sv[2]));
+        dpn = prn__cw_bin(w, PRN_BINARY_TANH_GRAD, prn__cw2(w, prn_sub, gs, prn__cw2(w, prn_mul, gs, sv[1])), sv[2]);
+        dpr = prn__cw_bin(w, PRN_BINARY_SIGMOID_GRAD, prn__cw2(w, prn_mul, dpn, sv[3]), sv[0]);
+        dpz = prn__cw_bin(w, PRN_BINARY_SIGMOID_GRAD, dz, sv[1]);
+        *dxp = prn__gru_join(w, k, dpr, dpz, dpn);
+        dq[0] = prn__gru_join(w, k, dpr, dpz, prn__cw2(w, prn_mul, dpn, sv[0]));
+        return prn__cw2(w, prn_add, prn__cw2(w, prn_mul, gs, sv[1]), prn__hh_t(w, k, dq[0], prm[0]));
+    case PRN_RNN_PLRNN:
+        *dxp = gs;
+        return prn__cw2(w, prn_add, prn__cw2(w, prn_mul, prm[0], gs),
+                        prn__cw_bin(w, PRN_BINARY_RELU_GRAD, prn__cw_mm(w, gs, 0, prm[1], 0), s));
+    case PRN_RNN_ALRNN:
+        *dxp = gs;
+        return prn__cw2(w, prn_add, prn__cw2(w, prn_mul, prm[0], gs),
+                        prn__cw2(w, prn_mul, prn__cw_mm(w, gs, 0, prm[1], 0), prn__alrnn_d(w, k, s)));
+    default: /* shallow; sv: u (v) */
+        *dxp = gs;
+        dr = prn__cw_mm(w, gs, 0, prm[1], 0);
+        du = prn__cw_bin(w, PRN_BINARY_RELU_GRAD, dr, sv[0]);
+        dv = k->kind == PRN_RNN_CLIPPED_SHPLRNN ? prn__cw2(w, prn_sub, du, prn__cw_bin(w, PRN_BINARY_RELU_GRAD, dr, sv[1])) : du;
+        dq[0] = du;
+        dq[1] = dv;
+        ds = prn__cw_mm(w, dv, 0, prm[2], 0);
+        return prn__cw2(w, prn_add, prn__cw2(w, prn_mul, prm[0], gs), ds);
+    }
+}
+
+/* --- one layer's recurrence as a recorded op --------------------------- */
+typedef struct prn__recur {
+    prn_context *ctx;
+    prn__rk k;          /* k.m2, k.m2c retained */
+    size_t T;
+    int rev, nsv;
+    prn_tensor **sv;    /* per time index t: nsv saved tensors */
+} prn__recur;
+
+PRN__FN void prn__recur_free(void *user) {
+    prn__recur *r = (prn__recur *)user;
+    size_t i;
+    if (!r) return;
+    if (r->sv)
+        for (i = 0; i < r->T * (size_t)r->nsv; ++i) prn_tensor_free(r->sv[i]);
+    prn_tensor_free(r->k.m2);
+    prn_tensor_free(r->k.m2c);
+    prn_free(r->ctx, r->sv);
+    prn_free(r->ctx, r);
+}
+
+/* Assembles the saved tensor j of every step into [B * T, X]. */
+PRN__FN prn_tensor *prn__recur_stack(prn__cw *w, const prn__recur *r, int j) {
+    prn_tensor *first = r->sv[j], *y;
+    size_t B = first->shape[0], X = first->shape[1], t, shape[3];
+    shape[0] = B; shape[1] = r->T; shape[2] = X;
+    y = prn__cw_new(w, first->dtype, 3, shape, 0.0);
+    for (t = 0; t < r->T; ++t) prn__cw_put(w, y, t, r->sv[t * (size_t)r->nsv + j]);
+    return prn__cw_v2(w, y, B * r->T, X);
+}
+
+PRN__FN prn_status prn__bw_recur(prn_context *ctx, const prn_op *op, prn_tensor *g, prn_tensor **gin) {
+    prn__recur *r = (prn__recur *)op->user;
+    const prn__rk *k = &r->k;
+    prn_tensor *xp = op->inputs[0], *s0 = op->inputs[1], *const *prm = op->inputs + 2, *Sall = op->output;
+    size_t B = xp->shape[0], T = xp->shape[1], P = xp->shape[2], S = k->S, BT = B * T, step, t, mark, shape[3];
+    int nq = prn__rnn_torch(k->kind) ? 1 : prn__rnn_shallow(k->kind) ? 2 : 0, j, np;
+    prn_tensor *DXP, *DQ[2] = {NULL, NULL}, *Sprev, *carry = NULL, *res[4] = {NULL, NULL, NULL, NULL};
+    prn__cw w;
+    memset(&w, 0, sizeof w);
+    w.ctx = ctx;
+    np = prn__rk_params(k->kind);
+    shape[0] = B; shape[1] = T; shape[2] = P;
+    DXP = prn__cw_new(&w, xp->dtype, 3, shape, 0.0);
+    for (j = 0; j < nq; ++j) {
+        shape[2] = prn__rnn_torch(k->kind) ? P : prm[3]->shape[0];
+        DQ[j] = prn__cw_new(&w, xp->dtype, 3, shape, 0.0);
+    }
+    /* states before each step, in time order */
+    {
+        prn_tensor *s03 = prn__cw_v3(&w, s0, B, 1, S);
+        Sprev = T == 1 ? s03
+                : r->rev ? prn__cw_cat(&w, prn__cw_slice(&w, Sall, 1, 1, T - 1), s03, 1)
+                         : prn__cw_cat(&w, s03, prn__cw_slice(&w, Sall, 1, 0, T - 1), 1);
+    }
+    for (step = 0; step < T && w.st == PRN_OK; ++step) {
+        prn_tensor *gs, *s, *nx, *dxp = NULL, *dq[2] = {NULL, NULL}, *ds, *svt[5] = {NULL, NULL, NULL, NULL, NULL};
+        mark = w.n;
+        t = r->rev ? step : T - 1 - step;
+        gs = prn__cw_row(&w, g, t);
+        if (carry) gs = prn__cw2(&w, prn_add, gs, carry);
+        s = prn__cw_row(&w, Sprev, t);
+        nx = prn__cw_row(&w, Sall, t);
+        for (j = 0; j < r->nsv; ++j) svt[j] = r->sv[t * (size_t)r->nsv + j];
+        ds = prn__rstep_bw(&w, k, prm, s, svt, nx, gs, &dxp, dq);
+        if (w.st != PRN_OK) break;
+        prn__cw_put(&w, DXP, t, dxp);
+        for (j = 0; j < nq; ++j) prn__cw_put(&w, DQ[j], t, dq[j]);
+        if (w.st != PRN_OK) break;
+        prn_tensor_retain(ds);
+        prn__cw_release(&w, mark);
+        prn_tensor_free(carry);
+        carry = ds;
+    }
+    if (w.st == PRN_OK && op->needs_grad[0]) w.st = prn__view(ctx, "prn_backward", DXP, 3, xp->shape, &gin[0]);
+    if (w.st == PRN_OK && op->needs_grad[1]) w.st = prn__view(ctx, "prn_backward", carry, s0->ndim, s0->shape, &gin[1]);
+    if (w.st == PRN_OK) {
+        prn_tensor *D2 = prn__cw_v2(&w, DXP, BT, P), *Sp2 = prn__cw_v2(&w, Sprev, BT, S), *Hp, *Q2, *R;
+        switch (k->kind) {
+        case PRN_RNN_ELMAN: case PRN_RNN_LSTM: case PRN_RNN_GRU: case PRN_RNN_MHGRU:
+            Hp = k->kind == PRN_RNN_LSTM ? prn__cw_slice(&w, Sp2, 1, 0, k->H) : Sp2;
+            Q2 = prn__cw_v2(&w, DQ[0], BT, P);
+            if (op->needs_grad[2]) {
+                if (k->nh == 1) res[0] = prn__cw_mm(&w, Q2, 1, Hp, 0);
+                else res[0] = prn__cw_mm(&w, prn__cw_tr(&w, prn__cw_v3(&w, Q2, BT, k->nh, 3 * k->hk), 0, 1), 1,
+                                         prn__cw_tr(&w, prn__cw_v3(&w, Hp, BT, k->nh, k->hk), 0, 1), 0);
+            }
+            if (op->needs_grad[3]) res[1] = prn__cw_sum0(&w, Q2);
+            break;
+        case PRN_RNN_PLRNN: case PRN_RNN_ALRNN:
+            if (op->needs_grad[2]) res[0] = prn__cw_sum0(&w, prn__cw2(&w, prn_mul, D2, Sp2));
+            if (op->needs_grad[3])
+                res[1] = prn__cw_mm(&w, D2, 1,
+                                    k->kind == PRN_RNN_PLRNN ? prn__cw1(&w, prn_relu, Sp2)
+                                                             : prn__cw2(&w, prn_mul, Sp2, prn__alrnn_d(&w, k, Sp2)), 0);
+            break;
+        default: { /* shallow: prm A, W1, W2, h2 */
+            size_t Lw = prm[3]->shape[0];
+            prn_tensor *U = prn__recur_stack(&w, r, 0);
+            R = prn__cw1(&w, prn_relu, U);
+            if (k->kind == PRN_RNN_CLIPPED_SHPLRNN) R = prn__cw2(&w, prn_sub, R, prn__cw1(&w, prn_relu, prn__recur_stack(&w, r, 1)));
+            if (op->needs_grad[2]) res[0] = prn__cw_sum0(&w, prn__cw2(&w, prn_mul, D2, Sp2));
+            if (op->needs_grad[3]) res[1] = prn__cw_mm(&w, D2, 1, R, 0);
+            if (op->needs_grad[4]) res[2] = prn__cw_mm(&w, prn__cw_v2(&w, DQ[1], BT, Lw), 1, Sp2, 0);
+            if (op->needs_grad[5]) res[3] = prn__cw_sum0(&w, prn__cw_v2(&w, DQ[0], BT, Lw));
+            break;
+        }
+        }
+        for (j = 0; j < np && w.st == PRN_OK; ++j)
+            if (res[j]) w.st = prn__view(ctx, "prn_backward", res[j], prm[j]->ndim, prm[j]->shape, &gin[2 + j]);
+    }
+    prn_tensor_free(carry);
+    prn__cw_release(&w, 0);
+    prn_free(ctx, w.t);
+    return w.st;
+}
+
+/* The states after every step, Sall [B, T, S], of the recurrence with
+ * input projections xp [B, T, P] from s0 [B, S]; recorded as one op. */
+PRN__FN prn_status prn__recur_op(prn_context *ctx, const char *fn, const prn__rk *k, prn_tensor *xp, prn_tensor *s0,
+                                 prn_tensor *const *prm, int rev, prn_tensor **out) {
+    size_t B = xp->shape[0], T = xp->shape[1], step, t, mark, shape[3];
+    int np = prn__rk_params(k->kind), nsv = prn__rk_saved(k->kind), i, j, need = 0;
+    prn_tensor *in[PRN_MAX_OP_INPUTS], *Sall = NULL, *s = s0;
+    prn__recur *r = NULL;
+    prn__cw w;
+    prn_status st;
+    in[0] = xp;
+    in[1] = s0;
+    for (i = 0; i < np; ++i) in[2 + i] = prm[i];
+    if (prn_grad_enabled(ctx))
+        for (i = 0; i < np + 2; ++i) need |= in[i]->requires_grad;
+    if (need) {
+        r = (prn__recur *)prn_alloc(ctx, sizeof *r);
+        if (!r) return PRN__ERR(ctx, PRN_ERR_OUT_OF_MEMORY, "%s: out of memory", fn);
+        memset(r, 0, sizeof *r);
+        r->ctx = ctx;
+        r->k = *k;
+        r->k.m2 = prn_tensor_retain(k->m2);
+        r->k.m2c = prn_tensor_retain(k->m2c);
+        r->T = T;
+        r->rev = rev;
+        r->nsv = nsv;
+        if (nsv) {
+            r->sv = (prn_tensor **)prn_alloc(ctx, T * (size_t)nsv * sizeof *r->sv);
+            if (!r->sv) { prn__recur_free(r); return PRN__ERR(ctx, PRN_ERR_OUT_OF_MEMORY, "%s: out of memory", fn); }
+            memset(r->sv, 0, T * (size_t)nsv * sizeof *r->sv);
+        }
+    }
+    shape[0] = B; shape[1] = T; shape[2] = k->S;
+    st = prn__tensor_new(ctx, fn, xp->dtype, 3, shape, &Sall);
+    if (st != PRN_OK) { prn__recur_free(r); return st; }
+    memset(&w, 0, sizeof w);
+    w.ctx = ctx;
+    prn_no_grad_begin(ctx);
+    for (step = 0; step < T; ++step) {
+        prn_tensor *svt[5] = {NULL, NULL, NULL, NULL, NULL}, *nx;
+        t = rev ? T - 1 - step : step;
+        mark = w.n;
+        nx = prn__rstep(&w, k, prm, prn__cw_row(&w, xp, t), s, r ? svt : NULL);
+        prn__cw_put(&w, Sall, t, nx);
+        if (w.st != PRN_OK) break;
+        if (r)
+            for (j = 0; j < nsv; ++j) r->sv[t * (size_t)nsv + j] = prn_tensor_retain(svt[j]);
+        prn_tensor_retain(nx);
+        prn__cw_release(&w, mark);
+        if (s != s0) prn_tensor_free(s);
+        s = nx;
+    }
+    if (s != s0) prn_tensor_free(s);
+    prn_no_grad_end(ctx);
+    prn__cw_release(&w, 0);
+    prn_free(ctx, w.t);
+    st = w.st;
+    if (st == PRN_OK && r) {
+        st = prn_tape_record(ctx, "rnn_layer", in, np + 2, Sall, prn__bw_recur, r, prn__recur_free);
+        if (st == PRN_OK) r = NULL; /* the tape owns it */
+    }
+    prn__recur_free(r);
+    if (st != PRN_OK) { prn_tensor_free(Sall); return st; }
+    *out = Sall;
+    return PRN_OK;
+}
+
+/* --- construction ------------------------------------------------------ */
+PRN__DEF const char *prn_rnn_kind_name(prn_rnn_kind kind) {
+    static const char *const names[] = {"elman", "lstm", "gru", "mhgru", "plrnn", "shplrnn", "clipped_shplrnn", "alrnn"};
+    return (int)kind >= 0 && kind < PRN_RNN_KIND_COUNT ? names[kind] : "";
+}
+
+/* Checks a configuration and fills in the defaults. */
+PRN__FN prn_status prn__rnn_check(prn_context *ctx, const char *fn, const prn_rnn_config *in, prn_rnn_config *c) {
+    const size_t big = (size_t)1 << 28;
+    *c = *in;
+    if (c->num_layers == 0) c->num_layers = 1;
+    if (c->num_heads == 0) c->num_heads = 1;
+    if ((int)c->kind < 0 || c->kind >= PRN_RNN_KIND_COUNT)
+        return PRN__ERR(ctx, PRN_ERR_INVALID_ARGUMENT, "%s: argument 'config->kind' is %d, not a prn_rnn_kind", fn, (int)c->kind);
+    if (c->dtype != PRN_F32 && c->dtype != PRN_F64)
+        return PRN__ERR(ctx, PRN_ERR_DTYPE, "%s: argument 'config->dtype' is %s (%d); networks need f32 or f64", fn,
+                        prn_dtype_name(c->dtype), (int)c->dtype);
+    if (c->hidden_size < 1 || c->hidden_size > big)
+        return PRN__ERR(ctx, PRN_ERR_INVALID_ARGUMENT, "%s: argument 'config->hidden_size' is %lu; must be 1 .. 2^28", fn,
+                        (unsigned long)c->hidden_size);
+    if (c->input_size > big || (c->input_size == 0 && prn__rnn_torch(c->kind)))
+        return PRN__ERR(ctx, PRN_ERR_INVALID_ARGUMENT, "%s: argument 'config->input_size' is %lu; must be %s .. 2^28", fn,
+                        (unsigned long)c->input_size, prn__rnn_torch(c->kind) ? "1" : "0");
+    if (c->num_layers < 1 || c->num_layers > 64)
+        return PRN__ERR(ctx, PRN_ERR_INVALID_ARGUMENT, "%s: argument 'config->num_layers' is %d; must be 0 .. 64", fn,
+                        c->num_layers);
+    if (c->bidirectional != 0 && c->bidirectional != 1)
+        return PRN__ERR(ctx, PRN_ERR_INVALID_ARGUMENT, "%s: argument 'config->bidirectional' is %d; must be 0 or 1", fn,
+                        c->bidirectional);
+    if (c->relu != 0 && c->relu != 1)
+        return PRN__ERR(ctx, PRN_ERR_INVALID_ARGUMENT, "%s: argument 'config->relu' is %d; must be 0 or 1", fn, c->relu);
+    if (c->kind == PRN_RNN_MHGRU && c->hidden_size % c->num_heads)
+        return PRN__ERR(ctx, PRN_ERR_INVALID_ARGUMENT, "%s: argument 'config->num_heads' %lu does not divide hidden_size %lu",
+                        fn, (unsigned long)c->num_heads, (unsigned long)c->hidden_size);
+    if (c->kind != PRN_RNN_MHGRU && c->num_heads != 1)
+        return PRN__ERR(ctx, PRN_ERR_INVALID_ARGUMENT, "%s: argument 'config->num_heads' is %lu; only MHGRU has heads", fn,
+                        (unsigned long)c->num_heads);
+    if (prn__rnn_shallow(c->kind) && (c->shallow_size < 1 || c->shallow_size > big))
+        return PRN__ERR(ctx, PRN_ERR_INVALID_ARGUMENT, "%s: argument 'config->shallow_size' is %lu; must be 1 .. 2^28", fn,
+                        (unsigned long)c->shallow_size);
+    if (!prn__rnn_shallow(c->kind) && c->shallow_size)
+        return PRN__ERR(ctx, PRN_ERR_INVALID_ARGUMENT, "%s: argument 'config->shallow_size' is set for a %s network", fn,
+                        prn_rnn_kind_name(c->kind));
+    if (c->kind == PRN_RNN_ALRNN ? c->num_relu > c->hidden_size : c->num_relu != 0)
+        return PRN__ERR(ctx, PRN_ERR_INVALID_ARGUMENT, "%s: argument 'config->num_relu' is %lu; %s", fn,
+                        (unsigned long)c->num_relu, c->kind == PRN_RNN_ALRNN ? "must be at most hidden_size" : "only ALRNN has it");
+    if (c->relu && c->kind != PRN_RNN_ELMAN)
+        return PRN__ERR(ctx, PRN_ERR_INVALID_ARGUMENT, "%s: argument 'config->relu' is set for a %s network", fn,
+                        prn_rnn_kind_name(c->kind));
+    if (c->output_size > big)
+        return PRN__ERR(ctx, PRN_ERR_INVALID_ARGUMENT, "%s: argument 'config->output_size' is %lu; must be 0 .. 2^28", fn,
+                        (unsigned long)c->output_size);
+    return PRN_OK;
+}
+
+PRN__DEF void prn_rnn_free(prn_rnn *rnn) {
+    int i;
+    if (!rnn) return;
+    for (i = 0; i < rnn->np; ++i) prn_tensor_free(rnn->p[i]);
+    prn_tensor_free(rnn->m2);
+    prn_tensor_free(rnn->m2c);
+    prn_free(rnn->ctx, rnn->p);
+    prn_free(rnn->ctx, rnn->names);
+    prn_free(rnn->ctx, rnn->role);
+    prn_free(rnn->ctx, rnn);
+}
+
+/* Adds a parameter of the given shape, uniform in [lo, hi] (zeros when lo == hi == 0). */
+PRN__FN prn_status prn__rnn_param(prn_rnn *r, const char *name, int ld, int role, int nd, size_t d0, size_t d1,
+                                  size_t d2, double lo, double hi) {
+    size_t shape[3];
+    prn_tensor *t = NULL;
+    prn_status st;
+    shape[0] = d0; shape[1] = d1; shape[2] = d2;
+    st = r->zero_init || (lo == 0.0 && hi == 0.0) ? prn_tensor_create(r->ctx, r->cfg.dtype, nd, shape, &t)
+                                : prn_tensor_uniform(r->ctx, r->cfg.dtype, nd, shape, lo, hi, &t);
+    if (st == PRN_OK) st = prn_tensor_set_requires_grad(t, 1);
+    if (st != PRN_OK) { prn_tensor_free(t); return st; }
+    r->p[r->np] = t;
+    if (ld >= 0) {
+        snprintf(r->names[r->np], sizeof r->names[0], "%s_l%d%s", name, ld / r->D, ld % r->D ? "_reverse" : "");
+        r->role[ld][role] = t;
+    } else {
+        snprintf(r->names[r->np], sizeof r->names[0], "%s", name);
+    }
+    r->np++;
+    return PRN_OK;
+}
+
+PRN__FN prn_status prn__rnn_build(prn_context *ctx, const char *fn, const prn_rnn_config *config, int init,
+                                  prn_rnn **out) {
+    prn_rnn_config c;
+    prn_rnn *r;
+    prn_status st = PRN_OK;
+    size_t H, M, In, Lw, G, maxp;
+    int ld, torch;
+    PRN__CTX(ctx, fn);
+    PRN__CHECK_OUT(ctx, fn, out);
+    if (!config) return PRN__ERR(ctx, PRN_ERR_NULL_ARGUMENT, "%s: argument 'config' is NULL", fn);
+    PRN__TRY(prn__rnn_check(ctx, fn, config, &c));
+    r = (prn_rnn *)prn_alloc(ctx, sizeof *r);
+    if (!r) return PRN__ERR(ctx, PRN_ERR_OUT_OF_MEMORY, "%s: out of memory", fn);
+    memset(r, 0, sizeof *r);
+    r->ctx = ctx;
+    r->cfg = c;
+    r->zero_init = !init;
+    r->L = c.num_layers;
+    r->D = c.bidirectional ? 2 : 1;
+    H = M = r->H = c.hidden_size;
+    r->S = c.kind == PRN_RNN_LSTM ? 2 * H : H;
+    r->hk = H / c.num_heads;
+    torch = prn__rnn_torch(c.kind);
+    G = c.kind == PRN_RNN_LSTM ? 4 : c.kind == PRN_RNN_GRU || c.kind == PRN_RNN_MHGRU ? 3 : 1;
+    r->P = G * H;
+    Lw = c.shallow_size;
+    maxp = (size_t)r->L * (size_t)r->D * 6 + 2;
+    r->p = (prn_tensor **)prn_alloc(ctx, maxp * sizeof *r->p);
+    r->names = (char (*)[32])prn_alloc(ctx, maxp * sizeof *r->names);
+    r->role = (prn_tensor *(*)[PRN__R_COUNT])prn_alloc(ctx, (size_t)r->L * (size_t)r->D * sizeof *r->role);
+    if (!r->p || !r->names || !r->role) { prn_rnn_free(r); return PRN__ERR(ctx, PRN_ERR_OUT_OF_MEMORY, "%s: out of memory", fn); }
+    memset(r->role, 0, (size_t)r->L * (size_t)r->D * sizeof *r->role);
+    for (ld = 0; ld < r->L * r->D && st == PRN_OK; ++ld) {
+        double k = 1.0 / sqrt((double)H), km = 0.5 / sqrt((double)M);
+        In = ld < r->D ? c.input_size : (size_t)r->D * H;
+        if (torch) {
+            st = prn__rnn_param(r, "weight_ih", ld, PRN__R_WIN, 2, G * H, In, 0, -k, k);
+            if (st == PRN_OK) {
+                if (c.kind == PRN_RNN_MHGRU) st = prn__rnn_param(r, "weight_hh", ld, PRN__R_WHH, 3, c.num_heads, 3 * r->hk, r->hk, -k, k);
+                else st = prn__rnn_param(r, "weight_hh", ld, PRN__R_WHH, 2, G * H, H, 0, -k, k);
+            }
+            if (st == PRN_OK) st = prn__rnn_param(r, "bias_ih", ld, PRN__R_BIN, 1, G * H, 0, 0, -k, k);
+            if (st == PRN_OK) st = prn__rnn_param(r, "bias_hh", ld, PRN__R_BHH, 1, G * H, 0, 0, -k, k);
+        } else {
+            int sh = prn__rnn_shallow(c.kind);
+            st = prn__rnn_param(r, "A", ld, PRN__R_A, 1, M, 0, 0, 0.5, 0.9);
+            if (st == PRN_OK && sh) st = prn__rnn_param(r, "W1", ld, PRN__R_WHH, 2, M, Lw, 0, -0.5 / sqrt((double)Lw), 0.5 / sqrt((double)Lw));
+            if (st == PRN_OK && sh) st = prn__rnn_param(r, "W2", ld, PRN__R_W2, 2, Lw, M, 0, -1.0 / sqrt((double)M), 1.0 / sqrt((double)M));
+            if (st == PRN_OK && !sh) st = prn__rnn_param(r, "W", ld, PRN__R_WHH, 2, M, M, 0, -km, km);
+            if (st == PRN_OK) st = prn__rnn_param(r, sh ? "h1" : "h", ld, PRN__R_BIN, 1, M, 0, 0, 0.0, 0.0);
+            if (st == PRN_OK && sh) st = prn__rnn_param(r, "h2", ld, PRN__R_H2, 1, Lw, 0, 0, -1.0, 1.0);
+            if (st == PRN_OK && In > 0) st = prn__rnn_param(r, "C", ld, PRN__R_WIN, 2, M, In, 0, -1.0 / sqrt((double)In), 1.0 / sqrt((double)In));
+        }
+    }
+    if (st == PRN_OK && c.output_size) {
+        double k = 1.0 / sqrt((double)(r->D * H));
+        st = prn__rnn_param(r, "readout_weight", -1, 0, 2, c.output_size, (size_t)r->D * H, 0, -k, k);
+        if (st == PRN_OK) r->ro_w = r->p[r->np - 1];
+        if (st == PRN_OK) st = prn__rnn_param(r, "readout_bias", -1, 0, 1, c.output_size, 0, 0, -k, k);
+        if (st == PRN_OK) r->ro_b = r->p[r->np - 1];
+    }
+    if (st == PRN_OK && c.kind == PRN_RNN_ALRNN) { /* m2: 1 on the last P units */
+        size_t shape[1], i;
+        double *h = (double *)prn_alloc(ctx, M * sizeof *h);
+        shape[0] = M;
+        if (!h) st = PRN__ERR(ctx, PRN_ERR_OUT_OF_MEMORY, "%s: out of memory", fn);
+        else {
+            for (i = 0; i < M; ++i) h[i] = i >= M - c.num_relu ? 1.0 : 0.0;
+            st = prn_tensor_create(ctx, c.dtype, 1, shape, &r->m2);
+            if (st == PRN_OK) st = prn__upload_f64(r->m2, h);
+            for (i = 0; i < M; ++i) h[i] = 1.0 - h[i];
+            if (st == PRN_OK) st = prn_tensor_create(ctx, c.dtype, 1, shape, &r->m2c);
+            if (st == PRN_OK) st = prn__upload_f64(r->m2c, h);
+            prn_free(ctx, h);
+        }
+    }
+    if (st != PRN_OK) { prn_rnn_free(r); return st; }
+    *out = r;
+    return PRN_OK;
+}
+
+PRN__DEF prn_status prn_rnn_create(prn_context *ctx, const prn_rnn_config *config, prn_rnn **out) {
+    return prn__rnn_build(ctx, "prn_rnn_create", config, 1, out);
+}
+PRN__DEF const prn_rnn_config *prn_rnn_get_config(const prn_rnn *rnn) { return rnn ? &rnn->cfg : NULL; }
+PRN__DEF int prn_rnn_params(const prn_rnn *rnn, prn_tensor **params, int max) {
+    int i;
+    if (!rnn) return 0;
+    for (i = 0; params && i < rnn->np && i < max; ++i) params[i] = rnn->p[i];
+    return rnn->np;
+}
+PRN__DEF const char *prn_rnn_param_name(const prn_rnn *rnn, int index) {
+    return rnn && index >= 0 && index < rnn->np ? rnn->names[index] : NULL;
+}
+PRN__DEF prn_tensor *prn_rnn_param(const prn_rnn *rnn, const char *name) {
+    int i;
+    if (!rnn || !name) return NULL;
+    for (i = 0; i < rnn->np; ++i)
+        if (!strcmp(rnn->names[i], name)) return rnn->p[i];
+    return NULL;
+}
+PRN__DEF size_t prn_rnn_state_size(const prn_rnn *rnn) { return rnn ? rnn->S : 0; }
+PRN__DEF size_t prn_rnn_output_size(const prn_rnn *rnn) { return rnn ? (size_t)rnn->D * rnn->H : 0; }
+PRN__DEF size_t prn_rnn_jacobian_block(const prn_rnn *rnn) {
+    return rnn ? (rnn->cfg.kind == PRN_RNN_MHGRU ? rnn->hk : rnn->S) : 0;
+}
+
+/* --- evaluation --------------------------------------------------------- */
+/* The recurrent parameters of layer-direction ld, in prn__rk_params order. */
+PRN__FN int prn__rnn_rprm(const prn_rnn *r, int ld, prn_tensor **prm) {
+    prn_tensor *const *ro = r->role[ld];
+    if (prn__rnn_torch(r->cfg.kind)) { prm[0] = ro[PRN__R_WHH]; prm[1] = ro[PRN__R_BHH]; return 2; }
+    prm[0] = ro[PRN__R_A];
+    prm[1] = ro[PRN__R_WHH];
+    if (!prn__rnn_shallow(r->cfg.kind)) return 2;
+    prm[2] = ro[PRN__R_W2];
+    prm[3] = ro[PRN__R_H2];
+    return 4;
+}
+/* x [B, T, I] -> the input projections [B, T, P] of layer-direction ld. */
+PRN__FN prn_tensor *prn__rnn_proj(prn__cw *w, const prn_rnn *r, int ld, prn_tensor *x) {
+    size_t B = x->shape[0], T = x->shape[1], In = x->shape[2], shape[3];
+    prn_tensor *const *ro = r->role[ld];
+    if (In == 0) { /* autonomous PLRNN: the bias alone */
+        prn_tensor *y = NULL;
+        prn_status st;
+        if (w->st != PRN_OK) return NULL;
+        shape[0] = B; shape[1] = T; shape[2] = r->P;
+        st = prn_broadcast(w->ctx, ro[PRN__R_BIN], 3, shape, &y);
+        return prn__cw_keep(w, st, y);
+    }
+    return prn__cw_v3(w, prn__cw2(w, prn_add, prn__cw_mm(w, prn__cw_v2(w, x, B * T, In), 0, ro[PRN__R_WIN], 1), ro[PRN__R_BIN]),
+                      B, T, r->P);
+}
+
+PRN__FN prn_status prn__rnn_arg(prn_context *ctx, const char *fn, const prn_rnn *rnn) {
+    PRN__CTX(ctx, fn);
+    if (!rnn) return PRN__ERR(ctx, PRN_ERR_NULL_ARGUMENT, "%s: argument 'rnn' is NULL", fn);
+    if (rnn->ctx != ctx)
+        return PRN__ERR(ctx, PRN_ERR_CONTEXT_MISMATCH, "%s: argument 'rnn' belongs to another context", fn);
+    return PRN_OK;
+}
+PRN__FN prn_status prn__rnn_tensor(prn_context *ctx, const char *fn, const char *arg, const prn_rnn *rnn,
+                                   const prn_tensor *t, int nd, size_t d0, size_t d1, size_t d2) {
+    size_t want[3];
+    int i;
+    PRN__TRY(prn__check_t(ctx, fn, arg, t, 1));
+    if (t->dtype != rnn->cfg.dtype)
+        return PRN__ERR(ctx, PRN_ERR_DTYPE, "%s: argument '%s' is %s; the network is %s", fn, arg,
+                        prn_dtype_name(t->dtype), prn_dtype_name(rnn->cfg.dtype));
+    want[0] = d0; want[1] = d1; want[2] = d2;
+    for (i = 0; i < nd && t->ndim == nd; ++i)
+        if (want[i] != (size_t)-1 && t->shape[i] != want[i]) break;
+    if (t->ndim != nd || i < nd) {
+        char got[64], exp[64];
+        int n = 0, k;
+        prn__shape_str(t, got, sizeof got);
+        n += snprintf(exp + n, sizeof exp - (size_t)n, "[");
+        for (k = 0; k < nd; ++k)
+            n += want[k] == (size_t)-1 ? snprintf(exp + n, sizeof exp - (size_t)n, "%s*", k ? ", " : "")
+                                       : snprintf(exp + n, sizeof exp - (size_t)n, "%s%lu", k ? ", " : "", (unsigned long)want[k]);
+        snprintf(exp + n, sizeof exp - (size_t)n, "]");
+        return PRN__ERR(ctx, PRN_ERR_SHAPE, "%s: argument '%s' has shape %s; expected %s", fn, arg, got, exp);
+    }
+    return PRN_OK;
+}
+
+PRN__DEF prn_status prn_rnn_forward(prn_context *ctx, const prn_rnn *rnn, prn_tensor *x, prn_tensor *state0,
+                                    prn_tensor **y, prn_tensor **state) {
+    static const char fn[] = "prn_rnn_forward";
+    size_t B, T, LD, S;
+    int batched, l, d;
+    prn_tensor *X, *s03 = NULL, *fin = NULL, *prm[4];
+    prn__rk k;
+    prn__cw w;
+    PRN__TRY(prn__rnn_arg(ctx, fn, rnn));
+    if (!y) return PRN__ERR(ctx, PRN_ERR_NULL_ARGUMENT, "%s: argument 'y' is NULL", fn);
+    PRN__TRY(prn__check_t(ctx, fn, "x", x, 1));
+    batched = x->ndim == 3;
+    if (x->ndim != 2 && x->ndim != 3)
+        return PRN__ERR(ctx, PRN_ERR_SHAPE, "%s: argument 'x' has %d axes; expected [B, T, I] or [T, I]", fn, x->ndim);
+    B = batched ? x->shape[0] : 1;
+    T = x->shape[batched ? 1 : 0];
+    LD = (size_t)rnn->L * (size_t)rnn->D;
+    S = rnn->S;
+    PRN__TRY(batched ? prn__rnn_tensor(ctx, fn, "x", rnn, x, 3, (size_t)-1, (size_t)-1, rnn->cfg.input_size)
+                     : prn__rnn_tensor(ctx, fn, "x", rnn, x, 2, (size_t)-1, rnn->cfg.input_size, 0));
+    if (T == 0) return PRN__ERR(ctx, PRN_ERR_SHAPE, "%s: argument 'x' has T = 0 steps; need at least 1", fn);
+    if (state0)
+        PRN__TRY(batched ? prn__rnn_tensor(ctx, fn, "state0", rnn, state0, 3, LD, B, S)
+                         : prn__rnn_tensor(ctx, fn, "state0", rnn, state0, 2, LD, S, 0));
+    prn__rk_of(rnn, &k);
+    memset(&w, 0, sizeof w);
+    w.ctx = ctx;
+    X = prn__cw_v3(&w, x, B, T, rnn->cfg.input_size);
+    if (state0) s03 = prn__cw_v3(&w, state0, LD, B, S);
+    for (l = 0; l < rnn->L; ++l) {
+        prn_tensor *Y = NULL;
+        for (d = 0; d < rnn->D; ++d) {
+            int ld = l * rnn->D + d;
+            prn_tensor *s0, *Sall = NULL, *Yd, *f;
+            size_t shape[2];
+            shape[0] = B; shape[1] = S;
+            s0 = s03 ? prn__cw_v2(&w, prn__cw_slice(&w, s03, 0, (size_t)ld, 1), B, S) : prn__cw_new(&w, rnn->cfg.dtype, 2, shape, 0.0);
+            prn__rnn_rprm(rnn, ld, prm);
+            if (w.st == PRN_OK) {
+                prn_tensor *xp = prn__rnn_proj(&w, rnn, ld, X);
+                if (w.st == PRN_OK) {
+                    prn_status rs = prn__recur_op(ctx, fn, &k, xp, s0, prm, d, &Sall);
+                    prn__cw_keep(&w, rs, Sall);
+                }
+            }
+            if (w.st != PRN_OK) break;
+            Yd = k.kind == PRN_RNN_LSTM ? prn__cw_slice(&w, Sall, 2, 0, rnn->H) : Sall;
+            f = prn__cw_v3(&w, prn__cw_slice(&w, Sall, 1, d ? 0 : T - 1, 1), 1, B, S);
+            fin = fin ? prn__cw_cat(&w, fin, f, 0) : f;
+            Y = Y ? prn__cw_cat(&w, Y, Yd, 2) : Yd;
+        }
+        X = Y;
+        if (w.st != PRN_OK) break;
+    }
+    if (w.st == PRN_OK) {
+        prn_tensor *yo = batched ? X : prn__cw_v2(&w, X, T, (size_t)rnn->D * rnn->H);
+        prn_tensor *so = batched ? fin : prn__cw_v2(&w, fin, LD, S);
+        if (w.st == PRN_OK) {
+            *y = prn_tensor_retain(yo);
+            if (state) *state = prn_tensor_retain(so);
+        }
+    }
+    prn__cw_release(&w, 0);
+    prn_free(ctx, w.t);
+    return w.st;
+}
+
+PRN__DEF prn_status prn_rnn_readout(prn_context *ctx, const prn_rnn *rnn, prn_tensor *y, prn_tensor **out) {
+    static const char fn[] = "prn_rnn_readout";
+    size_t F, rows, shape[4];
+    prn__cw w;
+    prn_tensor *o;
+    PRN__TRY(prn__rnn_arg(ctx, fn, rnn));
+    PRN__CHECK_OUT(ctx, fn, out);
+    if (!rnn->ro_w) return PRN__ERR(ctx, PRN_ERR_STATE, "%s: the network has no readout (config.output_size is 0)", fn);
+    PRN__TRY(prn__check_t(ctx, fn, "y", y, 1));
+    F = (size_t)rnn->D * rnn->H;
+    if (y->ndim < 1 || y->shape[y->ndim - 1] != F || y->dtype != rnn->cfg.dtype)
+        return PRN__ERR(ctx, y->dtype != rnn->cfg.dtype ? PRN_ERR_DTYPE : PRN_ERR_SHAPE,
+                        "%s: argument 'y' must be %s with last axis %lu (the network's output size)", fn,
+                        prn_dtype_name(rnn->cfg.dtype), (unsigned long)F);
+    rows = y->numel / (F ? F : 1);
+    memset(&w, 0, sizeof w);
+    w.ctx = ctx;
+    o = prn__cw2(&w, prn_add, prn__cw_mm(&w, prn__cw_v2(&w, y, rows, F), 0, rnn->ro_w, 1), rnn->ro_b);
+    if (w.st == PRN_OK) {
+        memcpy(shape, y->shape, sizeof shape);
+        shape[y->ndim - 1] = rnn->cfg.output_size;
+        o = prn__cw_view(&w, o, y->ndim, shape);
+    }
+    if (w.st == PRN_OK) *out = prn_tensor_retain(o);
+    prn__cw_release(&w, 0);
+    prn_free(ctx, w.t);
+    return w.st;
+}
+
+/* Checks for the one-step functions: x [N, I] (NULL when I = 0), state [N, S]. */
+PRN__FN prn_status prn__rnn_step_args(prn_context *ctx, const char *fn, const prn_rnn *rnn, prn_tensor *x,
+                                      prn_tensor *state) {
+    PRN__TRY(prn__rnn_arg(ctx, fn, rnn));
+    if (rnn->L != 1 || rnn->D != 1)
+        return PRN__ERR(ctx, PRN_ERR_INVALID_ARGUMENT, "%s: argument 'rnn' has %d layers and %d directions; steps need 1 and 1",
+                        fn, rnn->L, rnn->D);
+    PRN__TRY(prn__rnn_tensor(ctx, fn, "state", rnn, state, 2, (size_t)-1, rnn->S, 0));
+    if (x) PRN__TRY(prn__rnn_tensor(ctx, fn, "x", rnn, x, 2, state->shape[0], rnn->cfg.input_size, 0));
+    else if (rnn->cfg.input_size)
+        return PRN__ERR(ctx, PRN_ERR_NULL_ARGUMENT, "%s: argument 'x' is NULL but input_size is %lu", fn,
+                        (unsigned long)rnn->cfg.input_size);
+    return PRN_OK;
+}
+/* x as [N, 1, I] (zero columns when NULL). */
+PRN__FN prn_tensor *prn__rnn_x3(prn__cw *w, const prn_rnn *rnn, prn_tensor *x, size_t N) {
+    size_t shape[3];
+    if (x) return prn__cw_v3(w, x, N, 1, rnn->cfg.input_size);
+    shape[0] = N; shape[1] = 1; shape[2] = 0;
+    return prn__cw_new(w, rnn->cfg.dtype, 3, shape, 0.0);
+}
+
+PRN__DEF prn_status prn_rnn_step(prn_context *ctx, const prn_rnn *rnn, prn_tensor *x, prn_tensor *state,
+                                 prn_tensor **next) {
+    static const char fn[] = "prn_rnn_step";
+    prn_tensor *prm[4], *Sall = NULL, *xp;
+    prn__rk k;
+    prn__cw w;
+    size_t N;
+    PRN__TRY(prn__rnn_step_args(ctx, fn, rnn, x, state));
+    PRN__CHECK_OUT(ctx, fn, next);
+    N = state->shape[0];
+    prn__rk_of(rnn, &k);
+    prn__rnn_rprm(rnn, 0, prm);
+    memset(&w, 0, sizeof w);
+    w.ctx = ctx;
+    xp = prn__rnn_proj(&w, rnn, 0, prn__rnn_x3(&w, rnn, x, N));
+    if (w.st == PRN_OK) {
+        prn_status rs = prn__recur_op(ctx, fn, &k, xp, state, prm, 0, &Sall);
+        prn__cw_keep(&w, rs, Sall);
+    }
+    xp = prn__cw_v2(&w, Sall, N, rnn->S);
+    if (w.st == PRN_OK) *next = prn_tensor_retain(xp);
+    prn__cw_release(&w, 0);
+    prn_free(ctx, w.t);
+    return w.st;
+}
+
+/* --- step Jacobians ----------------------------------------------------- */
+/* v [N, a] scaling the rows of m [.., a, b]: v[:, :, None] * m. */
+PRN__FN prn_tensor *prn__cw_rows(prn__cw *w, prn_tensor *v, prn_tensor *m) {
+    if (w->st != PRN_OK) return NULL;
+    return prn__cw2(w, prn_mul, prn__cw_v3(w, v, v->shape[0], v->shape[1], 1), m);
+}
+/* z [N, S, S] = m + diag(v). */
+PRN__FN prn_tensor *prn__cw_plus_diag(prn__cw *w, prn_tensor *m, prn_tensor *v) {
+    prn_tensor *z;
+    if (w->st != PRN_OK) return NULL;
+    z = prn__cw_new(w, m->dtype, 3, m->shape, 0.0);
+    prn__cw_put_diag(w, z, v);
+    return prn__cw2(w, prn_add, m, z);
+}
+
+PRN__DEF prn_status prn_rnn_jacobian(prn_context *ctx, const prn_rnn *rnn, prn_tensor *x, prn_tensor *state,
+                                     prn_jacobian_mode mode, prn_tensor **next, prn_tensor **jac) {
+    static const char fn[] = "prn_rnn_jacobian";
+    prn_tensor *prm[4], *sv[5] = {NULL, NULL, NULL, NULL, NULL}, *xp, *nx, *J = NULL, *one, *s = state;
+    prn__rk k;
+    prn__cw w;
+    size_t N, H, shape[4];
+    PRN__TRY(prn__rnn_step_args(ctx, fn, rnn, x, state));
+    PRN__CHECK_OUT(ctx, fn, jac);
+    if ((int)mode < 0 || mode > PRN_JACOBIAN_DIAG)
+        return PRN__ERR(ctx, PRN_ERR_INVALID_ARGUMENT, "%s: argument 'mode' is %d, not a prn_jacobian_mode", fn, (int)mode);
+    N = state->shape[0];
+    H = rnn->H;
+    prn__rk_of(rnn, &k);
+    prn__rnn_rprm(rnn, 0, prm);
+    memset(&w, 0, sizeof w);
+    w.ctx = ctx;
+    prn_no_grad_begin(ctx);
+    xp = prn__cw_v2(&w, prn__rnn_proj(&w, rnn, 0, prn__rnn_x3(&w, rnn, x, N)), N, rnn->P);
+    nx = prn__rstep(&w, &k, prm, xp, s, sv);
+    shape[0] = N; shape[1] = H;
+    one = prn__cw_new(&w, rnn->cfg.dtype, 2, shape, 1.0);
+    switch (k.kind) {
+    case PRN_RNN_ELMAN: {
+        prn_tensor *d = prn__cw_bin(&w, k.relu ? PRN_BINARY_RELU_GRAD : PRN_BINARY_TANH_GRAD, one, nx);
+        J = mode == PRN_JACOBIAN_DIAG ? prn__cw2(&w, prn_mul, d, prn__cw_diag_of(&w, prm[0])) : prn__cw_rows(&w, d, prm[0]);
+        break;
+    }
+    case PRN_RNN_LSTM: { /* sv: i f g o tanh(c) */
+        prn_tensor *c = prn__cw_slice(&w, s, 1, H, H), *Wk[4], *ai, *af, *ag, *ao, *q;
+        int g;
+        for (g = 0; g < 4; ++g) Wk[g] = prn__cw_slice(&w, prm[0], 0, (size_t)g * H, H);
+        ai = prn__cw_bin(&w, PRN_BINARY_SIGMOID_GRAD, sv[2], sv[0]);
+        af = prn__cw_bin(&w, PRN_BINARY_SIGMOID_GRAD, c, sv[1]);
+        ag = prn__cw_bin(&w, PRN_BINARY_TANH_GRAD, sv[0], sv[2]);
+        ao = prn__cw_bin(&w, PRN_BINARY_SIGMOID_GRAD, sv[4], sv[3]);
+        q = prn__cw_bin(&w, PRN_BINARY_TANH_GRAD, sv[3], sv[4]);
+        if (mode == PRN_JACOBIAN_DIAG) {
+            prn_tensor *dc = prn__cw2(&w, prn_add, prn__cw2(&w, prn_add, prn__cw2(&w, prn_mul, ai, prn__cw_diag_of(&w, Wk[0])),
+                                                           prn__cw2(&w, prn_mul, af, prn__cw_diag_of(&w, Wk[1]))),
+                                      prn__cw2(&w, prn_mul, ag, prn__cw_diag_of(&w, Wk[2])));
+            prn_tensor *dh = prn__cw2(&w, prn_add, prn__cw2(&w, prn_mul, ao, prn__cw_diag_of(&w, Wk[3])), prn__cw2(&w, prn_mul, q, dc));
+            J = prn__cw_cat(&w, dh, sv[1], 1);
+        } else {
+            prn_tensor *dc = prn__cw2(&w, prn_add, prn__cw2(&w, prn_add, prn__cw_rows(&w, ai, Wk[0]), prn__cw_rows(&w, af, Wk[1])),
+                                      prn__cw_rows(&w, ag, Wk[2]));
+            prn_tensor *dh = prn__cw2(&w, prn_add, prn__cw_rows(&w, ao, Wk[3]), prn__cw_rows(&w, q, dc));
+            size_t z3[3];
+            prn_tensor *zh, *zc;
+            z3[0] = N; z3[1] = H; z3[2] = H;
+            zh = prn__cw_new(&w, rnn->cfg.dtype, 3, z3, 0.0);
+            zc = prn__cw_new(&w, rnn->cfg.dtype, 3, z3, 0.0);
+            prn__cw_put_diag(&w, zh, prn__cw2(&w, prn_mul, q, sv[1]));
+            prn__cw_put_diag(&w, zc, sv[1]);
+            J = prn__cw_cat(&w, prn__cw_cat(&w, dh, zh, 2), prn__cw_cat(&w, dc, zc, 2), 1);
+        }
+        break;
+    }
+    case PRN_RNN_GRU: case PRN_RNN_MHGRU: { /* sv: r z n hn; blocks [N, nh, k, k] */
+        size_t nh = k.nh, hk = k.hk;
+        prn_tensor *Wg[3], *a, *b, *cc, *tz, *blk, *zb, *v4[3];
+        int g;
+        for (g = 0; g < 3; ++g)
+            Wg[g] = nh == 1 ? prn__cw_v3(&w, prn__cw_slice(&w, prm[0], 0, (size_t)g * H, H), 1, H, H)
+                            : prn__cw_slice(&w, prm[0], 1, (size_t)g * hk, hk);
+        tz = prn__cw_bin(&w, PRN_BINARY_TANH_GRAD, prn__cw2(&w, prn_sub, one, sv[1]), sv[2]); /* (1-z)(1-n^2) */
+        a = prn__cw_bin(&w, PRN_BINARY_SIGMOID_GRAD, prn__cw2(&w, prn_sub, s, sv[2]), sv[1]);
+        b = prn__cw_bin(&w, PRN_BINARY_SIGMOID_GRAD, prn__cw2(&w, prn_mul, tz, sv[3]), sv[0]);
+        cc = prn__cw2(&w, prn_mul, tz, sv[0]);
+        if (mode == PRN_JACOBIAN_DIAG) {
+            for (g = 0; g < 3; ++g) v4[g] = prn__cw_v2(&w, prn__cw_diag_of(&w, prn__cw_v3(&w, Wg[g], nh, hk, hk)), 1, H);
+            J = prn__cw2(&w, prn_add, prn__cw2(&w, prn_add, sv[1], prn__cw2(&w, prn_mul, a, v4[1])),
+                         prn__cw2(&w, prn_add, prn__cw2(&w, prn_mul, b, v4[0]), prn__cw2(&w, prn_mul, cc, v4[2])));
+            break;
+        }
+        shape[0] = N; shape[1] = nh; shape[2] = hk; shape[3] = 1;
+        blk = prn__cw2(&w, prn_add, prn__cw2(&w, prn_add, prn__cw2(&w, prn_mul, prn__cw_view(&w, a, 4, shape), Wg[1]),
+                                             prn__cw2(&w, prn_mul, prn__cw_view(&w, b, 4, shape), Wg[0])),
+                       prn__cw2(&w, prn_mul, prn__cw_view(&w, cc, 4, shape), Wg[2]));
+        blk = prn__cw_v3(&w, blk, N * nh, hk, hk);
+        blk = prn__cw_plus_diag(&w, blk, prn__cw_v2(&w, sv[1], N * nh, hk));
+        if (mode == PRN_JACOBIAN_BLOCK && k.kind == PRN_RNN_MHGRU) {
+            J = prn__cw_v3(&w, blk, N, H, hk);
+        } else {
+            shape[0] = N; shape[1] = H; shape[2] = H;
+            zb = prn__cw_new(&w, rnn->cfg.dtype, 3, shape, 0.0);
+            if (w.st == PRN_OK) prn__cw_put_blocks(&w, zb, blk, nh, hk);
+            J = zb;
+        }
+        break;
+    }
+    default: { /* the PLRNN family: J = diag(A) + W diag(m) (shallow: W1 diag(m) W2) */
+        prn_tensor *A = prn__cw2(&w, prn_mul, one, prm[0]), *m, *Q;
+        if (prn__rnn_shallow(k.kind)) {
+            prn_tensor *oneL;
+            shape[0] = N; shape[1] = sv[0]->shape[1];
+            oneL = prn__cw_new(&w, rnn->cfg.dtype, 2, shape, 1.0);
+            m = prn__cw_bin(&w, PRN_BINARY_RELU_GRAD, oneL, sv[0]);
+            if (k.kind == PRN_RNN_CLIPPED_SHPLRNN) m = prn__cw2(&w, prn_sub, m, prn__cw_bin(&w, PRN_BINARY_RELU_GRAD, oneL, sv[1]));
+            if (mode == PRN_JACOBIAN_DIAG) {
+                Q = prn__cw2(&w, prn_mul, prn__cw_tr(&w, prm[1], 0, 1), prm[2]); /* Q[j][i] = W1[i][j] W2[j][i] */
+                J = prn__cw2(&w, prn_add, A, prn__cw_mm(&w, m, 0, Q, 0));
+            } else {
+                J = prn__cw_plus_diag(&w, prn__cw_mm(&w, prn__cw2(&w, prn_mul, prm[1], prn__cw_v3(&w, m, N, 1, m ? m->shape[1] : 0)), 0,
+                                                     prm[2], 0), A);
+            }
+        } else {
+            m = k.kind == PRN_RNN_PLRNN ? prn__cw_bin(&w, PRN_BINARY_RELU_GRAD, one, s) : prn__alrnn_d(&w, &k, s);
+            if (mode == PRN_JACOBIAN_DIAG) J = prn__cw2(&w, prn_add, A, prn__cw2(&w, prn_mul, m, prn__cw_diag_of(&w, prm[1])));
+            else J = prn__cw_plus_diag(&w, prn__cw2(&w, prn_mul, prm[1], prn__cw_v3(&w, m, N, 1, H)), A);
+        }
+        break;
+    }
+    }
+    prn_no_grad_end(ctx);
+    if (w.st == PRN_OK) {
+        *jac = prn_tensor_retain(J);
+        if (next) *next = prn_tensor_retain(nx);
+    }
+    prn__cw_release(&w, 0);
+    prn_free(ctx, w.t);
+    return w.st;
+}
+
+/* --- per-frame inference ------------------------------------------------- */
+struct prn_rnn_frame {
+    const prn_rnn *rnn;
+    size_t B, nin, npar, bytes;
+    double *par;                      /* every parameter, prn_rnn_params order */
+    const double *(*role)[PRN__R_COUNT];
+    const double *ro_w, *ro_b;
+    double *state;                    /* [L, B, S] */
+    double *u, *xp, *hp, *sn, *tmp;   /* one row's workspace */
+};
+
+PRN__DEF void prn_rnn_frame_free(prn_rnn_frame *f) {
+    prn_context *ctx;
+    if (!f) return;
+    ctx = f->rnn->ctx;
+    prn_free(ctx, f->par);
+    prn_free(ctx, f->role);
+    prn_free(ctx, f->state);
+    prn_free(ctx, f->u);
+    prn_free(ctx, f);
+}
+PRN__DEF size_t prn_rnn_frame_memory(const prn_rnn_frame *f) { return f ? f->bytes : 0; }
+
+PRN__DEF prn_status prn_rnn_frame_sync(prn_rnn_frame *f) {
+    size_t off = 0;
+    int i;
+    if (!f) return PRN_ERR_NULL_ARGUMENT;
+    for (i = 0; i < f->rnn->np; ++i) {
+        PRN__TRY(prn__in_fn(f->rnn->ctx, "prn_rnn_frame_sync", prn__download_f64(f->rnn->p[i], f->par + off)));
+        off += f->rnn->p[i]->numel;
+    }
+    return PRN_OK;
+}
+
+PRN__DEF prn_status prn_rnn_frame_create(const prn_rnn *rnn, size_t batch, prn_rnn_frame **out) {
+    static const char fn[] = "prn_rnn_frame_create";
+    prn_context *ctx;
+    prn_rnn_frame *f;
+    size_t n = 0, ws, i, maxin, LB;
+    int ld, r, j;
+    prn_status st;
+    if (!rnn) return PRN_ERR_NULL_ARGUMENT;
+    ctx = rnn->ctx;
+    PRN__CHECK_OUT(ctx, fn, out);
+    if (rnn->D != 1)
+        return PRN__ERR(ctx, PRN_ERR_INVALID_ARGUMENT, "%s: argument 'rnn' is bidirectional; frames step forward in time only", fn);
+    if (batch < 1 || batch > ((size_t)1 << 32))
+        return PRN__ERR(ctx, PRN_ERR_INVALID_ARGUMENT, "%s: argument 'batch' is %lu; must be 1 .. 2^32", fn, (unsigned long)batch);
+    f = (prn_rnn_frame *)prn_alloc(ctx, sizeof *f);
+    if (!f) return PRN__ERR(ctx, PRN_ERR_OUT_OF_MEMORY, "%s: out of memory", fn);
+    memset(f, 0, sizeof *f);
+    f->rnn = rnn;
+    f->B = batch;
+    for (i = 0; i < (size_t)rnn->np; ++i) n += rnn->p[i]->numel;
+    f->npar = n;
+    maxin = rnn->cfg.input_size > rnn->H ? rnn->cfg.input_size : rnn->H;
+    ws = maxin + 2 * rnn->P + rnn->S + (rnn->cfg.shallow_size > rnn->H ? rnn->cfg.shallow_size : rnn->H);
+    LB = (size_t)rnn->L * batch * rnn->S;
+    f->par = (double *)prn_alloc(ctx, (n ? n : 1) * sizeof *f->par);
+    f->role = (const double *(*)[PRN__R_COUNT])prn_alloc(ctx, (size_t)rnn->L * sizeof *f->role);
+    f->state = (double *)prn_alloc(ctx, LB * sizeof *f->state);
+    f->u = (double *)prn_alloc(ctx, ws * sizeof *f->u);
+    if (!f->par || !f->role || !f->state || !f->u) {
+        prn_rnn_frame_free(f);
+        return PRN__ERR(ctx, PRN_ERR_OUT_OF_MEMORY, "%s: out of memory for %lu parameters and state", fn, (unsigned long)n);
+    }
+    f->bytes = sizeof *f + n * sizeof(double) + (size_t)rnn->L * sizeof *f->role + LB * sizeof(double) + ws * sizeof(double);
+    f->xp = f->u + maxin;
+    f->hp = f->xp + rnn->P;
+    f->sn = f->hp + rnn->P;
+    f->tmp = f->sn + rnn->S;
+    /* where each role's values sit in par */
+    n = 0;
+    for (ld = 0; ld < rnn->L; ++ld)
+        for (r = 0; r < PRN__R_COUNT; ++r) f->role[ld][r] = NULL;
+    for (j = 0; j < rnn->np; ++j) {
+        for (ld = 0; ld < rnn->L; ++ld)
+            for (r = 0; r < PRN__R_COUNT; ++r)
+                if (rnn->role[ld][r] == rnn->p[j]) f->role[ld][r] = f->par + n;
+        if (rnn->p[j] == rnn->ro_w) f->ro_w = f->par + n;
+        if (rnn->p[j] == rnn->ro_b) f->ro_b = f->par + n;
+        n += rnn->p[j]->numel;
+    }
+    prn_rnn_frame_reset(f);
+    st = prn_rnn_frame_sync(f);
+    if (st != PRN_OK) { prn_rnn_frame_free(f); return st; }
+    *out = f;
+    return PRN_OK;
+}
+
+PRN__DEF void prn_rnn_frame_reset(prn_rnn_frame *f) {
+    size_t i, n;
+    if (!f) return;
+    n = (size_t)f->rnn->L * f->B * f->rnn->S;
+    for (i = 0; i < n; ++i) f->state[i] = 0.0;
+}
+PRN__DEF prn_status prn_rnn_frame_set_state(prn_rnn_frame *f, const double *state) {
+    if (!f) return PRN_ERR_NULL_ARGUMENT;
+    if (!state) return PRN__ERR(f->rnn->ctx, PRN_ERR_NULL_ARGUMENT, "prn_rnn_frame_set_state: argument 'state' is NULL");
+    memcpy(f->state, state, (size_t)f->rnn->L * f->B * f->rnn->S * sizeof *state);
+    return PRN_OK;
+}
+PRN__DEF prn_status prn_rnn_frame_get_state(const prn_rnn_frame *f, double *state) {
+    if (!f) return PRN_ERR_NULL_ARGUMENT;
+    if (!state) return PRN__ERR(f->rnn->ctx, PRN_ERR_NULL_ARGUMENT, "prn_rnn_frame_get_state: argument 'state' is NULL");
+    memcpy(state, f->state, (size_t)f->rnn->L * f->B * f->rnn->S * sizeof *state);
+    return PRN_OK;
+}
+
+PRN__FN double prn__sigm(double x) { return 1.0 / (1.0 + exp(-x)); }
+/* y[i] = b[i] + sum_j W[i][j] x[j] for i < rows (b may be NULL). */
+PRN__FN void prn__matvec(const double *W, const double *b, const double *x, size_t rows, size_t cols, double *y) {
+    size_t i, j;
+    for (i = 0; i < rows; ++i) {
+        const double *w = W + i * cols;
+        double s = 0.0;
+        for (j = 0; j < cols; ++j) s += w[j] * x[j];
+        y[i] = (b ? b[i] : 0.0) + s;
+    }
+}
+
+/* One layer for one row: in[nin] and the state s (updated in place). */
+PRN__FN void prn__frame_layer(prn_rnn_frame *f, int l, const double *in, size_t nin, double *s) {
+    const prn_rnn *r = f->rnn;
+    const double *const *ro = f->role[l];
+    size_t H = r->H, P = r->P, i, j;
+    double *xp = f->xp, *hp = f->hp, *sn = f->sn;
+    prn_rnn_kind kind = r->cfg.kind;
+    if (prn__rnn_torch(kind)) {
+        prn__matvec(ro[PRN__R_WIN], ro[PRN__R_BIN], in, P, nin, xp);
+        if (kind == PRN_RNN_MHGRU) {
+            size_t k = r->hk, hd;
+            for (hd = 0; hd < r->cfg.num_heads; ++hd)
+                prn__matvec(ro[PRN__R_WHH] + hd * 3 * k * k, ro[PRN__R_BHH] + hd * 3 * k, s + hd * k, 3 * k, k, hp + hd * 3 * k);
+        } else {
+            prn__matvec(ro[PRN__R_WHH], ro[PRN__R_BHH], s, P, H, hp);
+        }
+    }
+    switch (kind) {
+    case PRN_RNN_ELMAN:
+        for (i = 0; i < H; ++i) { double p = xp[i] + hp[i]; sn[i] = r->cfg.relu ? (p > 0 ? p : 0.0) : tanh(p); }
+        break;
+    case PRN_RNN_LSTM:
+        for (i = 0; i < H; ++i) {
+            double ig = prn__sigm(xp[i] + hp[i]), fg = prn__sigm(xp[H + i] + hp[H + i]);
+            double gg = tanh(xp[2 * H + i] + hp[2 * H + i]), og = prn__sigm(xp[3 * H + i] + hp[3 * H + i]);
+            double c = fg * s[H + i] + ig * gg;
+            sn[H + i] = c;
+            sn[i] = og * tanh(c);
+        }
+        break;
+    case PRN_RNN_GRU: case PRN_RNN_MHGRU: {
+        size_t k = r->hk;
+        for (i = 0; i < H; ++i) {
+            size_t base = (i / k) * 3 * k + i % k;
+            double rg = prn__sigm(xp[base] + hp[base]), zg = prn__sigm(xp[base + k] + hp[base + k]);
+            double n = tanh(xp[base + 2 * k] + rg * hp[base + 2 * k]);
+            sn[i] = n + zg * (s[i] - n);
+        }
+        break;
+    }
+    default: { /* the PLRNN family */
+        const double *A = ro[PRN__R_A], *W = ro[PRN__R_WHH], *hb = ro[PRN__R_BIN], *C = ro[PRN__R_WIN];
+        size_t M = H, Lw = r->cfg.shallow_size, P0 = M - r->cfg.num_relu;
+        double *phi = f->tmp; /* M (or L) values */
+        if (prn__rnn_shallow(kind)) {
+            const double *W2 = ro[PRN__R_W2], *h2 = ro[PRN__R_H2];
+            for (j = 0; j < Lw; ++j) {
+                double v = 0.0, u;
+                for (i = 0; i < M; ++i) v += W2[j * M + i] * s[i];
+                u = v + h2[j];
+                phi[j] = (u > 0 ? u : 0.0) - (kind == PRN_RNN_CLIPPED_SHPLRNN ? (v > 0 ? v : 0.0) : 0.0);
+            }
+            prn__matvec(W, hb, phi, M, Lw, sn);
+        } else {
+            for (i = 0; i < M; ++i)
+                phi[i] = kind == PRN_RNN_ALRNN && i < P0 ? s[i] : (s[i] > 0 ? s[i] : 0.0);
+            prn__matvec(W, hb, phi, M, M, sn);
+        }
+        for (i = 0; i < M; ++i) {
+            double c = 0.0;
+            if (C) for (j = 0; j < nin; ++j) c += C[i * nin + j] * in[j];
+            sn[i] += A[i] * s[i] + c;
+        }
+        break;
+    }
+    }
+    memcpy(s, sn, r->S * sizeof *s);
+}
+
+PRN__DEF prn_status prn_rnn_frame_step(prn_rnn_frame *f, const double *x, double *y) {
+    const prn_rnn *r;
+    size_t b, In, H, S, O;
+    int l;
+    if (!f) return PRN_ERR_NULL_ARGUMENT;
+    r = f->rnn;
+    In = r->cfg.input_size;
+    H = r->H;
+    S = r->S;
+    O = r->cfg.output_size;
+    if (!x && In)
+        return PRN__ERR(r->ctx, PRN_ERR_NULL_ARGUMENT, "prn_rnn_frame_step: argument 'x' is NULL but input_size is %lu",
+                        (unsigned long)In);
+    for (b = 0; b < f->B; ++b) {
+        const double *in = x ? x + b * In : NULL;
+        size_t nin = In;
+        for (l = 0; l < r->L; ++l) {
+            double *s = f->state + ((size_t)l * f->B + b) * S;
+            prn__frame_layer(f, l, in, nin, s);
+            in = s; /* the layer's output h: the state's first H values */
+            nin = H;
+        }
+        if (y) {
+            if (O) prn__matvec(f->ro_w, f->ro_b, in, O, H, y + b * O);
+            else memcpy(y + b * H, in, H * sizeof *y);
+        }
+    }
+    return PRN_OK;
+}
+
+/* --- model files ----------------------------------------------------------- */
+PRN__FN uint32_t prn__crc32(uint32_t crc, const unsigned char *p, size_t n) {
+    size_t i;
+    int k;
+    crc = ~crc;
+    for (i = 0; i < n; ++i) {
+        crc ^= p[i];
+        for (k = 0; k < 8; ++k) crc = (crc >> 1) ^ (0xEDB88320u & (0u - (crc & 1u)));
+    }
+    return ~crc;
+}
+PRN__FN void prn__le(unsigned char *p, uint64_t v, int bytes) {
+    int i;
+    for (i = 0; i < bytes; ++i) p[i] = (unsigned char)(v >> (8 * i));
+}
+PRN__FN uint64_t prn__rd_le(const unsigned char *p, int bytes) {
+    uint64_t v = 0;
+    int i;
+    for (i = bytes - 1; i >= 0; --i) v = (v << 8) | p[i];
+    return v;
+}
+#define PRN__RNN_MAGIC "PRNRNN\r\n"
+#define PRN__RNN_HEAD (8 + 4 + 6 * 4 + 6 * 8)
+
+PRN__DEF prn_status prn_rnn_save(const prn_rnn *rnn, const char *path) {
+    static const char fn[] = "prn_rnn_save";
+    prn_context *ctx;
+    size_t total = PRN__RNN_HEAD + 4, i, off, es;
+    unsigned char *buf;
+    double *host = NULL;
+    prn_status st = PRN_OK;
+    FILE *fp;
+    int j;
+    if (!rnn) return PRN_ERR_NULL_ARGUMENT;
+    ctx = rnn->ctx;
+    if (!path) return PRN__ERR(ctx, PRN_ERR_NULL_ARGUMENT, "%s: argument 'path' is NULL", fn);
+    es = prn_dtype_size(rnn->cfg.dtype);
+    for (j = 0; j < rnn->np; ++j) total += 8 + rnn->p[j]->numel * es;
+    buf = (unsigned char *)prn_alloc(ctx, total);
+    if (!buf) return PRN__ERR(ctx, PRN_ERR_OUT_OF_MEMORY, "%s: out of memory for %lu bytes", fn, (unsigned long)total);
+    memcpy(buf, PRN__RNN_MAGIC, 8);
+    prn__le(buf + 8, PRN_RNN_FILE_VERSION, 4);
+    prn__le(buf + 12, (uint64_t)rnn->cfg.kind, 4);
+    prn__le(buf + 16, (uint64_t)rnn->cfg.dtype, 4);
+    prn__le(buf + 20, (uint64_t)rnn->cfg.num_layers, 4);
+    prn__le(buf + 24, (uint64_t)rnn->cfg.bidirectional, 4);
+    prn__le(buf + 28, (uint64_t)rnn->cfg.relu, 4);
+    prn__le(buf + 32, (uint64_t)rnn->np, 4);
+    prn__le(buf + 36, rnn->cfg.input_size, 8);
+    prn__le(buf + 44, rnn->cfg.hidden_size, 8);
+    prn__le(buf + 52, rnn->cfg.num_heads, 8);
+    prn__le(buf + 60, rnn->cfg.shallow_size, 8);
+    prn__le(buf + 68, rnn->cfg.num_relu, 8);
+    prn__le(buf + 76, rnn->cfg.output_size, 8);
+    off = PRN__RNN_HEAD;
+    for (j = 0; j < rnn->np && st == PRN_OK; ++j) {
+        const prn_tensor *t = rnn->p[j];
+        host = (double *)prn_alloc(ctx, (t->numel ? t->numel : 1) * sizeof *host);
+        if (!host) { st = PRN__ERR(ctx, PRN_ERR_OUT_OF_MEMORY, "%s: out of memory", fn); break; }
+        st = prn__in_fn(ctx, fn, prn__download_f64(t, host));
+        prn__le(buf + off, t->numel, 8);
+        off += 8;
+        for (i = 0; st == PRN_OK && i < t->numel; ++i, off += es) {
+            if (es == 8) { uint64_t u; memcpy(&u, &host[i], 8); prn__le(buf + off, u, 8); }
+            else { float v = (float)host[i]; uint32_t u; memcpy(&u, &v, 4); prn__le(buf + off, u, 4); }
+        }
+        prn_free(ctx, host);
+        host = NULL;
+    }
+    if (st == PRN_OK) {
+        prn__le(buf + off, prn__crc32(0, buf, off), 4);
+        fp = fopen(path, "wb");
+        if (!fp) st = PRN__ERR(ctx, PRN_ERR_IO, "%s: cannot open '%s' for writing", fn, path);
+        else {
+            if (fwrite(buf, 1, total, fp) != total) st = PRN__ERR(ctx, PRN_ERR_IO, "%s: writing '%s' failed", fn, path);
+            if (fclose(fp) != 0 && st == PRN_OK) st = PRN__ERR(ctx, PRN_ERR_IO, "%s: closing '%s' failed", fn, path);
+        }
+    }
+    prn_free(ctx, buf);
+    return st;
+}
+
+
+PRN__DEF prn_status prn_rnn_load(prn_context *ctx, const char *path, prn_rnn **out) {
+    static const char fn[] = "prn_rnn_load";
+    unsigned char *buf = NULL;
+    size_t size = 0, cap = 0, off, i, es, got;
+    prn_rnn_config c;
+    prn_rnn *r = NULL;
+    prn_status st = PRN_OK;
+    uint64_t v = 0;
+    double *host = NULL;
+    FILE *fp;
+    int j, np;
+    PRN__CTX(ctx, fn);
+    PRN__CHECK_OUT(ctx, fn, out);
+    if (!path) return PRN__ERR(ctx, PRN_ERR_NULL_ARGUMENT, "%s: argument 'path' is NULL", fn);
+    memset(&c, 0, sizeof c);
+    fp = fopen(path, "rb");
+    if (!fp) return PRN__ERR(ctx, PRN_ERR_IO, "%s: cannot open '%s'", fn, path);
+    for (;;) { /* read it all: the checksum covers everything */
+        if (size == cap) {
+            size_t nc = cap ? 2 * cap : 4096;
+            unsigned char *nb = (unsigned char *)prn_alloc(ctx, nc);
+            if (!nb) { st = PRN__ERR(ctx, PRN_ERR_OUT_OF_MEMORY, "%s: out of memory reading '%s'", fn, path); break; }
+            if (size) memcpy(nb, buf, size);
+            prn_free(ctx, buf);
+            buf = nb;
+            cap = nc;
+        }
+        got = fread(buf + size, 1, cap - size, fp);
+        size += got;
+        if (got == 0) {
+            if (ferror(fp)) st = PRN__ERR(ctx, PRN_ERR_IO, "%s: reading '%s' failed", fn, path);
+            break;
+        }
+    }
+    fclose(fp);
+    if (st != PRN_OK) { prn_free(ctx, buf); return st; }
+    if (size < 8 || memcmp(buf, PRN__RNN_MAGIC, 8) != 0)
+        st = PRN__ERR(ctx, PRN_ERR_FORMAT, "%s: '%s' is not a parrnn model file (bad magic)", fn, path);
+    else if (size < PRN__RNN_HEAD + 4)
+        st = PRN__ERR(ctx, PRN_ERR_FORMAT, "%s: '%s' is truncated (%lu bytes, shorter than the header)", fn, path, (unsigned long)size);
+    else if ((v = prn__rd_le(buf + 8, 4)) != PRN_RNN_FILE_VERSION)
+        st = PRN__ERR(ctx, PRN_ERR_FORMAT, "%s: '%s' has format version %lu; this library reads version %d", fn, path,
+                      (unsigned long)v, PRN_RNN_FILE_VERSION);
+    else if (prn__rd_le(buf + size - 4, 4) != prn__crc32(0, buf, size - 4))
+        st = PRN__ERR(ctx, PRN_ERR_FORMAT, "%s: '%s' fails its checksum (corrupted or truncated)", fn, path);
+    if (st == PRN_OK) {
+        memset(&c, 0, sizeof c);
+        c.kind = (prn_rnn_kind)prn__rd_le(buf + 12, 4);
+        c.dtype = (prn_dtype)prn__rd_le(buf + 16, 4);
+        c.num_layers = (int)prn__rd_le(buf + 20, 4);
+        c.bidirectional = (int)prn__rd_le(buf + 24, 4);
+        c.relu = (int)prn__rd_le(buf + 28, 4);
+        np = (int)prn__rd_le(buf + 32, 4);
+        c.input_size = (size_t)prn__rd_le(buf + 36, 8);
+        c.hidden_size = (size_t)prn__rd_le(buf + 44, 8);
+        c.num_heads = (size_t)prn__rd_le(buf + 52, 8);
+        c.shallow_size = (size_t)prn__rd_le(buf + 60, 8);
+        c.num_relu = (size_t)prn__rd_le(buf + 68, 8);
+        c.output_size = (size_t)prn__rd_le(buf + 76, 8);
+        st = prn__rnn_build(ctx, fn, &c, 0, &r);
+        if (st != PRN_OK) {
+            char why[512];
+            strncpy(why, prn_last_error(ctx), sizeof why - 1);
+            why[sizeof why - 1] = 0;
+            st = PRN__ERR(ctx, PRN_ERR_FORMAT, "%s: '%s' holds an invalid configuration: %s", fn, path, why);
+        }
+        else if (np != r->np)
+            st = PRN__ERR(ctx, PRN_ERR_FORMAT, "%s: '%s' has %d parameters; its configuration has %d", fn, path, np, r->np);
+    }
+    off = PRN__RNN_HEAD;
+    es = prn_dtype_size(c.dtype);
+    for (j = 0; st == PRN_OK && j < r->np; ++j) {
+        prn_tensor *t = r->p[j];
+        if (off + 8 > size - 4 || (v = prn__rd_le(buf + off, 8)) != t->numel || t->numel > (size - 4 - off - 8) / es) {
+            st = PRN__ERR(ctx, PRN_ERR_FORMAT, "%s: '%s': parameter %s does not have the %lu values its shape needs", fn, path,
+                          r->names[j], (unsigned long)t->numel);
+            break;
+        }
+        off += 8;
+        host = (double *)prn_alloc(ctx, (t->numel ? t->numel : 1) * sizeof *host);
+        if (!host) { st = PRN__ERR(ctx, PRN_ERR_OUT_OF_MEMORY, "%s: out of memory", fn); break; }
+        for (i = 0; i < t->numel; ++i, off += es) {
+            if (es == 8) { uint64_t u = prn__rd_le(buf + off, 8); memcpy(&host[i], &u, 8); }
+            else { uint32_t u = (uint32_t)prn__rd_le(buf + off, 4); float fv; memcpy(&fv, &u, 4); host[i] = fv; }
+        }
+        st = prn__in_fn(ctx, fn, prn__upload_f64(t, host));
+        prn_free(ctx, host);
+        host = NULL;
+    }
+    if (st == PRN_OK && off != size - 4)
+        st = PRN__ERR(ctx, PRN_ERR_FORMAT, "%s: '%s' has %lu bytes after its parameters", fn, path, (unsigned long)(size - 4 - off));
+    prn_free(ctx, buf);
+    if (st != PRN_OK) { prn_rnn_free(r); return st; }
+    *out = r;
+    return PRN_OK;
+}
+
+/* ------------------------------------------------------------------------
  * Optimisers
  * ---------------------------------------------------------------------- */
 struct prn_optim {

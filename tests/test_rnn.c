@@ -1,0 +1,663 @@
+/* Recurrent networks (prn_rnn): step Jacobians against finite differences,
+ * the step, per-frame and sequence APIs against each other, the PLRNN
+ * family against a direct formula, gradients against finite differences,
+ * model files, bad input. PyTorch equivalence: test_rnn_golden.c. */
+#define PARRNN_IMPLEMENTATION
+#include "../parrnn.h"
+#include "prn_test.h"
+
+static prn_context *g_ctx;
+
+static const prn_rnn_kind k_all[] = {PRN_RNN_ELMAN, PRN_RNN_LSTM, PRN_RNN_GRU, PRN_RNN_MHGRU, PRN_RNN_PLRNN,
+                                     PRN_RNN_SHPLRNN, PRN_RNN_CLIPPED_SHPLRNN, PRN_RNN_ALRNN};
+#define NKINDS ((int)(sizeof k_all / sizeof k_all[0]))
+
+/* A small network of each kind: NI inputs, H hidden (MHGRU: 2 heads). */
+static prn_rnn_config cfg_of(prn_rnn_kind kind, prn_dtype dt, size_t NI, size_t H, int layers, int bidir, size_t O) {
+    prn_rnn_config c;
+    memset(&c, 0, sizeof c);
+    c.kind = kind;
+    c.dtype = dt;
+    c.input_size = NI;
+    c.hidden_size = H;
+    c.num_layers = layers;
+    c.bidirectional = bidir;
+    c.output_size = O;
+    if (kind == PRN_RNN_MHGRU) c.num_heads = 2;
+    if (kind == PRN_RNN_SHPLRNN || kind == PRN_RNN_CLIPPED_SHPLRNN) c.shallow_size = 5;
+    if (kind == PRN_RNN_ALRNN) c.num_relu = H / 2;
+    return c;
+}
+
+static prn_tensor *host_tensor(prn_dtype dt, int nd, size_t d0, size_t d1, size_t d2, const double *v) {
+    size_t shape[3], n, i;
+    prn_tensor *t = NULL;
+    shape[0] = d0; shape[1] = d1; shape[2] = d2;
+    n = d0 * (nd > 1 ? d1 : 1) * (nd > 2 ? d2 : 1);
+    if (prn_tensor_create(g_ctx, dt, nd, shape, &t) != PRN_OK) return NULL;
+    if (dt == PRN_F64) prn_tensor_upload(t, v, n);
+    else {
+        float *f = (float *)malloc((n ? n : 1) * sizeof *f);
+        for (i = 0; i < n; ++i) f[i] = (float)v[i];
+        prn_tensor_upload(t, f, n);
+        free(f);
+    }
+    return t;
+}
+static void rand_fill(double *v, size_t n, unsigned *seed, double scale) {
+    size_t i;
+    for (i = 0; i < n; ++i) {
+        *seed = *seed * 1103515245u + 12345u;
+        v[i] = scale * (((*seed >> 8) & 0xffff) / 32768.0 - 1.0);
+    }
+}
+static double max_abs_diff(const double *a, const double *b, size_t n) {
+    double m = 0;
+    size_t i;
+    for (i = 0; i < n; ++i) {
+        double d = fabs(a[i] - b[i]);
+        if (!(d <= m)) m = d;
+    }
+    return m;
+}
+/* --- Jacobians against finite differences (f64) ------------------------- */
+static void test_jacobian_fd(void) {
+    int kk;
+    for (kk = 0; kk < NKINDS; ++kk) {
+        prn_rnn_kind kind = k_all[kk];
+        size_t N = 3, NI = 2, H = 4, S, P, i, j, n;
+        prn_rnn_config c = cfg_of(kind, PRN_F64, NI, H, 1, 0, 0);
+        prn_rnn *r = NULL;
+        double xs[3 * 2], ss[3 * 8], *J, *Jd, *Jb, *nx0, *np, *nm, step = 1e-6, err = 0, errd = 0, errb = 0;
+        unsigned seed = 11u + (unsigned)kk;
+        prn_tensor *x, *s, *nx = NULL, *jac = NULL, *jd = NULL, *jb = NULL, *sp, *n1 = NULL;
+        PRNT_OK(g_ctx, prn_rnn_create(g_ctx, &c, &r));
+        if (!r) return;
+        S = prn_rnn_state_size(r);
+        P = prn_rnn_jacobian_block(r);
+        rand_fill(xs, N * NI, &seed, 1.0);
+        rand_fill(ss, N * S, &seed, 1.0);
+        x = host_tensor(PRN_F64, 2, N, NI, 0, xs);
+        s = host_tensor(PRN_F64, 2, N, S, 0, ss);
+        PRNT_OK(g_ctx, prn_rnn_jacobian(g_ctx, r, x, s, PRN_JACOBIAN_DENSE, &nx, &jac));
+        PRNT_OK(g_ctx, prn_rnn_jacobian(g_ctx, r, x, s, PRN_JACOBIAN_DIAG, NULL, &jd));
+        PRNT_OK(g_ctx, prn_rnn_jacobian(g_ctx, r, x, s, PRN_JACOBIAN_BLOCK, NULL, &jb));
+        if (!jac || !jd || !jb || !nx) { prn_rnn_free(r); return; }
+        PRNT_CHECK(prn_tensor_ndim(jac) == 3 && prn_tensor_dim(jac, 1) == S && prn_tensor_dim(jac, 2) == S, "dense shape");
+        PRNT_CHECK(prn_tensor_ndim(jd) == 2 && prn_tensor_dim(jd, 1) == S, "diag shape");
+        PRNT_CHECK(prn_tensor_ndim(jb) == 3 && prn_tensor_dim(jb, 1) == S && prn_tensor_dim(jb, 2) == P, "block shape");
+        J = (double *)malloc(N * S * S * sizeof *J);
+        Jd = (double *)malloc(N * S * sizeof *Jd);
+        Jb = (double *)malloc(N * S * P * sizeof *Jb);
+        nx0 = (double *)malloc(N * S * sizeof *nx0);
+        np = (double *)malloc(N * S * sizeof *np);
+        nm = (double *)malloc(N * S * sizeof *nm);
+        prn_tensor_download(jac, J, N * S * S);
+        prn_tensor_download(jd, Jd, N * S);
+        prn_tensor_download(jb, Jb, N * S * P);
+        prn_tensor_download(nx, nx0, N * S);
+        /* column j of every row's Jacobian by central differences of prn_rnn_step */
+        for (j = 0; j < S; ++j) {
+            double sv[3 * 8];
+            memcpy(sv, ss, sizeof sv);
+            for (n = 0; n < N; ++n) sv[n * S + j] += step;
+            sp = host_tensor(PRN_F64, 2, N, S, 0, sv);
+            prn_no_grad_begin(g_ctx);
+            PRNT_OK(g_ctx, prn_rnn_step(g_ctx, r, x, sp, &n1));
+            if (n1) prn_tensor_download(n1, np, N * S);
+            prn_tensor_free(n1); n1 = NULL; prn_tensor_free(sp);
+            for (n = 0; n < N; ++n) sv[n * S + j] -= 2 * step;
+            sp = host_tensor(PRN_F64, 2, N, S, 0, sv);
+            PRNT_OK(g_ctx, prn_rnn_step(g_ctx, r, x, sp, &n1));
+            if (n1) prn_tensor_download(n1, nm, N * S);
+            prn_no_grad_end(g_ctx);
+            prn_tensor_free(n1); n1 = NULL; prn_tensor_free(sp);
+            for (n = 0; n < N; ++n)
+                for (i = 0; i < S; ++i) {
+                    double fd = (np[n * S + i] - nm[n * S + i]) / (2 * step);
+                    double d = fabs(fd - J[(n * S + i) * S + j]);
+                    if (d > err) err = d;
+                }
+        }
+        for (n = 0; n < N; ++n)
+            for (i = 0; i < S; ++i) {
+                double d = fabs(Jd[n * S + i] - J[(n * S + i) * S + i]);
+                if (d > errd) errd = d;
+                for (j = 0; j < P; ++j) { /* block (i / P) of row n */
+                    double want = J[(n * S + i) * S + (i / P) * P + j];
+                    d = fabs(Jb[(n * S + i) * P + j] - want);
+                    if (d > errb) errb = d;
+                }
+            }
+        if (kind == PRN_RNN_MHGRU) { /* block-diagonal: nothing outside the blocks */
+            double off = 0;
+            for (n = 0; n < N; ++n)
+                for (i = 0; i < S; ++i)
+                    for (j = 0; j < S; ++j)
+                        if (i / P != j / P && fabs(J[(n * S + i) * S + j]) > off) off = fabs(J[(n * S + i) * S + j]);
+            PRNT_CHECK(off == 0.0, "mhgru: off-block entry %g", off);
+        }
+        PRNT_CHECK(err < 1e-7, "%s: dense Jacobian vs finite differences: %g", prn_rnn_kind_name(kind), err);
+        PRNT_CHECK(errd < 1e-12, "%s: diagonal mode vs dense: %g", prn_rnn_kind_name(kind), errd);
+        PRNT_CHECK(errb < 1e-12, "%s: block mode vs dense: %g", prn_rnn_kind_name(kind), errb);
+        free(J); free(Jd); free(Jb); free(nx0); free(np); free(nm);
+        prn_tensor_free(x); prn_tensor_free(s); prn_tensor_free(nx); prn_tensor_free(jac); prn_tensor_free(jd);
+        prn_tensor_free(jb);
+        prn_rnn_free(r);
+    }
+}
+
+/* --- the three evaluation paths agree ------------------------------------- */
+/* prn_rnn_step T times == prn_rnn_forward (single layer), and the frame API
+ * (stacked, with readout) == prn_rnn_forward + prn_rnn_readout. */
+static void test_step_frame_sequence(void) {
+    int kk, dti;
+    for (dti = 0; dti < 2; ++dti)
+        for (kk = 0; kk < NKINDS; ++kk) {
+            prn_dtype dt = dti ? PRN_F64 : PRN_F32;
+            double tol = dti ? 1e-11 : 2e-5;
+            prn_rnn_kind kind = k_all[kk];
+            size_t B = 2, T = 5, NI = 3, H = 4, O = 3, S, t, b;
+            prn_rnn_config c1 = cfg_of(kind, dt, NI, H, 1, 0, 0), c2 = cfg_of(kind, dt, NI, H, 2, 0, O);
+            prn_rnn *r1 = NULL, *r2 = NULL;
+            prn_rnn_frame *fr = NULL;
+            double xs[2 * 5 * 3], s0[2 * 2 * 8], *ys, *st, *st2, *ys2, yf[2 * 3], xf[2 * 3], sf[2 * 2 * 8], err = 0, errf = 0;
+            unsigned seed = 5u + (unsigned)kk;
+            prn_tensor *x, *s0t, *y = NULL, *fin = NULL, *cur, *nx = NULL, *xt, *y2 = NULL, *fin2 = NULL, *o2 = NULL, *s02;
+            PRNT_OK(g_ctx, prn_rnn_create(g_ctx, &c1, &r1));
+            PRNT_OK(g_ctx, prn_rnn_create(g_ctx, &c2, &r2));
+            if (!r1 || !r2) { prn_rnn_free(r1); prn_rnn_free(r2); return; }
+            S = prn_rnn_state_size(r1);
+            rand_fill(xs, B * T * NI, &seed, 1.0);
+            rand_fill(s0, 2 * B * S, &seed, 0.5);
+            x = host_tensor(dt, 3, B, T, NI, xs);
+            s0t = host_tensor(dt, 3, 1, B, S, s0);
+            prn_no_grad_begin(g_ctx);
+            PRNT_OK(g_ctx, prn_rnn_forward(g_ctx, r1, x, s0t, &y, &fin));
+            ys = (double *)malloc(B * T * H * sizeof *ys);
+            st = (double *)malloc(B * S * sizeof *st);
+            if (y) prnt_download_f64(y, ys);
+            if (fin) prnt_download_f64(fin, st);
+            cur = host_tensor(dt, 2, B, S, 0, s0);
+            for (t = 0; t < T; ++t) {
+                double xv[2 * 3], hv[2 * 8];
+                for (b = 0; b < B; ++b) memcpy(xv + b * NI, xs + (b * T + t) * NI, NI * sizeof *xv);
+                xt = host_tensor(dt, 2, B, NI, 0, xv);
+                PRNT_OK(g_ctx, prn_rnn_step(g_ctx, r1, xt, cur, &nx));
+                prn_tensor_free(xt);
+                prn_tensor_free(cur);
+                cur = nx;
+                nx = NULL;
+                if (!cur) break;
+                prnt_download_f64(cur, hv);
+                for (b = 0; b < B; ++b) {
+                    double d = max_abs_diff(hv + b * S, ys + (b * T + t) * H, H);
+                    if (d > err) err = d;
+                }
+                if (t == T - 1) {
+                    double d = max_abs_diff(hv, st, B * S);
+                    if (d > err) err = d;
+                }
+            }
+            prn_tensor_free(cur);
+            PRNT_CHECK(err <= tol, "%s %s: step vs forward %g", prn_rnn_kind_name(kind), prn_dtype_name(dt), err);
+            /* stacked with readout: frames against the sequence */
+            s02 = host_tensor(dt, 3, 2, B, S, s0);
+            PRNT_OK(g_ctx, prn_rnn_forward(g_ctx, r2, x, s02, &y2, &fin2));
+            if (y2) PRNT_OK(g_ctx, prn_rnn_readout(g_ctx, r2, y2, &o2));
+            prn_no_grad_end(g_ctx);
+            ys2 = (double *)malloc(B * T * O * sizeof *ys2);
+            st2 = (double *)malloc(2 * B * S * sizeof *st2);
+            if (o2) prnt_download_f64(o2, ys2);
+            if (fin2) prnt_download_f64(fin2, st2);
+            PRNT_OK(g_ctx, prn_rnn_frame_create(r2, B, &fr));
+            if (fr) {
+                PRNT_CHECK(prn_rnn_frame_memory(fr) > 0, "frame memory");
+                PRNT_OK(g_ctx, prn_rnn_frame_set_state(fr, s0));
+                for (t = 0; t < T; ++t) {
+                    for (b = 0; b < B; ++b) memcpy(xf + b * NI, xs + (b * T + t) * NI, NI * sizeof *xf);
+                    PRNT_OK(g_ctx, prn_rnn_frame_step(fr, xf, yf));
+                    for (b = 0; b < B; ++b) {
+                        double d = max_abs_diff(yf + b * O, ys2 + (b * T + t) * O, O);
+                        if (d > errf) errf = d;
+                    }
+                }
+                PRNT_OK(g_ctx, prn_rnn_frame_get_state(fr, sf));
+                {
+                    double d = max_abs_diff(sf, st2, 2 * B * S);
+                    if (d > errf) errf = d;
+                }
+                prn_rnn_frame_reset(fr);
+                PRNT_OK(g_ctx, prn_rnn_frame_get_state(fr, sf));
+                PRNT_CHECK(sf[0] == 0.0 && sf[2 * B * S - 1] == 0.0, "reset");
+            }
+            PRNT_CHECK(errf <= tol * 5, "%s %s: frame vs forward+readout %g", prn_rnn_kind_name(kind), prn_dtype_name(dt), errf);
+            prn_rnn_frame_free(fr);
+            free(ys); free(st); free(ys2); free(st2);
+            prn_tensor_free(x); prn_tensor_free(s0t); prn_tensor_free(y); prn_tensor_free(fin); prn_tensor_free(s02);
+            prn_tensor_free(y2); prn_tensor_free(fin2); prn_tensor_free(o2);
+            prn_rnn_free(r1);
+            prn_rnn_free(r2);
+        }
+}
+
+/* --- the PLRNN family against its formula --------------------------------- */
+static double *param_host(prn_rnn *r, const char *name, size_t *n) {
+    prn_tensor *t = prn_rnn_param(r, name);
+    double *v;
+    if (!t) return NULL;
+    *n = prn_tensor_numel(t);
+    v = (double *)malloc((*n ? *n : 1) * sizeof *v);
+    prnt_download_f64(t, v);
+    return v;
+}
+static void test_plrnn_formula(void) {
+    int kk;
+    for (kk = 4; kk < NKINDS; ++kk) {
+        prn_rnn_kind kind = k_all[kk];
+        size_t M = 6, Lw = 5, NI = 2, T = 7, n, t, i, j;
+        int autonomous;
+        for (autonomous = 0; autonomous < 2; ++autonomous) {
+            prn_rnn_config c = cfg_of(kind, PRN_F64, autonomous ? 0 : NI, M, 1, 0, 0);
+            prn_rnn *r = NULL;
+            double xs[7 * 2], z[6], zn[6], *A, *W = NULL, *W1 = NULL, *W2 = NULL, *h, *h2 = NULL, *C = NULL, ys[7 * 6], err = 0;
+            unsigned seed = 99u + (unsigned)kk;
+            prn_tensor *x, *y = NULL;
+            size_t shape[2];
+            int sh = kind == PRN_RNN_SHPLRNN || kind == PRN_RNN_CLIPPED_SHPLRNN;
+            PRNT_OK(g_ctx, prn_rnn_create(g_ctx, &c, &r));
+            if (!r) return;
+            A = param_host(r, "A_l0", &n);
+            h = param_host(r, sh ? "h1_l0" : "h_l0", &n);
+            if (sh) { W1 = param_host(r, "W1_l0", &n); W2 = param_host(r, "W2_l0", &n); h2 = param_host(r, "h2_l0", &n); }
+            else W = param_host(r, "W_l0", &n);
+            if (!autonomous) C = param_host(r, "C_l0", &n);
+            PRNT_CHECK(autonomous == (prn_rnn_param(r, "C_l0") == NULL), "C present iff there are inputs");
+            /* a nonzero h, so that the trajectory moves */
+            {
+                double hv[6];
+                rand_fill(hv, M, &seed, 0.5);
+                prn_tensor_upload(prn_rnn_param(r, sh ? "h1_l0" : "h_l0"), hv, M);
+                memcpy(h, hv, sizeof hv);
+            }
+            rand_fill(xs, T * NI, &seed, 1.0);
+            shape[0] = T; shape[1] = autonomous ? 0 : NI;
+            x = NULL;
+            PRNT_OK(g_ctx, prn_tensor_from_host(g_ctx, PRN_F64, 2, shape, xs, &x));
+            PRNT_OK(g_ctx, prn_rnn_forward(g_ctx, r, x, NULL, &y, NULL));
+            if (y) prn_tensor_download(y, ys, T * M);
+            for (i = 0; i < M; ++i) z[i] = 0;
+            for (t = 0; t < T; ++t) {
+                for (i = 0; i < M; ++i) {
+                    double s = A[i] * z[i] + h[i];
+                    if (!autonomous) for (j = 0; j < NI; ++j) s += C[i * NI + j] * xs[t * NI + j];
+                    if (sh) {
+                        size_t l;
+                        for (l = 0; l < Lw; ++l) {
+                            double v = 0;
+                            for (j = 0; j < M; ++j) v += W2[l * M + j] * z[j];
+                            s += W1[i * Lw + l] * (fmax(v + h2[l], 0) - (kind == PRN_RNN_CLIPPED_SHPLRNN ? fmax(v, 0) : 0));
+                        }
+                    } else {
+                        for (j = 0; j < M; ++j) {
+                            double phi = kind == PRN_RNN_ALRNN && j < M - M / 2 ? z[j] : fmax(z[j], 0);
+                            s += W[i * M + j] * phi;
+                        }
+                    }
+                    zn[i] = s;
+                }
+                memcpy(z, zn, sizeof z);
+                {
+                    double d = max_abs_diff(z, ys + t * M, M);
+                    if (d > err) err = d;
+                }
+            }
+            PRNT_CHECK(err < 1e-12, "%s%s: forward vs formula %g", prn_rnn_kind_name(kind), autonomous ? " (autonomous)" : "", err);
+            free(A); free(W); free(W1); free(W2); free(h); free(h2); free(C);
+            prn_tensor_free(x); prn_tensor_free(y);
+            prn_tape_clear(g_ctx);
+            prn_rnn_free(r);
+        }
+    }
+}
+
+/* --- gradients against finite differences (f64) --------------------------- */
+/* loss = sum(y * Ry) + sum(state * Rs) */
+static double loss_of(prn_rnn *r, prn_tensor *x, prn_tensor *s0, prn_tensor *Ry, prn_tensor *Rs, int backward) {
+    prn_tensor *y = NULL, *fin = NULL, *a = NULL, *b = NULL, *sa = NULL, *sb = NULL, *l = NULL;
+    double v = NAN;
+    if (prn_rnn_forward(g_ctx, r, x, s0, &y, &fin) == PRN_OK && prn_mul(g_ctx, y, Ry, &a) == PRN_OK &&
+        prn_mul(g_ctx, fin, Rs, &b) == PRN_OK && prn_sum(g_ctx, a, PRN_ALL_AXES, 0, &sa) == PRN_OK &&
+        prn_sum(g_ctx, b, PRN_ALL_AXES, 0, &sb) == PRN_OK && prn_add(g_ctx, sa, sb, &l) == PRN_OK) {
+        prn_tensor_item(l, &v);
+        if (backward && prn_backward(g_ctx, l) != PRN_OK) v = NAN;
+    }
+    prn_tensor_free(y); prn_tensor_free(fin); prn_tensor_free(a); prn_tensor_free(b);
+    prn_tensor_free(sa); prn_tensor_free(sb); prn_tensor_free(l);
+    prn_tape_clear(g_ctx);
+    return v;
+}
+static double fd_check(prn_rnn *r, prn_tensor *p, prn_tensor *x, prn_tensor *s0, prn_tensor *Ry, prn_tensor *Rs) {
+    size_t n = prn_tensor_numel(p), i, stride = n > 12 ? n / 12 : 1;
+    double *v = (double *)malloc(n * sizeof *v), *g = (double *)malloc(n * sizeof *g), worst = 0, h = 1e-6;
+    prn_tensor *gt = prn_tensor_grad(p);
+    prn_tensor_download(p, v, n);
+    if (gt) prn_tensor_download(gt, g, n);
+    else memset(g, 0, n * sizeof *g);
+    for (i = 0; i < n; i += stride) {
+        double o = v[i], lp, lm, fd, d;
+        v[i] = o + h; prn_tensor_upload(p, v, n);
+        prn_no_grad_begin(g_ctx);
+        lp = loss_of(r, x, s0, Ry, Rs, 0);
+        v[i] = o - h; prn_tensor_upload(p, v, n);
+        lm = loss_of(r, x, s0, Ry, Rs, 0);
+        prn_no_grad_end(g_ctx);
+        v[i] = o; prn_tensor_upload(p, v, n);
+        fd = (lp - lm) / (2 * h);
+        d = fabs(fd - g[i]) / fmax(1.0, fabs(fd));
+        if (!(d <= worst)) worst = d;
+    }
+    free(v); free(g);
+    return worst;
+}
+static void test_gradients_fd(void) {
+    int kk, variant;
+    for (kk = 0; kk < NKINDS; ++kk)
+        for (variant = 0; variant < 2; ++variant) {
+            prn_rnn_kind kind = k_all[kk];
+            int layers = variant ? 2 : 1, bidir = variant;
+            size_t B = 2, T = 4, NI = 3, H = 4, S, LD = (size_t)layers * (bidir ? 2 : 1), F, np, i;
+            prn_rnn_config c = cfg_of(kind, PRN_F64, NI, H, layers, bidir, 0);
+            prn_rnn *r = NULL;
+            double xs[2 * 4 * 3], s0v[4 * 2 * 8], ry[2 * 4 * 8], rs[4 * 2 * 8], worst = 0;
+            unsigned seed = 7u + (unsigned)kk * 3u + (unsigned)variant;
+            prn_tensor *x, *s0, *Ry, *Rs, *params[64];
+            const char *wn = "";
+            PRNT_OK(g_ctx, prn_rnn_create(g_ctx, &c, &r));
+            if (!r) return;
+            S = prn_rnn_state_size(r);
+            F = prn_rnn_output_size(r);
+            rand_fill(xs, B * T * NI, &seed, 1.0);
+            rand_fill(s0v, LD * B * S, &seed, 0.5);
+            rand_fill(ry, B * T * F, &seed, 1.0);
+            rand_fill(rs, LD * B * S, &seed, 1.0);
+            x = host_tensor(PRN_F64, 3, B, T, NI, xs);
+            s0 = host_tensor(PRN_F64, 3, LD, B, S, s0v);
+            Ry = host_tensor(PRN_F64, 3, B, T, F, ry);
+            Rs = host_tensor(PRN_F64, 3, LD, B, S, rs);
+            prn_tensor_set_requires_grad(x, 1);
+            prn_tensor_set_requires_grad(s0, 1);
+            PRNT_CHECK(!isnan(loss_of(r, x, s0, Ry, Rs, 1)), "%s: loss", prn_rnn_kind_name(kind));
+            np = (size_t)prn_rnn_params(r, params, 64);
+            for (i = 0; i < np; ++i) {
+                double d = fd_check(r, params[i], x, s0, Ry, Rs);
+                if (d > worst) { worst = d; wn = prn_rnn_param_name(r, (int)i); }
+            }
+            {
+                double d = fd_check(r, x, x, s0, Ry, Rs);
+                if (d > worst) { worst = d; wn = "x"; }
+                d = fd_check(r, s0, x, s0, Ry, Rs);
+                if (d > worst) { worst = d; wn = "state0"; }
+            }
+            PRNT_CHECK(worst < 1e-6, "%s layers=%d bidir=%d: gradient vs finite differences %g (%s)",
+                       prn_rnn_kind_name(kind), layers, bidir, worst, wn);
+            for (i = 0; i < np; ++i) prn_tensor_zero_grad(params[i]);
+            prn_tensor_free(x); prn_tensor_free(s0); prn_tensor_free(Ry); prn_tensor_free(Rs);
+            prn_rnn_free(r);
+        }
+}
+
+/* --- names and shapes ------------------------------------------------------ */
+static void test_names(void) {
+    prn_rnn_config c = cfg_of(PRN_RNN_LSTM, PRN_F32, 3, 5, 2, 1, 7);
+    prn_rnn *r = NULL;
+    prn_tensor *p[32];
+    int n;
+    PRNT_OK(g_ctx, prn_rnn_create(g_ctx, &c, &r));
+    if (!r) return;
+    n = prn_rnn_params(r, p, 32);
+    PRNT_CHECK(n == 2 * 2 * 4 + 2, "count %d", n);
+    PRNT_CHECK(!strcmp(prn_rnn_param_name(r, 0), "weight_ih_l0"), "%s", prn_rnn_param_name(r, 0));
+    PRNT_CHECK(!strcmp(prn_rnn_param_name(r, 5), "weight_hh_l0_reverse"), "%s", prn_rnn_param_name(r, 5));
+    PRNT_CHECK(!strcmp(prn_rnn_param_name(r, 8), "weight_ih_l1"), "%s", prn_rnn_param_name(r, 8));
+    PRNT_CHECK(!strcmp(prn_rnn_param_name(r, 16), "readout_weight"), "%s", prn_rnn_param_name(r, 16));
+    PRNT_CHECK(prn_tensor_dim(prn_rnn_param(r, "weight_ih_l1"), 1) == 10, "layer 1 reads both directions");
+    PRNT_CHECK(prn_tensor_dim(prn_rnn_param(r, "weight_hh_l0"), 0) == 20, "4H rows");
+    PRNT_CHECK(prn_rnn_state_size(r) == 10 && prn_rnn_output_size(r) == 10, "sizes");
+    PRNT_CHECK(prn_rnn_param(r, "nope") == NULL && prn_rnn_param_name(r, 99) == NULL, "unknown names");
+    PRNT_CHECK(!strcmp(prn_rnn_kind_name(PRN_RNN_CLIPPED_SHPLRNN), "clipped_shplrnn") && !strcmp(prn_rnn_kind_name((prn_rnn_kind)99), ""), "kind names");
+    prn_rnn_free(r);
+}
+
+/* --- model files ---------------------------------------------------------- */
+static unsigned char *read_all(const char *path, size_t *n) {
+    FILE *f = fopen(path, "rb");
+    unsigned char *b;
+    long sz;
+    if (!f) return NULL;
+    fseek(f, 0, SEEK_END);
+    sz = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    b = (unsigned char *)malloc((size_t)sz + 1);
+    *n = fread(b, 1, (size_t)sz, f);
+    fclose(f);
+    return b;
+}
+static void write_all(const char *path, const unsigned char *b, size_t n) {
+    FILE *f = fopen(path, "wb");
+    if (!f) return;
+    fwrite(b, 1, n, f);
+    fclose(f);
+}
+static void test_model_files(void) {
+    char path[200], bad[256];
+    int kk;
+    snprintf(path, sizeof path, "/tmp/prn_test_rnn_%ld.prnrnn", (long)(size_t)&path % 100000);
+    snprintf(bad, sizeof bad, "%s.bad", path);
+    for (kk = 0; kk < NKINDS; ++kk) {
+        prn_dtype dt = kk % 2 ? PRN_F64 : PRN_F32;
+        prn_rnn_config c = cfg_of(k_all[kk], dt, 3, 4, 2, kk % 3 == 0, kk % 2 ? 3 : 0);
+        prn_rnn *r = NULL, *r2 = NULL, *keep = (prn_rnn *)&c;
+        prn_tensor *p1[64], *p2[64];
+        int n1, n2, i;
+        unsigned char *b;
+        size_t n;
+        PRNT_OK(g_ctx, prn_rnn_create(g_ctx, &c, &r));
+        if (!r) return;
+        PRNT_OK(g_ctx, prn_rnn_save(r, path));
+        PRNT_OK(g_ctx, prn_rnn_load(g_ctx, path, &r2));
+        if (!r2) { prn_rnn_free(r); return; }
+        {
+            const prn_rnn_config *a = prn_rnn_get_config(r), *b2 = prn_rnn_get_config(r2);
+            PRNT_CHECK(a->kind == b2->kind && a->dtype == b2->dtype && a->input_size == b2->input_size &&
+                       a->hidden_size == b2->hidden_size && a->num_layers == b2->num_layers &&
+                       a->bidirectional == b2->bidirectional && a->relu == b2->relu && a->num_heads == b2->num_heads &&
+                       a->shallow_size == b2->shallow_size && a->num_relu == b2->num_relu &&
+                       a->output_size == b2->output_size, "config round trip");
+        }
+        n1 = prn_rnn_params(r, p1, 64);
+        n2 = prn_rnn_params(r2, p2, 64);
+        PRNT_CHECK(n1 == n2, "param count");
+        for (i = 0; i < n1 && i < n2; ++i) {
+            size_t m = prn_tensor_numel(p1[i]);
+            double *a = (double *)malloc((m ? m : 1) * 8), *bb = (double *)malloc((m ? m : 1) * 8);
+            prnt_download_f64(p1[i], a);
+            prnt_download_f64(p2[i], bb);
+            PRNT_CHECK(m == prn_tensor_numel(p2[i]) && !memcmp(a, bb, m * 8), "param %s differs", prn_rnn_param_name(r, i));
+            free(a); free(bb);
+        }
+        prn_rnn_free(r2);
+        r2 = keep;
+        /* corrupted: one flipped bit in the last parameter value */
+        b = read_all(path, &n);
+        if (b) {
+            b[n - 6] ^= 0x10;
+            write_all(bad, b, n);
+            PRNT_STATUS(g_ctx, prn_rnn_load(g_ctx, bad, &r2), PRN_ERR_FORMAT);
+            PRNT_CHECK(strstr(prn_last_error(g_ctx), "checksum") != NULL, "%s", prn_last_error(g_ctx));
+            b[n - 6] ^= 0x10;
+            /* truncated, at several lengths */
+            write_all(bad, b, n - 1);
+            PRNT_STATUS(g_ctx, prn_rnn_load(g_ctx, bad, &r2), PRN_ERR_FORMAT);
+            write_all(bad, b, 50);
+            PRNT_STATUS(g_ctx, prn_rnn_load(g_ctx, bad, &r2), PRN_ERR_FORMAT);
+            write_all(bad, b, 0);
+            PRNT_STATUS(g_ctx, prn_rnn_load(g_ctx, bad, &r2), PRN_ERR_FORMAT);
+            /* wrong version */
+            b[8] = 2;
+            write_all(bad, b, n);
+            PRNT_STATUS(g_ctx, prn_rnn_load(g_ctx, bad, &r2), PRN_ERR_FORMAT);
+            PRNT_CHECK(strstr(prn_last_error(g_ctx), "version 2") != NULL, "%s", prn_last_error(g_ctx));
+            b[8] = 1;
+            /* wrong magic */
+            b[0] = 'X';
+            write_all(bad, b, n);
+            PRNT_STATUS(g_ctx, prn_rnn_load(g_ctx, bad, &r2), PRN_ERR_FORMAT);
+            PRNT_CHECK(strstr(prn_last_error(g_ctx), "magic") != NULL, "%s", prn_last_error(g_ctx));
+            free(b);
+        }
+        PRNT_CHECK(r2 == keep, "a failed load changed *out");
+        prn_rnn_free(r);
+    }
+    {
+        prn_rnn *r2 = NULL;
+        PRNT_STATUS(g_ctx, prn_rnn_load(g_ctx, "/nonexistent/dir/model.prnrnn", &r2), PRN_ERR_IO);
+        PRNT_CHECK(strstr(prn_last_error(g_ctx), "prn_rnn_load") != NULL, "%s", prn_last_error(g_ctx));
+    }
+    remove(path);
+    remove(bad);
+}
+
+/* --- bad input ------------------------------------------------------------- */
+static void test_bad_input(void) {
+    prn_rnn_config c = cfg_of(PRN_RNN_GRU, PRN_F32, 3, 4, 1, 0, 0), e;
+    prn_rnn *r = NULL, *rb = NULL, *keep = (prn_rnn *)&c;
+    prn_tensor *x = NULL, *y = (prn_tensor *)&c, *s = NULL, *x64 = NULL, *x0 = NULL, *j = NULL, *wrong = NULL, *x2 = NULL;
+    prn_rnn_frame *fr = NULL;
+    size_t shape[3];
+    PRNT_OK(g_ctx, prn_rnn_create(g_ctx, &c, &r));
+    if (!r) return;
+    /* configurations */
+    e = c; e.hidden_size = 0;
+    PRNT_STATUS(g_ctx, prn_rnn_create(g_ctx, &e, &rb), PRN_ERR_INVALID_ARGUMENT);
+    PRNT_CHECK(strstr(prn_last_error(g_ctx), "hidden_size") != NULL, "%s", prn_last_error(g_ctx));
+    e = c; e.input_size = 0;
+    PRNT_STATUS(g_ctx, prn_rnn_create(g_ctx, &e, &rb), PRN_ERR_INVALID_ARGUMENT);
+    e = c; e.kind = PRN_RNN_MHGRU; e.num_heads = 3;
+    PRNT_STATUS(g_ctx, prn_rnn_create(g_ctx, &e, &rb), PRN_ERR_INVALID_ARGUMENT);
+    e = c; e.kind = PRN_RNN_SHPLRNN;
+    PRNT_STATUS(g_ctx, prn_rnn_create(g_ctx, &e, &rb), PRN_ERR_INVALID_ARGUMENT);
+    e = c; e.kind = PRN_RNN_ALRNN; e.num_relu = 5;
+    PRNT_STATUS(g_ctx, prn_rnn_create(g_ctx, &e, &rb), PRN_ERR_INVALID_ARGUMENT);
+    e = c; e.dtype = PRN_I32;
+    PRNT_STATUS(g_ctx, prn_rnn_create(g_ctx, &e, &rb), PRN_ERR_DTYPE);
+    e = c; e.kind = (prn_rnn_kind)42;
+    PRNT_STATUS(g_ctx, prn_rnn_create(g_ctx, &e, &rb), PRN_ERR_INVALID_ARGUMENT);
+    PRNT_STATUS(g_ctx, prn_rnn_create(g_ctx, NULL, &rb), PRN_ERR_NULL_ARGUMENT);
+    PRNT_STATUS(g_ctx, prn_rnn_create(g_ctx, &c, NULL), PRN_ERR_NULL_ARGUMENT);
+    PRNT_CHECK(rb == NULL, "failed create wrote *out");
+    /* forward */
+    shape[0] = 2; shape[1] = 5; shape[2] = 3;
+    prn_tensor_create(g_ctx, PRN_F32, 3, shape, &x);
+    prn_tensor_create(g_ctx, PRN_F64, 3, shape, &x64);
+    shape[1] = 0;
+    prn_tensor_create(g_ctx, PRN_F32, 3, shape, &x0);
+    shape[0] = 2; shape[1] = 5; shape[2] = 4;
+    prn_tensor_create(g_ctx, PRN_F32, 3, shape, &wrong);
+    PRNT_STATUS(g_ctx, prn_rnn_forward(g_ctx, NULL, x, NULL, &y, NULL), PRN_ERR_NULL_ARGUMENT);
+    PRNT_STATUS(g_ctx, prn_rnn_forward(g_ctx, r, NULL, NULL, &y, NULL), PRN_ERR_NULL_ARGUMENT);
+    PRNT_STATUS(g_ctx, prn_rnn_forward(g_ctx, r, x, NULL, NULL, NULL), PRN_ERR_NULL_ARGUMENT);
+    PRNT_STATUS(g_ctx, prn_rnn_forward(g_ctx, r, wrong, NULL, &y, NULL), PRN_ERR_SHAPE);
+    PRNT_CHECK(strstr(prn_last_error(g_ctx), "prn_rnn_forward") && strstr(prn_last_error(g_ctx), "'x'"), "%s", prn_last_error(g_ctx));
+    PRNT_STATUS(g_ctx, prn_rnn_forward(g_ctx, r, x64, NULL, &y, NULL), PRN_ERR_DTYPE);
+    PRNT_STATUS(g_ctx, prn_rnn_forward(g_ctx, r, x0, NULL, &y, NULL), PRN_ERR_SHAPE);
+    PRNT_STATUS(g_ctx, prn_rnn_forward(g_ctx, r, x, wrong, &y, NULL), PRN_ERR_SHAPE);
+    PRNT_CHECK(strstr(prn_last_error(g_ctx), "'state0'") != NULL, "%s", prn_last_error(g_ctx));
+    PRNT_CHECK(y == (prn_tensor *)&c, "a failed forward wrote *y");
+    PRNT_STATUS(g_ctx, prn_rnn_readout(g_ctx, r, x, &y), PRN_ERR_STATE);
+    /* steps and Jacobians */
+    shape[0] = 2; shape[1] = 4;
+    prn_tensor_create(g_ctx, PRN_F32, 2, shape, &s);
+    PRNT_STATUS(g_ctx, prn_rnn_step(g_ctx, r, NULL, s, &y), PRN_ERR_NULL_ARGUMENT);
+    PRNT_STATUS(g_ctx, prn_rnn_jacobian(g_ctx, r, NULL, s, PRN_JACOBIAN_DENSE, NULL, &j), PRN_ERR_NULL_ARGUMENT);
+    PRNT_STATUS(g_ctx, prn_rnn_jacobian(g_ctx, r, s, s, PRN_JACOBIAN_DENSE, NULL, &j), PRN_ERR_SHAPE);
+    PRNT_CHECK(strstr(prn_last_error(g_ctx), "prn_rnn_jacobian: argument 'x'") != NULL, "%s", prn_last_error(g_ctx));
+    shape[1] = 3;
+    prn_tensor_create(g_ctx, PRN_F32, 2, shape, &x2);
+    PRNT_STATUS(g_ctx, prn_rnn_jacobian(g_ctx, r, x2, s, (prn_jacobian_mode)7, NULL, &j), PRN_ERR_INVALID_ARGUMENT);
+    PRNT_STATUS(g_ctx, prn_rnn_jacobian(g_ctx, r, x2, s, PRN_JACOBIAN_DENSE, NULL, NULL), PRN_ERR_NULL_ARGUMENT);
+    PRNT_CHECK(j == NULL, "a failed jacobian wrote *jac");
+    /* frames */
+    {
+        prn_rnn_config cb = cfg_of(PRN_RNN_GRU, PRN_F32, 3, 4, 1, 1, 0);
+        PRNT_OK(g_ctx, prn_rnn_create(g_ctx, &cb, &rb));
+        if (rb) {
+            PRNT_STATUS(g_ctx, prn_rnn_frame_create(rb, 1, &fr), PRN_ERR_INVALID_ARGUMENT);
+            PRNT_STATUS(g_ctx, prn_rnn_step(g_ctx, rb, x, s, &y), PRN_ERR_INVALID_ARGUMENT);
+        }
+        PRNT_STATUS(g_ctx, prn_rnn_frame_create(r, 0, &fr), PRN_ERR_INVALID_ARGUMENT);
+        PRNT_OK(g_ctx, prn_rnn_frame_create(r, 1, &fr));
+        PRNT_STATUS(g_ctx, prn_rnn_frame_step(fr, NULL, NULL), PRN_ERR_NULL_ARGUMENT);
+        PRNT_STATUS(g_ctx, prn_rnn_frame_set_state(fr, NULL), PRN_ERR_NULL_ARGUMENT);
+        prn_rnn_frame_free(fr);
+        prn_rnn_free(rb);
+    }
+    /* another context's network */
+    {
+        prn_config cfg;
+        prn_context *c2 = NULL;
+        memset(&cfg, 0, sizeof cfg);
+        cfg.backend = "reference-noblas";
+        if (prn_context_create(&cfg, &c2, NULL, 0) == PRN_OK) {
+            PRNT_STATUS(c2, prn_rnn_forward(c2, r, x, NULL, &y, NULL), PRN_ERR_CONTEXT_MISMATCH);
+            prn_context_destroy(c2);
+        }
+    }
+    PRNT_STATUS(g_ctx, prn_rnn_save(r, NULL), PRN_ERR_NULL_ARGUMENT);
+    PRNT_STATUS(g_ctx, prn_rnn_save(r, "/nonexistent/dir/m.prnrnn"), PRN_ERR_IO);
+    PRNT_CHECK(keep == (prn_rnn *)&c, "unchanged");
+    prn_rnn_free(NULL);
+    prn_rnn_frame_free(NULL);
+    prn_tensor_free(x); prn_tensor_free(x64); prn_tensor_free(x0); prn_tensor_free(s); prn_tensor_free(wrong);
+    prn_tensor_free(x2);
+    prn_rnn_free(r);
+}
+
+/* --- NaN propagates ---------------------------------------------------------- */
+static void test_nan(void) {
+    prn_rnn_config c = cfg_of(PRN_RNN_LSTM, PRN_F64, 2, 3, 1, 0, 0);
+    prn_rnn *r = NULL;
+    double xs[4 * 2] = {0.1, 0.2, NAN, 0.3, 0.1, 0.1, 0.2, 0.2}, ys[4 * 3];
+    prn_tensor *x, *y = NULL;
+    PRNT_OK(g_ctx, prn_rnn_create(g_ctx, &c, &r));
+    if (!r) return;
+    x = host_tensor(PRN_F64, 2, 4, 2, 0, xs);
+    PRNT_OK(g_ctx, prn_rnn_forward(g_ctx, r, x, NULL, &y, NULL));
+    if (y) {
+        prn_tensor_download(y, ys, 12);
+        PRNT_CHECK(!isnan(ys[0]) && isnan(ys[3]) && isnan(ys[11]), "NaN from step 1 on: %g %g %g", ys[0], ys[3], ys[11]);
+    }
+    prn_tensor_free(x); prn_tensor_free(y);
+    prn_tape_clear(g_ctx);
+    prn_rnn_free(r);
+}
+
+static void test_no_leaks(void) {
+    PRNT_CHECK(prn_live_tensors(g_ctx) == 0, "live tensors: %lu", (unsigned long)prn_live_tensors(g_ctx));
+}
+
+int main(void) {
+    g_ctx = prnt_context(2026);
+    if (!g_ctx) return 1;
+    PRNT_RUN(test_names);
+    PRNT_RUN(test_jacobian_fd);
+    PRNT_RUN(test_step_frame_sequence);
+    PRNT_RUN(test_plrnn_formula);
+    PRNT_RUN(test_gradients_fd);
+    PRNT_RUN(test_model_files);
+    PRNT_RUN(test_bad_input);
+    PRNT_RUN(test_nan);
+    PRNT_RUN(test_no_leaks);
+    prn_context_destroy(g_ctx);
+    return prnt_summary();
+}
