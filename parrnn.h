@@ -655,10 +655,13 @@ PRNDEF prn_status prn_rnn_jacobian(prn_context *ctx, const prn_rnn *rnn, prn_ten
  * of a one-direction network by one step for a batch of B rows, on the
  * calling thread, with no allocation, no tape and no backend call: the
  * same inputs give the same outputs bit for bit, on every machine with
- * IEEE doubles. Memory (prn_rnn_frame_memory returns it), in bytes:
- *     8 * (P + L*B*S + B*(I + F + 8*Hmax + Lsh) + B*O) + a few hundred
- * with P the number of parameters, F the features of y, Hmax the largest
- * layer width, Lsh the shallow size; nothing more is touched per step.
+ * IEEE doubles. Memory (prn_rnn_frame_memory returns it exactly), in bytes:
+ *     8 * (P + L*B*S + max(I, H) + 2*G*H + S + max(Lsh, H)) + 56*L + ~120
+ * with P the number of parameter values, G the gates (LSTM 4, GRU and
+ * MHGRU 3, else 1), Lsh the shallow size: the parameters, the state and
+ * one row's workspace (rows are stepped one after another). Nothing else
+ * is touched per step; the frame reads the network's configuration, so
+ * free the frame before the network.
  * After training, prn_rnn_frame_sync copies the parameters again.
  * x and y are host arrays of doubles: x [B, I] (NULL when I = 0), y
  * [B, O] (the readout's output when the network has one) or [B, H] (the
@@ -4842,6 +4845,7 @@ PRN__FN prn_status prn__rnn_build(prn_context *ctx, const char *fn, const prn_rn
     prn_rnn_config c;
     prn_rnn *r;
     prn_status st = PRN_OK;
+    uint64_t counter0 = ctx ? ctx->counter : 0;
     size_t H, M, In, Lw, G, maxp;
     int ld, torch;
     PRN__CTX(ctx, fn);
@@ -4913,7 +4917,11 @@ PRN__FN prn_status prn__rnn_build(prn_context *ctx, const char *fn, const prn_rn
             prn_free(ctx, h);
         }
     }
-    if (st != PRN_OK) { prn_rnn_free(r); return st; }
+    if (st != PRN_OK) { /* as if never called: the generator too */
+        prn_rnn_free(r);
+        ctx->counter = counter0;
+        return prn__in_fn(ctx, fn, st);
+    }
     *out = r;
     return PRN_OK;
 }
@@ -5007,7 +5015,7 @@ PRN__FN prn_status prn__rnn_tensor(prn_context *ctx, const char *fn, const char 
 PRN__DEF prn_status prn_rnn_forward(prn_context *ctx, const prn_rnn *rnn, prn_tensor *x, prn_tensor *state0,
                                     prn_tensor **y, prn_tensor **state) {
     static const char fn[] = "prn_rnn_forward";
-    size_t B, T, LD, S;
+    size_t B, T, LD, S, mark;
     int batched, l, d;
     prn_tensor *X, *s03 = NULL, *fin = NULL, *prm[4];
     prn__rk k;
@@ -5029,6 +5037,7 @@ PRN__DEF prn_status prn_rnn_forward(prn_context *ctx, const prn_rnn *rnn, prn_te
         PRN__TRY(batched ? prn__rnn_tensor(ctx, fn, "state0", rnn, state0, 3, LD, B, S)
                          : prn__rnn_tensor(ctx, fn, "state0", rnn, state0, 2, LD, S, 0));
     prn__rk_of(rnn, &k);
+    mark = ctx->tape_n;
     memset(&w, 0, sizeof w);
     w.ctx = ctx;
     X = prn__cw_v3(&w, x, B, T, rnn->cfg.input_size);
@@ -5068,12 +5077,13 @@ PRN__DEF prn_status prn_rnn_forward(prn_context *ctx, const prn_rnn *rnn, prn_te
     }
     prn__cw_release(&w, 0);
     prn_free(ctx, w.t);
-    return w.st;
+    if (w.st != PRN_OK) prn__tape_truncate(ctx, mark);
+    return prn__in_fn(ctx, fn, w.st);
 }
 
 PRN__DEF prn_status prn_rnn_readout(prn_context *ctx, const prn_rnn *rnn, prn_tensor *y, prn_tensor **out) {
     static const char fn[] = "prn_rnn_readout";
-    size_t F, rows, shape[4];
+    size_t F, rows, shape[4], mark;
     prn__cw w;
     prn_tensor *o;
     PRN__TRY(prn__rnn_arg(ctx, fn, rnn));
@@ -5086,6 +5096,7 @@ PRN__DEF prn_status prn_rnn_readout(prn_context *ctx, const prn_rnn *rnn, prn_te
                         "%s: argument 'y' must be %s with last axis %lu (the network's output size)", fn,
                         prn_dtype_name(rnn->cfg.dtype), (unsigned long)F);
     rows = y->numel / (F ? F : 1);
+    mark = ctx->tape_n;
     memset(&w, 0, sizeof w);
     w.ctx = ctx;
     o = prn__cw2(&w, prn_add, prn__cw_mm(&w, prn__cw_v2(&w, y, rows, F), 0, rnn->ro_w, 1), rnn->ro_b);
@@ -5097,7 +5108,8 @@ PRN__DEF prn_status prn_rnn_readout(prn_context *ctx, const prn_rnn *rnn, prn_te
     if (w.st == PRN_OK) *out = prn_tensor_retain(o);
     prn__cw_release(&w, 0);
     prn_free(ctx, w.t);
-    return w.st;
+    if (w.st != PRN_OK) prn__tape_truncate(ctx, mark);
+    return prn__in_fn(ctx, fn, w.st);
 }
 
 /* Checks for the one-step functions: x [N, I] (NULL when I = 0), state [N, S]. */
@@ -5128,12 +5140,13 @@ PRN__DEF prn_status prn_rnn_step(prn_context *ctx, const prn_rnn *rnn, prn_tenso
     prn_tensor *prm[4], *Sall = NULL, *xp;
     prn__rk k;
     prn__cw w;
-    size_t N;
+    size_t N, mark;
     PRN__TRY(prn__rnn_step_args(ctx, fn, rnn, x, state));
     PRN__CHECK_OUT(ctx, fn, next);
     N = state->shape[0];
     prn__rk_of(rnn, &k);
     prn__rnn_rprm(rnn, 0, prm);
+    mark = ctx->tape_n;
     memset(&w, 0, sizeof w);
     w.ctx = ctx;
     xp = prn__rnn_proj(&w, rnn, 0, prn__rnn_x3(&w, rnn, x, N));
@@ -5145,7 +5158,8 @@ PRN__DEF prn_status prn_rnn_step(prn_context *ctx, const prn_rnn *rnn, prn_tenso
     if (w.st == PRN_OK) *next = prn_tensor_retain(xp);
     prn__cw_release(&w, 0);
     prn_free(ctx, w.t);
-    return w.st;
+    if (w.st != PRN_OK) prn__tape_truncate(ctx, mark);
+    return prn__in_fn(ctx, fn, w.st);
 }
 
 /* --- step Jacobians ----------------------------------------------------- */
@@ -5284,7 +5298,7 @@ PRN__DEF prn_status prn_rnn_jacobian(prn_context *ctx, const prn_rnn *rnn, prn_t
     }
     prn__cw_release(&w, 0);
     prn_free(ctx, w.t);
-    return w.st;
+    return prn__in_fn(ctx, fn, w.st);
 }
 
 /* --- per-frame inference ------------------------------------------------- */
@@ -5650,13 +5664,13 @@ PRN__DEF prn_status prn_rnn_load(prn_context *ctx, const char *path, prn_rnn **o
         c.num_relu = (size_t)prn__rd_le(buf + 68, 8);
         c.output_size = (size_t)prn__rd_le(buf + 76, 8);
         st = prn__rnn_build(ctx, fn, &c, 0, &r);
-        if (st != PRN_OK) {
+        if (st != PRN_OK && st != PRN_ERR_OUT_OF_MEMORY) {
             char why[512];
             strncpy(why, prn_last_error(ctx), sizeof why - 1);
             why[sizeof why - 1] = 0;
             st = PRN__ERR(ctx, PRN_ERR_FORMAT, "%s: '%s' holds an invalid configuration: %s", fn, path, why);
         }
-        else if (np != r->np)
+        else if (st == PRN_OK && np != r->np)
             st = PRN__ERR(ctx, PRN_ERR_FORMAT, "%s: '%s' has %d parameters; its configuration has %d", fn, path, np, r->np);
     }
     off = PRN__RNN_HEAD;

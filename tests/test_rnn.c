@@ -642,6 +642,183 @@ static void test_nan(void) {
     prn_rnn_free(r);
 }
 
+
+/* --- allocation failures -------------------------------------------------- */
+/* A context whose allocator refuses its n-th allocation once. Each call of a
+ * short training and inference sequence either succeeds or fails with
+ * PRN_ERR_OUT_OF_MEMORY, a message naming it, its output untouched and the
+ * live tensors and the tape as before; retried, it succeeds, and the
+ * gradients end bitwise equal to a run without failures. The frame steps
+ * allocate nothing. */
+typedef struct fa { long count, fail_at, refused, live; } fa;
+static void *fa_alloc(void *user, size_t size) {
+    fa *f = (fa *)user;
+    if (++f->count == f->fail_at) { f->refused++; return NULL; }
+    f->live++;
+    return malloc(size);
+}
+static void fa_free(void *user, void *p) {
+    if (p) ((fa *)user)->live--;
+    free(p);
+}
+static union { double d; void *p; } g_sent;
+#define SENT ((void *)&g_sent)
+/* one call that returns a status, retried once after a refusal */
+#define AF_CALL(NAME, OUTP, CALL)                                                           \
+    do { int att_;                                                                          \
+        for (att_ = 0; att_ < 2; ++att_) {                                                  \
+            size_t l0_ = prn_live_tensors(ctx), t0_ = prn_tape_size(ctx);                   \
+            prn_status st_;                                                                 \
+            *(void **)(OUTP) = SENT;                                                        \
+            st_ = (CALL);                                                                   \
+            if (st_ == PRN_OK) break;                                                       \
+            PRNT_CHECK(st_ == PRN_ERR_OUT_OF_MEMORY && strstr(prn_last_error(ctx), NAME),   \
+                       "n=%ld: %s: %s (%s)", f.fail_at, NAME, prn_status_string(st_), prn_last_error(ctx)); \
+            PRNT_CHECK(*(void **)(OUTP) == SENT, "n=%ld: failed %s wrote its output", f.fail_at, NAME); \
+            PRNT_CHECK(prn_live_tensors(ctx) == l0_ && prn_tape_size(ctx) == t0_,           \
+                       "n=%ld: failed %s changed live tensors %lu -> %lu or the tape %lu -> %lu", f.fail_at, NAME, \
+                       (unsigned long)l0_, (unsigned long)prn_live_tensors(ctx), (unsigned long)t0_, \
+                       (unsigned long)prn_tape_size(ctx));                                  \
+            failed_calls++;                                                                 \
+        }                                                                                   \
+        PRNT_CHECK(att_ < 2, "n=%ld: retry of %s failed", f.fail_at, NAME);                 \
+        if (att_ == 2) goto done;                                                           \
+    } while (0)
+
+static long af_run(long fail_at, double *grads, size_t ngrads, int *completed) {
+    fa f;
+    prn_config cfg;
+    prn_context *ctx = NULL;
+    prn_rnn_config c = cfg_of(PRN_RNN_LSTM, PRN_F64, 2, 3, 2, 1, 3);
+    prn_rnn *r = NULL, *r2 = NULL;
+    prn_rnn_frame *fr = NULL;
+    prn_tensor *x = NULL, *s0 = NULL, *y = NULL, *st = NULL, *o = NULL, *so = NULL, *ss = NULL, *l = NULL, *ps[32];
+    double xs[2 * 4 * 2], s0v[4 * 2 * 6], xf[2], yf[3];
+    size_t shx[3] = {2, 4, 2}, shs[3] = {4, 2, 6}, off = 0, i;
+    unsigned seed = 3;
+    long failed_calls = 0, before;
+    char path[64];
+    int np, k;
+    memset(&f, 0, sizeof f);
+    f.fail_at = fail_at;
+    memset(&cfg, 0, sizeof cfg);
+    cfg.allocator.alloc = fa_alloc;
+    cfg.allocator.free = fa_free;
+    cfg.allocator.user = &f;
+    cfg.seed = 77;
+    cfg.backend = "reference-noblas"; /* the allocator is the library's (OpenBLAS and OpenMP keep their own) */
+    cfg.num_threads = 1;
+    *completed = 0;
+    if (prn_context_create(&cfg, &ctx, NULL, 0) != PRN_OK && prn_context_create(&cfg, &ctx, NULL, 0) != PRN_OK) {
+        PRNT_CHECK(0, "n=%ld: context", fail_at);
+        return f.count;
+    }
+    rand_fill(xs, 16, &seed, 1.0);
+    rand_fill(s0v, 48, &seed, 0.5);
+    AF_CALL("prn_rnn_create", &r, prn_rnn_create(ctx, &c, &r));
+    AF_CALL("prn_tensor_from_host", &x, prn_tensor_from_host(ctx, PRN_F64, 3, shx, xs, &x));
+    AF_CALL("prn_tensor_from_host", &s0, prn_tensor_from_host(ctx, PRN_F64, 3, shs, s0v, &s0));
+    prn_tensor_set_requires_grad(x, 1);
+    prn_tensor_set_requires_grad(s0, 1);
+    AF_CALL("prn_rnn_forward", &y, prn_rnn_forward(ctx, r, x, s0, &y, &st));
+    AF_CALL("prn_rnn_readout", &o, prn_rnn_readout(ctx, r, y, &o));
+    AF_CALL("prn_sum", &so, prn_sum(ctx, o, PRN_ALL_AXES, 0, &so));
+    AF_CALL("prn_sum", &ss, prn_sum(ctx, st, PRN_ALL_AXES, 0, &ss));
+    AF_CALL("prn_add", &l, prn_add(ctx, so, ss, &l));
+    {
+        int att;
+        for (att = 0; att < 2; ++att) {
+            prn_status bs = prn_backward(ctx, l);
+            if (bs == PRN_OK) break;
+            PRNT_CHECK(bs == PRN_ERR_OUT_OF_MEMORY && strstr(prn_last_error(ctx), "prn_backward"), "n=%ld: backward: %s",
+                       fail_at, prn_last_error(ctx));
+            PRNT_CHECK(prn_tensor_grad(x) == NULL, "n=%ld: failed backward left a gradient on x", fail_at);
+            failed_calls++;
+        }
+        if (att == 2) goto done;
+    }
+    np = prn_rnn_params(r, ps, 32);
+    ps[np++] = x;
+    ps[np++] = s0;
+    for (k = 0; k < np; ++k) {
+        size_t n = prn_tensor_numel(ps[k]);
+        PRNT_CHECK(prn_tensor_grad(ps[k]) != NULL, "n=%ld: no gradient %d", fail_at, k);
+        if (prn_tensor_grad(ps[k]) && off + n <= ngrads) prn_tensor_download(prn_tensor_grad(ps[k]), grads + off, n);
+        off += n;
+    }
+    prn_tape_clear(ctx);
+    /* inference: frames allocate only when created */
+    {
+        prn_rnn_config c1 = cfg_of(PRN_RNN_GRU, PRN_F64, 2, 3, 2, 0, 3);
+        prn_rnn *rf = NULL;
+        AF_CALL("prn_rnn_create", &rf, prn_rnn_create(ctx, &c1, &rf));
+        {
+            int att;
+            for (att = 0; att < 2; ++att) {
+                fr = (prn_rnn_frame *)SENT;
+                if (prn_rnn_frame_create(rf, 1, &fr) == PRN_OK) break;
+                PRNT_CHECK(fr == (prn_rnn_frame *)SENT && strstr(prn_last_error(ctx), "prn_rnn_frame_create"),
+                           "n=%ld: frame create: %s", fail_at, prn_last_error(ctx));
+                failed_calls++;
+                fr = NULL;
+            }
+        }
+        if (fr) {
+            before = f.count;
+            xf[0] = 0.5; xf[1] = -0.5;
+            for (k = 0; k < 5; ++k) PRNT_OK(ctx, prn_rnn_frame_step(fr, xf, yf));
+            PRNT_CHECK(f.count == before, "frame steps allocated %ld times", f.count - before);
+            prn_rnn_frame_free(fr);
+        }
+        prn_rnn_free(rf);
+    }
+    /* model files */
+    snprintf(path, sizeof path, "/tmp/prn_test_rnn_af_%ld.prnrnn", fail_at);
+    {
+        int att;
+        for (att = 0; att < 2; ++att) {
+            prn_status vs = prn_rnn_save(r, path);
+            if (vs == PRN_OK) break;
+            PRNT_CHECK(vs == PRN_ERR_OUT_OF_MEMORY && strstr(prn_last_error(ctx), "prn_rnn_save"), "n=%ld: save: %s",
+                       fail_at, prn_last_error(ctx));
+            failed_calls++;
+        }
+        if (att == 2) goto done;
+    }
+    AF_CALL("prn_rnn_load", &r2, prn_rnn_load(ctx, path, &r2));
+    remove(path);
+    *completed = 1;
+done:
+    if (f.refused) PRNT_CHECK(failed_calls > 0 || *completed, "n=%ld: a refusal was not reported", fail_at);
+    prn_tape_clear(ctx);
+    prn_tensor_free(x); prn_tensor_free(s0); prn_tensor_free(y); prn_tensor_free(st); prn_tensor_free(o);
+    prn_tensor_free(so); prn_tensor_free(ss); prn_tensor_free(l);
+    prn_rnn_free(r);
+    prn_rnn_free(r2);
+    PRNT_CHECK(prn_live_tensors(ctx) == 0, "n=%ld: %lu tensors alive", fail_at, (unsigned long)prn_live_tensors(ctx));
+    prn_context_destroy(ctx);
+    PRNT_CHECK(f.live == 0, "n=%ld: %ld allocations outstanding", fail_at, f.live);
+    (void)i;
+    return f.count;
+}
+static void test_alloc_failures(void) {
+    static double base[4096], got[4096];
+    int done_ok;
+    long N = af_run(0, base, 4096, &done_ok), n, stride;
+    PRNT_CHECK(done_ok, "the run without failures did not complete");
+    /* every allocation under PRNT_FULL=1; else a spread of about 400 */
+    stride = getenv("PRNT_FULL") ? 1 : N / 400 + 1;
+    printf("    %ld allocations; failing every %ld-th\n", N, stride);
+    for (n = 1; n <= N; n += stride) {
+        long before = prnt_cur_failed;
+        memset(got, 0, sizeof got);
+        af_run(n, got, 4096, &done_ok);
+        PRNT_CHECK(done_ok, "n=%ld: not completed", n);
+        if (done_ok) PRNT_CHECK(!memcmp(got, base, sizeof got), "n=%ld: gradients differ from the run without failures", n);
+        if (prnt_cur_failed - before > 0 && prnt_cur_failed > 20) break;
+    }
+}
+
 static void test_no_leaks(void) {
     PRNT_CHECK(prn_live_tensors(g_ctx) == 0, "live tensors: %lu", (unsigned long)prn_live_tensors(g_ctx));
 }
@@ -657,6 +834,7 @@ int main(void) {
     PRNT_RUN(test_model_files);
     PRNT_RUN(test_bad_input);
     PRNT_RUN(test_nan);
+    PRNT_RUN(test_alloc_failures);
     PRNT_RUN(test_no_leaks);
     prn_context_destroy(g_ctx);
     return prnt_summary();
