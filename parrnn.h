@@ -656,12 +656,12 @@ PRNDEF prn_status prn_rnn_jacobian(prn_context *ctx, const prn_rnn *rnn, prn_ten
  * calling thread, with no allocation, no tape and no backend call: the
  * same inputs give the same outputs bit for bit, on every machine with
  * IEEE doubles. Memory (prn_rnn_frame_memory returns it exactly), in bytes:
- *     8 * (P + L*B*S + max(I, H) + 2*G*H + S + max(Lsh, H)) + 56*L + ~120
+ *     8 * (P + L*B*S + B*(2*G*H + S + max(Lsh, H))) + 56*L + ~130
  * with P the number of parameter values, G the gates (LSTM 4, GRU and
- * MHGRU 3, else 1), Lsh the shallow size: the parameters, the state and
- * one row's workspace (rows are stepped one after another). Nothing else
- * is touched per step; the frame reads the network's configuration, so
- * free the frame before the network.
+ * MHGRU 3, else 1), Lsh the shallow size: the parameters, the state and a
+ * workspace for the batch (each weight row is applied to every row of the
+ * batch while it is in cache). Nothing else is touched per step; the frame
+ * reads the network's configuration, so free it before the network.
  * After training, prn_rnn_frame_sync copies the parameters again.
  * x and y are host arrays of doubles: x [B, I] (NULL when I = 0), y
  * [B, O] (the readout's output when the network has one) or [B, H] (the
@@ -672,8 +672,10 @@ PRNDEF prn_status prn_rnn_frame_create(const prn_rnn *rnn, size_t batch, prn_rnn
 PRNDEF void prn_rnn_frame_free(prn_rnn_frame *frame);
 PRNDEF size_t prn_rnn_frame_memory(const prn_rnn_frame *frame);
 PRNDEF prn_status prn_rnn_frame_sync(prn_rnn_frame *frame);
-/* Zeroes the state. */
+/* Zeroes the state; _row zeroes one row of the batch in every layer (a
+ * respawned agent). */
 PRNDEF void prn_rnn_frame_reset(prn_rnn_frame *frame);
+PRNDEF prn_status prn_rnn_frame_reset_row(prn_rnn_frame *frame, size_t row);
 PRNDEF prn_status prn_rnn_frame_set_state(prn_rnn_frame *frame, const double *state);
 PRNDEF prn_status prn_rnn_frame_get_state(const prn_rnn_frame *frame, double *state);
 PRNDEF prn_status prn_rnn_frame_step(prn_rnn_frame *frame, const double *x, double *y);
@@ -5309,7 +5311,8 @@ struct prn_rnn_frame {
     const double *(*role)[PRN__R_COUNT];
     const double *ro_w, *ro_b;
     double *state;                    /* [L, B, S] */
-    double *u, *xp, *hp, *sn, *tmp;   /* one row's workspace */
+    double *u, *xp, *hp, *sn, *tmp;   /* workspace (u owns it): [B, P], [B, P], [B, S], [B, ltmp] */
+    size_t ltmp;
 };
 
 PRN__DEF void prn_rnn_frame_free(prn_rnn_frame *f) {
@@ -5339,7 +5342,7 @@ PRN__DEF prn_status prn_rnn_frame_create(const prn_rnn *rnn, size_t batch, prn_r
     static const char fn[] = "prn_rnn_frame_create";
     prn_context *ctx;
     prn_rnn_frame *f;
-    size_t n = 0, ws, i, maxin, LB;
+    size_t n = 0, ws, i, LB;
     int ld, r, j;
     prn_status st;
     if (!rnn) return PRN_ERR_NULL_ARGUMENT;
@@ -5356,8 +5359,8 @@ PRN__DEF prn_status prn_rnn_frame_create(const prn_rnn *rnn, size_t batch, prn_r
     f->B = batch;
     for (i = 0; i < (size_t)rnn->np; ++i) n += rnn->p[i]->numel;
     f->npar = n;
-    maxin = rnn->cfg.input_size > rnn->H ? rnn->cfg.input_size : rnn->H;
-    ws = maxin + 2 * rnn->P + rnn->S + (rnn->cfg.shallow_size > rnn->H ? rnn->cfg.shallow_size : rnn->H);
+    f->ltmp = rnn->cfg.shallow_size > rnn->H ? rnn->cfg.shallow_size : rnn->H;
+    ws = batch * (2 * rnn->P + rnn->S + f->ltmp);
     LB = (size_t)rnn->L * batch * rnn->S;
     f->par = (double *)prn_alloc(ctx, (n ? n : 1) * sizeof *f->par);
     f->role = (const double *(*)[PRN__R_COUNT])prn_alloc(ctx, (size_t)rnn->L * sizeof *f->role);
@@ -5368,10 +5371,10 @@ PRN__DEF prn_status prn_rnn_frame_create(const prn_rnn *rnn, size_t batch, prn_r
         return PRN__ERR(ctx, PRN_ERR_OUT_OF_MEMORY, "%s: out of memory for %lu parameters and state", fn, (unsigned long)n);
     }
     f->bytes = sizeof *f + n * sizeof(double) + (size_t)rnn->L * sizeof *f->role + LB * sizeof(double) + ws * sizeof(double);
-    f->xp = f->u + maxin;
-    f->hp = f->xp + rnn->P;
-    f->sn = f->hp + rnn->P;
-    f->tmp = f->sn + rnn->S;
+    f->xp = f->u;
+    f->hp = f->xp + batch * rnn->P;
+    f->sn = f->hp + batch * rnn->P;
+    f->tmp = f->sn + batch * rnn->S;
     /* where each role's values sit in par */
     n = 0;
     for (ld = 0; ld < rnn->L; ++ld)
@@ -5411,89 +5414,110 @@ PRN__DEF prn_status prn_rnn_frame_get_state(const prn_rnn_frame *f, double *stat
 }
 
 PRN__FN double prn__sigm(double x) { return 1.0 / (1.0 + exp(-x)); }
-/* y[i] = b[i] + sum_j W[i][j] x[j] for i < rows (b may be NULL). */
-PRN__FN void prn__matvec(const double *W, const double *b, const double *x, size_t rows, size_t cols, double *y) {
-    size_t i, j;
+/* Four partial sums: independent chains the compiler can vectorise. */
+PRN__FN double prn__dot(const double *a, const double *b, size_t n) {
+    double s0 = 0.0, s1 = 0.0, s2 = 0.0, s3 = 0.0;
+    size_t j = 0;
+    for (; j + 4 <= n; j += 4) {
+        s0 += a[j] * b[j];
+        s1 += a[j + 1] * b[j + 1];
+        s2 += a[j + 2] * b[j + 2];
+        s3 += a[j + 3] * b[j + 3];
+    }
+    for (; j < n; ++j) s0 += a[j] * b[j];
+    return (s0 + s1) + (s2 + s3);
+}
+/* Y[b][i] = bias[i] + W[i] . X[b] for every row b: each weight row is read
+ * once for the whole batch (X rows xs apart, Y rows ys apart). */
+PRN__FN void prn__matmat(const double *W, const double *bias, const double *X, size_t xs, size_t B, size_t rows,
+                         size_t cols, double *Y, size_t ys) {
+    size_t i, b;
     for (i = 0; i < rows; ++i) {
         const double *w = W + i * cols;
-        double s = 0.0;
-        for (j = 0; j < cols; ++j) s += w[j] * x[j];
-        y[i] = (b ? b[i] : 0.0) + s;
+        double bi = bias ? bias[i] : 0.0;
+        for (b = 0; b < B; ++b) Y[b * ys + i] = bi + (cols ? prn__dot(w, X + b * xs, cols) : 0.0);
     }
 }
 
-/* One layer for one row: in[nin] and the state s (updated in place). */
-PRN__FN void prn__frame_layer(prn_rnn_frame *f, int l, const double *in, size_t nin, double *s) {
+/* One layer for every row: input rows in (xs apart, nin values each); the
+ * layer's states (f->state + l B S) are updated in place. */
+PRN__FN void prn__frame_layer(prn_rnn_frame *f, int l, const double *in, size_t xs, size_t nin) {
     const prn_rnn *r = f->rnn;
     const double *const *ro = f->role[l];
-    size_t H = r->H, P = r->P, i, j;
-    double *xp = f->xp, *hp = f->hp, *sn = f->sn;
+    size_t H = r->H, P = r->P, S = r->S, B = f->B, i, j, b;
+    double *xp = f->xp, *hp = f->hp, *sn = f->sn, *st = f->state + (size_t)l * B * S;
     prn_rnn_kind kind = r->cfg.kind;
     if (prn__rnn_torch(kind)) {
-        prn__matvec(ro[PRN__R_WIN], ro[PRN__R_BIN], in, P, nin, xp);
+        prn__matmat(ro[PRN__R_WIN], ro[PRN__R_BIN], in, xs, B, P, nin, xp, P);
         if (kind == PRN_RNN_MHGRU) {
             size_t k = r->hk, hd;
             for (hd = 0; hd < r->cfg.num_heads; ++hd)
-                prn__matvec(ro[PRN__R_WHH] + hd * 3 * k * k, ro[PRN__R_BHH] + hd * 3 * k, s + hd * k, 3 * k, k, hp + hd * 3 * k);
+                prn__matmat(ro[PRN__R_WHH] + hd * 3 * k * k, ro[PRN__R_BHH] + hd * 3 * k, st + hd * k, S, B, 3 * k, k,
+                            hp + hd * 3 * k, P);
         } else {
-            prn__matvec(ro[PRN__R_WHH], ro[PRN__R_BHH], s, P, H, hp);
+            prn__matmat(ro[PRN__R_WHH], ro[PRN__R_BHH], st, S, B, P, H, hp, P);
         }
     }
-    switch (kind) {
-    case PRN_RNN_ELMAN:
-        for (i = 0; i < H; ++i) { double p = xp[i] + hp[i]; sn[i] = r->cfg.relu ? (p > 0 ? p : 0.0) : tanh(p); }
-        break;
-    case PRN_RNN_LSTM:
-        for (i = 0; i < H; ++i) {
-            double ig = prn__sigm(xp[i] + hp[i]), fg = prn__sigm(xp[H + i] + hp[H + i]);
-            double gg = tanh(xp[2 * H + i] + hp[2 * H + i]), og = prn__sigm(xp[3 * H + i] + hp[3 * H + i]);
-            double c = fg * s[H + i] + ig * gg;
-            sn[H + i] = c;
-            sn[i] = og * tanh(c);
-        }
-        break;
-    case PRN_RNN_GRU: case PRN_RNN_MHGRU: {
-        size_t k = r->hk;
-        for (i = 0; i < H; ++i) {
-            size_t base = (i / k) * 3 * k + i % k;
-            double rg = prn__sigm(xp[base] + hp[base]), zg = prn__sigm(xp[base + k] + hp[base + k]);
-            double n = tanh(xp[base + 2 * k] + rg * hp[base + 2 * k]);
-            sn[i] = n + zg * (s[i] - n);
-        }
-        break;
-    }
-    default: { /* the PLRNN family */
-        const double *A = ro[PRN__R_A], *W = ro[PRN__R_WHH], *hb = ro[PRN__R_BIN], *C = ro[PRN__R_WIN];
-        size_t M = H, Lw = r->cfg.shallow_size, P0 = M - r->cfg.num_relu;
-        double *phi = f->tmp; /* M (or L) values */
-        if (prn__rnn_shallow(kind)) {
-            const double *W2 = ro[PRN__R_W2], *h2 = ro[PRN__R_H2];
-            for (j = 0; j < Lw; ++j) {
-                double v = 0.0, u;
-                for (i = 0; i < M; ++i) v += W2[j * M + i] * s[i];
-                u = v + h2[j];
-                phi[j] = (u > 0 ? u : 0.0) - (kind == PRN_RNN_CLIPPED_SHPLRNN ? (v > 0 ? v : 0.0) : 0.0);
+    for (b = 0; b < B; ++b) {
+        const double *x = xp + b * P, *q = hp + b * P, *s = st + b * S;
+        double *o = sn + b * S;
+        switch (kind) {
+        case PRN_RNN_ELMAN:
+            for (i = 0; i < H; ++i) { double p = x[i] + q[i]; o[i] = r->cfg.relu ? (p > 0 ? p : 0.0) : tanh(p); }
+            break;
+        case PRN_RNN_LSTM:
+            for (i = 0; i < H; ++i) {
+                double ig = prn__sigm(x[i] + q[i]), fg = prn__sigm(x[H + i] + q[H + i]);
+                double gg = tanh(x[2 * H + i] + q[2 * H + i]), og = prn__sigm(x[3 * H + i] + q[3 * H + i]);
+                double c = fg * s[H + i] + ig * gg;
+                o[H + i] = c;
+                o[i] = og * tanh(c);
             }
-            prn__matvec(W, hb, phi, M, Lw, sn);
+            break;
+        case PRN_RNN_GRU: case PRN_RNN_MHGRU: {
+            size_t k = r->hk;
+            for (i = 0; i < H; ++i) {
+                size_t base = (i / k) * 3 * k + i % k; /* gates grouped by head */
+                double rg = prn__sigm(x[base] + q[base]), zg = prn__sigm(x[base + k] + q[base + k]);
+                double n = tanh(x[base + 2 * k] + rg * q[base + 2 * k]);
+                o[i] = n + zg * (s[i] - n);
+            }
+            break;
+        }
+        default: break;
+        }
+    }
+    if (!prn__rnn_torch(kind)) { /* the PLRNN family */
+        const double *A = ro[PRN__R_A], *W = ro[PRN__R_WHH], *hb = ro[PRN__R_BIN], *C = ro[PRN__R_WIN];
+        size_t M = H, Lw = r->cfg.shallow_size, P0 = M - r->cfg.num_relu, Lt = f->ltmp;
+        double *phi = f->tmp; /* [B, Lt] */
+        if (prn__rnn_shallow(kind)) {
+            prn__matmat(ro[PRN__R_W2], NULL, st, S, B, Lw, M, phi, Lt);
+            for (b = 0; b < B; ++b)
+                for (j = 0; j < Lw; ++j) {
+                    double v = phi[b * Lt + j], u = v + ro[PRN__R_H2][j];
+                    phi[b * Lt + j] = (u > 0 ? u : 0.0) - (kind == PRN_RNN_CLIPPED_SHPLRNN ? (v > 0 ? v : 0.0) : 0.0);
+                }
+            prn__matmat(W, hb, phi, Lt, B, M, Lw, sn, S);
         } else {
-            for (i = 0; i < M; ++i)
-                phi[i] = kind == PRN_RNN_ALRNN && i < P0 ? s[i] : (s[i] > 0 ? s[i] : 0.0);
-            prn__matvec(W, hb, phi, M, M, sn);
+            for (b = 0; b < B; ++b)
+                for (i = 0; i < M; ++i) {
+                    double z = st[b * S + i];
+                    phi[b * Lt + i] = kind == PRN_RNN_ALRNN && i < P0 ? z : (z > 0 ? z : 0.0);
+                }
+            prn__matmat(W, hb, phi, Lt, B, M, M, sn, S);
         }
-        for (i = 0; i < M; ++i) {
-            double c = 0.0;
-            if (C) for (j = 0; j < nin; ++j) c += C[i * nin + j] * in[j];
-            sn[i] += A[i] * s[i] + c;
-        }
-        break;
+        if (C) prn__matmat(C, NULL, in, xs, B, M, nin, xp, M);
+        for (b = 0; b < B; ++b)
+            for (i = 0; i < M; ++i) sn[b * S + i] += A[i] * st[b * S + i] + (C ? xp[b * M + i] : 0.0);
     }
-    }
-    memcpy(s, sn, r->S * sizeof *s);
+    memcpy(st, sn, B * S * sizeof *st);
 }
 
 PRN__DEF prn_status prn_rnn_frame_step(prn_rnn_frame *f, const double *x, double *y) {
     const prn_rnn *r;
-    size_t b, In, H, S, O;
+    size_t In, H, S, O, b;
+    const double *top;
     int l;
     if (!f) return PRN_ERR_NULL_ARGUMENT;
     r = f->rnn;
@@ -5504,20 +5528,26 @@ PRN__DEF prn_status prn_rnn_frame_step(prn_rnn_frame *f, const double *x, double
     if (!x && In)
         return PRN__ERR(r->ctx, PRN_ERR_NULL_ARGUMENT, "prn_rnn_frame_step: argument 'x' is NULL but input_size is %lu",
                         (unsigned long)In);
-    for (b = 0; b < f->B; ++b) {
-        const double *in = x ? x + b * In : NULL;
-        size_t nin = In;
-        for (l = 0; l < r->L; ++l) {
-            double *s = f->state + ((size_t)l * f->B + b) * S;
-            prn__frame_layer(f, l, in, nin, s);
-            in = s; /* the layer's output h: the state's first H values */
-            nin = H;
-        }
-        if (y) {
-            if (O) prn__matvec(f->ro_w, f->ro_b, in, O, H, y + b * O);
-            else memcpy(y + b * H, in, H * sizeof *y);
-        }
+    prn__frame_layer(f, 0, x, In, In);
+    for (l = 1; l < r->L; ++l) /* the previous layer's h: the first H values of its state rows */
+        prn__frame_layer(f, l, f->state + (size_t)(l - 1) * f->B * S, S, H);
+    top = f->state + (size_t)(r->L - 1) * f->B * S;
+    if (y) {
+        if (O) prn__matmat(f->ro_w, f->ro_b, top, S, f->B, O, H, y, O);
+        else for (b = 0; b < f->B; ++b) memcpy(y + b * H, top + b * S, H * sizeof *y);
     }
+    return PRN_OK;
+}
+
+PRN__DEF prn_status prn_rnn_frame_reset_row(prn_rnn_frame *f, size_t row) {
+    size_t l, i, S;
+    if (!f) return PRN_ERR_NULL_ARGUMENT;
+    if (row >= f->B)
+        return PRN__ERR(f->rnn->ctx, PRN_ERR_INVALID_ARGUMENT, "prn_rnn_frame_reset_row: argument 'row' is %lu; the batch has %lu",
+                        (unsigned long)row, (unsigned long)f->B);
+    S = f->rnn->S;
+    for (l = 0; l < (size_t)f->rnn->L; ++l)
+        for (i = 0; i < S; ++i) f->state[(l * f->B + row) * S + i] = 0.0;
     return PRN_OK;
 }
 

@@ -341,14 +341,14 @@ static void print_result(controller c, const result *r) {
 }
 
 /* The crowd: n pendulums, one batched prn_rnn_frame_step per frame. A
- * respawned pendulum gets its row of the state zeroed through
- * get_state/set_state (the API resets only the whole batch). */
+ * respawned pendulum gets its row of the state zeroed
+ * (prn_rnn_frame_reset_row). */
 static prn_status play_crowd(prn_context *ctx, const prn_rnn *rnn, size_t n, long frames, uint64_t seed) {
     prn_rnn_frame *frame = NULL;
     pendulum *p = NULL;
     uint64_t *kicks = NULL, *sensor = NULL, respawn = seed ^ 0x4444;
-    double *x = NULL, *y = NULL, *state = NULL, sum = 0.0, worst = 0.0;
-    size_t i, s = prn_rnn_state_size(rnn), layers = (size_t)prn_rnn_get_config(rnn)->num_layers, l, k;
+    double *x = NULL, *y = NULL, sum = 0.0, worst = 0.0;
+    size_t i;
     long f, upright = 0, falls = 0;
     prn_status st = PRN_OK;
 
@@ -358,8 +358,7 @@ static prn_status play_crowd(prn_context *ctx, const prn_rnn *rnn, size_t n, lon
     sensor = (uint64_t *)malloc(n * sizeof *sensor);
     x = (double *)malloc(2 * n * sizeof *x);
     y = (double *)malloc(n * sizeof *y);
-    state = (double *)malloc(layers * n * s * sizeof *state);
-    if (!p || !kicks || !sensor || !x || !y || !state) {
+    if (!p || !kicks || !sensor || !x || !y) {
         st = prn_set_error(ctx, PRN_ERR_OUT_OF_MEMORY, "game_agent: out of host memory for the crowd");
         goto done;
     }
@@ -371,7 +370,6 @@ static prn_status play_crowd(prn_context *ctx, const prn_rnn *rnn, size_t n, lon
     }
     for (f = 0; f < frames; ++f) {
         double t0, dt;
-        int any_fell = 0;
         for (i = 0; i < n; ++i) observation(p[i].theta + SENSOR_STD * rng_normal(&sensor[i]), x + 2 * i);
         t0 = seconds_now();
         CHECK(prn_rnn_frame_step(frame, x, y));
@@ -386,13 +384,9 @@ static prn_status play_crowd(prn_context *ctx, const prn_rnn *rnn, size_t n, lon
                 falls++;
                 p[i].theta = rng_range(&respawn, -0.3, 0.3);
                 p[i].omega = 0.0;
-                if (!any_fell) CHECK(prn_rnn_frame_get_state(frame, state));
-                any_fell = 1;
-                for (l = 0; l < layers; ++l)
-                    for (k = 0; k < s; ++k) state[(l * n + i) * s + k] = 0.0; /* state is [L, B, S] */
+                CHECK(prn_rnn_frame_reset_row(frame, i));
             }
         }
-        if (any_fell) CHECK(prn_rnn_frame_set_state(frame, state));
     }
     printf("crowd of %lu pendulums, one prn_rnn_frame_step per frame (%lu bytes of frame memory):\n",
            (unsigned long)n, (unsigned long)prn_rnn_frame_memory(frame));
@@ -409,7 +403,6 @@ done:
     free(sensor);
     free(x);
     free(y);
-    free(state);
     return st;
 }
 

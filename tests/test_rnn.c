@@ -227,6 +227,16 @@ static void test_step_frame_sequence(void) {
                     double d = max_abs_diff(sf, st2, 2 * B * S);
                     if (d > errf) errf = d;
                 }
+                { /* one row: zero in every layer, the other row kept */
+                    double s2[2 * 2 * 8];
+                    PRNT_OK(g_ctx, prn_rnn_frame_reset_row(fr, 1));
+                    PRNT_STATUS(g_ctx, prn_rnn_frame_reset_row(fr, 2), PRN_ERR_INVALID_ARGUMENT);
+                    PRNT_OK(g_ctx, prn_rnn_frame_get_state(fr, s2));
+                    for (t = 0; t < 2; ++t) /* layers */
+                        for (b = 0; b < S; ++b)
+                            PRNT_CHECK(s2[(t * B + 1) * S + b] == 0.0 && s2[(t * B) * S + b] == sf[(t * B) * S + b],
+                                       "reset_row layer %lu", (unsigned long)t);
+                }
                 prn_rnn_frame_reset(fr);
                 PRNT_OK(g_ctx, prn_rnn_frame_get_state(fr, sf));
                 PRNT_CHECK(sf[0] == 0.0 && sf[2 * B * S - 1] == 0.0, "reset");
