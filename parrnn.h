@@ -879,8 +879,28 @@ struct prn_backend {
                              prn_scan_algo algo, size_t batch, size_t T, size_t C, size_t k,
                              const void *a, const void *b, const void *h0, void *h);
 
+    /* Optional (NULL: the generic code composes the step from the entries
+     * above). One time step of the gates of the classic cells, fused:
+     * kind is PRN_RNN_ELMAN (relu: relu instead of tanh), PRN_RNN_LSTM or
+     * PRN_RNN_GRU / PRN_RNN_MHGRU (gates grouped by head of k units; k = H
+     * for GRU). xp [B, P] holds the input projections (with b_ih), q [B, P]
+     * the hidden ones without bias, bias [P] is b_hh, s [B, S] the previous
+     * state (P = G H, S = 2H for LSTM, else H). Writes next [B, S] and
+     * saved [B, V H] for the backward (V: ELMAN 0, LSTM 5: i f g o tanh c';
+     * GRU 4: r z n and q_n + b_hn). */
+    prn_status (*rnn_cell_forward)(prn_context *ctx, prn_dtype dtype, int kind, int relu, size_t B, size_t H,
+                                   size_t k, const void *xp, const void *q, const void *bias, const void *s,
+                                   void *next, void *saved);
+    /* Its backward: from g [B, S] (d loss / d next) and the forward's s,
+     * next and saved, writes dxp [B, P] (d loss / d xp), dq [B, P] (d loss /
+     * d (q + bias)) and ds [B, S], the part of d loss / d s that does not go
+     * through q (zeros for ELMAN). */
+    prn_status (*rnn_cell_backward)(prn_context *ctx, prn_dtype dtype, int kind, int relu, size_t B, size_t H,
+                                    size_t k, const void *g, const void *s, const void *next, const void *saved,
+                                    void *dxp, void *dq, void *ds);
+
     /* Room for the solve primitives of later versions: keep NULL. */
-    void (*reserved[30])(void);
+    void (*reserved[28])(void);
 };
 
 /* The backend table the context runs on. */
@@ -1376,10 +1396,21 @@ PRN__FN prn_status prn__ref_binary(prn_context *ctx, prn_binary_op op, prn_dtype
           if (xs3 == 1 && ys3 == 1) { PRN__SIMD for (i3 = 0; i3 < len; ++i3) yp[i3] = xp[i3]; } \
           else { for (i3 = 0; i3 < len; ++i3) yp[i3 * ys3] = xp[i3 * xs3]; } } }
 PRN__FN prn_status prn__ref_strided_copy(prn_context *ctx, prn_dtype dtype, const size_t shape[4],
-                                         const void *x, size_t x_off, const size_t xs[4],
-                                         void *y, size_t y_off, const size_t ys[4]) {
-    size_t s1 = shape[1], s2 = shape[2], s3 = shape[3], xs3 = xs[3], ys3 = ys[3];
-    size_t rows = shape[0] * s1 * s2, nch = (s3 + PRN__TILE - 1) / PRN__TILE;
+                                         const void *x, size_t x_off, const size_t xs_in[4],
+                                         void *y, size_t y_off, const size_t ys_in[4]) {
+    size_t shp[4], xs[4], ys[4], s1, s2, s3, xs3, ys3, rows, nch;
+    int q, it;
+    memcpy(shp, shape, sizeof shp); memcpy(xs, xs_in, sizeof xs); memcpy(ys, ys_in, sizeof ys);
+    for (it = 0; it < 4; ++it) {
+        if (shp[3] == 1 && shp[0] * shp[1] * shp[2] > 1) { /* drop a unit inner axis */
+            for (q = 3; q > 0; --q) { shp[q] = shp[q - 1]; xs[q] = xs[q - 1]; ys[q] = ys[q - 1]; }
+            shp[0] = 1; xs[0] = ys[0] = 0;
+        } else if (shp[2] > 1 && xs[2] == shp[3] * xs[3] && ys[2] == shp[3] * ys[3]) { /* merge 2 into 3 */
+            shp[3] *= shp[2]; shp[2] = 1;
+        } else break;
+    }
+    s1 = shp[1]; s2 = shp[2]; s3 = shp[3]; xs3 = xs[3]; ys3 = ys[3];
+    rows = shp[0] * s1 * s2; nch = (s3 + PRN__TILE - 1) / PRN__TILE;
     PRN__PAR_SETUP(ctx, rows * s3);
     if (rows * s3 == 0) return PRN_OK;
     if (dtype == PRN_F64) PRN__SCOPY_LOOP(double)
@@ -2057,13 +2088,155 @@ PRN__FN prn_status prn__ref_scan_block(prn_context *ctx, prn_dtype dtype, int re
     return PRN__ERR(ctx, PRN_ERR_INVALID_ARGUMENT, "%s: unknown algorithm %d", fn, (int)algo);
 }
 
+/* --- fused cell steps (rnn_cell_forward / _backward) ------------------- */
+/* e^x in f32 without a libm call, so that the gate loops vectorise: round
+ * x log2 e to n with the 1.5 * 2^23 trick, reduce (Cody-Waite), a degree-6
+ * polynomial, scale by 2^n through the exponent bits. Within 2 ulp on
+ * [-87, 88] (clamped outside); NaN stays NaN. libm's tanhf costs as much as
+ * the step's matrix product. */
+PRN__FN float prn__expf(float x) {
+    const float magic = 12582912.0f;
+    float t, n, r, p, sc;
+    uint32_t ut, um, e;
+    x = x < -87.0f ? -87.0f : x;
+    x = x > 88.0f ? 88.0f : x;
+    t = x * 1.44269504088896341f + magic;
+    n = t - magic;
+    r = x - n * 0.693359375f;
+    r = r - n * -2.12194440e-4f;
+    p = 1.9875691500e-4f;
+    p = p * r + 1.3981999507e-3f;
+    p = p * r + 8.3334519073e-3f;
+    p = p * r + 4.1665795894e-2f;
+    p = p * r + 1.6666665459e-1f;
+    p = p * r + 5.0000001201e-1f;
+    p = p * r * r + r + 1.0f;
+    memcpy(&ut, &t, sizeof ut);
+    memcpy(&um, &magic, sizeof um);
+    e = (ut - um + 127u) << 23;
+    memcpy(&sc, &e, sizeof sc);
+    return p * sc;
+}
+/* tanh through e^(2x): absolute error about 1e-7 (relative error grows
+ * only where tanh is below that). */
+PRN__FN float prn__tanhf(float x) { return 1.0f - 2.0f / (1.0f + prn__expf(2.0f * x)); }
+#define PRN__SIGM(T, EXP, x) ((T)1 / ((T)1 + EXP(-(x))))
+#define PRN__CELL_FWD(T, EXP, TANH)                                              \
+    {   const T *X = (const T *)xp, *Q = (const T *)q, *bb = (const T *)bias, *S0 = (const T *)s; \
+        T *N = (T *)next, *V = (T *)saved;                                       \
+        size_t G = kind == PRN_RNN_LSTM ? 4 : kind == PRN_RNN_ELMAN ? 1 : 3, P = G * H, S = kind == PRN_RNN_LSTM ? 2 * H : H, b; \
+        PRN__PARFOR                                                              \
+        for (b = 0; b < B; ++b) {                                                \
+            const T *x = X + b * P, *qq = Q + b * P, *sp = S0 + b * S;          \
+            T *n = N + b * S;                                                    \
+            size_t i, hd, u;                                                     \
+            if (kind == PRN_RNN_ELMAN && relu) {                                 \
+                for (i = 0; i < H; ++i) { T p = x[i] + qq[i] + bb[i]; n[i] = p > 0 ? p : (T)0; } \
+            } else if (kind == PRN_RNN_ELMAN) {                                  \
+                PRN__SIMD for (i = 0; i < H; ++i) n[i] = TANH(x[i] + qq[i] + bb[i]); \
+            } else if (kind == PRN_RNN_LSTM) {                                   \
+                T *v = V + b * 5 * H;                                            \
+                PRN__SIMD for (i = 0; i < H; ++i) {                              \
+                    T ig = PRN__SIGM(T, EXP, x[i] + qq[i] + bb[i]);              \
+                    T fg = PRN__SIGM(T, EXP, x[H + i] + qq[H + i] + bb[H + i]);  \
+                    T gg = TANH(x[2 * H + i] + qq[2 * H + i] + bb[2 * H + i]);   \
+                    T og = PRN__SIGM(T, EXP, x[3 * H + i] + qq[3 * H + i] + bb[3 * H + i]); \
+                    T c = fg * sp[H + i] + ig * gg, tc = TANH(c);                \
+                    n[i] = og * tc; n[H + i] = c;                                \
+                    v[i] = ig; v[H + i] = fg; v[2 * H + i] = gg; v[3 * H + i] = og; v[4 * H + i] = tc; \
+                }                                                                \
+            } else { /* GRU: heads of k units, gates r | z | n inside a head */  \
+                T *v = V + b * 4 * H;                                            \
+                for (hd = 0; hd < H / k; ++hd) {                                 \
+                    const T *xr = x + hd * 3 * k, *qr = qq + hd * 3 * k, *br = bb + hd * 3 * k, *sh = sp + hd * k; \
+                    T *nh = n + hd * k, *vh = v + hd * k;                        \
+                    PRN__SIMD for (u = 0; u < k; ++u) {                          \
+                        T r = PRN__SIGM(T, EXP, xr[u] + qr[u] + br[u]);          \
+                        T z = PRN__SIGM(T, EXP, xr[k + u] + qr[k + u] + br[k + u]); \
+                        T hn = qr[2 * k + u] + br[2 * k + u], nn = TANH(xr[2 * k + u] + r * hn); \
+                        nh[u] = nn + z * (sh[u] - nn);                           \
+                        vh[u] = r; vh[H + u] = z; vh[2 * H + u] = nn; vh[3 * H + u] = hn; \
+                    }                                                            \
+                }                                                                \
+            }                                                                    \
+        } }
+PRN__FN prn_status prn__ref_rnn_cell_forward(prn_context *ctx, prn_dtype dtype, int kind, int relu, size_t B, size_t H,
+                                             size_t k, const void *xp, const void *q, const void *bias, const void *s,
+                                             void *next, void *saved) {
+    PRN__PAR_SETUP(ctx, B * H * 2); /* per-step sizes stay serial: a thread team per step costs more */
+    if (kind != PRN_RNN_ELMAN && kind != PRN_RNN_LSTM && kind != PRN_RNN_GRU && kind != PRN_RNN_MHGRU)
+        return prn_set_error(ctx, PRN_ERR_INVALID_ARGUMENT, "rnn_cell_forward: kind %d has no fused step", kind);
+    if (kind == PRN_RNN_LSTM || kind == PRN_RNN_ELMAN) k = H;
+    if (!k || H % k) return prn_set_error(ctx, PRN_ERR_INVALID_ARGUMENT, "rnn_cell_forward: head size %lu does not divide %lu",
+                                          (unsigned long)k, (unsigned long)H);
+    if (dtype == PRN_F64) PRN__CELL_FWD(double, exp, tanh)
+    else PRN__CELL_FWD(float, prn__expf, prn__tanhf)
+    return PRN_OK;
+}
+#define PRN__CELL_BWD(T)                                                         \
+    {   const T *Gr = (const T *)g, *S0 = (const T *)s, *N = (const T *)next, *V = (const T *)saved; \
+        T *DX = (T *)dxp, *DQ = (T *)dq, *DS = (T *)ds;                          \
+        size_t G = kind == PRN_RNN_LSTM ? 4 : kind == PRN_RNN_ELMAN ? 1 : 3, P = G * H, b; \
+        size_t S = kind == PRN_RNN_LSTM ? 2 * H : H;                             \
+        PRN__PARFOR                                                              \
+        for (b = 0; b < B; ++b) {                                                \
+            const T *gg = Gr + b * S, *sp = S0 + b * S, *n = N + b * S;         \
+            T *dx = DX + b * P, *dqq = DQ + b * P, *d = DS + b * S;              \
+            size_t i, hd, u;                                                     \
+            if (kind == PRN_RNN_ELMAN) {                                         \
+                for (i = 0; i < H; ++i) {                                        \
+                    T dp = relu ? (n[i] > 0 ? gg[i] : (T)0) : gg[i] * ((T)1 - n[i] * n[i]); \
+                    dx[i] = dp; dqq[i] = dp; d[i] = 0;                           \
+                }                                                                \
+            } else if (kind == PRN_RNN_LSTM) {                                   \
+                const T *v = V + b * 5 * H;                                      \
+                PRN__SIMD for (i = 0; i < H; ++i) {                              \
+                    T ig = v[i], fg = v[H + i], gt = v[2 * H + i], og = v[3 * H + i], tc = v[4 * H + i]; \
+                    T gh = gg[i], dc = gg[H + i] + gh * og * ((T)1 - tc * tc);   \
+                    T di = dc * gt * ig * ((T)1 - ig), df = dc * sp[H + i] * fg * ((T)1 - fg); \
+                    T dg = dc * ig * ((T)1 - gt * gt), dO = gh * tc * og * ((T)1 - og); \
+                    dx[i] = di; dqq[i] = di; dx[H + i] = df; dqq[H + i] = df;    \
+                    dx[2 * H + i] = dg; dqq[2 * H + i] = dg; dx[3 * H + i] = dO; dqq[3 * H + i] = dO; \
+                    d[i] = 0; d[H + i] = dc * fg;                                \
+                }                                                                \
+            } else {                                                             \
+                const T *v = V + b * 4 * H;                                      \
+                for (hd = 0; hd < H / k; ++hd) {                                 \
+                    const T *vh = v + hd * k, *gh = gg + hd * k, *sh = sp + hd * k; \
+                    T *dxh = dx + hd * 3 * k, *dqh = dqq + hd * 3 * k, *dh = d + hd * k; \
+                    PRN__SIMD for (u = 0; u < k; ++u) {                          \
+                        T r = vh[u], z = vh[H + u], nn = vh[2 * H + u], hn = vh[3 * H + u], gu = gh[u]; \
+                        T dpn = (gu - gu * z) * ((T)1 - nn * nn);               \
+                        T dpr = dpn * hn * r * ((T)1 - r), dpz = gu * (sh[u] - nn) * z * ((T)1 - z); \
+                        dxh[u] = dpr; dqh[u] = dpr; dxh[k + u] = dpz; dqh[k + u] = dpz; \
+                        dxh[2 * k + u] = dpn; dqh[2 * k + u] = dpn * r;          \
+                        dh[u] = gu * z;                                          \
+                    }                                                            \
+                }                                                                \
+            }                                                                    \
+        } }
+PRN__FN prn_status prn__ref_rnn_cell_backward(prn_context *ctx, prn_dtype dtype, int kind, int relu, size_t B, size_t H,
+                                              size_t k, const void *g, const void *s, const void *next, const void *saved,
+                                              void *dxp, void *dq, void *ds) {
+    PRN__PAR_SETUP(ctx, B * H * 2); /* per-step sizes stay serial: a thread team per step costs more */
+    if (kind != PRN_RNN_ELMAN && kind != PRN_RNN_LSTM && kind != PRN_RNN_GRU && kind != PRN_RNN_MHGRU)
+        return prn_set_error(ctx, PRN_ERR_INVALID_ARGUMENT, "rnn_cell_backward: kind %d has no fused step", kind);
+    if (kind == PRN_RNN_LSTM || kind == PRN_RNN_ELMAN) k = H;
+    if (!k || H % k) return prn_set_error(ctx, PRN_ERR_INVALID_ARGUMENT, "rnn_cell_backward: head size %lu does not divide %lu",
+                                          (unsigned long)k, (unsigned long)H);
+    if (dtype == PRN_F64) PRN__CELL_BWD(double)
+    else PRN__CELL_BWD(float)
+    return PRN_OK;
+}
+
 #define PRN__REFERENCE_TABLE(NAME, GEMM)                                         \
     { NAME, PARRNN_BACKEND_ABI, prn__ref_create, prn__ref_destroy,              \
       prn__ref_buf_alloc, prn__ref_buf_free, prn__ref_buf_upload,                \
       prn__ref_buf_download, prn__ref_buf_copy, prn__ref_fill, prn__ref_unary,   \
       prn__ref_binary, prn__ref_strided_copy, GEMM, prn__ref_reduce,             \
       prn__ref_argmax, prn__ref_softmax, prn__ref_random, prn__ref_sgd_update,   \
-      prn__ref_adam_update, prn__ref_scan_diag, prn__ref_scan_block, { NULL } }
+      prn__ref_adam_update, prn__ref_scan_diag, prn__ref_scan_block,             \
+      prn__ref_rnn_cell_forward, prn__ref_rnn_cell_backward, { NULL } }
 
 PRN__DEF const prn_backend *prn_reference_noblas_backend(void) {
     static const prn_backend b = PRN__REFERENCE_TABLE("reference-noblas", prn__ref_gemm_loops);
@@ -4273,6 +4446,7 @@ PRN__FN int prn__rnn_shallow(prn_rnn_kind k) { return k == PRN_RNN_SHPLRNN || k 
 typedef struct prn__rk {
     prn_rnn_kind kind;
     int relu;
+    int fused;              /* the backend's rnn_cell_forward/_backward run the gates */
     size_t H, S, nh, hk;
     prn_tensor *m2, *m2c;
 } prn__rk;
@@ -4286,10 +4460,12 @@ PRN__FN void prn__rk_of(const prn_rnn *r, prn__rk *k) {
     k->hk = r->hk;
     k->m2 = r->m2;
     k->m2c = r->m2c;
+    k->fused = prn__rnn_torch(k->kind) && r->ctx->be->rnn_cell_forward && r->ctx->be->rnn_cell_backward;
 }
 /* Tensors saved per step for the backward. */
-PRN__FN int prn__rk_saved(prn_rnn_kind kind) {
-    switch (kind) {
+PRN__FN int prn__rk_saved(const prn__rk *k) {
+    if (k->fused) return k->kind == PRN_RNN_ELMAN ? 0 : 1; /* one [B, V H] tensor */
+    switch (k->kind) {
     case PRN_RNN_LSTM: return 5;
     case PRN_RNN_GRU: case PRN_RNN_MHGRU: return 4;
     case PRN_RNN_SHPLRNN: return 1;
@@ -4394,8 +4570,11 @@ PRN__FN prn_tensor *prn__cw_row(prn__cw *w, prn_tensor *x, size_t t) {
 /* v [N, S] placed on the diagonals of z [N, S, S] (z += diag v, no tape; z
  * zeros or any). Also the k x k blocks b [N, nh, k, k] on z's diagonal. */
 PRN__FN void prn__cw_put_diag(prn__cw *w, prn_tensor *z, prn_tensor *v) {
-    size_t N = z->shape[0], S = z->shape[1], sh4[4], ss[4], ds[4];
-    if (w->st != PRN_OK || !N || !S) return;
+    size_t N, S, sh4[4], ss[4], ds[4];
+    if (w->st != PRN_OK) return;
+    N = z->shape[0];
+    S = z->shape[1];
+    if (!N || !S) return;
     sh4[0] = 1; sh4[1] = 1; sh4[2] = N; sh4[3] = S;
     ss[0] = 0; ss[1] = 0; ss[2] = S; ss[3] = 1;
     ds[0] = 0; ds[1] = 0; ds[2] = S * S; ds[3] = S + 1;
@@ -4403,8 +4582,11 @@ PRN__FN void prn__cw_put_diag(prn__cw *w, prn_tensor *z, prn_tensor *v) {
                                                                     z->st->buf, 0, ds));
 }
 PRN__FN void prn__cw_put_blocks(prn__cw *w, prn_tensor *z, prn_tensor *b, size_t nh, size_t k) {
-    size_t N = z->shape[0], S = z->shape[1], sh4[4], ss[4], ds[4];
-    if (w->st != PRN_OK || !N || !S) return;
+    size_t N, S, sh4[4], ss[4], ds[4];
+    if (w->st != PRN_OK) return;
+    N = z->shape[0];
+    S = z->shape[1];
+    if (!N || !S) return;
     sh4[0] = N; sh4[1] = nh; sh4[2] = k; sh4[3] = k;
     ss[0] = nh * k * k; ss[1] = k * k; ss[2] = k; ss[3] = 1;
     ds[0] = S * S; ds[1] = k * S + k; ds[2] = S; ds[3] = 1;
@@ -4431,23 +4613,39 @@ PRN__FN prn_tensor *prn__cw_diag_of(prn__cw *w, prn_tensor *x) {
     return y;
 }
 
+PRN__FN prn_tensor *prn__cw_empty(prn__cw *w, prn_dtype dt, size_t d0, size_t d1) {
+    prn_tensor *y = NULL;
+    prn_status st;
+    size_t shape[2];
+    if (w->st != PRN_OK) return NULL;
+    shape[0] = d0; shape[1] = d1;
+    st = prn__tensor_new(w->ctx, "prn_rnn", dt, 2, shape, &y);
+    return prn__cw_keep(w, st, y);
+}
+
 /* --- one step ----------------------------------------------------------- */
 /* GRU gate g (0 r, 1 z, 2 n) of p [B, 3H] laid out by head: [B, nh, 3k]. */
 PRN__FN prn_tensor *prn__gru_gate(prn__cw *w, const prn__rk *k, prn_tensor *p, int g) {
-    size_t B = p->shape[0];
+    size_t B;
+    if (w->st != PRN_OK) return NULL;
+    B = p->shape[0];
     if (k->nh == 1) return prn__cw_slice(w, p, 1, (size_t)g * k->H, k->H);
     return prn__cw_v2(w, prn__cw_slice(w, prn__cw_v3(w, p, B, k->nh, 3 * k->hk), 2, (size_t)g * k->hk, k->hk), B, k->H);
 }
 PRN__FN prn_tensor *prn__gru_join(prn__cw *w, const prn__rk *k, prn_tensor *r, prn_tensor *z, prn_tensor *n) {
-    size_t B = r->shape[0];
+    size_t B;
+    if (w->st != PRN_OK) return NULL;
+    B = r->shape[0];
     if (k->nh == 1) return prn__cw_cat(w, prn__cw_cat(w, r, z, 1), n, 1);
     return prn__cw_v2(w, prn__cw_cat(w, prn__cw_cat(w, prn__cw_v3(w, r, B, k->nh, k->hk), prn__cw_v3(w, z, B, k->nh, k->hk), 2),
                                      prn__cw_v3(w, n, B, k->nh, k->hk), 2), B, 3 * k->H);
 }
 /* h W_hh^T per head: h [B, H] -> [B, G H] (heads: W_hh [nh, 3k, k]). */
 PRN__FN prn_tensor *prn__hh(prn__cw *w, const prn__rk *k, prn_tensor *h, prn_tensor *Whh) {
-    size_t B = h->shape[0];
+    size_t B;
     prn_tensor *t;
+    if (w->st != PRN_OK) return NULL;
+    B = h->shape[0];
     if (k->nh == 1) return prn__cw_mm(w, h, 0, Whh, 1);
     t = prn__cw_tr(w, prn__cw_v3(w, h, B, k->nh, k->hk), 0, 1);           /* [nh, B, k]  */
     t = prn__cw_tr(w, prn__cw_mm(w, t, 0, Whh, 1), 0, 1);                  /* [B, nh, 3k] */
@@ -4455,8 +4653,10 @@ PRN__FN prn_tensor *prn__hh(prn__cw *w, const prn__rk *k, prn_tensor *h, prn_ten
 }
 /* The transposed product: d [B, G H] -> d W_hh [B, H]. */
 PRN__FN prn_tensor *prn__hh_t(prn__cw *w, const prn__rk *k, prn_tensor *d, prn_tensor *Whh) {
-    size_t B = d->shape[0];
+    size_t B;
     prn_tensor *t;
+    if (w->st != PRN_OK) return NULL;
+    B = d->shape[0];
     if (k->nh == 1) return prn__cw_mm(w, d, 0, Whh, 0);
     t = prn__cw_tr(w, prn__cw_v3(w, d, B, k->nh, 3 * k->hk), 0, 1);       /* [nh, B, 3k] */
     t = prn__cw_tr(w, prn__cw_mm(w, t, 0, Whh, 0), 0, 1);                  /* [B, nh, k]  */
@@ -4474,6 +4674,22 @@ PRN__FN prn_tensor *prn__rstep(prn__cw *w, const prn__rk *k, prn_tensor *const *
                                prn_tensor **sv) {
     size_t H = k->H;
     prn_tensor *pre, *h, *c, *i, *f, *g, *o, *cn, *tc, *hn, *r, *z, *n, *u, *v, *q;
+    if (k->fused) { /* hidden product, then the backend's fused gates */
+        size_t B;
+        if (w->st != PRN_OK) return NULL;
+        B = s->shape[0];
+        prn_tensor *nx, *sv0 = NULL;
+        q = prn__hh(w, k, k->kind == PRN_RNN_LSTM ? prn__cw_slice(w, s, 1, 0, H) : s, prm[0]);
+        nx = prn__cw_empty(w, s->dtype, B, k->S);
+        if (k->kind != PRN_RNN_ELMAN) sv0 = prn__cw_empty(w, s->dtype, B, (k->kind == PRN_RNN_LSTM ? 5 : 4) * H);
+        if (w->st == PRN_OK)
+            w->st = prn__in_fn(w->ctx, "prn_rnn", w->ctx->be->rnn_cell_forward(w->ctx, s->dtype, (int)k->kind, k->relu, B, H,
+                                                                             k->hk, xp->st->buf, q->st->buf, prm[1]->st->buf,
+                                                                             s->st->buf, nx->st->buf,
+                                                                             sv0 ? sv0->st->buf : NULL));
+        if (sv) sv[0] = sv0;
+        return w->st == PRN_OK ? nx : NULL;
+    }
     switch (k->kind) {
     case PRN_RNN_ELMAN:
         pre = prn__cw2(w, prn_add, prn__cw2(w, prn_add, xp, prn__cw_mm(w, s, 0, prm[0], 1)), prm[1]);
@@ -4524,6 +4740,24 @@ PRN__FN prn_tensor *prn__rstep_bw(prn__cw *w, const prn__rk *k, prn_tensor *cons
                                   prn_tensor **dq) {
     size_t H = k->H;
     prn_tensor *dpre, *gh, *gc, *dc, *dpr, *dpz, *dpn, *dz, *dr, *du, *dv, *ds;
+    if (k->fused) {
+        size_t B;
+        if (w->st != PRN_OK) return NULL;
+        B = s->shape[0];
+        prn_tensor *dx = prn__cw_empty(w, s->dtype, B, prm[1]->shape[0]), *dqq = prn__cw_empty(w, s->dtype, B, prm[1]->shape[0]);
+        prn_tensor *dd = prn__cw_empty(w, s->dtype, B, k->S), *back;
+        if (w->st == PRN_OK)
+            w->st = prn__in_fn(w->ctx, "prn_rnn", w->ctx->be->rnn_cell_backward(w->ctx, s->dtype, (int)k->kind, k->relu, B, H,
+                                                                              k->hk, gs->st->buf, s->st->buf, next->st->buf,
+                                                                              sv[0] ? sv[0]->st->buf : NULL, dx->st->buf,
+                                                                              dqq->st->buf, dd->st->buf));
+        *dxp = dx;
+        dq[0] = dqq;
+        back = prn__hh_t(w, k, dqq, prm[0]);
+        if (k->kind == PRN_RNN_ELMAN) return back;
+        if (k->kind == PRN_RNN_LSTM) return prn__cw_cat(w, back, prn__cw_slice(w, dd, 1, H, H), 1);
+        return prn__cw2(w, prn_add, back, dd);
+    }
     switch (k->kind) {
     case PRN_RNN_ELMAN:
         dpre = prn__cw_bin(w, k->relu ? PRN_BINARY_RELU_GRAD : PRN_BINARY_TANH_GRAD, gs, next);
@@ -4691,7 +4925,7 @@ PRN__FN prn_status prn__bw_recur(prn_context *ctx, const prn_op *op, prn_tensor 
 PRN__FN prn_status prn__recur_op(prn_context *ctx, const char *fn, const prn__rk *k, prn_tensor *xp, prn_tensor *s0,
                                  prn_tensor *const *prm, int rev, prn_tensor **out) {
     size_t B = xp->shape[0], T = xp->shape[1], step, t, mark, shape[3];
-    int np = prn__rk_params(k->kind), nsv = prn__rk_saved(k->kind), i, j, need = 0;
+    int np = prn__rk_params(k->kind), nsv = prn__rk_saved(k), i, j, need = 0;
     prn_tensor *in[PRN_MAX_OP_INPUTS], *Sall = NULL, *s = s0;
     prn__recur *r = NULL;
     prn__cw w;
@@ -5193,6 +5427,7 @@ PRN__DEF prn_status prn_rnn_jacobian(prn_context *ctx, const prn_rnn *rnn, prn_t
     N = state->shape[0];
     H = rnn->H;
     prn__rk_of(rnn, &k);
+    k.fused = 0; /* the closed forms below read the gates one by one */
     prn__rnn_rprm(rnn, 0, prm);
     memset(&w, 0, sizeof w);
     w.ctx = ctx;

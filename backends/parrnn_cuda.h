@@ -767,6 +767,7 @@ PRN__CU_DEF const prn_backend *prn_cuda_backend(void) {
         prn__cu_gemm, prn__cu_reduce, prn__cu_argmax, prn__cu_softmax, prn__cu_random,
         prn__cu_sgd_update, prn__cu_adam_update,
         prn__cu_scan_diag, prn__cu_scan_block,
+        NULL, NULL, /* rnn_cell_forward/_backward: the generic code composes the step */
         {NULL}};
     return &b;
 }

@@ -1040,6 +1040,7 @@ PRN__OCL_DEF const prn_backend *prn_opencl_backend(void) {
         prn__ocl_gemm, prn__ocl_reduce, prn__ocl_argmax, prn__ocl_softmax, prn__ocl_random,
         prn__ocl_sgd_update, prn__ocl_adam_update,
         prn__ocl_scan_diag, prn__ocl_scan_block,
+        NULL, NULL, /* rnn_cell_forward/_backward: the generic code composes the step */
         {NULL}};
     return &b;
 }

@@ -437,7 +437,7 @@ static void t_table(void) {
     NOTE_NULL(fill) NOTE_NULL(unary) NOTE_NULL(binary) NOTE_NULL(strided_copy)
     NOTE_NULL(gemm) NOTE_NULL(reduce) NOTE_NULL(argmax) NOTE_NULL(softmax)
     NOTE_NULL(random) NOTE_NULL(sgd_update) NOTE_NULL(adam_update)
-    NOTE_NULL(scan_diag) NOTE_NULL(scan_block)
+    NOTE_NULL(scan_diag) NOTE_NULL(scan_block) NOTE_NULL(rnn_cell_forward) NOTE_NULL(rnn_cell_backward)
 #undef NOTE_NULL
     if (nnull) printf("    note: backend '%s' leaves %d primitive(s) NULL:%s\n", g_side[0].name, nnull, missing);
     g_cases++;
@@ -1668,6 +1668,127 @@ static void t_public_random(void) {
     case_end();
 }
 
+
+/* --- rnn_cell_forward / rnn_cell_backward ------------------------------- */
+/* Host math of one fused step in double: gates laid out by head of k units
+ * (k = H for ELMAN and LSTM). */
+static double sigm_d(double x) { return 1.0 / (1.0 + exp(-x)); }
+static void cell_math(int kind, int relu, size_t B, size_t H, size_t k, const double *xp, const double *q,
+                      const double *bias, const double *s, const double *g, double *next, double *saved, double *dxp,
+                      double *dq, double *ds) {
+    size_t G = kind == PRN_RNN_LSTM ? 4 : kind == PRN_RNN_ELMAN ? 1 : 3, P = G * H, S = kind == PRN_RNN_LSTM ? 2 * H : H;
+    size_t b, i;
+    for (b = 0; b < B; ++b) {
+        const double *x = xp + b * P, *qq = q + b * P, *sp = s + b * S, *gg = g + b * S;
+        double *n = next + b * S, *dx = dxp + b * P, *dqq = dq + b * P, *d = ds + b * S;
+        for (i = 0; i < H; ++i) {
+            if (kind == PRN_RNN_ELMAN) {
+                double p = x[i] + qq[i] + bias[i];
+                n[i] = relu ? (p > 0 ? p : 0) : tanh(p);
+                dx[i] = dqq[i] = relu ? (n[i] > 0 ? gg[i] : 0) : gg[i] * (1 - n[i] * n[i]);
+                d[i] = 0;
+            } else if (kind == PRN_RNN_LSTM) {
+                double ig = sigm_d(x[i] + qq[i] + bias[i]), fg = sigm_d(x[H + i] + qq[H + i] + bias[H + i]);
+                double gt = tanh(x[2 * H + i] + qq[2 * H + i] + bias[2 * H + i]);
+                double og = sigm_d(x[3 * H + i] + qq[3 * H + i] + bias[3 * H + i]);
+                double c = fg * sp[H + i] + ig * gt, tc = tanh(c), dc = gg[H + i] + gg[i] * og * (1 - tc * tc);
+                double *v = saved + b * 5 * H;
+                n[i] = og * tc; n[H + i] = c;
+                v[i] = ig; v[H + i] = fg; v[2 * H + i] = gt; v[3 * H + i] = og; v[4 * H + i] = tc;
+                dx[i] = dqq[i] = dc * gt * ig * (1 - ig);
+                dx[H + i] = dqq[H + i] = dc * sp[H + i] * fg * (1 - fg);
+                dx[2 * H + i] = dqq[2 * H + i] = dc * ig * (1 - gt * gt);
+                dx[3 * H + i] = dqq[3 * H + i] = gg[i] * tc * og * (1 - og);
+                d[i] = 0; d[H + i] = dc * fg;
+            } else {
+                size_t jr = (i / k) * 3 * k + i % k, jz = jr + k, jn = jr + 2 * k;
+                double r = sigm_d(x[jr] + qq[jr] + bias[jr]), z = sigm_d(x[jz] + qq[jz] + bias[jz]);
+                double hn = qq[jn] + bias[jn], nn = tanh(x[jn] + r * hn), *v = saved + b * 4 * H;
+                double dpn = gg[i] * (1 - z) * (1 - nn * nn);
+                n[i] = nn + z * (sp[i] - nn);
+                v[i] = r; v[H + i] = z; v[2 * H + i] = nn; v[3 * H + i] = hn;
+                dx[jr] = dqq[jr] = dpn * hn * r * (1 - r);
+                dx[jz] = dqq[jz] = gg[i] * (sp[i] - nn) * z * (1 - z);
+                dx[jn] = dpn;
+                dqq[jn] = dpn * r;
+                d[i] = gg[i] * z;
+            }
+        }
+    }
+}
+static void rnn_cell_case(prn_dtype dt, int kind, int relu, size_t B, size_t H, size_t k) {
+    size_t G = kind == PRN_RNN_LSTM ? 4 : kind == PRN_RNN_ELMAN ? 1 : 3, P = G * H, S = kind == PRN_RNN_LSTM ? 2 * H : H;
+    size_t V = kind == PRN_RNN_LSTM ? 5 : kind == PRN_RNN_ELMAN ? 0 : 4, i;
+    double *xp = hd(B * P), *q = hd(B * P), *bias = hd(P), *st = hd(B * S), *g = hd(B * S), *nx = hd(B * S);
+    double *sv = hd(B * V * H + 1), *dxp = hd(B * P), *dq = hd(B * P), *ds = hd(B * S), *one = hd(B * P + B * S + 1);
+    pbuf *bx, *bq, *bb, *bs, *bg, *bn, *bv, *bdx, *bdq, *bds;
+    char desc[160];
+    int si;
+    snprintf(desc, sizeof desc, "%s kind=%s%s B=%lu H=%lu k=%lu", dname(dt), prn_rnn_kind_name((prn_rnn_kind)kind),
+             relu ? " relu" : "", ZU(B), ZU(H), ZU(k));
+    for (i = 0; i < B * P; ++i) { xp[i] = quant1(dt, rng_range(-2, 2)); q[i] = quant1(dt, rng_range(-2, 2)); }
+    for (i = 0; i < P; ++i) bias[i] = quant1(dt, rng_range(-1, 1));
+    for (i = 0; i < B * S; ++i) { st[i] = quant1(dt, rng_range(-2, 2)); g[i] = quant1(dt, rng_range(-1, 1)); }
+    for (i = 0; i < B * P + B * S + 1; ++i) one[i] = 4.0; /* values and derivatives of order 1: absolute error */
+    cell_math(kind, relu, B, H, k, xp, q, bias, st, g, nx, sv, dxp, dq, ds);
+    bx = pb_input(dt, xp, B * P, desc);
+    bq = bx ? pb_input(dt, q, B * P, desc) : NULL;
+    bb = bq ? pb_input(dt, bias, P, desc) : NULL;
+    bs = bb ? pb_input(dt, st, B * S, desc) : NULL;
+    bn = bs ? pb_alloc(B * S * dsize(dt)) : NULL;
+    bv = bn ? pb_alloc((B * V * H + 1) * dsize(dt)) : NULL;
+    if (!bv) goto out;
+    for (si = 0; si < nsides(); ++si)
+        if (!st_ok(si, g_side[si].be->rnn_cell_forward(g_side[si].ctx, dt, kind, relu, B, H, k, bx->h[si], bq->h[si], bb->h[si],
+                                                        bs->h[si], bn->h[si], V ? bv->h[si] : NULL),
+                   "rnn_cell_forward", desc))
+            goto out;
+    if (!check_out(bn, dt, B * S, nx, one, base_tol(dt), "rnn_cell_forward next", desc)) goto out;
+    if (V && !check_out(bv, dt, B * V * H, sv, one, base_tol(dt), "rnn_cell_forward saved", desc)) goto out;
+    if (!check_unchanged(bs, dt, B * S, st, "rnn_cell_forward s", desc)) goto out;
+    /* backward from the host's forward values (rounded to dt), so both sides read the same inputs */
+    for (i = 0; i < B * S; ++i) nx[i] = quant1(dt, nx[i]);
+    for (i = 0; i < B * V * H; ++i) sv[i] = quant1(dt, sv[i]);
+    cell_math(kind, relu, B, H, k, xp, q, bias, st, g, hd(B * S), hd(B * V * H + 1), dxp, dq, ds);
+    bg = pb_input(dt, g, B * S, desc);
+    bn = bg ? pb_input(dt, nx, B * S, desc) : NULL;
+    bv = bn ? pb_input(dt, sv, B * V * H + 1, desc) : NULL;
+    bdx = bv ? pb_alloc(B * P * dsize(dt)) : NULL;
+    bdq = bdx ? pb_alloc(B * P * dsize(dt)) : NULL;
+    bds = bdq ? pb_alloc(B * S * dsize(dt)) : NULL;
+    if (!bds) goto out;
+    for (si = 0; si < nsides(); ++si)
+        if (!st_ok(si, g_side[si].be->rnn_cell_backward(g_side[si].ctx, dt, kind, relu, B, H, k, bg->h[si], bs->h[si],
+                                                         bn->h[si], V ? bv->h[si] : NULL, bdx->h[si], bdq->h[si],
+                                                         bds->h[si]),
+                   "rnn_cell_backward", desc))
+            goto out;
+    /* the host's derivatives use its own gate values; the backend's read the
+     * rounded ones: the difference is of the order of the rounding */
+    if (!check_out(bdx, dt, B * P, dxp, one, base_tol(dt) * 4, "rnn_cell_backward dxp", desc)) goto out;
+    if (!check_out(bdq, dt, B * P, dq, one, base_tol(dt) * 4, "rnn_cell_backward dq", desc)) goto out;
+    if (!check_out(bds, dt, B * S, ds, one, base_tol(dt) * 4, "rnn_cell_backward ds", desc)) goto out;
+    if (!check_unchanged(bg, dt, B * S, g, "rnn_cell_backward g", desc)) goto out;
+out:
+    g_cases++;
+    case_end();
+}
+static void t_rnn_cell(void) {
+    static const size_t Bs[] = {1, 3, 17}, Hs[] = {1, 6, 33};
+    int d, kind, relu;
+    size_t bi, hi;
+    NEED(rnn_cell_forward);
+    NEED(rnn_cell_backward);
+    for (d = 0; d < 2; ++d)
+        for (kind = PRN_RNN_ELMAN; kind <= PRN_RNN_MHGRU; ++kind)
+            for (relu = 0; relu <= (kind == PRN_RNN_ELMAN); ++relu)
+                for (bi = 0; bi < 3; ++bi)
+                    for (hi = 0; hi < 3; ++hi) {
+                        size_t H = Hs[hi], k = kind == PRN_RNN_MHGRU ? (H % 3 == 0 ? 3 : 1) : H;
+                        rnn_cell_case(d ? PRN_F64 : PRN_F32, kind, relu, Bs[bi], H, k);
+                    }
+}
+
 /* ------------------------------------------------------------------------
  * The table of primitive tests: one named test per (backend, primitive)
  * ---------------------------------------------------------------------- */
@@ -1693,6 +1814,7 @@ static const prim_test k_prims[] = {
     {"adam_update", t_adam_update},
     {"scan_diag", t_scan_diag},
     {"scan_block", t_scan_block},
+    {"rnn_cell_forward+rnn_cell_backward", t_rnn_cell},
     {"public_random", t_public_random},
 };
 

@@ -653,6 +653,90 @@ static void test_nan(void) {
 }
 
 
+/* --- the backend's fused cell step against the composed one --------------- */
+/* The same networks on a copy of the reference table without
+ * rnn_cell_forward/_backward (what backends without them run). */
+static void test_fused_vs_composed(void) {
+    prn_backend composed;
+    const prn_backend *list[1];
+    prn_config cfg;
+    prn_context *c2 = NULL;
+    int kk, relu;
+    if (!prn_context_backend(g_ctx)->rnn_cell_forward) {
+        PRNT_SKIP("backend '%s' has no fused cell step", prn_context_backend_name(g_ctx));
+        return;
+    }
+    composed = *prn_context_backend(g_ctx);
+    composed.name = "composed";
+    composed.rnn_cell_forward = NULL;
+    composed.rnn_cell_backward = NULL;
+    list[0] = &composed;
+    memset(&cfg, 0, sizeof cfg);
+    cfg.backends = list;
+    cfg.num_backends = 1;
+    cfg.backend = "composed";
+    PRNT_OK(g_ctx, prn_context_create(&cfg, &c2, NULL, 0));
+    if (!c2) return;
+    for (kk = 0; kk < 4; ++kk)
+        for (relu = 0; relu <= (kk == 0); ++relu) {
+            prn_dtype dt = PRN_F64;
+            prn_rnn_config c = cfg_of(k_all[kk], dt, 3, 6, 2, 1, 0);
+            prn_rnn *r[2] = {NULL, NULL};
+            prn_context *cx[2];
+            double xs[2 * 5 * 3], out[2][2 * 5 * 12 + 4 * 2 * 12], grads[2][2048];
+            unsigned seed = 21u + (unsigned)kk;
+            size_t B = 2, T = 5, S, LD = 4, off;
+            int side, np, j;
+            c.relu = relu;
+            memset(out, 0, sizeof out);
+            memset(grads, 0, sizeof grads);
+            cx[0] = g_ctx;
+            cx[1] = c2;
+            rand_fill(xs, B * T * 3, &seed, 1.0);
+            for (side = 0; side < 2; ++side) {
+                prn_context *ctx = cx[side];
+                prn_tensor *x = NULL, *y = NULL, *st = NULL, *l1 = NULL, *l2 = NULL, *l = NULL, *ps[64];
+                size_t shx[3] = {2, 5, 3};
+                prn_seed(ctx, 99); /* the same initial parameters on both */
+                PRNT_OK(ctx, prn_rnn_create(ctx, &c, &r[side]));
+                if (!r[side]) break;
+                S = prn_rnn_state_size(r[side]);
+                prn_tensor_from_host(ctx, dt, 3, shx, xs, &x);
+                prn_tensor_set_requires_grad(x, 1);
+                PRNT_OK(ctx, prn_rnn_forward(ctx, r[side], x, NULL, &y, &st));
+                if (y && st) {
+                    prn_tensor_download(y, out[side], B * T * 12);
+                    prn_tensor_download(st, out[side] + B * T * 12, LD * B * S);
+                    prn_sum(ctx, y, PRN_ALL_AXES, 0, &l1);
+                    prn_sum(ctx, st, PRN_ALL_AXES, 0, &l2);
+                    prn_add(ctx, l1, l2, &l);
+                    PRNT_OK(ctx, prn_backward(ctx, l));
+                }
+                np = prn_rnn_params(r[side], ps, 64);
+                ps[np++] = x;
+                off = 0;
+                for (j = 0; j < np; ++j) {
+                    size_t n = prn_tensor_numel(ps[j]);
+                    if (prn_tensor_grad(ps[j]) && off + n <= 2048) prn_tensor_download(prn_tensor_grad(ps[j]), grads[side] + off, n);
+                    off += n;
+                }
+                prn_tensor_free(x); prn_tensor_free(y); prn_tensor_free(st);
+                prn_tensor_free(l1); prn_tensor_free(l2); prn_tensor_free(l);
+                prn_tape_clear(ctx);
+            }
+            if (r[0] && r[1]) {
+                S = prn_rnn_state_size(r[0]);
+                PRNT_CHECK(max_abs_diff(out[0], out[1], B * T * 12 + LD * B * S) < 1e-13, "%s%s: outputs differ",
+                           prn_rnn_kind_name(k_all[kk]), relu ? " relu" : "");
+                PRNT_CHECK(max_abs_diff(grads[0], grads[1], 2048) < 1e-12, "%s%s: gradients differ by %g",
+                           prn_rnn_kind_name(k_all[kk]), relu ? " relu" : "", max_abs_diff(grads[0], grads[1], 2048));
+            }
+            prn_rnn_free(r[0]);
+            prn_rnn_free(r[1]);
+        }
+    prn_context_destroy(c2);
+}
+
 /* --- allocation failures -------------------------------------------------- */
 /* A context whose allocator refuses its n-th allocation once. Each call of a
  * short training and inference sequence either succeeds or fails with
@@ -844,6 +928,7 @@ int main(void) {
     PRNT_RUN(test_model_files);
     PRNT_RUN(test_bad_input);
     PRNT_RUN(test_nan);
+    PRNT_RUN(test_fused_vs_composed);
     PRNT_RUN(test_alloc_failures);
     PRNT_RUN(test_no_leaks);
     prn_context_destroy(g_ctx);
