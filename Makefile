@@ -101,6 +101,7 @@ bench: $(BENCH_BINS)
 	$(BUILD)/bench/bench_ops
 	$(BUILD)/bench/bench_scan
 	$(BUILD)/bench/scan_error
+	$(BUILD)/bench/bench_rnn
 
 clean:
 	rm -rf build build-san build-vg build-cuda

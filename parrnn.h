@@ -2438,7 +2438,7 @@ PRN__FN prn_tensor *prn__tensor_struct(prn_context *ctx, prn_dtype dtype, int nd
     t->ctx = ctx;
     t->dtype = dtype;
     t->ndim = ndim;
-    for (i = 0; i < PRN_MAX_DIMS; ++i) t->shape[i] = i < ndim ? shape[i] : 1;
+    for (i = 0; i < PRN_MAX_DIMS; ++i) t->shape[i] = shape && i < ndim ? shape[i] : 1;
     t->numel = numel;
     t->refs = 1;
     t->is_leaf = 1;

@@ -1,0 +1,532 @@
+/* bench_rnn.c - throughput of parrnn's GRU and LSTM (prn_rnn), beside
+ * PyTorch's nn.GRU / nn.LSTM on the CPU at the same thread count.
+ *
+ * Shapes: batch B = 16, input I = 64, hidden H = 128 and 256, T = 1000
+ * steps, f32, one layer, one direction, no readout. Modes:
+ *   fwd      prn_rnn_forward inside prn_no_grad_begin/end (nothing recorded)
+ *   fwdbwd   prn_rnn_forward recorded on the tape, loss = sum(y * R) with R
+ *            a fixed random tensor shaped like y, prn_backward, then
+ *            prn_tape_clear and every parameter's gradient zeroed
+ *            (x needs no gradient, as in the PyTorch script)
+ * Each measurement: one warm-up call, then a few timed calls (5; 3 with
+ * --quick), CLOCK_MONOTONIC; seconds = the best call (median shown in the
+ * table); tokens/s = B * T / seconds. For fwdbwd the table also splits the
+ * best call into its forward (prn_rnn_forward + loss) and backward
+ * (prn_backward + zeroing) parts.
+ *
+ * PyTorch: bench/bench_rnn_torch.py runs the same shapes and modes
+ * (batch_first, float32, torch.set_num_threads(N), forward under
+ * torch.no_grad(), the same loss) and prints one TORCH line per
+ * measurement. It is run with popen, after parrnn's measurements, by the
+ * interpreter $PARRNN_PYTHON (else python3), when `<python> -c "import torch"`
+ * works; otherwise the program says how to install torch and the lines
+ * carry no vs_torch.
+ *
+ * Output: a table for people, then one line per measurement (one line each):
+ *   BENCH name=rnn_<gru|lstm>_<fwd|fwdbwd> backend=<b> hidden=<H> batch=16
+ *         input=64 T=<T> threads=<n> seconds=<s> tokens_per_s=<v>
+ *         [vs_torch=<parrnn tokens/s / PyTorch tokens/s>]
+ * and the same for PyTorch with backend=torch (see bench/README.md).
+ *
+ * Usage: bench_rnn [--quick] [--no-torch] [--threads N] [--backend NAME]
+ *   --quick      T = 100, 3 timed calls: a CI smoke run of a few seconds
+ *   --threads N  prn_config.num_threads, OpenMP, OpenBLAS and torch
+ *                (default: what OpenMP offers, as the library uses)
+ *   --backend B  the parrnn backend to measure (default "reference")
+ */
+#define _POSIX_C_SOURCE 200809L /* clock_gettime, popen under -std=c99 */
+
+#define PARRNN_IMPLEMENTATION
+#include "parrnn.h"
+#include "bench_common.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <sys/resource.h>
+#ifdef _OPENMP
+#include <omp.h>
+#endif
+#ifdef PARRNN_USE_CBLAS
+#include <cblas.h>
+#endif
+
+#define RNN_BATCH 16
+#define RNN_INPUT 64
+#define RNN_T_FULL 1000
+#define RNN_T_QUICK 100
+#define RNN_MAX_PARAMS 8
+
+static const prn_rnn_kind g_kinds[2] = {PRN_RNN_GRU, PRN_RNN_LSTM};
+static const size_t g_hidden[2] = {128, 256};
+static const char *const g_modes[2] = {"fwd", "fwdbwd"};
+
+/* One measurement (parrnn or torch). */
+typedef struct measurement {
+    int kind;      /* index into g_kinds  */
+    int hidden;    /* index into g_hidden */
+    int mode;      /* index into g_modes  */
+    double best, median;
+    double fwd_part, bwd_part; /* fwdbwd on parrnn: the parts of the best call */
+    int have;
+} measurement;
+
+static measurement g_prn[2][2][2], g_torch[2][2][2];
+static size_t g_T = RNN_T_FULL;
+static int g_timed = 5;
+static int g_no_torch = 0;
+static const char *g_backend = "reference";
+static char g_torch_version[64] = "";
+static int g_torch_threads = 0;
+
+/* ------------------------------------------------------------------------
+ * parrnn side
+ * ---------------------------------------------------------------------- */
+#define CHECK(call)                                                                                 \
+    do {                                                                                            \
+        prn_status st_ = (call);                                                                    \
+        if (st_ != PRN_OK) {                                                                        \
+            fprintf(stderr, "%s: %s failed: %s (%s)\n", bench_prog, #call, prn_status_string(st_), \
+                    prn_last_error(ctx));                                                           \
+            goto fail;                                                                              \
+        }                                                                                           \
+    } while (0)
+
+typedef struct rnn_case {
+    prn_context *ctx;
+    prn_rnn *rnn;
+    prn_tensor *x, *R;
+    prn_tensor *params[RNN_MAX_PARAMS];
+    int num_params;
+    double t_fwd, t_bwd; /* parts of the last fwdbwd call */
+    double check;        /* last loss / output sum, to keep results alive */
+} rnn_case;
+
+static int run_fwd(rnn_case *c) {
+    prn_context *ctx = c->ctx;
+    prn_tensor *y = NULL;
+    double v = 0.0;
+    int rc = 1;
+    prn_no_grad_begin(ctx);
+    CHECK(prn_rnn_forward(ctx, c->rnn, c->x, NULL, &y, NULL));
+    /* One element read back: the work is done (device backends queue). */
+    CHECK(prn_tensor_item(y, &v));
+    c->check = v;
+    rc = 0;
+fail:
+    prn_no_grad_end(ctx);
+    prn_tensor_free(y);
+    return rc;
+}
+
+static int run_fwdbwd(rnn_case *c) {
+    prn_context *ctx = c->ctx;
+    prn_tensor *y = NULL, *p = NULL, *loss = NULL;
+    double t0 = now(), t1, v = 0.0;
+    int i, rc = 1;
+    CHECK(prn_rnn_forward(ctx, c->rnn, c->x, NULL, &y, NULL));
+    CHECK(prn_mul(ctx, y, c->R, &p));
+    CHECK(prn_sum(ctx, p, PRN_ALL_AXES, 0, &loss));
+    CHECK(prn_tensor_item(loss, &v));
+    t1 = now();
+    CHECK(prn_backward(ctx, loss));
+    for (i = 0; i < c->num_params; ++i) {
+        prn_tensor *g = prn_tensor_grad(c->params[i]);
+        if (!g) {
+            fprintf(stderr, "%s: parameter %s has no gradient after prn_backward\n", bench_prog,
+                    prn_rnn_param_name(c->rnn, i));
+            goto fail;
+        }
+        if (i == 0) { /* waits for the gradients (device backends queue work) */
+            double g0;
+            CHECK(prn_tensor_item(g, &g0));
+            if (!isfinite(g0)) v = g0; /* reported by the warm-up check */
+        }
+    }
+    prn_tape_clear(ctx);
+    for (i = 0; i < c->num_params; ++i) prn_tensor_zero_grad(c->params[i]);
+    c->t_fwd = t1 - t0;
+    c->t_bwd = now() - t1;
+    c->check = v;
+    rc = 0;
+fail:
+    if (rc) prn_tape_clear(ctx);
+    prn_tensor_free(loss);
+    prn_tensor_free(p);
+    prn_tensor_free(y);
+    return rc;
+}
+
+static int cmp_double(const void *a, const void *b) {
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* Warm-up, then g_timed calls: best and median into m. */
+static int measure_prn(rnn_case *c, int mode, measurement *m) {
+    double times[16], fwd_best = 0.0, bwd_best = 0.0, t;
+    int r;
+    if ((mode ? run_fwdbwd(c) : run_fwd(c)) != 0) return 1; /* warm-up */
+    if (!isfinite(c->check)) {
+        fprintf(stderr, "%s: the warm-up call gave a non-finite value (%g)\n", bench_prog, c->check);
+        return 1;
+    }
+    for (r = 0; r < g_timed && r < 16; ++r) {
+        t = now();
+        if ((mode ? run_fwdbwd(c) : run_fwd(c)) != 0) return 1;
+        times[r] = now() - t;
+        if (r == 0 || times[r] < m->best) {
+            m->best = times[r];
+            fwd_best = c->t_fwd;
+            bwd_best = c->t_bwd;
+        }
+    }
+    qsort(times, (size_t)r, sizeof times[0], cmp_double);
+    m->median = r % 2 ? times[r / 2] : 0.5 * (times[r / 2 - 1] + times[r / 2]);
+    m->fwd_part = mode ? fwd_best : m->best;
+    m->bwd_part = mode ? bwd_best : 0.0;
+    m->have = 1;
+    return 0;
+}
+
+static void print_row(const char *backend, int k, int h, int mode, const measurement *m, const measurement *ref) {
+    char split[48] = "", ratio[16] = "";
+    if (m->bwd_part > 0.0) snprintf(split, sizeof split, "%7.3f + %7.3f", m->fwd_part, m->bwd_part);
+    if (ref && ref->have) snprintf(ratio, sizeof ratio, "%6.2fx", ref->best / m->best);
+    printf("  %-5s %-7s %4lu  %-10s %9.4f %9.4f %12.0f  %-17s %s\n", prn_rnn_kind_name(g_kinds[k]), g_modes[mode],
+           (unsigned long)g_hidden[h], backend, m->best, m->median, (double)RNN_BATCH * (double)g_T / m->best, split,
+           ratio);
+    fflush(stdout);
+}
+
+static int bench_parrnn(int threads) {
+    prn_config cfg;
+    prn_context *ctx = NULL;
+    char err[512];
+    rnn_case c;
+    int k, h, mode, rc = 1;
+    size_t live0;
+    memset(&c, 0, sizeof c);
+    memset(&cfg, 0, sizeof cfg);
+    cfg.backend = g_backend;
+    cfg.seed = 1234;
+    cfg.num_threads = threads;
+    if (prn_context_create(&cfg, &ctx, err, sizeof err) != PRN_OK) {
+        fprintf(stderr, "%s: prn_context_create(backend %s): %s\n", bench_prog, g_backend, err);
+        return 1;
+    }
+    c.ctx = ctx;
+    printf("  parrnn:    backend %s, prn_context_num_threads = %d\n", prn_context_backend_name(ctx),
+           prn_context_num_threads(ctx));
+    printf("\nparrnn (B = %d, I = %d, T = %lu, f32; best of %d calls after a warm-up)\n", RNN_BATCH, RNN_INPUT,
+           (unsigned long)g_T, g_timed);
+    printf("  %-5s %-7s %4s  %-10s %9s %9s %12s  %-17s\n", "kind", "mode", "H", "backend", "best s", "median s",
+           "tokens/s", "fwd + bwd s");
+    for (k = 0; k < 2; ++k)
+        for (h = 0; h < 2; ++h) {
+            prn_rnn_config rc_cfg;
+            size_t xs[3], ys[3];
+            live0 = prn_live_tensors(ctx);
+            memset(&rc_cfg, 0, sizeof rc_cfg);
+            rc_cfg.kind = g_kinds[k];
+            rc_cfg.dtype = PRN_F32;
+            rc_cfg.input_size = RNN_INPUT;
+            rc_cfg.hidden_size = g_hidden[h];
+            rc_cfg.num_layers = 1;
+            CHECK(prn_rnn_create(ctx, &rc_cfg, &c.rnn));
+            c.num_params = prn_rnn_params(c.rnn, c.params, RNN_MAX_PARAMS);
+            if (c.num_params != 4) {
+                fprintf(stderr, "%s: expected 4 parameters, prn_rnn_params says %d\n", bench_prog, c.num_params);
+                goto fail;
+            }
+            if (prn_rnn_output_size(c.rnn) != g_hidden[h]) {
+                fprintf(stderr, "%s: prn_rnn_output_size is %lu, expected %lu\n", bench_prog,
+                        (unsigned long)prn_rnn_output_size(c.rnn), (unsigned long)g_hidden[h]);
+                goto fail;
+            }
+            xs[0] = RNN_BATCH; xs[1] = g_T; xs[2] = RNN_INPUT;
+            ys[0] = RNN_BATCH; ys[1] = g_T; ys[2] = g_hidden[h];
+            CHECK(prn_tensor_normal(ctx, PRN_F32, 3, xs, 0.0, 1.0, &c.x));
+            CHECK(prn_tensor_normal(ctx, PRN_F32, 3, ys, 0.0, 1.0, &c.R));
+            for (mode = 0; mode < 2; ++mode) {
+                measurement *m = &g_prn[k][h][mode];
+                m->kind = k; m->hidden = h; m->mode = mode;
+                if (measure_prn(&c, mode, m)) goto fail;
+                print_row(g_backend, k, h, mode, m, NULL);
+            }
+            prn_tensor_free(c.x); c.x = NULL;
+            prn_tensor_free(c.R); c.R = NULL;
+            prn_rnn_free(c.rnn); c.rnn = NULL;
+            if (prn_live_tensors(ctx) != live0) /* reported, not fatal: the timings still stand */
+                printf("  warning:   %lu tensors still alive after the %s H=%lu case (%d calls): a leak\n",
+                       (unsigned long)(prn_live_tensors(ctx) - live0), prn_rnn_kind_name(g_kinds[k]),
+                       (unsigned long)g_hidden[h], 2 * (g_timed + 1));
+        }
+    rc = 0;
+fail:
+    prn_tensor_free(c.x);
+    prn_tensor_free(c.R);
+    prn_rnn_free(c.rnn);
+    prn_context_destroy(ctx);
+    return rc;
+}
+
+/* ------------------------------------------------------------------------
+ * PyTorch side
+ * ---------------------------------------------------------------------- */
+static int file_exists(const char *path) {
+    FILE *f = fopen(path, "r");
+    if (!f) return 0;
+    fclose(f);
+    return 1;
+}
+
+/* bench_rnn_torch.py: next to this source file as compiled (the Makefile
+ * compiles bench/bench_rnn.c from the repository root), else next to the
+ * program's source seen from the program (build/bench/ -> ../../bench/). */
+static int find_torch_script(const char *argv0, char *path, size_t size) {
+    const char *env = getenv("PARRNN_TORCH_SCRIPT");
+    const char *slash;
+    if (env && *env) {
+        snprintf(path, size, "%s", env);
+        return file_exists(path);
+    }
+    slash = strrchr(__FILE__, '/');
+    if (slash) snprintf(path, size, "%.*s/bench_rnn_torch.py", (int)(slash - __FILE__), __FILE__);
+    else snprintf(path, size, "bench_rnn_torch.py");
+    if (file_exists(path)) return 1;
+    slash = strrchr(argv0, '/');
+    if (slash) {
+        snprintf(path, size, "%.*s/../../bench/bench_rnn_torch.py", (int)(slash - argv0), argv0);
+        if (file_exists(path)) return 1;
+    }
+    return 0;
+}
+
+static int shell_safe(const char *s) { return strchr(s, '\'') == NULL; }
+
+static void print_install_hint(const char *why) {
+    printf("  torch:     not measured: %s\n", why);
+    printf("             install PyTorch for the CPU with\n"
+           "               python3 -m pip install torch --index-url https://download.pytorch.org/whl/cpu\n"
+           "             (or in a venv: python3 -m venv ~/torchenv && ~/torchenv/bin/pip install torch\n"
+           "               --index-url https://download.pytorch.org/whl/cpu; then PARRNN_PYTHON=~/torchenv/bin/python)\n");
+}
+
+static int lookup_index(const char *v, const char *const *names, int n) {
+    int i;
+    for (i = 0; i < n; ++i)
+        if (strcmp(v, names[i]) == 0) return i;
+    return -1;
+}
+
+/* Runs the script; fills g_torch. Returns the number of measurements read. */
+static int bench_torch(const char *argv0, int threads) {
+    const char *python = getenv("PARRNN_PYTHON");
+    char script[1024], cmd[2600], line[512];
+    FILE *p;
+    int n = 0, status;
+    if (!python || !*python) python = "python3";
+    if (!shell_safe(python)) {
+        print_install_hint("PARRNN_PYTHON contains a single quote");
+        return 0;
+    }
+    snprintf(cmd, sizeof cmd, "'%s' -c 'import torch' >/dev/null 2>&1", python);
+    status = system(cmd);
+    if (status != 0) {
+        char why[1200];
+        snprintf(why, sizeof why, "`%s -c \"import torch\"` fails", python);
+        print_install_hint(why);
+        return 0;
+    }
+    if (!find_torch_script(argv0, script, sizeof script) || !shell_safe(script)) {
+        printf("  torch:     not measured: bench_rnn_torch.py not found (set PARRNN_TORCH_SCRIPT to its path)\n");
+        return 0;
+    }
+    snprintf(cmd, sizeof cmd, "'%s' '%s' --threads %d --T %lu --batch %d --input %d --hidden %lu,%lu --repeats %d",
+             python, script, threads, (unsigned long)g_T, RNN_BATCH, RNN_INPUT, (unsigned long)g_hidden[0],
+             (unsigned long)g_hidden[1], g_timed);
+    printf("\nPyTorch: %s\n", cmd);
+    fflush(stdout);
+    p = popen(cmd, "r");
+    if (!p) {
+        printf("  torch:     not measured: popen failed\n");
+        return 0;
+    }
+    while (fgets(line, sizeof line, p)) {
+        char kind[16], mode[16], version[64];
+        int hidden, batch, input, T, thr, k, h, md;
+        double seconds, median, tps;
+        if (sscanf(line, "TORCH_INFO version=%63s threads=%d", version, &thr) == 2) {
+            snprintf(g_torch_version, sizeof g_torch_version, "%s", version);
+            g_torch_threads = thr;
+            printf("  torch %s, torch.get_num_threads() = %d\n", version, thr);
+            continue;
+        }
+        if (sscanf(line,
+                   "TORCH kind=%15s mode=%15s hidden=%d batch=%d input=%d T=%d threads=%d seconds=%lf "
+                   "median=%lf tokens_per_s=%lf",
+                   kind, mode, &hidden, &batch, &input, &T, &thr, &seconds, &median, &tps) != 10)
+            continue;
+        k = strcmp(kind, "gru") == 0 ? 0 : strcmp(kind, "lstm") == 0 ? 1 : -1;
+        h = (size_t)hidden == g_hidden[0] ? 0 : (size_t)hidden == g_hidden[1] ? 1 : -1;
+        md = lookup_index(mode, g_modes, 2);
+        if (k < 0 || h < 0 || md < 0 || batch != RNN_BATCH || input != RNN_INPUT || (size_t)T != g_T ||
+            seconds <= 0.0)
+            continue;
+        g_torch[k][h][md].kind = k;
+        g_torch[k][h][md].hidden = h;
+        g_torch[k][h][md].mode = md;
+        g_torch[k][h][md].best = seconds;
+        g_torch[k][h][md].median = median;
+        g_torch[k][h][md].have = 1;
+        ++n;
+    }
+    status = pclose(p);
+    if (status != 0) printf("  torch:     the script exited with status %d (%d measurements read)\n", status, n);
+    return n;
+}
+
+/* ------------------------------------------------------------------------
+ * Report
+ * ---------------------------------------------------------------------- */
+static void print_bench_line(const char *backend, const measurement *m, int threads, const measurement *ref) {
+    double tps = (double)RNN_BATCH * (double)g_T / m->best;
+    printf("BENCH name=rnn_%s_%s backend=%s hidden=%lu batch=%d input=%d T=%lu threads=%d seconds=%.6g "
+           "tokens_per_s=%.6g",
+           prn_rnn_kind_name(g_kinds[m->kind]), g_modes[m->mode], backend, (unsigned long)g_hidden[m->hidden],
+           RNN_BATCH, RNN_INPUT, (unsigned long)g_T, threads, m->best, tps);
+    if (ref && ref->have) printf(" vs_torch=%.4g", tps / ((double)RNN_BATCH * (double)g_T / ref->best));
+    printf("\n");
+}
+
+/* CPU seconds of the children waited for so far (the PyTorch script). */
+static double children_cpu_seconds(void) {
+    struct rusage ru;
+    if (getrusage(RUSAGE_CHILDREN, &ru) != 0) return 0.0;
+    return (double)ru.ru_utime.tv_sec + 1e-6 * (double)ru.ru_utime.tv_usec + (double)ru.ru_stime.tv_sec +
+           1e-6 * (double)ru.ru_stime.tv_usec;
+}
+
+static int usage(void) {
+    fprintf(stderr, "usage: bench_rnn [--quick] [--no-torch] [--threads N] [--backend NAME]\n");
+    return 2;
+}
+
+int main(int argc, char **argv) {
+    char *args[64], model[256];
+    int nargs = 0, i, k, h, mode, threads, have_torch = 0;
+    double t_start = now();
+    cpu_sample run_start, run_end;
+    bench_prog = "bench_rnn";
+    /* bench_common.h's batched timer and triad probe are not used: each call
+     * here takes 0.01-1 s and is timed on its own, and the RNN is not
+     * bandwidth bound. */
+    (void)time_best;
+    (void)probe_triad;
+    (void)bench_device_context;
+
+    /* Take out the options of this program; bench_parse_args does the rest. */
+    args[nargs++] = argv[0];
+    for (i = 1; i < argc; ++i) {
+        if (strcmp(argv[i], "--no-torch") == 0) {
+            g_no_torch = 1;
+        } else if (strcmp(argv[i], "--backend") == 0 && i + 1 < argc) {
+            g_backend = argv[++i];
+        } else if (nargs < 63) {
+            args[nargs++] = argv[i];
+        } else {
+            return usage();
+        }
+    }
+    args[nargs] = NULL;
+    if (bench_parse_args(nargs, args)) return usage();
+    threads = g_threads;
+#if defined(PARRNN_USE_CBLAS) && defined(OPENBLAS_VERSION)
+    openblas_set_num_threads(threads);
+#endif
+    if (g_quick) {
+        g_T = RNN_T_QUICK;
+        g_timed = 3;
+    }
+
+    cpu_model(model, sizeof model);
+    printf("bench_rnn: parrnn %s, %s mode\n", PARRNN_VERSION_STRING, g_quick ? "quick" : "full");
+    printf("  cpu:       %s\n", model);
+#ifdef _OPENMP
+    printf("  threads:   %d (prn_config.num_threads, OpenMP%s and torch.set_num_threads; %d processors)\n", threads,
+#if defined(PARRNN_USE_CBLAS) && defined(OPENBLAS_VERSION)
+           ", OpenBLAS",
+#else
+           "",
+#endif
+           omp_get_num_procs());
+#else
+    printf("  threads:   1 (built without OpenMP; torch.set_num_threads(1))\n");
+#endif
+    bench_print_compiler();
+#if defined(PARRNN_USE_CBLAS) && defined(OPENBLAS_VERSION)
+    printf("  cblas:     %s(%s)\n", OPENBLAS_VERSION, openblas_get_config());
+#elif defined(PARRNN_USE_CBLAS)
+    printf("  cblas:     yes (not OpenBLAS)\n");
+#else
+    printf("  cblas:     no (GEMM by the reference backend's C loops)\n");
+#endif
+    bench_report_idle();
+    run_start = cpu_sample_now();
+
+    if (bench_parrnn(threads)) return 1;
+    run_end = cpu_sample_now();
+    print_background("during parrnn's measurements", cpu_background(run_start, run_end));
+
+    if (g_no_torch) {
+        printf("\nPyTorch: not measured (--no-torch)\n");
+    } else {
+        double c0 = children_cpu_seconds();
+        run_start = cpu_sample_now();
+        have_torch = bench_torch(argv[0], threads) > 0;
+        run_end = cpu_sample_now();
+        run_end.own += children_cpu_seconds() - c0; /* PyTorch's own time is not background */
+        if (have_torch) print_background("during PyTorch's measurements", cpu_background(run_start, run_end));
+    }
+
+    if (have_torch) {
+        printf("\nparrnn against PyTorch (tokens/s = B*T / best seconds; ratio = parrnn / torch)\n");
+        printf("  %-5s %-7s %4s  %-10s %9s %9s %12s  %-17s %s\n", "kind", "mode", "H", "backend", "best s",
+               "median s", "tokens/s", "fwd + bwd s", "vs torch");
+        for (k = 0; k < 2; ++k)
+            for (h = 0; h < 2; ++h)
+                for (mode = 0; mode < 2; ++mode) {
+                    print_row(g_backend, k, h, mode, &g_prn[k][h][mode], &g_torch[k][h][mode]);
+                    if (g_torch[k][h][mode].have) print_row("torch", k, h, mode, &g_torch[k][h][mode], NULL);
+                }
+    }
+
+    if (have_torch) {
+        int met = 0, total = 0;
+        double worst = 1e300;
+        for (k = 0; k < 2; ++k)
+            for (h = 0; h < 2; ++h)
+                for (mode = 0; mode < 2; ++mode)
+                    if (g_torch[k][h][mode].have) {
+                        double ratio = g_torch[k][h][mode].best / g_prn[k][h][mode].best;
+                        ++total;
+                        met += ratio >= 1.0;
+                        if (ratio < worst) worst = ratio;
+                    }
+        printf("  TARGET vs_torch >= 1.0: %d of %d measurements meet it (lowest %.2fx)\n", met, total, worst);
+    }
+
+    printf("\n");
+    for (k = 0; k < 2; ++k)
+        for (h = 0; h < 2; ++h)
+            for (mode = 0; mode < 2; ++mode) {
+                print_bench_line(g_backend, &g_prn[k][h][mode], threads, have_torch ? &g_torch[k][h][mode] : NULL);
+                if (g_torch[k][h][mode].have)
+                    print_bench_line("torch", &g_torch[k][h][mode], g_torch_threads ? g_torch_threads : threads, NULL);
+            }
+    printf("\nbench_rnn: done in %.1f s\n", now() - t_start);
+    return 0;
+}

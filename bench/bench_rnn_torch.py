@@ -1,0 +1,84 @@
+#!/usr/bin/env python3
+"""PyTorch side of bench_rnn: nn.GRU / nn.LSTM on the CPU, same shapes.
+
+For each kind (gru, lstm), hidden size and mode:
+  fwd     y, _ = rnn(x) under torch.no_grad()
+  fwdbwd  y, _ = rnn(x); (y * R).sum().backward(); grads zeroed
+          (R a fixed random tensor shaped like y; x needs no gradient)
+x is [batch, T, input] float32 (batch_first). One warm-up call, then
+--repeats timed calls (time.perf_counter); seconds = the best of them,
+median printed beside it. tokens/s = batch * T / seconds.
+
+One line per measurement, for bench_rnn (which runs this with popen):
+  TORCH kind=<gru|lstm> mode=<fwd|fwdbwd> hidden=<H> batch=<B> input=<I>
+        T=<T> threads=<n> seconds=<best> median=<s> tokens_per_s=<v>
+(on one line), preceded by "TORCH_INFO version=<v> threads=<n>".
+
+Usage: bench_rnn_torch.py [--threads N] [--T T] [--batch B] [--input I]
+                          [--hidden H[,H...]] [--kinds gru,lstm]
+                          [--modes fwd,fwdbwd] [--repeats R]
+"""
+import argparse
+import statistics
+import sys
+import time
+import warnings
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--threads", type=int, default=0, help="torch.set_num_threads (0: torch's default)")
+    p.add_argument("--T", type=int, default=1000)
+    p.add_argument("--batch", type=int, default=16)
+    p.add_argument("--input", type=int, default=64)
+    p.add_argument("--hidden", default="128,256")
+    p.add_argument("--kinds", default="gru,lstm")
+    p.add_argument("--modes", default="fwd,fwdbwd")
+    p.add_argument("--repeats", type=int, default=5)
+    p.add_argument("--seed", type=int, default=1)
+    a = p.parse_args()
+
+    warnings.filterwarnings("ignore")  # e.g. "Failed to initialize NumPy"
+    import torch
+
+    if a.threads > 0:
+        torch.set_num_threads(a.threads)
+    torch.manual_seed(a.seed)
+    threads = torch.get_num_threads()
+    print("TORCH_INFO version=%s threads=%d mkldnn=%d" %
+          (torch.__version__, threads, int(torch.backends.mkldnn.is_available())), flush=True)
+
+    for kind in a.kinds.split(","):
+        for H in [int(h) for h in a.hidden.split(",")]:
+            cls = {"gru": torch.nn.GRU, "lstm": torch.nn.LSTM}[kind]
+            rnn = cls(a.input, H, num_layers=1, batch_first=True).float()
+            x = torch.randn(a.batch, a.T, a.input, dtype=torch.float32)
+            R = torch.randn(a.batch, a.T, H, dtype=torch.float32)
+            for mode in a.modes.split(","):
+                def call():
+                    if mode == "fwd":
+                        with torch.no_grad():
+                            y, _ = rnn(x)
+                    else:
+                        y, _ = rnn(x)
+                        (y * R).sum().backward()
+                        for q in rnn.parameters():
+                            q.grad = None
+                    return y
+
+                call()  # warm-up
+                times = []
+                for _ in range(a.repeats):
+                    t0 = time.perf_counter()
+                    call()
+                    times.append(time.perf_counter() - t0)
+                best = min(times)
+                print("TORCH kind=%s mode=%s hidden=%d batch=%d input=%d T=%d threads=%d "
+                      "seconds=%.6g median=%.6g tokens_per_s=%.6g" %
+                      (kind, mode, H, a.batch, a.input, a.T, threads, best,
+                       statistics.median(times), a.batch * a.T / best), flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
