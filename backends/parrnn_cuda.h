@@ -615,6 +615,41 @@ PRN__CU_FN prn_status prn__cu_adam_update(prn_context *ctx, prn_dtype dtype, siz
 }
 
 /* ------------------------------------------------------------------------
+ * Fused cell steps (kernels_cuda/rnn_cell.cu)
+ * ---------------------------------------------------------------------- */
+PRN__CU_FN prn_status prn__cu_cell_check(prn_context *ctx, const char *fn, int kind, size_t H, size_t *k) {
+    if (kind != PRN_RNN_ELMAN && kind != PRN_RNN_LSTM && kind != PRN_RNN_GRU && kind != PRN_RNN_MHGRU)
+        return prn_set_error(ctx, PRN_ERR_INVALID_ARGUMENT, "%s: kind %d has no fused step", fn, kind);
+    if (kind == PRN_RNN_LSTM || kind == PRN_RNN_ELMAN) *k = H;
+    if (!*k || H % *k)
+        return prn_set_error(ctx, PRN_ERR_INVALID_ARGUMENT, "%s: head size %lu does not divide %lu", fn,
+                             (unsigned long)*k, (unsigned long)H);
+    return PRN_OK;
+}
+PRN__CU_FN prn_status prn__cu_rnn_cell_forward(prn_context *ctx, prn_dtype dtype, int kind, int relu, size_t B, size_t H,
+                                               size_t k, const void *xp, const void *q, const void *bias, const void *s,
+                                               void *next, void *saved) {
+    prn__cu_state *cs;
+    prn_status st = prn__cu_cell_check(ctx, "rnn_cell_forward", kind, H, &k);
+    if (st != PRN_OK || B * H == 0) return st;
+    if ((st = prn__cu_begin(ctx, "rnn_cell_forward", dtype, &cs)) != PRN_OK) return st;
+    return prn__cu_launched(ctx, "rnn_cell_forward", "cell_fwd",
+                            prn_cu_rnn_cell_fwd(cs->stream, dtype == PRN_F64, kind, relu != 0, B, H, k, xp, q, bias, s,
+                                                next, saved));
+}
+PRN__CU_FN prn_status prn__cu_rnn_cell_backward(prn_context *ctx, prn_dtype dtype, int kind, int relu, size_t B,
+                                                size_t H, size_t k, const void *g, const void *s, const void *next,
+                                                const void *saved, void *dxp, void *dq, void *ds) {
+    prn__cu_state *cs;
+    prn_status st = prn__cu_cell_check(ctx, "rnn_cell_backward", kind, H, &k);
+    if (st != PRN_OK || B * H == 0) return st;
+    if ((st = prn__cu_begin(ctx, "rnn_cell_backward", dtype, &cs)) != PRN_OK) return st;
+    return prn__cu_launched(ctx, "rnn_cell_backward", "cell_bwd",
+                            prn_cu_rnn_cell_bwd(cs->stream, dtype == PRN_F64, kind, relu != 0, B, H, k, g, s, next,
+                                                saved, dxp, dq, ds));
+}
+
+/* ------------------------------------------------------------------------
  * Scans (kernels_cuda/scan.cu): reduce / scan / expand.
  *
  * Time is cut into chunks of L steps; per chunk a fold kernel reduces it
@@ -767,7 +802,7 @@ PRN__CU_DEF const prn_backend *prn_cuda_backend(void) {
         prn__cu_gemm, prn__cu_reduce, prn__cu_argmax, prn__cu_softmax, prn__cu_random,
         prn__cu_sgd_update, prn__cu_adam_update,
         prn__cu_scan_diag, prn__cu_scan_block,
-        NULL, NULL, /* rnn_cell_forward/_backward: the generic code composes the step */
+        prn__cu_rnn_cell_forward, prn__cu_rnn_cell_backward,
         {NULL}};
     return &b;
 }

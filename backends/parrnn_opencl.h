@@ -853,6 +853,60 @@ PRN__OCL_FN prn_status prn__ocl_adam_update(prn_context *ctx, prn_dtype dtype, s
 }
 
 /* ------------------------------------------------------------------------
+ * Fused cell steps (kernels_opencl/rnn_cell.cl)
+ * ---------------------------------------------------------------------- */
+PRN__OCL_FN prn_status prn__ocl_cell_check(prn_context *ctx, const char *fn, int kind, size_t H, size_t *k) {
+    if (kind != PRN_RNN_ELMAN && kind != PRN_RNN_LSTM && kind != PRN_RNN_GRU && kind != PRN_RNN_MHGRU)
+        return prn_set_error(ctx, PRN_ERR_INVALID_ARGUMENT, "%s: kind %d has no fused step", fn, kind);
+    if (kind == PRN_RNN_LSTM || kind == PRN_RNN_ELMAN) *k = H;
+    if (!*k || H % *k)
+        return prn_set_error(ctx, PRN_ERR_INVALID_ARGUMENT, "%s: head size %lu does not divide %lu", fn,
+                             (unsigned long)*k, (unsigned long)H);
+    return PRN_OK;
+}
+PRN__OCL_FN prn_status prn__ocl_rnn_cell_forward(prn_context *ctx, prn_dtype dtype, int kind, int relu, size_t B,
+                                                 size_t H, size_t k, const void *xp, const void *q, const void *bias,
+                                                 const void *s, void *next, void *saved) {
+    prn__ocl_args a;
+    prn_status st = prn__ocl_cell_check(ctx, "rnn_cell_forward", kind, H, &k);
+    if (st != PRN_OK || B * H == 0) return st;
+    a.n = 0;
+    prn__ocl_arg_u64(&a, B);
+    prn__ocl_arg_u64(&a, H);
+    prn__ocl_arg_u64(&a, k);
+    prn__ocl_arg_int(&a, kind);
+    prn__ocl_arg_int(&a, relu != 0);
+    prn__ocl_arg_mem(&a, PRN__OCL_MEM(xp));
+    prn__ocl_arg_mem(&a, PRN__OCL_MEM(q));
+    prn__ocl_arg_mem(&a, PRN__OCL_MEM(bias));
+    prn__ocl_arg_mem(&a, PRN__OCL_MEM(s));
+    prn__ocl_arg_mem(&a, PRN__OCL_MEM(next));
+    prn__ocl_arg_mem(&a, PRN__OCL_MEM(saved ? saved : next)); /* Elman saves nothing */
+    return prn__ocl_run(ctx, dtype, "rnn_cell", "rnn_cell_fwd", B * H, &a);
+}
+PRN__OCL_FN prn_status prn__ocl_rnn_cell_backward(prn_context *ctx, prn_dtype dtype, int kind, int relu, size_t B,
+                                                  size_t H, size_t k, const void *g, const void *s, const void *next,
+                                                  const void *saved, void *dxp, void *dq, void *ds) {
+    prn__ocl_args a;
+    prn_status st = prn__ocl_cell_check(ctx, "rnn_cell_backward", kind, H, &k);
+    if (st != PRN_OK || B * H == 0) return st;
+    a.n = 0;
+    prn__ocl_arg_u64(&a, B);
+    prn__ocl_arg_u64(&a, H);
+    prn__ocl_arg_u64(&a, k);
+    prn__ocl_arg_int(&a, kind);
+    prn__ocl_arg_int(&a, relu != 0);
+    prn__ocl_arg_mem(&a, PRN__OCL_MEM(g));
+    prn__ocl_arg_mem(&a, PRN__OCL_MEM(s));
+    prn__ocl_arg_mem(&a, PRN__OCL_MEM(next));
+    prn__ocl_arg_mem(&a, PRN__OCL_MEM(saved ? saved : next));
+    prn__ocl_arg_mem(&a, PRN__OCL_MEM(dxp));
+    prn__ocl_arg_mem(&a, PRN__OCL_MEM(dq));
+    prn__ocl_arg_mem(&a, PRN__OCL_MEM(ds));
+    return prn__ocl_run(ctx, dtype, "rnn_cell", "rnn_cell_bwd", B * H, &a);
+}
+
+/* ------------------------------------------------------------------------
  * GEMM: CLBlast's strided-batched GEMM (row-major), edge cases here
  * ---------------------------------------------------------------------- */
 PRN__OCL_FN prn_status prn__ocl_gemm(prn_context *ctx, prn_dtype dtype, int trans_a, int trans_b, size_t M,
@@ -1040,7 +1094,7 @@ PRN__OCL_DEF const prn_backend *prn_opencl_backend(void) {
         prn__ocl_gemm, prn__ocl_reduce, prn__ocl_argmax, prn__ocl_softmax, prn__ocl_random,
         prn__ocl_sgd_update, prn__ocl_adam_update,
         prn__ocl_scan_diag, prn__ocl_scan_block,
-        NULL, NULL, /* rnn_cell_forward/_backward: the generic code composes the step */
+        prn__ocl_rnn_cell_forward, prn__ocl_rnn_cell_backward,
         {NULL}};
     return &b;
 }

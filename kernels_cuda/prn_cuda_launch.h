@@ -50,6 +50,13 @@ int prn_cu_random(cudaStream_t s, int f64, int normal, size_t n, uint64_t seed, 
 int prn_cu_sgd(cudaStream_t s, int f64, size_t n, void *w, const void *g, void *v, const prn_cu_optim *p);
 int prn_cu_adam(cudaStream_t s, int f64, size_t n, void *w, const void *g, void *m, void *v, const prn_cu_optim *p);
 
+/* One fused step of the classic cells' gates (rnn_cell.cu; the table's
+ * rnn_cell_forward / _backward); kind a prn_rnn_kind, saved NULL for ELMAN. */
+int prn_cu_rnn_cell_fwd(cudaStream_t s, int f64, int kind, int relu, size_t B, size_t H, size_t k, const void *xp,
+                        const void *q, const void *bias, const void *st, void *next, void *saved);
+int prn_cu_rnn_cell_bwd(cudaStream_t s, int f64, int kind, int relu, size_t B, size_t H, size_t k, const void *g,
+                        const void *st, const void *next, const void *saved, void *dxp, void *dq, void *ds);
+
 /* Reductions over the middle axis of [outer, n, inner]; op: prn_reduce_op.
  * Long rows with few outputs run in two stages through scratch, whose size
  * prn_cu_reduce_scratch gives (0: none needed; sm: the multiprocessors). */
