@@ -516,6 +516,9 @@ PRNDEF size_t prn_cell_state_size(const prn_cell *cell);
  * prn_backward gives backpropagation through time. Each layer's recurrence
  * is one recorded op whose backward walks time in reverse with the saved
  * gate values; the input projections of all steps are one matrix product.
+ * The gates of an Elman, LSTM or (multi-head) GRU step run as one backend
+ * call where the backend has rnn_cell_forward/_backward (reference,
+ * OpenCL, CUDA), else as a composition of elementwise ops.
  *
  * Per step t, with x_t the layer's input, s_t its state, s() the logistic
  * sigmoid, products of vectors elementwise, "W x" a matrix-vector product:
