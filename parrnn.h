@@ -915,6 +915,10 @@ PRNDEF void *prn_backend_state(prn_context *ctx);
 PRNDEF void *prn_alloc(prn_context *ctx, size_t size);
 PRNDEF void prn_free(prn_context *ctx, void *ptr);
 PRNDEF int prn_context_num_threads(const prn_context *ctx);
+/* For implementations of rnn_cell_forward/_backward: checks kind and the
+ * head size k (set to H for ELMAN and LSTM), leaving a message that names
+ * fn on failure. */
+PRNDEF prn_status prn_backend_rnn_cell_check(prn_context *ctx, const char *fn, int kind, size_t H, size_t *k);
 /* The built-in reference backend: "reference" uses CBLAS for GEMM when
  * built with PARRNN_USE_CBLAS; "reference-noblas" never does. */
 PRNDEF const prn_backend *prn_reference_backend(void);
@@ -2092,6 +2096,15 @@ PRN__FN prn_status prn__ref_scan_block(prn_context *ctx, prn_dtype dtype, int re
 }
 
 /* --- fused cell steps (rnn_cell_forward / _backward) ------------------- */
+PRN__DEF prn_status prn_backend_rnn_cell_check(prn_context *ctx, const char *fn, int kind, size_t H, size_t *k) {
+    if (kind != PRN_RNN_ELMAN && kind != PRN_RNN_LSTM && kind != PRN_RNN_GRU && kind != PRN_RNN_MHGRU)
+        return prn_set_error(ctx, PRN_ERR_INVALID_ARGUMENT, "%s: kind %d has no fused step", fn, kind);
+    if (kind == PRN_RNN_LSTM || kind == PRN_RNN_ELMAN) *k = H;
+    if (!*k || H % *k)
+        return prn_set_error(ctx, PRN_ERR_INVALID_ARGUMENT, "%s: head size %lu does not divide %lu", fn,
+                             (unsigned long)*k, (unsigned long)H);
+    return PRN_OK;
+}
 /* e^x in f32 without a libm call, so that the gate loops vectorise: round
  * x log2 e to n with the 1.5 * 2^23 trick, reduce (Cody-Waite), a degree-6
  * polynomial, scale by 2^n through the exponent bits. Within 2 ulp on
@@ -2167,11 +2180,7 @@ PRN__FN prn_status prn__ref_rnn_cell_forward(prn_context *ctx, prn_dtype dtype, 
                                              size_t k, const void *xp, const void *q, const void *bias, const void *s,
                                              void *next, void *saved) {
     PRN__PAR_SETUP(ctx, B * H * 2); /* per-step sizes stay serial: a thread team per step costs more */
-    if (kind != PRN_RNN_ELMAN && kind != PRN_RNN_LSTM && kind != PRN_RNN_GRU && kind != PRN_RNN_MHGRU)
-        return prn_set_error(ctx, PRN_ERR_INVALID_ARGUMENT, "rnn_cell_forward: kind %d has no fused step", kind);
-    if (kind == PRN_RNN_LSTM || kind == PRN_RNN_ELMAN) k = H;
-    if (!k || H % k) return prn_set_error(ctx, PRN_ERR_INVALID_ARGUMENT, "rnn_cell_forward: head size %lu does not divide %lu",
-                                          (unsigned long)k, (unsigned long)H);
+    PRN__TRY(prn_backend_rnn_cell_check(ctx, "rnn_cell_forward", kind, H, &k));
     if (dtype == PRN_F64) PRN__CELL_FWD(double, exp, tanh)
     else PRN__CELL_FWD(float, prn__expf, prn__tanhf)
     return PRN_OK;
@@ -2222,11 +2231,7 @@ PRN__FN prn_status prn__ref_rnn_cell_backward(prn_context *ctx, prn_dtype dtype,
                                               size_t k, const void *g, const void *s, const void *next, const void *saved,
                                               void *dxp, void *dq, void *ds) {
     PRN__PAR_SETUP(ctx, B * H * 2); /* per-step sizes stay serial: a thread team per step costs more */
-    if (kind != PRN_RNN_ELMAN && kind != PRN_RNN_LSTM && kind != PRN_RNN_GRU && kind != PRN_RNN_MHGRU)
-        return prn_set_error(ctx, PRN_ERR_INVALID_ARGUMENT, "rnn_cell_backward: kind %d has no fused step", kind);
-    if (kind == PRN_RNN_LSTM || kind == PRN_RNN_ELMAN) k = H;
-    if (!k || H % k) return prn_set_error(ctx, PRN_ERR_INVALID_ARGUMENT, "rnn_cell_backward: head size %lu does not divide %lu",
-                                          (unsigned long)k, (unsigned long)H);
+    PRN__TRY(prn_backend_rnn_cell_check(ctx, "rnn_cell_backward", kind, H, &k));
     if (dtype == PRN_F64) PRN__CELL_BWD(double)
     else PRN__CELL_BWD(float)
     return PRN_OK;
@@ -4509,13 +4514,6 @@ PRN__FN prn_tensor *prn__cw_sum0(prn__cw *w, prn_tensor *x) {
     st = prn_sum(w->ctx, x, 0, 0, &y);
     return prn__cw_keep(w, st, y);
 }
-PRN__FN prn_tensor *prn__cw_affine(prn__cw *w, prn_tensor *x, double alpha, double beta) {
-    prn_tensor *y = NULL;
-    prn_status st;
-    if (w->st != PRN_OK) return NULL;
-    st = prn__unary_raw(w->ctx, "prn_rnn", PRN_UNARY_AFFINE, x, alpha, beta, &y);
-    return prn__cw_keep(w, st, y);
-}
 PRN__FN prn_tensor *prn__cw_view(prn__cw *w, prn_tensor *x, int nd, const size_t *shape) {
     prn_tensor *y = NULL;
     prn_status st;
@@ -4539,10 +4537,6 @@ PRN__FN prn_tensor *prn__cw_new(prn__cw *w, prn_dtype dt, int nd, const size_t *
     if (w->st != PRN_OK) return NULL;
     st = prn_tensor_full(w->ctx, dt, nd, shape, v, &y);
     return prn__cw_keep(w, st, y);
-}
-PRN__FN prn_tensor *prn__cw_hold(prn__cw *w, prn_tensor *x) { /* x stays alive until released */
-    if (w->st != PRN_OK || !x) return NULL;
-    return prn__cw_keep(w, PRN_OK, prn_tensor_retain(x));
 }
 /* Copies src [B, X] into row t of dst [B, T, X] (no tape). */
 PRN__FN void prn__cw_put(prn__cw *w, prn_tensor *dst, size_t t, prn_tensor *src) {

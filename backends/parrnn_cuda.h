@@ -617,20 +617,11 @@ PRN__CU_FN prn_status prn__cu_adam_update(prn_context *ctx, prn_dtype dtype, siz
 /* ------------------------------------------------------------------------
  * Fused cell steps (kernels_cuda/rnn_cell.cu)
  * ---------------------------------------------------------------------- */
-PRN__CU_FN prn_status prn__cu_cell_check(prn_context *ctx, const char *fn, int kind, size_t H, size_t *k) {
-    if (kind != PRN_RNN_ELMAN && kind != PRN_RNN_LSTM && kind != PRN_RNN_GRU && kind != PRN_RNN_MHGRU)
-        return prn_set_error(ctx, PRN_ERR_INVALID_ARGUMENT, "%s: kind %d has no fused step", fn, kind);
-    if (kind == PRN_RNN_LSTM || kind == PRN_RNN_ELMAN) *k = H;
-    if (!*k || H % *k)
-        return prn_set_error(ctx, PRN_ERR_INVALID_ARGUMENT, "%s: head size %lu does not divide %lu", fn,
-                             (unsigned long)*k, (unsigned long)H);
-    return PRN_OK;
-}
 PRN__CU_FN prn_status prn__cu_rnn_cell_forward(prn_context *ctx, prn_dtype dtype, int kind, int relu, size_t B, size_t H,
                                                size_t k, const void *xp, const void *q, const void *bias, const void *s,
                                                void *next, void *saved) {
     prn__cu_state *cs;
-    prn_status st = prn__cu_cell_check(ctx, "rnn_cell_forward", kind, H, &k);
+    prn_status st = prn_backend_rnn_cell_check(ctx, "rnn_cell_forward", kind, H, &k);
     if (st != PRN_OK || B * H == 0) return st;
     if ((st = prn__cu_begin(ctx, "rnn_cell_forward", dtype, &cs)) != PRN_OK) return st;
     return prn__cu_launched(ctx, "rnn_cell_forward", "cell_fwd",
@@ -641,7 +632,7 @@ PRN__CU_FN prn_status prn__cu_rnn_cell_backward(prn_context *ctx, prn_dtype dtyp
                                                 size_t H, size_t k, const void *g, const void *s, const void *next,
                                                 const void *saved, void *dxp, void *dq, void *ds) {
     prn__cu_state *cs;
-    prn_status st = prn__cu_cell_check(ctx, "rnn_cell_backward", kind, H, &k);
+    prn_status st = prn_backend_rnn_cell_check(ctx, "rnn_cell_backward", kind, H, &k);
     if (st != PRN_OK || B * H == 0) return st;
     if ((st = prn__cu_begin(ctx, "rnn_cell_backward", dtype, &cs)) != PRN_OK) return st;
     return prn__cu_launched(ctx, "rnn_cell_backward", "cell_bwd",

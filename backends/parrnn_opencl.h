@@ -855,27 +855,25 @@ PRN__OCL_FN prn_status prn__ocl_adam_update(prn_context *ctx, prn_dtype dtype, s
 /* ------------------------------------------------------------------------
  * Fused cell steps (kernels_opencl/rnn_cell.cl)
  * ---------------------------------------------------------------------- */
-PRN__OCL_FN prn_status prn__ocl_cell_check(prn_context *ctx, const char *fn, int kind, size_t H, size_t *k) {
-    if (kind != PRN_RNN_ELMAN && kind != PRN_RNN_LSTM && kind != PRN_RNN_GRU && kind != PRN_RNN_MHGRU)
-        return prn_set_error(ctx, PRN_ERR_INVALID_ARGUMENT, "%s: kind %d has no fused step", fn, kind);
-    if (kind == PRN_RNN_LSTM || kind == PRN_RNN_ELMAN) *k = H;
-    if (!*k || H % *k)
-        return prn_set_error(ctx, PRN_ERR_INVALID_ARGUMENT, "%s: head size %lu does not divide %lu", fn,
-                             (unsigned long)*k, (unsigned long)H);
+/* The arguments both kernels begin with, after checking them. */
+PRN__OCL_FN prn_status prn__ocl_cell_args(prn_context *ctx, const char *fn, prn__ocl_args *a, int kind, int relu,
+                                          size_t B, size_t H, size_t k) {
+    prn_status st = prn_backend_rnn_cell_check(ctx, fn, kind, H, &k);
+    if (st != PRN_OK) return st;
+    a->n = 0;
+    prn__ocl_arg_u64(a, B);
+    prn__ocl_arg_u64(a, H);
+    prn__ocl_arg_u64(a, k);
+    prn__ocl_arg_int(a, kind);
+    prn__ocl_arg_int(a, relu != 0);
     return PRN_OK;
 }
 PRN__OCL_FN prn_status prn__ocl_rnn_cell_forward(prn_context *ctx, prn_dtype dtype, int kind, int relu, size_t B,
                                                  size_t H, size_t k, const void *xp, const void *q, const void *bias,
                                                  const void *s, void *next, void *saved) {
     prn__ocl_args a;
-    prn_status st = prn__ocl_cell_check(ctx, "rnn_cell_forward", kind, H, &k);
+    prn_status st = prn__ocl_cell_args(ctx, "rnn_cell_forward", &a, kind, relu, B, H, k);
     if (st != PRN_OK || B * H == 0) return st;
-    a.n = 0;
-    prn__ocl_arg_u64(&a, B);
-    prn__ocl_arg_u64(&a, H);
-    prn__ocl_arg_u64(&a, k);
-    prn__ocl_arg_int(&a, kind);
-    prn__ocl_arg_int(&a, relu != 0);
     prn__ocl_arg_mem(&a, PRN__OCL_MEM(xp));
     prn__ocl_arg_mem(&a, PRN__OCL_MEM(q));
     prn__ocl_arg_mem(&a, PRN__OCL_MEM(bias));
@@ -888,14 +886,8 @@ PRN__OCL_FN prn_status prn__ocl_rnn_cell_backward(prn_context *ctx, prn_dtype dt
                                                   size_t H, size_t k, const void *g, const void *s, const void *next,
                                                   const void *saved, void *dxp, void *dq, void *ds) {
     prn__ocl_args a;
-    prn_status st = prn__ocl_cell_check(ctx, "rnn_cell_backward", kind, H, &k);
+    prn_status st = prn__ocl_cell_args(ctx, "rnn_cell_backward", &a, kind, relu, B, H, k);
     if (st != PRN_OK || B * H == 0) return st;
-    a.n = 0;
-    prn__ocl_arg_u64(&a, B);
-    prn__ocl_arg_u64(&a, H);
-    prn__ocl_arg_u64(&a, k);
-    prn__ocl_arg_int(&a, kind);
-    prn__ocl_arg_int(&a, relu != 0);
     prn__ocl_arg_mem(&a, PRN__OCL_MEM(g));
     prn__ocl_arg_mem(&a, PRN__OCL_MEM(s));
     prn__ocl_arg_mem(&a, PRN__OCL_MEM(next));
