@@ -109,16 +109,30 @@ PRNT_UNUSED static void prnt_scan_host(int rev, int tr, size_t B, size_t T, size
 }
 
 /* A tensor's values as doubles (f32 or f64). */
-PRNT_UNUSED static void prnt_download_f64(const prn_tensor *t, double *v) {
+PRNT_UNUSED static prn_status prnt_download_f64(const prn_tensor *t, double *v) {
     size_t n = prn_tensor_numel(t), i;
-    if (prn_tensor_dtype(t) == PRN_F32) {
-        float *f = (float *)malloc(n * sizeof(float) + 1);
-        prn_tensor_download(t, f, n);
-        for (i = 0; i < n; ++i) v[i] = f[i];
-        free(f);
-    } else {
-        prn_tensor_download(t, v, n);
-    }
+    prn_status st;
+    float *f;
+    if (prn_tensor_dtype(t) != PRN_F32) return prn_tensor_download(t, v, n);
+    f = (float *)malloc(n * sizeof(float) + 1);
+    if (!f) return PRN_ERR_OUT_OF_MEMORY;
+    st = prn_tensor_download(t, f, n);
+    for (i = 0; st == PRN_OK && i < n; ++i) v[i] = f[i];
+    free(f);
+    return st;
+}
+/* The reverse: numel(t) doubles into t (rounded to float for f32). */
+PRNT_UNUSED static prn_status prnt_upload_f64(prn_tensor *t, const double *v) {
+    size_t n = prn_tensor_numel(t), i;
+    prn_status st;
+    float *f;
+    if (prn_tensor_dtype(t) != PRN_F32) return prn_tensor_upload(t, v, n);
+    f = (float *)malloc(n * sizeof(float) + 1);
+    if (!f) return PRN_ERR_OUT_OF_MEMORY;
+    for (i = 0; i < n; ++i) f[i] = (float)v[i];
+    st = prn_tensor_upload(t, f, n);
+    free(f);
+    return st;
 }
 #endif
 #endif

@@ -30,18 +30,12 @@ static prn_rnn_config cfg_of(prn_rnn_kind kind, prn_dtype dt, size_t NI, size_t 
 }
 
 static prn_tensor *host_tensor(prn_dtype dt, int nd, size_t d0, size_t d1, size_t d2, const double *v) {
-    size_t shape[3], n, i;
+    size_t shape[3], n;
     prn_tensor *t = NULL;
     shape[0] = d0; shape[1] = d1; shape[2] = d2;
     n = d0 * (nd > 1 ? d1 : 1) * (nd > 2 ? d2 : 1);
     if (prn_tensor_create(g_ctx, dt, nd, shape, &t) != PRN_OK) return NULL;
-    if (dt == PRN_F64) prn_tensor_upload(t, v, n);
-    else {
-        float *f = (float *)malloc((n ? n : 1) * sizeof *f);
-        for (i = 0; i < n; ++i) f[i] = (float)v[i];
-        prn_tensor_upload(t, f, n);
-        free(f);
-    }
+    if (n) prnt_upload_f64(t, v);
     return t;
 }
 static void rand_fill(double *v, size_t n, unsigned *seed, double scale) {

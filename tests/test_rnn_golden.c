@@ -235,38 +235,10 @@ static const gtensor *find(const gcase *c, const char *name) {
 /* ---- host <-> tensors ---------------------------------------------------- */
 static double *dalloc(size_t n) { return (double *)calloc(n ? n : 1, sizeof(double)); }
 
-/* upload/download expect the dtype's host type: floats for f32 */
-static prn_status upload_f64(prn_tensor *t, const double *v, size_t n) {
-    prn_status st;
-    size_t i;
-    float *f;
-    if (prn_tensor_dtype(t) == PRN_F64) return prn_tensor_upload(t, v, n);
-    f = (float *)malloc(n * sizeof(float) + 1);
-    if (!f) return PRN_ERR_OUT_OF_MEMORY;
-    for (i = 0; i < n; ++i) f[i] = (float)v[i];
-    st = prn_tensor_upload(t, f, n);
-    free(f);
-    return st;
-}
-static prn_status download_f64(const prn_tensor *t, double *v, size_t n) {
-    prn_status st;
-    size_t i;
-    float *f;
-    if (prn_tensor_dtype(t) == PRN_F64) return prn_tensor_download(t, v, n);
-    f = (float *)malloc(n * sizeof(float) + 1);
-    if (!f) return PRN_ERR_OUT_OF_MEMORY;
-    st = prn_tensor_download(t, f, n);
-    for (i = 0; i < n; ++i) v[i] = f[i];
-    free(f);
-    return st;
-}
 static prn_tensor *make_tensor(prn_dtype dt, int nd, const size_t *shape, const double *v) {
     prn_tensor *t = NULL;
-    size_t n = 1;
-    int k;
-    for (k = 0; k < nd; ++k) n *= shape[k];
     PRNT_OK(ctx, prn_tensor_create(ctx, dt, nd, shape, &t));
-    if (t && v) PRNT_OK(ctx, upload_f64(t, v, n));
+    if (t && v) PRNT_OK(ctx, prnt_upload_f64(t, v));
     return t;
 }
 
@@ -339,7 +311,7 @@ static int load_params(prn_rnn *rnn, const gcase *c, const char *desc) {
         if (!p) { ok = 0; continue; }
         PRNT_CHECK(shape_is(p, g->ndim, g->dims), "%s: %s has another shape than PyTorch's", desc, g->name);
         if (prn_tensor_numel(p) != g->n) { ok = 0; continue; }
-        PRNT_OK(ctx, upload_f64(p, g->v, g->n));
+        PRNT_OK(ctx, prnt_upload_f64(p, g->v));
     }
     /* every parameter of the network came from the fixture */
     PRNT_CHECK(prn_rnn_params(rnn, NULL, 0) == np, "%s: the network has %d parameters, PyTorch %d", desc,
@@ -413,9 +385,9 @@ static void run_case(const gcase *c, prn_dtype dt) {
     if (l1 && l2) PRNT_OK(ctx, prn_add(ctx, l1, l2, &L));
     if (!L) goto done;
 
-    PRNT_OK(ctx, download_f64(y, got, ny));
+    PRNT_OK(ctx, prnt_download_f64(y, got));
     compare(desc, dt, "y", 0, got, gy->v, ny);
-    PRNT_OK(ctx, download_f64(st, hs0, ns));
+    PRNT_OK(ctx, prnt_download_f64(st, hs0));
     for (i = 0; i < nh; ++i) {
         a[i] = hs0[i / H * S + i % H];
         if (lstm) b[i] = hs0[i / H * S + H + i % H];
@@ -441,19 +413,19 @@ static void run_case(const gcase *c, prn_dtype dt) {
         PRNT_CHECK(gp != NULL, "%s: no gradient for %s", desc, g->name);
         if (!gg || gg->n != g->n || !gp || prn_tensor_numel(gp) != g->n) continue;
         v = dalloc(g->n);
-        PRNT_OK(ctx, download_f64(gp, v, g->n));
+        PRNT_OK(ctx, prnt_download_f64(gp, v));
         compare(desc, dt, gname, 1, v, gg->v, g->n);
         free(v);
     }
     PRNT_CHECK(prn_tensor_grad(x) != NULL, "%s: no gradient for x", desc);
     if (prn_tensor_grad(x)) {
-        PRNT_OK(ctx, download_f64(prn_tensor_grad(x), got, nx));
+        PRNT_OK(ctx, prnt_download_f64(prn_tensor_grad(x), got));
         compare(desc, dt, "grad.x", 1, got, ggx->v, nx);
     }
     if (s0) {
         PRNT_CHECK(prn_tensor_grad(s0) != NULL, "%s: no gradient for state0", desc);
         if (prn_tensor_grad(s0)) {
-            PRNT_OK(ctx, download_f64(prn_tensor_grad(s0), hs0, ns));
+            PRNT_OK(ctx, prnt_download_f64(prn_tensor_grad(s0), hs0));
             for (i = 0; i < nh; ++i) {
                 a[i] = hs0[i / H * S + i % H];
                 if (lstm) b[i] = hs0[i / H * S + H + i % H];
@@ -580,14 +552,14 @@ static void test_exchange(void) {
             np = prn_rnn_params(rnn, ps, G_MAX_TENSORS);
             for (k = 0; k < np; ++k) {
                 double *v = dalloc(prn_tensor_numel(ps[k]));
-                PRNT_OK(ctx, download_f64(ps[k], v, prn_tensor_numel(ps[k])));
+                PRNT_OK(ctx, prnt_download_f64(ps[k], v));
                 write_block(f, "param", prn_rnn_param_name(rnn, k), ps[k], v);
                 free(v);
             }
             write_block(f, "tensor", "x", x, gx->v);
             {
                 double *v = dalloc(prn_tensor_numel(y));
-                PRNT_OK(ctx, download_f64(y, v, prn_tensor_numel(y)));
+                PRNT_OK(ctx, prnt_download_f64(y, v));
                 write_block(f, "tensor", "y", y, v);
                 free(v);
             }
@@ -623,7 +595,7 @@ static void test_exchange(void) {
             if (x) PRNT_OK(ctx, prn_rnn_forward(ctx, rnn, x, NULL, &y, NULL));
             if (y && prn_tensor_numel(y) == gy->n) {
                 v = dalloc(gy->n);
-                PRNT_OK(ctx, download_f64(y, v, gy->n));
+                PRNT_OK(ctx, prnt_download_f64(y, v));
                 PRNT_CHECK(memcmp(v, gy->v, gy->n * sizeof(double)) == 0,
                            "%s: the network loaded by name differs from the exported one (rel err %.3g)", c->name,
                            prnt_max_rel_err(v, gy->v, gy->n));
