@@ -159,6 +159,18 @@ static void bench_print_compiler(void) {
 #endif
 }
 
+/* The BLAS line of the machine report (inline: not every benchmark prints it). */
+static inline void bench_print_cblas(void) {
+#if defined(PARRNN_USE_CBLAS) && defined(OPENBLAS_VERSION)
+    printf("  cblas:     %s(%s)\n", OPENBLAS_VERSION, openblas_get_config());
+#elif defined(PARRNN_USE_CBLAS)
+    printf("  cblas:     yes (not OpenBLAS)\n");
+#else
+    printf("  cblas:     no -- built without PARRNN_USE_CBLAS, so backend \"reference\"\n"
+           "             runs the same GEMM loops as \"reference-noblas\"\n");
+#endif
+}
+
 /* Watches the CPUs for a moment (1 s; 0.2 s with --quick) and reports how
  * much of their time other processes took. */
 static void bench_report_idle(void) {

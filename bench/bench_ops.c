@@ -509,14 +509,7 @@ static void print_machine(void) {
     printf("  threads:   1 (built without OpenMP)\n");
 #endif
     bench_print_compiler();
-#if defined(PARRNN_USE_CBLAS) && defined(OPENBLAS_VERSION)
-    printf("  cblas:     %s(%s)\n", OPENBLAS_VERSION, openblas_get_config());
-#elif defined(PARRNN_USE_CBLAS)
-    printf("  cblas:     yes (not OpenBLAS)\n");
-#else
-    printf("  cblas:     no -- built without PARRNN_USE_CBLAS, so backend \"reference\"\n"
-           "             runs the same GEMM loops as \"reference-noblas\"\n");
-#endif
+    bench_print_cblas();
 #if BENCH_HAVE_AVX2_PROBE
     printf("  avx2+fma:  %s\n", cpu_has_avx2() ? "yes" : "no");
 #endif

@@ -467,13 +467,7 @@ int main(int argc, char **argv) {
     printf("  threads:   1 (built without OpenMP; torch.set_num_threads(1))\n");
 #endif
     bench_print_compiler();
-#if defined(PARRNN_USE_CBLAS) && defined(OPENBLAS_VERSION)
-    printf("  cblas:     %s(%s)\n", OPENBLAS_VERSION, openblas_get_config());
-#elif defined(PARRNN_USE_CBLAS)
-    printf("  cblas:     yes (not OpenBLAS)\n");
-#else
-    printf("  cblas:     no (GEMM by the reference backend's C loops)\n");
-#endif
+    bench_print_cblas();
     bench_report_idle();
     run_start = cpu_sample_now();
 
