@@ -45,9 +45,9 @@ LDLIBS_ALL += -lclblast -lOpenCL
 EXTRA_BACKENDS += opencl
 endif
 
-TESTS    = test_ops test_autodiff test_scan test_conformance test_bad_input test_alloc_fail test_cells test_opencl test_rnn test_rnn_golden
-EXAMPLES = mlp_train scan_explain char_rnn game_agent
-BENCHES  = bench_ops bench_scan scan_error bench_rnn
+TESTS    = test_ops test_autodiff test_scan test_conformance test_bad_input test_alloc_fail test_cells test_opencl test_rnn test_rnn_golden test_deer
+EXAMPLES = mlp_train scan_explain char_rnn game_agent deer_demo
+BENCHES  = bench_ops bench_scan scan_error bench_rnn bench_deer
 TEST_BINS    = $(addprefix $(BUILD)/tests/,$(TESTS))
 EXAMPLE_BINS = $(addprefix $(BUILD)/examples/,$(EXAMPLES))
 BENCH_BINS   = $(addprefix $(BUILD)/bench/,$(BENCHES))
@@ -85,23 +85,24 @@ test: $(TEST_BINS) $(BUILD)/tests/backend_probe
 test-sanitize:
 	$(MAKE) BUILD=build-san OPENMP=0 OPENCL=0 OPT="-O1 -g -fno-omit-frame-pointer -fsanitize=address,undefined -fno-sanitize-recover=undefined" \
 	    EXTRA_LDLIBS="-fsanitize=address,undefined" $(addprefix build-san/tests/,$(TESTS))
-	@ASAN_OPTIONS=detect_leaks=1:abort_on_error=0 UBSAN_OPTIONS=print_stacktrace=1 \
+	@PRNT_QUICK=1 ASAN_OPTIONS=detect_leaks=1:abort_on_error=0 UBSAN_OPTIONS=print_stacktrace=1 \
 	    sh tests/run.sh $(addprefix build-san/tests/,$(TESTS))
 
 # Same suite under valgrind: any leak or memory error fails the program.
 test-valgrind:
 	$(MAKE) BUILD=build-vg OPENMP=0 OPENCL=0 OPT="-O1 -g" $(addprefix build-vg/tests/,$(TESTS))
-	@PRNT_WRAP="valgrind -q --leak-check=full --show-leak-kinds=definite,indirect --errors-for-leak-kinds=definite,indirect --error-exitcode=99" \
+	@PRNT_QUICK=1 PRNT_WRAP="valgrind -q --leak-check=full --show-leak-kinds=definite,indirect --errors-for-leak-kinds=definite,indirect --error-exitcode=99" \
 	    sh tests/run.sh $(addprefix build-vg/tests/,$(TESTS))
 
-demo: $(BUILD)/examples/mlp_train
-	$(BUILD)/examples/mlp_train
+demo: $(BUILD)/examples/deer_demo
+	$(BUILD)/examples/deer_demo
 
 bench: $(BENCH_BINS)
 	$(BUILD)/bench/bench_ops
 	$(BUILD)/bench/bench_scan
 	$(BUILD)/bench/scan_error
 	$(BUILD)/bench/bench_rnn
+	$(BUILD)/bench/bench_deer
 
 clean:
 	rm -rf build build-san build-vg build-cuda

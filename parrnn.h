@@ -90,6 +90,7 @@ typedef enum prn_status {
     PRN_ERR_NO_DEVICE,       /* the backend's runtime or device is absent   */
     PRN_ERR_IO,              /* a file could not be opened, read or written */
     PRN_ERR_FORMAT,          /* a file's contents are invalid               */
+    PRN_ERR_NONFINITE,       /* a result would hold NaN or Inf              */
     PRN_STATUS_COUNT
 } prn_status;
 
@@ -706,6 +707,130 @@ PRNDEF prn_status prn_rnn_save(const prn_rnn *rnn, const char *path);
 PRNDEF prn_status prn_rnn_load(prn_context *ctx, const char *path, prn_rnn **out);
 
 /* ------------------------------------------------------------------------
+ * DEER: parallel Newton evaluation of nonlinear recurrences
+ *
+ * A nonlinear recurrence y_t = f(y_{t-1}, x_t), t = 1..T, is the root of
+ * g(y) = y_{1..T} - f(y_{0..T-1}, x_{1..T}). DEER (Lim et al., 2023) finds
+ * it by Newton's method: with the Jacobians J_t = df/dy at the current
+ * iterate y, every step solves the linear recurrence
+ *     y'_t = J_t y'_{t-1} + (f(y_{t-1}, x_t) - J_t y_{t-1}),   y'_0 = h0
+ * by one parallel scan (prn_scan_block; prn_scan_diag for diagonal J), so
+ * a sequence costs a few batched evaluations of f and its Jacobians and a
+ * few scans instead of T dependent steps. Exact Jacobians make the first
+ * k steps exact after k iterations (at most T + 1 iterations; usually
+ * fewer than 20 for trained or untrained contracting networks).
+ *
+ * Jacobian modes (prn_jacobian_mode, as prn_rnn_jacobian):
+ *   DENSE  DEER: the full S x S Jacobian, dense scan; O(T S^2) memory and
+ *          O(T S^3) work per iteration; S <= 64 (the block scan's limit).
+ *   BLOCK  the cell's diagonal blocks (MHGRU: heads of H / num_heads; user
+ *          cells: prn_deer_cell.block); exact when the Jacobian is
+ *          block-diagonal, the dense one for the other built-in cells.
+ *   DIAG   quasi-DEER: only the diagonal, O(T S) memory and work. Not
+ *          Newton any more (more iterations), but the fixed point is the
+ *          same, so the result is too.
+ *
+ * Convergence: iteration stops when every element of the residual
+ * y_t - f(y_{t-1}, x_t) satisfies |r| <= atol + rtol |f| (defaults by
+ * dtype: f32 1e-5 and 1e-5, f64 1e-10 and 1e-10), or after max_iter
+ * iterations. After each scan, NaNs are replaced by 0 and states clipped
+ * to +-clip (PRN_UNARY_CLAMP), so one bad iterate cannot poison the next.
+ * Not converged: by default the recurrence is then evaluated sequentially
+ * (prn_deer_stats.fell_back), so the result is always the sequential one
+ * up to the tolerance; with no_fallback the last iterate is returned and
+ * stats.converged is 0.
+ *
+ * Stability: damping k in [0, 1] scales the Jacobians in the scan,
+ * J -> (1 - k) J: k = 0 is Newton, k = 1 the Picard (Jacobi) iteration
+ * y'_t = f(y_{t-1}, x_t), which is slow but always converges in T
+ * iterations. With adaptive set, k works like a Levenberg-Marquardt trust
+ * region against blow-ups: an iterate whose largest residual is more than
+ * 10 times the last accepted one's (or not finite) is rejected, and the
+ * step is taken again from the last accepted iterate with k moved halfway
+ * to 1; each later success halves k again (not below the given damping).
+ * This is the damped (scaled-Jacobian) variant of ELK, not its
+ * Kalman-smoother solve; it guards against divergence, it does not make
+ * converging iterations faster.
+ *
+ * Results and NaN: x and state0 must be finite (PRN_ERR_NONFINITE names
+ * the argument otherwise); a result that is not finite (the model itself
+ * overflows, or its parameters are NaN) also gives PRN_ERR_NONFINITE, with
+ * stats filled in. A NaN is never returned.
+ *
+ * Gradients: when the tape is on and anything requires grad, the result
+ * is recorded as one op whose backward solves the adjoint recurrence
+ *     lam_t = g_t + J_{t+1}^T lam_{t+1}
+ * at the solution with one reverse scan (exact Jacobians, whatever the
+ * mode: DIAG recomputes them, O(T S^2) memory, and needs S <= 64 unless
+ * the cell's Jacobian is block-diagonal), followed by one recorded,
+ * batched step of f over all T x B rows, whose backward is the
+ * vector-Jacobian product with respect to the parameters, x and h0. The
+ * iterations themselves are not differentiated. Up to the tolerance this
+ * equals backpropagation through time of the sequential evaluation.
+ *
+ * Warm start: *warm, when warm is not NULL and *warm is, is the initial
+ * guess (the trajectory of a previous call with the same shapes, e.g. the
+ * last training step's); on success *warm is replaced by this call's
+ * solution (the caller frees the last one). Without it the guess is h0
+ * repeated over time.
+ * ---------------------------------------------------------------------- */
+/* Zero fields take the defaults in brackets. */
+typedef struct prn_deer_options {
+    prn_jacobian_mode mode; /* [PRN_JACOBIAN_DENSE]                            */
+    int max_iter;           /* [100] Newton iterations (scans)                 */
+    double atol, rtol;      /* [by dtype, see above]                           */
+    double clip;            /* [1e8] states are clipped to +-clip              */
+    double damping;         /* [0] k in [0, 1]: J -> (1 - k) J                 */
+    int adaptive;           /* [0] trust region: adapt k as described above    */
+    int no_fallback;        /* [0] 1: return the last iterate when not converged */
+    prn_scan_algo algo;     /* [PRN_SCAN_AUTO] passed to the scans             */
+    prn_tensor **warm;      /* [NULL] in: initial guess or NULL; out: solution */
+} prn_deer_options;
+
+typedef struct prn_deer_stats {
+    int iterations;   /* Newton iterations (most over layers and directions) */
+    int converged;    /* the residual test held (in every layer/direction)  */
+    int fell_back;    /* a layer/direction was evaluated sequentially       */
+    int nonfinite;    /* NaN or Inf met in an iterate (replaced) or result  */
+    int rejected;     /* iterations the adaptive trust region rejected      */
+    double residual;  /* largest |r| / (atol + rtol |f|) at the end (<= 1:
+                       * converged; 0 after a fall-back)                    */
+    double damping;   /* k at the end (largest over layers and directions)  */
+} prn_deer_stats;
+
+/* A user cell: f as callbacks. x rows are [N, input_size] (a [N, 0]
+ * tensor when input_size is 0), states [N, state_size], for N independent
+ * rows (N = B * T: every time step at once). */
+typedef struct prn_deer_cell {
+    size_t state_size;  /* S                                                 */
+    size_t input_size;  /* X: features per step of x                         */
+    size_t block;       /* k of BLOCK mode (its Jacobian is block-diagonal
+                         * with k x k blocks); 0: S                          */
+    /* next = f(state, x) [N, S] and d next / d state as mode says (DENSE
+     * [N, S, S], BLOCK [N, S, k], DIAG [N, S]), as new tensors of the
+     * state's dtype. Called with the tape off. */
+    prn_status (*jacobian)(prn_context *ctx, void *user, prn_tensor *x, prn_tensor *state,
+                           prn_jacobian_mode mode, prn_tensor **next, prn_tensor **jac);
+    /* next = f(state, x), recorded on the tape (its parameters require
+     * grad); NULL when no gradients are wanted. */
+    prn_status (*step)(prn_context *ctx, void *user, prn_tensor *x, prn_tensor *state, prn_tensor **next);
+    void *user;
+} prn_deer_cell;
+
+/* The trajectory y [B, T, S] of cell from state0 [B, S] (NULL: zeros)
+ * over x [B, T, X], T >= 1. opt and stats may be NULL. */
+PRNDEF prn_status prn_deer(prn_context *ctx, const prn_deer_cell *cell, prn_tensor *x, prn_tensor *state0,
+                           const prn_deer_options *opt, prn_tensor **y, prn_deer_stats *stats);
+/* prn_rnn_forward by DEER: the same arguments and results (y, final
+ * state), layer by layer and direction by direction (a reverse direction
+ * is a reverse scan). *warm holds the states of every layer-direction:
+ * [L*D, B, T, S]. The input projections of all steps are one GEMM, done
+ * once. */
+PRNDEF prn_status prn_deer_rnn(prn_context *ctx, const prn_rnn *rnn, prn_tensor *x, prn_tensor *state0,
+                               const prn_deer_options *opt, prn_tensor **y, prn_tensor **state,
+                               prn_deer_stats *stats);
+
+/* ------------------------------------------------------------------------
  * Optimisers
  * ---------------------------------------------------------------------- */
 typedef struct prn_optim prn_optim;
@@ -774,6 +899,8 @@ typedef enum prn_unary_op {
     PRN_UNARY_ABS,      /* |x|           */
     PRN_UNARY_POWS,     /* x^alpha       */
     PRN_UNARY_AFFINE,   /* alpha*x+beta  */
+    PRN_UNARY_CLAMP,    /* NaN -> beta; else x limited to [-alpha, alpha]
+                         * (so +-Inf -> +-alpha): DEER's sanitising step   */
     PRN_UNARY_COUNT
 } prn_unary_op;
 
@@ -822,7 +949,7 @@ struct prn_backend {
 
     /* y[i] = value for i < n. */
     prn_status (*fill)(prn_context *ctx, prn_dtype dtype, void *y, size_t n, double value);
-    /* y[i] = op(x[i]); alpha/beta are POWS/AFFINE's. y may equal x. */
+    /* y[i] = op(x[i]); alpha/beta are POWS/AFFINE/CLAMP's. y may equal x. */
     prn_status (*unary)(prn_context *ctx, prn_unary_op op, prn_dtype dtype, size_t n,
                         const void *x, void *y, double alpha, double beta);
     /* y[i0,i1,i2,i3] = op(a[sum i*astride], b[sum i*bstride]) over shape;
@@ -1093,6 +1220,7 @@ PRN__DEF const char *prn_status_string(prn_status s) {
     case PRN_ERR_NO_DEVICE: return "no device for the backend";
     case PRN_ERR_IO: return "file input/output error";
     case PRN_ERR_FORMAT: return "invalid file format";
+    case PRN_ERR_NONFINITE: return "NaN or Inf in a result";
     default: return "unknown status";
     }
 }
@@ -1335,6 +1463,7 @@ PRN__FN prn_status prn__ref_fill(prn_context *ctx, prn_dtype dtype, void *y, siz
     case PRN_UNARY_ABS: PRN__UNARY_LOOP(T, FABS(v));                             \
     case PRN_UNARY_POWS: PRN__UNARY_LOOP(T, POW(v, al));                         \
     case PRN_UNARY_AFFINE: PRN__UNARY_LOOP(T, al * v + be);                      \
+    case PRN_UNARY_CLAMP: PRN__UNARY_LOOP(T, v != v ? be : v > al ? al : v < -al ? -al : v); \
     default: return PRN__ERR(ctx, PRN_ERR_INVALID_ARGUMENT, "unary: unknown op %d", (int)op); \
     }
 PRN__FN prn_status prn__ref_unary(prn_context *ctx, prn_unary_op op, prn_dtype dtype, size_t n,
@@ -5410,62 +5539,57 @@ PRN__FN prn_tensor *prn__cw_plus_diag(prn__cw *w, prn_tensor *m, prn_tensor *v) 
     return prn__cw2(w, prn_add, m, z);
 }
 
-PRN__DEF prn_status prn_rnn_jacobian(prn_context *ctx, const prn_rnn *rnn, prn_tensor *x, prn_tensor *state,
-                                     prn_jacobian_mode mode, prn_tensor **next, prn_tensor **jac) {
-    static const char fn[] = "prn_rnn_jacobian";
-    prn_tensor *prm[4], *sv[5] = {NULL, NULL, NULL, NULL, NULL}, *xp, *nx, *J = NULL, *one, *s = state;
+/* The step and d next / d state of layer-direction ld for N rows, from the
+ * input projections xp [N, P] (with bias) and state [N, S], as mode says;
+ * temporaries and results stay in w. No tape (the caller turns it off). */
+PRN__FN prn_tensor *prn__rnn_jac(prn__cw *w, const prn_rnn *rnn, int ld, prn_tensor *xp, prn_tensor *state,
+                                 prn_jacobian_mode mode, prn_tensor **next) {
+    prn_tensor *prm[4], *sv[5] = {NULL, NULL, NULL, NULL, NULL}, *nx, *J = NULL, *one, *s = state;
     prn__rk k;
-    prn__cw w;
     size_t N, H, shape[4];
-    PRN__TRY(prn__rnn_step_args(ctx, fn, rnn, x, state));
-    PRN__CHECK_OUT(ctx, fn, jac);
-    if ((int)mode < 0 || mode > PRN_JACOBIAN_DIAG)
-        return PRN__ERR(ctx, PRN_ERR_INVALID_ARGUMENT, "%s: argument 'mode' is %d, not a prn_jacobian_mode", fn, (int)mode);
+    *next = NULL;
+    if (w->st != PRN_OK) return NULL;
     N = state->shape[0];
     H = rnn->H;
     prn__rk_of(rnn, &k);
     k.fused = 0; /* the closed forms below read the gates one by one */
-    prn__rnn_rprm(rnn, 0, prm);
-    memset(&w, 0, sizeof w);
-    w.ctx = ctx;
-    prn_no_grad_begin(ctx);
-    xp = prn__cw_v2(&w, prn__rnn_proj(&w, rnn, 0, prn__rnn_x3(&w, rnn, x, N)), N, rnn->P);
-    nx = prn__rstep(&w, &k, prm, xp, s, sv);
+    prn__rnn_rprm(rnn, ld, prm);
+    nx = prn__rstep(w, &k, prm, xp, s, sv);
     shape[0] = N; shape[1] = H;
-    one = prn__cw_new(&w, rnn->cfg.dtype, 2, shape, 1.0);
+    one = prn__cw_new(w, rnn->cfg.dtype, 2, shape, 1.0);
     switch (k.kind) {
     case PRN_RNN_ELMAN: {
-        prn_tensor *d = prn__cw_bin(&w, k.relu ? PRN_BINARY_RELU_GRAD : PRN_BINARY_TANH_GRAD, one, nx);
-        J = mode == PRN_JACOBIAN_DIAG ? prn__cw2(&w, prn_mul, d, prn__cw_diag_of(&w, prm[0])) : prn__cw_rows(&w, d, prm[0]);
+        prn_tensor *d = prn__cw_bin(w, k.relu ? PRN_BINARY_RELU_GRAD : PRN_BINARY_TANH_GRAD, one, nx);
+        J = mode == PRN_JACOBIAN_DIAG ? prn__cw2(w, prn_mul, d, prn__cw_diag_of(w, prm[0])) : prn__cw_rows(w, d, prm[0]);
         break;
     }
     case PRN_RNN_LSTM: { /* sv: i f g o tanh(c) */
-        prn_tensor *c = prn__cw_slice(&w, s, 1, H, H), *Wk[4], *ai, *af, *ag, *ao, *q;
+        prn_tensor *c = prn__cw_slice(w, s, 1, H, H), *Wk[4], *ai, *af, *ag, *ao, *q;
         int g;
-        for (g = 0; g < 4; ++g) Wk[g] = prn__cw_slice(&w, prm[0], 0, (size_t)g * H, H);
-        ai = prn__cw_bin(&w, PRN_BINARY_SIGMOID_GRAD, sv[2], sv[0]);
-        af = prn__cw_bin(&w, PRN_BINARY_SIGMOID_GRAD, c, sv[1]);
-        ag = prn__cw_bin(&w, PRN_BINARY_TANH_GRAD, sv[0], sv[2]);
-        ao = prn__cw_bin(&w, PRN_BINARY_SIGMOID_GRAD, sv[4], sv[3]);
-        q = prn__cw_bin(&w, PRN_BINARY_TANH_GRAD, sv[3], sv[4]);
+        for (g = 0; g < 4; ++g) Wk[g] = prn__cw_slice(w, prm[0], 0, (size_t)g * H, H);
+        ai = prn__cw_bin(w, PRN_BINARY_SIGMOID_GRAD, sv[2], sv[0]);
+        af = prn__cw_bin(w, PRN_BINARY_SIGMOID_GRAD, c, sv[1]);
+        ag = prn__cw_bin(w, PRN_BINARY_TANH_GRAD, sv[0], sv[2]);
+        ao = prn__cw_bin(w, PRN_BINARY_SIGMOID_GRAD, sv[4], sv[3]);
+        q = prn__cw_bin(w, PRN_BINARY_TANH_GRAD, sv[3], sv[4]);
         if (mode == PRN_JACOBIAN_DIAG) {
-            prn_tensor *dc = prn__cw2(&w, prn_add, prn__cw2(&w, prn_add, prn__cw2(&w, prn_mul, ai, prn__cw_diag_of(&w, Wk[0])),
-                                                           prn__cw2(&w, prn_mul, af, prn__cw_diag_of(&w, Wk[1]))),
-                                      prn__cw2(&w, prn_mul, ag, prn__cw_diag_of(&w, Wk[2])));
-            prn_tensor *dh = prn__cw2(&w, prn_add, prn__cw2(&w, prn_mul, ao, prn__cw_diag_of(&w, Wk[3])), prn__cw2(&w, prn_mul, q, dc));
-            J = prn__cw_cat(&w, dh, sv[1], 1);
+            prn_tensor *dc = prn__cw2(w, prn_add, prn__cw2(w, prn_add, prn__cw2(w, prn_mul, ai, prn__cw_diag_of(w, Wk[0])),
+                                                           prn__cw2(w, prn_mul, af, prn__cw_diag_of(w, Wk[1]))),
+                                      prn__cw2(w, prn_mul, ag, prn__cw_diag_of(w, Wk[2])));
+            prn_tensor *dh = prn__cw2(w, prn_add, prn__cw2(w, prn_mul, ao, prn__cw_diag_of(w, Wk[3])), prn__cw2(w, prn_mul, q, dc));
+            J = prn__cw_cat(w, dh, sv[1], 1);
         } else {
-            prn_tensor *dc = prn__cw2(&w, prn_add, prn__cw2(&w, prn_add, prn__cw_rows(&w, ai, Wk[0]), prn__cw_rows(&w, af, Wk[1])),
-                                      prn__cw_rows(&w, ag, Wk[2]));
-            prn_tensor *dh = prn__cw2(&w, prn_add, prn__cw_rows(&w, ao, Wk[3]), prn__cw_rows(&w, q, dc));
+            prn_tensor *dc = prn__cw2(w, prn_add, prn__cw2(w, prn_add, prn__cw_rows(w, ai, Wk[0]), prn__cw_rows(w, af, Wk[1])),
+                                      prn__cw_rows(w, ag, Wk[2]));
+            prn_tensor *dh = prn__cw2(w, prn_add, prn__cw_rows(w, ao, Wk[3]), prn__cw_rows(w, q, dc));
             size_t z3[3];
             prn_tensor *zh, *zc;
             z3[0] = N; z3[1] = H; z3[2] = H;
-            zh = prn__cw_new(&w, rnn->cfg.dtype, 3, z3, 0.0);
-            zc = prn__cw_new(&w, rnn->cfg.dtype, 3, z3, 0.0);
-            prn__cw_put_diag(&w, zh, prn__cw2(&w, prn_mul, q, sv[1]));
-            prn__cw_put_diag(&w, zc, sv[1]);
-            J = prn__cw_cat(&w, prn__cw_cat(&w, dh, zh, 2), prn__cw_cat(&w, dc, zc, 2), 1);
+            zh = prn__cw_new(w, rnn->cfg.dtype, 3, z3, 0.0);
+            zc = prn__cw_new(w, rnn->cfg.dtype, 3, z3, 0.0);
+            prn__cw_put_diag(w, zh, prn__cw2(w, prn_mul, q, sv[1]));
+            prn__cw_put_diag(w, zc, sv[1]);
+            J = prn__cw_cat(w, prn__cw_cat(w, dh, zh, 2), prn__cw_cat(w, dc, zc, 2), 1);
         }
         break;
     }
@@ -5474,57 +5598,77 @@ PRN__DEF prn_status prn_rnn_jacobian(prn_context *ctx, const prn_rnn *rnn, prn_t
         prn_tensor *Wg[3], *a, *b, *cc, *tz, *blk, *zb, *v4[3];
         int g;
         for (g = 0; g < 3; ++g)
-            Wg[g] = nh == 1 ? prn__cw_v3(&w, prn__cw_slice(&w, prm[0], 0, (size_t)g * H, H), 1, H, H)
-                            : prn__cw_slice(&w, prm[0], 1, (size_t)g * hk, hk);
-        tz = prn__cw_bin(&w, PRN_BINARY_TANH_GRAD, prn__cw2(&w, prn_sub, one, sv[1]), sv[2]); /* (1-z)(1-n^2) */
-        a = prn__cw_bin(&w, PRN_BINARY_SIGMOID_GRAD, prn__cw2(&w, prn_sub, s, sv[2]), sv[1]);
-        b = prn__cw_bin(&w, PRN_BINARY_SIGMOID_GRAD, prn__cw2(&w, prn_mul, tz, sv[3]), sv[0]);
-        cc = prn__cw2(&w, prn_mul, tz, sv[0]);
+            Wg[g] = nh == 1 ? prn__cw_v3(w, prn__cw_slice(w, prm[0], 0, (size_t)g * H, H), 1, H, H)
+                            : prn__cw_slice(w, prm[0], 1, (size_t)g * hk, hk);
+        tz = prn__cw_bin(w, PRN_BINARY_TANH_GRAD, prn__cw2(w, prn_sub, one, sv[1]), sv[2]); /* (1-z)(1-n^2) */
+        a = prn__cw_bin(w, PRN_BINARY_SIGMOID_GRAD, prn__cw2(w, prn_sub, s, sv[2]), sv[1]);
+        b = prn__cw_bin(w, PRN_BINARY_SIGMOID_GRAD, prn__cw2(w, prn_mul, tz, sv[3]), sv[0]);
+        cc = prn__cw2(w, prn_mul, tz, sv[0]);
         if (mode == PRN_JACOBIAN_DIAG) {
-            for (g = 0; g < 3; ++g) v4[g] = prn__cw_v2(&w, prn__cw_diag_of(&w, prn__cw_v3(&w, Wg[g], nh, hk, hk)), 1, H);
-            J = prn__cw2(&w, prn_add, prn__cw2(&w, prn_add, sv[1], prn__cw2(&w, prn_mul, a, v4[1])),
-                         prn__cw2(&w, prn_add, prn__cw2(&w, prn_mul, b, v4[0]), prn__cw2(&w, prn_mul, cc, v4[2])));
+            for (g = 0; g < 3; ++g) v4[g] = prn__cw_v2(w, prn__cw_diag_of(w, prn__cw_v3(w, Wg[g], nh, hk, hk)), 1, H);
+            J = prn__cw2(w, prn_add, prn__cw2(w, prn_add, sv[1], prn__cw2(w, prn_mul, a, v4[1])),
+                         prn__cw2(w, prn_add, prn__cw2(w, prn_mul, b, v4[0]), prn__cw2(w, prn_mul, cc, v4[2])));
             break;
         }
         shape[0] = N; shape[1] = nh; shape[2] = hk; shape[3] = 1;
-        blk = prn__cw2(&w, prn_add, prn__cw2(&w, prn_add, prn__cw2(&w, prn_mul, prn__cw_view(&w, a, 4, shape), Wg[1]),
-                                             prn__cw2(&w, prn_mul, prn__cw_view(&w, b, 4, shape), Wg[0])),
-                       prn__cw2(&w, prn_mul, prn__cw_view(&w, cc, 4, shape), Wg[2]));
-        blk = prn__cw_v3(&w, blk, N * nh, hk, hk);
-        blk = prn__cw_plus_diag(&w, blk, prn__cw_v2(&w, sv[1], N * nh, hk));
+        blk = prn__cw2(w, prn_add, prn__cw2(w, prn_add, prn__cw2(w, prn_mul, prn__cw_view(w, a, 4, shape), Wg[1]),
+                                             prn__cw2(w, prn_mul, prn__cw_view(w, b, 4, shape), Wg[0])),
+                       prn__cw2(w, prn_mul, prn__cw_view(w, cc, 4, shape), Wg[2]));
+        blk = prn__cw_v3(w, blk, N * nh, hk, hk);
+        blk = prn__cw_plus_diag(w, blk, prn__cw_v2(w, sv[1], N * nh, hk));
         if (mode == PRN_JACOBIAN_BLOCK && k.kind == PRN_RNN_MHGRU) {
-            J = prn__cw_v3(&w, blk, N, H, hk);
+            J = prn__cw_v3(w, blk, N, H, hk);
         } else {
             shape[0] = N; shape[1] = H; shape[2] = H;
-            zb = prn__cw_new(&w, rnn->cfg.dtype, 3, shape, 0.0);
-            if (w.st == PRN_OK) prn__cw_put_blocks(&w, zb, blk, nh, hk);
+            zb = prn__cw_new(w, rnn->cfg.dtype, 3, shape, 0.0);
+            if (w->st == PRN_OK) prn__cw_put_blocks(w, zb, blk, nh, hk);
             J = zb;
         }
         break;
     }
     default: { /* the PLRNN family: J = diag(A) + W diag(m) (shallow: W1 diag(m) W2) */
-        prn_tensor *A = prn__cw2(&w, prn_mul, one, prm[0]), *m, *Q;
+        prn_tensor *A = prn__cw2(w, prn_mul, one, prm[0]), *m, *Q;
         if (prn__rnn_shallow(k.kind)) {
             prn_tensor *oneL;
             shape[0] = N; shape[1] = sv[0]->shape[1];
-            oneL = prn__cw_new(&w, rnn->cfg.dtype, 2, shape, 1.0);
-            m = prn__cw_bin(&w, PRN_BINARY_RELU_GRAD, oneL, sv[0]);
-            if (k.kind == PRN_RNN_CLIPPED_SHPLRNN) m = prn__cw2(&w, prn_sub, m, prn__cw_bin(&w, PRN_BINARY_RELU_GRAD, oneL, sv[1]));
+            oneL = prn__cw_new(w, rnn->cfg.dtype, 2, shape, 1.0);
+            m = prn__cw_bin(w, PRN_BINARY_RELU_GRAD, oneL, sv[0]);
+            if (k.kind == PRN_RNN_CLIPPED_SHPLRNN) m = prn__cw2(w, prn_sub, m, prn__cw_bin(w, PRN_BINARY_RELU_GRAD, oneL, sv[1]));
             if (mode == PRN_JACOBIAN_DIAG) {
-                Q = prn__cw2(&w, prn_mul, prn__cw_tr(&w, prm[1], 0, 1), prm[2]); /* Q[j][i] = W1[i][j] W2[j][i] */
-                J = prn__cw2(&w, prn_add, A, prn__cw_mm(&w, m, 0, Q, 0));
+                Q = prn__cw2(w, prn_mul, prn__cw_tr(w, prm[1], 0, 1), prm[2]); /* Q[j][i] = W1[i][j] W2[j][i] */
+                J = prn__cw2(w, prn_add, A, prn__cw_mm(w, m, 0, Q, 0));
             } else {
-                J = prn__cw_plus_diag(&w, prn__cw_mm(&w, prn__cw2(&w, prn_mul, prm[1], prn__cw_v3(&w, m, N, 1, m ? m->shape[1] : 0)), 0,
+                J = prn__cw_plus_diag(w, prn__cw_mm(w, prn__cw2(w, prn_mul, prm[1], prn__cw_v3(w, m, N, 1, m ? m->shape[1] : 0)), 0,
                                                      prm[2], 0), A);
             }
         } else {
-            m = k.kind == PRN_RNN_PLRNN ? prn__cw_bin(&w, PRN_BINARY_RELU_GRAD, one, s) : prn__alrnn_d(&w, &k, s);
-            if (mode == PRN_JACOBIAN_DIAG) J = prn__cw2(&w, prn_add, A, prn__cw2(&w, prn_mul, m, prn__cw_diag_of(&w, prm[1])));
-            else J = prn__cw_plus_diag(&w, prn__cw2(&w, prn_mul, prm[1], prn__cw_v3(&w, m, N, 1, H)), A);
+            m = k.kind == PRN_RNN_PLRNN ? prn__cw_bin(w, PRN_BINARY_RELU_GRAD, one, s) : prn__alrnn_d(w, &k, s);
+            if (mode == PRN_JACOBIAN_DIAG) J = prn__cw2(w, prn_add, A, prn__cw2(w, prn_mul, m, prn__cw_diag_of(w, prm[1])));
+            else J = prn__cw_plus_diag(w, prn__cw2(w, prn_mul, prm[1], prn__cw_v3(w, m, N, 1, H)), A);
         }
         break;
     }
     }
+    if (w->st == PRN_OK) *next = nx;
+    return w->st == PRN_OK ? J : NULL;
+}
+
+PRN__DEF prn_status prn_rnn_jacobian(prn_context *ctx, const prn_rnn *rnn, prn_tensor *x, prn_tensor *state,
+                                     prn_jacobian_mode mode, prn_tensor **next, prn_tensor **jac) {
+    static const char fn[] = "prn_rnn_jacobian";
+    prn_tensor *xp, *nx = NULL, *J;
+    prn__cw w;
+    size_t N;
+    PRN__TRY(prn__rnn_step_args(ctx, fn, rnn, x, state));
+    PRN__CHECK_OUT(ctx, fn, jac);
+    if ((int)mode < 0 || mode > PRN_JACOBIAN_DIAG)
+        return PRN__ERR(ctx, PRN_ERR_INVALID_ARGUMENT, "%s: argument 'mode' is %d, not a prn_jacobian_mode", fn, (int)mode);
+    N = state->shape[0];
+    memset(&w, 0, sizeof w);
+    w.ctx = ctx;
+    prn_no_grad_begin(ctx);
+    xp = prn__cw_v2(&w, prn__rnn_proj(&w, rnn, 0, prn__rnn_x3(&w, rnn, x, N)), N, rnn->P);
+    J = prn__rnn_jac(&w, rnn, 0, xp, state, mode, &nx);
     prn_no_grad_end(ctx);
     if (w.st == PRN_OK) {
         *jac = prn_tensor_retain(J);
@@ -5961,6 +6105,612 @@ PRN__DEF prn_status prn_rnn_load(prn_context *ctx, const char *path, prn_rnn **o
     if (st != PRN_OK) { prn_rnn_free(r); return st; }
     *out = r;
     return PRN_OK;
+}
+
+/* ------------------------------------------------------------------------
+ * DEER (API section): Newton iterations of batched cell evaluations and
+ * scans, all through the table; the adjoint op for the gradients
+ * ---------------------------------------------------------------------- */
+/* The adaptive trust region rejects an iterate whose residual grew more
+ * than this: the residual of converging iterations is not monotone (the
+ * converged prefix grows while the tail moves), so only blow-ups count. */
+#define PRN__DEER_GROWTH 10.0
+/* One recurrence being solved. */
+typedef struct prn__deer {
+    prn_context *ctx;
+    const char *fn;
+    const prn_deer_cell *cell;
+    /* unrecorded sequential evaluation of x [B, T, X] from h0 [B, S] (NULL:
+     * step by step through the cell's callbacks) */
+    prn_status (*seq)(prn_context *ctx, void *user, prn_tensor *x, prn_tensor *h0, int rev, prn_tensor **y);
+    int rev;
+    size_t B, T, S, k;  /* k: the exact Jacobian's block size (S: dense) */
+    prn_dtype dt;
+    prn_deer_options o;  /* defaults filled in */
+} prn__deer;
+
+PRN__FN prn_status prn__deer_view(prn__deer *d, prn_tensor *x, size_t d0, size_t d1, size_t d2, size_t d3, int nd,
+                                  prn_tensor **out) {
+    size_t s[4];
+    s[0] = d0; s[1] = d1; s[2] = d2; s[3] = d3;
+    return prn__view(d->ctx, d->fn, x, nd, s, out);
+}
+/* Block size of J in mode m. */
+PRN__FN size_t prn__deer_kb(const prn__deer *d, prn_jacobian_mode m) {
+    return m == PRN_JACOBIAN_DIAG ? 1 : m == PRN_JACOBIAN_BLOCK ? d->k : d->S;
+}
+
+/* f and its Jacobian at (x rows, state rows) through the cell, checked. */
+PRN__FN prn_status prn__deer_jac(prn__deer *d, prn_tensor *xr, prn_tensor *s, prn_jacobian_mode m, prn_tensor **fy,
+                                 prn_tensor **J) {
+    size_t N = d->B * d->T, want = m == PRN_JACOBIAN_DIAG ? N * d->S : N * d->S * prn__deer_kb(d, m);
+    prn_status st;
+    *fy = *J = NULL;
+    st = d->cell->jacobian(d->ctx, d->cell->user, xr, s, m, fy, J);
+    if (st != PRN_OK) {
+        prn_tensor_free(*fy); prn_tensor_free(*J); *fy = *J = NULL;
+        return prn__in_fn(d->ctx, d->fn, st);
+    }
+    if (!*fy || !*J || (*fy)->dtype != d->dt || (*J)->dtype != d->dt || (*fy)->numel != N * d->S || (*J)->numel != want) {
+        prn_tensor_free(*fy); prn_tensor_free(*J); *fy = *J = NULL;
+        return PRN__ERR(d->ctx, PRN_ERR_SHAPE, "%s: the cell's jacobian callback returned next/jac of the wrong dtype "
+                        "or size (want %lu and %lu %s values)", d->fn, (unsigned long)(N * d->S), (unsigned long)want,
+                        prn_dtype_name(d->dt));
+    }
+    return PRN_OK;
+}
+
+/* 1 when every element of x is finite (x * 0 + 0 is NaN exactly where x is
+ * NaN or Inf, and a sum keeps a NaN). */
+PRN__FN prn_status prn__deer_finite(prn__deer *d, prn_tensor *x, int *finite) {
+    prn_tensor *z = NULL, *zv = NULL, *sm = NULL;
+    double v = 0;
+    prn_status st;
+    *finite = 1;
+    if (!x->numel) return PRN_OK;
+    st = prn__unary_raw(d->ctx, d->fn, PRN_UNARY_AFFINE, x, 0.0, 0.0, &z);
+    if (st == PRN_OK) st = prn__deer_view(d, z, z->numel, 0, 0, 0, 1, &zv);
+    if (st == PRN_OK) st = prn__reduce_raw(d->ctx, d->fn, PRN_REDUCE_SUM, zv, 0, 0, &sm);
+    if (st == PRN_OK) st = prn_tensor_item(sm, &v);
+    prn_tensor_free(z); prn_tensor_free(zv); prn_tensor_free(sm);
+    *finite = v == v;
+    return st;
+}
+
+/* r = max |y - fy| / (atol + rtol |fy|); finite is 0 when any term is not. */
+PRN__FN prn_status prn__deer_resid(prn__deer *d, prn_tensor *y, prn_tensor *fy, double *r, int *finite) {
+    prn_context *ctx = d->ctx;
+    prn_tensor *fv = NULL, *df = NULL, *den = NULL, *q = NULL, *qv = NULL, *mx = NULL;
+    prn_status st;
+    *r = 0; *finite = 1;
+    st = prn__view(ctx, d->fn, fy, y->ndim, y->shape, &fv);
+    if (st == PRN_OK) st = prn__binary_raw(ctx, d->fn, PRN_BINARY_SUB, y, fv, &df);
+    if (st == PRN_OK) st = prn__in_fn(ctx, d->fn, ctx->be->unary(ctx, PRN_UNARY_ABS, d->dt, df->numel, df->st->buf, df->st->buf, 0, 0));
+    if (st == PRN_OK) st = prn__unary_raw(ctx, d->fn, PRN_UNARY_ABS, fv, 0, 0, &den);
+    if (st == PRN_OK) st = prn__in_fn(ctx, d->fn, ctx->be->unary(ctx, PRN_UNARY_AFFINE, d->dt, den->numel, den->st->buf, den->st->buf,
+                                                                 d->o.rtol, d->o.atol));
+    if (st == PRN_OK) st = prn__binary_raw(ctx, d->fn, PRN_BINARY_DIV, df, den, &q);
+    if (st == PRN_OK) st = prn__deer_finite(d, q, finite);
+    if (st == PRN_OK && *finite) st = prn__deer_view(d, q, q->numel, 0, 0, 0, 1, &qv);
+    if (st == PRN_OK && *finite) st = prn__reduce_raw(ctx, d->fn, PRN_REDUCE_MAX, qv, 0, 0, &mx);
+    if (st == PRN_OK && *finite) st = prn_tensor_item(mx, r);
+    prn_tensor_free(fv); prn_tensor_free(df); prn_tensor_free(den); prn_tensor_free(q); prn_tensor_free(qv); prn_tensor_free(mx);
+    return st;
+}
+
+/* The previous states of trajectory y [B, T, S] (h0 first) as rows [B*T, S]. */
+PRN__FN prn_status prn__deer_prev(prn__deer *d, prn_tensor *y, prn_tensor *h0, prn_tensor **out) {
+    prn_tensor *sh = NULL;
+    prn_status st = prn__shift_time(d->ctx, d->fn, y, d->B, d->T, d->S, d->rev ? -1 : 1, h0, &sh);
+    if (st == PRN_OK) st = prn__deer_view(d, sh, d->B * d->T, d->S, 0, 0, 2, out);
+    prn_tensor_free(sh);
+    return st;
+}
+
+/* One Newton step: y' = scan(A, fy - A yprev) with A = (1 - kappa) J, then
+ * NaN -> 0 and clipping. */
+PRN__FN prn_status prn__deer_newton(prn__deer *d, prn_tensor *yprev, prn_tensor *fy, prn_tensor *J, double kappa,
+                                    prn_tensor *h0, prn_tensor **ynew) {
+    prn_context *ctx = d->ctx;
+    size_t B = d->B, T = d->T, S = d->S, N = B * T, kb = prn__deer_kb(d, d->o.mode);
+    int diag = d->o.mode == PRN_JACOBIAN_DIAG;
+    prn_tensor *A = NULL, *Ay = NULL, *Am = NULL, *ym = NULL, *p = NULL, *a = NULL, *a3 = NULL, *fv = NULL, *An = NULL, *y = NULL;
+    prn_status st = PRN_OK;
+    if (kappa > 0) st = prn__unary_raw(ctx, d->fn, PRN_UNARY_AFFINE, J, 1.0 - kappa, 0.0, &A);
+    else A = prn_tensor_retain(J);
+    if (st == PRN_OK && diag) st = prn__binary_raw(ctx, d->fn, PRN_BINARY_MUL, A, yprev, &Ay);
+    if (st == PRN_OK && !diag) { /* batched k x k matrix-vector products, one per row and block */
+        st = prn__deer_view(d, A, N * (S / kb), kb, kb, 0, 3, &Am);
+        if (st == PRN_OK) st = prn__deer_view(d, yprev, N * (S / kb), kb, 1, 0, 3, &ym);
+        if (st == PRN_OK) st = prn_matmul(ctx, Am, ym, &p);
+        if (st == PRN_OK) st = prn__deer_view(d, p, N, S, 0, 0, 2, &Ay);
+    }
+    if (st == PRN_OK) st = prn__deer_view(d, fy, N, S, 0, 0, 2, &fv);
+    if (st == PRN_OK) st = prn__binary_raw(ctx, d->fn, PRN_BINARY_SUB, fv, Ay, &a);
+    if (st == PRN_OK) st = prn__deer_view(d, a, B, T, S, 0, 3, &a3);
+    if (st == PRN_OK) st = diag ? prn__deer_view(d, A, B, T, S, 0, 3, &An) : prn__deer_view(d, A, B, T, S, kb, 4, &An);
+    if (st == PRN_OK) st = diag ? prn_scan_diag(ctx, An, a3, h0, d->rev, d->o.algo, &y)
+                                : prn_scan_block(ctx, An, a3, h0, d->rev, d->o.algo, &y);
+    if (st == PRN_OK)
+        st = prn__in_fn(ctx, d->fn, ctx->be->unary(ctx, PRN_UNARY_CLAMP, d->dt, y->numel, y->st->buf, y->st->buf, d->o.clip, 0.0));
+    prn_tensor_free(A); prn_tensor_free(Ay); prn_tensor_free(Am); prn_tensor_free(ym); prn_tensor_free(p);
+    prn_tensor_free(a); prn_tensor_free(a3); prn_tensor_free(fv); prn_tensor_free(An);
+    if (st != PRN_OK) { prn_tensor_free(y); return st; }
+    *ynew = y;
+    return PRN_OK;
+}
+
+/* Sequential evaluation (the fall-back), tape off. */
+PRN__FN prn_status prn__deer_sequential(prn__deer *d, prn_tensor *x, prn_tensor *h0, prn_tensor **out) {
+    prn_context *ctx = d->ctx;
+    size_t B = d->B, T = d->T, S = d->S, X = x->shape[2], t, shape[3];
+    prn_tensor *y = NULL, *s = prn_tensor_retain(h0);
+    prn_status st;
+    if (d->seq) { prn_tensor_free(s); return d->seq(ctx, d->cell->user, x, h0, d->rev, out); }
+    shape[0] = B; shape[1] = T; shape[2] = S;
+    st = prn__tensor_new(ctx, d->fn, d->dt, 3, shape, &y);
+    for (t = 0; st == PRN_OK && t < T; ++t) {
+        size_t tt = d->rev ? T - 1 - t : t, sh4[4], ss[4], ds[4];
+        prn_tensor *xs = NULL, *xt = NULL, *nx = NULL, *J = NULL;
+        st = prn__slice_raw(ctx, d->fn, x, 1, tt, 1, &xs);
+        if (st == PRN_OK) st = prn__deer_view(d, xs, B, X, 0, 0, 2, &xt);
+        if (st == PRN_OK) {
+            st = d->cell->step ? d->cell->step(ctx, d->cell->user, xt, s, &nx)
+                               : d->cell->jacobian(ctx, d->cell->user, xt, s, PRN_JACOBIAN_DIAG, &nx, &J);
+            st = prn__in_fn(ctx, d->fn, st);
+            if (st == PRN_OK && (!nx || nx->dtype != d->dt || nx->numel != B * S)) {
+                st = PRN__ERR(ctx, PRN_ERR_SHAPE, "%s: the cell's %s callback returned a next state of the wrong dtype or size",
+                              d->fn, d->cell->step ? "step" : "jacobian");
+            }
+        }
+        if (st == PRN_OK && S) {
+            sh4[0] = 1; sh4[1] = B; sh4[2] = 1; sh4[3] = S;
+            ss[0] = 0; ss[1] = S; ss[2] = S; ss[3] = 1;
+            ds[0] = 0; ds[1] = T * S; ds[2] = S; ds[3] = 1;
+            st = prn__in_fn(ctx, d->fn, ctx->be->strided_copy(ctx, d->dt, sh4, nx->st->buf, 0, ss, y->st->buf, tt * S, ds));
+        }
+        prn_tensor_free(xs); prn_tensor_free(xt); prn_tensor_free(J);
+        prn_tensor_free(s);
+        s = nx;
+    }
+    prn_tensor_free(s);
+    if (st != PRN_OK) { prn_tensor_free(y); return st; }
+    *out = y;
+    return PRN_OK;
+}
+
+PRN__FN void prn__deer_stats_merge(prn_deer_stats *to, const prn_deer_stats *s, int first) {
+    if (first) { *to = *s; return; }
+    if (s->iterations > to->iterations) to->iterations = s->iterations;
+    to->converged = to->converged && s->converged;
+    to->fell_back |= s->fell_back;
+    to->nonfinite |= s->nonfinite;
+    to->rejected += s->rejected;
+    if (s->residual > to->residual) to->residual = s->residual;
+    if (s->damping > to->damping) to->damping = s->damping;
+}
+
+/* The iterations (tape off): y [B, T, S] from x [B, T, X], h0 [B, S] and an
+ * optional guess; *Jx gets the exact Jacobians at y ([B, T, S, k]) when the
+ * last iteration computed them, else NULL. */
+PRN__FN prn_status prn__deer_solve(prn__deer *d, prn_tensor *x, prn_tensor *h0, prn_tensor *guess, prn_tensor **out,
+                                   prn_tensor **Jx, prn_deer_stats *stats) {
+    prn_context *ctx = d->ctx;
+    size_t B = d->B, T = d->T, S = d->S, N = B * T, shape[3];
+    prn_tensor *y = NULL, *ysave = NULL, *xr = NULL, *yprev = NULL, *fy = NULL, *J = NULL, *h3 = NULL;
+    double kappa = d->o.damping, rprev = 0, r = 0;
+    prn_status st;
+    int it = 0, fin = 1, rejected = 0;
+    memset(stats, 0, sizeof *stats);
+    *Jx = NULL;
+    shape[0] = B; shape[1] = T; shape[2] = S;
+    if (guess) st = prn__tensor_like(ctx, d->fn, guess, &y);
+    else st = prn__deer_view(d, h0, B, 1, S, 0, 3, &h3);
+    if (st == PRN_OK && guess) st = prn__in_fn(ctx, d->fn, ctx->be->buf_copy(ctx, y->st->buf, 0, guess->st->buf, 0, y->st->bytes));
+    if (st == PRN_OK && !guess) st = prn__expand_raw(ctx, d->fn, h3, 3, shape, &y);
+    if (st == PRN_OK) st = prn__deer_view(d, x, N, x->shape[2], 0, 0, 2, &xr);
+    while (st == PRN_OK) {
+        st = prn__deer_prev(d, y, h0, &yprev);
+        if (st == PRN_OK) st = prn__deer_jac(d, xr, yprev, d->o.mode, &fy, &J);
+        if (st == PRN_OK) st = prn__deer_resid(d, y, fy, &r, &fin);
+        if (st != PRN_OK) break;
+        if (!fin) stats->nonfinite = 1;
+        if (fin && r <= 1) { stats->converged = 1; break; }
+        if (it >= d->o.max_iter) break;
+        if (d->o.adaptive && ysave && (!fin || r > PRN__DEER_GROWTH * rprev) && kappa < 1) { /* worse: back to the last accepted iterate */
+            prn_tensor_free(y);
+            y = prn_tensor_retain(ysave);
+            kappa = kappa > 0.999 ? 1.0 : 0.5 * (1.0 + kappa);
+            stats->rejected++;
+            rejected = 1;
+        } else {
+            prn_tensor *yn = NULL;
+            if (d->o.adaptive) {
+                /* a success halves k, except right after a rejection (the same iterate again: try the larger k) */
+                if (ysave && !rejected) kappa = 0.5 * kappa > d->o.damping + 1e-3 ? 0.5 * kappa : d->o.damping;
+                rejected = 0;
+                prn_tensor_free(ysave);
+                ysave = prn_tensor_retain(y);
+                rprev = r;
+            }
+            st = prn__deer_newton(d, yprev, fy, J, kappa, h0, &yn);
+            if (st == PRN_OK) { prn_tensor_free(y); y = yn; }
+        }
+        ++it;
+        prn_tensor_free(yprev); prn_tensor_free(fy); prn_tensor_free(J);
+        yprev = fy = J = NULL;
+    }
+    stats->iterations = it;
+    stats->residual = fin ? r : HUGE_VAL;
+    stats->damping = kappa;
+    if (st == PRN_OK && stats->converged && (d->o.mode != PRN_JACOBIAN_DIAG || S == 1))
+        st = prn__deer_view(d, J, B, T, S, prn__deer_kb(d, d->o.mode), 4, Jx);
+    prn_tensor_free(yprev); prn_tensor_free(fy); prn_tensor_free(J); prn_tensor_free(ysave); prn_tensor_free(xr);
+    prn_tensor_free(h3);
+    if (st == PRN_OK && !stats->converged && !d->o.no_fallback) {
+        prn_tensor *ys = NULL;
+        int ok = 1;
+        st = prn__deer_sequential(d, x, h0, &ys);
+        if (st == PRN_OK) { prn_tensor_free(y); y = ys; stats->fell_back = 1; stats->residual = 0; }
+        if (st == PRN_OK) st = prn__deer_finite(d, y, &ok);
+        if (st == PRN_OK && !ok) {
+            stats->nonfinite = 1;
+            st = PRN__ERR(ctx, PRN_ERR_NONFINITE, "%s: the recurrence itself produces NaN or Inf (evaluated sequentially "
+                          "after %d iterations did not converge): the model overflows or its parameters are not finite",
+                          d->fn, it);
+        }
+    }
+    if (st != PRN_OK) { prn_tensor_free(y); prn_tensor_free(*Jx); *Jx = NULL; return st; }
+    *out = y;
+    return PRN_OK;
+}
+
+/* The adjoint op: its output is the solution, its input the recorded step
+ * f(y_prev, x) over every row; op->user holds the exact Jacobians
+ * [B, T, S, k]; op->i = {rev, B, T, S, k, algo}. */
+PRN__FN void prn__deer_free_user(void *p) { prn_tensor_free((prn_tensor *)p); }
+PRN__FN prn_status prn__bw_deer(prn_context *ctx, const prn_op *op, prn_tensor *g, prn_tensor **gin) {
+    static const char fn[] = "prn_backward";
+    prn_tensor *J = (prn_tensor *)op->user, *ash = NULL, *lam = NULL;
+    int rev = op->i[0];
+    size_t B = (size_t)op->i[1], T = (size_t)op->i[2], S = (size_t)op->i[3], k = (size_t)op->i[4];
+    prn_status st;
+    /* lam[t] = g[t] + J[t+1]^T lam[t+1], the other way in time */
+    st = prn__shift_time(ctx, fn, J, B, T, S * k, rev ? 1 : -1, NULL, &ash);
+    if (st == PRN_OK) st = prn__tensor_like(ctx, fn, g, &lam);
+    if (st == PRN_OK)
+        st = prn__in_fn(ctx, fn, ctx->be->scan_block(ctx, g->dtype, !rev, 1, (prn_scan_algo)op->i[5], B, T, S, k, ash->st->buf,
+                                                     g->st->buf, NULL, lam->st->buf));
+    prn_tensor_free(ash);
+    if (st != PRN_OK) { prn_tensor_free(lam); return st; }
+    gin[0] = lam;
+    return PRN_OK;
+}
+
+/* Records the solution ystar for gradients: fy = f(y_prev, x) as one
+ * batched recorded step (y_prev from ystar, h0 first, recorded through h0),
+ * then the adjoint op from fy to ystar. Nothing is recorded when nothing
+ * needs a gradient. xr: the recorded x as rows [B*T, X]. */
+PRN__FN prn_status prn__deer_record(prn__deer *d, prn_tensor *xr, prn_tensor *h0, prn_tensor *ystar, prn_tensor *Jx) {
+    prn_context *ctx = d->ctx;
+    size_t B = d->B, T = d->T, S = d->S, N = B * T, k = Jx ? Jx->shape[3] : d->k;
+    prn_tensor *J = prn_tensor_retain(Jx), *h3 = NULL, *part = NULL, *yp3 = NULL, *yp = NULL, *fy = NULL;
+    int iv[6], rec = 0;
+    prn_status st = PRN_OK;
+    if (!prn_grad_enabled(ctx) || !d->cell->step) { prn_tensor_free(J); return PRN_OK; }
+    if (!J) { /* the iterations did not leave the exact Jacobians at the solution */
+        prn_tensor *yprev = NULL, *fv = NULL, *Jr = NULL;
+        prn_jacobian_mode m = k == S ? PRN_JACOBIAN_DENSE : PRN_JACOBIAN_BLOCK;
+        if (k > 64)
+            return PRN__ERR(ctx, PRN_ERR_UNSUPPORTED, "%s: gradients need the exact Jacobians in a block scan, whose blocks "
+                            "are at most 64 wide; this cell's are %lu (use prn_no_grad_begin, or a cell with smaller "
+                            "blocks)", d->fn, (unsigned long)k);
+        prn_no_grad_begin(ctx);
+        st = prn__deer_prev(d, ystar, h0, &yprev);
+        if (st == PRN_OK) {
+            prn_tensor *xv = NULL;
+            st = prn__deer_view(d, xr, N, xr->shape[1], 0, 0, 2, &xv); /* a view without the tape */
+            if (st == PRN_OK) st = prn__deer_jac(d, xv, yprev, m, &fv, &Jr);
+            prn_tensor_free(xv);
+        }
+        if (st == PRN_OK) st = prn__deer_view(d, Jr, B, T, S, k, 4, &J);
+        prn_no_grad_end(ctx);
+        prn_tensor_free(yprev); prn_tensor_free(fv); prn_tensor_free(Jr);
+        if (st != PRN_OK) return st;
+    }
+    /* y_prev = [h0, ystar[:, :T-1]] (reverse: [ystar[:, 1:], h0]), recorded through h0 */
+    {
+        size_t s3[3];
+        s3[0] = B; s3[1] = 1; s3[2] = S;
+        st = prn_reshape(ctx, h0, 3, s3, &h3);
+    }
+    if (st == PRN_OK && T > 1) st = prn__slice_raw(ctx, d->fn, ystar, 1, d->rev ? 1 : 0, T - 1, &part);
+    if (st == PRN_OK) {
+        if (T == 1) yp3 = prn_tensor_retain(h3);
+        else st = d->rev ? prn_concat(ctx, part, h3, 1, &yp3) : prn_concat(ctx, h3, part, 1, &yp3);
+    }
+    if (st == PRN_OK) {
+        size_t s2[2];
+        s2[0] = N; s2[1] = S;
+        st = prn_reshape(ctx, yp3, 2, s2, &yp);
+    }
+    if (st == PRN_OK) st = prn__in_fn(ctx, d->fn, d->cell->step(ctx, d->cell->user, xr, yp, &fy));
+    if (st == PRN_OK && (!fy || fy->dtype != d->dt || fy->numel != N * S))
+        st = PRN__ERR(ctx, PRN_ERR_SHAPE, "%s: the cell's step callback returned a next state of the wrong dtype or size", d->fn);
+    if (st == PRN_OK) {
+        iv[0] = d->rev; iv[1] = (int)B; iv[2] = (int)T; iv[3] = (int)S; iv[4] = (int)k; iv[5] = (int)d->o.algo;
+        st = prn__record(ctx, d->fn, "deer", &fy, 1, ystar, prn__bw_deer, J, prn__deer_free_user, NULL, 0, iv, 6, &rec);
+        if (st == PRN_OK && rec) J = NULL; /* the tape owns it now */
+    }
+    prn_tensor_free(J); prn_tensor_free(h3); prn_tensor_free(part); prn_tensor_free(yp3); prn_tensor_free(yp);
+    prn_tensor_free(fy);
+    return st;
+}
+
+/* Options with the defaults filled in, checked. */
+PRN__FN prn_status prn__deer_opts(prn_context *ctx, const char *fn, const prn_deer_options *opt, prn_dtype dt,
+                                  prn_deer_options *o) {
+    if (opt) *o = *opt;
+    else memset(o, 0, sizeof *o);
+    if ((int)o->mode < 0 || o->mode > PRN_JACOBIAN_DIAG)
+        return PRN__ERR(ctx, PRN_ERR_INVALID_ARGUMENT, "%s: argument 'opt->mode' is %d, not a prn_jacobian_mode", fn, (int)o->mode);
+    if ((int)o->algo < 0 || o->algo >= PRN_SCAN_ALGO_COUNT)
+        return PRN__ERR(ctx, PRN_ERR_INVALID_ARGUMENT, "%s: argument 'opt->algo' is %d, not a prn_scan_algo", fn, (int)o->algo);
+    if (o->max_iter < 0)
+        return PRN__ERR(ctx, PRN_ERR_INVALID_ARGUMENT, "%s: argument 'opt->max_iter' is %d; must be >= 0", fn, o->max_iter);
+    if (!(o->atol >= 0) || !(o->rtol >= 0) || !(o->clip >= 0))
+        return PRN__ERR(ctx, PRN_ERR_INVALID_ARGUMENT, "%s: arguments 'opt->atol' (%g), 'opt->rtol' (%g) and 'opt->clip' "
+                        "(%g) must be >= 0", fn, o->atol, o->rtol, o->clip);
+    if (!(o->damping >= 0 && o->damping <= 1))
+        return PRN__ERR(ctx, PRN_ERR_INVALID_ARGUMENT, "%s: argument 'opt->damping' is %g; must be in [0, 1]", fn, o->damping);
+    if (!o->max_iter) o->max_iter = 100;
+    if (o->atol == 0 && o->rtol == 0) o->atol = o->rtol = dt == PRN_F64 ? 1e-10 : 1e-5;
+    if (o->clip == 0) o->clip = 1e8;
+    return PRN_OK;
+}
+
+/* Checks shared by prn_deer and prn_deer_rnn once B, T, S and k are known. */
+PRN__FN prn_status prn__deer_check(prn__deer *d, prn_tensor *x, prn_tensor *state0) {
+    int ok;
+    size_t kb = prn__deer_kb(d, d->o.mode);
+    if (kb > 64)
+        return PRN__ERR(d->ctx, PRN_ERR_UNSUPPORTED, "%s: mode %s scans %lu x %lu Jacobian blocks; the block scan takes at "
+                        "most 64 (use PRN_JACOBIAN_DIAG, or a cell with smaller blocks)", d->fn,
+                        d->o.mode == PRN_JACOBIAN_DENSE ? "PRN_JACOBIAN_DENSE" : "PRN_JACOBIAN_BLOCK", (unsigned long)kb,
+                        (unsigned long)kb);
+    if (d->B * d->T > 2147483647u || d->S * kb > 2147483647u)
+        return PRN__ERR(d->ctx, PRN_ERR_OVERFLOW, "%s: batch * T and the Jacobian's row size must be below 2^31", d->fn);
+    PRN__TRY(prn__deer_finite(d, x, &ok));
+    if (!ok) return PRN__ERR(d->ctx, PRN_ERR_NONFINITE, "%s: argument 'x' holds NaN or Inf", d->fn);
+    if (state0) {
+        PRN__TRY(prn__deer_finite(d, state0, &ok));
+        if (!ok) return PRN__ERR(d->ctx, PRN_ERR_NONFINITE, "%s: argument 'state0' holds NaN or Inf", d->fn);
+    }
+    return PRN_OK;
+}
+
+PRN__DEF prn_status prn_deer(prn_context *ctx, const prn_deer_cell *cell, prn_tensor *x, prn_tensor *state0,
+                             const prn_deer_options *opt, prn_tensor **y, prn_deer_stats *stats) {
+    static const char fn[] = "prn_deer";
+    prn__deer d;
+    prn_deer_stats sd;
+    prn_tensor *h0 = NULL, *ys = NULL, *Jx = NULL, *xr = NULL, *guess = NULL;
+    size_t mark, s2[2];
+    prn_status st;
+    PRN__CTX(ctx, fn);
+    if (!cell) return PRN__ERR(ctx, PRN_ERR_NULL_ARGUMENT, "%s: argument 'cell' is NULL", fn);
+    if (!cell->jacobian) return PRN__ERR(ctx, PRN_ERR_NULL_ARGUMENT, "%s: argument 'cell->jacobian' is NULL", fn);
+    if (!y) return PRN__ERR(ctx, PRN_ERR_NULL_ARGUMENT, "%s: argument 'y' is NULL", fn);
+    PRN__TRY(prn__check_t(ctx, fn, "x", x, 1));
+    if (cell->state_size == 0) return PRN__ERR(ctx, PRN_ERR_INVALID_ARGUMENT, "%s: argument 'cell->state_size' is 0", fn);
+    if (cell->block && (cell->block > cell->state_size || cell->state_size % cell->block))
+        return PRN__ERR(ctx, PRN_ERR_INVALID_ARGUMENT, "%s: argument 'cell->block' (%lu) must divide state_size (%lu)", fn,
+                        (unsigned long)cell->block, (unsigned long)cell->state_size);
+    if (x->ndim != 3 || x->shape[2] != cell->input_size || x->shape[1] == 0) {
+        char sx[64];
+        prn__shape_str(x, sx, sizeof sx);
+        return PRN__ERR(ctx, PRN_ERR_SHAPE, "%s: argument 'x' has shape %s; expected [B, T >= 1, %lu]", fn, sx,
+                        (unsigned long)cell->input_size);
+    }
+    if (x->dtype == PRN_I32) return PRN__ERR(ctx, PRN_ERR_DTYPE, "%s: argument 'x' is i32; want f32 or f64", fn);
+    memset(&d, 0, sizeof d);
+    d.ctx = ctx; d.fn = fn; d.cell = cell; d.dt = x->dtype;
+    d.B = x->shape[0]; d.T = x->shape[1]; d.S = cell->state_size; d.k = cell->block ? cell->block : cell->state_size;
+    if (state0) {
+        PRN__TRY(prn__check_t(ctx, fn, "state0", state0, 1));
+        if (state0->dtype != d.dt) return PRN__ERR(ctx, PRN_ERR_DTYPE, "%s: argument 'state0' is %s but 'x' is %s", fn,
+                                                   prn_dtype_name(state0->dtype), prn_dtype_name(d.dt));
+        if (state0->ndim != 2 || state0->shape[0] != d.B || state0->shape[1] != d.S)
+            return PRN__ERR(ctx, PRN_ERR_SHAPE, "%s: argument 'state0' must be [B, S] = [%lu, %lu]", fn, (unsigned long)d.B,
+                            (unsigned long)d.S);
+    }
+    PRN__TRY(prn__deer_opts(ctx, fn, opt, d.dt, &d.o));
+    if (d.o.warm && *d.o.warm) {
+        guess = *d.o.warm;
+        PRN__TRY(prn__check_t(ctx, fn, "*opt->warm", guess, 1));
+        if (guess->dtype != d.dt || guess->ndim != 3 || guess->shape[0] != d.B || guess->shape[1] != d.T || guess->shape[2] != d.S)
+            return PRN__ERR(ctx, PRN_ERR_SHAPE, "%s: argument '*opt->warm' must be a %s [B, T, S] = [%lu, %lu, %lu] tensor", fn,
+                            prn_dtype_name(d.dt), (unsigned long)d.B, (unsigned long)d.T, (unsigned long)d.S);
+    }
+    PRN__TRY(prn__deer_check(&d, x, state0));
+    if (d.B == 0) return PRN__ERR(ctx, PRN_ERR_SHAPE, "%s: argument 'x' has batch 0", fn);
+    mark = ctx->tape_n;
+    s2[0] = d.B; s2[1] = d.S;
+    st = state0 ? PRN_OK : prn_tensor_full(ctx, d.dt, 2, s2, 0.0, &h0);
+    if (st == PRN_OK) {
+        prn_no_grad_begin(ctx);
+        st = prn__deer_solve(&d, x, state0 ? state0 : h0, guess, &ys, &Jx, &sd);
+        prn_no_grad_end(ctx);
+    }
+    if (st == PRN_OK) {
+        s2[0] = d.B * d.T; s2[1] = cell->input_size;
+        st = prn_reshape(ctx, x, 2, s2, &xr);
+    }
+    if (st == PRN_OK) st = prn__deer_record(&d, xr, state0 ? state0 : h0, ys, Jx);
+    prn_tensor_free(h0); prn_tensor_free(Jx); prn_tensor_free(xr);
+    if (stats) *stats = sd; /* also on failure: what the iterations found */
+    if (st != PRN_OK) { prn_tensor_free(ys); prn__tape_truncate(ctx, mark); return prn__in_fn(ctx, fn, st); }
+    if (d.o.warm) { prn_tensor_free(*d.o.warm); *d.o.warm = prn_tensor_retain(ys); }
+    *y = ys;
+    return PRN_OK;
+}
+
+/* --- the built-in networks as DEER cells ------------------------------------ */
+typedef struct prn__deer_rnn_cell {
+    const prn_rnn *rnn;
+    int ld;
+} prn__deer_rnn_cell;
+/* x rows are the input projections [N, P] */
+PRN__FN prn_status prn__deer_rnn_jacobian(prn_context *ctx, void *user, prn_tensor *x, prn_tensor *state,
+                                          prn_jacobian_mode mode, prn_tensor **next, prn_tensor **jac) {
+    const prn__deer_rnn_cell *c = (const prn__deer_rnn_cell *)user;
+    prn_tensor *nx = NULL, *J;
+    prn__cw w;
+    memset(&w, 0, sizeof w);
+    w.ctx = ctx;
+    J = prn__rnn_jac(&w, c->rnn, c->ld, x, state, mode, &nx);
+    if (w.st == PRN_OK) { *next = prn_tensor_retain(nx); *jac = prn_tensor_retain(J); }
+    prn__cw_release(&w, 0);
+    prn_free(ctx, w.t);
+    return w.st;
+}
+PRN__FN prn_status prn__deer_rnn_step(prn_context *ctx, void *user, prn_tensor *x, prn_tensor *state, prn_tensor **next) {
+    const prn__deer_rnn_cell *c = (const prn__deer_rnn_cell *)user;
+    prn_tensor *prm[4], *Sall = NULL, *o;
+    prn__rk k;
+    prn__cw w;
+    size_t N = state->shape[0];
+    memset(&w, 0, sizeof w);
+    w.ctx = ctx;
+    prn__rk_of(c->rnn, &k);
+    prn__rnn_rprm(c->rnn, c->ld, prm);
+    o = prn__cw_v3(&w, x, N, 1, c->rnn->P);
+    if (w.st == PRN_OK) prn__cw_keep(&w, prn__recur_op(ctx, "prn_deer_rnn", &k, o, state, prm, 0, &Sall), Sall);
+    o = prn__cw_v2(&w, Sall, N, c->rnn->S);
+    if (w.st == PRN_OK) *next = prn_tensor_retain(o);
+    prn__cw_release(&w, 0);
+    prn_free(ctx, w.t);
+    return w.st;
+}
+PRN__FN prn_status prn__deer_rnn_seq(prn_context *ctx, void *user, prn_tensor *x, prn_tensor *h0, int rev, prn_tensor **y) {
+    const prn__deer_rnn_cell *c = (const prn__deer_rnn_cell *)user;
+    prn_tensor *prm[4];
+    prn__rk k;
+    prn__rk_of(c->rnn, &k);
+    prn__rnn_rprm(c->rnn, c->ld, prm);
+    return prn__recur_op(ctx, "prn_deer_rnn", &k, x, h0, prm, rev, y);
+}
+
+PRN__DEF prn_status prn_deer_rnn(prn_context *ctx, const prn_rnn *rnn, prn_tensor *x, prn_tensor *state0,
+                                 const prn_deer_options *opt, prn_tensor **y, prn_tensor **state, prn_deer_stats *stats) {
+    static const char fn[] = "prn_deer_rnn";
+    size_t B, T, LD, S, mark, sh[4];
+    int batched, l, dir, first = 1;
+    prn_tensor *X, *s03 = NULL, *fin = NULL, *guess = NULL, *warm_out = NULL;
+    prn_deer_options o;
+    prn_deer_stats agg;
+    prn__cw w;
+    PRN__TRY(prn__rnn_arg(ctx, fn, rnn));
+    if (!y) return PRN__ERR(ctx, PRN_ERR_NULL_ARGUMENT, "%s: argument 'y' is NULL", fn);
+    PRN__TRY(prn__check_t(ctx, fn, "x", x, 1));
+    batched = x->ndim == 3;
+    if (x->ndim != 2 && x->ndim != 3)
+        return PRN__ERR(ctx, PRN_ERR_SHAPE, "%s: argument 'x' has %d axes; expected [B, T, I] or [T, I]", fn, x->ndim);
+    B = batched ? x->shape[0] : 1;
+    T = x->shape[batched ? 1 : 0];
+    LD = (size_t)rnn->L * (size_t)rnn->D;
+    S = rnn->S;
+    PRN__TRY(batched ? prn__rnn_tensor(ctx, fn, "x", rnn, x, 3, (size_t)-1, (size_t)-1, rnn->cfg.input_size)
+                     : prn__rnn_tensor(ctx, fn, "x", rnn, x, 2, (size_t)-1, rnn->cfg.input_size, 0));
+    if (T == 0) return PRN__ERR(ctx, PRN_ERR_SHAPE, "%s: argument 'x' has T = 0 steps; need at least 1", fn);
+    if (B == 0) return PRN__ERR(ctx, PRN_ERR_SHAPE, "%s: argument 'x' has batch 0", fn);
+    if (state0)
+        PRN__TRY(batched ? prn__rnn_tensor(ctx, fn, "state0", rnn, state0, 3, LD, B, S)
+                         : prn__rnn_tensor(ctx, fn, "state0", rnn, state0, 2, LD, S, 0));
+    PRN__TRY(prn__deer_opts(ctx, fn, opt, rnn->cfg.dtype, &o));
+    if (o.warm && *o.warm) {
+        guess = *o.warm;
+        PRN__TRY(prn__check_t(ctx, fn, "*opt->warm", guess, 1));
+        if (guess->dtype != rnn->cfg.dtype || guess->numel != LD * B * T * S || guess->shape[guess->ndim - 1] != S)
+            return PRN__ERR(ctx, PRN_ERR_SHAPE, "%s: argument '*opt->warm' must be a %s [L*D, B, T, S] = [%lu, %lu, %lu, %lu] "
+                            "tensor", fn, prn_dtype_name(rnn->cfg.dtype), (unsigned long)LD, (unsigned long)B,
+                            (unsigned long)T, (unsigned long)S);
+    }
+    memset(&agg, 0, sizeof agg);
+    mark = ctx->tape_n;
+    memset(&w, 0, sizeof w);
+    w.ctx = ctx;
+    X = prn__cw_v3(&w, x, B, T, rnn->cfg.input_size);
+    if (state0) s03 = prn__cw_v3(&w, state0, LD, B, S);
+    for (l = 0; l < rnn->L && w.st == PRN_OK; ++l) {
+        prn_tensor *Yl = NULL;
+        for (dir = 0; dir < rnn->D && w.st == PRN_OK; ++dir) {
+            int ld = l * rnn->D + dir;
+            prn__deer_rnn_cell rc;
+            prn_deer_cell cell;
+            prn__deer d;
+            prn_deer_stats sd;
+            prn_tensor *s0, *xp, *xr, *ys = NULL, *Jx = NULL, *g = NULL, *Yd, *f;
+            prn_status st;
+            sh[0] = B; sh[1] = S;
+            s0 = s03 ? prn__cw_v2(&w, prn__cw_slice(&w, s03, 0, (size_t)ld, 1), B, S) : prn__cw_new(&w, rnn->cfg.dtype, 2, sh, 0.0);
+            xp = prn__rnn_proj(&w, rnn, ld, X); /* recorded: the gradients reach W_ih through it */
+            xr = prn__cw_v2(&w, xp, B * T, rnn->P);
+            if (w.st != PRN_OK) break;
+            rc.rnn = rnn; rc.ld = ld;
+            memset(&cell, 0, sizeof cell);
+            cell.state_size = S; cell.input_size = rnn->P; cell.block = prn_rnn_jacobian_block(rnn);
+            cell.jacobian = prn__deer_rnn_jacobian; cell.step = prn__deer_rnn_step; cell.user = &rc;
+            memset(&d, 0, sizeof d);
+            d.ctx = ctx; d.fn = fn; d.cell = &cell; d.seq = prn__deer_rnn_seq; d.rev = dir;
+            d.B = B; d.T = T; d.S = S; d.k = cell.block;
+            d.dt = rnn->cfg.dtype; d.o = o;
+            if (l == 0 && dir == 0) w.st = prn__deer_check(&d, X, state0);
+            if (w.st == PRN_OK && guess) g = prn__cw_v3(&w, prn__cw_slice(&w, prn__cw_v2(&w, guess, LD, B * T * S), 0, (size_t)ld, 1), B, T, S);
+            if (w.st != PRN_OK) break;
+            prn_no_grad_begin(ctx);
+            st = prn__deer_solve(&d, xp, s0, g, &ys, &Jx, &sd);
+            prn_no_grad_end(ctx);
+            prn__deer_stats_merge(&agg, &sd, first);
+            first = 0;
+            if (st == PRN_OK) st = prn__deer_record(&d, xr, s0, ys, Jx);
+            prn_tensor_free(Jx);
+            prn__cw_keep(&w, st, ys);
+            if (st != PRN_OK) { prn_tensor_free(ys); break; }
+            if (o.warm) { /* off the tape: the guess carries no gradient */
+                prn_no_grad_begin(ctx);
+                f = prn__cw_v3(&w, ys, 1, B * T, S);
+                warm_out = warm_out ? prn__cw_cat(&w, warm_out, f, 0) : f;
+                prn_no_grad_end(ctx);
+            }
+            Yd = rnn->cfg.kind == PRN_RNN_LSTM ? prn__cw_slice(&w, ys, 2, 0, rnn->H) : ys;
+            f = prn__cw_v3(&w, prn__cw_slice(&w, ys, 1, dir ? 0 : T - 1, 1), 1, B, S);
+            fin = fin ? prn__cw_cat(&w, fin, f, 0) : f;
+            Yl = Yl ? prn__cw_cat(&w, Yl, Yd, 2) : Yd;
+        }
+        X = Yl;
+    }
+    if (w.st == PRN_OK) {
+        prn_tensor *yo = batched ? X : prn__cw_v2(&w, X, T, (size_t)rnn->D * rnn->H);
+        prn_tensor *so = batched ? fin : prn__cw_v2(&w, fin, LD, S);
+        prn_tensor *wo = NULL;
+        if (o.warm) {
+            sh[0] = LD; sh[1] = B; sh[2] = T; sh[3] = S;
+            prn_no_grad_begin(ctx);
+            wo = prn__cw1(&w, prn_copy, prn__cw_view(&w, warm_out, 4, sh)); /* its own storage */
+            prn_no_grad_end(ctx);
+        }
+        if (w.st == PRN_OK) {
+            *y = prn_tensor_retain(yo);
+            if (state) *state = prn_tensor_retain(so);
+            if (o.warm) { prn_tensor_free(*o.warm); *o.warm = prn_tensor_retain(wo); }
+        }
+    }
+    if (stats) *stats = agg;
+    prn__cw_release(&w, 0);
+    prn_free(ctx, w.t);
+    if (w.st != PRN_OK) prn__tape_truncate(ctx, mark);
+    return prn__in_fn(ctx, fn, w.st);
 }
 
 /* ------------------------------------------------------------------------

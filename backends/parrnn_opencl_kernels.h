@@ -43,6 +43,7 @@ static const char *const prn__ocl_src_elementwise[] = {
     "    case 7: r = sqrt(v); break;\n",
     "    case 8: r = fabs(v); break;\n",
     "    case 9: r = pow(v, alpha); break;\n",
+    "    case 11: r = isnan(v) ? beta : clamp(v, -alpha, alpha); break; /* clamp (NaN -> beta) */\n",
     "    default: r = alpha * v + beta; break; /* 10: affine */\n",
     "    }\n",
     "    y[i] = r;\n",

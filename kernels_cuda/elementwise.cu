@@ -38,6 +38,7 @@ template <typename T> __global__ void k_unary(int op, size_t n, const T *x, T *y
         case PRN_UNARY_SQRT: r = psqrt(v); break;
         case PRN_UNARY_ABS: r = pabs(v); break;
         case PRN_UNARY_POWS: r = ppow(v, al); break;
+        case PRN_UNARY_CLAMP: r = v != v ? be : v > al ? al : v < -al ? -al : v; break;
         default: r = al * v + be; break; /* PRN_UNARY_AFFINE (the host rejects others) */
         }
         y[i] = r;

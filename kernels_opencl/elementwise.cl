@@ -30,6 +30,7 @@ __kernel void unary(int op, ulong n, __global const real *x, __global real *y, r
     case 7: r = sqrt(v); break;
     case 8: r = fabs(v); break;
     case 9: r = pow(v, alpha); break;
+    case 11: r = isnan(v) ? beta : clamp(v, -alpha, alpha); break; /* clamp (NaN -> beta) */
     default: r = alpha * v + beta; break; /* 10: affine */
     }
     y[i] = r;

@@ -600,7 +600,7 @@ static void t_fill(void) {
 /* --- unary ------------------------------------------------------------- */
 static const char *unary_name(int op) {
     static const char *const n[] = {"NEG", "EXP", "LOG", "RELU", "SIGMOID", "TANH",
-                                    "SQUARE", "SQRT", "ABS", "POWS", "AFFINE"};
+                                    "SQUARE", "SQRT", "ABS", "POWS", "AFFINE", "CLAMP"};
     return op >= 0 && op < (int)(sizeof n / sizeof *n) ? n[op] : "(new op)";
 }
 static void unary_domain(int op, double *lo, double *hi) {
@@ -624,6 +624,7 @@ static double unary_math(int op, double v, double al, double be) {
     case PRN_UNARY_ABS: return fabs(v);
     case PRN_UNARY_POWS: return pow(v, al);
     case PRN_UNARY_AFFINE: return al * v + be;
+    case PRN_UNARY_CLAMP: return v != v ? be : v > al ? al : v < -al ? -al : v;
     default: return NAN; /* an op this test does not know yet */
     }
 }
@@ -646,6 +647,7 @@ static void unary_case(int op, prn_dtype dt, size_t n, double al, double be, int
     unary_domain(op, &lo, &hi);
     for (i = 0; i < n; ++i) x[i] = quant1(dt, rng_range(lo, hi));
     if (lo < 0 && n > 3) { x[1] = 0.0; x[2] = -0.0; }
+    if (op == PRN_UNARY_CLAMP && n > 6) { x[3] = NAN; x[4] = INFINITY; x[5] = -INFINITY; } /* what it is for */
     for (i = n; i < tot; ++i) x[i] = SENTINEL;
     for (i = 0; i < tot; ++i) {
         m[i] = i < n ? unary_math(op, x[i], al, be) : SENTINEL;
@@ -678,7 +680,7 @@ static void t_unary(void) {
         prn_dtype dt = d ? PRN_F64 : PRN_F32;
         for (op = 0; op < PRN_UNARY_COUNT; ++op) {
             for (i = 0; i < sizeof ns / sizeof *ns; ++i) {
-                /* alpha/beta are only POWS's and AFFINE's: the others get junk */
+                /* alpha/beta are only POWS's, AFFINE's and CLAMP's (limit 0.75, NaN -> -9.5): the others get junk */
                 double al = 0.75, be = -9.5;
                 if (op == PRN_UNARY_POWS) al = pows[i % 6];
                 if (op == PRN_UNARY_AFFINE) { al = aff[i % 4][0]; be = aff[i % 4][1]; }
