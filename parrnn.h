@@ -5616,7 +5616,7 @@ PRN__FN prn_tensor *prn__rnn_jac(prn__cw *w, const prn_rnn *rnn, int ld, prn_ten
                        prn__cw2(w, prn_mul, prn__cw_view(w, cc, 4, shape), Wg[2]));
         blk = prn__cw_v3(w, blk, N * nh, hk, hk);
         blk = prn__cw_plus_diag(w, blk, prn__cw_v2(w, sv[1], N * nh, hk));
-        if (mode == PRN_JACOBIAN_BLOCK && k.kind == PRN_RNN_MHGRU) {
+        if ((mode == PRN_JACOBIAN_BLOCK && k.kind == PRN_RNN_MHGRU) || nh == 1) { /* one head: blk is the dense J */
             J = prn__cw_v3(w, blk, N, H, hk);
         } else {
             shape[0] = N; shape[1] = H; shape[2] = H;
@@ -6585,7 +6585,10 @@ PRN__FN prn_status prn__deer_rnn_step(prn_context *ctx, void *user, prn_tensor *
     prn__rk_of(c->rnn, &k);
     prn__rnn_rprm(c->rnn, c->ld, prm);
     o = prn__cw_v3(&w, x, N, 1, c->rnn->P);
-    if (w.st == PRN_OK) prn__cw_keep(&w, prn__recur_op(ctx, "prn_deer_rnn", &k, o, state, prm, 0, &Sall), Sall);
+    if (w.st == PRN_OK) {
+        prn_status rs = prn__recur_op(ctx, "prn_deer_rnn", &k, o, state, prm, 0, &Sall);
+        prn__cw_keep(&w, rs, Sall);
+    }
     o = prn__cw_v2(&w, Sall, N, c->rnn->S);
     if (w.st == PRN_OK) *next = prn_tensor_retain(o);
     prn__cw_release(&w, 0);

@@ -671,6 +671,122 @@ static void test_bad_input(void) {
     prn_rnn_free(r); prn_rnn_free(big);
 }
 
+/* --- allocation failures ------------------------------------------------------------------ */
+/* A context whose allocator refuses its n-th allocation once. prn_deer_rnn
+ * (with a warm-start slot) and the backward through it either succeed or
+ * fail with PRN_ERR_OUT_OF_MEMORY, a message naming them, the outputs, the
+ * warm slot, the live tensors and the tape as before; retried they succeed,
+ * and the gradients equal those of a run without failures bit for bit. */
+typedef struct fa { long count, fail_at, refused, live; } fa;
+static void *fa_alloc(void *user, size_t size) {
+    fa *f = (fa *)user;
+    if (++f->count == f->fail_at) { f->refused++; return NULL; }
+    f->live++;
+    return malloc(size);
+}
+static void fa_free(void *user, void *p) {
+    if (p) ((fa *)user)->live--;
+    free(p);
+}
+static long af_run(long fail_at, double *grads, size_t ngrads, int *completed) {
+    fa f;
+    prn_config cfg;
+    prn_context *ctx = NULL;
+    prn_rnn_config c = cfg_of(PRN_RNN_GRU, PRN_F64, 2, 3, 1, 1);
+    prn_rnn *r = NULL;
+    prn_tensor *x = NULL, *y = NULL, *fin = NULL, *l = NULL, *warm = NULL, *ps[16];
+    prn_deer_options o;
+    double xs[2 * 6 * 2];
+    size_t shx[3] = {2, 6, 2}, off = 0;
+    unsigned seed = 3;
+    int np, k, att;
+    memset(&f, 0, sizeof f);
+    f.fail_at = fail_at;
+    memset(&cfg, 0, sizeof cfg);
+    cfg.allocator.alloc = fa_alloc;
+    cfg.allocator.free = fa_free;
+    cfg.allocator.user = &f;
+    cfg.seed = 77;
+    cfg.backend = "reference-noblas";
+    cfg.num_threads = 1;
+    *completed = 0;
+    if (prn_context_create(&cfg, &ctx, NULL, 0) != PRN_OK && prn_context_create(&cfg, &ctx, NULL, 0) != PRN_OK) {
+        PRNT_CHECK(0, "n=%ld: context", fail_at);
+        return f.count;
+    }
+    rand_fill(xs, 24, &seed, 1.0);
+    for (att = 0; att < 2 && !r; ++att) prn_rnn_create(ctx, &c, &r);
+    for (att = 0; att < 2 && !x; ++att) prn_tensor_from_host(ctx, PRN_F64, 3, shx, xs, &x);
+    if (!r || !x) { PRNT_CHECK(0, "n=%ld: set-up", fail_at); goto done; }
+    prn_tensor_set_requires_grad(x, 1);
+    memset(&o, 0, sizeof o);
+    o.warm = &warm;
+    for (k = 0; k < 2; ++k) /* the second call starts from the first's solution */
+        for (att = 0; att < 2; ++att) {
+            size_t l0 = prn_live_tensors(ctx), t0 = prn_tape_size(ctx);
+            prn_tensor *w0 = warm, *ys = (prn_tensor *)&f;
+            prn_status st;
+            prn_tensor_free(y); prn_tensor_free(fin); y = fin = NULL;
+            prn_tape_clear(ctx);
+            l0 = prn_live_tensors(ctx); t0 = prn_tape_size(ctx);
+            fin = ys;
+            st = prn_deer_rnn(ctx, r, x, NULL, &o, &ys, &fin, NULL);
+            if (st == PRN_OK) { y = ys; break; }
+            PRNT_CHECK(st == PRN_ERR_OUT_OF_MEMORY && strstr(prn_last_error(ctx), "prn_deer_rnn"), "n=%ld: %s (%s)", fail_at,
+                       prn_status_string(st), prn_last_error(ctx));
+            PRNT_CHECK(ys == (prn_tensor *)&f && fin == (prn_tensor *)&f && warm == w0, "n=%ld: failed call wrote an output",
+                       fail_at);
+            PRNT_CHECK(prn_live_tensors(ctx) == l0 && prn_tape_size(ctx) == t0, "n=%ld: live tensors %lu -> %lu, tape %lu -> %lu",
+                       fail_at, (unsigned long)l0, (unsigned long)prn_live_tensors(ctx), (unsigned long)t0,
+                       (unsigned long)prn_tape_size(ctx));
+            fin = NULL;
+            if (att == 1) goto done;
+        }
+    for (att = 0; att < 2 && !l; ++att) {
+        prn_tensor *a = NULL;
+        if (prn_sum(ctx, y, PRN_ALL_AXES, 0, &a) == PRN_OK) l = a;
+    }
+    if (!l) goto done;
+    for (att = 0; att < 2; ++att) {
+        prn_status bs = prn_backward(ctx, l);
+        if (bs == PRN_OK) break;
+        PRNT_CHECK(bs == PRN_ERR_OUT_OF_MEMORY && prn_tensor_grad(x) == NULL, "n=%ld: backward: %s", fail_at, prn_last_error(ctx));
+        if (att == 1) goto done;
+    }
+    np = prn_rnn_params(r, ps, 16);
+    ps[np++] = x;
+    for (k = 0; k < np; ++k) {
+        size_t n = prn_tensor_numel(ps[k]);
+        PRNT_CHECK(prn_tensor_grad(ps[k]) != NULL, "n=%ld: no gradient %d", fail_at, k);
+        if (prn_tensor_grad(ps[k]) && off + n <= ngrads) prn_tensor_download(prn_tensor_grad(ps[k]), grads + off, n);
+        off += n;
+    }
+    *completed = 1;
+done:
+    prn_tape_clear(ctx);
+    prn_tensor_free(x); prn_tensor_free(y); prn_tensor_free(fin); prn_tensor_free(l); prn_tensor_free(warm);
+    prn_rnn_free(r);
+    PRNT_CHECK(prn_live_tensors(ctx) == 0, "n=%ld: %lu tensors alive", fail_at, (unsigned long)prn_live_tensors(ctx));
+    prn_context_destroy(ctx);
+    PRNT_CHECK(f.live == 0, "n=%ld: %ld allocations outstanding", fail_at, f.live);
+    return f.count;
+}
+static void test_alloc_failures(void) {
+    static double base[512], got[512];
+    int ok;
+    long N = af_run(0, base, 512, &ok), n, stride;
+    PRNT_CHECK(ok, "the run without failures did not complete");
+    stride = getenv("PRNT_FULL") ? 1 : (g_quick ? N / 40 : N / 400) + 1;
+    printf("    %ld allocations; failing every %ld-th\n", N, stride);
+    for (n = 1; n <= N; n += stride) {
+        memset(got, 0, sizeof got);
+        af_run(n, got, 512, &ok);
+        PRNT_CHECK(ok, "n=%ld: not completed", n);
+        if (ok) PRNT_CHECK(!memcmp(got, base, sizeof got), "n=%ld: gradients differ from the run without failures", n);
+        if (prnt_cur_failed > 20) break;
+    }
+}
+
 int main(void) {
     g_ctx = prnt_context(1);
     if (!g_ctx) return 1;
@@ -686,6 +802,8 @@ int main(void) {
     PRNT_RUN(test_nonfinite);
     PRNT_RUN(test_warm_start);
     PRNT_RUN(test_bad_input);
+    if (g_slow) printf("skip test_alloc_failures: the allocator hooks are checked on the reference backend\n");
+    else PRNT_RUN(test_alloc_failures);
     prn_context_destroy(g_ctx);
     return prnt_summary();
 }
