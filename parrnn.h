@@ -5374,6 +5374,29 @@ PRN__FN prn_status prn__rnn_tensor(prn_context *ctx, const char *fn, const char 
     return PRN_OK;
 }
 
+/* The argument checks of prn_rnn_forward and prn_deer_rnn: x [B, T, I] or
+ * [T, I] with T >= 1, state0 [L*D, B, S] ([L*D, S]) or NULL, y not NULL. */
+PRN__FN prn_status prn__rnn_seq_args(prn_context *ctx, const char *fn, const prn_rnn *rnn, prn_tensor *x,
+                                     prn_tensor *state0, prn_tensor **y, int *batched, size_t *B, size_t *T) {
+    size_t LD;
+    PRN__TRY(prn__rnn_arg(ctx, fn, rnn));
+    if (!y) return PRN__ERR(ctx, PRN_ERR_NULL_ARGUMENT, "%s: argument 'y' is NULL", fn);
+    PRN__TRY(prn__check_t(ctx, fn, "x", x, 1));
+    *batched = x->ndim == 3;
+    if (x->ndim != 2 && x->ndim != 3)
+        return PRN__ERR(ctx, PRN_ERR_SHAPE, "%s: argument 'x' has %d axes; expected [B, T, I] or [T, I]", fn, x->ndim);
+    *B = *batched ? x->shape[0] : 1;
+    *T = x->shape[*batched ? 1 : 0];
+    LD = (size_t)rnn->L * (size_t)rnn->D;
+    PRN__TRY(*batched ? prn__rnn_tensor(ctx, fn, "x", rnn, x, 3, (size_t)-1, (size_t)-1, rnn->cfg.input_size)
+                      : prn__rnn_tensor(ctx, fn, "x", rnn, x, 2, (size_t)-1, rnn->cfg.input_size, 0));
+    if (*T == 0) return PRN__ERR(ctx, PRN_ERR_SHAPE, "%s: argument 'x' has T = 0 steps; need at least 1", fn);
+    if (state0)
+        PRN__TRY(*batched ? prn__rnn_tensor(ctx, fn, "state0", rnn, state0, 3, LD, *B, rnn->S)
+                          : prn__rnn_tensor(ctx, fn, "state0", rnn, state0, 2, LD, rnn->S, 0));
+    return PRN_OK;
+}
+
 PRN__DEF prn_status prn_rnn_forward(prn_context *ctx, const prn_rnn *rnn, prn_tensor *x, prn_tensor *state0,
                                     prn_tensor **y, prn_tensor **state) {
     static const char fn[] = "prn_rnn_forward";
@@ -5382,22 +5405,9 @@ PRN__DEF prn_status prn_rnn_forward(prn_context *ctx, const prn_rnn *rnn, prn_te
     prn_tensor *X, *s03 = NULL, *fin = NULL, *prm[4];
     prn__rk k;
     prn__cw w;
-    PRN__TRY(prn__rnn_arg(ctx, fn, rnn));
-    if (!y) return PRN__ERR(ctx, PRN_ERR_NULL_ARGUMENT, "%s: argument 'y' is NULL", fn);
-    PRN__TRY(prn__check_t(ctx, fn, "x", x, 1));
-    batched = x->ndim == 3;
-    if (x->ndim != 2 && x->ndim != 3)
-        return PRN__ERR(ctx, PRN_ERR_SHAPE, "%s: argument 'x' has %d axes; expected [B, T, I] or [T, I]", fn, x->ndim);
-    B = batched ? x->shape[0] : 1;
-    T = x->shape[batched ? 1 : 0];
+    PRN__TRY(prn__rnn_seq_args(ctx, fn, rnn, x, state0, y, &batched, &B, &T));
     LD = (size_t)rnn->L * (size_t)rnn->D;
     S = rnn->S;
-    PRN__TRY(batched ? prn__rnn_tensor(ctx, fn, "x", rnn, x, 3, (size_t)-1, (size_t)-1, rnn->cfg.input_size)
-                     : prn__rnn_tensor(ctx, fn, "x", rnn, x, 2, (size_t)-1, rnn->cfg.input_size, 0));
-    if (T == 0) return PRN__ERR(ctx, PRN_ERR_SHAPE, "%s: argument 'x' has T = 0 steps; need at least 1", fn);
-    if (state0)
-        PRN__TRY(batched ? prn__rnn_tensor(ctx, fn, "state0", rnn, state0, 3, LD, B, S)
-                         : prn__rnn_tensor(ctx, fn, "state0", rnn, state0, 2, LD, S, 0));
     prn__rk_of(rnn, &k);
     mark = ctx->tape_n;
     memset(&w, 0, sizeof w);
@@ -6613,23 +6623,10 @@ PRN__DEF prn_status prn_deer_rnn(prn_context *ctx, const prn_rnn *rnn, prn_tenso
     prn_deer_options o;
     prn_deer_stats agg;
     prn__cw w;
-    PRN__TRY(prn__rnn_arg(ctx, fn, rnn));
-    if (!y) return PRN__ERR(ctx, PRN_ERR_NULL_ARGUMENT, "%s: argument 'y' is NULL", fn);
-    PRN__TRY(prn__check_t(ctx, fn, "x", x, 1));
-    batched = x->ndim == 3;
-    if (x->ndim != 2 && x->ndim != 3)
-        return PRN__ERR(ctx, PRN_ERR_SHAPE, "%s: argument 'x' has %d axes; expected [B, T, I] or [T, I]", fn, x->ndim);
-    B = batched ? x->shape[0] : 1;
-    T = x->shape[batched ? 1 : 0];
+    PRN__TRY(prn__rnn_seq_args(ctx, fn, rnn, x, state0, y, &batched, &B, &T));
     LD = (size_t)rnn->L * (size_t)rnn->D;
     S = rnn->S;
-    PRN__TRY(batched ? prn__rnn_tensor(ctx, fn, "x", rnn, x, 3, (size_t)-1, (size_t)-1, rnn->cfg.input_size)
-                     : prn__rnn_tensor(ctx, fn, "x", rnn, x, 2, (size_t)-1, rnn->cfg.input_size, 0));
-    if (T == 0) return PRN__ERR(ctx, PRN_ERR_SHAPE, "%s: argument 'x' has T = 0 steps; need at least 1", fn);
     if (B == 0) return PRN__ERR(ctx, PRN_ERR_SHAPE, "%s: argument 'x' has batch 0", fn);
-    if (state0)
-        PRN__TRY(batched ? prn__rnn_tensor(ctx, fn, "state0", rnn, state0, 3, LD, B, S)
-                         : prn__rnn_tensor(ctx, fn, "state0", rnn, state0, 2, LD, S, 0));
     PRN__TRY(prn__deer_opts(ctx, fn, opt, rnn->cfg.dtype, &o));
     if (o.warm && *o.warm) {
         guess = *o.warm;
