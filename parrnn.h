@@ -3934,6 +3934,24 @@ PRN__FN prn_status prn__shift_time(prn_context *ctx, const char *fn, prn_tensor 
     return PRN_OK;
 }
 
+/* The adjoint of a forward (rev: reverse) scan with a [B, T, C] (block:
+ * [B, T, C, k]) for the gradient g of its output: lam[t] = g[t] +
+ * A[t+1]^T lam[t+1], run the other way in time. */
+PRN__FN prn_status prn__scan_adjoint(prn_context *ctx, const char *fn, prn_tensor *a, int block, int rev, prn_scan_algo algo,
+                                     size_t B, size_t T, size_t C, size_t k, prn_tensor *g, prn_tensor **lam) {
+    prn_tensor *ash = NULL, *l = NULL;
+    prn_status st = prn__shift_time(ctx, fn, a, B, T, block ? C * k : C, rev ? 1 : -1, NULL, &ash);
+    if (st == PRN_OK) st = prn__tensor_like(ctx, fn, g, &l);
+    if (st == PRN_OK)
+        st = block ? prn__in_fn(ctx, fn, ctx->be->scan_block(ctx, g->dtype, !rev, 1, algo, B, T, C, k, ash->st->buf, g->st->buf, NULL,
+                                         l->st->buf))
+                   : prn__in_fn(ctx, fn, ctx->be->scan_diag(ctx, g->dtype, !rev, algo, B, T, C, ash->st->buf, g->st->buf, NULL, l->st->buf));
+    prn_tensor_free(ash);
+    if (st != PRN_OK) { prn_tensor_free(l); return st; }
+    *lam = l;
+    return PRN_OK;
+}
+
 /* op->i = {reverse, block (0: diagonal), B, T, C, k, algo}: the adjoint runs with the forward's algorithm */
 PRN__FN prn_status prn__bw_scan(prn_context *ctx, const prn_op *op, prn_tensor *g, prn_tensor **gin) {
     static const char fn[] = "prn_backward";
@@ -3941,18 +3959,10 @@ PRN__FN prn_status prn__bw_scan(prn_context *ctx, const prn_op *op, prn_tensor *
     int rev = op->i[0], block = op->i[1];
     prn_scan_algo algo = (prn_scan_algo)op->i[6];
     size_t B = (size_t)op->i[2], T = (size_t)op->i[3], C = (size_t)op->i[4], k = (size_t)op->i[5];
-    size_t F = block ? C * k : C, first = rev ? T - 1 : 0;
-    prn_tensor *ash = NULL, *lam = NULL, *hsh = NULL, *af = NULL, *lf = NULL, *p = NULL, *s = NULL;
-    prn_status st;
-    /* adjoint: lam[t] = g[t] + A[t+1]^T lam[t+1], run the other way in time */
-    st = prn__shift_time(ctx, fn, a, B, T, F, rev ? 1 : -1, NULL, &ash);
-    if (st == PRN_OK) st = prn__tensor_like(ctx, fn, g, &lam);
-    if (st == PRN_OK)
-        st = block ? prn__in_fn(ctx, fn, ctx->be->scan_block(ctx, g->dtype, !rev, 1, algo, B, T, C, k, ash->st->buf, g->st->buf, NULL,
-                                         lam->st->buf))
-                   : prn__in_fn(ctx, fn, ctx->be->scan_diag(ctx, g->dtype, !rev, algo, B, T, C, ash->st->buf, g->st->buf, NULL, lam->st->buf));
-    prn_tensor_free(ash);
-    if (st != PRN_OK) { prn_tensor_free(lam); return st; }
+    size_t first = rev ? T - 1 : 0;
+    prn_tensor *lam = NULL, *hsh = NULL, *af = NULL, *lf = NULL, *p = NULL, *s = NULL;
+    prn_status st = prn__scan_adjoint(ctx, fn, a, block, rev, algo, B, T, C, k, g, &lam);
+    if (st != PRN_OK) return st;
     if (op->needs_grad[0]) { /* dA[t] = lam[t] (outer) h[t-1] */
         st = prn__shift_time(ctx, fn, h, B, T, C, rev ? -1 : 1, h0, &hsh);
         if (st == PRN_OK && !block) st = prn__binary_raw(ctx, fn, PRN_BINARY_MUL, lam, hsh, &gin[0]);
@@ -6254,13 +6264,14 @@ PRN__FN prn_status prn__deer_newton(prn__deer *d, prn_tensor *yprev, prn_tensor 
 PRN__FN prn_status prn__deer_sequential(prn__deer *d, prn_tensor *x, prn_tensor *h0, prn_tensor **out) {
     prn_context *ctx = d->ctx;
     size_t B = d->B, T = d->T, S = d->S, X = x->shape[2], t, shape[3];
-    prn_tensor *y = NULL, *s = prn_tensor_retain(h0);
+    prn_tensor *y = NULL, *s;
     prn_status st;
-    if (d->seq) { prn_tensor_free(s); return d->seq(ctx, d->cell->user, x, h0, d->rev, out); }
+    if (d->seq) return d->seq(ctx, d->cell->user, x, h0, d->rev, out);
+    s = prn_tensor_retain(h0);
     shape[0] = B; shape[1] = T; shape[2] = S;
     st = prn__tensor_new(ctx, d->fn, d->dt, 3, shape, &y);
     for (t = 0; st == PRN_OK && t < T; ++t) {
-        size_t tt = d->rev ? T - 1 - t : t, sh4[4], ss[4], ds[4];
+        size_t tt = d->rev ? T - 1 - t : t;
         prn_tensor *xs = NULL, *xt = NULL, *nx = NULL, *J = NULL;
         st = prn__slice_raw(ctx, d->fn, x, 1, tt, 1, &xs);
         if (st == PRN_OK) st = prn__deer_view(d, xs, B, X, 0, 0, 2, &xt);
@@ -6273,11 +6284,12 @@ PRN__FN prn_status prn__deer_sequential(prn__deer *d, prn_tensor *x, prn_tensor 
                               d->fn, d->cell->step ? "step" : "jacobian");
             }
         }
-        if (st == PRN_OK && S) {
-            sh4[0] = 1; sh4[1] = B; sh4[2] = 1; sh4[3] = S;
-            ss[0] = 0; ss[1] = S; ss[2] = S; ss[3] = 1;
-            ds[0] = 0; ds[1] = T * S; ds[2] = S; ds[3] = 1;
-            st = prn__in_fn(ctx, d->fn, ctx->be->strided_copy(ctx, d->dt, sh4, nx->st->buf, 0, ss, y->st->buf, tt * S, ds));
+        if (st == PRN_OK) {
+            prn__cw w;
+            memset(&w, 0, sizeof w);
+            w.ctx = ctx;
+            prn__cw_put(&w, y, tt, nx);
+            st = prn__in_fn(ctx, d->fn, w.st);
         }
         prn_tensor_free(xs); prn_tensor_free(xt); prn_tensor_free(J);
         prn_tensor_free(s);
@@ -6381,20 +6393,9 @@ PRN__FN prn_status prn__deer_solve(prn__deer *d, prn_tensor *x, prn_tensor *h0, 
 PRN__FN void prn__deer_free_user(void *p) { prn_tensor_free((prn_tensor *)p); }
 PRN__FN prn_status prn__bw_deer(prn_context *ctx, const prn_op *op, prn_tensor *g, prn_tensor **gin) {
     static const char fn[] = "prn_backward";
-    prn_tensor *J = (prn_tensor *)op->user, *ash = NULL, *lam = NULL;
-    int rev = op->i[0];
-    size_t B = (size_t)op->i[1], T = (size_t)op->i[2], S = (size_t)op->i[3], k = (size_t)op->i[4];
-    prn_status st;
-    /* lam[t] = g[t] + J[t+1]^T lam[t+1], the other way in time */
-    st = prn__shift_time(ctx, fn, J, B, T, S * k, rev ? 1 : -1, NULL, &ash);
-    if (st == PRN_OK) st = prn__tensor_like(ctx, fn, g, &lam);
-    if (st == PRN_OK)
-        st = prn__in_fn(ctx, fn, ctx->be->scan_block(ctx, g->dtype, !rev, 1, (prn_scan_algo)op->i[5], B, T, S, k, ash->st->buf,
-                                                     g->st->buf, NULL, lam->st->buf));
-    prn_tensor_free(ash);
-    if (st != PRN_OK) { prn_tensor_free(lam); return st; }
-    gin[0] = lam;
-    return PRN_OK;
+    /* the gradient of fy: lam[t] = g[t] + J[t+1]^T lam[t+1], the other way in time */
+    return prn__scan_adjoint(ctx, fn, (prn_tensor *)op->user, 1, op->i[0], (prn_scan_algo)op->i[5], (size_t)op->i[1],
+                             (size_t)op->i[2], (size_t)op->i[3], (size_t)op->i[4], g, &gin[0]);
 }
 
 /* Records the solution ystar for gradients: fy = f(y_prev, x) as one
@@ -6403,7 +6404,7 @@ PRN__FN prn_status prn__bw_deer(prn_context *ctx, const prn_op *op, prn_tensor *
  * needs a gradient. xr: the recorded x as rows [B*T, X]. */
 PRN__FN prn_status prn__deer_record(prn__deer *d, prn_tensor *xr, prn_tensor *h0, prn_tensor *ystar, prn_tensor *Jx) {
     prn_context *ctx = d->ctx;
-    size_t B = d->B, T = d->T, S = d->S, N = B * T, k = Jx ? Jx->shape[3] : d->k;
+    size_t B = d->B, T = d->T, S = d->S, N = B * T, k = Jx ? Jx->shape[3] : d->k, sh[3];
     prn_tensor *J = prn_tensor_retain(Jx), *h3 = NULL, *part = NULL, *yp3 = NULL, *yp = NULL, *fy = NULL;
     int iv[6], rec = 0;
     prn_status st = PRN_OK;
@@ -6429,21 +6430,15 @@ PRN__FN prn_status prn__deer_record(prn__deer *d, prn_tensor *xr, prn_tensor *h0
         if (st != PRN_OK) return st;
     }
     /* y_prev = [h0, ystar[:, :T-1]] (reverse: [ystar[:, 1:], h0]), recorded through h0 */
-    {
-        size_t s3[3];
-        s3[0] = B; s3[1] = 1; s3[2] = S;
-        st = prn_reshape(ctx, h0, 3, s3, &h3);
-    }
+    sh[0] = B; sh[1] = 1; sh[2] = S;
+    st = prn_reshape(ctx, h0, 3, sh, &h3);
     if (st == PRN_OK && T > 1) st = prn__slice_raw(ctx, d->fn, ystar, 1, d->rev ? 1 : 0, T - 1, &part);
     if (st == PRN_OK) {
         if (T == 1) yp3 = prn_tensor_retain(h3);
         else st = d->rev ? prn_concat(ctx, part, h3, 1, &yp3) : prn_concat(ctx, h3, part, 1, &yp3);
     }
-    if (st == PRN_OK) {
-        size_t s2[2];
-        s2[0] = N; s2[1] = S;
-        st = prn_reshape(ctx, yp3, 2, s2, &yp);
-    }
+    sh[0] = N; sh[1] = S;
+    if (st == PRN_OK) st = prn_reshape(ctx, yp3, 2, sh, &yp);
     if (st == PRN_OK) st = prn__in_fn(ctx, d->fn, d->cell->step(ctx, d->cell->user, xr, yp, &fy));
     if (st == PRN_OK && (!fy || fy->dtype != d->dt || fy->numel != N * S))
         st = PRN__ERR(ctx, PRN_ERR_SHAPE, "%s: the cell's step callback returned a next state of the wrong dtype or size", d->fn);
