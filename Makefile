@@ -45,18 +45,38 @@ LDLIBS_ALL += -lclblast -lOpenCL
 EXTRA_BACKENDS += opencl
 endif
 
-TESTS    = test_ops test_autodiff test_scan test_conformance test_bad_input test_alloc_fail test_cells test_opencl test_rnn test_rnn_golden test_deer
+# LAPACK (liblapack-dev): test_eig checks prn_eigenvalues against dgeev, in
+# both of its builds (the header's QR, and PARRNN_USE_LAPACK).
+ifndef LAPACK
+LAPACK := $(shell printf 'void dgeev_(void);\nint main(void){dgeev_();return 0;}\n' | \
+    $(CC) -x c - -o /dev/null -llapack >/dev/null 2>&1 && echo 1 || echo 0)
+endif
+
+TESTS    = test_ops test_autodiff test_scan test_conformance test_bad_input test_alloc_fail test_cells test_opencl test_rnn test_rnn_golden test_deer \
+           test_pwl_parse test_scyfi
 EXAMPLES = mlp_train scan_explain char_rnn game_agent deer_demo
-BENCHES  = bench_ops bench_scan scan_error bench_rnn bench_deer
+BENCHES  = bench_ops bench_scan scan_error bench_rnn bench_deer bench_scyfi
+ifeq ($(LAPACK),1)
+TESTS   += test_eig test_eig_lapack
+endif
 TEST_BINS    = $(addprefix $(BUILD)/tests/,$(TESTS))
+TOOLS        = $(BUILD)/parrnn-scyfi
 EXAMPLE_BINS = $(addprefix $(BUILD)/examples/,$(EXAMPLES))
 BENCH_BINS   = $(addprefix $(BUILD)/bench/,$(BENCHES))
 
-.PHONY: all test test-sanitize test-valgrind demo bench examples clean
-all: $(TEST_BINS) $(BUILD)/tests/backend_probe $(EXAMPLE_BINS) $(BENCH_BINS)
+.PHONY: all test test-sanitize test-valgrind demo bench examples clean fuzz fuzz-replay
+all: $(TEST_BINS) $(BUILD)/tests/backend_probe $(EXAMPLE_BINS) $(BENCH_BINS) $(TOOLS)
 examples: $(EXAMPLE_BINS)
 
 $(BUILD)/tests/%: tests/%.c parrnn.h tests/prn_test.h $(BACKEND_OBJS)
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS_ALL) -o $@ $< $(BACKEND_OBJS) $(LDLIBS_ALL)
+%/tests/test_eig: LDLIBS_ALL += -llapack
+$(BUILD)/tests/test_eig_lapack: tests/test_eig.c parrnn.h tests/prn_test.h $(BACKEND_OBJS)
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS_ALL) -DPARRNN_USE_LAPACK -o $@ $< $(BACKEND_OBJS) $(LDLIBS_ALL) -llapack
+# The SCYFI command-line tool.
+$(BUILD)/parrnn-scyfi: tools/parrnn_scyfi.c parrnn.h $(BACKEND_OBJS)
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS_ALL) -o $@ $< $(BACKEND_OBJS) $(LDLIBS_ALL)
 $(BUILD)/examples/%: examples/%.c parrnn.h $(BACKEND_OBJS)
@@ -76,10 +96,11 @@ $(BUILD)/parrnn_opencl.o: backends/parrnn_opencl.h $(OCL_HEADER) parrnn.h
 # The whole suite; the last line reads "N passed, N failed, N skipped".
 # With the OpenCL backend built, every test program runs a second time
 # with PARRNN_BACKEND=opencl (skipped, and counted so, where no device is).
-test: $(TEST_BINS) $(BUILD)/tests/backend_probe
+test: $(TEST_BINS) $(BUILD)/tests/backend_probe $(TOOLS)
 	@$(if $(filter 1,$(OPENCL)),,echo "note: the OpenCL backend is not built (no OpenCL headers, ICD loader or CLBlast); its tests are skipped";) \
-	PRNT_PROBE=$(BUILD)/tests/backend_probe PRNT_BACKENDS="$(EXTRA_BACKENDS)" \
-	    sh tests/run.sh tests/compile_check.sh $(TEST_BINS)
+	$(if $(filter 1,$(LAPACK)),,echo "note: LAPACK (liblapack-dev) is not installed: test_eig, which compares prn_eigenvalues with dgeev, is not built";) \
+	PRNT_PROBE=$(BUILD)/tests/backend_probe PRNT_BACKENDS="$(EXTRA_BACKENDS)" PRNT_SCYFI=$(BUILD)/parrnn-scyfi \
+	    sh tests/run.sh tests/compile_check.sh tests/tool_scyfi.sh $(TEST_BINS)
 
 # Same suite under AddressSanitizer and UndefinedBehaviorSanitizer.
 test-sanitize:
@@ -103,6 +124,30 @@ bench: $(BENCH_BINS)
 	$(BUILD)/bench/scan_error
 	$(BUILD)/bench/bench_rnn
 	$(BUILD)/bench/bench_deer
+	$(BUILD)/bench/bench_scyfi
+
+# Fuzzing the model-file parser (prn_pwl_parse) with libFuzzer: clang and
+# compiler-rt's libFuzzer (Debian: libclang-rt-14-dev, which clang only
+# recommends). FUZZ_TIME seconds; new inputs go to $(BUILD)/fuzz/work, the
+# seeds in tests/fuzz_corpus stay as they are; a crash is saved as
+# $(BUILD)/fuzz/crash-*. `make fuzz-replay` runs the target over the corpus
+# without libFuzzer (any C99 compiler, under ASan and UBSan).
+FUZZ_CC    ?= clang
+FUZZ_TIME  ?= 60
+FUZZ_FLAGS  = -std=c99 -g -O1 -fno-omit-frame-pointer -fsanitize=address,undefined -fno-sanitize-recover=undefined \
+              $(WARN) -I.
+$(BUILD)/fuzz/fuzz_pwl_parse: tests/fuzz_pwl_parse.c parrnn.h
+	@mkdir -p $(@D)
+	$(FUZZ_CC) $(FUZZ_FLAGS) -fsanitize=fuzzer -o $@ $< -lm
+$(BUILD)/fuzz/fuzz_pwl_parse_replay: tests/fuzz_pwl_parse.c parrnn.h
+	@mkdir -p $(@D)
+	$(CC) $(FUZZ_FLAGS) -DPRN_FUZZ_STANDALONE -o $@ $< -lm
+fuzz: $(BUILD)/fuzz/fuzz_pwl_parse
+	@mkdir -p $(BUILD)/fuzz/work
+	$(BUILD)/fuzz/fuzz_pwl_parse -max_total_time=$(FUZZ_TIME) -max_len=4096 -dict=tests/fuzz_pwl_parse.dict \
+	    -artifact_prefix=$(BUILD)/fuzz/ $(BUILD)/fuzz/work tests/fuzz_corpus
+fuzz-replay: $(BUILD)/fuzz/fuzz_pwl_parse_replay
+	$(BUILD)/fuzz/fuzz_pwl_parse_replay tests/fuzz_corpus
 
 clean:
 	rm -rf build build-san build-vg build-cuda

@@ -20,6 +20,8 @@
  *                      prn_config.num_threads caps the threads per call.
  *   PARRNN_MALLOC/PARRNN_FREE  default allocator (both or neither); the
  *                      allocator in prn_config overrides them per context.
+ *   PARRNN_USE_LAPACK  prn_eigenvalues calls LAPACK's dgeev (link -llapack)
+ *                      instead of the header's own QR iteration.
  *   PARRNN_NO_INTRINSICS  no x86 intrinsics: the scans' streaming stores
  *                      for outputs larger than the caches (SSE2) are off.
  *   PARRNN_WITH_OPENCL / PARRNN_WITH_CUDA  "opencl" / "cuda" are built-in
@@ -831,6 +833,159 @@ PRNDEF prn_status prn_deer_rnn(prn_context *ctx, const prn_rnn *rnn, prn_tensor 
                                prn_deer_stats *stats);
 
 /* ------------------------------------------------------------------------
+ * Piecewise-linear models and SCYFI: their fixed points and cycles
+ *
+ * The PLRNN family is piecewise affine: inside each linear region (an
+ * indicator pattern D of which ReLUs are on) the step is z' = J(D) z + c(D):
+ *   plrnn            z' = A z + W relu(z) + h          J = A + W D
+ *   alrnn            as plrnn, only the last P units pass through the
+ *                    ReLU (the first M - P are linear: D = 1 there)
+ *   shplrnn          z' = A z + W1 relu(W2 z + h2) + h1
+ *                    J = A + W1 D W2, c = W1 D h2 + h1, D = [W2 z + h2 > 0]
+ *   clipped_shplrnn  z' = A z + W1 (relu(W2 z + h2) - relu(W2 z)) + h1
+ *                    J = A + W1 (D1 - D2) W2, c = W1 D1 h2 + h1,
+ *                    D1 = [W2 z + h2 > 0], D2 = [W2 z > 0]
+ * A is diagonal (M numbers) or full (M * M, row-major; full_A set); W may
+ * have a diagonal. Indicators are strict (z > 0 is on).
+ *
+ * SCYFI (Eisenmann et al., 2023) finds k-cycles z_1 .. z_k exactly: guess
+ * the patterns D_1 .. D_k, solve the affine k-step map's fixed point
+ *     (I - J_k ... J_1) z_1 = c_k + J_k (c_{k-1} + J_{k-1} (... + J_2 c_1))
+ * by LU (the backend's solve_batched), iterate the model from z_1 and
+ * compare the patterns it visits with the guess. Equal: a k-cycle (new
+ * ones are kept). Different: the visited patterns are the next guess.
+ *
+ * The search, order by order (k = 1 .. kmax), is the reference
+ * implementation's outer and inner loop as independent chains j = 0, 1, ...
+ * A chain starts from a random guess (plrnn/alrnn: random bits; shallow
+ * kinds: each D_l drawn from a pool of patterns that occur at points
+ * sampled in [-pool_range, pool_range]^M, half of them up to 100 times
+ * further out, and along trajectories from them) and takes `inner` steps.
+ * A singular or overflowing candidate, or a guess the chain made in its
+ * last 8 steps (a loop), draws a new random guess. A consistent candidate
+ * is kept when it is not a lower-order cycle repeated and new to the
+ * chain, which then starts its count of steps again; either way the chain
+ * goes on from a random guess. Chains are judged in index order: one that
+ * brings a cycle new to the search resets the count of fruitless chains,
+ * and the order ends after `outer` fruitless chains in a row (a discovery
+ * restarts both counters, as in the reference). Many chains run at once
+ * (`batch`): their systems are built on the CPU's threads and solved
+ * together by one batched call of the backend. A chain depends only on
+ * (seed, k, j) and chains are judged in order, so the cycles, their order
+ * and their points do not depend on batch or threads, nor on the backend
+ * up to rounding.
+ *
+ * Default loop counts grow with k, as the reference's: k < 3: outer 10,
+ * inner 20; 3-5: 10/60; 6-7: 10/300; 8-19: 40/1080; 20-29: 40/1115;
+ * 30 and more: 100/1115.
+ *
+ * A candidate is rejected when it is a lower-order cycle repeated (z_1
+ * comes back after j | k, j < k steps), and is a duplicate when its z_1
+ * equals a point of a known cycle of the same order: |a - b| <= tol (1 +
+ * |a|) in the max norm. Each cycle carries the eigenvalues of J_k ... J_1
+ * (the Jacobian of k steps) and its type: stable (all |lambda| < 1),
+ * unstable (all > 1) or saddle.
+ *
+ * Exhaustive mode enumerates every pattern sequence instead (2^(R k) of
+ * them, R the indicator bits: M, P, H or 2 H), so its result is the
+ * complete set of k-cycles whose points are off the region borders; it
+ * refuses more than exhaustive_limit sequences per order.
+ * ---------------------------------------------------------------------- */
+typedef enum prn_pwl_kind {
+    PRN_PWL_PLRNN,
+    PRN_PWL_SHPLRNN,
+    PRN_PWL_CLIPPED_SHPLRNN,
+    PRN_PWL_ALRNN
+} prn_pwl_kind;
+
+/* A model's parameters, on the host, in f64. The arrays are the caller's
+ * (or the loader's, see prn_pwl_load). */
+typedef struct prn_pwl_model {
+    prn_pwl_kind kind;
+    int M;         /* state size                                          */
+    int H;         /* hidden size (shallow kinds)                         */
+    int P;         /* alrnn: the last P units are ReLUs (0 <= P <= M)     */
+    int full_A;    /* A is M x M (row-major) when set, else its diagonal  */
+    double *A;     /* M or M*M                                            */
+    double *W;     /* M*M, row-major (plrnn, alrnn)                       */
+    double *h;     /* M (plrnn, alrnn)                                    */
+    double *W1;    /* M*H, row-major (shallow kinds)                      */
+    double *W2;    /* H*M                                                 */
+    double *h1;    /* M                                                   */
+    double *h2;    /* H                                                   */
+} prn_pwl_model;
+
+/* Checks a model (sizes, the arrays its kind needs, finite numbers). */
+PRNDEF prn_status prn_pwl_check(prn_context *ctx, const prn_pwl_model *m);
+/* One step z -> z' = F(z) (M numbers each; out may equal z). */
+PRNDEF prn_status prn_pwl_step(prn_context *ctx, const prn_pwl_model *m, const double *z, double *out);
+
+/* Model files (text). '#' starts a comment; each field is a keyword
+ * followed by its numbers, which may continue on the following lines:
+ *   kind plrnn | shplrnn | clipped_shplrnn | alrnn
+ *   M <int>      H <int> (shallow kinds)      P <int> (alrnn)
+ *   A <M numbers> (diagonal) or <M*M numbers> (full, row-major)
+ *   W <M*M> h <M>                              (plrnn, alrnn)
+ *   W1 <M*H> W2 <H*M> h1 <M> h2 <H>             (shallow kinds)
+ * prn_pwl_parse reads len bytes of text; a missing, repeated or unknown
+ * field, a wrong count, a field the kind does not have, a number that is
+ * not one or not finite gives PRN_ERR_FORMAT and a message naming the
+ * line and the field. On success *out is one allocation from the
+ * context's allocator, freed with prn_pwl_free. */
+PRNDEF prn_status prn_pwl_parse(prn_context *ctx, const char *text, size_t len, prn_pwl_model **out);
+PRNDEF prn_status prn_pwl_load(prn_context *ctx, const char *path, prn_pwl_model **out);
+PRNDEF void prn_pwl_free(prn_context *ctx, prn_pwl_model *m);
+
+/* Zero fields take the defaults in brackets. */
+typedef struct prn_scyfi_options {
+    int kmax;                 /* [1] orders 1 .. kmax                          */
+    int outer, inner;         /* [by k, see above] fruitless chains that end
+                               * an order; steps of one chain                  */
+    uint64_t seed;            /* [0]                                           */
+    int batch;                /* [max(outer, 4 threads), capped so the systems
+                               * take at most 64 MiB] chains at once          */
+    double tol;               /* [1e-6] duplicate test                         */
+    int exhaustive;           /* [0] enumerate every pattern sequence          */
+    double exhaustive_limit;  /* [2^22] most sequences per order               */
+    int pool_size;            /* [1000] shallow kinds: sampled points          */
+    double pool_range;        /* [10]                                          */
+    int max_cycles;           /* [0: no limit] stop an order after this many   */
+} prn_scyfi_options;
+
+typedef enum prn_cycle_type { PRN_CYCLE_STABLE, PRN_CYCLE_UNSTABLE, PRN_CYCLE_SADDLE } prn_cycle_type;
+
+typedef struct prn_scyfi_cycle {
+    int k;                /* order                                             */
+    double *points;       /* k x M: z_1 .. z_k in trajectory order             */
+    double *eig_re;       /* M eigenvalues of J_k ... J_1 (real parts),        */
+    double *eig_im;       /* imaginary parts; sorted by decreasing modulus     */
+    prn_cycle_type type;
+} prn_scyfi_cycle;
+
+typedef struct prn_scyfi_result {
+    int M, kmax;
+    int num_cycles;
+    prn_scyfi_cycle *cycles;  /* by order, then in the order found            */
+    int *count;               /* [kmax + 1]: count[k] cycles of order k        */
+    double solves;            /* candidate systems solved                      */
+    double singular;          /* of them singular (re-randomised)              */
+} prn_scyfi_result;
+
+/* Every cycle of order 1 .. kmax that the search (or enumeration) finds.
+ * opt may be NULL. On success *out is freed with prn_scyfi_free. */
+PRNDEF prn_status prn_scyfi(prn_context *ctx, const prn_pwl_model *m, const prn_scyfi_options *opt,
+                            prn_scyfi_result **out);
+PRNDEF void prn_scyfi_free(prn_context *ctx, prn_scyfi_result *r);
+
+/* Eigenvalues of a real n x n matrix a (row-major; not changed): balancing,
+ * Hessenberg reduction and the shifted (Francis double-shift) QR
+ * iteration; LAPACK's dgeev instead when the implementation is compiled
+ * with PARRNN_USE_LAPACK. re/im get n values, sorted by decreasing modulus
+ * (a conjugate pair: positive imaginary part first). PRN_ERR_NONFINITE
+ * for a non-finite a or when the iteration does not converge. */
+PRNDEF prn_status prn_eigenvalues(prn_context *ctx, int n, const double *a, double *re, double *im);
+
+/* ------------------------------------------------------------------------
  * Optimisers
  * ---------------------------------------------------------------------- */
 typedef struct prn_optim prn_optim;
@@ -1029,8 +1184,17 @@ struct prn_backend {
                                     size_t k, const void *g, const void *s, const void *next, const void *saved,
                                     void *dxp, void *dq, void *ds);
 
-    /* Room for the solve primitives of later versions: keep NULL. */
-    void (*reserved[28])(void);
+    /* Batched dense solves (SCYFI's candidates): for b < batch, solves
+     * a[b] x = r[b] by LU with partial pivoting (the first largest |pivot|
+     * of the column wins; no scaling), a [batch, n, n] row-major, r
+     * [batch, n]. a is overwritten (factors or scratch), r by x. info is a
+     * host array of batch ints: 0, or j + 1 when the pivot of column j was
+     * 0 or not finite (that r is then unspecified). n >= 1. */
+    prn_status (*solve_batched)(prn_context *ctx, prn_dtype dtype, size_t batch, size_t n, void *a,
+                                void *r, int *info);
+
+    /* Room for the primitives of later versions: keep NULL. */
+    void (*reserved[27])(void);
 };
 
 /* The backend table the context runs on. */
@@ -1075,6 +1239,7 @@ PRNDEF const prn_backend *prn_cuda_backend(void);
 #ifndef PARRNN_IMPLEMENTATION_DONE
 #define PARRNN_IMPLEMENTATION_DONE
 
+#include <float.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -2366,6 +2531,74 @@ PRN__FN prn_status prn__ref_rnn_cell_backward(prn_context *ctx, prn_dtype dtype,
     return PRN_OK;
 }
 
+/* --- batched LU solves (solve_batched) ----------------------------------- */
+/* One system: a x = r by LU with partial pivoting, elimination by rows so
+ * the inner loop runs along contiguous memory. par threads the row loop
+ * (for few large systems). */
+#ifdef _OPENMP
+#define PRN__LU_ROWS_PAR PRN__PRAGMA(omp parallel for num_threads(nt) schedule(static) if(par && n - j > 64))
+#define PRN__LU_BATCH_PAR PRN__PRAGMA(omp parallel for num_threads(prn__nt) schedule(dynamic) if(prn__par && !inner))
+#else
+#define PRN__LU_ROWS_PAR
+#define PRN__LU_BATCH_PAR
+#endif
+#define PRN__LU_SOLVE(T)                                                         \
+    PRN__FN int prn__lu_solve_##T(size_t n, T *a, T *r, int par, int nt) {        \
+        size_t j;                                                                \
+        long i;                                                                  \
+        (void)par; (void)nt;                                                     \
+        for (j = 0; j < n; ++j) {                                                \
+            size_t p = j, c;                                                     \
+            T best = a[j * n + j] < 0 ? -a[j * n + j] : a[j * n + j], piv;       \
+            for (c = j + 1; c < n; ++c) {                                        \
+                T v = a[c * n + j] < 0 ? -a[c * n + j] : a[c * n + j];           \
+                if (v > best) { best = v; p = c; }                               \
+            }                                                                    \
+            if (!(best > 0) || best - best != 0) return (int)j + 1;              \
+            if (p != j) {                                                        \
+                T tr = r[p]; r[p] = r[j]; r[j] = tr;                             \
+                for (c = j; c < n; ++c) { T t = a[p * n + c]; a[p * n + c] = a[j * n + c]; a[j * n + c] = t; } \
+            }                                                                    \
+            piv = a[j * n + j];                                                  \
+            PRN__LU_ROWS_PAR                                                     \
+            for (i = (long)j + 1; i < (long)n; ++i) {                            \
+                T *ai = a + (size_t)i * n, *aj = a + j * n, l = ai[j] / piv;     \
+                size_t q;                                                        \
+                if (l == 0) continue;                                            \
+                PRN__SIMD for (q = j + 1; q < n; ++q) ai[q] -= l * aj[q];        \
+                r[i] -= l * r[j];                                                \
+            }                                                                    \
+        }                                                                        \
+        for (i = (long)n - 1; i >= 0; --i) {                                     \
+            const T *ai = a + (size_t)i * n;                                     \
+            T s = r[i];                                                          \
+            size_t q;                                                            \
+            for (q = (size_t)i + 1; q < n; ++q) s -= ai[q] * r[q];               \
+            r[i] = s / ai[i];                                                    \
+        }                                                                        \
+        return 0;                                                                \
+    }
+PRN__LU_SOLVE(double)
+PRN__LU_SOLVE(float)
+
+PRN__FN prn_status prn__ref_solve_batched(prn_context *ctx, prn_dtype dtype, size_t batch, size_t n, void *a,
+                                          void *r, int *info) {
+    long b;
+    int inner;
+    PRN__PAR_SETUP(ctx, batch * n * n * (n / 8 + 1));
+    /* Enough systems: one per thread; else the threads share each one's rows. */
+    inner = prn__par && batch < (size_t)prn__nt;
+    if (n == 0) return prn_set_error(ctx, PRN_ERR_INVALID_ARGUMENT, "solve_batched: argument 'n' is 0");
+    PRN__LU_BATCH_PAR
+    for (b = 0; b < (long)batch; ++b) {
+        if (dtype == PRN_F64)
+            info[b] = prn__lu_solve_double(n, (double *)a + (size_t)b * n * n, (double *)r + (size_t)b * n, inner, prn__nt);
+        else
+            info[b] = prn__lu_solve_float(n, (float *)a + (size_t)b * n * n, (float *)r + (size_t)b * n, inner, prn__nt);
+    }
+    return PRN_OK;
+}
+
 #define PRN__REFERENCE_TABLE(NAME, GEMM)                                         \
     { NAME, PARRNN_BACKEND_ABI, prn__ref_create, prn__ref_destroy,              \
       prn__ref_buf_alloc, prn__ref_buf_free, prn__ref_buf_upload,                \
@@ -2373,7 +2606,7 @@ PRN__FN prn_status prn__ref_rnn_cell_backward(prn_context *ctx, prn_dtype dtype,
       prn__ref_binary, prn__ref_strided_copy, GEMM, prn__ref_reduce,             \
       prn__ref_argmax, prn__ref_softmax, prn__ref_random, prn__ref_sgd_update,   \
       prn__ref_adam_update, prn__ref_scan_diag, prn__ref_scan_block,             \
-      prn__ref_rnn_cell_forward, prn__ref_rnn_cell_backward, { NULL } }
+      prn__ref_rnn_cell_forward, prn__ref_rnn_cell_backward, prn__ref_solve_batched, { NULL } }
 
 PRN__DEF const prn_backend *prn_reference_noblas_backend(void) {
     static const prn_backend b = PRN__REFERENCE_TABLE("reference-noblas", prn__ref_gemm_loops);
@@ -6706,6 +6939,1581 @@ PRN__DEF prn_status prn_deer_rnn(prn_context *ctx, const prn_rnn *rnn, prn_tenso
     prn_free(ctx, w.t);
     if (w.st != PRN_OK) prn__tape_truncate(ctx, mark);
     return prn__in_fn(ctx, fn, w.st);
+}
+
+/* ------------------------------------------------------------------------
+ * Piecewise-linear models and SCYFI
+ * ---------------------------------------------------------------------- */
+#define PRN__PWL_MAX_DIM 65536 /* M, H: M*M doubles must fit in memory */
+
+/* Indicator bits of one pattern. */
+PRN__FN size_t prn__pwl_bits(const prn_pwl_model *m) {
+    switch (m->kind) {
+    case PRN_PWL_PLRNN: return (size_t)m->M;
+    case PRN_PWL_ALRNN: return (size_t)m->P;
+    case PRN_PWL_SHPLRNN: return (size_t)m->H;
+    default: return 2 * (size_t)m->H;
+    }
+}
+PRN__FN int prn__pwl_shallow(const prn_pwl_model *m) {
+    return m->kind == PRN_PWL_SHPLRNN || m->kind == PRN_PWL_CLIPPED_SHPLRNN;
+}
+PRN__FN const char *prn__pwl_kind_name(prn_pwl_kind k) {
+    switch (k) {
+    case PRN_PWL_PLRNN: return "plrnn";
+    case PRN_PWL_SHPLRNN: return "shplrnn";
+    case PRN_PWL_CLIPPED_SHPLRNN: return "clipped_shplrnn";
+    default: return "alrnn";
+    }
+}
+
+PRN__FN prn_status prn__pwl_array(prn_context *ctx, const char *fn, const char *name, const double *x, size_t n) {
+    size_t i;
+    if (!x) return PRN__ERR(ctx, PRN_ERR_NULL_ARGUMENT, "%s: argument 'm->%s' is NULL", fn, name);
+    for (i = 0; i < n; ++i)
+        if (!(x[i] - x[i] == 0))
+            return PRN__ERR(ctx, PRN_ERR_NONFINITE, "%s: m->%s[%lu] is not finite", fn, name, (unsigned long)i);
+    return PRN_OK;
+}
+
+PRN__FN prn_status prn__pwl_check(prn_context *ctx, const char *fn, const prn_pwl_model *m) {
+    size_t M, H;
+    PRN__CTX(ctx, fn);
+    if (!m) return PRN__ERR(ctx, PRN_ERR_NULL_ARGUMENT, "%s: argument 'm' is NULL", fn);
+    if ((int)m->kind < 0 || (int)m->kind > (int)PRN_PWL_ALRNN)
+        return PRN__ERR(ctx, PRN_ERR_INVALID_ARGUMENT, "%s: m->kind is %d, not a prn_pwl_kind", fn, (int)m->kind);
+    if (m->M < 1 || m->M > PRN__PWL_MAX_DIM)
+        return PRN__ERR(ctx, PRN_ERR_INVALID_ARGUMENT, "%s: m->M is %d; need 1 .. %d", fn, m->M, PRN__PWL_MAX_DIM);
+    M = (size_t)m->M;
+    PRN__TRY(prn__pwl_array(ctx, fn, "A", m->A, m->full_A ? M * M : M));
+    if (prn__pwl_shallow(m)) {
+        if (m->H < 1 || m->H > PRN__PWL_MAX_DIM)
+            return PRN__ERR(ctx, PRN_ERR_INVALID_ARGUMENT, "%s: m->H is %d; need 1 .. %d for kind %s", fn, m->H,
+                            PRN__PWL_MAX_DIM, prn__pwl_kind_name(m->kind));
+        H = (size_t)m->H;
+        PRN__TRY(prn__pwl_array(ctx, fn, "W1", m->W1, M * H));
+        PRN__TRY(prn__pwl_array(ctx, fn, "W2", m->W2, H * M));
+        PRN__TRY(prn__pwl_array(ctx, fn, "h1", m->h1, M));
+        PRN__TRY(prn__pwl_array(ctx, fn, "h2", m->h2, H));
+    } else {
+        if (m->kind == PRN_PWL_ALRNN && (m->P < 0 || m->P > m->M))
+            return PRN__ERR(ctx, PRN_ERR_INVALID_ARGUMENT, "%s: m->P is %d; need 0 .. M = %d", fn, m->P, m->M);
+        PRN__TRY(prn__pwl_array(ctx, fn, "W", m->W, M * M));
+        PRN__TRY(prn__pwl_array(ctx, fn, "h", m->h, M));
+    }
+    return PRN_OK;
+}
+PRN__DEF prn_status prn_pwl_check(prn_context *ctx, const prn_pwl_model *m) {
+    return prn__pwl_check(ctx, "prn_pwl_check", m);
+}
+
+/* out = F(z) (out != z) and, when pat is not NULL, z's pattern (one byte
+ * per indicator bit). tmp holds 2 H doubles (shallow kinds). */
+PRN__FN void prn__pwl_next(const prn_pwl_model *m, const double *z, double *out, unsigned char *pat, double *tmp) {
+    size_t M = (size_t)m->M, i, j;
+    if (m->full_A) {
+        for (i = 0; i < M; ++i) {
+            const double *a = m->A + i * M;
+            double s = 0;
+            for (j = 0; j < M; ++j) s += a[j] * z[j];
+            out[i] = s;
+        }
+    } else {
+        for (i = 0; i < M; ++i) out[i] = m->A[i] * z[i];
+    }
+    if (!prn__pwl_shallow(m)) {
+        size_t lin = m->kind == PRN_PWL_ALRNN ? M - (size_t)m->P : 0;
+        for (j = 0; j < M; ++j) {
+            double pj = j < lin ? z[j] : (z[j] > 0 ? z[j] : 0);
+            if (pat && j >= lin) pat[j - lin] = z[j] > 0;
+            if (pj != 0)
+                for (i = 0; i < M; ++i) out[i] += m->W[i * M + j] * pj;
+        }
+        for (i = 0; i < M; ++i) out[i] += m->h[i];
+    } else {
+        size_t H = (size_t)m->H, q;
+        int clipped = m->kind == PRN_PWL_CLIPPED_SHPLRNN;
+        for (q = 0; q < H; ++q) {
+            const double *w = m->W2 + q * M;
+            double s = 0, u;
+            for (j = 0; j < M; ++j) s += w[j] * z[j];
+            u = s + m->h2[q];
+            tmp[q] = (u > 0 ? u : 0) - (clipped && s > 0 ? s : 0);
+            if (pat) {
+                pat[q] = u > 0;
+                if (clipped) pat[H + q] = s > 0;
+            }
+        }
+        for (i = 0; i < M; ++i) {
+            const double *w = m->W1 + i * H;
+            double s = m->h1[i];
+            for (q = 0; q < H; ++q) s += w[q] * tmp[q];
+            out[i] += s;
+        }
+    }
+}
+
+PRN__DEF prn_status prn_pwl_step(prn_context *ctx, const prn_pwl_model *m, const double *z, double *out) {
+    static const char *fn = "prn_pwl_step";
+    double *tmp;
+    size_t M;
+    PRN__TRY(prn__pwl_check(ctx, fn, m));
+    if (!z) return PRN__ERR(ctx, PRN_ERR_NULL_ARGUMENT, "%s: argument 'z' is NULL", fn);
+    if (!out) return PRN__ERR(ctx, PRN_ERR_NULL_ARGUMENT, "%s: argument 'out' is NULL", fn);
+    M = (size_t)m->M;
+    tmp = (double *)prn_alloc(ctx, (M + 2 * (size_t)(m->H > 0 ? m->H : 0) + 1) * sizeof(double));
+    if (!tmp) return prn__in_fn(ctx, fn, PRN_ERR_OUT_OF_MEMORY);
+    prn__pwl_next(m, z, tmp, NULL, tmp + M);
+    memcpy(out, tmp, M * sizeof(double));
+    prn_free(ctx, tmp);
+    return PRN_OK;
+}
+
+/* --- model files ----------------------------------------------------------- */
+enum { PRN__PF_KIND, PRN__PF_M, PRN__PF_H, PRN__PF_P, PRN__PF_A, PRN__PF_W, PRN__PF_h, PRN__PF_W1, PRN__PF_W2,
+       PRN__PF_h1, PRN__PF_h2, PRN__PF_COUNT };
+static const char *const prn__pf_names[PRN__PF_COUNT] = { "kind", "M", "H", "P", "A", "W", "h", "W1", "W2", "h1", "h2" };
+
+typedef struct prn__pf_field {
+    int seen, line;   /* line of the keyword */
+    size_t first, n;  /* its numbers: vals[first .. first + n) */
+} prn__pf_field;
+
+PRN__FN int prn__pf_space(char c) { return c == ' ' || c == '\t' || c == '\r' || c == '\n' || c == '\f' || c == '\v'; }
+
+PRN__FN prn_status prn__pf_error(prn_context *ctx, int line, const char *field, const char *fmt, const char *a,
+                                 const char *b) {
+    char msg[200];
+    snprintf(msg, sizeof msg, fmt, a ? a : "", b ? b : "");
+    if (field) return PRN__ERR(ctx, PRN_ERR_FORMAT, "prn_pwl_parse: line %d, field '%s': %s", line, field, msg);
+    return PRN__ERR(ctx, PRN_ERR_FORMAT, "prn_pwl_parse: line %d: %s", line, msg);
+}
+
+/* Needed count of a field as text ("M*M"), and its value. */
+PRN__FN int prn__pf_needs(int f, prn_pwl_kind kind, size_t M, size_t H, size_t *n, const char **what) {
+    int shallow = kind == PRN_PWL_SHPLRNN || kind == PRN_PWL_CLIPPED_SHPLRNN;
+    switch (f) {
+    case PRN__PF_KIND: case PRN__PF_M: *n = 1; *what = "1"; return 1;
+    case PRN__PF_H: *n = 1; *what = "1"; return shallow;
+    case PRN__PF_P: *n = 1; *what = "1"; return kind == PRN_PWL_ALRNN;
+    case PRN__PF_A: *n = M; *what = "M (diagonal) or M*M (full)"; return 1;
+    case PRN__PF_W: *n = M * M; *what = "M*M"; return !shallow;
+    case PRN__PF_h: *n = M; *what = "M"; return !shallow;
+    case PRN__PF_W1: *n = M * H; *what = "M*H"; return shallow;
+    case PRN__PF_W2: *n = H * M; *what = "H*M"; return shallow;
+    case PRN__PF_h1: *n = M; *what = "M"; return shallow;
+    default: *n = H; *what = "H"; return shallow;
+    }
+}
+
+/* A positive integer field (M, H) or P (may be 0). */
+PRN__FN prn_status prn__pf_int(prn_context *ctx, const prn__pf_field *fl, const double *vals, const char *name,
+                               int lo, int *out) {
+    double v = vals[fl->first];
+    char buf[64];
+    if (!(v >= lo && v <= PRN__PWL_MAX_DIM && v == (double)(int)v)) {
+        snprintf(buf, sizeof buf, "%.17g", v);
+        return prn__pf_error(ctx, fl->line, name, lo ? "%s is not an integer in 1 .. 65536%s"
+                                                     : "%s is not an integer in 0 .. 65536%s", buf, "");
+    }
+    *out = (int)v;
+    return PRN_OK;
+}
+
+PRN__DEF prn_status prn_pwl_parse(prn_context *ctx, const char *text, size_t len, prn_pwl_model **out) {
+    static const char *fn = "prn_pwl_parse";
+    prn__pf_field fl[PRN__PF_COUNT];
+    double *vals = NULL, *dst;
+    size_t nvals = 0, cap = 0, pos = 0, M = 0, H = 0, total, n;
+    int line = 1, cur = -1, kind = -1, f, Mi = 0, Hi = 0, Pi = 0, full_A = 0;
+    prn_status st = PRN_OK;
+    prn_pwl_model *m;
+    const char *what;
+    PRN__CTX(ctx, fn);
+    if (!text && len) return PRN__ERR(ctx, PRN_ERR_NULL_ARGUMENT, "%s: argument 'text' is NULL", fn);
+    PRN__CHECK_OUT(ctx, fn, out);
+    memset(fl, 0, sizeof fl);
+    while (pos < len && st == PRN_OK) {
+        char tok[512]; /* longer tokens are no number or name we read */
+        size_t b, e, tl;
+        char c = text[pos];
+        if (c == '\n') { ++line; ++pos; continue; }
+        if (prn__pf_space(c)) { ++pos; continue; }
+        if (c == '#') { while (pos < len && text[pos] != '\n') ++pos; continue; }
+        if (c == '\0') { st = prn__pf_error(ctx, line, NULL, "a NUL byte in the text%s%s", NULL, NULL); break; }
+        b = pos;
+        while (pos < len && !prn__pf_space(text[pos]) && text[pos] != '#' && text[pos] != '\0') ++pos;
+        e = pos;
+        tl = e - b < sizeof tok - 1 ? e - b : sizeof tok - 1;
+        memcpy(tok, text + b, tl);
+        tok[tl] = '\0';
+        if (e - b >= sizeof tok - 1) memcpy(tok + sizeof tok - 4, "...", 4);
+        if ((tok[0] >= 'a' && tok[0] <= 'z') || (tok[0] >= 'A' && tok[0] <= 'Z')) {
+            /* A keyword, or the kind's value, or a word where a number belongs. */
+            if (cur == PRN__PF_KIND && fl[cur].n == 0) {
+                int k;
+                for (k = 0; k <= (int)PRN_PWL_ALRNN; ++k)
+                    if (e - b < sizeof tok - 1 && strcmp(tok, prn__pwl_kind_name((prn_pwl_kind)k)) == 0) kind = k;
+                if (kind < 0) {
+                    st = prn__pf_error(ctx, line, "kind",
+                                       "'%s' is not a kind (plrnn, shplrnn, clipped_shplrnn, alrnn)%s", tok, NULL);
+                    break;
+                }
+                fl[cur].n = 1;
+                continue;
+            }
+            for (f = 0; f < PRN__PF_COUNT; ++f)
+                if (e - b < sizeof tok - 1 && strcmp(tok, prn__pf_names[f]) == 0) break;
+            if (f == PRN__PF_COUNT) {
+                /* strtod also reads nan and inf: name them as what they are. */
+                char *end;
+                double v = strtod(tok, &end);
+                if (cur >= 0 && *end == '\0' && end != tok && !(v - v == 0))
+                    st = prn__pf_error(ctx, line, prn__pf_names[cur], "'%s' is not a finite number%s", tok, NULL);
+                else if (cur >= 0)
+                    st = prn__pf_error(ctx, line, prn__pf_names[cur], "'%s' is neither a number nor a field name%s",
+                                       tok, NULL);
+                else
+                    st = prn__pf_error(ctx, line, NULL, "unknown field '%s'%s", tok, NULL);
+                break;
+            }
+            if (fl[f].seen) {
+                char prev[32];
+                snprintf(prev, sizeof prev, "%d", fl[f].line);
+                st = prn__pf_error(ctx, line, prn__pf_names[f], "repeated (first on line %s)%s", prev, NULL);
+                break;
+            }
+            if (cur == PRN__PF_KIND && fl[cur].n == 0) break; /* unreachable: handled above */
+            fl[f].seen = 1;
+            fl[f].line = line;
+            fl[f].first = nvals;
+            cur = f;
+            continue;
+        }
+        {
+            char *end;
+            double v;
+            if (cur < 0) { st = prn__pf_error(ctx, line, NULL, "a number ('%s') before any field name%s", tok, NULL); break; }
+            if (cur == PRN__PF_KIND) {
+                st = prn__pf_error(ctx, line, "kind", "'%s' is not a kind (plrnn, shplrnn, clipped_shplrnn, alrnn)%s",
+                                   tok, NULL);
+                break;
+            }
+            v = e - b < sizeof tok - 1 ? strtod(tok, &end) : 0;
+            if (e - b >= sizeof tok - 1 || *end != '\0' || end == tok) {
+                st = prn__pf_error(ctx, line, prn__pf_names[cur], "'%s' is not a number%s", tok, NULL);
+                break;
+            }
+            if (!(v - v == 0)) {
+                st = prn__pf_error(ctx, line, prn__pf_names[cur], "'%s' is not a finite number%s", tok, NULL);
+                break;
+            }
+            if (nvals == cap) {
+                size_t nc = cap ? cap * 2 : 256;
+                double *nv = (double *)prn_alloc(ctx, nc * sizeof(double));
+                if (!nv) { st = prn__in_fn(ctx, fn, PRN_ERR_OUT_OF_MEMORY); break; }
+                if (nvals) memcpy(nv, vals, nvals * sizeof(double));
+                prn_free(ctx, vals);
+                vals = nv;
+                cap = nc;
+            }
+            vals[nvals++] = v;
+            fl[cur].n++;
+        }
+    }
+    if (st != PRN_OK) { prn_free(ctx, vals); return st; }
+    /* Which fields the kind needs, and their counts. */
+    if (!fl[PRN__PF_KIND].seen || kind < 0) {
+        st = prn__pf_error(ctx, line, "kind", fl[PRN__PF_KIND].seen ? "no value%s%s" : "missing (end of text)%s%s",
+                           NULL, NULL);
+        if (fl[PRN__PF_KIND].seen) st = prn__pf_error(ctx, fl[PRN__PF_KIND].line, "kind", "no value%s%s", NULL, NULL);
+        prn_free(ctx, vals);
+        return st;
+    }
+    for (f = PRN__PF_M; f < PRN__PF_COUNT && st == PRN_OK; ++f) {
+        int need = prn__pf_needs(f, (prn_pwl_kind)kind, 0, 0, &n, &what);
+        if (need && !fl[f].seen) {
+            char ln[32];
+            snprintf(ln, sizeof ln, "%d", line);
+            st = PRN__ERR(ctx, PRN_ERR_FORMAT, "%s: line %s (end of text), field '%s': missing (kind %s needs it)", fn,
+                          ln, prn__pf_names[f], prn__pwl_kind_name((prn_pwl_kind)kind));
+        } else if (!need && fl[f].seen) {
+            st = prn__pf_error(ctx, fl[f].line, prn__pf_names[f], "kind %s has no such field%s",
+                               prn__pwl_kind_name((prn_pwl_kind)kind), NULL);
+        } else if (need && f <= PRN__PF_P && fl[f].n != 1) {
+            st = prn__pf_error(ctx, fl[f].line, prn__pf_names[f], fl[f].n ? "one integer, not several%s%s"
+                                                                           : "no value%s%s", NULL, NULL);
+        }
+    }
+    if (st == PRN_OK) st = prn__pf_int(ctx, &fl[PRN__PF_M], vals, "M", 1, &Mi);
+    if (st == PRN_OK && fl[PRN__PF_H].seen) st = prn__pf_int(ctx, &fl[PRN__PF_H], vals, "H", 1, &Hi);
+    if (st == PRN_OK && fl[PRN__PF_P].seen) {
+        st = prn__pf_int(ctx, &fl[PRN__PF_P], vals, "P", 0, &Pi);
+        if (st == PRN_OK && Pi > Mi) {
+            char b1[32], b2[32];
+            snprintf(b1, sizeof b1, "%d", Pi);
+            snprintf(b2, sizeof b2, "%d", Mi);
+            st = prn__pf_error(ctx, fl[PRN__PF_P].line, "P", "%s is larger than M = %s", b1, b2);
+        }
+    }
+    M = (size_t)Mi;
+    H = (size_t)Hi;
+    total = 0;
+    for (f = PRN__PF_A; f < PRN__PF_COUNT && st == PRN_OK; ++f) {
+        if (!prn__pf_needs(f, (prn_pwl_kind)kind, M, H, &n, &what)) continue;
+        if (f == PRN__PF_A && fl[f].n == M * M && M > 1) { full_A = 1; n = M * M; }
+        if (fl[f].n != n) {
+            char b1[32], b2[96];
+            snprintf(b1, sizeof b1, "%lu", (unsigned long)fl[f].n);
+            if (f == PRN__PF_A) snprintf(b2, sizeof b2, "%lu (M, diagonal) or %lu (M*M, full)", (unsigned long)M,
+                                         (unsigned long)(M * M));
+            else snprintf(b2, sizeof b2, "%lu (%s)", (unsigned long)n, what);
+            st = prn__pf_error(ctx, fl[f].line, prn__pf_names[f], "%s numbers, need %s", b1, b2);
+        }
+        total += n;
+    }
+    if (st != PRN_OK) { prn_free(ctx, vals); return st; }
+    m = (prn_pwl_model *)prn_alloc(ctx, sizeof *m + total * sizeof(double));
+    if (!m) { prn_free(ctx, vals); return prn__in_fn(ctx, fn, PRN_ERR_OUT_OF_MEMORY); }
+    memset(m, 0, sizeof *m);
+    m->kind = (prn_pwl_kind)kind;
+    m->M = Mi;
+    m->H = Hi;
+    m->P = Pi;
+    m->full_A = full_A;
+    dst = (double *)(void *)(m + 1);
+    for (f = PRN__PF_A; f < PRN__PF_COUNT; ++f) {
+        double **slot;
+        if (!prn__pf_needs(f, (prn_pwl_kind)kind, M, H, &n, &what)) continue;
+        n = fl[f].n;
+        memcpy(dst, vals + fl[f].first, n * sizeof(double));
+        slot = f == PRN__PF_A ? &m->A : f == PRN__PF_W ? &m->W : f == PRN__PF_h ? &m->h : f == PRN__PF_W1 ? &m->W1
+             : f == PRN__PF_W2 ? &m->W2 : f == PRN__PF_h1 ? &m->h1 : &m->h2;
+        *slot = dst;
+        dst += n;
+    }
+    prn_free(ctx, vals);
+    *out = m;
+    return PRN_OK;
+}
+
+PRN__DEF prn_status prn_pwl_load(prn_context *ctx, const char *path, prn_pwl_model **out) {
+    static const char *fn = "prn_pwl_load";
+    FILE *fp;
+    char *buf = NULL;
+    size_t n = 0, cap = 0;
+    prn_status st;
+    PRN__CTX(ctx, fn);
+    if (!path) return PRN__ERR(ctx, PRN_ERR_NULL_ARGUMENT, "%s: argument 'path' is NULL", fn);
+    PRN__CHECK_OUT(ctx, fn, out);
+    fp = fopen(path, "rb");
+    if (!fp) return PRN__ERR(ctx, PRN_ERR_IO, "%s: cannot open '%s'", fn, path);
+    for (;;) {
+        size_t got;
+        if (n == cap) {
+            size_t nc = cap ? cap * 2 : 65536;
+            char *nb = (char *)prn_alloc(ctx, nc);
+            if (!nb) { fclose(fp); prn_free(ctx, buf); return prn__in_fn(ctx, fn, PRN_ERR_OUT_OF_MEMORY); }
+            if (n) memcpy(nb, buf, n);
+            prn_free(ctx, buf);
+            buf = nb;
+            cap = nc;
+        }
+        got = fread(buf + n, 1, cap - n, fp);
+        n += got;
+        if (got == 0) break;
+    }
+    if (ferror(fp)) {
+        fclose(fp);
+        prn_free(ctx, buf);
+        return PRN__ERR(ctx, PRN_ERR_IO, "%s: cannot read '%s'", fn, path);
+    }
+    fclose(fp);
+    st = prn_pwl_parse(ctx, buf, n, out);
+    prn_free(ctx, buf);
+    if (st != PRN_OK) {
+        /* Keep the line/field message, say which file. */
+        char msg[sizeof ctx->msg];
+        snprintf(msg, sizeof msg, "%s", ctx->msg);
+        PRN__ERR(ctx, st, "%s: %s: %s", fn, path, msg);
+    }
+    return st;
+}
+
+PRN__DEF void prn_pwl_free(prn_context *ctx, prn_pwl_model *m) {
+    if (ctx && m) prn_free(ctx, m);
+}
+
+/* --- SCYFI search ---------------------------------------------------------- */
+#ifdef PARRNN_USE_CBLAS
+#define PRN__SC_CBLAS 1
+#else
+#define PRN__SC_CBLAS 0
+#endif
+/* A chain's random stream: Philox blocks (key, (j << 32) + i). */
+typedef struct prn__sc_rng {
+    uint64_t key, ctr;
+    uint32_t w[4];
+    int left;
+} prn__sc_rng;
+PRN__FN uint32_t prn__sc_u32(prn__sc_rng *r) {
+    if (r->left == 0) { prn_philox4x32(r->key, r->ctr++, r->w); r->left = 4; }
+    return r->w[--r->left];
+}
+
+/* One chain of guesses. */
+/* A cycle a chain met: k x M points, then its k x R patterns. */
+typedef struct prn__sc_met {
+    struct prn__sc_met *next;
+} prn__sc_met;
+
+typedef struct prn__sc_chain {
+    int64_t j;            /* index; -1: slot free */
+    int step;             /* guesses tried since the start or its last new cycle */
+    int state;            /* 0 running, 1 candidate to judge, 2 ended */
+    prn__sc_met *met, *met_tail; /* the distinct cycles it met, in order */
+    prn__sc_rng rng;
+    uint64_t recent[8];   /* hashes of the last guesses: a chain that comes
+                           * back to one is in a loop and re-randomises */
+    unsigned char *guess; /* k x R */
+    unsigned char *seen;  /* k x R: patterns the candidate visits */
+    double *pts;          /* (k + 1) x M */
+} prn__sc_chain;
+
+typedef struct prn__sc_cycle_node {
+    struct prn__sc_cycle_node *next;
+    prn_scyfi_cycle c;
+} prn__sc_cycle_node;
+
+typedef struct prn__sc {
+    prn_context *ctx;
+    const prn_backend *be;
+    const prn_pwl_model *m;
+    prn_scyfi_options o;
+    size_t M, R, k;
+    int nt;
+    unsigned char *pool;  /* npool x R distinct patterns (shallow kinds) */
+    size_t npool;
+    /* per thread: J, T (M x M), c, v, tmp (M + 2 H + M) */
+    double *scratch;
+    size_t scratch_per;
+    double *sys, *rhs;    /* batch x M x M, batch x M (host staging) */
+    int *info;
+    void *dsys, *drhs;    /* backend buffers */
+    prn__sc_chain *chains;
+    int batch;
+    prn__sc_cycle_node *head, *tail;
+    int ncycles, found_k;
+    double solves, singular;
+} prn__sc;
+
+/* J and c of one pattern d. */
+PRN__FN void prn__sc_affine(const prn_pwl_model *m, const unsigned char *d, double *J, double *c) {
+    size_t M = (size_t)m->M, i, j, q;
+    if (m->full_A) memcpy(J, m->A, M * M * sizeof(double));
+    else {
+        memset(J, 0, M * M * sizeof(double));
+        for (i = 0; i < M; ++i) J[i * M + i] = m->A[i];
+    }
+    if (!prn__pwl_shallow(m)) {
+        size_t lin = m->kind == PRN_PWL_ALRNN ? M - (size_t)m->P : 0;
+        for (i = 0; i < M; ++i) {
+            const double *w = m->W + i * M;
+            double *Ji = J + i * M;
+            for (j = 0; j < M; ++j)
+                if (j < lin || d[j - lin]) Ji[j] += w[j];
+            c[i] = m->h[i];
+        }
+    } else {
+        size_t H = (size_t)m->H;
+        int clipped = m->kind == PRN_PWL_CLIPPED_SHPLRNN;
+        for (i = 0; i < M; ++i) {
+            const double *w1 = m->W1 + i * H;
+            double *Ji = J + i * M, ci = m->h1[i];
+            for (q = 0; q < H; ++q) {
+                double g = (double)d[q] - (clipped ? (double)d[H + q] : 0.0), s = w1[q] * g;
+                const double *w2 = m->W2 + q * M;
+                if (d[q]) ci += w1[q] * m->h2[q];
+                if (s == 0) continue;
+                PRN__SIMD for (j = 0; j < M; ++j) Ji[j] += s * w2[j];
+            }
+            c[i] = ci;
+        }
+    }
+}
+
+/* C = A B for M x M row-major (C distinct). par: thread the rows. */
+PRN__FN void prn__sc_gemm(size_t M, const double *A, const double *B, double *C, int par, int nt) {
+    long i;
+#ifdef PARRNN_USE_CBLAS
+    /* Only for large M, where the chains are not threaded (CBLAS threads
+     * itself): the same arithmetic for any batch and thread count. */
+    if (M >= 128) {
+        cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)M, (int)M, (int)M, 1.0, A, (int)M, B, (int)M, 0.0,
+                    C, (int)M);
+        return;
+    }
+#endif
+    (void)nt; (void)par;
+#ifdef _OPENMP
+    PRN__PRAGMA(omp parallel for num_threads(nt) schedule(static) if(par && M >= 64))
+#endif
+    for (i = 0; i < (long)M; ++i) {
+        double *Ci = C + (size_t)i * M;
+        const double *Ai = A + (size_t)i * M;
+        size_t q, j;
+        memset(Ci, 0, M * sizeof(double));
+        for (q = 0; q < M; ++q) {
+            double a = Ai[q];
+            const double *Bq = B + q * M;
+            if (a == 0) continue;
+            PRN__SIMD for (j = 0; j < M; ++j) Ci[j] += a * Bq[j];
+        }
+    }
+}
+
+/* P = J_k ... J_1 into P, v = the affine part, for patterns g (k x R). */
+PRN__FN void prn__sc_product(prn__sc *s, const unsigned char *g, double *P, double *v, double *scr, int par) {
+    size_t M = s->M, l, i, j;
+    double *J = scr, *T = scr + M * M, *c = T + M * M, *tv = c + M;
+    prn__sc_affine(s->m, g, P, v);
+    for (l = 1; l < s->k; ++l) {
+        prn__sc_affine(s->m, g + l * s->R, J, c);
+        prn__sc_gemm(M, J, P, T, par, s->nt);
+        memcpy(P, T, M * M * sizeof(double));
+        for (i = 0; i < M; ++i) {
+            const double *Ji = J + i * M;
+            double a = c[i];
+            for (j = 0; j < M; ++j) a += Ji[j] * v[j];
+            tv[i] = a;
+        }
+        memcpy(v, tv, M * sizeof(double));
+    }
+}
+
+/* A random guess (k patterns) for chain ch. */
+PRN__FN void prn__sc_random_guess(prn__sc *s, prn__sc_chain *ch) {
+    size_t l, i, R = s->R;
+    for (l = 0; l < s->k; ++l) {
+        unsigned char *d = ch->guess + l * R;
+        if (s->pool) {
+            memcpy(d, s->pool + (size_t)(prn__sc_u32(&ch->rng) % (uint32_t)s->npool) * R, R);
+        } else {
+            uint32_t w = 0;
+            for (i = 0; i < R; ++i) {
+                if (i % 32 == 0) w = prn__sc_u32(&ch->rng);
+                d[i] = (unsigned char)((w >> (i % 32)) & 1u);
+            }
+        }
+    }
+}
+
+PRN__FN void prn__sc_start(prn__sc *s, prn__sc_chain *ch, int64_t j) {
+    ch->j = j;
+    ch->step = 0;
+    ch->state = 0;
+    ch->met = ch->met_tail = NULL;
+    memset(ch->recent, 0, sizeof ch->recent);
+    if (s->o.exhaustive) {
+        /* Sequence j: bit b of j is bit b of the concatenated patterns. */
+        size_t b, n = s->k * s->R;
+        for (b = 0; b < n; ++b) ch->guess[b] = (unsigned char)(((uint64_t)j >> b) & 1u);
+        return;
+    }
+    ch->rng.key = s->o.seed ^ (0x9E3779B97F4A7C15ull * (uint64_t)(s->k + 1));
+    ch->rng.ctr = (uint64_t)j << 32;
+    ch->rng.left = 0;
+    prn__sc_random_guess(s, ch);
+}
+
+PRN__FN double prn__sc_inf_norm(const double *x, size_t n) {
+    double m = 0;
+    size_t i;
+    for (i = 0; i < n; ++i) m = fabs(x[i]) > m ? fabs(x[i]) : m;
+    return m;
+}
+PRN__FN int prn__sc_same(const double *a, const double *b, size_t n, double tol) {
+    size_t i;
+    double d = 0;
+    for (i = 0; i < n; ++i) d = fabs(a[i] - b[i]) > d ? fabs(a[i] - b[i]) : d;
+    return d <= tol * (1 + prn__sc_inf_norm(a, n));
+}
+
+/* After the solve: x is z_1. Iterates the model, compares patterns. */
+PRN__FN void prn__sc_next_guess(prn__sc *s, prn__sc_chain *ch, int ok);
+PRN__FN void prn__sc_check(prn__sc *s, prn__sc_chain *ch, const double *x, int info, double *scr) {
+    size_t M = s->M, R = s->R, k = s->k, l, i;
+    int ok = info == 0;
+    for (i = 0; ok && i < M; ++i) ok = x[i] - x[i] == 0;
+    ch->step++;
+    if (ok) {
+        memcpy(ch->pts, x, M * sizeof(double));
+        for (l = 0; l < k; ++l) prn__pwl_next(s->m, ch->pts + l * M, ch->pts + (l + 1) * M, ch->seen + l * R, scr);
+        if (memcmp(ch->seen, ch->guess, k * R) == 0 &&
+            prn__sc_same(ch->pts, ch->pts + k * M, M, 1e-6)) { /* closes: consistent */
+            ch->state = 1; /* judged serially: prn__sc_candidate */
+            return;
+        }
+        for (i = 0; ok && i < (k + 1) * M; ++i) ok = ch->pts[i] - ch->pts[i] == 0;
+    }
+    prn__sc_next_guess(s, ch, ok);
+}
+
+/* The next guess: the patterns visited, unless the candidate was singular,
+ * overflowed or the chain came back to a recent guess (re-randomise). */
+PRN__FN void prn__sc_next_guess(prn__sc *s, prn__sc_chain *ch, int ok) {
+    size_t i, k = s->k, R = s->R;
+    if (s->o.exhaustive || ch->step >= s->o.inner) { ch->state = 2; return; }
+    if (ok) {
+        uint64_t h = 1469598103934665603ull;
+        for (i = 0; i < k * R; ++i) h = (h ^ ch->seen[i]) * 1099511628211ull;
+        for (i = 0; i < 8 && ch->recent[i] != h; ++i) {}
+        ok = i == 8;
+        ch->recent[ch->step % 8] = h;
+    }
+    if (ok) memcpy(ch->guess, ch->seen, k * R);
+    else prn__sc_random_guess(s, ch); /* singular, overflowing or looping: re-randomise */
+}
+
+PRN__FN int prn__sc_cmp_eig(double ra, double ia, double rb, double ib) {
+    double ma = hypot(ra, ia), mb = hypot(rb, ib); /* squares overflow */
+    if (ma != mb) return ma > mb ? -1 : 1;
+    if (ra != rb) return ra > rb ? -1 : 1;
+    if (ia != ib) return ia > ib ? -1 : 1;
+    return 0;
+}
+PRN__FN void prn__sc_sort_eig(size_t n, double *re, double *im) {
+    size_t i, j; /* insertion sort: n is small next to the n^3 of the QR */
+    for (i = 1; i < n; ++i) {
+        double r = re[i], m = im[i];
+        for (j = i; j > 0 && prn__sc_cmp_eig(r, m, re[j - 1], im[j - 1]) < 0; --j) {
+            re[j] = re[j - 1];
+            im[j] = im[j - 1];
+        }
+        re[j] = r;
+        im[j] = m;
+    }
+}
+
+PRN__FN int prn__sc_close(const prn__sc *s, const double *a, const double *b) {
+    return prn__sc_same(a, b, s->M, s->o.tol);
+}
+
+/* A consistent candidate of chain ch (serially, after the solves): kept
+ * when it is not a lower-order cycle repeated and new to the chain, which
+ * then starts its count of steps again; either way the chain goes on from
+ * a random guess, as the reference implementation's inner loop does. */
+PRN__FN prn_status prn__sc_candidate(prn__sc *s, prn__sc_chain *ch) {
+    size_t M = s->M, k = s->k, R = s->R, d, p;
+    prn__sc_met *n;
+    int keep = 1;
+    for (d = 1; d < k && keep; ++d)
+        if (k % d == 0 && prn__sc_close(s, ch->pts, ch->pts + d * M)) keep = 0;
+    for (n = ch->met; n && keep; n = n->next) {
+        const double *q = (const double *)(void *)(n + 1);
+        for (p = 0; p < k && keep; ++p)
+            if (prn__sc_close(s, q + p * M, ch->pts)) keep = 0;
+    }
+    if (keep) {
+        n = (prn__sc_met *)prn_alloc(s->ctx, sizeof *n + k * M * sizeof(double) + k * R);
+        if (!n) return PRN_ERR_OUT_OF_MEMORY;
+        n->next = NULL;
+        memcpy(n + 1, ch->pts, k * M * sizeof(double));
+        memcpy((unsigned char *)(void *)(n + 1) + k * M * sizeof(double), ch->seen, k * R);
+        if (ch->met_tail) ch->met_tail->next = n;
+        else ch->met = n;
+        ch->met_tail = n;
+        ch->step = 0;
+    }
+    ch->state = 0;
+    if (s->o.exhaustive) ch->state = 2;
+    else prn__sc_random_guess(s, ch);
+    if (ch->step >= s->o.inner) ch->state = 2;
+    return PRN_OK;
+}
+
+PRN__FN void prn__sc_free_met(prn__sc *s, prn__sc_chain *ch) {
+    while (ch->met) {
+        prn__sc_met *nx = ch->met->next;
+        prn_free(s->ctx, ch->met);
+        ch->met = nx;
+    }
+    ch->met_tail = NULL;
+}
+
+/* A chain's end, judged in index order: its cycles that are new to the
+ * search are kept. *fresh counts them. */
+PRN__FN prn_status prn__sc_commit(prn__sc *s, prn__sc_chain *ch, int *fresh) {
+    size_t M = s->M, k = s->k;
+    prn__sc_met *mt;
+    double *scr = s->scratch;
+    *fresh = 0;
+    for (mt = ch->met; mt; mt = mt->next) {
+        const double *pts = (const double *)(void *)(mt + 1);
+        const unsigned char *pat = (const unsigned char *)(pts + k * M);
+        prn__sc_cycle_node *n;
+        int dup = 0;
+        if (s->o.max_cycles > 0 && *fresh + s->found_k >= s->o.max_cycles) break;
+        for (n = s->head; n && !dup; n = n->next) {
+            size_t p;
+            if ((size_t)n->c.k != k) continue;
+            for (p = 0; p < k && !dup; ++p) dup = prn__sc_close(s, n->c.points + p * M, pts);
+        }
+        if (dup) continue;
+        n = (prn__sc_cycle_node *)prn_alloc(s->ctx, sizeof *n + (k * M + 2 * M) * sizeof(double));
+        if (!n) return PRN_ERR_OUT_OF_MEMORY;
+        memset(n, 0, sizeof *n);
+        n->c.k = (int)k;
+        n->c.points = (double *)(void *)(n + 1);
+        n->c.eig_re = n->c.points + k * M;
+        n->c.eig_im = n->c.eig_re + M;
+        memcpy(n->c.points, pts, k * M * sizeof(double));
+        {   /* The k-step Jacobian at the cycle (its own patterns) and its spectrum. */
+            double *P = scr + 2 * M * M + 2 * M, *v = P + M * M, lo = HUGE_VAL, hi = 0;
+            size_t i;
+            prn_status st;
+            prn__sc_product(s, pat, P, v, scr, 1);
+            st = prn_eigenvalues(s->ctx, (int)M, P, n->c.eig_re, n->c.eig_im);
+            if (st != PRN_OK) { prn_free(s->ctx, n); return st; }
+            for (i = 0; i < M; ++i) {
+                double a = sqrt(n->c.eig_re[i] * n->c.eig_re[i] + n->c.eig_im[i] * n->c.eig_im[i]);
+                lo = a < lo ? a : lo;
+                hi = a > hi ? a : hi;
+            }
+            n->c.type = hi < 1 ? PRN_CYCLE_STABLE : lo > 1 ? PRN_CYCLE_UNSTABLE : PRN_CYCLE_SADDLE;
+        }
+        if (s->tail) s->tail->next = n;
+        else s->head = n;
+        s->tail = n;
+        s->ncycles++;
+        ++*fresh;
+    }
+    return PRN_OK;
+}
+
+/* The pool of patterns that occur (shallow kinds): sampled points and
+ * short trajectories from the first of them. */
+PRN__FN prn_status prn__sc_make_pool(prn__sc *s) {
+    size_t M = s->M, R = s->R, cap, nslots, i, t, npts = (size_t)s->o.pool_size, ntraj = npts < 20 ? npts : 20;
+    size_t steps = 200, want = npts + ntraj * steps;
+    size_t *slot;
+    double *z, *z2, *tmp;
+    unsigned char *pat;
+    prn__sc_rng rng;
+    for (nslots = 64; nslots < 2 * want; nslots *= 2) {}
+    cap = want;
+    s->pool = (unsigned char *)prn_alloc(s->ctx, cap * R + R);
+    slot = (size_t *)prn_alloc(s->ctx, nslots * sizeof(size_t));
+    z = (double *)prn_alloc(s->ctx, (3 * M + 2 * (size_t)s->m->H) * sizeof(double));
+    pat = (unsigned char *)prn_alloc(s->ctx, R);
+    if (!s->pool || !slot || !z || !pat) {
+        prn_free(s->ctx, slot); prn_free(s->ctx, z); prn_free(s->ctx, pat);
+        return PRN_ERR_OUT_OF_MEMORY;
+    }
+    z2 = z + M;
+    tmp = z2 + M;
+    for (i = 0; i < nslots; ++i) slot[i] = (size_t)-1;
+    rng.key = s->o.seed ^ 0xD1B54A32D192ED03ull;
+    rng.ctr = 0;
+    rng.left = 0;
+    for (i = 0; i < npts; ++i) {
+        size_t q;
+        /* Every other point further out (up to 100 x pool_range, log-uniform):
+         * cycles may lie in regions that do not reach the box. */
+        double scale = s->o.pool_range * (i % 2 ? exp(4.605170186 * ((double)prn__sc_u32(&rng) + 0.5) / 4294967296.0) : 1.0);
+        for (q = 0; q < M; ++q)
+            z[q] = scale * (2.0 * ((double)prn__sc_u32(&rng) + 0.5) / 4294967296.0 - 1.0);
+        for (t = 0; t <= (i < ntraj ? steps : 0); ++t) {
+            uint64_t hsh = 1469598103934665603ull;
+            size_t b, hpos;
+            prn__pwl_next(s->m, z, z2, pat, tmp);
+            for (b = 0; b < R; ++b) hsh = (hsh ^ pat[b]) * 1099511628211ull;
+            for (hpos = (size_t)(hsh & (nslots - 1)); slot[hpos] != (size_t)-1; hpos = (hpos + 1) & (nslots - 1))
+                if (memcmp(s->pool + slot[hpos] * R, pat, R) == 0) break;
+            if (slot[hpos] == (size_t)-1) {
+                slot[hpos] = s->npool;
+                memcpy(s->pool + s->npool * R, pat, R);
+                s->npool++;
+            }
+            for (b = 0; b < M && z2[b] - z2[b] == 0; ++b) {}
+            if (b < M) break; /* the trajectory left the finite numbers */
+            memcpy(z, z2, M * sizeof(double));
+        }
+    }
+    prn_free(s->ctx, slot);
+    prn_free(s->ctx, z);
+    prn_free(s->ctx, pat);
+    return PRN_OK;
+}
+
+/* Default loop counts by order, as the reference implementation's. */
+PRN__FN void prn__sc_default_loops(int k, int *outer, int *inner) {
+    if (k < 3) { *outer = 10; *inner = 20; }
+    else if (k < 6) { *outer = 10; *inner = 60; }
+    else if (k < 8) { *outer = 10; *inner = 300; }
+    else if (k < 20) { *outer = 40; *inner = 1080; }
+    else if (k < 30) { *outer = 40; *inner = 1115; }
+    else { *outer = 100; *inner = 1115; }
+}
+
+/* Every chain of order s->k. */
+PRN__FN prn_status prn__sc_order(prn__sc *s, const prn_scyfi_options *user) {
+    size_t M = s->M, k = s->k, H = s->m->H > 0 ? (size_t)s->m->H : 0;
+    int64_t next = 0, done = 0, total = -1;
+    int fruitless = 0, b;
+    prn_status st = PRN_OK;
+    int dout, din;
+    /* Work of one candidate, to decide whether threads pay. */
+    double work = (double)k * ((double)M * M * M + (double)M * M * H + 64.0);
+    prn__sc_default_loops((int)k, &dout, &din);
+    s->o.outer = user && user->outer > 0 ? user->outer : dout;
+    s->o.inner = user && user->inner > 0 ? user->inner : din;
+    s->found_k = 0;
+    if (s->o.exhaustive) total = (int64_t)1 << (k * s->R);
+    for (b = 0; b < s->batch; ++b) { prn__sc_free_met(s, &s->chains[b]); s->chains[b].j = -1; }
+    for (;;) {
+        int nrun = 0, *run = s->info + s->batch; /* indices of running slots */
+        long r;
+        /* Fill free slots with the next chains. */
+        for (b = 0; b < s->batch; ++b)
+            if (s->chains[b].j < 0 && (total < 0 || next < total)) prn__sc_start(s, &s->chains[b], next++);
+        for (b = 0; b < s->batch; ++b)
+            if (s->chains[b].j >= 0 && s->chains[b].state == 0) run[nrun++] = b;
+        if (nrun > 0) {
+            /* Threads over chains when there is enough work, except for large
+             * M with CBLAS, whose GEMMs thread themselves. */
+            int par_chains = nrun > 1 && s->nt > 1 && work * nrun >= 1048576.0 && !(PRN__SC_CBLAS && M >= 128);
+#ifdef _OPENMP
+            PRN__PRAGMA(omp parallel for num_threads(s->nt) schedule(dynamic) if(par_chains))
+#endif
+            for (r = 0; r < nrun; ++r) {
+                int tid = 0;
+                size_t i;
+                double *P = s->sys + (size_t)r * M * M, *v = s->rhs + (size_t)r * M;
+#ifdef _OPENMP
+                if (par_chains) tid = omp_get_thread_num();
+#endif
+                prn__sc_product(s, s->chains[run[r]].guess, P, v, s->scratch + (size_t)tid * s->scratch_per,
+                                !par_chains);
+                for (i = 0; i < M * M; ++i) P[i] = -P[i];
+                for (i = 0; i < M; ++i) P[i * M + i] += 1.0;
+            }
+            st = s->be->buf_upload(s->ctx, s->dsys, 0, s->sys, (size_t)nrun * M * M * sizeof(double));
+            if (st == PRN_OK) st = s->be->buf_upload(s->ctx, s->drhs, 0, s->rhs, (size_t)nrun * M * sizeof(double));
+            if (st == PRN_OK) st = s->be->solve_batched(s->ctx, PRN_F64, (size_t)nrun, M, s->dsys, s->drhs, s->info);
+            if (st == PRN_OK) st = s->be->buf_download(s->ctx, s->drhs, 0, s->rhs, (size_t)nrun * M * sizeof(double));
+            if (st != PRN_OK) return st;
+            s->solves += nrun;
+            for (r = 0; r < nrun; ++r) s->singular += s->info[r] != 0;
+#ifdef _OPENMP
+            PRN__PRAGMA(omp parallel for num_threads(s->nt) schedule(dynamic) if(par_chains))
+#endif
+            for (r = 0; r < nrun; ++r) {
+                int tid = 0;
+#ifdef _OPENMP
+                if (par_chains) tid = omp_get_thread_num();
+#endif
+                prn__sc_check(s, &s->chains[run[r]], s->rhs + (size_t)r * M, s->info[r],
+                              s->scratch + (size_t)tid * s->scratch_per);
+            }
+            for (r = 0; r < nrun; ++r)
+                if (s->chains[run[r]].state == 1 && (st = prn__sc_candidate(s, &s->chains[run[r]])) != PRN_OK) return st;
+        }
+        /* Judge the ended chains in index order. */
+        for (;;) {
+            int fresh = 0;
+            for (b = 0; b < s->batch && s->chains[b].j != done; ++b) {}
+            if (b == s->batch || s->chains[b].state != 2) break;
+            st = prn__sc_commit(s, &s->chains[b], &fresh);
+            prn__sc_free_met(s, &s->chains[b]);
+            if (st != PRN_OK) return st;
+            s->chains[b].j = -1;
+            ++done;
+            s->found_k += fresh;
+            if (fresh) fruitless = 0;
+            else ++fruitless;
+            if ((total < 0 && fruitless >= s->o.outer) || (total >= 0 && done == total) ||
+                (s->o.max_cycles > 0 && s->found_k >= s->o.max_cycles))
+                return PRN_OK;
+        }
+    }
+}
+
+PRN__FN void prn__sc_release(prn__sc *s) {
+    prn__sc_cycle_node *n = s->head;
+    int b;
+    for (b = 0; s->chains && b < s->batch; ++b) prn__sc_free_met(s, &s->chains[b]);
+    if (s->dsys) s->be->buf_free(s->ctx, s->dsys);
+    if (s->drhs) s->be->buf_free(s->ctx, s->drhs);
+    prn_free(s->ctx, s->sys);
+    prn_free(s->ctx, s->scratch);
+    prn_free(s->ctx, s->pool);
+    prn_free(s->ctx, s->chains);
+    while (n) {
+        prn__sc_cycle_node *nx = n->next;
+        prn_free(s->ctx, n);
+        n = nx;
+    }
+}
+
+PRN__DEF void prn_scyfi_free(prn_context *ctx, prn_scyfi_result *r) {
+    int i;
+    if (!ctx || !r) return;
+    for (i = 0; i < r->num_cycles; ++i) prn_free(ctx, r->cycles[i].points);
+    prn_free(ctx, r);
+}
+
+PRN__DEF prn_status prn_scyfi(prn_context *ctx, const prn_pwl_model *m, const prn_scyfi_options *opt,
+                              prn_scyfi_result **out) {
+    static const char *fn = "prn_scyfi";
+    prn__sc s;
+    prn_scyfi_result *res;
+    prn_status st = PRN_OK;
+    size_t M, R, per_chain, chain_bytes, i;
+    int b, maxout, k;
+    PRN__TRY(prn__pwl_check(ctx, fn, m));
+    PRN__CHECK_OUT(ctx, fn, out);
+    memset(&s, 0, sizeof s);
+    if (opt) s.o = *opt;
+    if (s.o.kmax == 0) s.o.kmax = 1;
+    if (s.o.kmax < 0 || s.o.kmax > 100000)
+        return PRN__ERR(ctx, PRN_ERR_INVALID_ARGUMENT, "%s: argument 'opt->kmax' is %d; need 1 .. 100000", fn, s.o.kmax);
+    if (s.o.outer < 0 || s.o.inner < 0 || s.o.batch < 0 || s.o.pool_size < 0 || s.o.max_cycles < 0)
+        return PRN__ERR(ctx, PRN_ERR_INVALID_ARGUMENT, "%s: a count in 'opt' (outer %d, inner %d, batch %d, pool_size %d, "
+                        "max_cycles %d) is negative", fn, s.o.outer, s.o.inner, s.o.batch, s.o.pool_size, s.o.max_cycles);
+    if (s.o.tol == 0) s.o.tol = 1e-6;
+    if (s.o.exhaustive_limit == 0) s.o.exhaustive_limit = 4194304.0;
+    if (s.o.pool_size == 0) s.o.pool_size = 1000;
+    if (s.o.pool_range == 0) s.o.pool_range = 10;
+    if (!(s.o.tol > 0 && s.o.tol < 1) || !(s.o.pool_range > 0 && s.o.pool_range < 1e300) || !(s.o.exhaustive_limit >= 1))
+        return PRN__ERR(ctx, PRN_ERR_INVALID_ARGUMENT, "%s: argument 'opt': tol %g must be in (0, 1), pool_range %g "
+                        "positive, exhaustive_limit %g at least 1", fn, s.o.tol, s.o.pool_range, s.o.exhaustive_limit);
+    s.ctx = ctx;
+    s.be = prn_context_backend(ctx);
+    s.m = m;
+    s.M = M = (size_t)m->M;
+    s.R = R = prn__pwl_bits(m);
+    s.nt = prn_context_num_threads(ctx);
+    if (!s.be->solve_batched)
+        return PRN__ERR(ctx, PRN_ERR_UNSUPPORTED, "%s: the backend '%s' has no solve_batched", fn, s.be->name);
+    if (s.o.exhaustive) {
+        double n = pow(2.0, (double)R * (double)s.o.kmax);
+        if (!(n <= s.o.exhaustive_limit) || (double)R * s.o.kmax > 62)
+            return PRN__ERR(ctx, PRN_ERR_INVALID_ARGUMENT, "%s: exhaustive search of order %d needs 2^(%lu * %d) = %g "
+                            "pattern sequences, more than opt->exhaustive_limit = %g", fn, s.o.kmax,
+                            (unsigned long)R, s.o.kmax, n, s.o.exhaustive_limit);
+    }
+    /* Chains at once: enough to keep every thread busy and, by default, no
+     * more than an order's fruitless limit (the rest would be speculative);
+     * systems of at most 64 MiB. */
+    maxout = 0;
+    for (k = 1; k <= s.o.kmax; ++k) {
+        int o, in;
+        prn__sc_default_loops(k, &o, &in);
+        if (s.o.outer > 0) o = s.o.outer;
+        maxout = o > maxout ? o : maxout;
+    }
+    s.batch = s.o.batch > 0 ? s.o.batch : (maxout > 4 * s.nt ? maxout : 4 * s.nt);
+    if (!s.o.batch && s.o.exhaustive) s.batch = 256;
+    if (!s.o.batch) {
+        size_t cap = ((size_t)64 << 20) / ((M * M + M) * sizeof(double));
+        if ((size_t)s.batch > cap) s.batch = cap > 0 ? (int)cap : 1;
+    }
+    s.scratch_per = 3 * M * M + 4 * M + 2 * (size_t)m->H + 8;
+    s.scratch = (double *)prn_alloc(ctx, (size_t)s.nt * s.scratch_per * sizeof(double));
+    s.sys = (double *)prn_alloc(ctx, (size_t)s.batch * (M * M + M) * sizeof(double) + 2 * (size_t)s.batch * sizeof(int));
+    per_chain = ((size_t)s.o.kmax * R * 2 + ((size_t)s.o.kmax + 1) * M * sizeof(double) + 31) / 16 * 16;
+    chain_bytes = sizeof(prn__sc_chain) + per_chain;
+    s.chains = (prn__sc_chain *)prn_alloc(ctx, (size_t)s.batch * chain_bytes);
+    if (s.chains) memset(s.chains, 0, (size_t)s.batch * sizeof(prn__sc_chain));
+    if (!s.scratch || !s.sys || !s.chains) { st = PRN_ERR_OUT_OF_MEMORY; goto fail; }
+    s.rhs = s.sys + (size_t)s.batch * M * M;
+    s.info = (int *)(void *)(s.rhs + (size_t)s.batch * M);
+    for (b = 0; b < s.batch; ++b) {
+        unsigned char *base = (unsigned char *)(s.chains + s.batch) + (size_t)b * per_chain;
+        s.chains[b].met = s.chains[b].met_tail = NULL;
+        s.chains[b].j = -1;
+        s.chains[b].pts = (double *)(void *)base;
+        s.chains[b].guess = base + ((size_t)s.o.kmax + 1) * M * sizeof(double);
+        s.chains[b].seen = s.chains[b].guess + (size_t)s.o.kmax * R;
+    }
+    if ((st = s.be->buf_alloc(ctx, (size_t)s.batch * M * M * sizeof(double), &s.dsys)) != PRN_OK) goto fail;
+    if ((st = s.be->buf_alloc(ctx, (size_t)s.batch * M * sizeof(double), &s.drhs)) != PRN_OK) goto fail;
+    if (prn__pwl_shallow(m) && !s.o.exhaustive && (st = prn__sc_make_pool(&s)) != PRN_OK) goto fail;
+    for (k = 1; k <= s.o.kmax && st == PRN_OK; ++k) {
+        s.k = (size_t)k;
+        st = prn__sc_order(&s, opt);
+    }
+    if (st != PRN_OK) goto fail;
+    res = (prn_scyfi_result *)prn_alloc(ctx, sizeof *res + (size_t)s.ncycles * sizeof(prn_scyfi_cycle) +
+                                                 ((size_t)s.o.kmax + 1) * sizeof(int));
+    if (!res) { st = PRN_ERR_OUT_OF_MEMORY; goto fail; }
+    memset(res, 0, sizeof *res);
+    res->M = m->M;
+    res->kmax = s.o.kmax;
+    res->cycles = (prn_scyfi_cycle *)(void *)(res + 1);
+    res->count = (int *)(void *)(res->cycles + s.ncycles);
+    memset(res->count, 0, ((size_t)s.o.kmax + 1) * sizeof(int));
+    res->solves = s.solves;
+    res->singular = s.singular;
+    {   /* Hand each cycle's block over (its points pointer is the block). */
+        prn__sc_cycle_node *n = s.head;
+        i = 0;
+        while (n) {
+            prn__sc_cycle_node *nx = n->next;
+            size_t bytes = (n->c.k * M + 2 * M) * sizeof(double);
+            double *blk = (double *)prn_alloc(ctx, bytes);
+            if (!blk) {
+                size_t q;
+                for (q = 0; q < i; ++q) prn_free(ctx, res->cycles[q].points);
+                prn_free(ctx, res);
+                st = PRN_ERR_OUT_OF_MEMORY;
+                goto fail;
+            }
+            memcpy(blk, n->c.points, bytes);
+            res->cycles[i] = n->c;
+            res->cycles[i].points = blk;
+            res->cycles[i].eig_re = blk + (size_t)n->c.k * M;
+            res->cycles[i].eig_im = res->cycles[i].eig_re + M;
+            res->count[n->c.k]++;
+            ++i;
+            n = nx;
+        }
+        res->num_cycles = (int)i;
+    }
+    prn__sc_release(&s);
+    *out = res;
+    return PRN_OK;
+fail:
+    prn__sc_release(&s);
+    return prn__in_fn(ctx, fn, st);
+}
+
+/* --- eigenvalues ------------------------------------------------------------ */
+#ifdef PARRNN_USE_LAPACK
+#ifdef __cplusplus
+extern "C" {
+#endif
+void dgeev_(const char *jobvl, const char *jobvr, const int *n, double *a, const int *lda, double *wr, double *wi,
+            double *vl, const int *ldvl, double *vr, const int *ldvr, double *work, const int *lwork, int *info);
+#ifdef __cplusplus
+}
+#endif
+#endif
+
+/* ------------------------------------------------------------------------
+ * Eigenvalues of a real nonsymmetric matrix (no eigenvectors)
+ *
+ *   1. A power-of-2 rescaling of the whole matrix when its largest entry
+ *      is outside [2^-400, 2^400] (exact but for entries pushed into the
+ *      subnormals; undone on the eigenvalues), so that no product of two
+ *      entries can overflow or underflow badly. n = 2 goes straight to a
+ *      scaled closed form (rescaled only near overflow).
+ *   2. Balancing (Parlett-Reinsch): symmetric row/column permutations that
+ *      isolate eigenvalues (rows/columns that are zero off the diagonal),
+ *      then a diagonal similarity by powers of 2 that evens out the
+ *      off-diagonal row and column 2-norms of the remaining block [lo, hi]
+ *      (a step is taken only if it shrinks the full norms, diagonal
+ *      included, by 5%).
+ *   3. Householder reduction of the block to upper Hessenberg form.
+ *   4. Francis implicit double-shift QR on the Hessenberg block, in
+ *      eigenvalues-only mode (each step updates only the active window),
+ *      with the conservative (Ahues-Tisseur) deflation test, a start at two
+ *      consecutive small subdiagonals, exceptional shifts every 10 steps
+ *      without deflation, and a cap of 30 * max(10, size) steps in all.
+ *
+ * No allocation: re/im serve as work space for the Hessenberg reduction.
+ * Returns 1 (re/im NaN where not found) when the iteration cap is reached,
+ * or for a non-finite entry.
+ * ---------------------------------------------------------------------- */
+
+/* Eigenvalues of [a b; c d]: (r1, i1) and (r2, i2); a complex pair is
+ * returned with i1 > 0 and i2 = -i1. Scaled so that nothing overflows,
+ * and arranged so that no root is found by a cancelling subtraction of
+ * the square root. */
+PRN__FN void prn__eig_2x2(double a, double b, double c, double d, double *r1, double *i1, double *r2,
+                         double *i2) {
+    double p, bmax, bmin, sc, z, sq, t;
+    *i1 = 0;
+    *i2 = 0;
+    if (b == 0 || c == 0) { /* triangular */
+        *r1 = a;
+        *r2 = d;
+        return;
+    }
+    p = 0.5 * (a - d);
+    bmax = fabs(b) > fabs(c) ? fabs(b) : fabs(c);
+    bmin = fabs(b) > fabs(c) ? fabs(c) : fabs(b);
+    if ((b < 0) != (c < 0)) bmin = -bmin; /* bmax * bmin == b * c */
+    sc = fabs(p) > bmax ? fabs(p) : bmax;
+    z = p / sc * p + bmax / sc * bmin; /* (p^2 + bc) / sc: the discriminant */
+    if (z >= 0) {                      /* two real roots d + p +- sqrt(p^2 + bc) */
+        sq = sqrt(sc) * sqrt(z);
+        t = p >= 0 ? p + sq : p - sq;  /* |t| >= |p|, so t != 0 */
+        *r1 = d + t;
+        *r2 = d - bmax / t * bmin;     /* product of the roots' offsets is -bc */
+    } else {
+        *r1 = d + p;
+        *r2 = d + p;
+        *i1 = sqrt(sc) * sqrt(-z);
+        *i2 = -*i1;
+    }
+}
+
+/* sqrt(x^2 + y^2) without overflow or underflow */
+PRN__FN double prn__eig_hyp(double x, double y) {
+    double m = fabs(x) > fabs(y) ? fabs(x) : fabs(y);
+    if (m == 0) return 0;
+    x /= m;
+    y /= m;
+    return m * sqrt(x * x + y * y);
+}
+
+/* Reflector P = I - tau v v^T, v = (1, v1, v2), with P (x, y, z)^T =
+ * (beta, 0, 0)^T. tau = 0 (P = I) when y = z = 0. */
+PRN__FN void prn__eig_refl3(double x, double y, double z, double *tau, double *v1, double *v2, double *beta) {
+    double s = fabs(x) + fabs(y) + fabs(z), nrm, den;
+    if (fabs(y) + fabs(z) == 0) {
+        *tau = 0;
+        *v1 = 0;
+        *v2 = 0;
+        *beta = x;
+        return;
+    }
+    nrm = s * sqrt((x / s) * (x / s) + (y / s) * (y / s) + (z / s) * (z / s));
+    *beta = x >= 0 ? -nrm : nrm;
+    *tau = (*beta - x) / *beta;
+    den = x - *beta; /* |den| >= nrm: no cancellation */
+    *v1 = y / den;
+    *v2 = z / den;
+}
+
+/* The first column of (H - s1 I)(H - s2 I), rows m..m+2, divided by a
+ * positive scale; shifts s1, s2 = sr1, sr2 (si = 0) or the conjugate pair
+ * sr1 +- i si (then sr1 == sr2). h = &H(m, m), ld = row stride. */
+PRN__FN void prn__eig_col1(const double *h, ptrdiff_t ld, double sr1, double sr2, double si, double *x, double *y,
+                          double *z) {
+    double h00 = h[0], h01 = h[1], h10 = h[ld], h11 = h[ld + 1], h21 = h[2 * ld + 1];
+    double d2 = h00 - sr2, s = fabs(d2) + fabs(si) + fabs(h10), q;
+    if (s == 0) { /* h10 == 0: cannot happen inside an unreduced block */
+        *x = 1;
+        *y = 0;
+        *z = 0;
+        return;
+    }
+    q = h10 / s;
+    *x = (h00 - sr1) * (d2 / s) + si * (si / s) + h01 * q; /* (h00-s1)(h00-s2) + h01 h10 */
+    *y = q * ((h00 - sr1) + (h11 - sr2));                  /* h10 (h00 + h11 - s1 - s2) */
+    *z = q * h21;                                          /* h10 h21 */
+}
+
+PRN__FN int prn__eig_real(size_t n, double *a, double *re, double *im) {
+#define PRN__EH(r, c) a[(size_t)(r) * n + (size_t)(c)]
+    const double ulp = DBL_EPSILON, safmin = DBL_MIN;
+    const ptrdiff_t N = (ptrdiff_t)n, ld = (ptrdiff_t)n;
+    ptrdiff_t i, j, k, lo, hi, l, m, nh, its, total, itmax;
+    size_t q, nn = n * n;
+    int sexp = 0, found, pass, changed;
+    double amax = 0, smlnum;
+
+    if (n == 0) return 0;
+    for (q = 0; q < nn; ++q) {
+        double v = fabs(a[q]);
+        if (!(v <= DBL_MAX)) { /* NaN or Inf */
+            for (q = 0; q < n; ++q) re[q] = im[q] = NAN;
+            return 1;
+        }
+        if (v > amax) amax = v;
+    }
+    for (q = 0; q < n; ++q) re[q] = im[q] = 0;
+    if (amax == 0) return 0;
+    {
+        /* n = 2 needs it only near overflow: the 2x2 formula is scaled */
+        int e, emax = n == 2 ? 1000 : 400, emin = n == 2 ? -2000 : -400;
+        (void)frexp(amax, &e);
+        if (e > emax || e < emin) {
+            sexp = e;
+            for (q = 0; q < nn; ++q) a[q] = ldexp(a[q], -e);
+        }
+    }
+    if (n == 1) {
+        re[0] = a[0];
+    } else if (n == 2) {
+        prn__eig_2x2(a[0], a[1], a[2], a[3], &re[0], &im[0], &re[1], &im[1]);
+    } else {
+        /* ---- balancing: permutations isolating eigenvalues ---- */
+        lo = 0;
+        hi = N - 1;
+        for (found = 1; found && hi > lo;) { /* a row zero off the diagonal -> bottom */
+            found = 0;
+            for (j = hi; j >= lo; --j) {
+                for (k = lo; k <= hi; ++k)
+                    if (k != j && PRN__EH(j, k) != 0) break;
+                if (k > hi) {
+                    found = 1;
+                    break;
+                }
+            }
+            if (found) {
+                if (j != hi) { /* swap rows and columns j, hi (whole matrix) */
+                    for (k = 0; k < N; ++k) {
+                        double t = PRN__EH(j, k);
+                        PRN__EH(j, k) = PRN__EH(hi, k);
+                        PRN__EH(hi, k) = t;
+                    }
+                    for (k = 0; k < N; ++k) {
+                        double t = PRN__EH(k, j);
+                        PRN__EH(k, j) = PRN__EH(k, hi);
+                        PRN__EH(k, hi) = t;
+                    }
+                }
+                --hi;
+            }
+        }
+        for (found = 1; found && hi > lo;) { /* a column zero off the diagonal -> top */
+            found = 0;
+            for (j = lo; j <= hi; ++j) {
+                for (k = lo; k <= hi; ++k)
+                    if (k != j && PRN__EH(k, j) != 0) break;
+                if (k > hi) {
+                    found = 1;
+                    break;
+                }
+            }
+            if (found) {
+                if (j != lo) {
+                    for (k = 0; k < N; ++k) {
+                        double t = PRN__EH(j, k);
+                        PRN__EH(j, k) = PRN__EH(lo, k);
+                        PRN__EH(lo, k) = t;
+                    }
+                    for (k = 0; k < N; ++k) {
+                        double t = PRN__EH(k, j);
+                        PRN__EH(k, j) = PRN__EH(k, lo);
+                        PRN__EH(k, lo) = t;
+                    }
+                }
+                ++lo;
+            }
+        }
+        for (i = 0; i < N; ++i)
+            if (i < lo || i > hi) re[i] = PRN__EH(i, i); /* isolated */
+
+        /* ---- balancing: scaling by powers of 2 (block lo..hi only) ----
+         * Row/column i is scaled by f = 2^k that makes the off-diagonal
+         * 2-norms of column i (times f) and row i (over f) about equal,
+         * but only when that shrinks the sum of the two full norms
+         * (diagonal included) by 5%: a row and column dominated by the
+         * diagonal are left alone, since scaling them does not help and
+         * can hurt the accuracy of ill-conditioned eigenvalues. */
+        for (pass = 0, changed = 1; changed && pass < 100 && hi > lo; ++pass) {
+            changed = 0;
+            for (i = lo; i <= hi; ++i) {
+                double cm = 0, rm = 0, cs = 0, rs = 0, c, r, d = fabs(PRN__EH(i, i)), f;
+                int ec, er, e2;
+                for (k = lo; k <= hi; ++k)
+                    if (k != i) {
+                        if (fabs(PRN__EH(k, i)) > cm) cm = fabs(PRN__EH(k, i));
+                        if (fabs(PRN__EH(i, k)) > rm) rm = fabs(PRN__EH(i, k));
+                    }
+                if (cm == 0 || rm == 0) continue;
+                for (k = lo; k <= hi; ++k)
+                    if (k != i) {
+                        double tc = PRN__EH(k, i) / cm, tr = PRN__EH(i, k) / rm;
+                        cs += tc * tc;
+                        rs += tr * tr;
+                    }
+                c = cm * sqrt(cs); /* off-diagonal 2-norms */
+                r = rm * sqrt(rs);
+                (void)frexp(c, &ec);
+                (void)frexp(r, &er);
+                e2 = (er - ec) / 2; /* f = 2^e2 makes c f and r / f about equal */
+                if (e2 == 0) continue;
+                if (e2 > 1000) e2 = 1000;
+                if (e2 < -1000) e2 = -1000;
+                f = ldexp(1.0, e2);
+                if (!(prn__eig_hyp(c * f, d) + prn__eig_hyp(r / f, d) < 0.95 * (prn__eig_hyp(c, d) + prn__eig_hyp(r, d))))
+                    continue;
+                for (k = lo; k <= hi; ++k)
+                    if (k != i) {
+                        PRN__EH(k, i) *= f;
+                        PRN__EH(i, k) /= f;
+                    }
+                changed = 1;
+            }
+        }
+
+        /* ---- Householder reduction of the block to Hessenberg form ----
+         * v lives in im[k+1..hi], the row sums w in re[k+1..hi]. */
+        for (k = lo; k + 1 < hi; ++k) {
+            double tmax = 0, s, ssq, alpha, beta, tau, den;
+            for (i = k + 2; i <= hi; ++i)
+                if (fabs(PRN__EH(i, k)) > tmax) tmax = fabs(PRN__EH(i, k));
+            if (tmax == 0) continue; /* column already reduced */
+            alpha = PRN__EH(k + 1, k);
+            s = tmax > fabs(alpha) ? tmax : fabs(alpha);
+            ssq = 0;
+            for (i = k + 1; i <= hi; ++i) {
+                double t = PRN__EH(i, k) / s;
+                ssq += t * t;
+            }
+            beta = alpha >= 0 ? -s * sqrt(ssq) : s * sqrt(ssq);
+            tau = (beta - alpha) / beta;
+            den = alpha - beta;
+            im[k + 1] = 1;
+            for (i = k + 2; i <= hi; ++i) {
+                im[i] = PRN__EH(i, k) / den;
+                PRN__EH(i, k) = 0;
+            }
+            PRN__EH(k + 1, k) = beta;
+            /* left: rows k+1..hi, columns k+1..hi: A -= tau v (v^T A) */
+            for (j = k + 1; j <= hi; ++j) re[j] = 0;
+            for (i = k + 1; i <= hi; ++i) {
+                double vi = im[i], *row = &PRN__EH(i, 0);
+                for (j = k + 1; j <= hi; ++j) re[j] += vi * row[j];
+            }
+            for (i = k + 1; i <= hi; ++i) {
+                double tv = tau * im[i], *row = &PRN__EH(i, 0);
+                for (j = k + 1; j <= hi; ++j) row[j] -= tv * re[j];
+            }
+            /* right: rows lo..hi, columns k+1..hi: A -= tau (A v) v^T,
+             * four rows at a time (independent sums) */
+            for (i = lo; i + 3 <= hi; i += 4) {
+                double *r0 = &PRN__EH(i, 0), *r1 = r0 + n, *r2 = r1 + n, *r3 = r2 + n;
+                double t0 = 0, t1 = 0, t2 = 0, t3 = 0;
+                for (j = k + 1; j <= hi; ++j) {
+                    double vj = im[j];
+                    t0 += r0[j] * vj;
+                    t1 += r1[j] * vj;
+                    t2 += r2[j] * vj;
+                    t3 += r3[j] * vj;
+                }
+                t0 *= tau;
+                t1 *= tau;
+                t2 *= tau;
+                t3 *= tau;
+                for (j = k + 1; j <= hi; ++j) {
+                    double vj = im[j];
+                    r0[j] -= t0 * vj;
+                    r1[j] -= t1 * vj;
+                    r2[j] -= t2 * vj;
+                    r3[j] -= t3 * vj;
+                }
+            }
+            for (; i <= hi; ++i) {
+                double *row = &PRN__EH(i, 0), t = 0;
+                for (j = k + 1; j <= hi; ++j) t += row[j] * im[j];
+                t *= tau;
+                for (j = k + 1; j <= hi; ++j) row[j] -= t * im[j];
+            }
+        }
+        for (i = lo; i <= hi; ++i) re[i] = im[i] = 0;
+
+        /* ---- Francis double-shift QR, eigenvalues only ---- */
+        nh = hi - lo + 1;
+        smlnum = safmin * ((double)nh / ulp);
+        itmax = 30 * (nh > 10 ? nh : 10);
+        total = 0;
+        its = 0;
+        while (hi >= lo) {
+            double sr1, sr2, si, x, y, z;
+            /* deflation: the last negligible subdiagonal H(l, l-1) */
+            for (l = hi; l > lo; --l) {
+                double hs = fabs(PRN__EH(l, l - 1)), tst;
+                if (hs <= smlnum) break;
+                tst = fabs(PRN__EH(l - 1, l - 1)) + fabs(PRN__EH(l, l));
+                if (tst == 0) {
+                    if (l - 2 >= lo) tst += fabs(PRN__EH(l - 1, l - 2));
+                    if (l + 1 <= hi) tst += fabs(PRN__EH(l + 1, l));
+                }
+                if (hs <= ulp * tst) {
+                    /* Ahues & Tisseur: also small relative to the local
+                     * eigenvalue separation */
+                    double hu = fabs(PRN__EH(l - 1, l)), dd = fabs(PRN__EH(l - 1, l - 1) - PRN__EH(l, l));
+                    double hl = fabs(PRN__EH(l, l)), ab, ba, aa, bb, sab, lim;
+                    ab = hs > hu ? hs : hu;
+                    ba = hs > hu ? hu : hs;
+                    aa = hl > dd ? hl : dd;
+                    bb = hl > dd ? dd : hl;
+                    sab = aa + ab;
+                    lim = ulp * (bb * (aa / sab));
+                    if (lim < smlnum) lim = smlnum;
+                    if (ba * (ab / sab) <= lim) break;
+                }
+            }
+            if (l > lo) PRN__EH(l, l - 1) = 0;
+            if (l == hi) { /* 1x1 block */
+                re[hi] = PRN__EH(hi, hi);
+                im[hi] = 0;
+                --hi;
+                its = 0;
+                continue;
+            }
+            if (l == hi - 1) { /* 2x2 block */
+                prn__eig_2x2(PRN__EH(hi - 1, hi - 1), PRN__EH(hi - 1, hi), PRN__EH(hi, hi - 1), PRN__EH(hi, hi),
+                             &re[hi - 1], &im[hi - 1], &re[hi], &im[hi]);
+                hi -= 2;
+                its = 0;
+                continue;
+            }
+            if (total >= itmax) { /* no convergence */
+                for (i = lo; i <= hi; ++i) re[i] = im[i] = NAN;
+                break;
+            }
+            ++total;
+            ++its;
+
+            /* shifts */
+            if (its % 10 == 0) { /* exceptional: a complex pair at distance w */
+                double w, c0;
+                if (its % 20 == 10) {
+                    w = fabs(PRN__EH(hi, hi - 1)) + fabs(PRN__EH(hi - 1, hi - 2));
+                    c0 = PRN__EH(hi, hi) + 0.75 * w;
+                } else {
+                    w = fabs(PRN__EH(l + 1, l)) + fabs(PRN__EH(l + 2, l + 1));
+                    c0 = PRN__EH(l, l) + 0.75 * w;
+                }
+                sr1 = sr2 = c0;
+                si = 0.6614378277661477 * w; /* sqrt(7/16): |shift - c0 + 0.75 w| = w */
+            } else {
+                double r1, i1, r2, i2;
+                prn__eig_2x2(PRN__EH(hi - 1, hi - 1), PRN__EH(hi - 1, hi), PRN__EH(hi, hi - 1), PRN__EH(hi, hi),
+                             &r1, &i1, &r2, &i2);
+                if (i1 != 0) {
+                    sr1 = sr2 = r1;
+                    si = i1;
+                } else { /* two real shifts: the one nearer H(hi,hi), twice */
+                    double d = PRN__EH(hi, hi);
+                    sr1 = sr2 = fabs(r1 - d) <= fabs(r2 - d) ? r1 : r2;
+                    si = 0;
+                }
+            }
+
+            /* start of the bulge: two consecutive small subdiagonals */
+            for (m = hi - 2;; --m) {
+                double h1, h2;
+                prn__eig_col1(&PRN__EH(m, m), ld, sr1, sr2, si, &x, &y, &z);
+                if (m == l) break;
+                h1 = fabs(PRN__EH(m, m - 1)) * (fabs(y) + fabs(z));
+                h2 = ulp * fabs(x) *
+                     (fabs(PRN__EH(m - 1, m - 1)) + fabs(PRN__EH(m, m)) + fabs(PRN__EH(m + 1, m + 1)));
+                if (h1 <= h2) break;
+            }
+
+            /* chase the bulge down to row hi */
+            for (k = m; k <= hi - 1; ++k) {
+                ptrdiff_t nr = hi - k + 1 < 3 ? hi - k + 1 : 3, rmax;
+                double tau, v1, v2, beta;
+                if (k > m) {
+                    x = PRN__EH(k, k - 1);
+                    y = PRN__EH(k + 1, k - 1);
+                    z = nr == 3 ? PRN__EH(k + 2, k - 1) : 0;
+                }
+                prn__eig_refl3(x, y, z, &tau, &v1, &v2, &beta);
+                if (tau == 0) continue;
+                if (k > m) {
+                    PRN__EH(k, k - 1) = beta;
+                    PRN__EH(k + 1, k - 1) = 0;
+                    if (nr == 3) PRN__EH(k + 2, k - 1) = 0;
+                } else if (m > l) {
+                    PRN__EH(k, k - 1) *= 1 - tau; /* the fill below it is negligible */
+                }
+                if (nr == 3) {
+                    double *r0 = &PRN__EH(k, 0), *r1 = &PRN__EH(k + 1, 0), *r2 = &PRN__EH(k + 2, 0);
+                    for (j = k; j <= hi; ++j) {
+                        double s = tau * (r0[j] + v1 * r1[j] + v2 * r2[j]);
+                        r0[j] -= s;
+                        r1[j] -= s * v1;
+                        r2[j] -= s * v2;
+                    }
+                    rmax = k + 3 < hi ? k + 3 : hi;
+                    for (i = l; i <= rmax; ++i) {
+                        double *row = &PRN__EH(i, 0);
+                        double s = tau * (row[k] + v1 * row[k + 1] + v2 * row[k + 2]);
+                        row[k] -= s;
+                        row[k + 1] -= s * v1;
+                        row[k + 2] -= s * v2;
+                    }
+                } else {
+                    double *r0 = &PRN__EH(k, 0), *r1 = &PRN__EH(k + 1, 0);
+                    for (j = k; j <= hi; ++j) {
+                        double s = tau * (r0[j] + v1 * r1[j]);
+                        r0[j] -= s;
+                        r1[j] -= s * v1;
+                    }
+                    for (i = l; i <= hi; ++i) {
+                        double *row = &PRN__EH(i, 0);
+                        double s = tau * (row[k] + v1 * row[k + 1]);
+                        row[k] -= s;
+                        row[k + 1] -= s * v1;
+                    }
+                }
+            }
+        }
+        if (hi >= lo) {
+            if (sexp)
+                for (q = 0; q < n; ++q) re[q] = ldexp(re[q], sexp);
+            return 1;
+        }
+    }
+    if (sexp)
+        for (q = 0; q < n; ++q) {
+            re[q] = ldexp(re[q], sexp);
+            im[q] = ldexp(im[q], sexp);
+        }
+    return 0;
+#undef PRN__EH
+}
+
+PRN__DEF prn_status prn_eigenvalues(prn_context *ctx, int n, const double *a, double *re, double *im) {
+    static const char *fn = "prn_eigenvalues";
+    size_t N, i;
+    double *w;
+    int bad;
+    PRN__CTX(ctx, fn);
+    if (n < 0) return PRN__ERR(ctx, PRN_ERR_INVALID_ARGUMENT, "%s: argument 'n' is %d; need n >= 0", fn, n);
+    if (n > PRN__PWL_MAX_DIM) return PRN__ERR(ctx, PRN_ERR_INVALID_ARGUMENT, "%s: argument 'n' is %d; at most %d", fn, n, PRN__PWL_MAX_DIM);
+    if (n == 0) return PRN_OK;
+    if (!a) return PRN__ERR(ctx, PRN_ERR_NULL_ARGUMENT, "%s: argument 'a' is NULL", fn);
+    if (!re) return PRN__ERR(ctx, PRN_ERR_NULL_ARGUMENT, "%s: argument 're' is NULL", fn);
+    if (!im) return PRN__ERR(ctx, PRN_ERR_NULL_ARGUMENT, "%s: argument 'im' is NULL", fn);
+    N = (size_t)n;
+    for (i = 0; i < N * N; ++i)
+        if (!(a[i] - a[i] == 0))
+            return PRN__ERR(ctx, PRN_ERR_NONFINITE, "%s: a[%lu] is not finite", fn, (unsigned long)i);
+#ifdef PARRNN_USE_LAPACK
+    {
+        int lwork = -1, info = 0, one = 1;
+        double q = 0, dummy = 0;
+        size_t r, c;
+        double *wr, *wi, *work;
+        w = (double *)prn_alloc(ctx, (N * N + 2 * N) * sizeof(double));
+        if (!w) return prn__in_fn(ctx, fn, PRN_ERR_OUT_OF_MEMORY);
+        wr = w + N * N;
+        wi = wr + N;
+        for (r = 0; r < N; ++r)
+            for (c = 0; c < N; ++c) w[c * N + r] = a[r * N + c]; /* LAPACK is column-major */
+        dgeev_("N", "N", &n, w, &n, wr, wi, &dummy, &one, &dummy, &one, &q, &lwork, &info);
+        lwork = info == 0 && q >= 1 ? (int)q : 4 * n;
+        work = (double *)prn_alloc(ctx, (size_t)lwork * sizeof(double));
+        if (!work) { prn_free(ctx, w); return prn__in_fn(ctx, fn, PRN_ERR_OUT_OF_MEMORY); }
+        dgeev_("N", "N", &n, w, &n, wr, wi, &dummy, &one, &dummy, &one, work, &lwork, &info);
+        prn_free(ctx, work);
+        bad = info != 0;
+        if (!bad) { memcpy(re, wr, N * sizeof(double)); memcpy(im, wi, N * sizeof(double)); }
+        prn_free(ctx, w);
+    }
+#else
+    w = (double *)prn_alloc(ctx, (N * N + 2 * N) * sizeof(double));
+    if (!w) return prn__in_fn(ctx, fn, PRN_ERR_OUT_OF_MEMORY);
+    memcpy(w, a, N * N * sizeof(double));
+    bad = prn__eig_real(N, w, w + N * N, w + N * N + N) != 0;
+    if (!bad) { memcpy(re, w + N * N, N * sizeof(double)); memcpy(im, w + N * N + N, N * sizeof(double)); }
+    prn_free(ctx, w);
+#endif
+    if (bad) return PRN__ERR(ctx, PRN_ERR_NONFINITE, "%s: the QR iteration did not converge (n = %d)", fn, n);
+    prn__sc_sort_eig(N, re, im);
+    return PRN_OK;
 }
 
 /* ------------------------------------------------------------------------

@@ -1,0 +1,266 @@
+/* Fuzz target of the model-file parser (prn_pwl_parse).
+ *
+ * Each input is parsed as a model file. On failure the status must be
+ * PRN_ERR_FORMAT (or PRN_ERR_OUT_OF_MEMORY), the output untouched and the
+ * message must name prn_pwl_parse. On success the model must pass
+ * prn_pwl_check, take one step from the zero vector, and survive a round
+ * trip: written back out with %.17g and parsed again, it must give the
+ * same kind, sizes and numbers bit for bit. Any violation aborts (a crash
+ * for the fuzzer); AddressSanitizer finds reads past the input (the input
+ * is not NUL-terminated) and leaks.
+ *
+ * libFuzzer (clang):
+ *   clang -std=c99 -g -O1 -fsanitize=fuzzer,address,undefined -I. \
+ *       tests/fuzz_pwl_parse.c -o build/fuzz_pwl_parse -lm
+ *   ./build/fuzz_pwl_parse -max_total_time=60 -max_len=4096 build/fuzz_work tests/fuzz_corpus
+ * Corpus replay without libFuzzer (any C99 compiler, e.g. gcc + ASan):
+ *   gcc -std=c99 -g -O1 -fsanitize=address,undefined -DPRN_FUZZ_STANDALONE -I. \
+ *       tests/fuzz_pwl_parse.c -o build/fuzz_pwl_parse_replay -lm
+ *   ./build/fuzz_pwl_parse_replay tests/fuzz_corpus        (files or directories)
+ */
+#ifdef PRN_FUZZ_STANDALONE
+#define _POSIX_C_SOURCE 200809L /* opendir, stat */
+#endif
+#define PARRNN_IMPLEMENTATION
+#include "parrnn.h"
+
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static prn_context *g_ctx;
+
+static void fail(const char *what, const char *msg) {
+    fprintf(stderr, "fuzz_pwl_parse: %s%s%s\n", what, msg ? ": " : "", msg ? msg : "");
+    abort();
+}
+
+static prn_context *context(void) {
+    if (!g_ctx) {
+        prn_config cfg;
+        char err[256];
+        memset(&cfg, 0, sizeof cfg);
+        cfg.backend = "reference";
+        cfg.num_threads = 1;
+        if (prn_context_create(&cfg, &g_ctx, err, sizeof err) != PRN_OK) fail("prn_context_create", err);
+    }
+    return g_ctx;
+}
+
+static const char *kind_word(prn_pwl_kind k) {
+    switch (k) {
+    case PRN_PWL_PLRNN: return "plrnn";
+    case PRN_PWL_SHPLRNN: return "shplrnn";
+    case PRN_PWL_CLIPPED_SHPLRNN: return "clipped_shplrnn";
+    case PRN_PWL_ALRNN: return "alrnn";
+    }
+    return NULL;
+}
+
+/* Appends to a growing buffer; aborts when out of memory. */
+typedef struct sbuf {
+    char *p;
+    size_t len, cap;
+} sbuf;
+static void sb_put(sbuf *b, const char *s) {
+    size_t n = strlen(s);
+    if (b->len + n + 1 > b->cap) {
+        size_t cap = 2 * (b->len + n + 1) + 256;
+        char *q = (char *)realloc(b->p, cap);
+        if (!q) fail("out of memory", NULL);
+        b->p = q;
+        b->cap = cap;
+    }
+    memcpy(b->p + b->len, s, n + 1);
+    b->len += n;
+}
+static void sb_field(sbuf *b, const char *name, const double *v, size_t n) {
+    char num[40];
+    size_t i;
+    sb_put(b, name);
+    for (i = 0; i < n; ++i) {
+        snprintf(num, sizeof num, "%s%.17g", i % 8 == 7 ? "\n  " : " ", v[i]); /* continuation lines too */
+        sb_put(b, num);
+    }
+    sb_put(b, "\n");
+}
+
+static int same_array(const double *a, const double *b, size_t n) {
+    if (!a || !b) return a == b;
+    return memcmp(a, b, n * sizeof(double)) == 0;
+}
+
+/* The model written back as a file, parsed again: the same model. */
+static void round_trip(const prn_pwl_model *m) {
+    prn_context *ctx = context();
+    size_t M = (size_t)m->M, H = (size_t)m->H, nA = m->full_A ? M * M : M;
+    int shallow = m->kind == PRN_PWL_SHPLRNN || m->kind == PRN_PWL_CLIPPED_SHPLRNN;
+    sbuf b = {NULL, 0, 0};
+    char line[64];
+    prn_pwl_model *r = NULL;
+    const char *kw = kind_word(m->kind);
+    if (!kw) fail("parsed model has an unknown kind", NULL);
+    sb_put(&b, "# round trip\nkind ");
+    sb_put(&b, kw);
+    snprintf(line, sizeof line, "\nM %d\n", m->M);
+    sb_put(&b, line);
+    if (shallow) {
+        snprintf(line, sizeof line, "H %d\n", m->H);
+        sb_put(&b, line);
+    }
+    if (m->kind == PRN_PWL_ALRNN) {
+        snprintf(line, sizeof line, "P %d\n", m->P);
+        sb_put(&b, line);
+    }
+    sb_field(&b, "A", m->A, nA);
+    if (shallow) {
+        sb_field(&b, "W1", m->W1, M * H);
+        sb_field(&b, "W2", m->W2, H * M);
+        sb_field(&b, "h1", m->h1, M);
+        sb_field(&b, "h2", m->h2, H);
+    } else {
+        sb_field(&b, "W", m->W, M * M);
+        sb_field(&b, "h", m->h, M);
+    }
+    if (prn_pwl_parse(ctx, b.p, b.len, &r) != PRN_OK) {
+        fprintf(stderr, "%s", b.p);
+        fail("the model written back does not parse", prn_last_error(ctx));
+    }
+    if (r->kind != m->kind || r->M != m->M || r->full_A != m->full_A || (shallow && r->H != m->H) ||
+        (m->kind == PRN_PWL_ALRNN && r->P != m->P) || !same_array(r->A, m->A, nA) ||
+        (shallow ? !same_array(r->W1, m->W1, M * H) || !same_array(r->W2, m->W2, H * M) ||
+                       !same_array(r->h1, m->h1, M) || !same_array(r->h2, m->h2, H)
+                 : !same_array(r->W, m->W, M * M) || !same_array(r->h, m->h, M)))
+        fail("the model written back parses to another model", NULL);
+    prn_pwl_free(ctx, r);
+    free(b.p);
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
+    static prn_pwl_model sentinel;
+    prn_context *ctx = context();
+    prn_pwl_model *m = &sentinel;
+    prn_status st;
+    /* libFuzzer's buffer is exactly size bytes: ASan sees reads past it */
+    st = prn_pwl_parse(ctx, (const char *)data, size, &m);
+    if (st != PRN_OK) {
+        const char *msg = prn_last_error(ctx);
+        if (st != PRN_ERR_FORMAT && st != PRN_ERR_OUT_OF_MEMORY) fail(prn_status_string(st), msg);
+        if (m != &sentinel) fail("*out written on failure", msg);
+        if (!strstr(msg, "prn_pwl_parse")) fail("the message does not name prn_pwl_parse", msg);
+        if (st == PRN_ERR_FORMAT && !strstr(msg, "line ")) fail("the message does not name a line", msg);
+        return 0;
+    }
+    if (!m || m == &sentinel) fail("PRN_OK without a model", NULL);
+    if (prn_pwl_check(ctx, m) != PRN_OK) fail("a parsed model fails prn_pwl_check", prn_last_error(ctx));
+    {
+        double *z = (double *)calloc((size_t)m->M, sizeof(double));
+        double *out = (double *)calloc((size_t)m->M, sizeof(double));
+        if (!z || !out) fail("out of memory", NULL);
+        if (prn_pwl_step(ctx, m, z, out) != PRN_OK) fail("prn_pwl_step", prn_last_error(ctx));
+        free(z);
+        free(out);
+    }
+    round_trip(m);
+    prn_pwl_free(ctx, m);
+    return 0;
+}
+
+#ifdef PRN_FUZZ_STANDALONE
+/* Corpus replay: runs the target on each file given, and on each file of
+ * each directory given. */
+#include <dirent.h>
+#include <sys/stat.h>
+
+static int run_file(const char *path) {
+    FILE *f = fopen(path, "rb");
+    unsigned char *buf = NULL;
+    size_t len = 0, cap = 0, n;
+    if (!f) {
+        fprintf(stderr, "fuzz_pwl_parse: cannot open %s\n", path);
+        return 1;
+    }
+    for (;;) {
+        if (len == cap) {
+            unsigned char *q;
+            cap = cap ? 2 * cap : 4096;
+            q = (unsigned char *)realloc(buf, cap);
+            if (!q) {
+                fclose(f);
+                free(buf);
+                fprintf(stderr, "fuzz_pwl_parse: out of memory\n");
+                return 1;
+            }
+            buf = q;
+        }
+        n = fread(buf + len, 1, cap - len, f);
+        len += n;
+        if (n == 0) break;
+    }
+    if (ferror(f)) {
+        fclose(f);
+        free(buf);
+        fprintf(stderr, "fuzz_pwl_parse: cannot read %s\n", path);
+        return 1;
+    }
+    fclose(f);
+    {
+        /* an exact-size copy, so ASan catches reads past the end */
+        unsigned char *exact = (unsigned char *)malloc(len ? len : 1);
+        if (!exact) {
+            free(buf);
+            return 1;
+        }
+        if (len) memcpy(exact, buf, len);
+        free(buf);
+        LLVMFuzzerTestOneInput(exact, len);
+        free(exact);
+    }
+    return 0;
+}
+
+static int run_path(const char *path, int *count) {
+    struct stat s;
+    if (stat(path, &s) != 0) {
+        fprintf(stderr, "fuzz_pwl_parse: cannot stat %s\n", path);
+        return 1;
+    }
+    if (S_ISDIR(s.st_mode)) {
+        DIR *d = opendir(path);
+        struct dirent *e;
+        int bad = 0;
+        if (!d) {
+            fprintf(stderr, "fuzz_pwl_parse: cannot open directory %s\n", path);
+            return 1;
+        }
+        while ((e = readdir(d)) != NULL) {
+            char sub[4096];
+            struct stat ss;
+            if (e->d_name[0] == '.') continue;
+            snprintf(sub, sizeof sub, "%s/%s", path, e->d_name);
+            if (stat(sub, &ss) == 0 && S_ISREG(ss.st_mode)) {
+                bad |= run_file(sub);
+                ++*count;
+            }
+        }
+        closedir(d);
+        return bad;
+    }
+    ++*count;
+    return run_file(path);
+}
+
+int main(int argc, char **argv) {
+    int i, bad = 0, count = 0;
+    if (argc < 2) {
+        fprintf(stderr, "usage: %s FILE_OR_DIR...\n", argv[0]);
+        return 2;
+    }
+    for (i = 1; i < argc; ++i) bad |= run_path(argv[i], &count);
+    printf("fuzz_pwl_parse: %d input%s replayed%s\n", count, count == 1 ? "" : "s", bad ? ", some unreadable" : "");
+    prn_context_destroy(g_ctx);
+    return bad;
+}
+#endif

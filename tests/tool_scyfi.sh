@@ -1,0 +1,93 @@
+#!/bin/sh
+# The parrnn-scyfi command-line tool: exit statuses, messages, --json.
+# Usage: sh tests/tool_scyfi.sh [TOOL]   (default $PRNT_SCYFI, else build/parrnn-scyfi)
+# Prints a summary line like the test programs; skips when the tool is not built.
+cd "$(dirname "$0")/.." || exit 1
+tool=${1:-${PRNT_SCYFI:-build/parrnn-scyfi}}
+passed=0; failed=0; skipped=0
+if [ ! -x "$tool" ]; then
+    echo "skip tool_scyfi ($tool not built)"
+    echo "summary passed=0 failed=0 skipped=1"
+    exit 0
+fi
+tmp=${TMPDIR:-/tmp}/prn_tool_scyfi_$$
+mkdir -p "$tmp" || exit 1
+trap 'rm -rf "$tmp"' EXIT
+
+# One fixed point, (1/0.3, -2), stable (J = diag(0.7, 0.5)); no cycles.
+cat > "$tmp/fp.txt" <<'EOF'
+# z' = A z + W relu(z) + h
+kind plrnn
+M 2
+A 0.5 0.5
+W 0.2 0
+  0   0.2
+h 1 -1
+EOF
+# W has 3 numbers: line 6
+printf 'kind plrnn\nM 2\nA 0.5 0.5\n# c\n\nW 1 2 3\nh 1 2\n' > "$tmp/bad.txt"
+# H = 12: order 2 needs 2^24 sequences, more than the exhaustive limit
+{
+    echo "kind shplrnn"; echo "M 2"; echo "H 12"; echo "A 0.5 0.5"
+    echo "W1 0.1 -0.2 0.3 -0.1 0.2 -0.3 0.1 -0.2 0.3 -0.1 0.2 -0.3"
+    echo "   0.2 0.1 -0.1 0.3 -0.2 0.1 0.2 -0.3 0.1 0.2 -0.1 0.3"
+    echo "W2 1 -1 0.5 0.5 -0.5 1 0.3 -0.7 1 1 -1 -1 0.2 0.4 -0.6 0.8 0.9 -0.1 0.7 0.3 -0.4 0.6 1 0.5"
+    echo "h1 0.1 -0.1"
+    echo "h2 0.1 -0.2 0.3 -0.4 0.5 -0.6 0.7 -0.8 0.9 -1 0.2 -0.3"
+} > "$tmp/big.txt"
+
+# expect NAME STATUS PATTERN_IN_STDERR -- ARGS...   (PATTERN "" = not checked)
+expect() {
+    name=$1; want=$2; pat=$3; shift 4
+    "$tool" "$@" >"$tmp/out" 2>"$tmp/err"; rc=$?
+    if [ "$rc" -ne "$want" ]; then
+        echo "FAIL $name: exit status $rc, want $want"; sed 's/^/    /' "$tmp/err" | head -n 5
+        failed=$((failed + 1)); return 1
+    fi
+    if [ -n "$pat" ] && ! grep -q -- "$pat" "$tmp/err"; then
+        echo "FAIL $name: stderr lacks \"$pat\""; sed 's/^/    /' "$tmp/err" | head -n 5
+        failed=$((failed + 1)); return 1
+    fi
+    echo "ok   $name"; passed=$((passed + 1)); return 0
+}
+check() { # NAME CONDITION-STATUS
+    if [ "$2" -eq 0 ]; then echo "ok   $1"; passed=$((passed + 1))
+    else echo "FAIL $1"; sed 's/^/    /' "$tmp/out" | head -n 5; failed=$((failed + 1)); fi
+}
+
+expect "--help" 0 "" -- --help
+grep -q "^usage:" "$tmp/out"; check "--help prints the usage on stdout" $?
+expect "no model file" 2 "usage:" --
+expect "two model files" 2 "usage:" -- "$tmp/fp.txt" "$tmp/fp.txt"
+expect "unknown option" 2 "--frob" -- --frob "$tmp/fp.txt"
+expect "--kmax 0" 2 "--kmax" -- --kmax 0 "$tmp/fp.txt"
+expect "--kmax without a value" 2 "--kmax" -- --kmax
+expect "--kmax 1.5" 2 "--kmax" -- --kmax 1.5 "$tmp/fp.txt"
+expect "--outer -1" 2 "--outer" -- --outer -1 "$tmp/fp.txt"
+expect "--inner x" 2 "--inner" -- --inner x "$tmp/fp.txt"
+expect "--seed -1" 2 "--seed" -- --seed -1 "$tmp/fp.txt"
+expect "--threads 0" 2 "--threads" -- --threads 0 "$tmp/fp.txt"
+expect "--kmax 99999999999" 2 "--kmax" -- --kmax 99999999999 "$tmp/fp.txt"
+expect "missing file" 2 "prn_pwl_load" -- "$tmp/none.txt"
+expect "bad file: the line" 2 "line 6" -- "$tmp/bad.txt"
+expect "bad file: the field" 2 "'W'" -- "$tmp/bad.txt"
+expect "unknown backend" 1 "nosuch" -- --backend nosuch "$tmp/fp.txt"
+expect "search failure (exhaustive limit)" 1 "prn_scyfi" -- --exhaustive --kmax 2 --json "$tmp/big.txt"
+
+for mode in "" "--exhaustive"; do
+    if expect "--json $mode" 0 "" -- --json $mode --kmax 3 --seed 5 --threads 1 "$tmp/fp.txt"; then
+        lines=$(wc -l < "$tmp/out")
+        [ "$lines" -eq 1 ]; check "--json $mode: one line (got $lines)" $?
+        # the numbers to about 1e-10 (%.17g: the last digits may differ)
+        n1='3\.3333333333[0-9]*'; n2='-(2|2\.0000000000[0-9]*|1\.9999999999[0-9]*)'
+        e1='0\.(6999999999|7000000000)[0-9]*'; e2='0\.(5|50000000000[0-9]*|49999999999[0-9]*)'; z='-?0'
+        grep -Eq "^\{\"k\": 1, \"points\": \[\[$n1, $n2\]\], \"eigenvalues\": \[\[$e1, $z\], \[$e2, $z\]\], \"stable\": true\}\$" "$tmp/out"
+        check "--json $mode: the fixed point, its eigenvalues, stable" $?
+    fi
+done
+if expect "table" 0 "" -- --kmax 2 "$tmp/fp.txt"; then
+    grep -q "stable" "$tmp/out" && grep -q "^summary" "$tmp/out"; check "table: a stable cycle and the summary" $?
+fi
+
+echo "summary passed=$passed failed=$failed skipped=$skipped"
+[ "$failed" -eq 0 ]
