@@ -641,6 +641,33 @@ PRN__CU_FN prn_status prn__cu_rnn_cell_backward(prn_context *ctx, prn_dtype dtyp
 }
 
 /* ------------------------------------------------------------------------
+ * Batched dense solves (kernels_cuda/solve.cu): one thread block per system
+ * ---------------------------------------------------------------------- */
+PRN__CU_FN prn_status prn__cu_solve_batched(prn_context *ctx, prn_dtype dtype, size_t batch, size_t n, void *a,
+                                            void *r, int *info) {
+    prn__cu_state *s;
+    prn_status st;
+    void *dinfo = NULL;
+    cudaError_t e;
+    if (n == 0) return prn_set_error(ctx, PRN_ERR_INVALID_ARGUMENT, "solve_batched: argument 'n' is 0");
+    if (n > 0x7fffffff) /* info reports columns as int, the kernel rows as unsigned */
+        return prn_set_error(ctx, PRN_ERR_INVALID_ARGUMENT, "solve_batched: argument 'n' (%lu) is above 2^31 - 1",
+                             (unsigned long)n);
+    if ((st = prn__cu_begin(ctx, "solve_batched", dtype, &s)) != PRN_OK) return st;
+    if (batch == 0) return PRN_OK;
+    if ((st = prn__cu_malloc(ctx, s, batch * sizeof(int), &dinfo, "solve_batched: info")) != PRN_OK) return st;
+    st = prn__cu_launched(ctx, "solve_batched", "solve_lu",
+                          prn_cu_solve_batched(s->stream, dtype == PRN_F64, batch, n, a, r, (int *)dinfo));
+    if (st == PRN_OK) {
+        e = cudaMemcpyAsync(info, dinfo, batch * sizeof(int), cudaMemcpyDeviceToHost, s->stream);
+        if (e != cudaSuccess) st = prn__cu_fail(ctx, "solve_batched: cudaMemcpyAsync(info)", e);
+    }
+    prn__cu_mfree(s, dinfo);
+    /* info is the caller's host memory: ready on return */
+    return st == PRN_OK ? prn__cu_sync(ctx, s, "solve_batched") : st;
+}
+
+/* ------------------------------------------------------------------------
  * Scans (kernels_cuda/scan.cu): reduce / scan / expand.
  *
  * Time is cut into chunks of L steps; per chunk a fold kernel reduces it
@@ -794,6 +821,7 @@ PRN__CU_DEF const prn_backend *prn_cuda_backend(void) {
         prn__cu_sgd_update, prn__cu_adam_update,
         prn__cu_scan_diag, prn__cu_scan_block,
         prn__cu_rnn_cell_forward, prn__cu_rnn_cell_backward,
+        prn__cu_solve_batched,
         {NULL}};
     return &b;
 }

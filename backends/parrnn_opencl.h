@@ -899,6 +899,53 @@ PRN__OCL_FN prn_status prn__ocl_rnn_cell_backward(prn_context *ctx, prn_dtype dt
 }
 
 /* ------------------------------------------------------------------------
+ * Batched dense solves (kernels_opencl/solve.cl): one work-group per system
+ * ---------------------------------------------------------------------- */
+/* info travels from the device's int32 straight into the caller's ints. */
+typedef char prn__ocl_int_is_cl_int[sizeof(int) == sizeof(cl_int) ? 1 : -1];
+#define PRN__OCL_SOLVE_WG 256 /* the largest work-group of solve_lu */
+
+PRN__OCL_FN prn_status prn__ocl_solve_batched(prn_context *ctx, prn_dtype dtype, size_t batch, size_t n, void *a,
+                                              void *r, int *info) {
+    prn__ocl_state *s = prn__ocl_get(ctx);
+    prn__ocl_args x;
+    cl_kernel k = NULL;
+    cl_mem dinfo;
+    size_t L = 32, wg = 0;
+    prn_status st;
+    cl_int e;
+    if (n == 0) return prn_set_error(ctx, PRN_ERR_INVALID_ARGUMENT, "solve_batched: argument 'n' is 0");
+    if (n > 0x7fffffff) /* info reports columns as int, the kernel rows as uint */
+        return prn_set_error(ctx, PRN_ERR_INVALID_ARGUMENT, "solve_batched: argument 'n' (%lu) is above 2^31 - 1",
+                             (unsigned long)n);
+    if (dtype != PRN_F32 && dtype != PRN_F64)
+        return prn_set_error(ctx, PRN_ERR_DTYPE, "solve_batched: dtype %s is not f32 or f64", prn_dtype_name(dtype));
+    if (batch == 0) return PRN_OK;
+    if ((st = prn__ocl_kernel_get(ctx, prn__ocl_t(dtype), "solve", "solve_lu", &k)) != PRN_OK) return st;
+    e = clGetKernelWorkGroupInfo(k, s->device, CL_KERNEL_WORK_GROUP_SIZE, sizeof wg, &wg, NULL);
+    if (e != CL_SUCCESS) return prn__ocl_fail(ctx, "clGetKernelWorkGroupInfo(solve_lu)", e);
+    /* a power of two (the pivot search's tree) from a SIMD width up to about
+     * one work-item per row: the wider trailing blocks keep them busy */
+    while (L < PRN__OCL_SOLVE_WG && L < n) L <<= 1;
+    while (L > 1 && L > wg) L >>= 1;
+    if (!(dinfo = prn__ocl_scratch(ctx, batch * sizeof(cl_int)))) return prn_last_status(ctx);
+    x.n = 0;
+    prn__ocl_arg_u64(&x, n);
+    prn__ocl_arg_mem(&x, PRN__OCL_MEM(a));
+    prn__ocl_arg_mem(&x, PRN__OCL_MEM(r));
+    prn__ocl_arg_mem(&x, dinfo);
+    prn__ocl_arg_local(&x, L * prn__ocl_esize(dtype));
+    prn__ocl_arg_local(&x, L * sizeof(cl_uint));
+    st = prn__ocl_run_local(ctx, dtype, "solve", "solve_lu", batch * L, L, &x);
+    if (st == PRN_OK) {
+        e = clEnqueueReadBuffer(s->queue, dinfo, CL_TRUE, 0, batch * sizeof(cl_int), info, 0, NULL, NULL);
+        if (e != CL_SUCCESS) st = prn__ocl_fail(ctx, "solve_batched: clEnqueueReadBuffer(info)", e);
+    }
+    clReleaseMemObject(dinfo);
+    return st;
+}
+
+/* ------------------------------------------------------------------------
  * GEMM: CLBlast's strided-batched GEMM (row-major), edge cases here
  * ---------------------------------------------------------------------- */
 PRN__OCL_FN prn_status prn__ocl_gemm(prn_context *ctx, prn_dtype dtype, int trans_a, int trans_b, size_t M,
@@ -1087,6 +1134,7 @@ PRN__OCL_DEF const prn_backend *prn_opencl_backend(void) {
         prn__ocl_sgd_update, prn__ocl_adam_update,
         prn__ocl_scan_diag, prn__ocl_scan_block,
         prn__ocl_rnn_cell_forward, prn__ocl_rnn_cell_backward,
+        prn__ocl_solve_batched,
         {NULL}};
     return &b;
 }

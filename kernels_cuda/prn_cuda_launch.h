@@ -57,6 +57,10 @@ int prn_cu_rnn_cell_fwd(cudaStream_t s, int f64, int kind, int relu, size_t B, s
 int prn_cu_rnn_cell_bwd(cudaStream_t s, int f64, int kind, int relu, size_t B, size_t H, size_t k, const void *g,
                         const void *st, const void *next, const void *saved, void *dxp, void *dq, void *ds);
 
+/* Batched dense solves (solve.cu; the table's solve_batched): a [batch, n,
+ * n] and r [batch, n] in place, info [batch] int32 on the device. */
+int prn_cu_solve_batched(cudaStream_t s, int f64, size_t batch, size_t n, void *a, void *r, int *info);
+
 /* Reductions over the middle axis of [outer, n, inner]; op: prn_reduce_op.
  * Long rows with few outputs run in two stages through scratch, whose size
  * prn_cu_reduce_scratch gives (0: none needed; sm: the multiprocessors). */

@@ -22,11 +22,14 @@
  * must not exceed 1e-5 (f32) or 1e-12 (f64), times sqrt(K) or sqrt(n) for
  * long accumulations. The scans (scan_diag, scan_block), whose rounding
  * error grows with the sequence length, are held to a bound computed with
- * them: see SCAN_C. Selections (max, argmax, copies, fill, buffers, uniform
- * random numbers) must match exactly. Every output buffer carries guard
- * elements after its end that must come back untouched; strided_copy also
- * writes into part of a larger pre-filled buffer whose other elements must
- * keep their values.
+ * them: see SCAN_C. solve_batched's solutions are held to SOLVE_C eps
+ * sqrt(n) of their system's largest |x| (those of systems built so that
+ * every step is exact must be exact), its info to the values the systems
+ * are built to give. Selections (max, argmax, copies, fill, buffers,
+ * uniform random numbers) must match exactly. Every output buffer carries
+ * guard elements after its end that must come back untouched; strided_copy
+ * also writes into part of a larger pre-filled buffer whose other elements
+ * must keep their values.
  */
 #define PARRNN_IMPLEMENTATION
 #include "parrnn.h"
@@ -438,6 +441,7 @@ static void t_table(void) {
     NOTE_NULL(gemm) NOTE_NULL(reduce) NOTE_NULL(argmax) NOTE_NULL(softmax)
     NOTE_NULL(random) NOTE_NULL(sgd_update) NOTE_NULL(adam_update)
     NOTE_NULL(scan_diag) NOTE_NULL(scan_block) NOTE_NULL(rnn_cell_forward) NOTE_NULL(rnn_cell_backward)
+    NOTE_NULL(solve_batched)
 #undef NOTE_NULL
     if (nnull) printf("    note: backend '%s' leaves %d primitive(s) NULL:%s\n", g_side[0].name, nnull, missing);
     g_cases++;
@@ -1791,6 +1795,271 @@ static void t_rnn_cell(void) {
                     }
 }
 
+/* --- solve_batched ------------------------------------------------------ */
+/* Systems of every kind the cases mix (kind of system b of a case):
+ *   SV_WELL   P (R + s D): R uniform in [-1, 1], D a diagonal of +-1, s =
+ *             2 sqrt(n) + 1, P a random row permutation (the identity for
+ *             some): well conditioned, with row swaps to find;
+ *   SV_TIE    as SV_WELL, and a second row of column 0 as large as the
+ *             pivot (x is the same either way, up to rounding);
+ *   SV_EXACT  (n >= 3) rows 0, t, u (0 < t < u) hold, in columns 0..2,
+ *                 [1 0 0], [-1 2 1], [1/2 2 3],
+ *             the others unit rows e_3.., and x is integer: with the first
+ *             of the tied pivots (rows 0 and t, then t and u) every step is
+ *             exact, so x must come out exact; the last one of column 0
+ *             leaves 3 under 2 in column 1 and a multiplier of 2/3. t runs
+ *             over powers of two, so that ties cross the work splits of
+ *             the backends;
+ *   SV_LZERO  column 0 zero but for its pivot row, whose last element is
+ *             +inf: the other rows have l = 0 and stay as they are (0 * inf
+ *             would be NaN), every pivot is finite: info 0, x[0] infinite;
+ *   and singular ones, whose info is known by construction:
+ *   SV_ZCOL   column n/2 zero: it stays zero under row operations, so
+ *             info = n/2 + 1;
+ *   SV_ZERO   all zeros: info = 1;
+ *   SV_INF    -inf in the last row of column 0: the largest |pivot| of
+ *             column 0 is not finite, info = 1;
+ *   SV_NAN    NaN at row q = min(2, n-1) of column 0 (q = 0: on the
+ *             diagonal, never beaten, info 1): passed over by the pivot
+ *             search, it spreads along row q, whose NaN diagonal then fails
+ *             step q: info = q + 1;
+ *   SV_DUP    rows 0 and 1 equal (n >= 2): they stay equal until one is
+ *             the pivot, the other then becomes exactly zero (l = 1) and
+ *             is never chosen, so the last pivot is 0: info = n. */
+enum { SV_WELL, SV_TIE, SV_EXACT, SV_LZERO, SV_ZCOL, SV_ZERO, SV_INF, SV_NAN, SV_DUP, SV_KINDS };
+static const char *sv_name(int k) {
+    static const char *const names[SV_KINDS] = {"well conditioned", "tied pivots", "exact", "l = 0 beside inf",
+                                                "zero column", "all zero", "-inf", "NaN", "equal rows"};
+    return names[k];
+}
+
+static unsigned g_sv_turn; /* SV_EXACT's t takes every value in turn */
+
+/* a (n x n) of one system of kind k, and x (integer) for SV_EXACT; returns
+ * the expected info. */
+static int sv_system(int k, prn_dtype dt, size_t n, double *a, double *x, size_t *perm) {
+    const double sc = 2.0 * sqrt((double)n) + 1.0;
+    size_t i, j;
+    if (k == SV_EXACT && n < 3) k = SV_TIE;
+    if (k == SV_DUP && n < 2) k = SV_ZERO;
+    for (i = 0; i < n; ++i) perm[i] = i;
+    if (rng_below(4)) /* else the identity: no swaps */
+        for (i = n; i > 1; --i) {
+            size_t t = rng_below(i), u = perm[i - 1];
+            perm[i - 1] = perm[t];
+            perm[t] = u;
+        }
+    for (i = 0; i < n; ++i)
+        for (j = 0; j < n; ++j)
+            a[perm[i] * n + j] = quant1(dt, rng_range(-1, 1) + (i == j ? (rng_below(2) ? sc : -sc) : 0.0));
+    switch (k) {
+    case SV_TIE:
+        if (n >= 2) { /* the row holding column 0's diagonal, and another one */
+            size_t p = perm[0], q = perm[1 + rng_below(n - 1)];
+            a[q * n] = rng_below(2) ? a[p * n] : -a[p * n];
+        }
+        return 0;
+    case SV_EXACT: {
+        static const size_t ts[] = {1, 2, 4, 8, 16, 32, 64, 128, 256};
+        static const double rows[3][3] = {{1, 0, 0}, {-1, 2, 1}, {0.5, 2, 3}};
+        size_t t, u, c = 3, nt = 0;
+        while (nt < 9 && ts[nt] + 1 < n) ++nt;
+        t = ts[g_sv_turn++ % nt];
+        u = t + 1 + rng_below(n - t - 1);
+        for (i = 0; i < n * n; ++i) a[i] = 0;
+        for (i = 0; i < n; ++i) {
+            const int which = i == 0 ? 0 : i == t ? 1 : i == u ? 2 : -1;
+            if (which >= 0)
+                for (j = 0; j < 3; ++j) a[i * n + j] = rows[which][j];
+            else
+                a[i * n + c++] = 1;
+        }
+        for (i = 0; i < n; ++i) x[i] = (double)((int)rng_below(17) - 8);
+        return 0;
+    }
+    case SV_LZERO:
+        for (i = 0; i < n; ++i)
+            if (i != perm[0]) a[i * n] = 0;
+        if (n >= 2) a[perm[0] * n + n - 1] = HUGE_VAL;
+        return 0;
+    case SV_ZCOL:
+        for (i = 0; i < n; ++i) a[i * n + n / 2] = 0;
+        return (int)(n / 2) + 1;
+    case SV_ZERO:
+        for (i = 0; i < n * n; ++i) a[i] = 0;
+        return 1;
+    case SV_INF:
+        a[(n - 1) * n] = -HUGE_VAL;
+        return 1;
+    case SV_NAN:
+        i = n - 1 < 2 ? n - 1 : 2;
+        a[i * n] = NAN;
+        return (int)i + 1;
+    case SV_DUP:
+        for (j = 0; j < n; ++j) a[n + j] = a[j];
+        return (int)n;
+    default:
+        return 0;
+    }
+}
+
+/* Host math: the solution, by LU with partial pivoting in double of the
+ * (rounded) inputs; for the systems of info 0, well conditioned or exact.
+ * Rows with l = 0 are left alone, as the contract's pivots need. */
+static void sv_host_solve(size_t n, const double *a0, const double *r0, double *x) {
+    double *a = (double *)xmalloc(n * n * sizeof *a);
+    size_t i, j, q, p;
+    memcpy(a, a0, n * n * sizeof *a);
+    memcpy(x, r0, n * sizeof *x);
+    for (j = 0; j < n; ++j) {
+        for (p = j, i = j + 1; i < n; ++i)
+            if (fabs(a[i * n + j]) > fabs(a[p * n + j])) p = i;
+        if (p != j) {
+            double t = x[p]; x[p] = x[j]; x[j] = t;
+            for (q = 0; q < n; ++q) { t = a[p * n + q]; a[p * n + q] = a[j * n + q]; a[j * n + q] = t; }
+        }
+        for (i = j + 1; i < n; ++i) {
+            double l = a[i * n + j] / a[j * n + j];
+            if (l == 0) continue;
+            for (q = j + 1; q < n; ++q) a[i * n + q] -= l * a[j * n + q];
+            x[i] -= l * x[j];
+        }
+    }
+    for (i = n; i-- > 0;) {
+        double s = x[i];
+        for (q = i + 1; q < n; ++q) s -= a[i * n + q] * x[q];
+        x[i] = s / a[i * n + i];
+    }
+    free(a);
+}
+
+/* Error bound of x, per element: SOLVE_C eps sqrt(n) times the largest
+ * finite |x| of its system (twice that against the oracle, which errs
+ * too); the systems' condition numbers are small, the error of LU with
+ * partial pivoting grows with n. SV_EXACT systems must match exactly. */
+#define SOLVE_C 32.0
+
+/* One call on batch systems of size n, kinds[b % nk] for system b. info
+ * must equal the expected value exactly on every side; the r of systems
+ * with info != 0 is unspecified and not compared. a is scratch, but the
+ * guards after a and r must stay, and info[batch] too. */
+static void solve_case(prn_dtype dt, size_t batch, size_t n, const int *kinds, size_t nk) {
+    const size_t na = batch * n * n, nr = batch * n;
+    double *a = hd(na + GUARD), *r = hd(nr + GUARD), *x = hd(nr + GUARD), *sc = hd(nr + GUARD);
+    double *got = hd(nr + GUARD), *want = hd(nr + GUARD), *xt = hd(n), *ga = hd(na + GUARD);
+    int *expect = (int *)xmalloc((batch + 1) * sizeof(int)), *info = (int *)xmalloc((batch + 1) * sizeof(int));
+    int *oinfo = (int *)xmalloc((batch + 1) * sizeof(int));
+    size_t *perm = (size_t *)xmalloc((n ? n : 1) * sizeof *perm), b, i, j;
+    char desc[200];
+    pbuf *ba, *br;
+    int s, bad = 0;
+    snprintf(desc, sizeof desc, "batch=%lu n=%lu (%s%s)", ZU(batch), ZU(n), sv_name(kinds[0]),
+             nk > 1 ? " and other kinds" : "");
+    for (b = 0; b < batch; ++b) {
+        const int k = kinds[b % nk];
+        double *ab = a + b * n * n, m = 0;
+        for (i = 0; i < n; ++i) xt[i] = rng_range(-1, 1);
+        expect[b] = sv_system(k, dt, n, ab, xt, perm);
+        for (i = 0; i < n; ++i) { /* r = A xt with the rounded A, then rounded; any r where A has infinities */
+            double t = 0;
+            for (j = 0; j < n; ++j) t += ab[i * n + j] * xt[j];
+            r[b * n + i] = quant1(dt, expect[b] || k == SV_LZERO ? rng_range(-1, 1) : t);
+        }
+        if (!expect[b]) sv_host_solve(n, ab, r + b * n, x + b * n);
+        for (i = 0; i < n; ++i)
+            if (fabs(x[b * n + i]) > m && fabs(x[b * n + i]) <= DBL_MAX) m = fabs(x[b * n + i]);
+        for (i = 0; i < n; ++i) sc[b * n + i] = k == SV_EXACT && n >= 3 ? 0.0 : m > 0 ? m : 1;
+    }
+    for (i = 0; i < GUARD; ++i) a[na + i] = r[nr + i] = x[nr + i] = SENTINEL;
+    for (i = nr; i < nr + GUARD; ++i) sc[i] = 1;
+    ba = pb_input(dt, a, na + GUARD, desc);
+    br = ba ? pb_input(dt, r, nr + GUARD, desc) : NULL;
+    if (!br) goto out;
+    for (s = 0; s < nsides(); ++s) {
+        int *inf = s ? oinfo : info;
+        for (b = 0; b <= batch; ++b) inf[b] = -777;
+        if (!st_ok(s, g_side[s].be->solve_batched(g_side[s].ctx, dt, batch, n, ba->h[s], br->h[s], inf),
+                   "solve_batched", desc))
+            goto out;
+    }
+    for (b = 0; b <= batch && bad < 3; ++b) {
+        int want_info = b < batch ? expect[b] : -777;
+        if (info[b] != want_info) {
+            failf("%s %s: info[%lu] = %d, want %d (system of kind %s)", dname(dt), desc, ZU(b), info[b], want_info,
+                  b < batch ? sv_name(kinds[b % nk]) : "none: past the end");
+            ++bad;
+        }
+        if (!g_vs_math && oinfo[b] != want_info) {
+            failf("%s %s: the oracle's info[%lu] = %d, want %d", dname(dt), desc, ZU(b), oinfo[b], want_info);
+            ++bad;
+        }
+    }
+    if (bad) goto out;
+    if (!pb_download(br, 0, dt, got, nr + GUARD, desc)) goto out;
+    if (!g_vs_math) {
+        if (!pb_download(br, 1, dt, want, nr + GUARD, desc)) goto out;
+    } else {
+        for (i = 0; i < nr + GUARD; ++i) want[i] = quant1(dt, x[i]);
+    }
+    for (b = 0; b < batch; ++b) /* unspecified */
+        if (expect[b])
+            for (i = 0; i < n; ++i) got[b * n + i] = want[b * n + i] = 0;
+    if (!compare(got, want, sc, nr + GUARD, SOLVE_C * eps_of(dt) * sqrt((double)n) * (g_vs_math ? 1.0 : 2.0), dt,
+                 "solve_batched x", desc, g_vs_math ? "host math" : "oracle " ORACLE))
+        goto out;
+    if (!pb_download(ba, 0, dt, ga, na + GUARD, desc)) goto out;
+    compare(ga + na, a + na, NULL, GUARD, 0, dt, "solve_batched a (guard elements)", desc, "their uploaded value");
+out:
+    free(expect);
+    free(info);
+    free(oinfo);
+    free(perm);
+    g_cases++;
+    case_end();
+}
+
+static void t_solve_batched(void) {
+    static const size_t batches[] = {1, 3, 64}, ns[] = {1, 2, 7, 33, 130};
+    static const int well[] = {SV_WELL, SV_TIE, SV_WELL, SV_EXACT};
+    static const int mixed[] = {SV_WELL, SV_ZCOL, SV_TIE, SV_ZERO, SV_INF, SV_LZERO, SV_NAN, SV_DUP, SV_EXACT};
+    static const int exact[] = {SV_EXACT};
+    size_t bi, ni;
+    int d, k;
+    NEED(solve_batched);
+    g_sv_turn = 0;
+    for (d = 0; d < 2; ++d) {
+        const prn_dtype dt = d ? PRN_F64 : PRN_F32;
+        int info[2] = {-777, -777};
+        prn_status st;
+        for (bi = 0; bi < 3; ++bi)
+            for (ni = 0; ni < 5; ++ni) solve_case(dt, batches[bi], ns[ni], well, 4);
+        /* one system of each kind among good ones, and every kind alone */
+        for (ni = 0; ni < 5; ++ni) {
+            solve_case(dt, 10 + ni, ns[ni], mixed, 9);
+            for (k = SV_TIE; k < SV_KINDS; ++k)
+                if (ns[ni] <= 33) solve_case(dt, 1, ns[ni], &k, 1);
+        }
+        /* exact ties up to rows 256 apart (t = 1, 2, 4, ..., 256), beyond
+         * a work-group of 256 */
+        solve_case(dt, 9, 300, exact, 1);
+        /* n = 0 is an error, batch = 0 nothing (the buffers stand in, untouched) */
+        {
+            pbuf *bb = pb_alloc(4 * dsize(dt));
+            if (bb) {
+                st = g_side[0].be->solve_batched(g_side[0].ctx, dt, 1, 0, bb->h[0], bb->h[0], info);
+                if (st != PRN_ERR_INVALID_ARGUMENT)
+                    failf("%s n=0: returned %s, want PRN_ERR_INVALID_ARGUMENT", dname(dt), prn_status_string(st));
+                st = g_side[0].be->solve_batched(g_side[0].ctx, dt, 0, 3, bb->h[0], bb->h[0], info);
+                if (st != PRN_OK || info[0] != -777)
+                    failf("%s batch=0: returned %s (%s), info[0] %d: want PRN_OK and info untouched", dname(dt),
+                          prn_status_string(st), prn_last_error(g_side[0].ctx), info[0]);
+            }
+            g_cases++;
+            case_end();
+        }
+    }
+}
+
 /* ------------------------------------------------------------------------
  * The table of primitive tests: one named test per (backend, primitive)
  * ---------------------------------------------------------------------- */
@@ -1817,6 +2086,7 @@ static const prim_test k_prims[] = {
     {"scan_diag", t_scan_diag},
     {"scan_block", t_scan_block},
     {"rnn_cell_forward+rnn_cell_backward", t_rnn_cell},
+    {"solve_batched", t_solve_batched},
     {"public_random", t_public_random},
 };
 
