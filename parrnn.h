@@ -950,6 +950,9 @@ typedef struct prn_scyfi_options {
     int pool_size;            /* [1000] shallow kinds: sampled points          */
     double pool_range;        /* [10]                                          */
     int max_cycles;           /* [0: no limit] stop an order after this many   */
+    int host_products;        /* [0] backends other than the reference form
+                               * the k-step products by their batched GEMM
+                               * (orders >= 2); 1 keeps them on the CPU      */
 } prn_scyfi_options;
 
 typedef enum prn_cycle_type { PRN_CYCLE_STABLE, PRN_CYCLE_UNSTABLE, PRN_CYCLE_SADDLE } prn_cycle_type;
@@ -7400,6 +7403,8 @@ typedef struct prn__sc {
     double *sys, *rhs;    /* batch x M x M, batch x M (host staging) */
     int *info;
     void *dsys, *drhs;    /* backend buffers */
+    void *dP, *dT;        /* device products (batch x M x M each) */
+    int dev;              /* form the products by the backend's GEMM */
     prn__sc_chain *chains;
     int batch;
     prn__sc_cycle_node *head, *tail;
@@ -7756,6 +7761,61 @@ PRN__FN void prn__sc_default_loops(int k, int *outer, int *inner) {
     else { *outer = 100; *inner = 1115; }
 }
 
+/* The systems of the running chains with the products on the backend:
+ * level by level, the host builds J_l of every chain (and the affine part
+ * v), one upload and one batched GEMM P <- J_l P; the last GEMM forms
+ * I - J_k P in dsys. The M^3 work of a candidate runs where the solve
+ * does, and only M^2 numbers per level cross. */
+PRN__FN prn_status prn__sc_build_device(prn__sc *s, const int *run, int nrun, int par) {
+    size_t M = s->M, k = s->k, R = s->R, MM = M * M, l;
+    prn_status st = PRN_OK;
+    void *P = s->dP, *T = s->dT;
+    long r;
+    (void)par;
+    for (l = 0; l < k && st == PRN_OK; ++l) {
+#ifdef _OPENMP
+        PRN__PRAGMA(omp parallel for num_threads(s->nt) schedule(static) if(par))
+#endif
+        for (r = 0; r < nrun; ++r) {
+            int tid = 0;
+            double *J = s->sys + (size_t)r * MM, *v = s->rhs + (size_t)r * M, *c, *tv;
+            size_t i, j;
+#ifdef _OPENMP
+            if (par) tid = omp_get_thread_num();
+#endif
+            c = s->scratch + (size_t)tid * s->scratch_per;
+            tv = c + M;
+            prn__sc_affine(s->m, s->chains[run[r]].guess + l * R, J, c);
+            if (l == 0) { memcpy(v, c, M * sizeof(double)); continue; }
+            for (i = 0; i < M; ++i) {
+                const double *Ji = J + i * M;
+                double a = c[i];
+                for (j = 0; j < M; ++j) a += Ji[j] * v[j];
+                tv[i] = a;
+            }
+            memcpy(v, tv, M * sizeof(double));
+        }
+        if (l == 0) { st = s->be->buf_upload(s->ctx, P, 0, s->sys, (size_t)nrun * MM * sizeof(double)); continue; }
+        if (l + 1 < k) {
+            void *t;
+            st = s->be->buf_upload(s->ctx, s->dsys, 0, s->sys, (size_t)nrun * MM * sizeof(double));
+            if (st == PRN_OK)
+                st = s->be->gemm(s->ctx, PRN_F64, 0, 0, M, M, M, 1.0, s->dsys, M, MM, P, M, MM, 0.0, T, M, MM, (size_t)nrun);
+            t = P; P = T; T = t;
+        } else {
+            size_t i;
+            st = s->be->buf_upload(s->ctx, T, 0, s->sys, (size_t)nrun * MM * sizeof(double));
+            memset(s->sys, 0, (size_t)nrun * MM * sizeof(double));
+            for (r = 0; r < nrun; ++r)
+                for (i = 0; i < M; ++i) s->sys[(size_t)r * MM + i * M + i] = 1.0;
+            if (st == PRN_OK) st = s->be->buf_upload(s->ctx, s->dsys, 0, s->sys, (size_t)nrun * MM * sizeof(double));
+            if (st == PRN_OK)
+                st = s->be->gemm(s->ctx, PRN_F64, 0, 0, M, M, M, -1.0, T, M, MM, P, M, MM, 1.0, s->dsys, M, MM, (size_t)nrun);
+        }
+    }
+    return st;
+}
+
 /* Every chain of order s->k. */
 PRN__FN prn_status prn__sc_order(prn__sc *s, const prn_scyfi_options *user) {
     size_t M = s->M, k = s->k, H = s->m->H > 0 ? (size_t)s->m->H : 0;
@@ -7783,6 +7843,11 @@ PRN__FN prn_status prn__sc_order(prn__sc *s, const prn_scyfi_options *user) {
             /* Threads over chains when there is enough work, except for large
              * M with CBLAS, whose GEMMs thread themselves. */
             int par_chains = nrun > 1 && s->nt > 1 && work * nrun >= 1048576.0 && !(PRN__SC_CBLAS && M >= 128);
+            if (s->dev && k >= 2) {
+                st = prn__sc_build_device(s, run, nrun, nrun > 1 && s->nt > 1 && (double)nrun * M * M * (H + 1) >= 1048576.0);
+                if (st == PRN_OK) st = s->be->buf_upload(s->ctx, s->drhs, 0, s->rhs, (size_t)nrun * M * sizeof(double));
+                goto solve;
+            }
 #ifdef _OPENMP
             PRN__PRAGMA(omp parallel for num_threads(s->nt) schedule(dynamic) if(par_chains))
 #endif
@@ -7800,6 +7865,7 @@ PRN__FN prn_status prn__sc_order(prn__sc *s, const prn_scyfi_options *user) {
             }
             st = s->be->buf_upload(s->ctx, s->dsys, 0, s->sys, (size_t)nrun * M * M * sizeof(double));
             if (st == PRN_OK) st = s->be->buf_upload(s->ctx, s->drhs, 0, s->rhs, (size_t)nrun * M * sizeof(double));
+        solve:
             if (st == PRN_OK) st = s->be->solve_batched(s->ctx, PRN_F64, (size_t)nrun, M, s->dsys, s->drhs, s->info);
             if (st == PRN_OK) st = s->be->buf_download(s->ctx, s->drhs, 0, s->rhs, (size_t)nrun * M * sizeof(double));
             if (st != PRN_OK) return st;
@@ -7845,6 +7911,8 @@ PRN__FN void prn__sc_release(prn__sc *s) {
     for (b = 0; s->chains && b < s->batch; ++b) prn__sc_free_met(s, &s->chains[b]);
     if (s->dsys) s->be->buf_free(s->ctx, s->dsys);
     if (s->drhs) s->be->buf_free(s->ctx, s->drhs);
+    if (s->dP) s->be->buf_free(s->ctx, s->dP);
+    if (s->dT) s->be->buf_free(s->ctx, s->dT);
     prn_free(s->ctx, s->sys);
     prn_free(s->ctx, s->scratch);
     prn_free(s->ctx, s->pool);
@@ -7939,6 +8007,12 @@ PRN__DEF prn_status prn_scyfi(prn_context *ctx, const prn_pwl_model *m, const pr
     }
     if ((st = s.be->buf_alloc(ctx, (size_t)s.batch * M * M * sizeof(double), &s.dsys)) != PRN_OK) goto fail;
     if ((st = s.be->buf_alloc(ctx, (size_t)s.batch * M * sizeof(double), &s.drhs)) != PRN_OK) goto fail;
+    /* Backends other than the reference form the products themselves
+     * (products of order 2 and up; o.host_products keeps them here). */
+    s.dev = strncmp(s.be->name, "reference", 9) != 0 && s.be->gemm && !s.o.host_products && s.o.kmax >= 2;
+    if (s.dev && ((st = s.be->buf_alloc(ctx, (size_t)s.batch * M * M * sizeof(double), &s.dP)) != PRN_OK ||
+                  (st = s.be->buf_alloc(ctx, (size_t)s.batch * M * M * sizeof(double), &s.dT)) != PRN_OK))
+        goto fail;
     if (prn__pwl_shallow(m) && !s.o.exhaustive && (st = prn__sc_make_pool(&s)) != PRN_OK) goto fail;
     for (k = 1; k <= s.o.kmax && st == PRN_OK; ++k) {
         s.k = (size_t)k;

@@ -284,6 +284,38 @@ static void test_same_for_any_batch_and_threads(void) {
     prn_context_destroy(c1);
 }
 
+/* Backends other than the reference form the k-step products with their
+ * GEMM; on the CPU (host_products) the cycles are the same up to rounding. */
+static void test_host_and_device_products(void) {
+    tmodel t;
+    prn_scyfi_options o;
+    prn_scyfi_result *a = NULL, *b = NULL;
+    int c;
+    unsigned seed;
+    memset(&o, 0, sizeof o);
+    o.kmax = 4; o.seed = 3; o.outer = 30; o.inner = 60;
+    for (seed = 0; seed < 40; ++seed) { /* a model with a few cycles */
+        random_model(&t, PRN_PWL_PLRNN, 4, 0, 0, 1, seed, 1.3);
+        o.host_products = 1;
+        prn_scyfi_free(g_ctx, b);
+        b = NULL;
+        PRNT_OK(g_ctx, prn_scyfi(g_ctx, &t.m, &o, &b));
+        if (!b || b->num_cycles >= 3) break;
+    }
+    o.host_products = 0;
+    PRNT_OK(g_ctx, prn_scyfi(g_ctx, &t.m, &o, &a));
+    if (a && b) {
+        PRNT_CHECK(a->num_cycles == b->num_cycles, "%d cycles, %d with host products", a->num_cycles, b->num_cycles);
+        for (c = 0; c < a->num_cycles; ++c)
+            PRNT_CHECK(has_cycle(b, 4, a->cycles[c].k, a->cycles[c].points, 1e-9), "cycle %d (k=%d) not found with host products",
+                       c, a->cycles[c].k);
+        PRNT_CHECK(a->num_cycles > 1, "%d cycles: the comparison says little", a->num_cycles);
+        check_cycles(&t.m, a, "device products");
+    }
+    prn_scyfi_free(g_ctx, a);
+    prn_scyfi_free(g_ctx, b);
+}
+
 /* --- the reference implementation's cases ------------------------------------------------------- */
 static const char *data_dir(void) {
     const char *d = getenv("PARRNN_SCYFI_DATA");
@@ -553,6 +585,7 @@ int main(void) {
     PRNT_RUN(test_border_collision_2_cycle);
     PRNT_RUN(test_exhaustive_vs_search);
     PRNT_RUN(test_same_for_any_batch_and_threads);
+    PRNT_RUN(test_host_and_device_products);
     PRNT_RUN(test_reference_cases);
     PRNT_RUN(test_trained_exhaustive);
     PRNT_RUN(test_bad_input);
