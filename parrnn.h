@@ -8181,6 +8181,14 @@ PRN__FN void prn__eig_col1(const double *h, ptrdiff_t ld, double sr1, double sr2
     *z = q * h21;                                          /* h10 h21 */
 }
 
+/* Swaps rows i, j and columns i, j of the n x n matrix a: a permutation
+ * similarity, which keeps the eigenvalues. */
+PRN__FN void prn__eig_swap(double *a, size_t n, size_t i, size_t j) {
+    size_t k;
+    for (k = 0; k < n; ++k) { double t = a[i * n + k]; a[i * n + k] = a[j * n + k]; a[j * n + k] = t; }
+    for (k = 0; k < n; ++k) { double t = a[k * n + i]; a[k * n + i] = a[k * n + j]; a[k * n + j] = t; }
+}
+
 PRN__FN int prn__eig_real(size_t n, double *a, double *re, double *im) {
 #define PRN__EH(r, c) a[(size_t)(r) * n + (size_t)(c)]
     const double ulp = DBL_EPSILON, safmin = DBL_MIN;
@@ -8229,18 +8237,7 @@ PRN__FN int prn__eig_real(size_t n, double *a, double *re, double *im) {
                 }
             }
             if (found) {
-                if (j != hi) { /* swap rows and columns j, hi (whole matrix) */
-                    for (k = 0; k < N; ++k) {
-                        double t = PRN__EH(j, k);
-                        PRN__EH(j, k) = PRN__EH(hi, k);
-                        PRN__EH(hi, k) = t;
-                    }
-                    for (k = 0; k < N; ++k) {
-                        double t = PRN__EH(k, j);
-                        PRN__EH(k, j) = PRN__EH(k, hi);
-                        PRN__EH(k, hi) = t;
-                    }
-                }
+                if (j != hi) prn__eig_swap(a, n, (size_t)j, (size_t)hi); /* whole rows and columns */
                 --hi;
             }
         }
@@ -8255,18 +8252,7 @@ PRN__FN int prn__eig_real(size_t n, double *a, double *re, double *im) {
                 }
             }
             if (found) {
-                if (j != lo) {
-                    for (k = 0; k < N; ++k) {
-                        double t = PRN__EH(j, k);
-                        PRN__EH(j, k) = PRN__EH(lo, k);
-                        PRN__EH(lo, k) = t;
-                    }
-                    for (k = 0; k < N; ++k) {
-                        double t = PRN__EH(k, j);
-                        PRN__EH(k, j) = PRN__EH(k, lo);
-                        PRN__EH(k, lo) = t;
-                    }
-                }
+                if (j != lo) prn__eig_swap(a, n, (size_t)j, (size_t)lo);
                 ++lo;
             }
         }

@@ -57,6 +57,20 @@ PRNT_UNUSED static double prnt_max_rel_err(const double *a, const double *b, siz
     return m;
 }
 
+/* An allocator (prn_config.allocator, user = a prnt_fa) that refuses its
+ * fail_at-th allocation (0: none) and counts the blocks alive. */
+typedef struct prnt_fa { long count, fail_at, refused, live; } prnt_fa;
+PRNT_UNUSED static void *prnt_fa_alloc(void *user, size_t size) {
+    prnt_fa *f = (prnt_fa *)user;
+    if (++f->count == f->fail_at) { f->refused++; return NULL; }
+    f->live++;
+    return malloc(size);
+}
+PRNT_UNUSED static void prnt_fa_free(void *user, void *p) {
+    if (p) ((prnt_fa *)user)->live--;
+    free(p);
+}
+
 /* Shared by the tests that include parrnn.h first. */
 #ifdef PARRNN_H
 /* The program's context: the backend PARRNN_BACKEND names (else the

@@ -677,19 +677,8 @@ static void test_bad_input(void) {
  * fail with PRN_ERR_OUT_OF_MEMORY, a message naming them, the outputs, the
  * warm slot, the live tensors and the tape as before; retried they succeed,
  * and the gradients equal those of a run without failures bit for bit. */
-typedef struct fa { long count, fail_at, refused, live; } fa;
-static void *fa_alloc(void *user, size_t size) {
-    fa *f = (fa *)user;
-    if (++f->count == f->fail_at) { f->refused++; return NULL; }
-    f->live++;
-    return malloc(size);
-}
-static void fa_free(void *user, void *p) {
-    if (p) ((fa *)user)->live--;
-    free(p);
-}
 static long af_run(long fail_at, double *grads, size_t ngrads, int *completed) {
-    fa f;
+    prnt_fa f;
     prn_config cfg;
     prn_context *ctx = NULL;
     prn_rnn_config c = cfg_of(PRN_RNN_GRU, PRN_F64, 2, 3, 1, 1);
@@ -703,8 +692,8 @@ static long af_run(long fail_at, double *grads, size_t ngrads, int *completed) {
     memset(&f, 0, sizeof f);
     f.fail_at = fail_at;
     memset(&cfg, 0, sizeof cfg);
-    cfg.allocator.alloc = fa_alloc;
-    cfg.allocator.free = fa_free;
+    cfg.allocator.alloc = prnt_fa_alloc;
+    cfg.allocator.free = prnt_fa_free;
     cfg.allocator.user = &f;
     cfg.seed = 77;
     cfg.backend = "reference-noblas";

@@ -445,7 +445,7 @@ static void test_reference_cases(void) {
                 model[0] = 0;
                 continue;
             }
-            r = run(m, kmax, outer, inner, 0, 0);
+            r = run(m, kmax, outer, inner, 0, getenv("PRNT_SCYFI_SEED") ? strtoull(getenv("PRNT_SCYFI_SEED"), NULL, 10) : 0);
             if (r) {
                 for (i = 0; i < nt; ++i) check_assertion(name, m, r, tests[i]);
                 check_cycles(m, r, name);
@@ -513,20 +513,9 @@ static void test_bad_input(void) {
     PRNT_STATUS(g_ctx, prn_eigenvalues(g_ctx, 2, NULL, A, h), PRN_ERR_NULL_ARGUMENT);
 }
 
-/* A context whose allocator refuses its n-th allocation. */
-typedef struct fa { long count, fail_at, live; } fa;
-static void *fa_alloc(void *user, size_t size) {
-    fa *f = (fa *)user;
-    if (++f->count == f->fail_at) return NULL;
-    f->live++;
-    return malloc(size);
-}
-static void fa_free(void *user, void *p) {
-    if (p) ((fa *)user)->live--;
-    free(p);
-}
+/* A context whose allocator (prnt_fa) refuses its n-th allocation. */
 static long af_run(long fail_at, int *cycles) {
-    fa f;
+    prnt_fa f;
     prn_config cfg;
     prn_context *ctx = NULL;
     tmodel t;
@@ -536,8 +525,8 @@ static long af_run(long fail_at, int *cycles) {
     memset(&f, 0, sizeof f);
     f.fail_at = fail_at;
     memset(&cfg, 0, sizeof cfg);
-    cfg.allocator.alloc = fa_alloc;
-    cfg.allocator.free = fa_free;
+    cfg.allocator.alloc = prnt_fa_alloc;
+    cfg.allocator.free = prnt_fa_free;
     cfg.allocator.user = &f;
     cfg.backend = "reference-noblas";
     cfg.num_threads = 1;
