@@ -159,6 +159,26 @@ static void bench_print_compiler(void) {
 #endif
 }
 
+/* The threads line of the machine report of a benchmark that runs on
+ * prn_config.num_threads: prefix ("1 and " or "") before the count, and
+ * what else the threads are given to, with OpenMP and without. Inline:
+ * not every benchmark prints it. */
+static inline void bench_print_threads(const char *prefix, int threads, const char *with, const char *without) {
+#ifdef _OPENMP
+    (void)without;
+    printf("  threads:   %s%d (prn_config.num_threads, OpenMP%s%s; %d processors)\n", prefix, threads,
+#if defined(PARRNN_USE_CBLAS) && defined(OPENBLAS_VERSION)
+           ", OpenBLAS",
+#else
+           "",
+#endif
+           with, omp_get_num_procs());
+#else
+    (void)prefix; (void)threads; (void)with;
+    printf("  threads:   1 (built without OpenMP%s)\n", without);
+#endif
+}
+
 /* The BLAS line of the machine report (inline: not every benchmark prints it). */
 static inline void bench_print_cblas(void) {
 #if defined(PARRNN_USE_CBLAS) && defined(OPENBLAS_VERSION)

@@ -619,17 +619,7 @@ int main(int argc, char **argv) {
     cpu_model(model, sizeof model);
     printf("bench_deer: parrnn %s, %s mode\n", PARRNN_VERSION_STRING, g_quick ? "quick" : "full");
     printf("  cpu:       %s\n", model);
-#ifdef _OPENMP
-    printf("  threads:   %d (prn_config.num_threads, OpenMP%s; %d processors)\n", threads,
-#if defined(PARRNN_USE_CBLAS) && defined(OPENBLAS_VERSION)
-           ", OpenBLAS",
-#else
-           "",
-#endif
-           omp_get_num_procs());
-#else
-    printf("  threads:   1 (built without OpenMP)\n");
-#endif
+    bench_print_threads("", threads, "", "");
     bench_print_compiler();
     bench_print_cblas();
     fmt_gb(lim, sizeof lim, g_mem_budget);

@@ -455,17 +455,7 @@ int main(int argc, char **argv) {
     cpu_model(model, sizeof model);
     printf("bench_rnn: parrnn %s, %s mode\n", PARRNN_VERSION_STRING, g_quick ? "quick" : "full");
     printf("  cpu:       %s\n", model);
-#ifdef _OPENMP
-    printf("  threads:   %d (prn_config.num_threads, OpenMP%s and torch.set_num_threads; %d processors)\n", threads,
-#if defined(PARRNN_USE_CBLAS) && defined(OPENBLAS_VERSION)
-           ", OpenBLAS",
-#else
-           "",
-#endif
-           omp_get_num_procs());
-#else
-    printf("  threads:   1 (built without OpenMP; torch.set_num_threads(1))\n");
-#endif
+    bench_print_threads("", threads, " and torch.set_num_threads", "; torch.set_num_threads(1)");
     bench_print_compiler();
     bench_print_cblas();
     bench_report_idle();

@@ -1139,17 +1139,7 @@ int main(int argc, char **argv) {
     cpu_model(model, sizeof model);
     printf("bench_scyfi: parrnn %s, %s mode\n", PARRNN_VERSION_STRING, g_quick ? "quick" : "full");
     printf("  cpu:       %s\n", model);
-#ifdef _OPENMP
-    printf("  threads:   1 and %d (prn_config.num_threads, OpenMP%s; %d processors)\n", threads,
-#if defined(PARRNN_USE_CBLAS) && defined(OPENBLAS_VERSION)
-           ", OpenBLAS",
-#else
-           "",
-#endif
-           omp_get_num_procs());
-#else
-    printf("  threads:   1 (built without OpenMP)\n");
-#endif
+    bench_print_threads("1 and ", threads, "", "");
     bench_print_compiler();
     bench_print_cblas();
     pick_backends();
