@@ -7186,7 +7186,6 @@ PRN__DEF prn_status prn_pwl_parse(prn_context *ctx, const char *text, size_t len
                 st = prn__pf_error(ctx, line, prn__pf_names[f], "repeated (first on line %s)%s", prev, NULL);
                 break;
             }
-            if (cur == PRN__PF_KIND && fl[cur].n == 0) break; /* unreachable: handled above */
             fl[f].seen = 1;
             fl[f].line = line;
             fl[f].first = nvals;
@@ -7227,9 +7226,8 @@ PRN__DEF prn_status prn_pwl_parse(prn_context *ctx, const char *text, size_t len
     if (st != PRN_OK) { prn_free(ctx, vals); return st; }
     /* Which fields the kind needs, and their counts. */
     if (!fl[PRN__PF_KIND].seen || kind < 0) {
-        st = prn__pf_error(ctx, line, "kind", fl[PRN__PF_KIND].seen ? "no value%s%s" : "missing (end of text)%s%s",
-                           NULL, NULL);
-        if (fl[PRN__PF_KIND].seen) st = prn__pf_error(ctx, fl[PRN__PF_KIND].line, "kind", "no value%s%s", NULL, NULL);
+        st = fl[PRN__PF_KIND].seen ? prn__pf_error(ctx, fl[PRN__PF_KIND].line, "kind", "no value%s%s", NULL, NULL)
+                                   : prn__pf_error(ctx, line, "kind", "missing (end of text)%s%s", NULL, NULL);
         prn_free(ctx, vals);
         return st;
     }
@@ -7477,22 +7475,36 @@ PRN__FN void prn__sc_gemm(size_t M, const double *A, const double *B, double *C,
     }
 }
 
+/* v <- J v + c (M x M row-major J; tv: M doubles of scratch). */
+PRN__FN void prn__sc_affine_step(size_t M, const double *J, const double *c, double *v, double *tv) {
+    size_t i, j;
+    for (i = 0; i < M; ++i) {
+        const double *Ji = J + i * M;
+        double a = c[i];
+        for (j = 0; j < M; ++j) a += Ji[j] * v[j];
+        tv[i] = a;
+    }
+    memcpy(v, tv, M * sizeof(double));
+}
+
+/* FNV-1a of n bytes: patterns as hash keys. */
+PRN__FN uint64_t prn__sc_hash(const unsigned char *p, size_t n) {
+    uint64_t h = 1469598103934665603ull;
+    size_t i;
+    for (i = 0; i < n; ++i) h = (h ^ p[i]) * 1099511628211ull;
+    return h;
+}
+
 /* P = J_k ... J_1 into P, v = the affine part, for patterns g (k x R). */
 PRN__FN void prn__sc_product(prn__sc *s, const unsigned char *g, double *P, double *v, double *scr, int par) {
-    size_t M = s->M, l, i, j;
+    size_t M = s->M, l;
     double *J = scr, *T = scr + M * M, *c = T + M * M, *tv = c + M;
     prn__sc_affine(s->m, g, P, v);
     for (l = 1; l < s->k; ++l) {
         prn__sc_affine(s->m, g + l * s->R, J, c);
         prn__sc_gemm(M, J, P, T, par, s->nt);
         memcpy(P, T, M * M * sizeof(double));
-        for (i = 0; i < M; ++i) {
-            const double *Ji = J + i * M;
-            double a = c[i];
-            for (j = 0; j < M; ++j) a += Ji[j] * v[j];
-            tv[i] = a;
-        }
-        memcpy(v, tv, M * sizeof(double));
+        prn__sc_affine_step(M, J, c, v, tv);
     }
 }
 
@@ -7570,8 +7582,7 @@ PRN__FN void prn__sc_next_guess(prn__sc *s, prn__sc_chain *ch, int ok) {
     size_t i, k = s->k, R = s->R;
     if (s->o.exhaustive || ch->step >= s->o.inner) { ch->state = 2; return; }
     if (ok) {
-        uint64_t h = 1469598103934665603ull;
-        for (i = 0; i < k * R; ++i) h = (h ^ ch->seen[i]) * 1099511628211ull;
+        uint64_t h = prn__sc_hash(ch->seen, k * R);
         for (i = 0; i < 8 && ch->recent[i] != h; ++i) {}
         ok = i == 8;
         ch->recent[ch->step % 8] = h;
@@ -7665,11 +7676,14 @@ PRN__FN prn_status prn__sc_commit(prn__sc *s, prn__sc_chain *ch, int *fresh) {
             for (p = 0; p < k && !dup; ++p) dup = prn__sc_close(s, n->c.points + p * M, pts);
         }
         if (dup) continue;
-        n = (prn__sc_cycle_node *)prn_alloc(s->ctx, sizeof *n + (k * M + 2 * M) * sizeof(double));
+        /* The points and eigenvalues are one block of their own: the result
+         * takes it over as is (prn_scyfi_free frees points). */
+        n = (prn__sc_cycle_node *)prn_alloc(s->ctx, sizeof *n);
         if (!n) return PRN_ERR_OUT_OF_MEMORY;
         memset(n, 0, sizeof *n);
         n->c.k = (int)k;
-        n->c.points = (double *)(void *)(n + 1);
+        n->c.points = (double *)prn_alloc(s->ctx, (k * M + 2 * M) * sizeof(double));
+        if (!n->c.points) { prn_free(s->ctx, n); return PRN_ERR_OUT_OF_MEMORY; }
         n->c.eig_re = n->c.points + k * M;
         n->c.eig_im = n->c.eig_re + M;
         memcpy(n->c.points, pts, k * M * sizeof(double));
@@ -7679,7 +7693,7 @@ PRN__FN prn_status prn__sc_commit(prn__sc *s, prn__sc_chain *ch, int *fresh) {
             prn_status st;
             prn__sc_product(s, pat, P, v, scr, 1);
             st = prn_eigenvalues(s->ctx, (int)M, P, n->c.eig_re, n->c.eig_im);
-            if (st != PRN_OK) { prn_free(s->ctx, n); return st; }
+            if (st != PRN_OK) { prn_free(s->ctx, n->c.points); prn_free(s->ctx, n); return st; }
             for (i = 0; i < M; ++i) {
                 double a = sqrt(n->c.eig_re[i] * n->c.eig_re[i] + n->c.eig_im[i] * n->c.eig_im[i]);
                 lo = a < lo ? a : lo;
@@ -7729,10 +7743,10 @@ PRN__FN prn_status prn__sc_make_pool(prn__sc *s) {
         for (q = 0; q < M; ++q)
             z[q] = scale * (2.0 * ((double)prn__sc_u32(&rng) + 0.5) / 4294967296.0 - 1.0);
         for (t = 0; t <= (i < ntraj ? steps : 0); ++t) {
-            uint64_t hsh = 1469598103934665603ull;
+            uint64_t hsh;
             size_t b, hpos;
             prn__pwl_next(s->m, z, z2, pat, tmp);
-            for (b = 0; b < R; ++b) hsh = (hsh ^ pat[b]) * 1099511628211ull;
+            hsh = prn__sc_hash(pat, R);
             for (hpos = (size_t)(hsh & (nslots - 1)); slot[hpos] != (size_t)-1; hpos = (hpos + 1) & (nslots - 1))
                 if (memcmp(s->pool + slot[hpos] * R, pat, R) == 0) break;
             if (slot[hpos] == (size_t)-1) {
@@ -7779,21 +7793,14 @@ PRN__FN prn_status prn__sc_build_device(prn__sc *s, const int *run, int nrun, in
         for (r = 0; r < nrun; ++r) {
             int tid = 0;
             double *J = s->sys + (size_t)r * MM, *v = s->rhs + (size_t)r * M, *c, *tv;
-            size_t i, j;
 #ifdef _OPENMP
             if (par) tid = omp_get_thread_num();
 #endif
             c = s->scratch + (size_t)tid * s->scratch_per;
             tv = c + M;
             prn__sc_affine(s->m, s->chains[run[r]].guess + l * R, J, c);
-            if (l == 0) { memcpy(v, c, M * sizeof(double)); continue; }
-            for (i = 0; i < M; ++i) {
-                const double *Ji = J + i * M;
-                double a = c[i];
-                for (j = 0; j < M; ++j) a += Ji[j] * v[j];
-                tv[i] = a;
-            }
-            memcpy(v, tv, M * sizeof(double));
+            if (l == 0) memcpy(v, c, M * sizeof(double));
+            else prn__sc_affine_step(M, J, c, v, tv);
         }
         if (l == 0) { st = s->be->buf_upload(s->ctx, P, 0, s->sys, (size_t)nrun * MM * sizeof(double)); continue; }
         if (l + 1 < k) {
@@ -7919,6 +7926,7 @@ PRN__FN void prn__sc_release(prn__sc *s) {
     prn_free(s->ctx, s->chains);
     while (n) {
         prn__sc_cycle_node *nx = n->next;
+        prn_free(s->ctx, n->c.points); /* NULL once handed to the result */
         prn_free(s->ctx, n);
         n = nx;
     }
@@ -8030,28 +8038,13 @@ PRN__DEF prn_status prn_scyfi(prn_context *ctx, const prn_pwl_model *m, const pr
     memset(res->count, 0, ((size_t)s.o.kmax + 1) * sizeof(int));
     res->solves = s.solves;
     res->singular = s.singular;
-    {   /* Hand each cycle's block over (its points pointer is the block). */
-        prn__sc_cycle_node *n = s.head;
+    {   /* Hand each cycle's block over. */
+        prn__sc_cycle_node *n;
         i = 0;
-        while (n) {
-            prn__sc_cycle_node *nx = n->next;
-            size_t bytes = (n->c.k * M + 2 * M) * sizeof(double);
-            double *blk = (double *)prn_alloc(ctx, bytes);
-            if (!blk) {
-                size_t q;
-                for (q = 0; q < i; ++q) prn_free(ctx, res->cycles[q].points);
-                prn_free(ctx, res);
-                st = PRN_ERR_OUT_OF_MEMORY;
-                goto fail;
-            }
-            memcpy(blk, n->c.points, bytes);
-            res->cycles[i] = n->c;
-            res->cycles[i].points = blk;
-            res->cycles[i].eig_re = blk + (size_t)n->c.k * M;
-            res->cycles[i].eig_im = res->cycles[i].eig_re + M;
+        for (n = s.head; n; n = n->next) {
+            res->cycles[i++] = n->c;
             res->count[n->c.k]++;
-            ++i;
-            n = nx;
+            n->c.points = NULL;
         }
         res->num_cycles = (int)i;
     }
