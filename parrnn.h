@@ -942,8 +942,9 @@ typedef struct prn_scyfi_options {
     int outer, inner;         /* [by k, see above] fruitless chains that end
                                * an order; steps of one chain                  */
     uint64_t seed;            /* [0]                                           */
-    int batch;                /* [max(outer, 4 threads), capped so the systems
-                               * take at most 64 MiB] chains at once          */
+    int batch;                /* [max(outer, 4 threads); exhaustive: 256;
+                               * capped so the systems take at most 64 MiB]
+                               * chains at once                              */
     double tol;               /* [1e-6] duplicate test                         */
     int exhaustive;           /* [0] enumerate every pattern sequence          */
     double exhaustive_limit;  /* [2^22] most sequences per order               */
