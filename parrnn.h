@@ -93,6 +93,7 @@ typedef enum prn_status {
     PRN_ERR_IO,              /* a file could not be opened, read or written */
     PRN_ERR_FORMAT,          /* a file's contents are invalid               */
     PRN_ERR_NONFINITE,       /* a result would hold NaN or Inf              */
+    PRN_ERR_REMOTE,          /* another process (MPI rank) failed           */
     PRN_STATUS_COUNT
 } prn_status;
 
@@ -249,6 +250,9 @@ PRNDEF int prn_tensor_requires_grad(const prn_tensor *t);
 PRNDEF prn_tensor *prn_tensor_grad(const prn_tensor *t);
 /* Drops the gradient (the next backward starts from zero). */
 PRNDEF void prn_tensor_zero_grad(prn_tensor *t);
+/* Replaces t's gradient by a copy of g (t's shape and dtype, same context;
+ * no gradient recorded); e.g. after summing gradients across processes. */
+PRNDEF prn_status prn_tensor_set_grad(prn_tensor *t, prn_tensor *g);
 
 /* Reverse pass from a tensor with one element. Gradients are added to the
  * .grad of every leaf that requires grad (accumulating over tensors used
@@ -954,6 +958,20 @@ typedef struct prn_scyfi_options {
     int host_products;        /* [0] backends other than the reference form
                                * the k-step products by their batched GEMM
                                * (orders >= 2); 1 keeps them on the CPU      */
+    /* A search split over processes (set by prn_mpi_scyfi in
+     * backends/parrnn_mpi.h; leave them zero). In each round every process
+     * runs its block of `batch` chains, chains g + part_rank * batch ..,
+     * to their ends; part_exchange (collective) then gathers every
+     * process's message of the round, in process order, into *all
+     * (prn_alloc'd on ctx, freed by the caller), and every process judges
+     * all the chains in index order. failed = 1 tells the others this
+     * process has failed; then, or when another has, it returns an error.
+     * Every process calls it once more at the end (mine NULL), so that a
+     * failure anywhere reaches every process. */
+    int part_rank, part_size;
+    prn_status (*part_exchange)(prn_context *ctx, void *user, int failed, const void *mine, size_t bytes,
+                                void **all, size_t *all_bytes);
+    void *part_user;
 } prn_scyfi_options;
 
 typedef enum prn_cycle_type { PRN_CYCLE_STABLE, PRN_CYCLE_UNSTABLE, PRN_CYCLE_SADDLE } prn_cycle_type;
@@ -1390,6 +1408,7 @@ PRN__DEF const char *prn_status_string(prn_status s) {
     case PRN_ERR_IO: return "file input/output error";
     case PRN_ERR_FORMAT: return "invalid file format";
     case PRN_ERR_NONFINITE: return "NaN or Inf in a result";
+    case PRN_ERR_REMOTE: return "another process failed";
     default: return "unknown status";
     }
 }
@@ -3004,6 +3023,28 @@ PRN__DEF void prn_tensor_zero_grad(prn_tensor *t) {
     if (!t) return;
     prn_tensor_free(t->grad);
     t->grad = NULL;
+}
+PRN__DEF prn_status prn_tensor_set_grad(prn_tensor *t, prn_tensor *g) {
+    static const char *fn = "prn_tensor_set_grad";
+    prn_tensor *c = NULL;
+    prn_status st;
+    int i, same;
+    if (!t) return PRN_ERR_NULL_ARGUMENT;
+    if (!g) return PRN__ERR(t->ctx, PRN_ERR_NULL_ARGUMENT, "%s: argument 'g' is NULL", fn);
+    if (g->ctx != t->ctx) return PRN__ERR(t->ctx, PRN_ERR_CONTEXT_MISMATCH, "%s: 'g' is from another context", fn);
+    if (g->dtype != t->dtype || t->dtype == PRN_I32)
+        return PRN__ERR(t->ctx, PRN_ERR_DTYPE, "%s: argument 'g' is %s, 't' is %s", fn, prn_dtype_name(g->dtype),
+                        prn_dtype_name(t->dtype));
+    same = g->ndim == t->ndim;
+    for (i = 0; same && i < t->ndim; ++i) same = g->shape[i] == t->shape[i];
+    if (!same) return PRN__ERR(t->ctx, PRN_ERR_SHAPE, "%s: argument 'g' does not have t's shape", fn);
+    prn_no_grad_begin(t->ctx);
+    st = prn_copy(t->ctx, g, &c);
+    prn_no_grad_end(t->ctx);
+    if (st != PRN_OK) return st;
+    prn_tensor_free(t->grad);
+    t->grad = c;
+    return PRN_OK;
 }
 PRN__DEF prn_status prn_tensor_set_requires_grad(prn_tensor *t, int rg) {
     if (!t) return PRN_ERR_NULL_ARGUMENT;
@@ -7409,6 +7450,7 @@ typedef struct prn__sc {
     prn__sc_cycle_node *head, *tail;
     int ncycles, found_k;
     double solves, singular;
+    int part_told;        /* partitioned: the other processes know of a failure */
 } prn__sc;
 
 /* J and c of one pattern d. */
@@ -7825,90 +7867,220 @@ PRN__FN prn_status prn__sc_build_device(prn__sc *s, const int *run, int nrun, in
 }
 
 /* Every chain of order s->k. */
-PRN__FN prn_status prn__sc_order(prn__sc *s, const prn_scyfi_options *user) {
+/* One guess of every running chain: the systems built, solved in one
+ * batched call, checked; consistent candidates go to their chains. */
+PRN__FN prn_status prn__sc_round(prn__sc *s) {
     size_t M = s->M, k = s->k, H = s->m->H > 0 ? (size_t)s->m->H : 0;
-    int64_t next = 0, done = 0, total = -1;
-    int fruitless = 0, b;
+    int nrun = 0, *run = s->info + s->batch, b; /* indices of running slots */
+    long r;
     prn_status st = PRN_OK;
-    int dout, din;
     /* Work of one candidate, to decide whether threads pay. */
     double work = (double)k * ((double)M * M * M + (double)M * M * H + 64.0);
+    int par_chains;
+    for (b = 0; b < s->batch; ++b)
+        if (s->chains[b].j >= 0 && s->chains[b].state == 0) run[nrun++] = b;
+    if (nrun == 0) return PRN_OK;
+    /* Threads over chains when there is enough work, except for large M
+     * with CBLAS, whose GEMMs thread themselves. */
+    par_chains = nrun > 1 && s->nt > 1 && work * nrun >= 1048576.0 && !(PRN__SC_CBLAS && M >= 128);
+    if (s->dev && k >= 2) {
+        st = prn__sc_build_device(s, run, nrun, nrun > 1 && s->nt > 1 && (double)nrun * M * M * (H + 1) >= 1048576.0);
+        if (st == PRN_OK) st = s->be->buf_upload(s->ctx, s->drhs, 0, s->rhs, (size_t)nrun * M * sizeof(double));
+        goto solve;
+    }
+#ifdef _OPENMP
+    PRN__PRAGMA(omp parallel for num_threads(s->nt) schedule(dynamic) if(par_chains))
+#endif
+    for (r = 0; r < nrun; ++r) {
+        int tid = 0;
+        size_t i;
+        double *P = s->sys + (size_t)r * M * M, *v = s->rhs + (size_t)r * M;
+#ifdef _OPENMP
+        if (par_chains) tid = omp_get_thread_num();
+#endif
+        prn__sc_product(s, s->chains[run[r]].guess, P, v, s->scratch + (size_t)tid * s->scratch_per, !par_chains);
+        for (i = 0; i < M * M; ++i) P[i] = -P[i];
+        for (i = 0; i < M; ++i) P[i * M + i] += 1.0;
+    }
+    st = s->be->buf_upload(s->ctx, s->dsys, 0, s->sys, (size_t)nrun * M * M * sizeof(double));
+    if (st == PRN_OK) st = s->be->buf_upload(s->ctx, s->drhs, 0, s->rhs, (size_t)nrun * M * sizeof(double));
+solve:
+    if (st == PRN_OK) st = s->be->solve_batched(s->ctx, PRN_F64, (size_t)nrun, M, s->dsys, s->drhs, s->info);
+    if (st == PRN_OK) st = s->be->buf_download(s->ctx, s->drhs, 0, s->rhs, (size_t)nrun * M * sizeof(double));
+    if (st != PRN_OK) return st;
+    s->solves += nrun;
+    for (r = 0; r < nrun; ++r) s->singular += s->info[r] != 0;
+#ifdef _OPENMP
+    PRN__PRAGMA(omp parallel for num_threads(s->nt) schedule(dynamic) if(par_chains))
+#endif
+    for (r = 0; r < nrun; ++r) {
+        int tid = 0;
+#ifdef _OPENMP
+        if (par_chains) tid = omp_get_thread_num();
+#endif
+        prn__sc_check(s, &s->chains[run[r]], s->rhs + (size_t)r * M, s->info[r],
+                      s->scratch + (size_t)tid * s->scratch_per);
+    }
+    for (r = 0; r < nrun; ++r)
+        if (s->chains[run[r]].state == 1 && (st = prn__sc_candidate(s, &s->chains[run[r]])) != PRN_OK) return st;
+    return PRN_OK;
+}
+
+/* Judges one ended chain (the next in index order); *end: the order ends. */
+PRN__FN prn_status prn__sc_judge(prn__sc *s, prn__sc_chain *ch, int64_t total, int64_t *done, int *fruitless,
+                                 int *end) {
+    int fresh = 0;
+    prn_status st = prn__sc_commit(s, ch, &fresh);
+    prn__sc_free_met(s, ch);
+    if (st != PRN_OK) return st;
+    ch->j = -1;
+    ++*done;
+    s->found_k += fresh;
+    if (fresh) *fruitless = 0;
+    else ++*fruitless;
+    *end = (total < 0 && *fruitless >= s->o.outer) || (total >= 0 && *done == total) ||
+           (s->o.max_cycles > 0 && s->found_k >= s->o.max_cycles);
+    return PRN_OK;
+}
+
+/* A chain's result as exchanged between processes: j, the number of cycles
+ * met, then each one's points (k x M doubles) and patterns (k x R bytes,
+ * padded to 8). */
+PRN__FN size_t prn__sc_met_bytes(const prn__sc *s) {
+    return s->k * s->M * sizeof(double) + (s->k * s->R + 7) / 8 * 8;
+}
+
+/* The partitioned search (prn_scyfi_options.part_*): in each round every
+ * process runs its block of `batch` chains to their ends, the blocks are
+ * exchanged and every process judges all of them in index order, exactly
+ * as one process would; so the result does not depend on the processes. */
+PRN__FN prn_status prn__sc_order_parts(prn__sc *s, int64_t total) {
+    size_t mb = prn__sc_met_bytes(s), kM = s->k * s->M, kR = s->k * s->R, cap, used, pos, all_bytes = 0;
+    int64_t base = 0, done = 0, j;
+    int fruitless = 0, end = 0, b, nch;
+    unsigned char *buf = NULL, *all = NULL;
+    prn_status st = PRN_OK;
+    for (;;) {
+        int64_t lo = base + (int64_t)s->o.part_rank * s->batch;
+        prn__sc_met *mt;
+        for (b = 0; b < s->batch; ++b) {
+            s->chains[b].j = -1;
+            if (total < 0 || lo + b < total) prn__sc_start(s, &s->chains[b], lo + b);
+        }
+        for (;;) {
+            int running = 0;
+            for (b = 0; b < s->batch; ++b) running += s->chains[b].j >= 0 && s->chains[b].state == 0;
+            if (!running) break;
+            if ((st = prn__sc_round(s)) != PRN_OK) goto out;
+        }
+        /* This block's message: solves, singular, chains, then the chains. */
+        cap = 3 * sizeof(double);
+        for (b = 0; b < s->batch; ++b) {
+            if (s->chains[b].j < 0) continue;
+            cap += 2 * sizeof(int64_t);
+            for (mt = s->chains[b].met; mt; mt = mt->next) cap += mb;
+        }
+        if (!(buf = (unsigned char *)prn_alloc(s->ctx, cap))) { st = PRN_ERR_OUT_OF_MEMORY; goto out; }
+        memset(buf, 0, cap);
+        {
+            double h[3];
+            h[0] = s->solves; h[1] = s->singular; h[2] = 0;
+            for (b = 0; b < s->batch; ++b) h[2] += s->chains[b].j >= 0;
+            memcpy(buf, h, sizeof h);
+        }
+        s->solves = s->singular = 0; /* counted again from every process's messages */
+        used = 3 * sizeof(double);
+        for (b = 0; b < s->batch; ++b) {
+            int64_t hd[2];
+            if (s->chains[b].j < 0) continue;
+            hd[0] = s->chains[b].j;
+            hd[1] = 0;
+            for (mt = s->chains[b].met; mt; mt = mt->next) hd[1]++;
+            memcpy(buf + used, hd, sizeof hd);
+            used += sizeof hd;
+            for (mt = s->chains[b].met; mt; mt = mt->next) {
+                memcpy(buf + used, mt + 1, kM * sizeof(double) + kR);
+                used += mb;
+            }
+            prn__sc_free_met(s, &s->chains[b]);
+            s->chains[b].j = -1;
+        }
+        st = s->o.part_exchange(s->ctx, s->o.part_user, 0, buf, used, (void **)&all, &all_bytes);
+        prn_free(s->ctx, buf);
+        buf = NULL;
+        if (st != PRN_OK) { s->part_told = 1; goto out; }
+        /* Judge every process's chains in index order (the messages come
+         * in process order, each in index order); the chains after the
+         * order's end are skipped, their solves still counted. */
+        pos = 0;
+        while (pos + 3 * sizeof(double) <= all_bytes) {
+            double h[3];
+            memcpy(h, all + pos, sizeof h);
+            pos += sizeof h;
+            s->solves += h[0];
+            s->singular += h[1];
+            nch = (int)h[2];
+            for (b = 0; b < nch; ++b) {
+                int64_t hd[2], c;
+                prn__sc_chain *ch = &s->chains[0];
+                memcpy(hd, all + pos, sizeof hd);
+                pos += sizeof hd;
+                if (end) { pos += (size_t)hd[1] * mb; continue; }
+                j = hd[0];
+                ch->j = j;
+                ch->met = ch->met_tail = NULL;
+                for (c = 0; c < hd[1]; ++c, pos += mb) {
+                    prn__sc_met *n = (prn__sc_met *)prn_alloc(s->ctx, sizeof *n + kM * sizeof(double) + kR);
+                    if (!n) { st = PRN_ERR_OUT_OF_MEMORY; goto out; }
+                    n->next = NULL;
+                    memcpy(n + 1, all + pos, kM * sizeof(double) + kR);
+                    if (ch->met_tail) ch->met_tail->next = n;
+                    else ch->met = n;
+                    ch->met_tail = n;
+                }
+                if (j != done) {
+                    st = PRN__ERR(s->ctx, PRN_ERR_STATE, "prn_scyfi: chain %ld arrived out of order", (long)j);
+                    goto out;
+                }
+                if ((st = prn__sc_judge(s, ch, total, &done, &fruitless, &end)) != PRN_OK) goto out;
+            }
+        }
+        prn_free(s->ctx, all);
+        all = NULL;
+        if (end) break;
+        base += (int64_t)s->o.part_size * s->batch;
+    }
+out:
+    prn__sc_free_met(s, &s->chains[0]);
+    prn_free(s->ctx, buf);
+    prn_free(s->ctx, all);
+    return st;
+}
+
+PRN__FN prn_status prn__sc_order(prn__sc *s, const prn_scyfi_options *user) {
+    size_t k = s->k;
+    int64_t next = 0, done = 0, total = -1;
+    int fruitless = 0, b, end = 0;
+    prn_status st;
+    int dout, din;
     prn__sc_default_loops((int)k, &dout, &din);
     s->o.outer = user && user->outer > 0 ? user->outer : dout;
     s->o.inner = user && user->inner > 0 ? user->inner : din;
     s->found_k = 0;
     if (s->o.exhaustive) total = (int64_t)1 << (k * s->R);
     for (b = 0; b < s->batch; ++b) { prn__sc_free_met(s, &s->chains[b]); s->chains[b].j = -1; }
+    if (s->o.part_exchange) return prn__sc_order_parts(s, total);
     for (;;) {
-        int nrun = 0, *run = s->info + s->batch; /* indices of running slots */
-        long r;
         /* Fill free slots with the next chains. */
         for (b = 0; b < s->batch; ++b)
             if (s->chains[b].j < 0 && (total < 0 || next < total)) prn__sc_start(s, &s->chains[b], next++);
-        for (b = 0; b < s->batch; ++b)
-            if (s->chains[b].j >= 0 && s->chains[b].state == 0) run[nrun++] = b;
-        if (nrun > 0) {
-            /* Threads over chains when there is enough work, except for large
-             * M with CBLAS, whose GEMMs thread themselves. */
-            int par_chains = nrun > 1 && s->nt > 1 && work * nrun >= 1048576.0 && !(PRN__SC_CBLAS && M >= 128);
-            if (s->dev && k >= 2) {
-                st = prn__sc_build_device(s, run, nrun, nrun > 1 && s->nt > 1 && (double)nrun * M * M * (H + 1) >= 1048576.0);
-                if (st == PRN_OK) st = s->be->buf_upload(s->ctx, s->drhs, 0, s->rhs, (size_t)nrun * M * sizeof(double));
-                goto solve;
-            }
-#ifdef _OPENMP
-            PRN__PRAGMA(omp parallel for num_threads(s->nt) schedule(dynamic) if(par_chains))
-#endif
-            for (r = 0; r < nrun; ++r) {
-                int tid = 0;
-                size_t i;
-                double *P = s->sys + (size_t)r * M * M, *v = s->rhs + (size_t)r * M;
-#ifdef _OPENMP
-                if (par_chains) tid = omp_get_thread_num();
-#endif
-                prn__sc_product(s, s->chains[run[r]].guess, P, v, s->scratch + (size_t)tid * s->scratch_per,
-                                !par_chains);
-                for (i = 0; i < M * M; ++i) P[i] = -P[i];
-                for (i = 0; i < M; ++i) P[i * M + i] += 1.0;
-            }
-            st = s->be->buf_upload(s->ctx, s->dsys, 0, s->sys, (size_t)nrun * M * M * sizeof(double));
-            if (st == PRN_OK) st = s->be->buf_upload(s->ctx, s->drhs, 0, s->rhs, (size_t)nrun * M * sizeof(double));
-        solve:
-            if (st == PRN_OK) st = s->be->solve_batched(s->ctx, PRN_F64, (size_t)nrun, M, s->dsys, s->drhs, s->info);
-            if (st == PRN_OK) st = s->be->buf_download(s->ctx, s->drhs, 0, s->rhs, (size_t)nrun * M * sizeof(double));
-            if (st != PRN_OK) return st;
-            s->solves += nrun;
-            for (r = 0; r < nrun; ++r) s->singular += s->info[r] != 0;
-#ifdef _OPENMP
-            PRN__PRAGMA(omp parallel for num_threads(s->nt) schedule(dynamic) if(par_chains))
-#endif
-            for (r = 0; r < nrun; ++r) {
-                int tid = 0;
-#ifdef _OPENMP
-                if (par_chains) tid = omp_get_thread_num();
-#endif
-                prn__sc_check(s, &s->chains[run[r]], s->rhs + (size_t)r * M, s->info[r],
-                              s->scratch + (size_t)tid * s->scratch_per);
-            }
-            for (r = 0; r < nrun; ++r)
-                if (s->chains[run[r]].state == 1 && (st = prn__sc_candidate(s, &s->chains[run[r]])) != PRN_OK) return st;
-        }
+        if ((st = prn__sc_round(s)) != PRN_OK) return st;
         /* Judge the ended chains in index order. */
         for (;;) {
-            int fresh = 0;
             for (b = 0; b < s->batch && s->chains[b].j != done; ++b) {}
             if (b == s->batch || s->chains[b].state != 2) break;
-            st = prn__sc_commit(s, &s->chains[b], &fresh);
-            prn__sc_free_met(s, &s->chains[b]);
-            if (st != PRN_OK) return st;
-            s->chains[b].j = -1;
-            ++done;
-            s->found_k += fresh;
-            if (fresh) fruitless = 0;
-            else ++fruitless;
-            if ((total < 0 && fruitless >= s->o.outer) || (total >= 0 && done == total) ||
-                (s->o.max_cycles > 0 && s->found_k >= s->o.max_cycles))
-                return PRN_OK;
+            if ((st = prn__sc_judge(s, &s->chains[b], total, &done, &fruitless, &end)) != PRN_OK) return st;
+            if (end) return PRN_OK;
         }
     }
 }
@@ -7940,8 +8112,27 @@ PRN__DEF void prn_scyfi_free(prn_context *ctx, prn_scyfi_result *r) {
     prn_free(ctx, r);
 }
 
+PRN__FN prn_status prn__scyfi(prn_context *ctx, const prn_pwl_model *m, const prn_scyfi_options *opt,
+                              prn_scyfi_result **out, int *told);
 PRN__DEF prn_status prn_scyfi(prn_context *ctx, const prn_pwl_model *m, const prn_scyfi_options *opt,
                               prn_scyfi_result **out) {
+    prn_scyfi_result *r = NULL;
+    int told = 0;
+    prn_status st = out ? prn__scyfi(ctx, m, opt, &r, &told)
+                        : PRN__ERR(ctx, PRN_ERR_NULL_ARGUMENT, "prn_scyfi: argument 'out' is NULL");
+    if (opt && opt->part_exchange && !told) {
+        /* The closing exchange: every process learns whether all succeeded. */
+        void *all = NULL;
+        size_t n = 0;
+        prn_status se = opt->part_exchange(ctx, opt->part_user, st != PRN_OK, NULL, 0, &all, &n);
+        prn_free(ctx, all);
+        if (st == PRN_OK && se != PRN_OK) { prn_scyfi_free(ctx, r); r = NULL; st = se; }
+    }
+    if (st == PRN_OK) *out = r;
+    return st;
+}
+PRN__FN prn_status prn__scyfi(prn_context *ctx, const prn_pwl_model *m, const prn_scyfi_options *opt,
+                              prn_scyfi_result **out, int *told) {
     static const char *fn = "prn_scyfi";
     prn__sc s;
     prn_scyfi_result *res;
@@ -7965,6 +8156,9 @@ PRN__DEF prn_status prn_scyfi(prn_context *ctx, const prn_pwl_model *m, const pr
     if (!(s.o.tol > 0 && s.o.tol < 1) || !(s.o.pool_range > 0 && s.o.pool_range < 1e300) || !(s.o.exhaustive_limit >= 1))
         return PRN__ERR(ctx, PRN_ERR_INVALID_ARGUMENT, "%s: argument 'opt': tol %g must be in (0, 1), pool_range %g "
                         "positive, exhaustive_limit %g at least 1", fn, s.o.tol, s.o.pool_range, s.o.exhaustive_limit);
+    if (s.o.part_exchange && !(s.o.part_size >= 1 && s.o.part_rank >= 0 && s.o.part_rank < s.o.part_size))
+        return PRN__ERR(ctx, PRN_ERR_INVALID_ARGUMENT, "%s: argument 'opt': part_rank %d must be in [0, part_size %d)",
+                        fn, s.o.part_rank, s.o.part_size);
     s.ctx = ctx;
     s.be = prn_context_backend(ctx);
     s.m = m;
@@ -8053,6 +8247,7 @@ PRN__DEF prn_status prn_scyfi(prn_context *ctx, const prn_pwl_model *m, const pr
     *out = res;
     return PRN_OK;
 fail:
+    *told = s.part_told;
     prn__sc_release(&s);
     return prn__in_fn(ctx, fn, st);
 }

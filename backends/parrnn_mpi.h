@@ -1,0 +1,815 @@
+/* parrnn_mpi.h - parrnn across MPI ranks: sequence-parallel scans and DEER,
+ * data-parallel gradients, and SCYFI with its candidates split over ranks.
+ *
+ * USE
+ *   In ONE C or C++ file, after the implementation of parrnn.h:
+ *       #define PARRNN_MPI_IMPLEMENTATION
+ *       #include "backends/parrnn_mpi.h"
+ *   compile with mpicc (Open MPI: Debian's openmpi-bin and libopenmpi-dev)
+ *   and start the program with mpirun:
+ *       mpirun -np 4 ./prog                        (4 ranks on this machine)
+ *       mpirun -np 8 --hostfile hosts ./prog       (over the hosts listed)
+ *   parrnn.h itself has no MPI dependency: only this header includes mpi.h,
+ *   and it uses only parrnn's public API.
+ *
+ * MODEL
+ *   Every rank runs the same program (SPMD) with its own prn_context, on any
+ *   backend ("reference", "opencl", "cuda"; ranks may even differ). Tensors
+ *   stay in each rank's backend memory; what crosses ranks (one carry per
+ *   rank and batch row, gradients, SCYFI's cycles) is staged through host
+ *   memory in f64, so no CUDA-aware MPI is needed.
+ *
+ *   Every function here is collective over the prn_mpi's communicator: all
+ *   ranks call it, in the same order, with arguments that agree (dtype,
+ *   batch, channels, options). Ranks check their inputs and then agree on
+ *   the outcome before any data moves: when one rank fails (bad input, an
+ *   allocation, its backend, a callback), every rank returns an error,
+ *   none hangs. The failing rank keeps its own message; the others get
+ *   PRN_ERR_REMOTE with "rank r failed: <its message>".
+ *
+ * SEQUENCES SPLIT OVER RANKS
+ *   A sequence of length T is cut into contiguous slices, rank 0 holding the
+ *   first: rank r holds steps start_r .. start_r + T_r - 1 (prn_mpi_split
+ *   gives an even split; any split works, T_r = 0 included: pass tensors
+ *   with a time axis of 0). Tensors are the rank's slice with the shapes of
+ *   the single-process functions.
+ *
+ * GRADIENTS
+ *   The ops below are recorded on each rank's tape. Their backward passes
+ *   are collective too: when one rank calls prn_backward, every rank must,
+ *   on a loss that depends on the op's output (a rank with nothing to add
+ *   may use prn_sum of its, possibly empty, slice times 0). The gradients
+ *   are those of the sum of the ranks' losses; parameters shared by the
+ *   ranks (a DEER cell's weights) get this rank's part, which
+ *   prn_mpi_allreduce_grads sums.
+ *
+ * Compiles as C99 and as C++. MIT licence, as parrnn.h.
+ */
+#ifndef PARRNN_MPI_H
+#define PARRNN_MPI_H
+#include "../parrnn.h"
+#include <mpi.h>
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct prn_mpi prn_mpi;
+
+/* Wraps comm (duplicated: parrnn's traffic never mixes with the caller's)
+ * for use with ctx's allocator. Collective. */
+PRNDEF prn_status prn_mpi_create(prn_context *ctx, MPI_Comm comm, prn_mpi **out);
+/* Collective (frees the duplicated communicators). NULL is ok. */
+PRNDEF void prn_mpi_free(prn_mpi *mpi);
+PRNDEF int prn_mpi_rank(const prn_mpi *mpi);
+PRNDEF int prn_mpi_size(const prn_mpi *mpi);
+
+/* The even split of T steps over the ranks: the first T % size ranks get
+ * one more. */
+PRNDEF void prn_mpi_split(const prn_mpi *mpi, size_t T, int rank, size_t *start, size_t *len);
+
+/* The status every rank agrees on: PRN_OK when status is PRN_OK on every
+ * rank; otherwise the first failing rank's status on it, and
+ * PRN_ERR_REMOTE (message "fn: rank r failed: ...") on the others. Use it
+ * in your own SPMD code before collective steps. */
+PRNDEF prn_status prn_mpi_agree(prn_context *ctx, prn_mpi *mpi, const char *fn, prn_status status);
+
+/* Sequence-parallel scans: prn_scan_diag / prn_scan_block over a sequence
+ * split across ranks. a, b: this rank's slice ([B, T_r, C] or [T_r, C];
+ * block a [B, T_r, C, k]); h0: the sequence's initial state, read on the
+ * rank where the scan starts (rank 0; the last rank when reverse),
+ * ignored elsewhere (may be NULL there; NULL: zeros). out: this rank's
+ * slice of h. final (may be NULL): the state after the whole sequence, on
+ * every rank (not recorded on the tape).
+ *
+ * How: each rank reduces its slice to one affine map h -> M h + v on its
+ * backend (a local scan from zero and a tree of products of a), MPI_Exscan
+ * composes the maps of the ranks before it (a user-defined, non-commutative
+ * operator, in f64), and a local scan from the carry gives the slice.
+ * Backward is the adjoint recurrence run the other way with A^T, the same
+ * way across ranks (a second exclusive scan, of the maps' transposes). */
+PRNDEF prn_status prn_mpi_scan_diag(prn_context *ctx, prn_mpi *mpi, prn_tensor *a, prn_tensor *b, prn_tensor *h0,
+                                    int reverse, prn_tensor **out, prn_tensor **final);
+PRNDEF prn_status prn_mpi_scan_block(prn_context *ctx, prn_mpi *mpi, prn_tensor *a, prn_tensor *b, prn_tensor *h0,
+                                     int reverse, prn_tensor **out, prn_tensor **final);
+
+/* Sequence-parallel DEER: prn_deer over a sequence split across ranks. x is
+ * this rank's slice [B, T_r, X]; state0 [B, S] is read on rank 0; y is this
+ * rank's slice [B, T_r, S]. Each Newton iteration evaluates f and its
+ * Jacobians on the slice and solves the linear recurrence with the
+ * sequence-parallel scan; the convergence test is global (MPI_Allreduce of
+ * the largest scaled residual), so every rank iterates alike and stats are
+ * the same everywhere. opt as prn_deer's (modes, tolerances, clip,
+ * damping); adaptive damping and warm starts are not supported here
+ * (PRN_ERR_UNSUPPORTED). Not converged: with no_fallback the last iterate,
+ * else the sequential evaluation, passed from rank to rank. Gradients as
+ * prn_deer's: the adjoint recurrence by the sequence-parallel reverse scan,
+ * then one recorded step of f over the slice; sum the parameters'
+ * gradients over ranks with prn_mpi_allreduce_grads. */
+PRNDEF prn_status prn_mpi_deer(prn_context *ctx, prn_mpi *mpi, const prn_deer_cell *cell, prn_tensor *x,
+                               prn_tensor *state0, const prn_deer_options *opt, prn_tensor **y,
+                               prn_deer_stats *stats);
+/* The same for a single-layer, one-direction built-in network (its cell
+ * through prn_rnn_jacobian and prn_rnn_step): y [B, T_r, H]. */
+PRNDEF prn_status prn_mpi_deer_rnn(prn_context *ctx, prn_mpi *mpi, const prn_rnn *rnn, prn_tensor *x,
+                                   prn_tensor *state0, const prn_deer_options *opt, prn_tensor **y,
+                                   prn_deer_stats *stats);
+
+/* Data-parallel training: each parameter's gradient becomes the sum (mean:
+ * the average) of its gradients on all ranks, in one MPI_Allreduce. A rank
+ * where a gradient is NULL adds zeros. params must match in number, shape
+ * and dtype on every rank. */
+PRNDEF prn_status prn_mpi_allreduce_grads(prn_context *ctx, prn_mpi *mpi, prn_tensor *const *params, int num_params,
+                                          int mean);
+/* Copies root's parameter values to every rank (same shapes everywhere). */
+PRNDEF prn_status prn_mpi_broadcast(prn_context *ctx, prn_mpi *mpi, prn_tensor *const *params, int num_params,
+                                    int root);
+
+/* SCYFI across ranks: each order's chains are dealt to the ranks in
+ * contiguous blocks of opt->batch, the chains' cycles gathered, then judged
+ * in chain order on every rank; so the result (on every rank) has the same
+ * cycles, in the same order, as prn_scyfi on one process with the same
+ * seed. result->solves counts every rank's solves. */
+PRNDEF prn_status prn_mpi_scyfi(prn_context *ctx, prn_mpi *mpi, const prn_pwl_model *m,
+                                const prn_scyfi_options *opt, prn_scyfi_result **out);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* PARRNN_MPI_H */
+
+#ifdef PARRNN_MPI_IMPLEMENTATION
+#ifndef PARRNN_MPI_IMPLEMENTATION_DONE
+#define PARRNN_MPI_IMPLEMENTATION_DONE
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#define PRN__MPI_KMAX 64 /* block size limit of the scans */
+
+struct prn_mpi {
+    prn_context *ctx;
+    MPI_Comm comm;     /* a duplicate of the caller's */
+    MPI_Comm rcomm;    /* the same ranks in reverse order: reverse scans */
+    MPI_Op compose;    /* composition of affine maps (non-commutative)   */
+    int rank, size;
+    prn_tensor *token; /* requires grad: every rank records its collective
+                        * ops alike, whatever its own inputs need */
+};
+
+/* --- small helpers ---------------------------------------------------------- */
+static prn_status prn__mpi_fail(prn_context *ctx, const char *fn, const char *call, int rc) {
+    char s[MPI_MAX_ERROR_STRING];
+    int n = 0;
+    if (MPI_Error_string(rc, s, &n) != MPI_SUCCESS) snprintf(s, sizeof s, "error code %d", rc);
+    return prn_set_error(ctx, PRN_ERR_BACKEND, "%s: %s failed: %s", fn, call, s);
+}
+#define PRN__MPI(ctx, fn, call) ((call) == MPI_SUCCESS ? PRN_OK : prn__mpi_fail((ctx), (fn), #call, MPI_ERR_OTHER))
+
+/* MPI_Exscan's operator on maps h -> M h + v, stored as the k x k M
+ * (row-major) then v: inout = (in, then inout), i.e. M = Mw Mu and
+ * v = Mw vu + vw, with in from the lower ranks. k follows from the element
+ * size (k^2 + k doubles). */
+static void prn__mpi_compose(void *in, void *inout, int *len, MPI_Datatype *dt) {
+    double tmp[PRN__MPI_KMAX * PRN__MPI_KMAX + PRN__MPI_KMAX];
+    int bytes = 0, e;
+    size_t n, k, i, j, l;
+    MPI_Type_size(*dt, &bytes);
+    n = (size_t)bytes / sizeof(double);
+    k = (size_t)((sqrt(1.0 + 4.0 * (double)n) - 1.0) / 2.0 + 0.5);
+    for (e = 0; e < *len; ++e) {
+        const double *u = (const double *)in + (size_t)e * n, *vu = u + k * k;
+        double *w = (double *)inout + (size_t)e * n, *vw = w + k * k;
+        for (i = 0; i < k; ++i) {
+            double sv = vw[i];
+            for (l = 0; l < k; ++l) sv += w[i * k + l] * vu[l];
+            tmp[k * k + i] = sv;
+            for (j = 0; j < k; ++j) {
+                double sm = 0;
+                for (l = 0; l < k; ++l) sm += w[i * k + l] * u[l * k + j];
+                tmp[i * k + j] = sm;
+            }
+        }
+        memcpy(w, tmp, n * sizeof(double));
+    }
+}
+
+/* A tensor's elements as doubles (dst holds numel). */
+static prn_status prn__mpi_get(prn_context *ctx, prn_tensor *t, double *dst) {
+    size_t n = prn_tensor_numel(t), i;
+    prn_status st;
+    float *f;
+    if (prn_tensor_dtype(t) == PRN_F64) return prn_tensor_download(t, dst, n);
+    if (n == 0) return PRN_OK;
+    if (!(f = (float *)prn_alloc(ctx, n * sizeof(float)))) return PRN_ERR_OUT_OF_MEMORY;
+    st = prn_tensor_download(t, f, n);
+    for (i = 0; st == PRN_OK && i < n; ++i) dst[i] = f[i];
+    prn_free(ctx, f);
+    return st;
+}
+/* A new tensor of dtype dt from doubles. */
+static prn_status prn__mpi_put(prn_context *ctx, prn_dtype dt, int nd, const size_t *shape, const double *src,
+                               prn_tensor **out) {
+    size_t n = 1, i;
+    int d;
+    float *f;
+    prn_status st;
+    for (d = 0; d < nd; ++d) n *= shape[d];
+    if (dt == PRN_F64 || n == 0) return n ? prn_tensor_from_host(ctx, dt, nd, shape, src, out) : prn_tensor_create(ctx, dt, nd, shape, out);
+    if (!(f = (float *)prn_alloc(ctx, n * sizeof(float)))) return PRN_ERR_OUT_OF_MEMORY;
+    for (i = 0; i < n; ++i) f[i] = (float)src[i];
+    st = prn_tensor_from_host(ctx, dt, nd, shape, f, out);
+    prn_free(ctx, f);
+    return st;
+}
+static prn_status prn__mpi_view(prn_context *ctx, prn_tensor *x, int nd, size_t d0, size_t d1, size_t d2, size_t d3,
+                                prn_tensor **out) {
+    size_t s[4];
+    s[0] = d0; s[1] = d1; s[2] = d2; s[3] = d3;
+    return prn_reshape(ctx, x, nd, s, out);
+}
+static void prn__mpi_free_all(prn_tensor **t, int n) {
+    int i;
+    for (i = 0; i < n; ++i) { prn_tensor_free(t[i]); t[i] = NULL; }
+}
+
+/* --- the handle --------------------------------------------------------------- */
+PRNDEF int prn_mpi_rank(const prn_mpi *mpi) { return mpi ? mpi->rank : 0; }
+PRNDEF int prn_mpi_size(const prn_mpi *mpi) { return mpi ? mpi->size : 1; }
+
+PRNDEF void prn_mpi_split(const prn_mpi *mpi, size_t T, int rank, size_t *start, size_t *len) {
+    size_t P = mpi && mpi->size > 0 ? (size_t)mpi->size : 1, q = T / P, r = T % P, i = rank > 0 ? (size_t)rank : 0;
+    if (len) *len = i < P ? q + (i < r) : 0;
+    if (start) *start = i < P ? i * q + (i < r ? i : r) : T;
+}
+
+PRNDEF prn_status prn_mpi_agree(prn_context *ctx, prn_mpi *mpi, const char *fn, prn_status status) {
+    struct { int status; char msg[500]; } m;
+    int mine, first = 0;
+    if (!ctx || !mpi) return PRN_ERR_NULL_ARGUMENT;
+    if (!fn) fn = "prn_mpi_agree";
+    mine = status != PRN_OK ? mpi->rank : mpi->size;
+    if (MPI_Allreduce(&mine, &first, 1, MPI_INT, MPI_MIN, mpi->comm) != MPI_SUCCESS)
+        return prn__mpi_fail(ctx, fn, "MPI_Allreduce", MPI_ERR_OTHER);
+    if (first == mpi->size) return PRN_OK;
+    memset(&m, 0, sizeof m);
+    if (mpi->rank == first) {
+        m.status = (int)status;
+        const char *src = prn_last_status(ctx) != PRN_OK ? prn_last_error(ctx) : prn_status_string(status);
+        size_t n = strlen(src);
+        memcpy(m.msg, src, n < sizeof m.msg - 1 ? n : sizeof m.msg - 1);
+    }
+    if (MPI_Bcast(&m, (int)sizeof m, MPI_BYTE, first, mpi->comm) != MPI_SUCCESS)
+        return prn__mpi_fail(ctx, fn, "MPI_Bcast", MPI_ERR_OTHER);
+    if (mpi->rank == first) return status;
+    return prn_set_error(ctx, PRN_ERR_REMOTE, "%s: rank %d failed: %s", fn, first, m.msg);
+}
+
+PRNDEF prn_status prn_mpi_create(prn_context *ctx, MPI_Comm comm, prn_mpi **out) {
+    static const char *fn = "prn_mpi_create";
+    prn_mpi tmp, *m = NULL;
+    prn_status st = PRN_OK;
+    int inited = 0;
+    if (!ctx) return PRN_ERR_NULL_ARGUMENT;
+    if (!out) return prn_set_error(ctx, PRN_ERR_NULL_ARGUMENT, "%s: argument 'out' is NULL", fn);
+    if (MPI_Initialized(&inited) != MPI_SUCCESS || !inited)
+        return prn_set_error(ctx, PRN_ERR_STATE, "%s: MPI is not initialised (call MPI_Init first)", fn);
+    memset(&tmp, 0, sizeof tmp);
+    tmp.ctx = ctx;
+    /* The collective steps first, the same on every rank; then the local
+     * ones, whose outcome the ranks agree on. */
+    if (MPI_Comm_dup(comm, &tmp.comm) != MPI_SUCCESS) return prn__mpi_fail(ctx, fn, "MPI_Comm_dup", MPI_ERR_OTHER);
+    MPI_Comm_set_errhandler(tmp.comm, MPI_ERRORS_RETURN);
+    MPI_Comm_rank(tmp.comm, &tmp.rank);
+    MPI_Comm_size(tmp.comm, &tmp.size);
+    if (MPI_Comm_split(tmp.comm, 0, tmp.size - 1 - tmp.rank, &tmp.rcomm) != MPI_SUCCESS) {
+        MPI_Comm_free(&tmp.comm);
+        return prn__mpi_fail(ctx, fn, "MPI_Comm_split", MPI_ERR_OTHER);
+    }
+    MPI_Comm_set_errhandler(tmp.rcomm, MPI_ERRORS_RETURN);
+    MPI_Op_create(prn__mpi_compose, 0, &tmp.compose);
+    if (!(m = (prn_mpi *)prn_alloc(ctx, sizeof *m))) st = prn_set_error(ctx, PRN_ERR_OUT_OF_MEMORY, "%s: out of memory", fn);
+    if (st == PRN_OK) st = prn_tensor_create(ctx, PRN_F32, 0, NULL, &tmp.token);
+    if (st == PRN_OK) st = prn_tensor_set_requires_grad(tmp.token, 1);
+    st = prn_mpi_agree(ctx, &tmp, fn, st);
+    if (st != PRN_OK) {
+        prn_tensor_free(tmp.token);
+        prn_free(ctx, m);
+        MPI_Op_free(&tmp.compose);
+        MPI_Comm_free(&tmp.rcomm);
+        MPI_Comm_free(&tmp.comm);
+        return st;
+    }
+    *m = tmp;
+    *out = m;
+    return PRN_OK;
+}
+
+PRNDEF void prn_mpi_free(prn_mpi *mpi) {
+    if (!mpi) return;
+    prn_tensor_free(mpi->token);
+    MPI_Op_free(&mpi->compose);
+    MPI_Comm_free(&mpi->rcomm);
+    MPI_Comm_free(&mpi->comm);
+    prn_free(mpi->ctx, mpi);
+}
+
+/* Every rank's values v[0 .. n-1] must be equal: the same error on every
+ * rank otherwise, naming the first that differs. */
+static prn_status prn__mpi_same(prn_context *ctx, prn_mpi *mpi, const char *fn, const long long *v, const char *const *names,
+                                int n) {
+    long long mx[16], mn[16];
+    int i;
+    if (MPI_Allreduce((void *)v, mx, n, MPI_LONG_LONG, MPI_MAX, mpi->comm) != MPI_SUCCESS ||
+        MPI_Allreduce((void *)v, mn, n, MPI_LONG_LONG, MPI_MIN, mpi->comm) != MPI_SUCCESS)
+        return prn__mpi_fail(ctx, fn, "MPI_Allreduce", MPI_ERR_OTHER);
+    for (i = 0; i < n; ++i)
+        if (mx[i] != mn[i])
+            return prn_set_error(ctx, PRN_ERR_SHAPE, "%s: the ranks disagree on %s (from %lld to %lld); every rank must "
+                                 "pass the same", fn, names[i], mn[i], mx[i]);
+    return PRN_OK;
+}
+
+/* --- sequence-parallel scans ---------------------------------------------------- */
+/* A scan split over ranks, on internal shapes: b [B, T, C]; a [B, T, C]
+ * (diagonal, k = 1) or [B, T, C, k]. first/last: this rank starts/ends
+ * the recurrence in its direction (rank 0/size-1; mirrored when reverse). */
+typedef struct prn__mpi_geo {
+    size_t B, T, C, k, nb;
+    int diag, reverse, first, last;
+    prn_dtype dt;
+} prn__mpi_geo;
+
+static void prn__mpi_geo_init(prn__mpi_geo *g, const prn_mpi *mpi, prn_dtype dt, size_t B, size_t T, size_t C, size_t k,
+                              int diag, int reverse) {
+    g->B = B; g->T = T; g->C = C; g->k = diag ? 1 : k; g->nb = C / g->k;
+    g->diag = diag; g->reverse = reverse; g->dt = dt;
+    g->first = reverse ? mpi->rank == mpi->size - 1 : mpi->rank == 0;
+    g->last = reverse ? mpi->rank == 0 : mpi->rank == mpi->size - 1;
+}
+
+/* Time step t of x [B, T, ...] as [B, 1, ...]. */
+static prn_status prn__mpi_step(prn_context *ctx, prn_tensor *x, size_t t, prn_tensor **out) {
+    return prn_slice(ctx, x, 1, t, 1, out);
+}
+
+/* The slice's coefficient product, M = A_{T-1} ... A_0 (reverse: A_0 ...
+ * A_{T-1}), as a tree of batched products on the backend: [B, 1, C(, k)]. */
+static prn_status prn__mpi_product(prn_context *ctx, const prn__mpi_geo *g, prn_tensor *a, prn_tensor **out) {
+    prn_tensor *cur = prn_tensor_retain(a), *t[8];
+    size_t L = g->T, B = g->B, C = g->C, k = g->k, kk = g->diag ? 1 : k;
+    int nd = g->diag ? 3 : 4;
+    prn_status st = PRN_OK;
+    memset(t, 0, sizeof t);
+    while (st == PRN_OK && L > 1) {
+        size_t L2 = L / 2;
+        /* pairs (2i, 2i+1) side by side: [B * L2, 2, C, kk] */
+        st = prn_slice(ctx, cur, 1, 0, 2 * L2, &t[0]);
+        if (st == PRN_OK) st = prn__mpi_view(ctx, t[0], 4, B * L2, 2, C, kk, &t[1]);
+        if (st == PRN_OK) st = prn_slice(ctx, t[1], 1, 0, 1, &t[2]);
+        if (st == PRN_OK) st = prn_slice(ctx, t[1], 1, 1, 1, &t[3]);
+        if (st == PRN_OK && g->diag) st = prn_mul(ctx, t[2], t[3], &t[6]);
+        if (st == PRN_OK && !g->diag) {
+            st = prn__mpi_view(ctx, t[2], 3, B * L2 * g->nb, k, k, 0, &t[4]);
+            if (st == PRN_OK) st = prn__mpi_view(ctx, t[3], 3, B * L2 * g->nb, k, k, 0, &t[5]);
+            /* later steps multiply from the left */
+            if (st == PRN_OK) st = g->reverse ? prn_matmul(ctx, t[4], t[5], &t[6]) : prn_matmul(ctx, t[5], t[4], &t[6]);
+        }
+        if (st == PRN_OK) st = prn__mpi_view(ctx, t[6], nd, B, L2, C, k, &t[7]);
+        if (st == PRN_OK && L % 2) {   /* the odd step stays last */
+            prn_tensor *odd = NULL, *cat = NULL;
+            st = prn__mpi_step(ctx, cur, L - 1, &odd);
+            if (st == PRN_OK) st = prn_concat(ctx, t[7], odd, 1, &cat);
+            prn_tensor_free(odd);
+            if (st == PRN_OK) { prn_tensor_free(t[7]); t[7] = cat; }
+        }
+        if (st == PRN_OK) { prn_tensor_free(cur); cur = prn_tensor_retain(t[7]); L = L2 + L % 2; }
+        prn__mpi_free_all(t, 8);
+    }
+    if (st != PRN_OK) { prn_tensor_free(cur); return st; }
+    *out = cur;
+    return PRN_OK;
+}
+
+/* Host maps, one per (batch row, block): k*k numbers of M then k of v. */
+static size_t prn__mpi_elem(const prn__mpi_geo *g) { return g->k * g->k + g->k; }
+
+/* M (host [B, C, k] or [B, C] as downloaded; NULL: mode) into the maps. */
+static void prn__mpi_pack(const prn__mpi_geo *g, double *maps, const double *M, int ident, int transpose, const double *v) {
+    size_t e, i, j, k = g->k, n = prn__mpi_elem(g);
+    for (e = 0; e < g->B * g->nb; ++e) {
+        double *d = maps + e * n;
+        for (i = 0; i < k; ++i)
+            for (j = 0; j < k; ++j)
+                d[i * k + j] = M ? (transpose ? M[e * k * k + j * k + i] : M[e * k * k + i * k + j])
+                                 : (ident && i == j ? 1.0 : 0.0);
+        for (i = 0; i < k; ++i) d[k * k + i] = v ? v[e * k + i] : 0.0;
+    }
+}
+
+/* The exclusive scan of the ranks' maps in the direction: recv gets the
+ * composition of the maps before this rank (undefined on the first). */
+static prn_status prn__mpi_exscan(prn_context *ctx, prn_mpi *mpi, const char *fn, const prn__mpi_geo *g, int rev,
+                                  double *send, double *recv) {
+    MPI_Datatype t;
+    size_t count = g->B * g->nb;
+    int rc;
+    if (count > 2147483647u) return prn_set_error(ctx, PRN_ERR_OVERFLOW, "%s: too many carries for one MPI call", fn);
+    if (MPI_Type_contiguous((int)prn__mpi_elem(g), MPI_DOUBLE, &t) != MPI_SUCCESS || MPI_Type_commit(&t) != MPI_SUCCESS)
+        return prn__mpi_fail(ctx, fn, "MPI_Type_contiguous", MPI_ERR_OTHER);
+    rc = MPI_Exscan(send, recv, (int)count, t, mpi->compose, rev ? mpi->rcomm : mpi->comm);
+    MPI_Type_free(&t);
+    return rc == MPI_SUCCESS ? PRN_OK : prn__mpi_fail(ctx, fn, "MPI_Exscan", rc);
+}
+
+static prn_status prn__mpi_local_scan(prn_context *ctx, const prn__mpi_geo *g, prn_tensor *a, prn_tensor *b, prn_tensor *h0,
+                                      int reverse, prn_tensor **out) {
+    return g->diag ? prn_scan_diag(ctx, a, b, h0, reverse, PRN_SCAN_AUTO, out)
+                   : prn_scan_block(ctx, a, b, h0, reverse, PRN_SCAN_AUTO, out);
+}
+
+/* The state at the slice's end in the direction, [B, C] on the host. */
+static prn_status prn__mpi_end_state(prn_context *ctx, const prn__mpi_geo *g, prn_tensor *h, double *v) {
+    prn_tensor *s = NULL;
+    prn_status st = prn__mpi_step(ctx, h, g->reverse ? 0 : g->T - 1, &s);
+    if (st == PRN_OK) st = prn__mpi_get(ctx, s, v);
+    prn_tensor_free(s);
+    return st;
+}
+
+/* The scan over the split sequence (no tape): out gets this rank's slice,
+ * carry (B*C) the state before it (the first rank: h0 or zeros), and maps,
+ * when not NULL, the slice's maps as exchanged (B*nb elements). h0 is the
+ * first rank's [B, C] (NULL: zeros). */
+static prn_status prn__mpi_scan_core(prn_context *ctx, prn_mpi *mpi, const char *fn, const prn__mpi_geo *g, prn_tensor *a,
+                                     prn_tensor *b, const double *h0, prn_tensor **out, double *carry, double *maps,
+                                     prn_status st_in) {
+    size_t BC = g->B * g->C, n = g->B * g->nb * prn__mpi_elem(g), i, sh[4];
+    double *buf = (double *)prn_alloc(ctx, (2 * n + 2 * BC + g->B * g->nb * g->k * g->k) * sizeof(double));
+    double *send = buf, *recv = buf + n, *v = recv + n, *hz = v + BC, *M = hz + BC;
+    prn_tensor *h = NULL, *ht = NULL, *P = NULL, *c = NULL;
+    prn_status st = st_in != PRN_OK ? st_in : buf ? PRN_OK : prn_set_error(ctx, PRN_ERR_OUT_OF_MEMORY, "%s: out of memory", fn);
+    if (st == PRN_OK) {
+        for (i = 0; i < BC; ++i) hz[i] = h0 ? h0[i] : 0.0;
+        sh[0] = g->B; sh[1] = g->C;
+    }
+    /* Reduce: the first rank scans from h0 at once (its map is the
+     * constant h -> its end state); the others scan from zero and form the
+     * product of their coefficients. */
+    if (st == PRN_OK && g->T > 0 && g->first) {
+        st = prn__mpi_put(ctx, g->dt, 2, sh, hz, &c);
+        if (st == PRN_OK) st = prn__mpi_local_scan(ctx, g, a, b, c, g->reverse, &h);
+        if (st == PRN_OK) st = prn__mpi_end_state(ctx, g, h, v);
+        if (st == PRN_OK) prn__mpi_pack(g, send, NULL, 0, 0, v);
+    } else if (st == PRN_OK && g->T > 0) {
+        st = prn__mpi_local_scan(ctx, g, a, b, NULL, g->reverse, &ht);
+        if (st == PRN_OK) st = prn__mpi_end_state(ctx, g, ht, v);
+        if (st == PRN_OK) st = prn__mpi_product(ctx, g, a, &P);
+        if (st == PRN_OK) st = prn__mpi_get(ctx, P, M);
+        if (st == PRN_OK) prn__mpi_pack(g, send, M, 0, 0, v);
+    } else if (st == PRN_OK) { /* an empty slice passes the state on */
+        prn__mpi_pack(g, send, NULL, !g->first, 0, g->first ? hz : NULL);
+    }
+    prn_tensor_free(ht); prn_tensor_free(P); prn_tensor_free(c);
+    c = NULL;
+    st = prn_mpi_agree(ctx, mpi, fn, st);
+    if (st == PRN_OK) st = prn__mpi_exscan(ctx, mpi, fn, g, g->reverse, send, recv);
+    if (st == PRN_OK && !g->first) {
+        size_t e, k = g->k, ne = prn__mpi_elem(g);
+        for (e = 0; e < g->B * g->nb; ++e)
+            for (i = 0; i < k; ++i) hz[e * k + i] = recv[e * ne + k * k + i];
+    }
+    /* Expand: the slice from its carry. */
+    if (st == PRN_OK && g->T > 0 && !g->first) {
+        st = prn__mpi_put(ctx, g->dt, 2, sh, hz, &c);
+        if (st == PRN_OK) st = prn__mpi_local_scan(ctx, g, a, b, c, g->reverse, &h);
+    }
+    if (st == PRN_OK && g->T == 0) {
+        sh[0] = g->B; sh[1] = 0; sh[2] = g->C;
+        st = prn_tensor_create(ctx, g->dt, 3, sh, &h);
+    }
+    prn_tensor_free(c);
+    st = prn_mpi_agree(ctx, mpi, fn, st);
+    if (st == PRN_OK) {
+        memcpy(carry, hz, BC * sizeof(double));
+        if (maps) memcpy(maps, send, n * sizeof(double));
+        *out = h;
+    } else {
+        prn_tensor_free(h);
+    }
+    prn_free(ctx, buf);
+    return st;
+}
+
+/* Coefficients of the adjoint recurrence on this slice: A_{t+1}^T at t
+ * (forward; reverse: A_{t-1}^T), the identity at the slice's end, where
+ * the carry from the next rank enters. */
+static prn_status prn__mpi_adjoint_coef(prn_context *ctx, const prn__mpi_geo *g, prn_tensor *A, prn_tensor **out) {
+    prn_tensor *At = NULL, *t[4] = {NULL, NULL, NULL, NULL}, *I = NULL;
+    size_t sh[4], n, e, i, B = g->B, T = g->T, C = g->C, k = g->k;
+    double *id;
+    prn_status st = PRN_OK;
+    sh[0] = B; sh[1] = 1; sh[2] = C; sh[3] = k;
+    n = B * C * (g->diag ? 1 : k);
+    if (!(id = (double *)prn_alloc(ctx, n * sizeof(double)))) return PRN_ERR_OUT_OF_MEMORY;
+    memset(id, 0, n * sizeof(double));
+    if (g->diag) for (i = 0; i < n; ++i) id[i] = 1.0;
+    else for (e = 0; e < B * g->nb; ++e) for (i = 0; i < k; ++i) id[e * k * k + i * k + i] = 1.0;
+    st = prn__mpi_put(ctx, g->dt, g->diag ? 3 : 4, sh, id, &I);
+    prn_free(ctx, id);
+    if (st == PRN_OK && g->diag) At = prn_tensor_retain(A);
+    if (st == PRN_OK && !g->diag) {  /* each k x k block transposed */
+        st = prn__mpi_view(ctx, A, 3, B * T * g->nb, k, k, 0, &t[0]);
+        if (st == PRN_OK) st = prn_transpose(ctx, t[0], 1, 2, &t[1]);
+        if (st == PRN_OK) st = prn__mpi_view(ctx, t[1], 4, B, T, C, k, &At);
+    }
+    if (st == PRN_OK) st = prn_slice(ctx, At, 1, g->reverse ? 0 : 1, T - 1, &t[2]);
+    if (st == PRN_OK) st = g->reverse ? prn_concat(ctx, I, t[2], 1, &t[3]) : prn_concat(ctx, t[2], I, 1, &t[3]);
+    if (st == PRN_OK) *out = prn_tensor_retain(t[3]);
+    prn_tensor_free(At); prn_tensor_free(I);
+    prn__mpi_free_all(t, 4);
+    return st;
+}
+
+/* A_first^T lam_first (the gradient of the state before the slice), host [B*C]. */
+static prn_status prn__mpi_carry_grad(prn_context *ctx, const prn__mpi_geo *g, prn_tensor *A, prn_tensor *lam, double *dc) {
+    prn_tensor *t[6] = {NULL, NULL, NULL, NULL, NULL, NULL};
+    size_t f = g->reverse ? g->T - 1 : 0, N = g->B * g->nb, k = g->k;
+    prn_status st = prn__mpi_step(ctx, A, f, &t[0]);
+    if (st == PRN_OK) st = prn__mpi_step(ctx, lam, f, &t[1]);
+    if (st == PRN_OK && g->diag) st = prn_mul(ctx, t[0], t[1], &t[5]);
+    if (st == PRN_OK && !g->diag) {
+        st = prn__mpi_view(ctx, t[0], 3, N, k, k, 0, &t[2]);
+        if (st == PRN_OK) st = prn__mpi_view(ctx, t[1], 3, N, k, 1, 0, &t[3]);
+        if (st == PRN_OK) st = prn_matmul_ex(ctx, t[2], 1, t[3], 0, &t[5]);
+    }
+    if (st == PRN_OK) st = prn__mpi_get(ctx, t[5], dc);
+    prn__mpi_free_all(t, 6);
+    return st;
+}
+
+/* The adjoint of a split recurrence h_t = A_t h_{t-1} + b_t (mirrored when
+ * reverse): lam_t = G_t + A_{t+1}^T lam_{t+1}, run the other way, across
+ * ranks by an exclusive scan of the slices' transposed maps. maps: the
+ * forward maps of prn__mpi_scan_core (NULL: the products are formed here).
+ * lam: this rank's slice; dc (B*C): the gradient of the state before it. */
+static prn_status prn__mpi_adjoint(prn_context *ctx, prn_mpi *mpi, const char *fn, const prn__mpi_geo *g, prn_tensor *A,
+                                   prn_tensor *G, const double *maps, prn_tensor **lam_out, double *dc) {
+    size_t BC = g->B * g->C, ne = prn__mpi_elem(g), n = g->B * g->nb * ne, kk = g->k * g->k, e, i, sh[3];
+    double *buf = (double *)prn_alloc(ctx, (2 * n + 2 * BC + g->B * g->nb * kk) * sizeof(double));
+    double *send = buf, *recv = buf + n, *d0 = recv + n, *mu = d0 + BC, *M = mu + BC;
+    prn_tensor *Ap = NULL, *lam0 = NULL, *lam = NULL, *P = NULL, *m = NULL;
+    int afirst = g->last; /* the adjoint starts where the recurrence ends */
+    prn_status st = buf ? PRN_OK : prn_set_error(ctx, PRN_ERR_OUT_OF_MEMORY, "%s: out of memory", fn);
+    sh[0] = g->B; sh[1] = g->C;
+    if (st == PRN_OK) { memset(d0, 0, BC * sizeof(double)); memset(mu, 0, BC * sizeof(double)); }
+    if (st == PRN_OK && g->T > 0) {
+        st = prn__mpi_adjoint_coef(ctx, g, A, &Ap);
+        if (st == PRN_OK) st = prn__mpi_local_scan(ctx, g, Ap, G, NULL, !g->reverse, &lam0);
+        if (st == PRN_OK) st = prn__mpi_carry_grad(ctx, g, A, lam0, d0);
+        if (st == PRN_OK && !afirst && !maps) {
+            st = prn__mpi_product(ctx, g, A, &P);
+            if (st == PRN_OK) st = prn__mpi_get(ctx, P, M);
+        }
+    }
+    if (st == PRN_OK) {
+        if (afirst) prn__mpi_pack(g, send, NULL, 0, 0, d0);              /* the constant d0 */
+        else if (g->T == 0) prn__mpi_pack(g, send, NULL, 1, 0, NULL);    /* passes through  */
+        else if (!maps) prn__mpi_pack(g, send, M, 0, 1, d0);             /* M^T mu + d0     */
+        else {
+            for (e = 0; e < g->B * g->nb; ++e) for (i = 0; i < kk; ++i) M[e * kk + i] = maps[e * ne + i];
+            prn__mpi_pack(g, send, M, 0, 1, d0);
+        }
+    }
+    prn_tensor_free(lam0); prn_tensor_free(P);
+    st = prn_mpi_agree(ctx, mpi, fn, st);
+    if (st == PRN_OK) st = prn__mpi_exscan(ctx, mpi, fn, g, !g->reverse, send, recv);
+    if (st == PRN_OK && !afirst)
+        for (e = 0; e < g->B * g->nb; ++e) for (i = 0; i < g->k; ++i) mu[e * g->k + i] = recv[e * ne + kk + i];
+    if (st == PRN_OK && g->T > 0) {
+        st = prn__mpi_put(ctx, g->dt, 2, sh, mu, &m);
+        if (st == PRN_OK) st = prn__mpi_local_scan(ctx, g, Ap, G, m, !g->reverse, &lam);
+        if (st == PRN_OK && dc) st = prn__mpi_carry_grad(ctx, g, A, lam, dc);
+    } else if (st == PRN_OK) {
+        sh[0] = g->B; sh[1] = 0; sh[2] = g->C;
+        st = prn_tensor_create(ctx, g->dt, 3, sh, &lam);
+        if (st == PRN_OK && dc) memcpy(dc, mu, BC * sizeof(double));
+    }
+    prn_tensor_free(Ap); prn_tensor_free(m);
+    st = prn_mpi_agree(ctx, mpi, fn, st);
+    if (st == PRN_OK) *lam_out = lam;
+    else prn_tensor_free(lam);
+    prn_free(ctx, buf);
+    return st;
+}
+
+/* The recorded scan: what its backward needs. */
+typedef struct prn__mpi_sop {
+    prn_mpi *mpi;
+    prn__mpi_geo g;
+    prn_tensor *a, *h;   /* internal shapes */
+    double *carry, *maps;
+    int ia, ib, ih;      /* input slots of a, b, h0 (-1: absent) */
+} prn__mpi_sop;
+
+static void prn__mpi_sop_free(void *p) {
+    prn__mpi_sop *o = (prn__mpi_sop *)p;
+    prn_tensor_free(o->a);
+    prn_tensor_free(o->h);
+    prn_free(o->mpi->ctx, o);
+}
+
+/* The previous state of every step: the carry, then h without its last
+ * step (mirrored when reverse). */
+static prn_status prn__mpi_prev(prn_context *ctx, const prn__mpi_geo *g, prn_tensor *h, const double *carry,
+                                prn_tensor **out) {
+    prn_tensor *c = NULL, *s = NULL;
+    size_t sh[3];
+    prn_status st;
+    sh[0] = g->B; sh[1] = 1; sh[2] = g->C;
+    st = prn__mpi_put(ctx, g->dt, 3, sh, carry, &c);
+    if (st == PRN_OK) st = prn_slice(ctx, h, 1, g->reverse ? 1 : 0, g->T - 1, &s);
+    if (st == PRN_OK) st = g->reverse ? prn_concat(ctx, s, c, 1, out) : prn_concat(ctx, c, s, 1, out);
+    prn_tensor_free(c); prn_tensor_free(s);
+    return st;
+}
+
+static prn_status prn__mpi_scan_backward(prn_context *ctx, const prn_op *op, prn_tensor *gout, prn_tensor **gin) {
+    static const char *fn = "prn_mpi_scan (backward)";
+    prn__mpi_sop *o = (prn__mpi_sop *)op->user;
+    const prn__mpi_geo *g = &o->g;
+    prn_tensor *G = NULL, *lam = NULL, *hp = NULL, *t[4] = {NULL, NULL, NULL, NULL}, *da = NULL, *db = NULL, *dh = NULL;
+    double *dc = (double *)prn_alloc(ctx, g->B * g->C * sizeof(double));
+    prn_status st = dc ? PRN_OK : PRN_ERR_OUT_OF_MEMORY;
+    if (st == PRN_OK) st = prn__mpi_view(ctx, gout, 3, g->B, g->T, g->C, 0, &G);
+    /* collective from here: errors go through the agreement inside */
+    st = prn_mpi_agree(ctx, o->mpi, fn, st);
+    if (st == PRN_OK) st = prn__mpi_adjoint(ctx, o->mpi, fn, g, o->a, G, o->maps, &lam, dc);
+    if (st == PRN_OK && op->needs_grad[o->ib]) {
+        size_t sh[4];
+        int d, nd = prn_tensor_ndim(op->inputs[o->ib]);
+        for (d = 0; d < nd; ++d) sh[d] = prn_tensor_dim(op->inputs[o->ib], d);
+        st = prn_reshape(ctx, lam, nd, sh, &db);
+    }
+    if (st == PRN_OK && g->T > 0 && op->needs_grad[o->ia]) {
+        size_t sh[4];
+        int d, nd = prn_tensor_ndim(op->inputs[o->ia]);
+        for (d = 0; d < nd; ++d) sh[d] = prn_tensor_dim(op->inputs[o->ia], d);
+        st = prn__mpi_prev(ctx, g, o->h, o->carry, &hp);
+        if (st == PRN_OK && g->diag) st = prn_mul(ctx, lam, hp, &t[2]);
+        if (st == PRN_OK && !g->diag) {   /* outer products lam_t hprev_t^T within each block */
+            size_t N = g->B * g->T * g->nb;
+            st = prn__mpi_view(ctx, lam, 3, N, g->k, 1, 0, &t[0]);
+            if (st == PRN_OK) st = prn__mpi_view(ctx, hp, 3, N, 1, g->k, 0, &t[1]);
+            if (st == PRN_OK) st = prn_matmul(ctx, t[0], t[1], &t[2]);
+        }
+        if (st == PRN_OK) st = prn_reshape(ctx, t[2], nd, sh, &da);
+    } else if (st == PRN_OK && op->needs_grad[o->ia]) {
+        prn_tensor *a = op->inputs[o->ia];
+        size_t sh[4];
+        int d, nd = prn_tensor_ndim(a);
+        for (d = 0; d < nd; ++d) sh[d] = prn_tensor_dim(a, d);
+        st = prn_tensor_create(ctx, prn_tensor_dtype(a), nd, sh, &da);
+    }
+    if (st == PRN_OK && o->ih >= 0 && op->needs_grad[o->ih]) {
+        prn_tensor *h0 = op->inputs[o->ih];
+        size_t sh[2];
+        int nd = prn_tensor_ndim(h0);
+        sh[0] = prn_tensor_dim(h0, 0); sh[1] = prn_tensor_dim(h0, 1);
+        st = prn__mpi_put(ctx, g->dt, nd, sh, dc, &dh);
+    }
+    /* every rank ends alike */
+    st = prn_mpi_agree(ctx, o->mpi, fn, st);
+    if (st == PRN_OK) {
+        gin[o->ia] = da; gin[o->ib] = db;
+        if (o->ih >= 0) gin[o->ih] = dh;
+        da = db = dh = NULL;
+    }
+    prn_tensor_free(G); prn_tensor_free(lam); prn_tensor_free(hp); prn_tensor_free(da); prn_tensor_free(db);
+    prn_tensor_free(dh);
+    prn__mpi_free_all(t, 4);
+    prn_free(ctx, dc);
+    return st;
+}
+
+static prn_status prn__mpi_scan(prn_context *ctx, prn_mpi *mpi, const char *fn, int diag, prn_tensor *a, prn_tensor *b,
+                                prn_tensor *h0, int reverse, prn_tensor **out, prn_tensor **final) {
+    static const char *names[] = {"the dtype", "the batch size", "the channels", "the block size", "the layout (batched or not)",
+                                  "whether gradients are recorded"};
+    prn__mpi_geo g;
+    prn_status st = PRN_OK;
+    prn_tensor *a3 = NULL, *b3 = NULL, *h = NULL, *hu = NULL, *fin = NULL;
+    double *carry = NULL, *maps = NULL, *h0v = NULL;
+    size_t B = 1, T = 0, C = 0, k = 1, sh[4];
+    long long v[7];
+    int nd = 0, any_grad = 0, mine_grad = 0, first;
+    if (!ctx || !mpi) return PRN_ERR_NULL_ARGUMENT;
+    first = reverse ? mpi->rank == mpi->size - 1 : mpi->rank == 0;
+    /* Local checks, then the ranks agree before anything moves. */
+    if (ctx != mpi->ctx) st = prn_set_error(ctx, PRN_ERR_CONTEXT_MISMATCH, "%s: 'mpi' was created on another context", fn);
+    else if (!out) st = prn_set_error(ctx, PRN_ERR_NULL_ARGUMENT, "%s: argument 'out' is NULL", fn);
+    else if (!a || !b) st = prn_set_error(ctx, PRN_ERR_NULL_ARGUMENT, "%s: argument '%s' is NULL", fn, a ? "b" : "a");
+    else if (prn_tensor_context(a) != ctx || prn_tensor_context(b) != ctx || (h0 && prn_tensor_context(h0) != ctx))
+        st = prn_set_error(ctx, PRN_ERR_CONTEXT_MISMATCH, "%s: a tensor is from another context", fn);
+    else if ((nd = prn_tensor_ndim(b)) != 2 && nd != 3)
+        st = prn_set_error(ctx, PRN_ERR_SHAPE, "%s: argument 'b' must be [B, T, C] or [T, C] (has %d axes)", fn, nd);
+    else if (prn_tensor_dtype(b) == PRN_I32 || prn_tensor_dtype(a) != prn_tensor_dtype(b))
+        st = prn_set_error(ctx, PRN_ERR_DTYPE, "%s: a and b must both be f32 or both f64", fn);
+    if (st == PRN_OK) {
+        int d, ok;
+        B = nd == 3 ? prn_tensor_dim(b, 0) : 1;
+        T = prn_tensor_dim(b, -2);
+        C = prn_tensor_dim(b, -1);
+        k = diag ? 1 : prn_tensor_dim(a, -1);
+        ok = prn_tensor_ndim(a) == nd + !diag;
+        for (d = 0; ok && d < nd; ++d) ok = prn_tensor_dim(a, d) == prn_tensor_dim(b, d);
+        if (!ok) st = prn_set_error(ctx, PRN_ERR_SHAPE, "%s: argument 'a' must be %s", fn,
+                                    diag ? "shaped like b" : "[B, T, C, k] ([T, C, k]) for b [B, T, C] ([T, C])");
+        else if (!diag && (k < 1 || k > PRN__MPI_KMAX || C % k))
+            st = prn_set_error(ctx, PRN_ERR_SHAPE, "%s: argument 'a': block size %lu must be 1 .. 64 and divide C = %lu",
+                               fn, (unsigned long)k, (unsigned long)C);
+        else if (C == 0 || B == 0) st = prn_set_error(ctx, PRN_ERR_SHAPE, "%s: argument 'b' has no channels or rows", fn);
+        else if (first && h0 && !(prn_tensor_dtype(h0) == prn_tensor_dtype(b) && prn_tensor_numel(h0) == B * C &&
+                                  prn_tensor_ndim(h0) == nd - 1 && prn_tensor_dim(h0, -1) == C))
+            st = prn_set_error(ctx, PRN_ERR_SHAPE, "%s: argument 'h0' must be %s of b's dtype", fn, nd == 3 ? "[B, C]" : "[C]");
+    }
+    mine_grad = prn_grad_enabled(ctx) && (prn_tensor_requires_grad(a) || prn_tensor_requires_grad(b) ||
+                                           (first && h0 && prn_tensor_requires_grad(h0)));
+    st = prn_mpi_agree(ctx, mpi, fn, st);
+    if (st != PRN_OK) return st;
+    v[0] = (long long)prn_tensor_dtype(b); v[1] = (long long)B; v[2] = (long long)C; v[3] = (long long)k; v[4] = nd;
+    v[5] = prn_grad_enabled(ctx);
+    if ((st = prn__mpi_same(ctx, mpi, fn, v, names, 6)) != PRN_OK) return st;
+    if (MPI_Allreduce(&mine_grad, &any_grad, 1, MPI_INT, MPI_MAX, mpi->comm) != MPI_SUCCESS)
+        return prn__mpi_fail(ctx, fn, "MPI_Allreduce", MPI_ERR_OTHER);
+    prn__mpi_geo_init(&g, mpi, prn_tensor_dtype(b), B, T, C, k, diag, reverse);
+    prn_no_grad_begin(ctx);
+    carry = (double *)prn_alloc(ctx, (B * C + B * g.nb * prn__mpi_elem(&g) + B * C) * sizeof(double));
+    if (!carry) st = prn_set_error(ctx, PRN_ERR_OUT_OF_MEMORY, "%s: out of memory", fn);
+    else { maps = carry + B * C; h0v = maps + B * g.nb * prn__mpi_elem(&g); }
+    if (st == PRN_OK && first && h0) st = prn__mpi_get(ctx, h0, h0v);
+    if (st == PRN_OK) st = prn__mpi_view(ctx, b, 3, B, T, C, 0, &b3);
+    if (st == PRN_OK) st = diag ? prn__mpi_view(ctx, a, 3, B, T, C, 0, &a3) : prn__mpi_view(ctx, a, 4, B, T, C, k, &a3);
+    /* the core agrees on st before its first exchange */
+    st = prn__mpi_scan_core(ctx, mpi, fn, &g, a3, b3, st == PRN_OK && first && h0 ? h0v : NULL, &h, carry, maps, st);
+    if (st == PRN_OK) {
+        sh[0] = nd == 3 ? B : T; sh[1] = nd == 3 ? T : C; sh[2] = C;
+        st = prn_reshape(ctx, h, nd, sh, &hu);
+    }
+    if (st == PRN_OK && final) {   /* the end state, from the rank where the recurrence ends */
+        double *fv = h0v;
+        int root = reverse ? 0 : mpi->size - 1;
+        if (g.last && T > 0) st = prn__mpi_end_state(ctx, &g, h, fv);
+        else if (g.last) memcpy(fv, carry, B * C * sizeof(double));
+        st = prn_mpi_agree(ctx, mpi, fn, st);
+        if (st == PRN_OK && MPI_Bcast(fv, (int)(B * C), MPI_DOUBLE, root, mpi->comm) != MPI_SUCCESS)
+            st = prn__mpi_fail(ctx, fn, "MPI_Bcast", MPI_ERR_OTHER);
+        sh[0] = B; sh[1] = C;
+        if (st == PRN_OK) st = nd == 3 ? prn__mpi_put(ctx, g.dt, 2, sh, fv, &fin) : prn__mpi_put(ctx, g.dt, 1, sh + 1, fv, &fin);
+    }
+    prn_no_grad_end(ctx);
+    if (st == PRN_OK && any_grad) {
+        prn__mpi_sop *o = (prn__mpi_sop *)prn_alloc(ctx, sizeof *o);
+        prn_tensor *in[4];
+        int n = 0;
+        if (!o) st = prn_set_error(ctx, PRN_ERR_OUT_OF_MEMORY, "%s: out of memory", fn);
+        else {
+            memset(o, 0, sizeof *o);
+            o->mpi = mpi; o->g = g;
+            o->carry = (double *)prn_alloc(ctx, (B * C + B * g.nb * prn__mpi_elem(&g)) * sizeof(double));
+            if (!o->carry) { prn_free(ctx, o); o = NULL; st = prn_set_error(ctx, PRN_ERR_OUT_OF_MEMORY, "%s: out of memory", fn); }
+        }
+        if (o) {
+            o->maps = o->carry + B * C;
+            memcpy(o->carry, carry, (B * C + B * g.nb * prn__mpi_elem(&g)) * sizeof(double));
+            o->a = prn_tensor_retain(a3);
+            o->h = prn_tensor_retain(h);
+            o->ia = n; in[n++] = a;
+            o->ib = n; in[n++] = b;
+            o->ih = -1;
+            if (first && h0) { o->ih = n; in[n++] = h0; }
+            in[n++] = mpi->token;
+            st = prn_tape_record(ctx, fn, in, n, hu, prn__mpi_scan_backward, o, prn__mpi_sop_free);
+            if (st != PRN_OK) prn__mpi_sop_free(o);
+        }
+        /* record on every rank or on none */
+        st = prn_mpi_agree(ctx, mpi, fn, st);
+    }
+    prn_tensor_free(a3); prn_tensor_free(b3); prn_tensor_free(h);
+    prn_free(ctx, carry);
+    if (st != PRN_OK) { prn_tensor_free(hu); prn_tensor_free(fin); return st; }
+    *out = hu;
+    if (final) *final = fin;
+    return PRN_OK;
+}
+
+PRNDEF prn_status prn_mpi_scan_diag(prn_context *ctx, prn_mpi *mpi, prn_tensor *a, prn_tensor *b, prn_tensor *h0,
+                                    int reverse, prn_tensor **out, prn_tensor **final) {
+    return prn__mpi_scan(ctx, mpi, "prn_mpi_scan_diag", 1, a, b, h0, reverse, out, final);
+}
+PRNDEF prn_status prn_mpi_scan_block(prn_context *ctx, prn_mpi *mpi, prn_tensor *a, prn_tensor *b, prn_tensor *h0,
+                                     int reverse, prn_tensor **out, prn_tensor **final) {
+    return prn__mpi_scan(ctx, mpi, "prn_mpi_scan_block", 0, a, b, h0, reverse, out, final);
+}
+
+#endif /* PARRNN_MPI_IMPLEMENTATION_DONE */
+#endif /* PARRNN_MPI_IMPLEMENTATION */
