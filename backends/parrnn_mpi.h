@@ -109,7 +109,8 @@ PRNDEF prn_status prn_mpi_deer(prn_context *ctx, prn_mpi *mpi, const prn_deer_ce
                                prn_tensor *state0, const prn_deer_options *opt, prn_tensor **y,
                                prn_deer_stats *stats);
 /* The same for a single-layer, one-direction built-in network (its cell
- * through prn_rnn_jacobian and prn_rnn_step): y [B, T_r, H]. */
+ * through prn_rnn_jacobian and prn_rnn_step): y [B, T_r, H]; state0 as
+ * prn_deer_rnn's ([1, B, S]) or [B, S]. */
 PRNDEF prn_status prn_mpi_deer_rnn(prn_context *ctx, prn_mpi *mpi, const prn_rnn *rnn, prn_tensor *x,
                                    prn_tensor *state0, const prn_deer_options *opt, prn_tensor **y,
                                    prn_deer_stats *stats);
@@ -247,10 +248,12 @@ PRNDEF prn_status prn_mpi_agree(prn_context *ctx, prn_mpi *mpi, const char *fn, 
     int mine, first = 0;
     if (!ctx || !mpi) return PRN_ERR_NULL_ARGUMENT;
     if (!fn) fn = "prn_mpi_agree";
-    mine = status != PRN_OK ? mpi->rank : mpi->size;
+    /* the first rank that failed by itself, else the first told of it */
+    mine = status == PRN_OK ? 2 * mpi->size : status == PRN_ERR_REMOTE ? mpi->size + mpi->rank : mpi->rank;
     if (MPI_Allreduce(&mine, &first, 1, MPI_INT, MPI_MIN, mpi->comm) != MPI_SUCCESS)
         return prn__mpi_fail(ctx, fn, "MPI_Allreduce", MPI_ERR_OTHER);
-    if (first == mpi->size) return PRN_OK;
+    if (first == 2 * mpi->size) return PRN_OK;
+    first %= mpi->size;
     memset(&m, 0, sizeof m);
     if (mpi->rank == first) {
         m.status = (int)status;
@@ -261,6 +264,7 @@ PRNDEF prn_status prn_mpi_agree(prn_context *ctx, prn_mpi *mpi, const char *fn, 
     if (MPI_Bcast(&m, (int)sizeof m, MPI_BYTE, first, mpi->comm) != MPI_SUCCESS)
         return prn__mpi_fail(ctx, fn, "MPI_Bcast", MPI_ERR_OTHER);
     if (mpi->rank == first) return status;
+    if (m.status == PRN_ERR_REMOTE) return prn_set_error(ctx, PRN_ERR_REMOTE, "%s", m.msg);
     return prn_set_error(ctx, PRN_ERR_REMOTE, "%s: rank %d failed: %s", fn, first, m.msg);
 }
 
@@ -809,6 +813,534 @@ PRNDEF prn_status prn_mpi_scan_diag(prn_context *ctx, prn_mpi *mpi, prn_tensor *
 PRNDEF prn_status prn_mpi_scan_block(prn_context *ctx, prn_mpi *mpi, prn_tensor *a, prn_tensor *b, prn_tensor *h0,
                                      int reverse, prn_tensor **out, prn_tensor **final) {
     return prn__mpi_scan(ctx, mpi, "prn_mpi_scan_block", 0, a, b, h0, reverse, out, final);
+}
+
+/* --- sequence-parallel DEER ------------------------------------------------------ */
+/* The recorded adjoint: y = z forward; backward lam = the adjoint
+ * recurrence of the exact Jacobians J at the solution. */
+typedef struct prn__mpi_aop {
+    prn_mpi *mpi;
+    prn__mpi_geo g;
+    prn_tensor *J;
+    int iz, ih;
+} prn__mpi_aop;
+static void prn__mpi_aop_free(void *p) {
+    prn__mpi_aop *o = (prn__mpi_aop *)p;
+    prn_tensor_free(o->J);
+    prn_free(o->mpi->ctx, o);
+}
+static prn_status prn__mpi_aop_backward(prn_context *ctx, const prn_op *op, prn_tensor *gout, prn_tensor **gin) {
+    static const char *fn = "prn_mpi_deer (backward)";
+    prn__mpi_aop *o = (prn__mpi_aop *)op->user;
+    prn_tensor *lam = NULL, *dh = NULL;
+    size_t sh[2];
+    double *dc = (double *)prn_alloc(ctx, o->g.B * o->g.C * sizeof(double));
+    prn_status st = prn_mpi_agree(ctx, o->mpi, fn, dc ? PRN_OK : PRN_ERR_OUT_OF_MEMORY);
+    if (st == PRN_OK) st = prn__mpi_adjoint(ctx, o->mpi, fn, &o->g, o->J, gout, NULL, &lam, dc);
+    sh[0] = o->g.B; sh[1] = o->g.C;
+    if (st == PRN_OK && o->ih >= 0) st = prn__mpi_put(ctx, o->g.dt, 2, sh, dc, &dh);
+    st = prn_mpi_agree(ctx, o->mpi, fn, st);
+    if (st == PRN_OK) {
+        if (o->iz >= 0) { gin[o->iz] = lam; lam = NULL; }
+        if (o->ih >= 0) { gin[o->ih] = dh; dh = NULL; }
+    }
+    prn_tensor_free(lam); prn_tensor_free(dh);
+    prn_free(ctx, dc);
+    return st;
+}
+
+/* max |y - fy| / (atol + rtol |fy|) over the slice; *fin 0 when a term is not finite. */
+static prn_status prn__mpi_resid(prn_context *ctx, prn_tensor *y, prn_tensor *fy, double atol, double rtol, double *r, int *fin) {
+    const prn_backend *be = prn_context_backend(ctx);
+    prn_tensor *df = NULL, *den = NULL, *q = NULL, *mx = NULL, *z = NULL, *sm = NULL;
+    prn_dtype dt = prn_tensor_dtype(y);
+    double s = 0;
+    prn_tensor *fv = NULL;
+    size_t sh[3];
+    prn_status st;
+    sh[0] = prn_tensor_dim(y, 0); sh[1] = prn_tensor_dim(y, 1); sh[2] = prn_tensor_dim(y, 2);
+    st = prn_reshape(ctx, fy, 3, sh, &fv);
+    fy = fv;
+    if (st == PRN_OK) st = prn_sub(ctx, y, fy, &df);
+    if (st == PRN_OK) st = be->unary(ctx, PRN_UNARY_ABS, dt, prn_tensor_numel(df), prn_tensor_buffer(df), prn_tensor_buffer(df), 0, 0);
+    if (st == PRN_OK) st = prn_copy(ctx, fy, &den);
+    if (st == PRN_OK) st = be->unary(ctx, PRN_UNARY_ABS, dt, prn_tensor_numel(den), prn_tensor_buffer(den), prn_tensor_buffer(den), 0, 0);
+    if (st == PRN_OK) st = be->unary(ctx, PRN_UNARY_AFFINE, dt, prn_tensor_numel(den), prn_tensor_buffer(den), prn_tensor_buffer(den),
+                                     rtol, atol);
+    if (st == PRN_OK) st = prn_div(ctx, df, den, &q);
+    if (st == PRN_OK) st = prn_scale(ctx, q, 0.0, &z);       /* NaN exactly where q is NaN or Inf */
+    if (st == PRN_OK) st = prn_sum(ctx, z, PRN_ALL_AXES, 0, &sm);
+    if (st == PRN_OK) st = prn_tensor_item(sm, &s);
+    if (st == PRN_OK) st = prn_max(ctx, q, PRN_ALL_AXES, 0, &mx);
+    if (st == PRN_OK) st = prn_tensor_item(mx, r);
+    *fin = s == s;
+    prn_tensor_free(df); prn_tensor_free(den); prn_tensor_free(q); prn_tensor_free(mx); prn_tensor_free(z); prn_tensor_free(sm);
+    prn_tensor_free(fv);
+    return st;
+}
+
+/* One Newton step's recurrence: A = (1 - kappa) J, b = fy - A yprev. */
+static prn_status prn__mpi_newton_terms(prn_context *ctx, const prn__mpi_geo *g, prn_tensor *J, prn_tensor *yprev,
+                                        prn_tensor *fy, double kappa, prn_tensor **A4, prn_tensor **b3) {
+    prn_tensor *A = NULL, *t[4] = {NULL, NULL, NULL, NULL}, *Ay = NULL, *b = NULL;
+    size_t N = g->B * g->T, S = g->C, k = g->k;
+    prn_status st = kappa > 0 ? prn_scale(ctx, J, 1.0 - kappa, &A) : PRN_OK;
+    if (kappa <= 0) A = prn_tensor_retain(J);
+    if (st == PRN_OK && g->diag) st = prn_mul(ctx, A, yprev, &Ay);
+    if (st == PRN_OK && !g->diag) {
+        st = prn__mpi_view(ctx, A, 3, N * (S / k), k, k, 0, &t[0]);
+        if (st == PRN_OK) st = prn__mpi_view(ctx, yprev, 3, N * (S / k), k, 1, 0, &t[1]);
+        if (st == PRN_OK) st = prn_matmul(ctx, t[0], t[1], &t[2]);
+        if (st == PRN_OK) st = prn__mpi_view(ctx, t[2], 2, N, S, 0, 0, &Ay);
+    }
+    if (st == PRN_OK) st = prn__mpi_view(ctx, fy, 2, N, S, 0, 0, &t[3]);
+    if (st == PRN_OK) st = prn_sub(ctx, t[3], Ay, &b);
+    if (st == PRN_OK) st = prn__mpi_view(ctx, b, 3, g->B, g->T, S, 0, b3);
+    if (st == PRN_OK) st = g->diag ? prn__mpi_view(ctx, A, 3, g->B, g->T, S, 0, A4) : prn__mpi_view(ctx, A, 4, g->B, g->T, S, k, A4);
+    prn_tensor_free(A); prn_tensor_free(Ay); prn_tensor_free(b);
+    prn__mpi_free_all(t, 4);
+    return st;
+}
+
+/* f and its Jacobian on the slice, given the states before each step. */
+static prn_status prn__mpi_cell_eval(prn_context *ctx, const prn_deer_cell *cell, const prn__mpi_geo *g, prn_tensor *xr,
+                                     prn_tensor *y, const double *carry, prn_jacobian_mode mode, prn_tensor **prev,
+                                     prn_tensor **fy, prn_tensor **J) {
+    prn_tensor *p = NULL, *pr = NULL;
+    prn_status st = prn__mpi_prev(ctx, g, y, carry, &p);
+    if (st == PRN_OK) st = prn__mpi_view(ctx, p, 2, g->B * g->T, g->C, 0, 0, &pr);
+    if (st == PRN_OK) st = cell->jacobian(ctx, cell->user, xr, pr, mode, fy, J);
+    prn_tensor_free(p);
+    if (st == PRN_OK && prev) *prev = pr;
+    else prn_tensor_free(pr);
+    return st;
+}
+
+/* The sequential evaluation when Newton did not converge, passed from rank
+ * to rank: each waits for the state before its slice. */
+static prn_status prn__mpi_deer_pipeline(prn_context *ctx, prn_mpi *mpi, const char *fn, const prn_deer_cell *cell,
+                                         const prn__mpi_geo *g, prn_tensor *x, double *carry, prn_tensor **yout, prn_status st) {
+    size_t BS = g->B * g->C, t, sh[3];
+    double *buf = (double *)prn_alloc(ctx, (BS + 1 + g->B * g->T * g->C + BS) * sizeof(double)), *Y, *nv;
+    prn_tensor *s = NULL, *y = NULL;
+    if (!buf) { st = st != PRN_OK ? st : PRN_ERR_OUT_OF_MEMORY; }
+    Y = buf ? buf + BS + 1 : NULL;
+    nv = Y ? Y + g->B * g->T * g->C : NULL;
+    if (buf) {
+        memcpy(buf, carry, BS * sizeof(double));
+        buf[BS] = st == PRN_OK;
+    }
+    if (mpi->rank > 0) {   /* the state (and the outcome) of the ranks before */
+        double *in = buf;
+        double dummy[1];
+        if (!in) in = dummy;
+        if (MPI_Recv(in, buf ? (int)(BS + 1) : 0, MPI_DOUBLE, mpi->rank - 1, 17, mpi->comm, MPI_STATUS_IGNORE) != MPI_SUCCESS)
+            st = prn__mpi_fail(ctx, fn, "MPI_Recv", MPI_ERR_OTHER);
+        else if (buf && buf[BS] != 1.0 && st == PRN_OK)
+            st = prn_set_error(ctx, PRN_ERR_REMOTE, "%s: a rank before this one failed", fn);
+    }
+    if (st == PRN_OK) { sh[0] = g->B; sh[1] = g->C; st = prn__mpi_put(ctx, g->dt, 2, sh, buf, &s); }
+    if (st == PRN_OK) memcpy(carry, buf, BS * sizeof(double));
+    for (t = 0; st == PRN_OK && t < g->T; ++t) {
+        prn_tensor *xt = NULL, *xv = NULL, *nx = NULL, *jj = NULL;
+        size_t b;
+        st = prn__mpi_step(ctx, x, t, &xt);
+        if (st == PRN_OK) st = prn__mpi_view(ctx, xt, 2, g->B, prn_tensor_dim(x, 2), 0, 0, &xv);
+        if (st == PRN_OK) st = cell->jacobian(ctx, cell->user, xv, s, PRN_JACOBIAN_DIAG, &nx, &jj);
+        if (st == PRN_OK) st = prn__mpi_get(ctx, nx, nv);
+        for (b = 0; st == PRN_OK && b < g->B; ++b) memcpy(Y + (b * g->T + t) * g->C, nv + b * g->C, g->C * sizeof(double));
+        if (st == PRN_OK) { prn_tensor_free(s); s = prn_tensor_retain(nx); memcpy(buf, nv, BS * sizeof(double)); }
+        prn_tensor_free(xt); prn_tensor_free(xv); prn_tensor_free(nx); prn_tensor_free(jj);
+    }
+    if (mpi->rank < mpi->size - 1) {
+        double dummy[1] = {0};
+        if (buf) buf[BS] = st == PRN_OK;
+        if (MPI_Send(buf ? buf : dummy, buf ? (int)(BS + 1) : 0, MPI_DOUBLE, mpi->rank + 1, 17, mpi->comm) != MPI_SUCCESS && st == PRN_OK)
+            st = prn__mpi_fail(ctx, fn, "MPI_Send", MPI_ERR_OTHER);
+    }
+    if (st == PRN_OK) { sh[0] = g->B; sh[1] = g->T; sh[2] = g->C; st = prn__mpi_put(ctx, g->dt, 3, sh, Y, &y); }
+    prn_tensor_free(s);
+    prn_free(ctx, buf);
+    st = prn_mpi_agree(ctx, mpi, fn, st);
+    if (st == PRN_OK) *yout = y;
+    else prn_tensor_free(y);
+    return st;
+}
+
+PRNDEF prn_status prn_mpi_deer(prn_context *ctx, prn_mpi *mpi, const prn_deer_cell *cell, prn_tensor *x,
+                               prn_tensor *state0, const prn_deer_options *opt, prn_tensor **y, prn_deer_stats *stats) {
+    static const char *fn = "prn_mpi_deer";
+    static const char *names[] = {"the dtype", "the batch size", "the state size", "the input size", "the Jacobian mode",
+                                  "the block size", "whether gradients are recorded"};
+    prn_deer_options o;
+    prn_deer_stats ss;
+    prn__mpi_geo g;
+    prn_status st = PRN_OK;
+    prn_tensor *xr = NULL, *ys = NULL, *fy = NULL, *J = NULL, *A4 = NULL, *b3 = NULL, *yn = NULL, *Jx = NULL, *yout = NULL;
+    prn_tensor *yp = NULL;
+    double *h0 = NULL, *carry = NULL, *tmp = NULL, kappa;
+    size_t B = 0, T = 0, S = 0, X = 0, kb = 1, i, sh[4];
+    long long v[7];
+    int it = 0, rank0, exact_k;
+    prn_jacobian_mode exact_mode;
+    if (!ctx || !mpi) return PRN_ERR_NULL_ARGUMENT;
+    rank0 = mpi->rank == 0;
+    memset(&o, 0, sizeof o);
+    if (opt) o = *opt;
+    memset(&ss, 0, sizeof ss);
+    if (ctx != mpi->ctx) st = prn_set_error(ctx, PRN_ERR_CONTEXT_MISMATCH, "%s: 'mpi' was created on another context", fn);
+    else if (!cell || !cell->jacobian) st = prn_set_error(ctx, PRN_ERR_NULL_ARGUMENT, "%s: argument 'cell' (or its jacobian) is NULL", fn);
+    else if (!x || !y) st = prn_set_error(ctx, PRN_ERR_NULL_ARGUMENT, "%s: argument '%s' is NULL", fn, x ? "y" : "x");
+    else if (prn_tensor_ndim(x) != 3 || prn_tensor_dim(x, 2) != cell->input_size || cell->state_size == 0)
+        st = prn_set_error(ctx, PRN_ERR_SHAPE, "%s: argument 'x' must be [B, T, %lu] (the cell's input size)", fn,
+                           (unsigned long)cell->input_size);
+    else if (prn_tensor_dtype(x) == PRN_I32) st = prn_set_error(ctx, PRN_ERR_DTYPE, "%s: argument 'x' must be f32 or f64", fn);
+    else if (o.adaptive || o.warm)
+        st = prn_set_error(ctx, PRN_ERR_UNSUPPORTED, "%s: adaptive damping and warm starts are not supported across ranks", fn);
+    else if ((int)o.mode < 0 || o.mode > PRN_JACOBIAN_DIAG || o.max_iter < 0 || o.damping < 0 || o.damping > 1)
+        st = prn_set_error(ctx, PRN_ERR_INVALID_ARGUMENT, "%s: argument 'opt': mode, max_iter or damping out of range", fn);
+    if (st == PRN_OK) {
+        B = prn_tensor_dim(x, 0); T = prn_tensor_dim(x, 1); S = cell->state_size; X = cell->input_size;
+        kb = o.mode == PRN_JACOBIAN_DIAG ? 1 : o.mode == PRN_JACOBIAN_BLOCK && cell->block ? cell->block : S;
+        if (B == 0) st = prn_set_error(ctx, PRN_ERR_SHAPE, "%s: argument 'x' has no rows", fn);
+        else if (kb > PRN__MPI_KMAX || S % kb)
+            st = prn_set_error(ctx, PRN_ERR_SHAPE, "%s: Jacobian blocks of %lu (state size %lu): at most 64, dividing S", fn,
+                               (unsigned long)kb, (unsigned long)S);
+        else if (rank0 && state0 && (prn_tensor_ndim(state0) != 2 || prn_tensor_dim(state0, 0) != B ||
+                                     prn_tensor_dim(state0, 1) != S || prn_tensor_dtype(state0) != prn_tensor_dtype(x)))
+            st = prn_set_error(ctx, PRN_ERR_SHAPE, "%s: argument 'state0' must be [B, S] of x's dtype", fn);
+    }
+    st = prn_mpi_agree(ctx, mpi, fn, st);
+    if (st != PRN_OK) return st;
+    v[0] = prn_tensor_dtype(x); v[1] = (long long)B; v[2] = (long long)S; v[3] = (long long)X; v[4] = o.mode;
+    v[5] = (long long)kb; v[6] = prn_grad_enabled(ctx);
+    if ((st = prn__mpi_same(ctx, mpi, fn, v, names, 7)) != PRN_OK) return st;
+    if (!o.max_iter) o.max_iter = 100;
+    if (!o.atol) o.atol = prn_tensor_dtype(x) == PRN_F64 ? 1e-10 : 1e-5;
+    if (!o.rtol) o.rtol = prn_tensor_dtype(x) == PRN_F64 ? 1e-10 : 1e-5;
+    if (!o.clip) o.clip = 1e8;
+    kappa = o.damping;
+    prn__mpi_geo_init(&g, mpi, prn_tensor_dtype(x), B, T, S, kb, o.mode == PRN_JACOBIAN_DIAG, 0);
+    exact_mode = cell->block && cell->block < S ? PRN_JACOBIAN_BLOCK : PRN_JACOBIAN_DENSE;
+    exact_k = exact_mode == PRN_JACOBIAN_BLOCK ? (int)cell->block : (int)S;
+    prn_no_grad_begin(ctx);
+    h0 = (double *)prn_alloc(ctx, (2 * B * S + B * T * S + 1) * sizeof(double));
+    if (!h0) st = prn_set_error(ctx, PRN_ERR_OUT_OF_MEMORY, "%s: out of memory", fn);
+    else { carry = h0 + B * S; tmp = carry + B * S; memset(h0, 0, B * S * sizeof(double)); }
+    if (st == PRN_OK && rank0 && state0) st = prn__mpi_get(ctx, state0, h0);
+    st = prn_mpi_agree(ctx, mpi, fn, st);
+    if (st == PRN_OK && MPI_Bcast(h0, (int)(B * S), MPI_DOUBLE, 0, mpi->comm) != MPI_SUCCESS)
+        st = prn__mpi_fail(ctx, fn, "MPI_Bcast", MPI_ERR_OTHER);
+    /* The guess: h0 at every step; the state before the slice likewise. */
+    if (st == PRN_OK) {
+        size_t b, t;
+        for (b = 0; b < B; ++b) for (t = 0; t < T; ++t) memcpy(tmp + (b * T + t) * S, h0 + b * S, S * sizeof(double));
+        memcpy(carry, h0, B * S * sizeof(double));
+        sh[0] = B; sh[1] = T; sh[2] = S;
+        st = prn__mpi_put(ctx, g.dt, 3, sh, tmp, &ys);
+    }
+    if (st == PRN_OK) st = prn__mpi_view(ctx, x, 2, B * T, X, 0, 0, &xr);
+    st = prn_mpi_agree(ctx, mpi, fn, st);
+    while (st == PRN_OK) {
+        double r = 0, rr[2];
+        int fin = 1;
+        prn_tensor_free(yp); prn_tensor_free(fy); prn_tensor_free(J);
+        yp = fy = J = NULL;
+        if (T > 0) {
+            st = prn__mpi_cell_eval(ctx, cell, &g, xr, ys, carry, o.mode, &yp, &fy, &J);
+            if (st == PRN_OK) st = prn__mpi_resid(ctx, ys, fy, o.atol, o.rtol, &r, &fin);
+        }
+        st = prn_mpi_agree(ctx, mpi, fn, st);
+        if (st != PRN_OK) break;
+        rr[0] = fin ? r : HUGE_VAL; rr[1] = !fin;
+        if (MPI_Allreduce(MPI_IN_PLACE, rr, 2, MPI_DOUBLE, MPI_MAX, mpi->comm) != MPI_SUCCESS) {
+            st = prn__mpi_fail(ctx, fn, "MPI_Allreduce", MPI_ERR_OTHER);
+            break;
+        }
+        ss.residual = rr[0];
+        if (rr[1] != 0) ss.nonfinite = 1;
+        if (rr[1] == 0 && rr[0] <= 1) { ss.converged = 1; break; }
+        if (it >= o.max_iter) break;
+        /* Newton: the linear recurrence by the sequence-parallel scan, then
+         * NaN -> 0 and clipping, on the slice and on its carry alike. */
+        if (T > 0) st = prn__mpi_newton_terms(ctx, &g, J, yp, fy, kappa, &A4, &b3);
+        st = prn__mpi_scan_core(ctx, mpi, fn, &g, A4, b3, rank0 ? h0 : NULL, &yn, carry, NULL, st);
+        if (st == PRN_OK && T > 0)
+            st = prn_context_backend(ctx)->unary(ctx, PRN_UNARY_CLAMP, g.dt, prn_tensor_numel(yn), prn_tensor_buffer(yn),
+                                                 prn_tensor_buffer(yn), o.clip, 0.0);
+        for (i = 0; st == PRN_OK && i < B * S; ++i)
+            carry[i] = carry[i] != carry[i] ? 0.0 : carry[i] > o.clip ? o.clip : carry[i] < -o.clip ? -o.clip : carry[i];
+        st = prn_mpi_agree(ctx, mpi, fn, st);
+        prn_tensor_free(A4); prn_tensor_free(b3);
+        A4 = b3 = NULL;
+        if (st == PRN_OK) { prn_tensor_free(ys); ys = yn; yn = NULL; }
+        ++it;
+    }
+    ss.iterations = it;
+    ss.damping = kappa;
+    if (st == PRN_OK && !ss.converged && !o.no_fallback) {
+        prn_tensor *yq = NULL;
+        st = prn__mpi_deer_pipeline(ctx, mpi, fn, cell, &g, x, carry, &yq, st);
+        if (st == PRN_OK) { prn_tensor_free(ys); ys = yq; ss.fell_back = 1; ss.residual = 0; }
+        prn_tensor_free(yp); prn_tensor_free(fy); prn_tensor_free(J);
+        yp = fy = J = NULL;
+    }
+    if (st == PRN_OK) {   /* a result that is not finite is an error, as in prn_deer */
+        double r = 0, bad = 0;
+        int fin = 1;
+        if (T > 0) st = prn__mpi_resid(ctx, ys, ys, 1.0, 0.0, &r, &fin);
+        bad = !fin;
+        st = prn_mpi_agree(ctx, mpi, fn, st);
+        if (st == PRN_OK && MPI_Allreduce(MPI_IN_PLACE, &bad, 1, MPI_DOUBLE, MPI_MAX, mpi->comm) != MPI_SUCCESS)
+            st = prn__mpi_fail(ctx, fn, "MPI_Allreduce", MPI_ERR_OTHER);
+        if (st == PRN_OK && bad != 0) {
+            ss.nonfinite = 1;
+            st = prn_set_error(ctx, PRN_ERR_NONFINITE, "%s: the result is not finite (the model overflows or its "
+                               "parameters are not finite)", fn);
+        }
+    }
+    /* Gradients: the exact Jacobians at the solution, an adjoint op, and one
+     * recorded step of f over the slice. */
+    if (st == PRN_OK && v[6] && cell->step) {
+        if (T > 0 && (!J || o.mode == PRN_JACOBIAN_DIAG || !ss.converged || kb != (size_t)exact_k)) {
+            prn_tensor_free(yp); prn_tensor_free(fy); prn_tensor_free(J);
+            yp = fy = J = NULL;
+            st = prn__mpi_cell_eval(ctx, cell, &g, xr, ys, carry, exact_mode, NULL, &fy, &J);
+        }
+        if (st == PRN_OK && T > 0 && exact_mode == PRN_JACOBIAN_DENSE && S > PRN__MPI_KMAX)
+            st = prn_set_error(ctx, PRN_ERR_UNSUPPORTED, "%s: gradients need the exact Jacobian, and S = %lu is more than 64",
+                               fn, (unsigned long)S);
+        if (st == PRN_OK && T > 0) st = prn__mpi_view(ctx, J, 4, B, T, S, (size_t)exact_k, &Jx);
+    }
+    st = prn_mpi_agree(ctx, mpi, fn, st);
+    prn_no_grad_end(ctx);
+    if (st == PRN_OK && v[6] && cell->step) {
+        prn__mpi_aop *op = (prn__mpi_aop *)prn_alloc(ctx, sizeof *op);
+        prn_tensor *c = NULL, *s1 = NULL, *cat = NULL, *catr = NULL, *z = NULL, *z3 = NULL, *in[3];
+        int n = 0;
+        if (!op) st = prn_set_error(ctx, PRN_ERR_OUT_OF_MEMORY, "%s: out of memory", fn);
+        if (st == PRN_OK && T > 0) {
+            sh[0] = B; sh[1] = 1; sh[2] = S;
+            if (rank0 && state0) st = prn_reshape(ctx, state0, 3, sh, &c);
+            else { prn_no_grad_begin(ctx); st = prn__mpi_put(ctx, g.dt, 3, sh, carry, &c); prn_no_grad_end(ctx); }
+            if (st == PRN_OK) st = prn_slice(ctx, ys, 1, 0, T - 1, &s1);
+            if (st == PRN_OK) st = prn_concat(ctx, c, s1, 1, &cat);
+            if (st == PRN_OK) st = prn__mpi_view(ctx, cat, 2, B * T, S, 0, 0, &catr);
+            if (st == PRN_OK) st = cell->step(ctx, cell->user, xr, catr, &z);
+            if (st == PRN_OK) st = prn__mpi_view(ctx, z, 3, B, T, S, 0, &z3);
+        }
+        if (st == PRN_OK) { prn_no_grad_begin(ctx); st = prn_copy(ctx, ys, &yout); prn_no_grad_end(ctx); }
+        if (st == PRN_OK) {
+            memset(op, 0, sizeof *op);
+            op->mpi = mpi;
+            prn__mpi_geo_init(&op->g, mpi, g.dt, B, T, S, (size_t)exact_k, 0, 0);
+            op->J = prn_tensor_retain(Jx);
+            op->iz = op->ih = -1;
+            if (T > 0) { op->iz = n; in[n++] = z3; }
+            if (T == 0 && rank0 && state0) { op->ih = n; in[n++] = state0; }
+            in[n++] = mpi->token;
+            st = prn_tape_record(ctx, fn, in, n, yout, prn__mpi_aop_backward, op, prn__mpi_aop_free);
+            if (st != PRN_OK) prn__mpi_aop_free(op);
+            op = NULL;
+        }
+        prn_free(ctx, op);
+        prn_tensor_free(c); prn_tensor_free(s1); prn_tensor_free(cat); prn_tensor_free(catr); prn_tensor_free(z); prn_tensor_free(z3);
+        st = prn_mpi_agree(ctx, mpi, fn, st);
+    } else if (st == PRN_OK) {
+        yout = prn_tensor_retain(ys);
+    }
+    prn_tensor_free(xr); prn_tensor_free(ys); prn_tensor_free(yp); prn_tensor_free(fy); prn_tensor_free(J);
+    prn_tensor_free(A4); prn_tensor_free(b3); prn_tensor_free(yn); prn_tensor_free(Jx);
+    prn_free(ctx, h0);
+    if (stats) *stats = ss;
+    if (st != PRN_OK) { prn_tensor_free(yout); return st; }
+    *y = yout;
+    return PRN_OK;
+}
+
+PRNDEF prn_status prn_mpi_allreduce_grads(prn_context *ctx, prn_mpi *mpi, prn_tensor *const *params, int num_params,
+                                          int mean) {
+    static const char *fn = "prn_mpi_allreduce_grads";
+    size_t total = 0, off = 0;
+    double *buf = NULL;
+    int i;
+    long long v[2];
+    static const char *names[] = {"the number of parameters", "the number of parameter elements"};
+    prn_status st = PRN_OK;
+    if (!ctx || !mpi) return PRN_ERR_NULL_ARGUMENT;
+    if (num_params < 0 || (num_params > 0 && !params))
+        st = prn_set_error(ctx, PRN_ERR_NULL_ARGUMENT, "%s: argument 'params' is NULL", fn);
+    for (i = 0; st == PRN_OK && i < num_params; ++i) {
+        if (!params[i]) st = prn_set_error(ctx, PRN_ERR_NULL_ARGUMENT, "%s: params[%d] is NULL", fn, i);
+        else total += prn_tensor_numel(params[i]);
+    }
+    st = prn_mpi_agree(ctx, mpi, fn, st);
+    if (st != PRN_OK) return st;
+    v[0] = num_params; v[1] = (long long)total;
+    if ((st = prn__mpi_same(ctx, mpi, fn, v, names, 2)) != PRN_OK) return st;
+    if (total > 2147483647u) st = prn_set_error(ctx, PRN_ERR_OVERFLOW, "%s: more than 2^31 gradient elements", fn);
+    if (st == PRN_OK && !(buf = (double *)prn_alloc(ctx, (total ? total : 1) * sizeof(double))))
+        st = prn_set_error(ctx, PRN_ERR_OUT_OF_MEMORY, "%s: out of memory", fn);
+    for (i = 0; st == PRN_OK && i < num_params; ++i) {
+        prn_tensor *g = prn_tensor_grad(params[i]);
+        size_t n = prn_tensor_numel(params[i]);
+        if (g) st = prn__mpi_get(ctx, g, buf + off);
+        else memset(buf + off, 0, n * sizeof(double));
+        off += n;
+    }
+    st = prn_mpi_agree(ctx, mpi, fn, st);
+    if (st == PRN_OK && MPI_Allreduce(MPI_IN_PLACE, buf, (int)total, MPI_DOUBLE, MPI_SUM, mpi->comm) != MPI_SUCCESS)
+        st = prn__mpi_fail(ctx, fn, "MPI_Allreduce", MPI_ERR_OTHER);
+    if (st == PRN_OK && mean) for (off = 0; off < total; ++off) buf[off] /= mpi->size;
+    /* Every rank writes the same sums; a failure here still leaves the
+     * other ranks' gradients summed, so the ranks agree afterwards. */
+    for (i = 0, off = 0; st == PRN_OK && i < num_params; ++i) {
+        size_t n = prn_tensor_numel(params[i]), sh[4];
+        int d, nd = prn_tensor_ndim(params[i]);
+        prn_tensor *g = NULL;
+        for (d = 0; d < nd; ++d) sh[d] = prn_tensor_dim(params[i], d);
+        st = prn__mpi_put(ctx, prn_tensor_dtype(params[i]), nd, sh, buf + off, &g);
+        if (st == PRN_OK) st = prn_tensor_set_grad(params[i], g);
+        prn_tensor_free(g);
+        off += n;
+    }
+    prn_free(ctx, buf);
+    return prn_mpi_agree(ctx, mpi, fn, st);
+}
+
+PRNDEF prn_status prn_mpi_broadcast(prn_context *ctx, prn_mpi *mpi, prn_tensor *const *params, int num_params, int root) {
+    static const char *fn = "prn_mpi_broadcast";
+    size_t total = 0, off = 0;
+    double *buf = NULL;
+    int i;
+    long long v[3];
+    static const char *names[] = {"the number of tensors", "the number of elements", "the root"};
+    prn_status st = PRN_OK;
+    if (!ctx || !mpi) return PRN_ERR_NULL_ARGUMENT;
+    if (root < 0 || root >= mpi->size) st = prn_set_error(ctx, PRN_ERR_INVALID_ARGUMENT, "%s: root %d is not a rank", fn, root);
+    else if (num_params < 0 || (num_params > 0 && !params))
+        st = prn_set_error(ctx, PRN_ERR_NULL_ARGUMENT, "%s: argument 'params' is NULL", fn);
+    for (i = 0; st == PRN_OK && i < num_params; ++i) {
+        if (!params[i]) st = prn_set_error(ctx, PRN_ERR_NULL_ARGUMENT, "%s: params[%d] is NULL", fn, i);
+        else total += prn_tensor_numel(params[i]);
+    }
+    st = prn_mpi_agree(ctx, mpi, fn, st);
+    if (st != PRN_OK) return st;
+    v[0] = num_params; v[1] = (long long)total; v[2] = root;
+    if ((st = prn__mpi_same(ctx, mpi, fn, v, names, 3)) != PRN_OK) return st;
+    if (total > 2147483647u) st = prn_set_error(ctx, PRN_ERR_OVERFLOW, "%s: more than 2^31 elements", fn);
+    if (st == PRN_OK && !(buf = (double *)prn_alloc(ctx, (total ? total : 1) * sizeof(double))))
+        st = prn_set_error(ctx, PRN_ERR_OUT_OF_MEMORY, "%s: out of memory", fn);
+    for (i = 0; st == PRN_OK && mpi->rank == root && i < num_params; ++i) {
+        st = prn__mpi_get(ctx, params[i], buf + off);
+        off += prn_tensor_numel(params[i]);
+    }
+    st = prn_mpi_agree(ctx, mpi, fn, st);
+    if (st == PRN_OK && MPI_Bcast(buf, (int)total, MPI_DOUBLE, root, mpi->comm) != MPI_SUCCESS)
+        st = prn__mpi_fail(ctx, fn, "MPI_Bcast", MPI_ERR_OTHER);
+    for (i = 0, off = 0; st == PRN_OK && mpi->rank != root && i < num_params; ++i) {
+        size_t n = prn_tensor_numel(params[i]), j;
+        if (prn_tensor_dtype(params[i]) == PRN_F64) st = prn_tensor_upload(params[i], buf + off, n);
+        else {
+            float *f = (float *)prn_alloc(ctx, (n ? n : 1) * sizeof(float));
+            if (!f) st = PRN_ERR_OUT_OF_MEMORY;
+            for (j = 0; f && j < n; ++j) f[j] = (float)buf[off + j];
+            if (f) st = prn_tensor_upload(params[i], f, n);
+            prn_free(ctx, f);
+        }
+        off += n;
+    }
+    prn_free(ctx, buf);
+    return prn_mpi_agree(ctx, mpi, fn, st);
+}
+
+/* --- built-in networks as DEER cells ----------------------------------------------- */
+static prn_status prn__mpi_rnn_jacobian(prn_context *ctx, void *user, prn_tensor *x, prn_tensor *state, prn_jacobian_mode mode,
+                                        prn_tensor **next, prn_tensor **jac) {
+    return prn_rnn_jacobian(ctx, (const prn_rnn *)user, x, state, mode, next, jac);
+}
+static prn_status prn__mpi_rnn_step(prn_context *ctx, void *user, prn_tensor *x, prn_tensor *state, prn_tensor **next) {
+    return prn_rnn_step(ctx, (const prn_rnn *)user, x, state, next);
+}
+PRNDEF prn_status prn_mpi_deer_rnn(prn_context *ctx, prn_mpi *mpi, const prn_rnn *rnn, prn_tensor *x, prn_tensor *state0,
+                                   const prn_deer_options *opt, prn_tensor **y, prn_deer_stats *stats) {
+    prn_deer_cell c;
+    const prn_rnn_config *cf = rnn ? prn_rnn_get_config(rnn) : NULL;
+    memset(&c, 0, sizeof c);
+    if (cf && (cf->num_layers > 1 || cf->bidirectional)) {
+        /* still collective: the others learn of it through the agreement */
+        prn_status st = prn_set_error(ctx, PRN_ERR_UNSUPPORTED, "prn_mpi_deer_rnn: argument 'rnn' must have one layer and one "
+                                      "direction");
+        return prn_mpi_agree(ctx, mpi, "prn_mpi_deer_rnn", st);
+    }
+    if (rnn) {
+        c.state_size = prn_rnn_state_size(rnn);
+        c.input_size = cf->input_size;
+        c.block = prn_rnn_jacobian_block(rnn) < c.state_size ? prn_rnn_jacobian_block(rnn) : 0;
+        c.jacobian = prn__mpi_rnn_jacobian;
+        c.step = prn__mpi_rnn_step;
+        c.user = (void *)rnn;
+    }
+    {   /* state0 as prn_deer_rnn's, [1, B, S], or [B, S] */
+        prn_tensor *s2 = NULL;
+        prn_status st = PRN_OK;
+        if (state0 && prn_tensor_ndim(state0) == 3 && prn_tensor_dim(state0, 0) == 1) {
+            size_t sh[2];
+            sh[0] = prn_tensor_dim(state0, 1); sh[1] = prn_tensor_dim(state0, 2);
+            st = prn_reshape(ctx, state0, 2, sh, &s2);
+        } else {
+            s2 = prn_tensor_retain(state0);
+        }
+        st = prn_mpi_agree(ctx, mpi, "prn_mpi_deer_rnn", st);
+        if (st == PRN_OK) st = prn_mpi_deer(ctx, mpi, rnn ? &c : NULL, x, s2, opt, y, stats);
+        prn_tensor_free(s2);
+        return st;
+    }
+}
+
+/* --- SCYFI across ranks ---------------------------------------------------------- */
+static prn_status prn__mpi_scyfi_exchange(prn_context *ctx, void *user, int failed, const void *mine, size_t bytes, void **all,
+                                          size_t *all_bytes) {
+    static const char *fn = "prn_mpi_scyfi";
+    prn_mpi *mpi = (prn_mpi *)user;
+    int *counts = NULL, *displs = NULL, i, n = (int)bytes;
+    long long total = 0;
+    unsigned char *out = NULL;
+    prn_status st = failed ? (prn_last_status(ctx) != PRN_OK ? prn_last_status(ctx) : PRN_ERR_STATE) : PRN_OK;
+    if (st == PRN_OK && bytes > 2147483647u) st = prn_set_error(ctx, PRN_ERR_OVERFLOW, "%s: a message of more than 2 GiB", fn);
+    if (st == PRN_OK && !(counts = (int *)prn_alloc(ctx, 2 * (size_t)mpi->size * sizeof(int))))
+        st = prn_set_error(ctx, PRN_ERR_OUT_OF_MEMORY, "%s: out of memory", fn);
+    st = prn_mpi_agree(ctx, mpi, fn, st);
+    if (st != PRN_OK) { prn_free(ctx, counts); return st; }
+    displs = counts + mpi->size;
+    if (MPI_Allgather(&n, 1, MPI_INT, counts, 1, MPI_INT, mpi->comm) != MPI_SUCCESS)
+        st = prn__mpi_fail(ctx, fn, "MPI_Allgather", MPI_ERR_OTHER);
+    for (i = 0; st == PRN_OK && i < mpi->size; ++i) { displs[i] = (int)total; total += counts[i]; }
+    if (st == PRN_OK && total > 2147483647LL) st = prn_set_error(ctx, PRN_ERR_OVERFLOW, "%s: a round of more than 2 GiB", fn);
+    if (st == PRN_OK && !(out = (unsigned char *)prn_alloc(ctx, total ? (size_t)total : 1)))
+        st = prn_set_error(ctx, PRN_ERR_OUT_OF_MEMORY, "%s: out of memory", fn);
+    st = prn_mpi_agree(ctx, mpi, fn, st);
+    if (st == PRN_OK && MPI_Allgatherv((void *)(mine ? mine : (const void *)counts), n, MPI_BYTE, out, counts, displs, MPI_BYTE,
+                                       mpi->comm) != MPI_SUCCESS)
+        st = prn__mpi_fail(ctx, fn, "MPI_Allgatherv", MPI_ERR_OTHER);
+    prn_free(ctx, counts);
+    if (st != PRN_OK) { prn_free(ctx, out); return st; }
+    *all = out;
+    *all_bytes = (size_t)total;
+    return PRN_OK;
+}
+
+PRNDEF prn_status prn_mpi_scyfi(prn_context *ctx, prn_mpi *mpi, const prn_pwl_model *m, const prn_scyfi_options *opt,
+                                prn_scyfi_result **out) {
+    prn_scyfi_options o;
+    if (!ctx || !mpi) return PRN_ERR_NULL_ARGUMENT;
+    memset(&o, 0, sizeof o);
+    if (opt) o = *opt;
+    o.part_rank = mpi->rank;
+    o.part_size = mpi->size;
+    o.part_exchange = prn__mpi_scyfi_exchange;
+    o.part_user = mpi;
+    return prn_scyfi(ctx, m, &o, out);
 }
 
 #endif /* PARRNN_MPI_IMPLEMENTATION_DONE */
