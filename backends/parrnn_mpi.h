@@ -508,7 +508,7 @@ static prn_status prn__mpi_scan_core(prn_context *ctx, prn_mpi *mpi, const char 
  * (forward; reverse: A_{t-1}^T), the identity at the slice's end, where
  * the carry from the next rank enters. */
 static prn_status prn__mpi_adjoint_coef(prn_context *ctx, const prn__mpi_geo *g, prn_tensor *A, prn_tensor **out) {
-    prn_tensor *At = NULL, *t[4] = {NULL, NULL, NULL, NULL}, *I = NULL;
+    prn_tensor *At = NULL, *t[4] = {NULL, NULL, NULL, NULL}, *eye = NULL;
     size_t sh[4], n, e, i, B = g->B, T = g->T, C = g->C, k = g->k;
     double *id;
     prn_status st = PRN_OK;
@@ -518,7 +518,7 @@ static prn_status prn__mpi_adjoint_coef(prn_context *ctx, const prn__mpi_geo *g,
     memset(id, 0, n * sizeof(double));
     if (g->diag) for (i = 0; i < n; ++i) id[i] = 1.0;
     else for (e = 0; e < B * g->nb; ++e) for (i = 0; i < k; ++i) id[e * k * k + i * k + i] = 1.0;
-    st = prn__mpi_put(ctx, g->dt, g->diag ? 3 : 4, sh, id, &I);
+    st = prn__mpi_put(ctx, g->dt, g->diag ? 3 : 4, sh, id, &eye);
     prn_free(ctx, id);
     if (st == PRN_OK && g->diag) At = prn_tensor_retain(A);
     if (st == PRN_OK && !g->diag) {  /* each k x k block transposed */
@@ -527,9 +527,9 @@ static prn_status prn__mpi_adjoint_coef(prn_context *ctx, const prn__mpi_geo *g,
         if (st == PRN_OK) st = prn__mpi_view(ctx, t[1], 4, B, T, C, k, &At);
     }
     if (st == PRN_OK) st = prn_slice(ctx, At, 1, g->reverse ? 0 : 1, T - 1, &t[2]);
-    if (st == PRN_OK) st = g->reverse ? prn_concat(ctx, I, t[2], 1, &t[3]) : prn_concat(ctx, t[2], I, 1, &t[3]);
+    if (st == PRN_OK) st = g->reverse ? prn_concat(ctx, eye, t[2], 1, &t[3]) : prn_concat(ctx, t[2], eye, 1, &t[3]);
     if (st == PRN_OK) *out = prn_tensor_retain(t[3]);
-    prn_tensor_free(At); prn_tensor_free(I);
+    prn_tensor_free(At); prn_tensor_free(eye);
     prn__mpi_free_all(t, 4);
     return st;
 }
