@@ -7,6 +7,9 @@
 #                      the OpenCL headers, the ICD loader and CLBlast are
 #                      installed; the tests skip it where no device exists)
 #           CC=clang   any C99 compiler
+#           MPI=0      do not build the MPI programs (default: built when
+#                      `mpicc` compiles a program that includes mpi.h;
+#                      `make test-mpi` runs them under mpirun)
 CC      ?= cc
 CXX     ?= c++
 OPENMP  ?= 1
@@ -52,6 +55,23 @@ LAPACK := $(shell printf 'void dgeev_(void);\nint main(void){dgeev_();return 0;}
     $(CC) -x c - -o /dev/null -llapack >/dev/null 2>&1 && echo 1 || echo 0)
 endif
 
+# MPI (Debian: openmpi-bin, libopenmpi-dev): backends/parrnn_mpi.h and the
+# programs that use it, compiled with $(MPICC) and the flags of the others.
+# `make test-mpi` runs tests/test_mpi under mpirun with 1, 2 and 4 ranks.
+MPICC   ?= mpicc
+MPIRUN  ?= mpirun
+ifndef MPI
+MPI := $(shell printf '\043include <mpi.h>\nint main(int c,char**v){MPI_Init(&c,&v);return MPI_Finalize();}\n' | \
+    $(MPICC) -x c - -o /dev/null >/dev/null 2>&1 && echo 1 || echo 0)
+endif
+# --oversubscribe: more ranks than cores (4 ranks on a 2-core machine);
+# Open MPI refuses to run as root without --allow-run-as-root.
+ifndef MPIRUN_FLAGS
+MPIRUN_FLAGS := --oversubscribe$(if $(filter 0,$(shell id -u 2>/dev/null)), --allow-run-as-root)
+endif
+MPI_NPS      ?= 1 2 4
+MPI_BINS      = $(BUILD)/tests/test_mpi $(BUILD)/examples/mpi_deer $(BUILD)/bench/bench_mpi
+
 TESTS    = test_ops test_autodiff test_scan test_conformance test_bad_input test_alloc_fail test_cells test_opencl test_rnn test_rnn_golden test_deer \
            test_pwl_parse test_scyfi
 EXAMPLES = mlp_train scan_explain char_rnn game_agent deer_demo
@@ -64,8 +84,8 @@ TOOLS        = $(BUILD)/parrnn-scyfi
 EXAMPLE_BINS = $(addprefix $(BUILD)/examples/,$(EXAMPLES))
 BENCH_BINS   = $(addprefix $(BUILD)/bench/,$(BENCHES))
 
-.PHONY: all test test-sanitize test-valgrind demo bench examples clean fuzz fuzz-replay
-all: $(TEST_BINS) $(BUILD)/tests/backend_probe $(EXAMPLE_BINS) $(BENCH_BINS) $(TOOLS)
+.PHONY: all test test-mpi test-sanitize test-valgrind demo bench examples clean fuzz fuzz-replay
+all: $(TEST_BINS) $(BUILD)/tests/backend_probe $(EXAMPLE_BINS) $(BENCH_BINS) $(TOOLS) $(if $(filter 1,$(MPI)),$(MPI_BINS))
 examples: $(EXAMPLE_BINS)
 
 $(BUILD)/tests/%: tests/%.c parrnn.h tests/prn_test.h $(BACKEND_OBJS)
@@ -85,6 +105,16 @@ $(BUILD)/examples/%: examples/%.c parrnn.h $(BACKEND_OBJS)
 $(BUILD)/bench/%: bench/%.c parrnn.h bench/bench_common.h $(BACKEND_OBJS)
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS_ALL) -o $@ $< $(BACKEND_OBJS) $(LDLIBS_ALL)
+# The MPI programs (explicit rules: they win over the patterns above).
+$(BUILD)/tests/test_mpi: tests/test_mpi.c parrnn.h backends/parrnn_mpi.h tests/prn_test.h $(BACKEND_OBJS)
+	@mkdir -p $(@D)
+	$(MPICC) $(CFLAGS_ALL) -o $@ $< $(BACKEND_OBJS) $(LDLIBS_ALL)
+$(BUILD)/examples/mpi_deer: examples/mpi_deer.c parrnn.h backends/parrnn_mpi.h $(BACKEND_OBJS)
+	@mkdir -p $(@D)
+	$(MPICC) $(CFLAGS_ALL) -o $@ $< $(BACKEND_OBJS) $(LDLIBS_ALL)
+$(BUILD)/bench/bench_mpi: bench/bench_mpi.c parrnn.h backends/parrnn_mpi.h bench/bench_common.h $(BACKEND_OBJS)
+	@mkdir -p $(@D)
+	$(MPICC) $(CFLAGS_ALL) -o $@ $< $(BACKEND_OBJS) $(LDLIBS_ALL)
 
 # The kernels, embedded (checked in, so the header works without make).
 $(OCL_HEADER): kernels_opencl/common.cl $(OCL_KERNELS) kernels_opencl/embed.sh
@@ -101,6 +131,19 @@ test: $(TEST_BINS) $(BUILD)/tests/backend_probe $(TOOLS)
 	$(if $(filter 1,$(LAPACK)),,echo "note: LAPACK (liblapack-dev) is not installed: test_eig, which compares prn_eigenvalues with dgeev, is not built";) \
 	PRNT_PROBE=$(BUILD)/tests/backend_probe PRNT_BACKENDS="$(EXTRA_BACKENDS)" PRNT_SCYFI=$(BUILD)/parrnn-scyfi \
 	    sh tests/run.sh tests/compile_check.sh tests/tool_scyfi.sh $(TEST_BINS)
+
+# The MPI tests: tests/test_mpi under `mpirun -np N` for N in MPI_NPS (each
+# run limited to 300 s; one that dies or hangs counts as a failure); the
+# last line reads "N passed, N failed, N skipped". Without MPI: one skip.
+ifeq ($(MPI),1)
+test-mpi: $(BUILD)/tests/test_mpi
+	@MPIRUN="$(MPIRUN)" MPIRUN_FLAGS="$(MPIRUN_FLAGS)" MPI_NPS="$(MPI_NPS)" sh tests/run_mpi.sh $(BUILD)/tests/test_mpi
+else
+test-mpi:
+	@echo "skip test-mpi: the MPI programs are not built (MPI=0: '$(MPICC)' was not found or cannot compile"; \
+	echo "    a program that includes mpi.h; Debian/Ubuntu: apt-get install openmpi-bin libopenmpi-dev)"; \
+	echo "0 passed, 0 failed, 1 skipped"
+endif
 
 # Same suite under AddressSanitizer and UndefinedBehaviorSanitizer.
 test-sanitize:

@@ -651,13 +651,13 @@ static prn_status prn__mpi_scan_backward(prn_context *ctx, const prn_op *op, prn
     if (st == PRN_OK && op->needs_grad[o->ib]) {
         size_t sh[4];
         int d, nd = prn_tensor_ndim(op->inputs[o->ib]);
-        for (d = 0; d < nd; ++d) sh[d] = prn_tensor_dim(op->inputs[o->ib], d);
+        for (d = 0; d < nd && d < 4; ++d) sh[d] = prn_tensor_dim(op->inputs[o->ib], d);
         st = prn_reshape(ctx, lam, nd, sh, &db);
     }
     if (st == PRN_OK && g->T > 0 && op->needs_grad[o->ia]) {
         size_t sh[4];
         int d, nd = prn_tensor_ndim(op->inputs[o->ia]);
-        for (d = 0; d < nd; ++d) sh[d] = prn_tensor_dim(op->inputs[o->ia], d);
+        for (d = 0; d < nd && d < 4; ++d) sh[d] = prn_tensor_dim(op->inputs[o->ia], d);
         st = prn__mpi_prev(ctx, g, o->h, o->carry, &hp);
         if (st == PRN_OK && g->diag) st = prn_mul(ctx, lam, hp, &t[2]);
         if (st == PRN_OK && !g->diag) {   /* outer products lam_t hprev_t^T within each block */
@@ -671,7 +671,7 @@ static prn_status prn__mpi_scan_backward(prn_context *ctx, const prn_op *op, prn
         prn_tensor *a = op->inputs[o->ia];
         size_t sh[4];
         int d, nd = prn_tensor_ndim(a);
-        for (d = 0; d < nd; ++d) sh[d] = prn_tensor_dim(a, d);
+        for (d = 0; d < nd && d < 4; ++d) sh[d] = prn_tensor_dim(a, d);
         st = prn_tensor_create(ctx, prn_tensor_dtype(a), nd, sh, &da);
     }
     if (st == PRN_OK && o->ih >= 0 && op->needs_grad[o->ih]) {
@@ -1010,6 +1010,23 @@ PRNDEF prn_status prn_mpi_deer(prn_context *ctx, prn_mpi *mpi, const prn_deer_ce
                                      prn_tensor_dim(state0, 1) != S || prn_tensor_dtype(state0) != prn_tensor_dtype(x)))
             st = prn_set_error(ctx, PRN_ERR_SHAPE, "%s: argument 'state0' must be [B, S] of x's dtype", fn);
     }
+    if (st == PRN_OK) {   /* x and state0 must be finite, as for prn_deer */
+        double r = 0;
+        int fin = 1;
+        prn_no_grad_begin(ctx);
+        if (T > 0) st = prn__mpi_resid(ctx, x, x, 1.0, 0.0, &r, &fin);
+        if (st == PRN_OK && !fin) st = prn_set_error(ctx, PRN_ERR_NONFINITE, "%s: argument 'x' holds NaN or Inf", fn);
+        if (st == PRN_OK && rank0 && state0) {
+            prn_tensor *s3 = NULL;
+            size_t sh3[3];
+            sh3[0] = B; sh3[1] = 1; sh3[2] = S;
+            st = prn_reshape(ctx, state0, 3, sh3, &s3);
+            if (st == PRN_OK) st = prn__mpi_resid(ctx, s3, s3, 1.0, 0.0, &r, &fin);
+            if (st == PRN_OK && !fin) st = prn_set_error(ctx, PRN_ERR_NONFINITE, "%s: argument 'state0' holds NaN or Inf", fn);
+            prn_tensor_free(s3);
+        }
+        prn_no_grad_end(ctx);
+    }
     st = prn_mpi_agree(ctx, mpi, fn, st);
     if (st != PRN_OK) return st;
     v[0] = prn_tensor_dtype(x); v[1] = (long long)B; v[2] = (long long)S; v[3] = (long long)X; v[4] = o.mode;
@@ -1126,6 +1143,8 @@ PRNDEF prn_status prn_mpi_deer(prn_context *ctx, prn_mpi *mpi, const prn_deer_ce
             if (st == PRN_OK) st = prn_slice(ctx, ys, 1, 0, T - 1, &s1);
             if (st == PRN_OK) st = prn_concat(ctx, c, s1, 1, &cat);
             if (st == PRN_OK) st = prn__mpi_view(ctx, cat, 2, B * T, S, 0, 0, &catr);
+            /* x again, recorded this time, so that its gradient flows */
+            if (st == PRN_OK) { prn_tensor_free(xr); xr = NULL; st = prn__mpi_view(ctx, x, 2, B * T, X, 0, 0, &xr); }
             if (st == PRN_OK) st = cell->step(ctx, cell->user, xr, catr, &z);
             if (st == PRN_OK) st = prn__mpi_view(ctx, z, 3, B, T, S, 0, &z3);
         }
@@ -1198,7 +1217,7 @@ PRNDEF prn_status prn_mpi_allreduce_grads(prn_context *ctx, prn_mpi *mpi, prn_te
         size_t n = prn_tensor_numel(params[i]), sh[4];
         int d, nd = prn_tensor_ndim(params[i]);
         prn_tensor *g = NULL;
-        for (d = 0; d < nd; ++d) sh[d] = prn_tensor_dim(params[i], d);
+        for (d = 0; d < nd && d < 4; ++d) sh[d] = prn_tensor_dim(params[i], d);
         st = prn__mpi_put(ctx, prn_tensor_dtype(params[i]), nd, sh, buf + off, &g);
         if (st == PRN_OK) st = prn_tensor_set_grad(params[i], g);
         prn_tensor_free(g);
