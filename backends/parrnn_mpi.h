@@ -43,7 +43,9 @@
  *   ranks (a DEER cell's weights) get this rank's part, which
  *   prn_mpi_allreduce_grads sums.
  *
- * Compiles as C99 and as C++. MIT licence, as parrnn.h.
+ * Compiles as C99 and as C++ (with Open MPI, define OMPI_SKIP_MPICXX: its
+ * old C++ bindings do not build with -Wextra -Werror). MIT licence, as
+ * parrnn.h.
  */
 #ifndef PARRNN_MPI_H
 #define PARRNN_MPI_H
