@@ -359,28 +359,38 @@ static prn_status prn__mpi_step(prn_context *ctx, prn_tensor *x, size_t t, prn_t
 }
 
 /* The slice's coefficient product, M = A_{T-1} ... A_0 (reverse: A_0 ...
- * A_{T-1}), as a tree of batched products on the backend: [B, 1, C(, k)]. */
+ * A_{T-1}), on the backend: [B, 1, C(, k)]. Diagonal: the scan itself,
+ * from h0 = 1 with b = 0 (one pass, no copies); blocks: a tree of batched
+ * matrix products. */
 static prn_status prn__mpi_product(prn_context *ctx, const prn__mpi_geo *g, prn_tensor *a, prn_tensor **out) {
-    prn_tensor *cur = prn_tensor_retain(a), *t[8];
-    size_t L = g->T, B = g->B, C = g->C, k = g->k, kk = g->diag ? 1 : k;
-    int nd = g->diag ? 3 : 4;
+    prn_tensor *cur, *t[8];
+    size_t L = g->T, B = g->B, C = g->C, k = g->k;
     prn_status st = PRN_OK;
     memset(t, 0, sizeof t);
+    if (g->diag) {
+        size_t sh[3];
+        sh[0] = B; sh[1] = g->T; sh[2] = C;
+        st = prn_tensor_create(ctx, g->dt, 3, sh, &t[0]);
+        sh[1] = C;
+        if (st == PRN_OK) st = prn_tensor_full(ctx, g->dt, 2, sh, 1.0, &t[1]);
+        if (st == PRN_OK) st = prn_scan_diag(ctx, a, t[0], t[1], g->reverse, PRN_SCAN_AUTO, &t[2]);
+        if (st == PRN_OK) st = prn__mpi_step(ctx, t[2], g->reverse ? 0 : g->T - 1, out);
+        prn__mpi_free_all(t, 8);
+        return st;
+    }
+    cur = prn_tensor_retain(a);
     while (st == PRN_OK && L > 1) {
         size_t L2 = L / 2;
-        /* pairs (2i, 2i+1) side by side: [B * L2, 2, C, kk] */
+        /* pairs (2i, 2i+1) side by side: [B * L2, 2, C, k] */
         st = prn_slice(ctx, cur, 1, 0, 2 * L2, &t[0]);
-        if (st == PRN_OK) st = prn__mpi_view(ctx, t[0], 4, B * L2, 2, C, kk, &t[1]);
+        if (st == PRN_OK) st = prn__mpi_view(ctx, t[0], 4, B * L2, 2, C, k, &t[1]);
         if (st == PRN_OK) st = prn_slice(ctx, t[1], 1, 0, 1, &t[2]);
         if (st == PRN_OK) st = prn_slice(ctx, t[1], 1, 1, 1, &t[3]);
-        if (st == PRN_OK && g->diag) st = prn_mul(ctx, t[2], t[3], &t[6]);
-        if (st == PRN_OK && !g->diag) {
-            st = prn__mpi_view(ctx, t[2], 3, B * L2 * g->nb, k, k, 0, &t[4]);
-            if (st == PRN_OK) st = prn__mpi_view(ctx, t[3], 3, B * L2 * g->nb, k, k, 0, &t[5]);
-            /* later steps multiply from the left */
-            if (st == PRN_OK) st = g->reverse ? prn_matmul(ctx, t[4], t[5], &t[6]) : prn_matmul(ctx, t[5], t[4], &t[6]);
-        }
-        if (st == PRN_OK) st = prn__mpi_view(ctx, t[6], nd, B, L2, C, k, &t[7]);
+        if (st == PRN_OK) st = prn__mpi_view(ctx, t[2], 3, B * L2 * g->nb, k, k, 0, &t[4]);
+        if (st == PRN_OK) st = prn__mpi_view(ctx, t[3], 3, B * L2 * g->nb, k, k, 0, &t[5]);
+        /* later steps multiply from the left */
+        if (st == PRN_OK) st = g->reverse ? prn_matmul(ctx, t[4], t[5], &t[6]) : prn_matmul(ctx, t[5], t[4], &t[6]);
+        if (st == PRN_OK) st = prn__mpi_view(ctx, t[6], 4, B, L2, C, k, &t[7]);
         if (st == PRN_OK && L % 2) {   /* the odd step stays last */
             prn_tensor *odd = NULL, *cat = NULL;
             st = prn__mpi_step(ctx, cur, L - 1, &odd);
@@ -1179,29 +1189,56 @@ PRNDEF prn_status prn_mpi_deer(prn_context *ctx, prn_mpi *mpi, const prn_deer_ce
     return PRN_OK;
 }
 
-PRNDEF prn_status prn_mpi_allreduce_grads(prn_context *ctx, prn_mpi *mpi, prn_tensor *const *params, int num_params,
-                                          int mean) {
-    static const char *fn = "prn_mpi_allreduce_grads";
-    size_t total = 0, off = 0;
-    double *buf = NULL;
+/* Writes doubles into t (numel of them), converting to t's dtype. */
+static prn_status prn__mpi_set(prn_context *ctx, prn_tensor *t, const double *src) {
+    size_t n = prn_tensor_numel(t), i;
+    prn_status st;
+    float *f;
+    if (prn_tensor_dtype(t) == PRN_F64) return prn_tensor_upload(t, src, n);
+    if (!(f = (float *)prn_alloc(ctx, (n ? n : 1) * sizeof(float)))) return PRN_ERR_OUT_OF_MEMORY;
+    for (i = 0; i < n; ++i) f[i] = (float)src[i];
+    st = prn_tensor_upload(t, f, n);
+    prn_free(ctx, f);
+    return st;
+}
+
+/* The common start of the calls on a list of parameters: the list checked
+ * locally, the ranks agreed on it (count, elements and, with has_root, the
+ * root), and a host buffer of every element allocated (*buf, *total). */
+static prn_status prn__mpi_params(prn_context *ctx, prn_mpi *mpi, const char *fn, prn_tensor *const *params, int num_params,
+                                  int has_root, int root, size_t *total, double **buf) {
+    static const char *names[] = {"the number of tensors", "the number of elements", "the root"};
+    long long v[3];
     int i;
-    long long v[2];
-    static const char *names[] = {"the number of parameters", "the number of parameter elements"};
     prn_status st = PRN_OK;
+    *total = 0;
+    *buf = NULL;
     if (!ctx || !mpi) return PRN_ERR_NULL_ARGUMENT;
-    if (num_params < 0 || (num_params > 0 && !params))
+    if (has_root && (root < 0 || root >= mpi->size)) st = prn_set_error(ctx, PRN_ERR_INVALID_ARGUMENT, "%s: root %d is not a rank", fn, root);
+    else if (num_params < 0 || (num_params > 0 && !params))
         st = prn_set_error(ctx, PRN_ERR_NULL_ARGUMENT, "%s: argument 'params' is NULL", fn);
     for (i = 0; st == PRN_OK && i < num_params; ++i) {
         if (!params[i]) st = prn_set_error(ctx, PRN_ERR_NULL_ARGUMENT, "%s: params[%d] is NULL", fn, i);
-        else total += prn_tensor_numel(params[i]);
+        else *total += prn_tensor_numel(params[i]);
     }
     st = prn_mpi_agree(ctx, mpi, fn, st);
     if (st != PRN_OK) return st;
-    v[0] = num_params; v[1] = (long long)total;
-    if ((st = prn__mpi_same(ctx, mpi, fn, v, names, 2)) != PRN_OK) return st;
-    if (total > 2147483647u) st = prn_set_error(ctx, PRN_ERR_OVERFLOW, "%s: more than 2^31 gradient elements", fn);
-    if (st == PRN_OK && !(buf = (double *)prn_alloc(ctx, (total ? total : 1) * sizeof(double))))
+    v[0] = num_params; v[1] = (long long)*total; v[2] = root;
+    if ((st = prn__mpi_same(ctx, mpi, fn, v, names, has_root ? 3 : 2)) != PRN_OK) return st;
+    if (*total > 2147483647u) st = prn_set_error(ctx, PRN_ERR_OVERFLOW, "%s: more than 2^31 elements", fn);
+    if (st == PRN_OK && !(*buf = (double *)prn_alloc(ctx, (*total ? *total : 1) * sizeof(double))))
         st = prn_set_error(ctx, PRN_ERR_OUT_OF_MEMORY, "%s: out of memory", fn);
+    return st;
+}
+
+PRNDEF prn_status prn_mpi_allreduce_grads(prn_context *ctx, prn_mpi *mpi, prn_tensor *const *params, int num_params,
+                                          int mean) {
+    static const char *fn = "prn_mpi_allreduce_grads";
+    size_t total, off = 0;
+    double *buf;
+    int i;
+    prn_status st = prn__mpi_params(ctx, mpi, fn, params, num_params, 0, 0, &total, &buf);
+    if (st == PRN_ERR_NULL_ARGUMENT && (!ctx || !mpi)) return st;
     for (i = 0; st == PRN_OK && i < num_params; ++i) {
         prn_tensor *g = prn_tensor_grad(params[i]);
         size_t n = prn_tensor_numel(params[i]);
@@ -1216,14 +1253,14 @@ PRNDEF prn_status prn_mpi_allreduce_grads(prn_context *ctx, prn_mpi *mpi, prn_te
     /* Every rank writes the same sums; a failure here still leaves the
      * other ranks' gradients summed, so the ranks agree afterwards. */
     for (i = 0, off = 0; st == PRN_OK && i < num_params; ++i) {
-        size_t n = prn_tensor_numel(params[i]), sh[4];
+        size_t sh[4];
         int d, nd = prn_tensor_ndim(params[i]);
         prn_tensor *g = NULL;
         for (d = 0; d < nd && d < 4; ++d) sh[d] = prn_tensor_dim(params[i], d);
         st = prn__mpi_put(ctx, prn_tensor_dtype(params[i]), nd, sh, buf + off, &g);
         if (st == PRN_OK) st = prn_tensor_set_grad(params[i], g);
         prn_tensor_free(g);
-        off += n;
+        off += prn_tensor_numel(params[i]);
     }
     prn_free(ctx, buf);
     return prn_mpi_agree(ctx, mpi, fn, st);
@@ -1231,27 +1268,11 @@ PRNDEF prn_status prn_mpi_allreduce_grads(prn_context *ctx, prn_mpi *mpi, prn_te
 
 PRNDEF prn_status prn_mpi_broadcast(prn_context *ctx, prn_mpi *mpi, prn_tensor *const *params, int num_params, int root) {
     static const char *fn = "prn_mpi_broadcast";
-    size_t total = 0, off = 0;
-    double *buf = NULL;
+    size_t total, off = 0;
+    double *buf;
     int i;
-    long long v[3];
-    static const char *names[] = {"the number of tensors", "the number of elements", "the root"};
-    prn_status st = PRN_OK;
-    if (!ctx || !mpi) return PRN_ERR_NULL_ARGUMENT;
-    if (root < 0 || root >= mpi->size) st = prn_set_error(ctx, PRN_ERR_INVALID_ARGUMENT, "%s: root %d is not a rank", fn, root);
-    else if (num_params < 0 || (num_params > 0 && !params))
-        st = prn_set_error(ctx, PRN_ERR_NULL_ARGUMENT, "%s: argument 'params' is NULL", fn);
-    for (i = 0; st == PRN_OK && i < num_params; ++i) {
-        if (!params[i]) st = prn_set_error(ctx, PRN_ERR_NULL_ARGUMENT, "%s: params[%d] is NULL", fn, i);
-        else total += prn_tensor_numel(params[i]);
-    }
-    st = prn_mpi_agree(ctx, mpi, fn, st);
-    if (st != PRN_OK) return st;
-    v[0] = num_params; v[1] = (long long)total; v[2] = root;
-    if ((st = prn__mpi_same(ctx, mpi, fn, v, names, 3)) != PRN_OK) return st;
-    if (total > 2147483647u) st = prn_set_error(ctx, PRN_ERR_OVERFLOW, "%s: more than 2^31 elements", fn);
-    if (st == PRN_OK && !(buf = (double *)prn_alloc(ctx, (total ? total : 1) * sizeof(double))))
-        st = prn_set_error(ctx, PRN_ERR_OUT_OF_MEMORY, "%s: out of memory", fn);
+    prn_status st = prn__mpi_params(ctx, mpi, fn, params, num_params, 1, root, &total, &buf);
+    if (st == PRN_ERR_NULL_ARGUMENT && (!ctx || !mpi)) return st;
     for (i = 0; st == PRN_OK && mpi->rank == root && i < num_params; ++i) {
         st = prn__mpi_get(ctx, params[i], buf + off);
         off += prn_tensor_numel(params[i]);
@@ -1260,16 +1281,8 @@ PRNDEF prn_status prn_mpi_broadcast(prn_context *ctx, prn_mpi *mpi, prn_tensor *
     if (st == PRN_OK && MPI_Bcast(buf, (int)total, MPI_DOUBLE, root, mpi->comm) != MPI_SUCCESS)
         st = prn__mpi_fail(ctx, fn, "MPI_Bcast", MPI_ERR_OTHER);
     for (i = 0, off = 0; st == PRN_OK && mpi->rank != root && i < num_params; ++i) {
-        size_t n = prn_tensor_numel(params[i]), j;
-        if (prn_tensor_dtype(params[i]) == PRN_F64) st = prn_tensor_upload(params[i], buf + off, n);
-        else {
-            float *f = (float *)prn_alloc(ctx, (n ? n : 1) * sizeof(float));
-            if (!f) st = PRN_ERR_OUT_OF_MEMORY;
-            for (j = 0; f && j < n; ++j) f[j] = (float)buf[off + j];
-            if (f) st = prn_tensor_upload(params[i], f, n);
-            prn_free(ctx, f);
-        }
-        off += n;
+        st = prn__mpi_set(ctx, params[i], buf + off);
+        off += prn_tensor_numel(params[i]);
     }
     prn_free(ctx, buf);
     return prn_mpi_agree(ctx, mpi, fn, st);
