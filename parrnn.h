@@ -4260,9 +4260,9 @@ PRN__FN prn_status prn__bw_scan(prn_context *ctx, const prn_op *op, prn_tensor *
     if (st == PRN_OK && h0 && op->needs_grad[2]) { /* dh0 = A[first]^T lam[first] */
         size_t sa[4], sv[4];
         prn_tensor *av = NULL, *lv = NULL;
-        int ta = 1;
+        int ta = h0->ndim - 1; /* the time axis: 1 of [B, T, ...], 0 of [T, ...] */
         st = prn__slice_raw(ctx, fn, a, ta, first, 1, &af);
-        if (st == PRN_OK) st = prn__slice_raw(ctx, fn, lam, 1, first, 1, &lf);
+        if (st == PRN_OK) st = prn__slice_raw(ctx, fn, lam, ta, first, 1, &lf);
         if (st == PRN_OK && !block) st = prn__binary_raw(ctx, fn, PRN_BINARY_MUL, af, lf, &p);
         if (st == PRN_OK && block) {
             sa[0] = B; sa[1] = C / k; sa[2] = k; sa[3] = k;

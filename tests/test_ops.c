@@ -467,6 +467,22 @@ static void test_grad_scans(void) {
                                  h0 ? " h0" : "");
                         gradcheck(name, f_scan, &sp, &arg);
                     }
+    /* the unbatched form: a [T, C] ([T, C, k]), b [T, C], h0 [C]; time is axis 0 */
+    for (kind = 0; kind < 2; ++kind)
+        for (rev = 0; rev < 2; ++rev) {
+            scan_arg arg;
+            size_t T = 4, C = 4, k = kind ? 2 : 0;
+            memset(&sp, 0, sizeof sp);
+            sp.n_in = 3;
+            sp.ndim[0] = k ? 3 : 2; sp.shape[0][0] = T; sp.shape[0][1] = C; sp.shape[0][2] = k;
+            sp.ndim[1] = 2; sp.shape[1][0] = T; sp.shape[1][1] = C;
+            sp.ndim[2] = 1; sp.shape[2][0] = C;
+            sp.lo[0] = k ? -0.6 : -1.1; sp.hi[0] = k ? 0.6 : 1.1;
+            sp.lo[1] = sp.lo[2] = -1; sp.hi[1] = sp.hi[2] = 1;
+            arg.reverse = rev; arg.algo = PRN_SCAN_AUTO; arg.block = k != 0; arg.h0 = 1;
+            snprintf(name, sizeof name, "scan %s [T, C] h0 [C] %s", k ? "block k=2" : "diag", rev ? "rev" : "fwd");
+            gradcheck(name, f_scan, &sp, &arg);
+        }
     sp = spec1(3, 2, 5, 3, -1, 1);
     gradcheck("slice axis 1", f_slice, &sp, sl);
 }
