@@ -245,22 +245,20 @@ PRNDEF void prn_mpi_split(const prn_mpi *mpi, size_t T, int rank, size_t *start,
     if (start) *start = i < P ? i * q + (i < r ? i : r) : T;
 }
 
-PRNDEF prn_status prn_mpi_agree(prn_context *ctx, prn_mpi *mpi, const char *fn, prn_status status) {
+/* What a rank brings to an agreement, the smallest winning: the first rank
+ * that failed by itself, else the first told of a failure, else 2P (none). */
+static int prn__mpi_key(const prn_mpi *mpi, prn_status status) {
+    return status == PRN_OK ? 2 * mpi->size : status == PRN_ERR_REMOTE ? mpi->size + mpi->rank : mpi->rank;
+}
+
+/* The failure of rank 'first', told to every rank. */
+static prn_status prn__mpi_tell(prn_context *ctx, prn_mpi *mpi, const char *fn, prn_status status, int first) {
     struct { int status; char msg[500]; } m;
-    int mine, first = 0;
-    if (!ctx || !mpi) return PRN_ERR_NULL_ARGUMENT;
-    if (!fn) fn = "prn_mpi_agree";
-    /* the first rank that failed by itself, else the first told of it */
-    mine = status == PRN_OK ? 2 * mpi->size : status == PRN_ERR_REMOTE ? mpi->size + mpi->rank : mpi->rank;
-    if (MPI_Allreduce(&mine, &first, 1, MPI_INT, MPI_MIN, mpi->comm) != MPI_SUCCESS)
-        return prn__mpi_fail(ctx, fn, "MPI_Allreduce", MPI_ERR_OTHER);
-    if (first == 2 * mpi->size) return PRN_OK;
-    first %= mpi->size;
     memset(&m, 0, sizeof m);
     if (mpi->rank == first) {
-        m.status = (int)status;
         const char *src = prn_last_status(ctx) != PRN_OK ? prn_last_error(ctx) : prn_status_string(status);
         size_t n = strlen(src);
+        m.status = (int)status;
         memcpy(m.msg, src, n < sizeof m.msg - 1 ? n : sizeof m.msg - 1);
     }
     if (MPI_Bcast(&m, (int)sizeof m, MPI_BYTE, first, mpi->comm) != MPI_SUCCESS)
@@ -268,6 +266,16 @@ PRNDEF prn_status prn_mpi_agree(prn_context *ctx, prn_mpi *mpi, const char *fn, 
     if (mpi->rank == first) return status;
     if (m.status == PRN_ERR_REMOTE) return prn_set_error(ctx, PRN_ERR_REMOTE, "%s", m.msg);
     return prn_set_error(ctx, PRN_ERR_REMOTE, "%s: rank %d failed: %s", fn, first, m.msg);
+}
+
+PRNDEF prn_status prn_mpi_agree(prn_context *ctx, prn_mpi *mpi, const char *fn, prn_status status) {
+    int mine, first = 0;
+    if (!ctx || !mpi) return PRN_ERR_NULL_ARGUMENT;
+    if (!fn) fn = "prn_mpi_agree";
+    mine = prn__mpi_key(mpi, status);
+    if (MPI_Allreduce(&mine, &first, 1, MPI_INT, MPI_MIN, mpi->comm) != MPI_SUCCESS)
+        return prn__mpi_fail(ctx, fn, "MPI_Allreduce", MPI_ERR_OTHER);
+    return first == 2 * mpi->size ? PRN_OK : prn__mpi_tell(ctx, mpi, fn, status, first % mpi->size);
 }
 
 PRNDEF prn_status prn_mpi_create(prn_context *ctx, MPI_Comm comm, prn_mpi **out) {
@@ -319,19 +327,31 @@ PRNDEF void prn_mpi_free(prn_mpi *mpi) {
     prn_free(mpi->ctx, mpi);
 }
 
-/* Every rank's values v[0 .. n-1] must be equal: the same error on every
- * rank otherwise, naming the first that differs. */
-static prn_status prn__mpi_same(prn_context *ctx, prn_mpi *mpi, const char *fn, const long long *v, const char *const *names,
-                                int n) {
-    long long mx[16], mn[16];
-    int i;
-    if (MPI_Allreduce((void *)v, mx, n, MPI_LONG_LONG, MPI_MAX, mpi->comm) != MPI_SUCCESS ||
-        MPI_Allreduce((void *)v, mn, n, MPI_LONG_LONG, MPI_MIN, mpi->comm) != MPI_SUCCESS)
+/* prn_mpi_agree on status and, in the same MPI_Allreduce, a check that
+ * every rank passes the same v[0 .. n-1] (the same error on every rank
+ * otherwise, naming the first that differs); w[0 .. nw-1] (NULL when nw is
+ * 0) become their maximum over the ranks. One collective at the start of a
+ * call instead of four. */
+static prn_status prn__mpi_same(prn_context *ctx, prn_mpi *mpi, const char *fn, prn_status status, const long long *v,
+                                const char *const *names, int n, long long *w, int nw) {
+    long long buf[1 + 2 * 8 + 2];
+    int i, key;
+    if (n > 8 || nw > 2) return prn_set_error(ctx, PRN_ERR_INVALID_ARGUMENT, "%s: too many values to agree on", fn);
+    buf[0] = -(long long)prn__mpi_key(mpi, status);   /* the max of -key is the min key */
+    for (i = 0; i < n; ++i) {
+        buf[1 + i] = status == PRN_OK ? v[i] : 0;
+        buf[1 + n + i] = -buf[1 + i];
+    }
+    for (i = 0; i < nw; ++i) buf[1 + 2 * n + i] = w[i];
+    if (MPI_Allreduce(MPI_IN_PLACE, buf, 1 + 2 * n + nw, MPI_LONG_LONG, MPI_MAX, mpi->comm) != MPI_SUCCESS)
         return prn__mpi_fail(ctx, fn, "MPI_Allreduce", MPI_ERR_OTHER);
+    key = (int)-buf[0];
+    if (key != 2 * mpi->size) return prn__mpi_tell(ctx, mpi, fn, status, key % mpi->size);
     for (i = 0; i < n; ++i)
-        if (mx[i] != mn[i])
+        if (buf[1 + i] != -buf[1 + n + i])
             return prn_set_error(ctx, PRN_ERR_SHAPE, "%s: the ranks disagree on %s (from %lld to %lld); every rank must "
-                                 "pass the same", fn, names[i], mn[i], mx[i]);
+                                 "pass the same", fn, names[i], -buf[1 + n + i], buf[1 + i]);
+    for (i = 0; i < nw; ++i) w[i] = buf[1 + 2 * n + i];
     return PRN_OK;
 }
 
@@ -358,52 +378,89 @@ static prn_status prn__mpi_step(prn_context *ctx, prn_tensor *x, size_t t, prn_t
     return prn_slice(ctx, x, 1, t, 1, out);
 }
 
-/* The slice's coefficient product, M = A_{T-1} ... A_0 (reverse: A_0 ...
- * A_{T-1}), on the backend: [B, 1, C(, k)]. Diagonal: the scan itself,
- * from h0 = 1 with b = 0 (one pass, no copies); blocks: a tree of batched
- * matrix products. */
-static prn_status prn__mpi_product(prn_context *ctx, const prn__mpi_geo *g, prn_tensor *a, prn_tensor **out) {
-    prn_tensor *cur, *t[8];
-    size_t L = g->T, B = g->B, C = g->C, k = g->k;
+/* Two partial products of the slice, x of the earlier steps and y of the
+ * later ones, combined in time order: y x (reverse: x y). Diagonal ones are
+ * elementwise. x, y: [N, 1, E] viewed as N*nb k x k blocks. */
+static prn_status prn__mpi_combine(prn_context *ctx, const prn__mpi_geo *g, size_t N, prn_tensor *x, prn_tensor *y,
+                                   prn_tensor **out) {
+    prn_tensor *xv = NULL, *yv = NULL, *p = NULL;
+    size_t k = g->k;
+    prn_status st;
+    if (g->diag) return prn_mul(ctx, x, y, out);
+    st = prn__mpi_view(ctx, x, 3, N * g->nb, k, k, 0, &xv);
+    if (st == PRN_OK) st = prn__mpi_view(ctx, y, 3, N * g->nb, k, k, 0, &yv);
+    if (st == PRN_OK) st = g->reverse ? prn_matmul(ctx, xv, yv, &p) : prn_matmul(ctx, yv, xv, &p);
+    if (st == PRN_OK) st = prn__mpi_view(ctx, p, 3, N, 1, g->C * k, 0, out);
+    prn_tensor_free(xv); prn_tensor_free(yv); prn_tensor_free(p);
+    return st;
+}
+
+/* The product of the coefficients of T steps, a [N, T, E] (E = C, or C k
+ * for blocks): [N, 1, E]. Steps are cut into runs of L; the products of all
+ * runs form together, position by position (L batched products over every
+ * run at once), then the runs' products recurse, and the T % L steps left
+ * over are folded in last. Each level reads its input once and leaves L
+ * times less; no copies beyond one gather of each position. */
+static prn_status prn__mpi_prod_rec(prn_context *ctx, const prn__mpi_geo *g, size_t N, size_t T, prn_tensor *a,
+                                    prn_tensor **out) {
+    enum { L = 32 };
+    size_t E = g->diag ? g->C : g->C * g->k, n = T / L, rem = T % L, j;
+    prn_tensor *pre = NULL, *v = NULL, *s = NULL, *acc = NULL, *nx = NULL, *runs = NULL, *tail = NULL;
     prn_status st = PRN_OK;
-    memset(t, 0, sizeof t);
-    if (g->diag) {
-        size_t sh[3];
-        sh[0] = B; sh[1] = g->T; sh[2] = C;
-        st = prn_tensor_create(ctx, g->dt, 3, sh, &t[0]);
-        sh[1] = C;
-        if (st == PRN_OK) st = prn_tensor_full(ctx, g->dt, 2, sh, 1.0, &t[1]);
-        if (st == PRN_OK) st = prn_scan_diag(ctx, a, t[0], t[1], g->reverse, PRN_SCAN_AUTO, &t[2]);
-        if (st == PRN_OK) st = prn__mpi_step(ctx, t[2], g->reverse ? 0 : g->T - 1, out);
-        prn__mpi_free_all(t, 8);
-        return st;
-    }
-    cur = prn_tensor_retain(a);
-    while (st == PRN_OK && L > 1) {
-        size_t L2 = L / 2;
-        /* pairs (2i, 2i+1) side by side: [B * L2, 2, C, k] */
-        st = prn_slice(ctx, cur, 1, 0, 2 * L2, &t[0]);
-        if (st == PRN_OK) st = prn__mpi_view(ctx, t[0], 4, B * L2, 2, C, k, &t[1]);
-        if (st == PRN_OK) st = prn_slice(ctx, t[1], 1, 0, 1, &t[2]);
-        if (st == PRN_OK) st = prn_slice(ctx, t[1], 1, 1, 1, &t[3]);
-        if (st == PRN_OK) st = prn__mpi_view(ctx, t[2], 3, B * L2 * g->nb, k, k, 0, &t[4]);
-        if (st == PRN_OK) st = prn__mpi_view(ctx, t[3], 3, B * L2 * g->nb, k, k, 0, &t[5]);
-        /* later steps multiply from the left */
-        if (st == PRN_OK) st = g->reverse ? prn_matmul(ctx, t[4], t[5], &t[6]) : prn_matmul(ctx, t[5], t[4], &t[6]);
-        if (st == PRN_OK) st = prn__mpi_view(ctx, t[6], 4, B, L2, C, k, &t[7]);
-        if (st == PRN_OK && L % 2) {   /* the odd step stays last */
-            prn_tensor *odd = NULL, *cat = NULL;
-            st = prn__mpi_step(ctx, cur, L - 1, &odd);
-            if (st == PRN_OK) st = prn_concat(ctx, t[7], odd, 1, &cat);
-            prn_tensor_free(odd);
-            if (st == PRN_OK) { prn_tensor_free(t[7]); t[7] = cat; }
+    if (T < L) {   /* one step after the other */
+        for (j = 0; st == PRN_OK && j < T; ++j) {
+            st = prn_slice(ctx, a, 1, j, 1, &s);
+            if (st == PRN_OK && acc) {
+                st = prn__mpi_combine(ctx, g, N, acc, s, &nx);
+                prn_tensor_free(acc); prn_tensor_free(s);
+                acc = nx; nx = s = NULL;
+            } else if (st == PRN_OK) {
+                acc = s; s = NULL;
+            }
         }
-        if (st == PRN_OK) { prn_tensor_free(cur); cur = prn_tensor_retain(t[7]); L = L2 + L % 2; }
-        prn__mpi_free_all(t, 8);
+        if (st != PRN_OK) { prn_tensor_free(acc); return st; }
+        *out = acc;
+        return PRN_OK;
     }
-    if (st != PRN_OK) { prn_tensor_free(cur); return st; }
-    *out = cur;
+    st = rem ? prn_slice(ctx, a, 1, 0, n * L, &pre) : PRN_OK;
+    if (st == PRN_OK) st = prn__mpi_view(ctx, rem ? pre : a, 4, N, n, L, E, &v);
+    for (j = 0; st == PRN_OK && j < L; ++j) {   /* position j of every run: [N, n, 1, E] */
+        st = prn_slice(ctx, v, 2, j, 1, &s);
+        if (st == PRN_OK && acc) {
+            st = prn__mpi_combine(ctx, g, N * n, acc, s, &nx);
+            prn_tensor_free(acc); prn_tensor_free(s);
+            acc = nx; nx = s = NULL;
+        } else if (st == PRN_OK) {
+            acc = s; s = NULL;
+        }
+    }
+    prn_tensor_free(pre); prn_tensor_free(v);
+    pre = v = NULL;
+    if (st == PRN_OK) st = prn__mpi_view(ctx, acc, 3, N, n, E, 0, &v);
+    if (st == PRN_OK) st = prn__mpi_prod_rec(ctx, g, N, n, v, &runs);
+    if (st == PRN_OK && rem) {
+        st = prn_slice(ctx, a, 1, n * L, rem, &pre);
+        if (st == PRN_OK) st = prn__mpi_prod_rec(ctx, g, N, rem, pre, &tail);
+        if (st == PRN_OK) st = prn__mpi_combine(ctx, g, N, runs, tail, &nx);
+        if (st == PRN_OK) { prn_tensor_free(runs); runs = nx; }
+    }
+    prn_tensor_free(pre); prn_tensor_free(v); prn_tensor_free(acc); prn_tensor_free(tail);
+    if (st != PRN_OK) { prn_tensor_free(runs); return st; }
+    *out = runs;
     return PRN_OK;
+}
+
+/* The slice's coefficient product, M = A_{T-1} ... A_0 (reverse: A_0 ...
+ * A_{T-1}), on the backend: [B, 1, C(, k)]. */
+static prn_status prn__mpi_product(prn_context *ctx, const prn__mpi_geo *g, prn_tensor *a, prn_tensor **out) {
+    size_t E = g->diag ? g->C : g->C * g->k;
+    prn_tensor *a3 = NULL, *p = NULL;
+    prn_status st = prn__mpi_view(ctx, a, 3, g->B, g->T, E, 0, &a3);
+    if (st == PRN_OK) st = prn__mpi_prod_rec(ctx, g, g->B, g->T, a3, &p);
+    if (st == PRN_OK) st = g->diag ? prn__mpi_view(ctx, p, 3, g->B, 1, g->C, 0, out)
+                                   : prn__mpi_view(ctx, p, 4, g->B, 1, g->C, g->k, out);
+    prn_tensor_free(a3); prn_tensor_free(p);
+    return st;
 }
 
 /* Host maps, one per (batch row, block): k*k numbers of M then k of v. */
@@ -716,7 +773,7 @@ static prn_status prn__mpi_scan(prn_context *ctx, prn_mpi *mpi, const char *fn, 
     prn_tensor *a3 = NULL, *b3 = NULL, *h = NULL, *hu = NULL, *fin = NULL;
     double *carry = NULL, *maps = NULL, *h0v = NULL;
     size_t B = 1, T = 0, C = 0, k = 1, sh[4];
-    long long v[7];
+    long long v[6], any;
     int nd = 0, any_grad = 0, mine_grad = 0, first;
     if (!ctx || !mpi) return PRN_ERR_NULL_ARGUMENT;
     first = reverse ? mpi->rank == mpi->size - 1 : mpi->rank == 0;
@@ -750,13 +807,13 @@ static prn_status prn__mpi_scan(prn_context *ctx, prn_mpi *mpi, const char *fn, 
     }
     mine_grad = prn_grad_enabled(ctx) && (prn_tensor_requires_grad(a) || prn_tensor_requires_grad(b) ||
                                            (first && h0 && prn_tensor_requires_grad(h0)));
-    st = prn_mpi_agree(ctx, mpi, fn, st);
-    if (st != PRN_OK) return st;
-    v[0] = (long long)prn_tensor_dtype(b); v[1] = (long long)B; v[2] = (long long)C; v[3] = (long long)k; v[4] = nd;
-    v[5] = prn_grad_enabled(ctx);
-    if ((st = prn__mpi_same(ctx, mpi, fn, v, names, 6)) != PRN_OK) return st;
-    if (MPI_Allreduce(&mine_grad, &any_grad, 1, MPI_INT, MPI_MAX, mpi->comm) != MPI_SUCCESS)
-        return prn__mpi_fail(ctx, fn, "MPI_Allreduce", MPI_ERR_OTHER);
+    if (st == PRN_OK) {
+        v[0] = (long long)prn_tensor_dtype(b); v[1] = (long long)B; v[2] = (long long)C; v[3] = (long long)k; v[4] = nd;
+        v[5] = prn_grad_enabled(ctx);
+    }
+    any = mine_grad;
+    if ((st = prn__mpi_same(ctx, mpi, fn, st, v, names, 6, &any, 1)) != PRN_OK) return st;
+    any_grad = any != 0;
     prn__mpi_geo_init(&g, mpi, prn_tensor_dtype(b), B, T, C, k, diag, reverse);
     prn_no_grad_begin(ctx);
     carry = (double *)prn_alloc(ctx, (B * C + B * g.nb * prn__mpi_elem(&g) + B * C) * sizeof(double));
@@ -1039,11 +1096,11 @@ PRNDEF prn_status prn_mpi_deer(prn_context *ctx, prn_mpi *mpi, const prn_deer_ce
         }
         prn_no_grad_end(ctx);
     }
-    st = prn_mpi_agree(ctx, mpi, fn, st);
-    if (st != PRN_OK) return st;
-    v[0] = prn_tensor_dtype(x); v[1] = (long long)B; v[2] = (long long)S; v[3] = (long long)X; v[4] = o.mode;
-    v[5] = (long long)kb; v[6] = prn_grad_enabled(ctx);
-    if ((st = prn__mpi_same(ctx, mpi, fn, v, names, 7)) != PRN_OK) return st;
+    if (st == PRN_OK) {
+        v[0] = prn_tensor_dtype(x); v[1] = (long long)B; v[2] = (long long)S; v[3] = (long long)X; v[4] = o.mode;
+        v[5] = (long long)kb; v[6] = prn_grad_enabled(ctx);
+    }
+    if ((st = prn__mpi_same(ctx, mpi, fn, st, v, names, 7, NULL, 0)) != PRN_OK) return st;
     if (!o.max_iter) o.max_iter = 100;
     if (!o.atol) o.atol = prn_tensor_dtype(x) == PRN_F64 ? 1e-10 : 1e-5;
     if (!o.rtol) o.rtol = prn_tensor_dtype(x) == PRN_F64 ? 1e-10 : 1e-5;
@@ -1221,10 +1278,8 @@ static prn_status prn__mpi_params(prn_context *ctx, prn_mpi *mpi, const char *fn
         if (!params[i]) st = prn_set_error(ctx, PRN_ERR_NULL_ARGUMENT, "%s: params[%d] is NULL", fn, i);
         else *total += prn_tensor_numel(params[i]);
     }
-    st = prn_mpi_agree(ctx, mpi, fn, st);
-    if (st != PRN_OK) return st;
     v[0] = num_params; v[1] = (long long)*total; v[2] = root;
-    if ((st = prn__mpi_same(ctx, mpi, fn, v, names, has_root ? 3 : 2)) != PRN_OK) return st;
+    if ((st = prn__mpi_same(ctx, mpi, fn, st, v, names, has_root ? 3 : 2, NULL, 0)) != PRN_OK) return st;
     if (*total > 2147483647u) st = prn_set_error(ctx, PRN_ERR_OVERFLOW, "%s: more than 2^31 elements", fn);
     if (st == PRN_OK && !(*buf = (double *)prn_alloc(ctx, (*total ? *total : 1) * sizeof(double))))
         st = prn_set_error(ctx, PRN_ERR_OUT_OF_MEMORY, "%s: out of memory", fn);

@@ -315,6 +315,7 @@ typedef struct scan_case {
                   * 2: on every rank, other values off the starting rank (ignored there) */
     int batched; /* [B = 2, T, C] when set, else [T, C] */
     int layout;
+    int unit;    /* decays of modulus 1: a = +-1, or signed permutation blocks (orthogonal, and they do not commute) */
     uint64_t seed;
 } scan_case;
 
@@ -366,7 +367,16 @@ static void scan_case_run(const scan_case *c, int with_grad) {
     /* data: decays of modulus 0.8 .. 1 (diagonal) or blocks of spectral
      * radius about 0.85, so that every rank's carry matters downstream */
     rng_seed(c->seed);
-    if (c->k) a = rand_vec(B * T * ia, -1.5 / sqrt((double)K), 1.5 / sqrt((double)K), c->dt);
+    if (c->unit) {   /* long slices: a product that neither shrinks nor grows, so that each one matters */
+        size_t blk, r, q, perm[64];
+        a = (double *)calloc(B * T * ia, sizeof *a);
+        for (blk = 0; blk < B * T * (C / K); ++blk) {
+            double *m = a + blk * K * K;
+            for (r = 0; r < K; ++r) perm[r] = r;
+            for (r = K; r > 1; --r) { q = (size_t)(urand() * (double)r) % r; i = perm[r - 1]; perm[r - 1] = perm[q]; perm[q] = i; }
+            for (r = 0; r < K; ++r) m[r * K + perm[r]] = urand() < 0.5 ? -1.0 : 1.0;
+        }
+    } else if (c->k) a = rand_vec(B * T * ia, -1.5 / sqrt((double)K), 1.5 / sqrt((double)K), c->dt);
     else {
         a = rand_vec(B * T * ia, 0.8, 1.0, c->dt);
         for (i = 0; i < B * T * ia; ++i)
@@ -378,9 +388,7 @@ static void scan_case_run(const scan_case *c, int with_grad) {
     w = rand_vec(B * T * C, -1, 1, c->dt);
     href = (double *)calloc(B * T * C, sizeof *href);
     /* the reference, on this rank alone; always in the batched form
-     * ([1, T, C] for one sequence: the same numbers), because parrnn.h's
-     * prn_scan_diag backward fails for the [T, C] form with h0 [C] (its
-     * gradient for h0 has the wrong size) */
+     * ([1, T, C] for one sequence: the same numbers) */
     {
         scan_case cb = *c;
         cb.batched = 1;
@@ -544,6 +552,26 @@ static void test_scan_splits(void) {
                                                   bt, lays[li][0]);
                             scan_case_run(&c, 0);
                         }
+}
+
+/* Long slices: a rank that is not the first forms the product of its
+ * slice's coefficients in runs of 32 steps, recursively, with the steps
+ * left over folded in; 1100 steps per rank take two levels and a rest at
+ * each. Diagonal, block k = 2 and dense k = 4, both directions, f64 and
+ * f32 (within the single-process tolerances). The decays have modulus 1
+ * (exact in f32), or else the product of 1100 steps would vanish and an
+ * error in it would not show. */
+static void test_scan_long_slices(void) {
+    static const size_t ks[][2] = {{0, 3}, {2, 4}, {4, 4}};
+    int ki, rev, d;
+    for (ki = 0; ki < 3; ++ki)
+        for (d = 0; d < 2; ++d)
+            for (rev = 0; rev < 2; ++rev) {
+                scan_case c = mk_case(d ? PRN_F64 : PRN_F32, ks[ki][0], ks[ki][1], 1100 * (size_t)g_size, rev, 2, 1, L_EVEN);
+                c.unit = 1;
+                if ((g_quick || g_slow) && d == 0) continue;
+                scan_case_run(&c, 0);
+            }
 }
 
 /* Backward: a, b and h0 require grad; every rank's gradients of its
@@ -1429,6 +1457,7 @@ int main(int argc, char **argv) {
     PRNT_MPI_RUN(test_scan_diag);
     PRNT_MPI_RUN(test_scan_block);
     PRNT_MPI_RUN(test_scan_splits);
+    PRNT_MPI_RUN(test_scan_long_slices);
     PRNT_MPI_RUN(test_scan_backward);
     PRNT_MPI_RUN(test_deer_rnn);
     PRNT_MPI_RUN(test_deer_not_converged);
