@@ -654,7 +654,9 @@ static int ceil_log2(long p) {
  * agreement, two for the check that the ranks' shapes agree, one for
  * whether any rank records gradients, and the agreements before and after
  * the exchange. */
-#define MODEL_SMALL_COLLECTIVES 6
+/* the status/shape agreement at the start and two status agreements
+ * around the exchange (parrnn_mpi.h, a forward call without final) */
+#define MODEL_SMALL_COLLECTIVES 3
 /* Predicted fixed cost of one sequence-parallel scan call on P ranks:
  * the small collectives (ceil(log2 P) alpha each, recursive doubling)
  * and the exclusive scan of m-byte maps. */
@@ -690,7 +692,7 @@ static void comm_section(double *alpha, double *beta) {
     if (g_rank == 0)
         printf("\n   b) the carry exchange: prn_mpi_scan_* with T_r = 1 step per rank (T = P), batch 1; the call's\n"
                "      fixed cost, against the same scan of T = 1 on rank 0 alone ('local')%s\n",
-               g_size >= 2 ? "; model: ceil(log2 P) (7 alpha + m beta + compose)" : "");
+               g_size >= 2 ? "; model: ceil(log2 P) (4 alpha + m beta + compose)" : "");
     if (g_rank == 0)
         printf("   %-6s %6s %3s %8s %5s %12s %12s %12s %12s\n", "scan", "C", "k", "pass", "P", "MPI us",
                "local us", "exchange us", "model us");
