@@ -84,7 +84,7 @@ PRNDEF prn_status prn_mpi_agree(prn_context *ctx, prn_mpi *mpi, const char *fn, 
  * every rank (not recorded on the tape).
  *
  * How: each rank reduces its slice to one affine map h -> M h + v on its
- * backend (a local scan from zero and a tree of products of a), MPI_Exscan
+ * backend (a local scan from zero and the product of its a's), MPI_Exscan
  * composes the maps of the ranks before it (a user-defined, non-commutative
  * operator, in f64), and a local scan from the carry gives the slice.
  * Backward is the adjoint recurrence run the other way with A^T, the same
