@@ -1297,6 +1297,13 @@ PRNDEF const prn_backend *prn_cuda_backend(void);
 #define PRN__UNUSED
 #endif
 #define PRN__FN static PRN__UNUSED
+/* Small functions called inside loops that must vectorise (gcc will not
+ * inline prn__expf five times into one loop on its own judgement). */
+#if defined(__GNUC__) || defined(__clang__)
+#define PRN__FN_INLINE static inline __attribute__((always_inline, unused))
+#else
+#define PRN__FN_INLINE static inline
+#endif
 #ifdef PARRNN_STATIC
 #define PRN__DEF static PRN__UNUSED
 #else
@@ -2424,18 +2431,24 @@ PRN__DEF prn_status prn_backend_rnn_cell_check(prn_context *ctx, const char *fn,
 }
 /* e^x in f32 without a libm call, so that the gate loops vectorise: round
  * x log2 e to n with the 1.5 * 2^23 trick, reduce (Cody-Waite), a degree-6
- * polynomial, scale by 2^n through the exponent bits. Within 2 ulp on
- * [-87, 88] (clamped outside); NaN stays NaN. libm's tanhf costs as much as
- * the step's matrix product. */
-PRN__FN float prn__expf(float x) {
+ * polynomial, scale by 2^n through the exponent bits. Within 1 ulp on
+ * [-87, 87]; |x| beyond 87 (infinities too) is clamped to 87, on the bits,
+ * because a float comparison may trap and so keeps gcc from vectorising
+ * (without -fno-trapping-math); NaN stays NaN. libm's tanhf costs as much
+ * as the step's matrix product. */
+PRN__FN_INLINE float prn__expf(float x) {
     const float magic = 12582912.0f;
-    float t, n, r, p, sc;
-    uint32_t ut, um, e;
-    x = x < -87.0f ? -87.0f : x;
-    x = x > 88.0f ? 88.0f : x;
-    t = x * 1.44269504088896341f + magic;
+    const uint32_t lim = 0x42ae0000u; /* the bits of 87.0f */
+    float t, n, r, p, sc, xc;
+    uint32_t ut, um, e, xi, ax, clamp;
+    memcpy(&xi, &x, sizeof xi);
+    ax = xi & 0x7fffffffu;
+    clamp = (uint32_t)-(int32_t)(ax > lim && ax <= 0x7f800000u); /* all ones: |x| > 87, not NaN */
+    xi = (xi & 0x80000000u) | (ax & ~clamp) | (lim & clamp);
+    memcpy(&xc, &xi, sizeof xc); /* a new variable: writing x back keeps gcc 12 from vectorising two calls */
+    t = xc * 1.44269504088896341f + magic;
     n = t - magic;
-    r = x - n * 0.693359375f;
+    r = xc - n * 0.693359375f;
     r = r - n * -2.12194440e-4f;
     p = 1.9875691500e-4f;
     p = p * r + 1.3981999507e-3f;
@@ -2452,7 +2465,7 @@ PRN__FN float prn__expf(float x) {
 }
 /* tanh through e^(2x): absolute error about 1e-7 (relative error grows
  * only where tanh is below that). */
-PRN__FN float prn__tanhf(float x) { return 1.0f - 2.0f / (1.0f + prn__expf(2.0f * x)); }
+PRN__FN_INLINE float prn__tanhf(float x) { return 1.0f - 2.0f / (1.0f + prn__expf(2.0f * x)); }
 #define PRN__SIGM(T, EXP, x) ((T)1 / ((T)1 + EXP(-(x))))
 #define PRN__CELL_FWD(T, EXP, TANH)                                              \
     {   const T *X = (const T *)xp, *Q = (const T *)q, *bb = (const T *)bias, *S0 = (const T *)s; \
