@@ -537,16 +537,13 @@ static prn_status prn__mpi_scan_core(prn_context *ctx, prn_mpi *mpi, const char 
         sh[0] = g->B; sh[1] = g->C;
     }
     /* Reduce: the first rank scans from h0 at once (its map is the
-     * constant h -> its end state); the ones in between scan from zero and
-     * form the product of their coefficients; the last rank's map reaches
-     * no other rank (an exclusive scan), so it only waits for its carry. */
+     * constant h -> its end state); the others scan from zero and form the
+     * product of their coefficients. */
     if (st == PRN_OK && g->T > 0 && g->first) {
         st = prn__mpi_put(ctx, g->dt, 2, sh, hz, &c);
         if (st == PRN_OK) st = prn__mpi_local_scan(ctx, g, a, b, c, g->reverse, &h);
         if (st == PRN_OK) st = prn__mpi_end_state(ctx, g, h, v);
         if (st == PRN_OK) prn__mpi_pack(g, send, NULL, 0, 0, v);
-    } else if (st == PRN_OK && g->T > 0 && g->last) {
-        prn__mpi_pack(g, send, NULL, 1, 0, NULL);
     } else if (st == PRN_OK && g->T > 0) {
         st = prn__mpi_local_scan(ctx, g, a, b, NULL, g->reverse, &ht);
         if (st == PRN_OK) st = prn__mpi_end_state(ctx, g, ht, v);
@@ -645,23 +642,22 @@ static prn_status prn__mpi_adjoint(prn_context *ctx, prn_mpi *mpi, const char *f
     double *buf = (double *)prn_alloc(ctx, (2 * n + 2 * BC + g->B * g->nb * kk) * sizeof(double));
     double *send = buf, *recv = buf + n, *d0 = recv + n, *mu = d0 + BC, *M = mu + BC;
     prn_tensor *Ap = NULL, *lam0 = NULL, *lam = NULL, *P = NULL, *m = NULL;
-    int afirst = g->last;              /* the adjoint starts where the recurrence ends */
-    int alast = g->first && !afirst;   /* and its map reaches no rank from there */
+    int afirst = g->last; /* the adjoint starts where the recurrence ends */
     prn_status st = buf ? PRN_OK : prn_set_error(ctx, PRN_ERR_OUT_OF_MEMORY, "%s: out of memory", fn);
     sh[0] = g->B; sh[1] = g->C;
     if (st == PRN_OK) { memset(d0, 0, BC * sizeof(double)); memset(mu, 0, BC * sizeof(double)); }
     if (st == PRN_OK && g->T > 0) {
         st = prn__mpi_adjoint_coef(ctx, g, A, &Ap);
-        if (st == PRN_OK && !alast) st = prn__mpi_local_scan(ctx, g, Ap, G, NULL, !g->reverse, &lam0);
-        if (st == PRN_OK && !alast) st = prn__mpi_carry_grad(ctx, g, A, lam0, d0);
-        if (st == PRN_OK && !afirst && !alast && !maps) {
+        if (st == PRN_OK) st = prn__mpi_local_scan(ctx, g, Ap, G, NULL, !g->reverse, &lam0);
+        if (st == PRN_OK) st = prn__mpi_carry_grad(ctx, g, A, lam0, d0);
+        if (st == PRN_OK && !afirst && !maps) {
             st = prn__mpi_product(ctx, g, A, &P);
             if (st == PRN_OK) st = prn__mpi_get(ctx, P, M);
         }
     }
     if (st == PRN_OK) {
         if (afirst) prn__mpi_pack(g, send, NULL, 0, 0, d0);              /* the constant d0 */
-        else if (g->T == 0 || alast) prn__mpi_pack(g, send, NULL, 1, 0, NULL); /* passes through; unused */
+        else if (g->T == 0) prn__mpi_pack(g, send, NULL, 1, 0, NULL);    /* passes through  */
         else if (!maps) prn__mpi_pack(g, send, M, 0, 1, d0);             /* M^T mu + d0     */
         else {
             for (e = 0; e < g->B * g->nb; ++e) for (i = 0; i < kk; ++i) M[e * kk + i] = maps[e * ne + i];
