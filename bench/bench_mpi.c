@@ -650,12 +650,9 @@ static int ceil_log2(long p) {
 }
 
 /* Latency-bound collectives (MPI_Allreduce of a few numbers) per forward
- * scan call without gradients, as parrnn_mpi.h has them: the status
- * agreement, two for the check that the ranks' shapes agree, one for
- * whether any rank records gradients, and the agreements before and after
- * the exchange. */
-/* the status/shape agreement at the start and two status agreements
- * around the exchange (parrnn_mpi.h, a forward call without final) */
+ * scan call without gradients or final, as parrnn_mpi.h has them: one
+ * agreement at the start (status, shapes, whether any rank records) and
+ * the status agreements before and after the exchange. */
 #define MODEL_SMALL_COLLECTIVES 3
 /* Predicted fixed cost of one sequence-parallel scan call on P ranks:
  * the small collectives (ceil(log2 P) alpha each, recursive doubling)
