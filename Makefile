@@ -72,7 +72,7 @@ endif
 MPI_NPS      ?= 1 2 4
 MPI_BINS      = $(BUILD)/tests/test_mpi $(BUILD)/examples/mpi_deer $(BUILD)/bench/bench_mpi
 
-TESTS    = test_ops test_autodiff test_scan test_conformance test_bad_input test_alloc_fail test_cells test_opencl test_rnn test_rnn_golden test_deer \
+TESTS    = test_ops test_autodiff test_scan test_scan_sse2 test_scan_plain test_conformance test_bad_input test_alloc_fail test_cells test_opencl test_rnn test_rnn_golden test_deer \
            test_pwl_parse test_scyfi
 EXAMPLES = mlp_train scan_explain char_rnn game_agent deer_demo
 BENCHES  = bench_ops bench_scan scan_error bench_rnn bench_deer bench_scyfi
@@ -95,6 +95,14 @@ $(BUILD)/tests/%: tests/%.c parrnn.h tests/prn_test.h $(BACKEND_OBJS)
 $(BUILD)/tests/test_eig_lapack: tests/test_eig.c parrnn.h tests/prn_test.h $(BACKEND_OBJS)
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS_ALL) -DPARRNN_USE_LAPACK -o $@ $< $(BACKEND_OBJS) $(LDLIBS_ALL) -llapack
+# test_scan again without the AVX2 path (SSE2 only), and without intrinsics:
+# the reference scans' code paths for processors without AVX2, and not x86.
+$(BUILD)/tests/test_scan_sse2: tests/test_scan.c parrnn.h tests/prn_test.h $(BACKEND_OBJS)
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS_ALL) -DPARRNN_NO_AVX2 -o $@ $< $(BACKEND_OBJS) $(LDLIBS_ALL)
+$(BUILD)/tests/test_scan_plain: tests/test_scan.c parrnn.h tests/prn_test.h $(BACKEND_OBJS)
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS_ALL) -DPARRNN_NO_INTRINSICS -o $@ $< $(BACKEND_OBJS) $(LDLIBS_ALL)
 # The SCYFI command-line tool.
 $(BUILD)/parrnn-scyfi: tools/parrnn_scyfi.c parrnn.h $(BACKEND_OBJS)
 	@mkdir -p $(@D)

@@ -378,13 +378,20 @@ PRNDEF prn_status prn_concat(prn_context *ctx, prn_tensor *a, prn_tensor *b, int
  * reverse): take it with prn_slice. Any T >= 1.
  *
  * The reference backend evaluates with algo (PRN_SCAN_AUTO: it chooses):
- * SEQUENTIAL walks time once, vectorised and threaded across channels
- * (chosen for C >= 16 or T < 4096); CHUNKED cuts time into chunks, reduces
- * each to one affine map, chains the maps' carries and expands each chunk
- * from its carry, in cache-sized superblocks (chosen for C < 16; block scans
- * always choose SEQUENTIAL); TREE is the Blelloch up-sweep/down-sweep tree,
- * for teaching (examples/scan_explain.c). The results agree up to rounding;
- * f32 data accumulates in f32 (README: how the error grows with T).
+ * SEQUENTIAL walks time once, threads over sequences (and, for fewer
+ * sequences than threads, over shares of the channels), vectorised across
+ * channels -- one channel takes 4 (SSE2) or 8 (AVX2) steps per register;
+ * CHUNKED cuts time into chunks of a core's cache size, reduces each to one
+ * affine map, chains the maps' carries and expands each chunk from its
+ * carry, threads over chunks, with the memory traffic of one pass; TREE is
+ * the Blelloch up-sweep/down-sweep tree, for teaching
+ * (examples/scan_explain.c). AUTO, diagonal: CHUNKED when there are fewer
+ * sequences than threads, T >= 4096, T * C >= 32768 and a 512 KiB chunk of
+ * a and b holds at least 4 rows per thread (C <= 16384 / threads in f32);
+ * SEQUENTIAL otherwise. Block scans: SEQUENTIAL. Every choice computes
+ * the same recurrence; results agree up to rounding, and depend on the
+ * thread count only through CHUNKED's chunk boundaries. f32 data
+ * accumulates in f32 (README: how the error grows with T).
  * Backward is the adjoint recurrence run the other way in time with A^T.
  * ---------------------------------------------------------------------- */
 /* How a backend evaluates a linear-recurrence scan. Every choice computes
@@ -1274,11 +1281,20 @@ PRNDEF const prn_backend *prn_cuda_backend(void);
 #ifdef _OPENMP
 #include <omp.h>
 #endif
-/* Streaming (non-temporal) stores for the scans' outputs, see
- * prn__scan_row_f32: the one place the reference backend uses intrinsics. */
+/* SSE2 for the diagonal scans (streaming stores for their outputs, four
+ * steps of one channel per register; see prn__scan1_f32): the one place the
+ * reference backend uses intrinsics. */
 #if !defined(PARRNN_NO_INTRINSICS) && (defined(__SSE2__) || defined(_M_X64))
 #include <emmintrin.h>
-#define PRN__HAVE_STREAM 1
+#define PRN__HAVE_SSE2 1
+/* gcc and clang compile AVX2 functions in any build (target attribute) and
+ * tell at run time whether the processor has AVX2 and FMA: the one-channel
+ * scan then takes eight steps per register */
+#if (defined(__GNUC__) || defined(__clang__)) && (defined(__x86_64__) || defined(__i386__)) && !defined(PARRNN_NO_AVX2)
+#include <immintrin.h>
+#define PRN__HAVE_AVX2 1
+#define PRN__AVX2 __attribute__((target("avx2,fma")))
+#endif
 #endif
 
 #if defined(PARRNN_MALLOC) != defined(PARRNN_FREE)
@@ -1927,17 +1943,22 @@ PRN__FN prn_status prn__ref_adam_update(prn_context *ctx, prn_dtype dtype, size_
  * Reference scans of linear recurrences
  *
  * Diagonal, AUTO picks:
- *  - SEQUENTIAL for 16 channels or more: one pass in time, vectorised across
- *    channels (reads a and b, writes h), threads over sequences and channel
- *    groups -- one core's pass already runs near memory bandwidth;
- *  - CHUNKED for fewer channels, when T >= 4096: time is cut into
- *    superblocks of about 4 MiB; each reduces its chunks to one affine map
- *    each (in parallel), chains the carries (serially), then expands every
- *    chunk from its carry (in parallel) while the data is still in cache.
- *    Each thread walks 4 chunks in lockstep, so with one channel there are
- *    4 independent chains to hide the multiply-add latency that bounds a
- *    sequential loop;
- *  - SEQUENTIAL for short sequences.
+ *  - SEQUENTIAL when there are at least as many sequences as threads, when
+ *    the work is too small to share (T < 4096 or T * C < PRN__PAR_MIN), or
+ *    when rows are so wide that a chunk holds fewer than 4 per thread: each
+ *    thread walks whole sequences (or, for fewer sequences than threads, a
+ *    share of their channels) once in time -- read a and b, write h,
+ *    nothing else;
+ *  - CHUNKED otherwise: the three phases (reduce each chunk to an affine
+ *    map, scan the carries, expand each chunk from its carry), arranged so
+ *    that memory sees one pass: chunks are sized for a core's L2 cache and
+ *    the carry moves from superblock to superblock (prn__scan_chunked_*).
+ *    With two threads on one sequence it moved 1.1-1.3 times the triad's
+ *    counted bandwidth for C = 1 .. 1024 (bench_scan), against 0.7-0.9
+ *    for one thread's pass (SEQUENTIAL).
+ * With one channel, a thread's pass takes four steps per SSE2 register,
+ * eight per AVX2 one (prn__scan1_*), so that one multiply-add latency per
+ * step does not bound it; with more, the loop over channels vectorises.
  * Block-diagonal and dense: SEQUENTIAL (a chunk's reduction composes k x k
  * matrices, k times the work of the sequential pass); CHUNKED on request.
  * TREE is the textbook Blelloch scan, per sequence, never chosen by AUTO.
@@ -1945,12 +1966,19 @@ PRN__FN prn_status prn__ref_adam_update(prn_context *ctx, prn_dtype dtype, size_
  * ---------------------------------------------------------------------- */
 #ifdef _OPENMP
 #define PRN__OMP(x) PRN__PRAGMA(x)
+#define PRN__THREAD_NUM() omp_get_thread_num()
+#define PRN__NUM_THREADS() omp_get_num_threads()
 #else
 #define PRN__OMP(x)
+#define PRN__THREAD_NUM() 0
+#define PRN__NUM_THREADS() 1
 #endif
-#define PRN__SCAN_LANES 4
-#define PRN__SCAN_SPAN ((size_t)4 << 20)
 #define PRN__SCAN_MIN_CHUNKED 4096
+/* Bytes of a and b in a chunk that is reduced and then expanded: read
+ * twice, so it should stay in a core's L2 cache between the two. Thread 0's
+ * chunk, which it only expands, is twice as long. Both measured best of
+ * 128 KiB .. 1 MiB and ratios 1 .. 4 on a 2-core Zen 4 (bench_scan). */
+#define PRN__SCAN_CHUNK_BYTES ((size_t)512 << 10)
 /* logical step t of a sequence lives in row ROW(t) */
 #define PRN__ROW(t) (rev ? T - 1 - (t) : (t))
 
@@ -1960,7 +1988,7 @@ PRN__FN prn_status prn__ref_adam_update(prn_context *ctx, prn_dtype dtype, size_
  * normal store pays -- a quarter of a scan's memory traffic; whoever
  * streams calls prn__stream_fence before its results are read. Both paths
  * do the same arithmetic (a multiply, then an add). */
-#ifdef PRN__HAVE_STREAM
+#ifdef PRN__HAVE_SSE2
 #define prn__stream_fence() _mm_sfence()
 #define PRN__STREAM_HEAD(align)                                                  \
     if (stream) for (; c < n && ((size_t)(h + c) & (align)) != 0; ++c) { st[c] = a[c] * st[c] + b[c]; h[c] = st[c]; }
@@ -1997,23 +2025,276 @@ PRN__DEFINE_SCAN_ROW(double, f64)
 /* outputs from this size up are streamed: well past what the caches keep */
 #define PRN__STREAM_MIN ((size_t)16 << 20)
 
+/* One channel: h = a * h + b over n contiguous steps from h = c, walking
+ * up (rev = 0) or down (rev = 1) from a, b, h; returns the last state.
+ * h == NULL: only the end state (a chunk's reduction: c = 0 gives its B);
+ * prod != NULL: also the product of a (its P). A loop of h = a * h + b
+ * waits a multiply and an add per step, so with SSE2 a register holds
+ * four steps, scanned in two shift-multiply-add rounds into the maps
+ * (A_i, B_i) from the register's start (Hillis-Steele); then h_i =
+ * A_i * c + B_i, and c moves on by one multiply-add per 8 steps. These
+ * functions are called with constant rev, h and prod, and inlined, so the
+ * branches on them fold away. */
+#ifdef PRN__HAVE_SSE2
+/* shift lanes towards later time (zeros fill the earliest lanes) */
+#define PRN__LATER_PS(v, n) _mm_castsi128_ps(rev ? _mm_srli_si128(_mm_castps_si128(v), 4 * (n)) \
+                                                 : _mm_slli_si128(_mm_castps_si128(v), 4 * (n)))
+/* an aligned store: streaming, or kept in cache */
+#define PRN__PUT_PS(p, v) do { if (stream) _mm_stream_ps(p, v); else _mm_store_ps(p, v); } while (0)
+#define PRN__PUT_PD(p, v) do { if (stream) _mm_stream_pd(p, v); else _mm_store_pd(p, v); } while (0)
+/* the latest lane of a register, in every lane */
+#define PRN__LAST_PS(v) (rev ? _mm_shuffle_ps(v, v, 0x00) : _mm_shuffle_ps(v, v, 0xff))
+PRN__FN_INLINE void prn__maps4(int rev, __m128 *A, __m128 *B) {
+    /* bit patterns of 1.0f in the one (two) earliest lanes: the identity's m */
+    const __m128 one1 = _mm_castsi128_ps(rev ? _mm_set_epi32(0x3f800000, 0, 0, 0) : _mm_set_epi32(0, 0, 0, 0x3f800000));
+    const __m128 one2 = _mm_castsi128_ps(rev ? _mm_set_epi32(0x3f800000, 0x3f800000, 0, 0)
+                                             : _mm_set_epi32(0, 0, 0x3f800000, 0x3f800000));
+    __m128 a = *A, b = *B;
+    b = _mm_add_ps(_mm_mul_ps(a, PRN__LATER_PS(b, 1)), b);
+    a = _mm_mul_ps(a, _mm_or_ps(PRN__LATER_PS(a, 1), one1));
+    b = _mm_add_ps(_mm_mul_ps(a, PRN__LATER_PS(b, 2)), b);
+    a = _mm_mul_ps(a, _mm_or_ps(PRN__LATER_PS(a, 2), one2));
+    *A = a; *B = b;
+}
+#ifdef PRN__HAVE_AVX2
+/* The same with AVX2 and FMA: each 128-bit half of a register scans its
+ * four steps as above (the byte shifts act per half), then the later half
+ * takes the earlier half's last map. */
+PRN__FN_INLINE PRN__AVX2 void prn__maps8(int rev, __m256 *A, __m256 *B) {
+    const int o = 0x3f800000; /* 1.0f */
+    const __m256 one1 = _mm256_castsi256_ps(rev ? _mm256_setr_epi32(0, 0, 0, o, 0, 0, 0, o)
+                                                : _mm256_setr_epi32(o, 0, 0, 0, o, 0, 0, 0));
+    const __m256 one2 = _mm256_castsi256_ps(rev ? _mm256_setr_epi32(0, 0, o, o, 0, 0, o, o)
+                                                : _mm256_setr_epi32(o, o, 0, 0, o, o, 0, 0));
+    const __m256 oneh = _mm256_castsi256_ps(rev ? _mm256_setr_epi32(0, 0, 0, 0, o, o, o, o)
+                                                : _mm256_setr_epi32(o, o, o, o, 0, 0, 0, 0));
+    __m256 a = *A, b = *B, ta, tb;
+#define PRN__LATER8(v, n) _mm256_castsi256_ps(rev ? _mm256_srli_si256(_mm256_castps_si256(v), 4 * (n)) \
+                                                  : _mm256_slli_si256(_mm256_castps_si256(v), 4 * (n)))
+    b = _mm256_fmadd_ps(a, PRN__LATER8(b, 1), b);
+    a = _mm256_mul_ps(a, _mm256_or_ps(PRN__LATER8(a, 1), one1));
+    b = _mm256_fmadd_ps(a, PRN__LATER8(b, 2), b);
+    a = _mm256_mul_ps(a, _mm256_or_ps(PRN__LATER8(a, 2), one2));
+#undef PRN__LATER8
+    /* the earlier half's last lane, in every lane of the later half */
+    tb = rev ? _mm256_permute_ps(b, 0x00) : _mm256_permute_ps(b, 0xff);
+    ta = rev ? _mm256_permute_ps(a, 0x00) : _mm256_permute_ps(a, 0xff);
+    tb = rev ? _mm256_permute2f128_ps(tb, tb, 0x81) : _mm256_permute2f128_ps(tb, tb, 0x08);
+    ta = _mm256_or_ps(rev ? _mm256_permute2f128_ps(ta, ta, 0x81) : _mm256_permute2f128_ps(ta, ta, 0x08), oneh);
+    *B = _mm256_fmadd_ps(a, tb, b);
+    *A = _mm256_mul_ps(a, ta);
+}
+PRN__FN_INLINE PRN__AVX2 float prn__scan8_f32(int rev, size_t n, const float *a, const float *b, float *h, float c,
+                                             float *prod, int stream) {
+    const __m256i last = _mm256_set1_epi32(rev ? 0 : 7);
+    size_t i = 0, j;
+    float p = 1;
+    __m256 cv, pv = _mm256_set1_ps(1.0f);
+    for (; i < n && ((size_t)((h ? h : a) + (rev ? n - i : i)) & 31) != 0; ++i) {
+        j = rev ? n - 1 - i : i;
+        c = a[j] * c + b[j]; p *= a[j];
+        if (h) h[j] = c;
+    }
+    cv = _mm256_set1_ps(c);
+    for (; i + 16 <= n; i += 16) {
+        const size_t o0 = rev ? n - i - 8 : i, o1 = rev ? n - i - 16 : i + 8;
+        __m256 A0 = _mm256_loadu_ps(a + o0), B0 = _mm256_loadu_ps(b + o0);
+        __m256 A1 = _mm256_loadu_ps(a + o1), B1 = _mm256_loadu_ps(b + o1);
+        if (prod) pv = _mm256_mul_ps(pv, _mm256_mul_ps(A0, A1));
+        prn__maps8(rev, &A0, &B0);
+        prn__maps8(rev, &A1, &B1);
+        B1 = _mm256_fmadd_ps(A1, _mm256_permutevar8x32_ps(B0, last), B1);
+        A1 = _mm256_mul_ps(A1, _mm256_permutevar8x32_ps(A0, last));
+        if (h) {
+            const __m256 h0 = _mm256_fmadd_ps(A0, cv, B0);
+            if (stream) _mm256_stream_ps(h + o0, h0);
+            else _mm256_store_ps(h + o0, h0);
+        }
+        B1 = _mm256_fmadd_ps(A1, cv, B1);
+        if (h) {
+            if (stream) _mm256_stream_ps(h + o1, B1);
+            else _mm256_store_ps(h + o1, B1);
+        }
+        cv = _mm256_permutevar8x32_ps(B1, last);
+    }
+    c = _mm256_cvtss_f32(cv);
+    if (prod) {
+        float q[8];
+        _mm256_storeu_ps(q, pv);
+        p *= ((q[0] * q[1]) * (q[2] * q[3])) * ((q[4] * q[5]) * (q[6] * q[7]));
+    }
+    for (; i < n; ++i) {
+        j = rev ? n - 1 - i : i;
+        c = a[j] * c + b[j]; p *= a[j];
+        if (h) h[j] = c;
+    }
+    if (prod) *prod = p;
+    return c;
+}
+/* the two uses, compiled once each */
+PRN__FN PRN__AVX2 float prn__scan8_expand_f32(int rev, size_t n, const float *a, const float *b, float *h, float c,
+                                             int stream) {
+    return rev ? prn__scan8_f32(1, n, a, b, h, c, NULL, stream) : prn__scan8_f32(0, n, a, b, h, c, NULL, stream);
+}
+PRN__FN PRN__AVX2 float prn__scan8_reduce_f32(int rev, size_t n, const float *a, const float *b, float *prod) {
+    return rev ? prn__scan8_f32(1, n, a, b, NULL, 0.0f, prod, 0) : prn__scan8_f32(0, n, a, b, NULL, 0.0f, prod, 0);
+}
+PRN__FN_INLINE int prn__cpu_avx2(void) { return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"); }
+#endif
+PRN__FN_INLINE float prn__scan1_f32(int rev, size_t n, const float *a, const float *b, float *h, float c, float *prod,
+                                    int stream) {
+    size_t i = 0, j;
+    float p = 1;
+    __m128 cv, pv = _mm_set1_ps(1.0f);
+#ifdef PRN__HAVE_AVX2
+    if (n >= 64 && prn__cpu_avx2())
+        return h ? prn__scan8_expand_f32(rev, n, a, b, h, c, stream) : prn__scan8_reduce_f32(rev, n, a, b, prod);
+#endif
+    /* single steps up to an aligned register (for the streaming stores) */
+    for (; i < n && ((size_t)((h ? h : a) + (rev ? n - i : i)) & 15) != 0; ++i) {
+        j = rev ? n - 1 - i : i;
+        c = a[j] * c + b[j]; p *= a[j];
+        if (h) h[j] = c;
+    }
+    cv = _mm_set1_ps(c);
+    for (; i + 8 <= n; i += 8) {
+        const size_t o0 = rev ? n - i - 4 : i, o1 = rev ? n - i - 8 : i + 4;
+        __m128 A0 = _mm_loadu_ps(a + o0), B0 = _mm_loadu_ps(b + o0);
+        __m128 A1 = _mm_loadu_ps(a + o1), B1 = _mm_loadu_ps(b + o1), l;
+        if (prod) pv = _mm_mul_ps(pv, _mm_mul_ps(A0, A1));
+        prn__maps4(rev, &A0, &B0);
+        prn__maps4(rev, &A1, &B1);
+        /* the second register's maps from the first register's start */
+        l = PRN__LAST_PS(B0);
+        B1 = _mm_add_ps(_mm_mul_ps(A1, l), B1);
+        A1 = _mm_mul_ps(A1, PRN__LAST_PS(A0));
+        if (h) PRN__PUT_PS(h + o0, _mm_add_ps(_mm_mul_ps(A0, cv), B0));
+        B1 = _mm_add_ps(_mm_mul_ps(A1, cv), B1);
+        if (h) PRN__PUT_PS(h + o1, B1);
+        cv = PRN__LAST_PS(B1);
+    }
+    c = _mm_cvtss_f32(cv);
+    if (prod) {
+        float q[4];
+        _mm_storeu_ps(q, pv);
+        p *= (q[0] * q[1]) * (q[2] * q[3]);
+    }
+    for (; i < n; ++i) {
+        j = rev ? n - 1 - i : i;
+        c = a[j] * c + b[j]; p *= a[j];
+        if (h) h[j] = c;
+    }
+    if (prod) *prod = p;
+    return c;
+}
+#define PRN__LATER_PD(v) _mm_castsi128_pd(rev ? _mm_srli_si128(_mm_castpd_si128(v), 8) \
+                                              : _mm_slli_si128(_mm_castpd_si128(v), 8))
+#define PRN__LAST_PD(v) (rev ? _mm_unpacklo_pd(v, v) : _mm_unpackhi_pd(v, v))
+PRN__FN_INLINE void prn__maps2(int rev, __m128d *A, __m128d *B) {
+    const __m128d one1 = _mm_castsi128_pd(rev ? _mm_set_epi32(0x3ff00000, 0, 0, 0) : _mm_set_epi32(0, 0, 0x3ff00000, 0));
+    __m128d a = *A, b = *B;
+    *B = _mm_add_pd(_mm_mul_pd(a, PRN__LATER_PD(b)), b);
+    *A = _mm_mul_pd(a, _mm_or_pd(PRN__LATER_PD(a), one1));
+}
+PRN__FN_INLINE double prn__scan1_f64(int rev, size_t n, const double *a, const double *b, double *h, double c,
+                                     double *prod, int stream) {
+    size_t i = 0, j, k;
+    double p = 1;
+    __m128d cv, pv = _mm_set1_pd(1.0);
+    for (; i < n && ((size_t)((h ? h : a) + (rev ? n - i : i)) & 15) != 0; ++i) {
+        j = rev ? n - 1 - i : i;
+        c = a[j] * c + b[j]; p *= a[j];
+        if (h) h[j] = c;
+    }
+    cv = _mm_set1_pd(c);
+    for (; i + 8 <= n; i += 8) {
+        /* four registers of two steps; their maps from the first one's start */
+        __m128d A[4], B[4];
+        size_t o[4];
+        for (k = 0; k < 4; ++k) {
+            o[k] = rev ? n - i - 2 * k - 2 : i + 2 * k;
+            A[k] = _mm_loadu_pd(a + o[k]); B[k] = _mm_loadu_pd(b + o[k]);
+            if (prod) pv = _mm_mul_pd(pv, A[k]);
+            prn__maps2(rev, &A[k], &B[k]);
+            if (k) {
+                B[k] = _mm_add_pd(_mm_mul_pd(A[k], PRN__LAST_PD(B[k - 1])), B[k]);
+                A[k] = _mm_mul_pd(A[k], PRN__LAST_PD(A[k - 1]));
+            }
+        }
+        if (h) for (k = 0; k < 3; ++k) PRN__PUT_PD(h + o[k], _mm_add_pd(_mm_mul_pd(A[k], cv), B[k]));
+        B[3] = _mm_add_pd(_mm_mul_pd(A[3], cv), B[3]);
+        if (h) PRN__PUT_PD(h + o[3], B[3]);
+        cv = PRN__LAST_PD(B[3]);
+    }
+    c = _mm_cvtsd_f64(cv);
+    if (prod) p *= _mm_cvtsd_f64(pv) * _mm_cvtsd_f64(_mm_unpackhi_pd(pv, pv));
+    for (; i < n; ++i) {
+        j = rev ? n - 1 - i : i;
+        c = a[j] * c + b[j]; p *= a[j];
+        if (h) h[j] = c;
+    }
+    if (prod) *prod = p;
+    return c;
+}
+#else
+#define PRN__DEFINE_SCAN1(T_, SFX)                                               \
+PRN__FN_INLINE T_ prn__scan1_##SFX(int rev, size_t n, const T_ *a, const T_ *b, T_ *h, T_ c, T_ *prod, \
+                                   int stream) {                                 \
+    size_t i, j;                                                                 \
+    T_ p = 1;                                                                    \
+    (void)stream;                                                                \
+    for (i = 0; i < n; ++i) {                                                    \
+        j = rev ? n - 1 - i : i;                                                 \
+        c = a[j] * c + b[j]; p *= a[j];                                          \
+        if (h) h[j] = c;                                                         \
+    }                                                                            \
+    if (prod) *prod = p;                                                         \
+    return c;                                                                    \
+}
+PRN__DEFINE_SCAN1(float, f32)
+PRN__DEFINE_SCAN1(double, f64)
+#endif
+
+/* A chunk of n steps of C > 1 channels from row pointer a, b (h), ds apart
+ * (negative in reverse): its maps (P, B) per channel, or its expansion
+ * from st (which ends as the chunk's last state). */
+#define PRN__DEFINE_DIAG_ROWS(T_, SFX)                                           \
+PRN__FN void prn__rows_reduce_##SFX(size_t C, size_t n, ptrdiff_t ds, const T_ *a, const T_ *b, T_ *P, T_ *B) { \
+    size_t i, c;                                                                 \
+    for (c = 0; c < C; ++c) { P[c] = 1; B[c] = 0; }                              \
+    for (i = 0; i < n; ++i) {                                                    \
+        const T_ *ar = a + (ptrdiff_t)i * ds, *br = b + (ptrdiff_t)i * ds;       \
+        PRN__SIMD for (c = 0; c < C; ++c) { B[c] = ar[c] * B[c] + br[c]; P[c] *= ar[c]; } \
+    }                                                                            \
+}                                                                                \
+PRN__FN void prn__rows_expand_##SFX(size_t C, size_t n, ptrdiff_t ds, const T_ *a, const T_ *b, T_ *h, T_ *st, \
+                                    int stream) {                                \
+    size_t i;                                                                    \
+    for (i = 0; i < n; ++i)                                                      \
+        prn__scan_row_##SFX(C, a + (ptrdiff_t)i * ds, b + (ptrdiff_t)i * ds, st, h + (ptrdiff_t)i * ds, stream); \
+}
+PRN__DEFINE_DIAG_ROWS(float, f32)
+PRN__DEFINE_DIAG_ROWS(double, f64)
+
 /* Sequential diagonal scan: one unit per (sequence, group of channels).
- * The state lives in registers for narrow groups, in st (C values per
- * sequence) for wide ones, so h is only ever written. */
+ * One channel takes prn__scan1; otherwise the state lives in registers for
+ * narrow groups, in st (C values per sequence) for wide ones, so h is only
+ * ever written. */
 #define PRN__SCAN_SEQ_DIAG(T_, SFX)                                              \
     { const T_ *A = (const T_ *)a, *Bv = (const T_ *)b, *H0 = (const T_ *)h0;    \
       T_ *H = (T_ *)h, *ST = (T_ *)ws; long w;                                   \
       PRN__PARFOR for (w = 0; w < (long)(batch * ngrp); ++w) {                   \
           size_t n = (size_t)w / ngrp, c0 = ((size_t)w % ngrp) * grp, c1 = c0 + grp < C ? c0 + grp : C, t, c; \
           const T_ *an = A + n * T * C, *bn = Bv + n * T * C; T_ *hn = H + n * T * C; \
-          if (c1 - c0 <= 16) {                                                   \
+          if (C == 1) {                                                          \
+              prn__scan1_##SFX(rev, T, an, bn, hn, H0 ? H0[n] : (T_)0, NULL, stream); \
+          } else if (c1 - c0 <= 16) {                                            \
               T_ st[16]; const size_t wd = c1 - c0;                              \
               for (c = 0; c < wd; ++c) st[c] = H0 ? H0[n * C + c0 + c] : (T_)0;  \
               for (t = 0; t < T; ++t) {                                          \
                   const size_t r = PRN__ROW(t) * C + c0;                         \
                   for (c = 0; c < wd; ++c) { st[c] = an[r + c] * st[c] + bn[r + c]; hn[r + c] = st[c]; } \
               }                                                                  \
-              continue;                                                          \
           } else {                                                               \
               T_ *st = ST + n * C + c0;                                          \
               for (c = 0; c < c1 - c0; ++c) st[c] = H0 ? H0[n * C + c0 + c] : (T_)0; \
@@ -2021,119 +2302,95 @@ PRN__DEFINE_SCAN_ROW(double, f64)
                   const size_t r = PRN__ROW(t) * C + c0;                         \
                   prn__scan_row_##SFX(c1 - c0, an + r, bn + r, st, hn + r, stream); \
               }                                                                  \
-              if (stream) prn__stream_fence();                                   \
-          } } }
+          }                                                                      \
+          if (stream) prn__stream_fence();                                       \
+      } }
 
-/* Chunked diagonal scan. A group folds (or expands) PRN__SCAN_LANES chunks
- * in lockstep: with one channel the lanes are independent chains that hide
- * the latency of each multiply-add; with more, the channel loop vectorises.
- * pa/pb/ph[l] point at chunk l's first step, ds is the step between rows
- * (negative in reverse), len[l] its length; m/o/cur hold C values per lane. */
-#define PRN__DEFINE_DIAG_CHUNK(T_, SFX)                                          \
-PRN__FN void prn__chunk_fold_##SFX(size_t C, ptrdiff_t ds, const T_ *const *pa, const T_ *const *pb, \
-                                   const size_t *len, T_ *m, T_ *o) {            \
-    size_t l, i, c, mn = len[0];                                                 \
-    for (l = 0; l < PRN__SCAN_LANES; ++l) {                                      \
-        if (len[l] < mn) mn = len[l];                                            \
-        for (c = 0; c < C; ++c) { m[l * C + c] = 1; o[l * C + c] = 0; }          \
-    }                                                                            \
-    if (C == 1) { /* lanes in locals: m and o are shared with other threads' lines */ \
-        T_ lm[PRN__SCAN_LANES], lo[PRN__SCAN_LANES];                             \
-        for (l = 0; l < PRN__SCAN_LANES; ++l) { lm[l] = 1; lo[l] = 0; }          \
-        for (i = 0; i < mn; ++i) {                                               \
-            ptrdiff_t off = (ptrdiff_t)i * ds;                                   \
-            for (l = 0; l < PRN__SCAN_LANES; ++l) {                              \
-                const T_ x = pa[l][off];                                         \
-                lo[l] = x * lo[l] + pb[l][off]; lm[l] *= x; } }                  \
-        for (l = 0; l < PRN__SCAN_LANES; ++l) { m[l] = lm[l]; o[l] = lo[l]; }    \
-    } else {                                                                     \
-        for (i = 0; i < mn; ++i) {                                               \
-            ptrdiff_t off = (ptrdiff_t)i * ds;                                   \
-            for (l = 0; l < PRN__SCAN_LANES; ++l) {                              \
-                const T_ *ar = pa[l] + off, *br = pb[l] + off;                   \
-                T_ *ml = m + l * C, *ol = o + l * C;                             \
-                PRN__SIMD for (c = 0; c < C; ++c) { ol[c] = ar[c] * ol[c] + br[c]; ml[c] *= ar[c]; } } } \
-    }                                                                            \
-    for (l = 0; l < PRN__SCAN_LANES; ++l)                                        \
-        for (i = mn; i < len[l]; ++i) {                                          \
-            const T_ *ar = pa[l] + (ptrdiff_t)i * ds, *br = pb[l] + (ptrdiff_t)i * ds; \
-            T_ *ml = m + l * C, *ol = o + l * C;                                 \
-            for (c = 0; c < C; ++c) { ol[c] = ar[c] * ol[c] + br[c]; ml[c] *= ar[c]; } } \
-}                                                                                \
-PRN__FN void prn__chunk_expand_##SFX(size_t C, ptrdiff_t ds, const T_ *const *pa, const T_ *const *pb, \
-                                     T_ *const *ph, const size_t *len, T_ *cur) { \
-    size_t l, i, c, mn = len[0];                                                 \
-    for (l = 0; l < PRN__SCAN_LANES; ++l) if (len[l] < mn) mn = len[l];          \
-    if (C == 1) {                                                                \
-        T_ lc[PRN__SCAN_LANES];                                                  \
-        for (l = 0; l < PRN__SCAN_LANES; ++l) lc[l] = cur[l];                    \
-        for (i = 0; i < mn; ++i) {                                               \
-            ptrdiff_t off = (ptrdiff_t)i * ds;                                   \
-            for (l = 0; l < PRN__SCAN_LANES; ++l) {                              \
-                const T_ x = pa[l][off] * lc[l] + pb[l][off];                    \
-                lc[l] = x; ph[l][off] = x; } }                                   \
-        for (l = 0; l < PRN__SCAN_LANES; ++l) cur[l] = lc[l];                    \
-    } else {                                                                     \
-        for (i = 0; i < mn; ++i) {                                               \
-            ptrdiff_t off = (ptrdiff_t)i * ds;                                   \
-            for (l = 0; l < PRN__SCAN_LANES; ++l) {                              \
-                const T_ *ar = pa[l] + off, *br = pb[l] + off;                   \
-                T_ *hr = ph[l] + off, *cl = cur + l * C;                         \
-                PRN__SIMD for (c = 0; c < C; ++c) { cl[c] = ar[c] * cl[c] + br[c]; hr[c] = cl[c]; } } } \
-    }                                                                            \
-    for (l = 0; l < PRN__SCAN_LANES; ++l)                                        \
-        for (i = mn; i < len[l]; ++i) {                                          \
-            const T_ *ar = pa[l] + (ptrdiff_t)i * ds, *br = pb[l] + (ptrdiff_t)i * ds; \
-            T_ *hr = ph[l] + (ptrdiff_t)i * ds, *cl = cur + l * C;               \
-            for (c = 0; c < C; ++c) { cl[c] = ar[c] * cl[c] + br[c]; hr[c] = cl[c]; } } \
-}                                                                                \
-/* One sequence: superblocks of nch chunks; ws holds 3 * nch * C + C values. */ \
+/* Chunked diagonal scan of one sequence: reduce, scan the carries, expand,
+ * with memory traffic of a single pass.
+ *
+ * Time is cut into superblocks of one chunk per thread: thread 0's chunk of
+ * R0 steps first, then a chunk of R1 steps for each other thread j. A
+ * superblock starts from a known carry, so thread 0 expands its chunk at
+ * once (a sequential pass). Meanwhile each thread j reduces its chunk to
+ * one affine map per channel, h -> P h + B (P the product of a, B the end
+ * of the chunk's scan from zero). After a barrier, the end of chunk 0 and
+ * the maps give every carry: thread j composes the maps of the chunks
+ * between chunk 0 and its own to get its carry and expands its chunk --
+ * read again from its L2 cache, since R1 steps of a and b are
+ * PRN__SCAN_CHUNK_BYTES -- while thread 0 composes all of them into the
+ * next superblock's carry and goes on. So phase p of the loop expands chunk
+ * 0 of superblock p, and chunks j of superblock p - 1 after reducing those
+ * of superblock p; maps and ends alternate between two slots by the
+ * parity of p, and one barrier ends each phase. Thread 0's chunk is longer
+ * (R0 > R1) because it skips the reduction.
+ *
+ * ws: 5 * nt + 2 rows of Cp values (maps, ends, states). */
+#define PRN__DEFINE_DIAG_CHUNKED(T_, SFX)                                        \
 PRN__FN void prn__scan_chunked_##SFX(int rev, size_t T, size_t C, const T_ *an, const T_ *bn, const T_ *h0n, \
-                                     T_ *hn, size_t nch, size_t span, int nt, int par, T_ *ws) { \
-    T_ *Am = ws, *Bm = Am + nch * C, *Cin = Bm + nch * C, *carry = Cin + nch * C; \
+                                     T_ *hn, size_t R0, size_t R1, int nt, int stream, T_ *ws) { \
+    const size_t Cp = (C + 15) / 16 * 16; /* rows of a cache line or more */    \
     const ptrdiff_t ds = rev ? -(ptrdiff_t)C : (ptrdiff_t)C;                     \
-    size_t c, sb;                                                                \
-    for (c = 0; c < C; ++c) carry[c] = h0n ? h0n[c] : (T_)0;                     \
-    (void)nt; (void)par;                                                         \
-    PRN__OMP(omp parallel num_threads(nt) if(par) private(sb))                   \
-    for (sb = 0; sb < T; sb += span) {                                           \
-        const size_t len = T - sb < span ? T - sb : span, S = (len + nch - 1) / nch; \
-        long g;                                                                  \
-        PRN__OMP(omp for schedule(static))                                       \
-        for (g = 0; g < (long)(nch / PRN__SCAN_LANES); ++g) {                    \
-            const T_ *pa[PRN__SCAN_LANES], *pb[PRN__SCAN_LANES];                 \
-            size_t ln[PRN__SCAN_LANES], l;                                       \
-            for (l = 0; l < PRN__SCAN_LANES; ++l) {                              \
-                size_t st = ((size_t)g * PRN__SCAN_LANES + l) * S, t = sb + st;  \
-                size_t row = st < len ? (rev ? T - 1 - t : t) : 0;               \
-                ln[l] = st < len ? (len - st < S ? len - st : S) : 0;            \
-                pa[l] = an + row * C; pb[l] = bn + row * C;                      \
+    T_ *Pm = ws, *Bm = Pm + 2 * (size_t)nt * Cp, *E = Bm + 2 * (size_t)nt * Cp, *St = E + 2 * Cp; \
+    (void)nt;                                                                    \
+    PRN__OMP(omp parallel num_threads(nt) if(nt > 1))                            \
+    {                                                                            \
+        const size_t j = (size_t)PRN__THREAD_NUM(), m = (size_t)PRN__NUM_THREADS(); \
+        const size_t r0 = m > 1 ? R0 : T, S = r0 + (m - 1) * R1, nsb = (T + S - 1) / S; \
+        T_ *st = St + j * Cp;                                                    \
+        size_t p, c, q;                                                          \
+        for (p = 0; p <= nsb; ++p) {                                             \
+            const size_t now = (p & 1) * Cp, was = ((p & 1) ^ 1) * Cp;          \
+            if (j == 0 && p < nsb) {                                             \
+                const size_t t0 = p * S, len = T - t0 < r0 ? T - t0 : r0;        \
+                const size_t row = rev ? T - 1 - t0 : t0;                        \
+                if (p == 0) for (c = 0; c < C; ++c) st[c] = h0n ? h0n[c] : (T_)0; \
+                else {                                                           \
+                    for (c = 0; c < C; ++c) st[c] = E[was + c];                  \
+                    for (q = 1; q < m; ++q) {                                    \
+                        const T_ *P = Pm + 2 * q * Cp + was, *B = Bm + 2 * q * Cp + was; \
+                        PRN__SIMD for (c = 0; c < C; ++c) st[c] = P[c] * st[c] + B[c]; } \
+                }                                                                \
+                if (C == 1)                                                      \
+                    st[0] = prn__scan1_##SFX(rev, len, an + (rev ? row + 1 - len : row), \
+                                             bn + (rev ? row + 1 - len : row), hn + (rev ? row + 1 - len : row), \
+                                             st[0], NULL, stream);               \
+                else prn__rows_expand_##SFX(C, len, ds, an + row * C, bn + row * C, hn + row * C, st, stream); \
+                for (c = 0; c < C; ++c) E[now + c] = st[c];                      \
             }                                                                    \
-            prn__chunk_fold_##SFX(C, ds, pa, pb, ln, Am + (size_t)g * PRN__SCAN_LANES * C, \
-                                  Bm + (size_t)g * PRN__SCAN_LANES * C);         \
-        }                                                                        \
-        PRN__OMP(omp single)                                                     \
-        {   size_t j, cc;                                                        \
-            for (j = 0; j < nch; ++j) for (cc = 0; cc < C; ++cc) {               \
-                Cin[j * C + cc] = carry[cc];                                     \
-                carry[cc] = Am[j * C + cc] * carry[cc] + Bm[j * C + cc]; } }     \
-        PRN__OMP(omp for schedule(static))                                       \
-        for (g = 0; g < (long)(nch / PRN__SCAN_LANES); ++g) {                    \
-            const T_ *pa[PRN__SCAN_LANES], *pb[PRN__SCAN_LANES];                 \
-            T_ *ph[PRN__SCAN_LANES];                                             \
-            size_t ln[PRN__SCAN_LANES], l;                                       \
-            for (l = 0; l < PRN__SCAN_LANES; ++l) {                              \
-                size_t st = ((size_t)g * PRN__SCAN_LANES + l) * S, t = sb + st;  \
-                size_t row = st < len ? (rev ? T - 1 - t : t) : 0;               \
-                ln[l] = st < len ? (len - st < S ? len - st : S) : 0;            \
-                pa[l] = an + row * C; pb[l] = bn + row * C; ph[l] = hn + row * C; \
+            if (j > 0 && p > 0) { /* expand chunk j of superblock p - 1 */       \
+                const size_t t0 = (p - 1) * S + r0 + (j - 1) * R1;               \
+                if (t0 < T) {                                                    \
+                    const size_t len = T - t0 < R1 ? T - t0 : R1, row = rev ? T - 1 - t0 : t0; \
+                    for (c = 0; c < C; ++c) st[c] = E[was + c];                  \
+                    for (q = 1; q < j; ++q) {                                    \
+                        const T_ *P = Pm + 2 * q * Cp + was, *B = Bm + 2 * q * Cp + was; \
+                        PRN__SIMD for (c = 0; c < C; ++c) st[c] = P[c] * st[c] + B[c]; } \
+                    if (C == 1)                                                  \
+                        prn__scan1_##SFX(rev, len, an + (rev ? row + 1 - len : row), bn + (rev ? row + 1 - len : row), \
+                                         hn + (rev ? row + 1 - len : row), st[0], NULL, stream); \
+                    else prn__rows_expand_##SFX(C, len, ds, an + row * C, bn + row * C, hn + row * C, st, stream); \
+                }                                                                \
             }                                                                    \
-            prn__chunk_expand_##SFX(C, ds, pa, pb, ph, ln, Cin + (size_t)g * PRN__SCAN_LANES * C); \
+            if (j > 0 && p < nsb) { /* reduce chunk j of superblock p */         \
+                const size_t t0 = p * S + r0 + (j - 1) * R1;                     \
+                T_ *P = Pm + 2 * j * Cp + now, *B = Bm + 2 * j * Cp + now;       \
+                if (t0 >= T) for (c = 0; c < C; ++c) { P[c] = 1; B[c] = 0; }     \
+                else {                                                           \
+                    const size_t len = T - t0 < R1 ? T - t0 : R1, row = rev ? T - 1 - t0 : t0; \
+                    if (C == 1)                                                  \
+                        B[0] = prn__scan1_##SFX(rev, len, an + (rev ? row + 1 - len : row), \
+                                                bn + (rev ? row + 1 - len : row), NULL, (T_)0, P, 0); \
+                    else prn__rows_reduce_##SFX(C, len, ds, an + row * C, bn + row * C, P, B); \
+                }                                                                \
+            }                                                                    \
+            PRN__OMP(omp barrier)                                                \
         }                                                                        \
+        if (stream) prn__stream_fence();                                         \
     }                                                                            \
 }
-PRN__DEFINE_DIAG_CHUNK(float, f32)
-PRN__DEFINE_DIAG_CHUNK(double, f64)
+PRN__DEFINE_DIAG_CHUNKED(float, f32)
+PRN__DEFINE_DIAG_CHUNKED(double, f64)
 
 /* Blelloch tree over one (sequence, channel): elements are affine maps
  * (m, o): h -> m*h + o; "later after earlier" is (m_l*m_e, m_l*o_e + o_l). */
@@ -2160,14 +2417,15 @@ PRN__FN prn_status prn__ref_scan_diag(prn_context *ctx, prn_dtype dtype, int rev
                                       const void *h0, void *h) {
     static const char fn[] = "scan_diag";
     size_t grp = 16, ngrp = (C + grp - 1) / grp, es = prn_dtype_size(dtype);
+    size_t R1 = PRN__SCAN_CHUNK_BYTES / (2 * es * (C ? C : 1));
     void *ws = NULL;
     int nt = prn_context_num_threads(ctx), stream;
     if (batch == 0 || T == 0 || C == 0) return PRN_OK;
-    /* the sequential pass streams large outputs (the chunked expand does
-     * not: there, streaming stores measured slower) */
+    /* large outputs are written with streaming stores */
     stream = batch * T * C * es >= PRN__STREAM_MIN;
     if (algo == PRN_SCAN_AUTO)
-        algo = (C >= 16 || T < PRN__SCAN_MIN_CHUNKED) ? PRN_SCAN_SEQUENTIAL : PRN_SCAN_CHUNKED;
+        algo = batch >= (size_t)nt || T < PRN__SCAN_MIN_CHUNKED || T * C < PRN__PAR_MIN || R1 < 4 * (size_t)nt
+                   ? PRN_SCAN_SEQUENTIAL : PRN_SCAN_CHUNKED;
     if (algo == PRN_SCAN_SEQUENTIAL) {
         PRN__PAR_SETUP(ctx, batch * T * C);
         /* Each thread walks whole rows of as many channels as possible: a unit
@@ -2188,25 +2446,25 @@ PRN__FN prn_status prn__ref_scan_diag(prn_context *ctx, prn_dtype dtype, int rev
         return PRN_OK;
     }
     if (algo == PRN_SCAN_CHUNKED) {
-        /* Superblocks of about PRN__SCAN_SPAN bytes of a, b and h: small enough
-         * to be read back from cache in the expand phase, large enough that
-         * the two barriers per superblock cost little. Each thread takes two
-         * groups of lanes. */
-        size_t nch = (size_t)nt * PRN__SCAN_LANES * 2, span = PRN__SCAN_SPAN / (3 * es * C), n;
-        span = span < nch * 16 ? nch * 16 : (span + nch - 1) / nch * nch;
-        int par = nt > 1 && T * C >= PRN__PAR_MIN;
-        if (span > T) span = T;
-        ws = prn_alloc(ctx, (3 * nch + 1) * C * es);
+        const size_t Cp = (C + 15) / 16 * 16;
+        size_t R0, n;
+        if (T * C < PRN__PAR_MIN) nt = 1;
+        if (R1 < 1) R1 = 1;
+        R0 = 2 * R1;
+        void *wa;
+        /* cache-line aligned: each thread's rows sit on lines of their own */
+        ws = prn_alloc(ctx, (5 * (size_t)nt + 2) * Cp * es + 64);
         if (!ws) return PRN__ERR(ctx, PRN_ERR_OUT_OF_MEMORY, "%s: out of memory for the chunk workspace", fn);
+        wa = (char *)ws + (64 - (uintptr_t)ws % 64) % 64;
         for (n = 0; n < batch; ++n) {
             if (dtype == PRN_F32)
                 prn__scan_chunked_f32(rev, T, C, (const float *)a + n * T * C, (const float *)b + n * T * C,
-                                      h0 ? (const float *)h0 + n * C : NULL, (float *)h + n * T * C, nch, span, nt, par,
-                                      (float *)ws);
+                                      h0 ? (const float *)h0 + n * C : NULL, (float *)h + n * T * C, R0, R1, nt,
+                                      stream, (float *)wa);
             else
                 prn__scan_chunked_f64(rev, T, C, (const double *)a + n * T * C, (const double *)b + n * T * C,
-                                      h0 ? (const double *)h0 + n * C : NULL, (double *)h + n * T * C, nch, span, nt, par,
-                                      (double *)ws);
+                                      h0 ? (const double *)h0 + n * C : NULL, (double *)h + n * T * C, R0, R1, nt,
+                                      stream, (double *)wa);
         }
         prn_free(ctx, ws);
         return PRN_OK;

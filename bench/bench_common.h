@@ -79,6 +79,73 @@ static int time_best(bench_fn fn, void *user, double *best) {
     return 0;
 }
 
+/* Best seconds per call of each of n functions, timed in rounds: each
+ * round takes one sample (a batch of calls of at least g_min_sample
+ * seconds) of every function in turn, so that all of them see the machine
+ * in the same states -- a figure compared with another (a scan with the
+ * triad) is then not at the mercy of when each was measured. A warm-up
+ * call of each sizes its batches; then rounds until g_repeats are done or
+ * n * g_budget seconds are spent (at least 3 rounds). When samples is not
+ * NULL, it receives round r's seconds per call of function f at
+ * [r * n + f] (room for g_repeats rounds) and *rounds their number.
+ * Returns nonzero if a function fails. */
+static int time_interleaved(int n, bench_fn *fns, void **users, double *best, double *samples, int *rounds) {
+    double start = now(), t0, t1;
+    long iters[16], i;
+    int r, f;
+    if (n > 16) return 1;
+    for (f = 0; f < n; ++f) {
+        t0 = now();
+        if (fns[f](users[f])) return 1;
+        t1 = now() - t0;
+        if (t1 < 0.5 * g_min_sample) { /* the first call may pay page faults */
+            t0 = now();
+            if (fns[f](users[f])) return 1;
+            t1 = now() - t0;
+        }
+        iters[f] = t1 >= g_min_sample ? 1 : (long)(g_min_sample / (t1 > 1e-7 ? t1 : 1e-7)) + 1;
+        best[f] = 1e300;
+    }
+    for (r = 0; r < g_repeats && (r < 3 || now() - start < (double)n * g_budget); ++r)
+        for (f = 0; f < n; ++f) {
+            t0 = now();
+            for (i = 0; i < iters[f]; ++i)
+                if (fns[f](users[f])) return 1;
+            t1 = (now() - t0) / (double)iters[f];
+            if (t1 < best[f]) best[f] = t1;
+            if (samples) samples[r * n + f] = t1;
+        }
+    if (rounds) *rounds = r;
+    return 0;
+}
+
+/* One pass of the STREAM-like triad below over arrays the caller keeps
+ * (for time_interleaved): user points at a triad_job. */
+typedef struct triad_job {
+    double *a, *b, *c;
+    size_t n;
+} triad_job;
+static int triad_job_init(triad_job *j, size_t n) {
+    long i, len = (long)n;
+    j->n = n;
+    j->a = (double *)xmalloc(n * sizeof(double));
+    j->b = (double *)xmalloc(n * sizeof(double));
+    j->c = (double *)xmalloc(n * sizeof(double));
+    BENCH_PARFOR /* first touch in parallel, so pages land where the threads run */
+    for (i = 0; i < len; ++i) { j->a[i] = 0.0; j->b[i] = 1.0; j->c[i] = 2.0; }
+    return 0;
+}
+static int run_triad(void *user) {
+    triad_job *j = (triad_job *)user;
+    double *a = j->a;
+    const double *b = j->b, *c = j->c, s = 3.0;
+    long i, len = (long)j->n;
+    BENCH_PARFOR
+    for (i = 0; i < len; ++i) a[i] = b[i] + s * c[i];
+    return a[len - 1] != 7.0; /* the values are checked */
+}
+static void triad_job_free(triad_job *j) { free(j->a); free(j->b); free(j->c); }
+
 /* STREAM-like triad a[i] = b[i] + s*c[i] on n doubles: best seconds. */
 static double probe_triad(size_t n) {
     double *a = (double *)xmalloc(n * sizeof *a);

@@ -19,10 +19,16 @@
  *                   TREE (TREE only for C = 1 and C = 1024, where a call
  *                   takes about a second; at C = 16 and 128 it takes 2-4 s).
  *   Counted: 12 bytes per element (read a, read b, write h).
- *   frac_bw = GB/s / triad GB/s, where the triad is the best of two
- *   probes taken just before and just after the shape (a `triad` row per
- *   shape; the machine's bandwidth drifts within a run); speedup = loop
- *   time / parrnn time.
+ *   The triad, the loop and the algorithms of a shape are timed in rounds
+ *   (time_interleaved: one sample of each per round, in turn), because
+ *   this machine's bandwidth drifts by up to 40% within a run. GB/s and
+ *   time/call are the best sample; frac_bw is the median over the rounds
+ *   of a sample's GB/s over the triad's measured around it (paired_frac);
+ *   the `triad` row of a shape gives its best triad. speedup = loop time /
+ *   parrnn time. The triad counts 24 bytes per element but moves 32 (its
+ *   stores first read the line), while the scans stream outputs of 16 MiB
+ *   and more past the caches and move what they count: frac_bw can
+ *   exceed 1.
  *
  * Block scans, f32, forward, batch 1, T = 10^5:
  *   h[t] = A[t] h[t-1] + b[t] with A[t] block-diagonal, blocks of k x k.
@@ -100,6 +106,7 @@ static int g_num_results = 0;
 static double g_triad = 0.0;     /* GB/s: the reference of the rows being measured */
 static size_t g_triad_n = 0;     /* doubles per triad array */
 static double g_triad_first = 0.0; /* GB/s: the probe before all shapes */
+static triad_job g_triad_job;      /* the triad's arrays, timed beside each diagonal shape */
 static prn_context *g_dev = NULL;  /* a device backend's context, when one is built in and present */
 
 
@@ -110,16 +117,19 @@ static void table_header(const char *title) {
            "time/call", "GB/s", "frac_bw", "speedup");
 }
 
+/* One row of the table (and of the BENCH lines). frac < 0: GB/s over
+ * g_triad; otherwise the fraction measured by paired_frac. */
 static void record(const char *name, const char *backend, const char *algo, const char *picked, size_t T, size_t C,
-                   size_t k, double seconds, double bytes, double loop_seconds) {
+                   size_t k, double seconds, double bytes, double loop_seconds, double frac) {
     result *r;
     char shown[32];
     double gbps = bytes / seconds * 1e-9;
     double speedup = loop_seconds > 0 ? loop_seconds / seconds : 1.0;
+    if (frac < 0) frac = gbps / g_triad;
     if (picked && picked[0]) snprintf(shown, sizeof shown, "%s->%s", algo, picked);
     else snprintf(shown, sizeof shown, "%s", algo);
     printf("  %-15s %-9s %-19s %8lu %5lu %3lu %9.4g s %8.3f %7.3f %7.2fx\n", name, backend, shown, (unsigned long)T,
-           (unsigned long)C, (unsigned long)k, seconds, gbps, gbps / g_triad, speedup);
+           (unsigned long)C, (unsigned long)k, seconds, gbps, frac, speedup);
     fflush(stdout);
     if (g_num_results == MAX_RESULTS) return;
     r = &g_results[g_num_results++];
@@ -132,8 +142,28 @@ static void record(const char *name, const char *backend, const char *algo, cons
     r->k = k;
     r->seconds = seconds;
     r->gbps = gbps;
-    r->frac = gbps / g_triad;
+    r->frac = frac;
     r->speedup = speedup;
+}
+
+/* frac_bw of function f from time_interleaved's samples (function 0 being
+ * the triad): each round's GB/s over the triad's GB/s measured around it
+ * (the faster of the round's triad sample, just before, and the next
+ * round's, just after), and the median of those ratios over the rounds. A
+ * sample pairs with its neighbours in time, so a change of the machine's
+ * bandwidth between rounds moves both; the median ignores a round in which
+ * it changed halfway. */
+static double paired_frac(const double *samples, int n, int rounds, int f, double bytes) {
+    double ratio[64], tmp;
+    int r, i, j;
+    for (r = 0; r < rounds && r < 64; ++r) {
+        double tri = samples[r * n], gbps = bytes / samples[r * n + f] * 1e-9;
+        if (r + 1 < rounds && samples[(r + 1) * n] < tri) tri = samples[(r + 1) * n];
+        ratio[r] = gbps / (24.0 * (double)g_triad_job.n / tri * 1e-9);
+    }
+    for (i = 1; i < r; ++i) /* insertion sort: a handful of values */
+        for (j = i; j > 0 && ratio[j - 1] > ratio[j]; --j) { tmp = ratio[j]; ratio[j] = ratio[j - 1]; ratio[j - 1] = tmp; }
+    return r % 2 ? ratio[r / 2] : 0.5 * (ratio[r / 2 - 1] + ratio[r / 2]);
 }
 
 /* Best seconds per call of fn(user): one warm-up call (timed, to size the
@@ -344,9 +374,9 @@ static void bench_device_copy_and_scan(size_t T, size_t C) {
     {
         double triad = g_triad;
         g_triad = copy_gbps; /* these rows compare with the copy */
-        record("device_copy", dev, "copy", NULL, T, C, 1, copy_s, 2.0 * (double)cj.bytes, 0);
-        record("scan_diag", dev, "sequential", NULL, T, C, 1, s_seq, 12.0 * (double)n, s_seq);
-        record("scan_diag", dev, "auto", NULL, T, C, 1, s_auto, 12.0 * (double)n, s_seq);
+        record("device_copy", dev, "copy", NULL, T, C, 1, copy_s, 2.0 * (double)cj.bytes, 0, -1);
+        record("scan_diag", dev, "sequential", NULL, T, C, 1, s_seq, 12.0 * (double)n, s_seq, -1);
+        record("scan_diag", dev, "auto", NULL, T, C, 1, s_auto, 12.0 * (double)n, s_seq, -1);
         g_triad = triad;
     }
     prn_tensor_free(a);
@@ -359,12 +389,15 @@ static void bench_shape(prn_context *ctx, const char *name, int block, size_t T,
     static const prn_scan_algo order[4] = {PRN_SCAN_SEQUENTIAL, PRN_SCAN_CHUNKED, PRN_SCAN_TREE, PRN_SCAN_AUTO};
     size_t shape_b[3], shape_a[4], n = T * C;
     prn_tensor *a = NULL, *b = NULL, *outs[PRN_SCAN_ALGO_COUNT] = {NULL, NULL, NULL, NULL};
-    double secs[PRN_SCAN_ALGO_COUNT] = {0, 0, 0, 0}, loop_s = 0.0, bytes;
+    double secs[PRN_SCAN_ALGO_COUNT] = {0, 0, 0, 0}, fracs[PRN_SCAN_ALGO_COUNT] = {0, 0, 0, 0}, loop_s = 0.0, bytes;
+    double best[8], samples[8 * 64], loop_frac = 0.0;
     loop_job lj;
-    scan_job sj;
+    scan_job jobs[4];
+    bench_fn fns[8];
+    void *users[8];
     char loop_name[32], what[64];
     const char *picked = "?";
-    int q;
+    int q, nm, slot[4], rounds = 0;
     shape_b[0] = shape_a[0] = 1;
     shape_b[1] = shape_a[1] = T;
     shape_b[2] = shape_a[2] = C;
@@ -392,51 +425,60 @@ static void bench_shape(prn_context *ctx, const char *name, int block, size_t T,
     if (prn_tensor_uniform(ctx, PRN_F32, 3, shape_b, -1.0, 1.0, &b) != PRN_OK) die_prn(ctx, "inputs");
     bytes = 4.0 * ((double)n * (double)(block ? k : 1) + 2.0 * (double)n);
 
-    /* This machine's bandwidth drifts by 20-30% within a minute (other
-     * guests on the host), so each diagonal shape is compared with the best
-     * of triads measured just before and just after it. */
-    if (!block) g_triad = triad_gbps(g_triad_n);
-
-    /* The C loop on the same arrays (reference backend buffers are host memory). */
+    /* The triad, the C loop and every algorithm are timed in interleaved
+     * rounds: this machine's bandwidth drifts by 20-30% within a minute
+     * (other guests on the host), and a figure compared with the triad must
+     * have seen the same states of it. */
     lj.kind = block;
     lj.T = T; lj.C = C; lj.k = k;
-    lj.a = (const float *)prn_tensor_buffer(a);
+    lj.a = (const float *)prn_tensor_buffer(a); /* host memory on the reference backend */
     lj.b = (const float *)prn_tensor_buffer(b);
     lj.h = (float *)xmalloc(n * sizeof(float));
-    time_best(run_loop, &lj, &loop_s);
     snprintf(loop_name, sizeof loop_name, "%s_loop", name);
-
-    sj.ctx = ctx;
-    sj.sync = 0;
-    sj.block = block;
-    sj.a = a;
-    sj.b = b;
-    sj.keep_out = 1;
+    nm = 0;
+    if (!block) { fns[nm] = run_triad; users[nm++] = &g_triad_job; }
+    fns[nm] = run_loop; users[nm++] = &lj;
+    memset(jobs, 0, sizeof jobs);
     for (q = 0; q < 4; ++q) {
         prn_scan_algo al = order[q];
         if (al == PRN_SCAN_TREE && !with_tree) continue;
-        sj.algo = al;
-        sj.keep = NULL;
+        jobs[q].ctx = ctx;
+        jobs[q].block = block;
+        jobs[q].a = a;
+        jobs[q].b = b;
+        jobs[q].keep_out = 1;
+        jobs[q].algo = al;
+        slot[q] = nm;
+        fns[nm] = run_scan; users[nm++] = &jobs[q];
+    }
+    snprintf(what, sizeof what, "%s T=%lu C=%lu k=%lu", name, (unsigned long)T, (unsigned long)C, (unsigned long)k);
+    if (time_interleaved(nm, fns, users, best, samples, &rounds)) die_prn(ctx, what);
+    loop_s = best[block ? 0 : 1];
+    if (!block) loop_frac = paired_frac(samples, nm, rounds, 1, bytes);
+    for (q = 0; q < 4; ++q) {
+        prn_scan_algo al = order[q];
+        if (!jobs[q].keep) continue;
+        secs[al] = best[slot[q]];
+        if (!block) fracs[al] = paired_frac(samples, nm, rounds, slot[q], bytes);
         snprintf(what, sizeof what, "%s %s T=%lu C=%lu k=%lu", name, algo_names[al], (unsigned long)T,
                  (unsigned long)C, (unsigned long)k);
-        if (time_best(run_scan, &sj, &secs[al])) die_prn(ctx, what);
-        check_close(what, sj.keep, lj.h, n);
-        outs[al] = sj.keep;
+        check_close(what, jobs[q].keep, lj.h, n);
+        outs[al] = jobs[q].keep;
     }
     if (same_bits(outs[PRN_SCAN_AUTO], outs[PRN_SCAN_SEQUENTIAL], n)) picked = "sequential";
     else if (same_bits(outs[PRN_SCAN_AUTO], outs[PRN_SCAN_CHUNKED], n)) picked = "chunked";
     else if (same_bits(outs[PRN_SCAN_AUTO], outs[PRN_SCAN_TREE], n)) picked = "tree";
     if (same_bits(outs[PRN_SCAN_SEQUENTIAL], outs[PRN_SCAN_CHUNKED], n)) picked = "?"; /* cannot tell */
     if (!block) {
-        double after = triad_gbps(g_triad_n);
-        if (after > g_triad) g_triad = after;
-        record("triad", "c", "triad", NULL, T, C, k, 24.0 * (double)g_triad_n / (g_triad * 1e9), 24.0 * (double)g_triad_n, 0);
+        g_triad = 24.0 * (double)g_triad_job.n / best[0] * 1e-9;
+        record("triad", "c", "triad", NULL, T, C, k, best[0], 24.0 * (double)g_triad_job.n, 0, 1.0);
     }
 
-    record(loop_name, "c", "loop", NULL, T, C, k, loop_s, bytes, loop_s);
-    record(name, "reference", "auto", picked, T, C, k, secs[PRN_SCAN_AUTO], bytes, loop_s);
+    record(loop_name, "c", "loop", NULL, T, C, k, loop_s, bytes, loop_s, block ? -1 : loop_frac);
+    record(name, "reference", "auto", picked, T, C, k, secs[PRN_SCAN_AUTO], bytes, loop_s,
+           block ? -1 : fracs[PRN_SCAN_AUTO]);
     for (q = PRN_SCAN_SEQUENTIAL; q < PRN_SCAN_ALGO_COUNT; ++q)
-        if (outs[q]) record(name, "reference", algo_names[q], NULL, T, C, k, secs[q], bytes, loop_s);
+        if (outs[q]) record(name, "reference", algo_names[q], NULL, T, C, k, secs[q], bytes, loop_s, block ? -1 : fracs[q]);
     for (q = 0; q < PRN_SCAN_ALGO_COUNT; ++q) prn_tensor_free(outs[q]);
 
     /* The device backend on the same inputs (uploaded once), AUTO and
@@ -450,7 +492,10 @@ static void bench_shape(prn_context *ctx, const char *name, int block, size_t T,
             die_prn(g_dev, "device inputs");
         for (q = 0; q < 2; ++q) {
             double ds;
-            scan_job dj = sj;
+            scan_job dj;
+            memset(&dj, 0, sizeof dj);
+            dj.block = block;
+            dj.keep_out = 1;
             dj.ctx = g_dev;
             dj.a = da;
             dj.b = db;
@@ -462,7 +507,7 @@ static void bench_shape(prn_context *ctx, const char *name, int block, size_t T,
             if (time_best(run_scan, &dj, &ds)) die_prn(g_dev, what);
             check_close(what, dj.keep, lj.h, n);
             prn_tensor_free(dj.keep);
-            record(name, dev, algo_names[dev_algos[q]], NULL, T, C, k, ds, bytes, loop_s);
+            record(name, dev, algo_names[dev_algos[q]], NULL, T, C, k, ds, bytes, loop_s, -1);
         }
         prn_tensor_free(da);
         prn_tensor_free(db);
@@ -534,6 +579,7 @@ int main(int argc, char **argv) {
 
     printf("\nMachine probe\n");
     triad_gbps_probe(triad_n);
+    triad_job_init(&g_triad_job, triad_n);
     ctx = make_context();
     g_dev = bench_device_context(2026);
 
@@ -554,6 +600,7 @@ int main(int argc, char **argv) {
     }
     prn_context_destroy(ctx);
     prn_context_destroy(g_dev);
+    triad_job_free(&g_triad_job);
 
     /* The same for scripts. */
     printf("\nBENCH name=triad backend=c dtype=f64 n=%lu threads=%d gbps=%.4f frac_bw=1.0000\n",

@@ -127,6 +127,59 @@ static void test_diag_long(void) {
     scan_case(PRN_F32, PRN_SCAN_CHUNKED, 0, 1, 2, 1000000, 3, 0, 0);
 }
 
+static void test_diag_chunked_pipeline(void) {
+    /* The chunked scan hands carries from superblock to superblock; with
+     * one channel each pass takes 4 (SSE2) or 8 (AVX2) steps per register.
+     * Two sequences of odd length put the second one's rows at every
+     * alignment; several superblocks each, both directions, h0. */
+    int d, rev;
+    for (d = 0; d < 2; ++d)
+        for (rev = 0; rev < 2; ++rev) {
+            scan_case(d ? PRN_F64 : PRN_F32, PRN_SCAN_CHUNKED, rev, 1, 2, 300001, 1, 0, rev ? 2 : 1);
+            scan_case(d ? PRN_F64 : PRN_F32, PRN_SCAN_SEQUENTIAL, rev, 1, 3, 100003, 1, 0, 0);
+            scan_case(d ? PRN_F64 : PRN_F32, PRN_SCAN_CHUNKED, rev, rev, 1, 200003, 37, 0, 1);
+        }
+    /* outputs of 16 MiB and more: streaming stores, one channel and rows
+     * (not under valgrind and the sanitizers: PRNT_QUICK) */
+    if (getenv("PRNT_QUICK")) return;
+    scan_case(PRN_F32, PRN_SCAN_CHUNKED, 0, 1, 1, 4500001, 1, 0, 1);
+    scan_case(PRN_F32, PRN_SCAN_SEQUENTIAL, 1, 1, 1, 4500001, 1, 0, 0);
+    scan_case(PRN_F64, PRN_SCAN_CHUNKED, 1, 0, 1, 2250001, 1, 0, 1);
+    scan_case(PRN_F32, PRN_SCAN_CHUNKED, 1, 1, 1, 150001, 37, 0, 0);
+    scan_case(PRN_F64, PRN_SCAN_CHUNKED, 0, 1, 1, 60001, 37, 0, 1);
+}
+
+static void test_diag_many_threads(void) {
+    /* More threads than chunks in a superblock fill: thread j composes the
+     * maps of chunks 1 .. j-1 (with 2 threads there are none) */
+    prn_config cfg;
+    prn_context *c5 = NULL, *saved = ctx;
+    char err[256];
+    int d, rev;
+#ifdef _OPENMP
+    const int max_before = omp_get_max_threads();
+    omp_set_num_threads(5); /* contexts use at most what OpenMP offers */
+#endif
+    memset(&cfg, 0, sizeof cfg);
+    cfg.num_threads = 5;
+    PRNT_CHECK(prn_context_create(&cfg, &c5, err, sizeof err) == PRN_OK, "context: %s", err);
+    if (!c5) return;
+    PRNT_CHECK(prn_context_num_threads(c5) == 5 || prn_context_num_threads(c5) == 1, "threads: %d",
+               prn_context_num_threads(c5));
+    ctx = c5;
+    for (d = 0; d < 2; ++d)
+        for (rev = 0; rev < 2; ++rev) {
+            scan_case(d ? PRN_F64 : PRN_F32, PRN_SCAN_CHUNKED, rev, 1, 1, 1000003, 1, 0, 1);
+            scan_case(d ? PRN_F64 : PRN_F32, PRN_SCAN_CHUNKED, rev, !rev, 2, 200003, 5, 0, 0);
+            scan_case(d ? PRN_F64 : PRN_F32, PRN_SCAN_AUTO, rev, 1, 2, 100003, 64, 0, 1);
+        }
+    ctx = saved;
+    prn_context_destroy(c5);
+#ifdef _OPENMP
+    omp_set_num_threads(max_before);
+#endif
+}
+
 static void test_nan_propagates(void) {
     const size_t s[3] = {1, 9, 2};
     double a[18], b[18], h[18];
@@ -215,11 +268,27 @@ static void test_report(void) {
     PRNT_CHECK(prn_live_tensors(ctx) == 0, "tensors leaked: %zu", prn_live_tensors(ctx));
 }
 
+#if defined(PARRNN_NO_AVX2) || defined(PARRNN_NO_INTRINSICS)
+static void skip_not_reference(void) {
+    PRNT_SKIP("built with PARRNN_NO_AVX2 or PARRNN_NO_INTRINSICS, which change only the reference backend");
+}
+#endif
+
 int main(void) {
     if (!(ctx = prnt_context(0))) return 1;
+#if defined(PARRNN_NO_AVX2) || defined(PARRNN_NO_INTRINSICS)
+    /* this build checks the reference backend's other code paths */
+    if (strncmp(prn_context_backend_name(ctx), "reference", 9) != 0) {
+        PRNT_RUN(skip_not_reference);
+        prn_context_destroy(ctx);
+        return prnt_summary();
+    }
+#endif
     PRNT_RUN(test_diag_all_variants);
     PRNT_RUN(test_block_all_variants);
     PRNT_RUN(test_diag_long);
+    PRNT_RUN(test_diag_chunked_pipeline);
+    PRNT_RUN(test_diag_many_threads);
     PRNT_RUN(test_nan_propagates);
     PRNT_RUN(test_bad_input);
     PRNT_RUN(test_final_state_slice);
