@@ -25,8 +25,19 @@ CFLAGS_ALL += -fopenmp
 LDLIBS_ALL += -fopenmp
 endif
 ifeq ($(BLAS),1)
-BLAS_CFLAGS := $(shell pkg-config --cflags openblas 2>/dev/null)
-BLAS_LIBS   := $(shell pkg-config --libs openblas 2>/dev/null)
+# With OpenMP, the OpenMP build of OpenBLAS when it is installed (Debian:
+# libopenblas-openmp-dev): it runs on OpenMP's threads, where the pthreads
+# build keeps its own workers spinning for about 0.1 s after each call,
+# taking cores from parrnn's threads (the fused RNN layers lost 2x to it).
+# rpath: the loader would otherwise take whichever build the system's
+# alternatives name.
+OPENBLAS_OMP_PC := $(if $(filter 1,$(OPENMP)),$(firstword $(wildcard /usr/lib/*/openblas-openmp/pkgconfig/openblas.pc)))
+ifneq ($(OPENBLAS_OMP_PC),)
+BLAS_PC_ENV := PKG_CONFIG_PATH=$(dir $(OPENBLAS_OMP_PC))
+BLAS_RPATH  := -Wl,-rpath,$(shell $(BLAS_PC_ENV) pkg-config --variable=libdir openblas)
+endif
+BLAS_CFLAGS := $(shell $(BLAS_PC_ENV) pkg-config --cflags openblas 2>/dev/null)
+BLAS_LIBS   := $(shell $(BLAS_PC_ENV) pkg-config --libs openblas 2>/dev/null) $(BLAS_RPATH)
 ifneq ($(BLAS_LIBS),)
 CFLAGS_ALL += -DPARRNN_USE_CBLAS $(BLAS_CFLAGS)
 LDLIBS_ALL += $(BLAS_LIBS)
@@ -72,7 +83,7 @@ endif
 MPI_NPS      ?= 1 2 4
 MPI_BINS      = $(BUILD)/tests/test_mpi $(BUILD)/examples/mpi_deer $(BUILD)/bench/bench_mpi
 
-TESTS    = test_ops test_autodiff test_scan test_scan_sse2 test_scan_plain test_conformance test_bad_input test_alloc_fail test_cells test_opencl test_rnn test_rnn_golden test_deer \
+TESTS    = test_ops test_autodiff test_scan test_scan_sse2 test_scan_plain test_conformance test_conformance_sse2 test_bad_input test_alloc_fail test_cells test_opencl test_rnn test_rnn_golden test_deer \
            test_pwl_parse test_scyfi
 EXAMPLES = mlp_train scan_explain char_rnn game_agent deer_demo
 BENCHES  = bench_ops bench_scan scan_error bench_rnn bench_deer bench_scyfi
@@ -96,7 +107,12 @@ $(BUILD)/tests/test_eig_lapack: tests/test_eig.c parrnn.h tests/prn_test.h $(BAC
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS_ALL) -DPARRNN_USE_LAPACK -o $@ $< $(BACKEND_OBJS) $(LDLIBS_ALL) -llapack
 # test_scan again without the AVX2 path (SSE2 only), and without intrinsics:
-# the reference scans' code paths for processors without AVX2, and not x86.
+# the reference scans' code paths for processors without AVX2, and not x86;
+# test_conformance without AVX2: the reference's other paths (the scans and
+# the fused RNN layers) against the oracle's host math.
+$(BUILD)/tests/test_conformance_sse2: tests/test_conformance.c parrnn.h tests/prn_test.h $(BACKEND_OBJS)
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS_ALL) -DPARRNN_NO_AVX2 -o $@ $< $(BACKEND_OBJS) $(LDLIBS_ALL)
 $(BUILD)/tests/test_scan_sse2: tests/test_scan.c parrnn.h tests/prn_test.h $(BACKEND_OBJS)
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS_ALL) -DPARRNN_NO_AVX2 -o $@ $< $(BACKEND_OBJS) $(LDLIBS_ALL)

@@ -1222,8 +1222,28 @@ struct prn_backend {
     prn_status (*solve_batched)(prn_context *ctx, prn_dtype dtype, size_t batch, size_t n, void *a,
                                 void *r, int *info);
 
+    /* Optional, both or neither (NULL: the generic code runs each step with
+     * gemm and rnn_cell_forward/_backward). A whole layer of one head of
+     * kind PRN_RNN_ELMAN, PRN_RNN_LSTM or PRN_RNN_GRU: for t = 0 .. T-1
+     * (T-1 .. 0 when reverse), the step of rnn_cell_forward with xp[:, t]
+     * and q = h_prev W_hh^T, h_prev being the first H values of the previous
+     * state (of s0 before the first step). xp [B, T, P] (input projections
+     * with b_ih), w_hh [P, H], b_hh [P], s0 [B, S]; writes states [B, T, S]
+     * and, unless NULL, saved [B, T, V H] (rnn_cell_forward's saved values,
+     * step by step). */
+    prn_status (*rnn_layer_forward)(prn_context *ctx, prn_dtype dtype, int kind, int relu, int reverse, size_t B,
+                                    size_t T, size_t H, const void *xp, const void *w_hh, const void *b_hh,
+                                    const void *s0, void *states, void *saved);
+    /* Its backward: from g [B, T, S] (d loss / d states) and the forward's
+     * w_hh, s0, states and saved, writes dxp [B, T, P] (d loss / d xp), dq
+     * [B, T, P] (d loss / d (q + b_hh) of each step) and ds0 [B, S]
+     * (d loss / d s0). */
+    prn_status (*rnn_layer_backward)(prn_context *ctx, prn_dtype dtype, int kind, int relu, int reverse, size_t B,
+                                     size_t T, size_t H, const void *g, const void *w_hh, const void *s0,
+                                     const void *states, const void *saved, void *dxp, void *dq, void *ds0);
+
     /* Room for the primitives of later versions: keep NULL. */
-    void (*reserved[27])(void);
+    void (*reserved[25])(void);
 };
 
 /* The backend table the context runs on. */
@@ -2725,55 +2745,127 @@ PRN__FN_INLINE float prn__expf(float x) {
  * only where tanh is below that). */
 PRN__FN_INLINE float prn__tanhf(float x) { return 1.0f - 2.0f / (1.0f + prn__expf(2.0f * x)); }
 #define PRN__SIGM(T, EXP, x) ((T)1 / ((T)1 + EXP(-(x))))
-#define PRN__CELL_FWD(T, EXP, TANH)                                              \
+/* The gates of n consecutive units of one batch row. Gate g of unit i is
+ * at x[g * xs + i], q[g * qs + i] and bb[g * bs + i] (input projection,
+ * hidden projection, b_hh); saved value m at v[m * vs + i] (v may be
+ * NULL: nothing saved). The backward ones write d loss / d xp to dx and
+ * d loss / d (q + b_hh) to dq, gate g at [g * ds + i]. Shared by the
+ * one-step entries (rnn_cell_*) and the fused layers (rnn_layer_*). */
+#define PRN__DEFINE_CELL_UNITS(T, SFX, EXP, TANH)                                \
+PRN__FN_INLINE void prn__elman_fw_##SFX(size_t n, int relu, const T *x, const T *q, const T *bb, T *h) { \
+    size_t i;                                                                    \
+    if (relu) { for (i = 0; i < n; ++i) { T p = x[i] + q[i] + bb[i]; h[i] = p > 0 ? p : (T)0; } } \
+    else { PRN__SIMD for (i = 0; i < n; ++i) h[i] = TANH(x[i] + q[i] + bb[i]); } \
+}                                                                                \
+PRN__FN_INLINE void prn__lstm_fw_##SFX(size_t n, const T *x, size_t xs, const T *q, size_t qs, const T *bb, \
+                                       size_t bs, const T *cp, T *h, T *c, T *v, size_t vs) { \
+    size_t i;                                                                    \
+    if (v) {                                                                     \
+        PRN__SIMD for (i = 0; i < n; ++i) {                                      \
+            T ig = PRN__SIGM(T, EXP, x[i] + q[i] + bb[i]);                       \
+            T fg = PRN__SIGM(T, EXP, x[xs + i] + q[qs + i] + bb[bs + i]);        \
+            T gg = TANH(x[2 * xs + i] + q[2 * qs + i] + bb[2 * bs + i]);         \
+            T og = PRN__SIGM(T, EXP, x[3 * xs + i] + q[3 * qs + i] + bb[3 * bs + i]); \
+            T cn = fg * cp[i] + ig * gg, tc = TANH(cn);                          \
+            h[i] = og * tc; c[i] = cn;                                           \
+            v[i] = ig; v[vs + i] = fg; v[2 * vs + i] = gg; v[3 * vs + i] = og; v[4 * vs + i] = tc; \
+        }                                                                        \
+    } else {                                                                     \
+        PRN__SIMD for (i = 0; i < n; ++i) {                                      \
+            T ig = PRN__SIGM(T, EXP, x[i] + q[i] + bb[i]);                       \
+            T fg = PRN__SIGM(T, EXP, x[xs + i] + q[qs + i] + bb[bs + i]);        \
+            T gg = TANH(x[2 * xs + i] + q[2 * qs + i] + bb[2 * bs + i]);         \
+            T og = PRN__SIGM(T, EXP, x[3 * xs + i] + q[3 * qs + i] + bb[3 * bs + i]); \
+            T cn = fg * cp[i] + ig * gg;                                         \
+            h[i] = og * TANH(cn); c[i] = cn;                                     \
+        }                                                                        \
+    }                                                                            \
+}                                                                                \
+/* GRU: gates r | z | n; the saved values r z n and q_n + b_hn */              \
+PRN__FN_INLINE void prn__gru_fw_##SFX(size_t n, const T *x, size_t xs, const T *q, size_t qs, const T *bb, \
+                                      size_t bs, const T *hp, T *h, T *v, size_t vs) { \
+    size_t i;                                                                    \
+    if (v) {                                                                     \
+        PRN__SIMD for (i = 0; i < n; ++i) {                                      \
+            T r = PRN__SIGM(T, EXP, x[i] + q[i] + bb[i]);                        \
+            T z = PRN__SIGM(T, EXP, x[xs + i] + q[qs + i] + bb[bs + i]);         \
+            T hn = q[2 * qs + i] + bb[2 * bs + i], nn = TANH(x[2 * xs + i] + r * hn); \
+            h[i] = nn + z * (hp[i] - nn);                                        \
+            v[i] = r; v[vs + i] = z; v[2 * vs + i] = nn; v[3 * vs + i] = hn;     \
+        }                                                                        \
+    } else {                                                                     \
+        PRN__SIMD for (i = 0; i < n; ++i) {                                      \
+            T r = PRN__SIGM(T, EXP, x[i] + q[i] + bb[i]);                        \
+            T z = PRN__SIGM(T, EXP, x[xs + i] + q[qs + i] + bb[bs + i]);         \
+            T nn = TANH(x[2 * xs + i] + r * (q[2 * qs + i] + bb[2 * bs + i]));   \
+            h[i] = nn + z * (hp[i] - nn);                                        \
+        }                                                                        \
+    }                                                                            \
+}                                                                                \
+/* g: d loss / d h; nx: the step's output */                                   \
+PRN__FN_INLINE void prn__elman_bw_##SFX(size_t n, int relu, const T *g, const T *nx, T *dx, T *dq) { \
+    size_t i;                                                                    \
+    if (relu) { for (i = 0; i < n; ++i) { T dp = nx[i] > 0 ? g[i] : (T)0; dx[i] = dp; dq[i] = dp; } } \
+    else { PRN__SIMD for (i = 0; i < n; ++i) { T dp = g[i] * ((T)1 - nx[i] * nx[i]); dx[i] = dp; dq[i] = dp; } } \
+}                                                                                \
+/* gh, gc: d loss / d (h, c); cp: the previous c; writes dcp = d loss / d cp   \
+ * through the cell (dc * f; may alias gc) */                                  \
+PRN__FN_INLINE void prn__lstm_bw_##SFX(size_t n, const T *gh, const T *gc, const T *cp, const T *v, size_t vs, \
+                                       T *dx, T *dq, size_t ds, T *dcp) {       \
+    size_t i;                                                                    \
+    PRN__SIMD for (i = 0; i < n; ++i) {                                          \
+        T ig = v[i], fg = v[vs + i], gt = v[2 * vs + i], og = v[3 * vs + i], tc = v[4 * vs + i]; \
+        T gu = gh[i], dc = gc[i] + gu * og * ((T)1 - tc * tc);                   \
+        T di = dc * gt * ig * ((T)1 - ig), df = dc * cp[i] * fg * ((T)1 - fg);   \
+        T dg = dc * ig * ((T)1 - gt * gt), dO = gu * tc * og * ((T)1 - og);      \
+        dx[i] = di; dq[i] = di; dx[ds + i] = df; dq[ds + i] = df;                \
+        dx[2 * ds + i] = dg; dq[2 * ds + i] = dg; dx[3 * ds + i] = dO; dq[3 * ds + i] = dO; \
+        dcp[i] = dc * fg;                                                        \
+    }                                                                            \
+}                                                                                \
+/* g: d loss / d h; hp: the previous h; writes dh = the part of d loss / d hp \
+ * that does not go through q (may alias g) */                                  \
+PRN__FN_INLINE void prn__gru_bw_##SFX(size_t n, const T *g, const T *hp, const T *v, size_t vs, T *dx, T *dq, \
+                                      size_t ds, T *dh) {                        \
+    size_t i;                                                                    \
+    PRN__SIMD for (i = 0; i < n; ++i) {                                          \
+        T r = v[i], z = v[vs + i], nn = v[2 * vs + i], hn = v[3 * vs + i], gu = g[i]; \
+        T dpn = (gu - gu * z) * ((T)1 - nn * nn);                               \
+        T dpr = dpn * hn * r * ((T)1 - r), dpz = gu * (hp[i] - nn) * z * ((T)1 - z); \
+        dx[i] = dpr; dq[i] = dpr; dx[ds + i] = dpz; dq[ds + i] = dpz;            \
+        dx[2 * ds + i] = dpn; dq[2 * ds + i] = dpn * r;                          \
+        dh[i] = gu * z;                                                          \
+    }                                                                            \
+}
+PRN__DEFINE_CELL_UNITS(float, f32, prn__expf, prn__tanhf)
+PRN__DEFINE_CELL_UNITS(double, f64, exp, tanh)
+
+#define PRN__CELL_FWD(T, SFX)                                                    \
     {   const T *X = (const T *)xp, *Q = (const T *)q, *bb = (const T *)bias, *S0 = (const T *)s; \
         T *N = (T *)next, *V = (T *)saved;                                       \
         size_t G = kind == PRN_RNN_LSTM ? 4 : kind == PRN_RNN_ELMAN ? 1 : 3, P = G * H, S = kind == PRN_RNN_LSTM ? 2 * H : H, b; \
         PRN__PARFOR                                                              \
         for (b = 0; b < B; ++b) {                                                \
             const T *x = X + b * P, *qq = Q + b * P, *sp = S0 + b * S;          \
-            T *n = N + b * S;                                                    \
-            size_t i, hd, u;                                                     \
-            if (kind == PRN_RNN_ELMAN && relu) {                                 \
-                for (i = 0; i < H; ++i) { T p = x[i] + qq[i] + bb[i]; n[i] = p > 0 ? p : (T)0; } \
-            } else if (kind == PRN_RNN_ELMAN) {                                  \
-                PRN__SIMD for (i = 0; i < H; ++i) n[i] = TANH(x[i] + qq[i] + bb[i]); \
-            } else if (kind == PRN_RNN_LSTM) {                                   \
-                T *v = V + b * 5 * H;                                            \
-                PRN__SIMD for (i = 0; i < H; ++i) {                              \
-                    T ig = PRN__SIGM(T, EXP, x[i] + qq[i] + bb[i]);              \
-                    T fg = PRN__SIGM(T, EXP, x[H + i] + qq[H + i] + bb[H + i]);  \
-                    T gg = TANH(x[2 * H + i] + qq[2 * H + i] + bb[2 * H + i]);   \
-                    T og = PRN__SIGM(T, EXP, x[3 * H + i] + qq[3 * H + i] + bb[3 * H + i]); \
-                    T c = fg * sp[H + i] + ig * gg, tc = TANH(c);                \
-                    n[i] = og * tc; n[H + i] = c;                                \
-                    v[i] = ig; v[H + i] = fg; v[2 * H + i] = gg; v[3 * H + i] = og; v[4 * H + i] = tc; \
-                }                                                                \
-            } else { /* GRU: heads of k units, gates r | z | n inside a head */  \
-                T *v = V + b * 4 * H;                                            \
-                for (hd = 0; hd < H / k; ++hd) {                                 \
-                    const T *xr = x + hd * 3 * k, *qr = qq + hd * 3 * k, *br = bb + hd * 3 * k, *sh = sp + hd * k; \
-                    T *nh = n + hd * k, *vh = v + hd * k;                        \
-                    PRN__SIMD for (u = 0; u < k; ++u) {                          \
-                        T r = PRN__SIGM(T, EXP, xr[u] + qr[u] + br[u]);          \
-                        T z = PRN__SIGM(T, EXP, xr[k + u] + qr[k + u] + br[k + u]); \
-                        T hn = qr[2 * k + u] + br[2 * k + u], nn = TANH(xr[2 * k + u] + r * hn); \
-                        nh[u] = nn + z * (sh[u] - nn);                           \
-                        vh[u] = r; vh[H + u] = z; vh[2 * H + u] = nn; vh[3 * H + u] = hn; \
-                    }                                                            \
-                }                                                                \
-            }                                                                    \
+            T *n = N + b * S, *v = V ? V + b * (kind == PRN_RNN_LSTM ? 5 : 4) * H : NULL; \
+            size_t hd;                                                           \
+            if (kind == PRN_RNN_ELMAN) prn__elman_fw_##SFX(H, relu, x, qq, bb, n); \
+            else if (kind == PRN_RNN_LSTM) prn__lstm_fw_##SFX(H, x, H, qq, H, bb, H, sp + H, n, n + H, v, H); \
+            else /* GRU: heads of k units, gates r | z | n inside a head */      \
+                for (hd = 0; hd < H / k; ++hd)                                   \
+                    prn__gru_fw_##SFX(k, x + hd * 3 * k, k, qq + hd * 3 * k, k, bb + hd * 3 * k, k, sp + hd * k, \
+                                      n + hd * k, v ? v + hd * k : NULL, H);     \
         } }
 PRN__FN prn_status prn__ref_rnn_cell_forward(prn_context *ctx, prn_dtype dtype, int kind, int relu, size_t B, size_t H,
                                              size_t k, const void *xp, const void *q, const void *bias, const void *s,
                                              void *next, void *saved) {
     PRN__PAR_SETUP(ctx, B * H * 2); /* per-step sizes stay serial: a thread team per step costs more */
     PRN__TRY(prn_backend_rnn_cell_check(ctx, "rnn_cell_forward", kind, H, &k));
-    if (dtype == PRN_F64) PRN__CELL_FWD(double, exp, tanh)
-    else PRN__CELL_FWD(float, prn__expf, prn__tanhf)
+    if (dtype == PRN_F64) PRN__CELL_FWD(double, f64)
+    else PRN__CELL_FWD(float, f32)
     return PRN_OK;
 }
-#define PRN__CELL_BWD(T)                                                         \
+#define PRN__CELL_BWD(T, SFX)                                                    \
     {   const T *Gr = (const T *)g, *S0 = (const T *)s, *N = (const T *)next, *V = (const T *)saved; \
         T *DX = (T *)dxp, *DQ = (T *)dq, *DS = (T *)ds;                          \
         size_t G = kind == PRN_RNN_LSTM ? 4 : kind == PRN_RNN_ELMAN ? 1 : 3, P = G * H, b; \
@@ -2782,37 +2874,17 @@ PRN__FN prn_status prn__ref_rnn_cell_forward(prn_context *ctx, prn_dtype dtype, 
         for (b = 0; b < B; ++b) {                                                \
             const T *gg = Gr + b * S, *sp = S0 + b * S, *n = N + b * S;         \
             T *dx = DX + b * P, *dqq = DQ + b * P, *d = DS + b * S;              \
-            size_t i, hd, u;                                                     \
+            size_t i, hd;                                                        \
             if (kind == PRN_RNN_ELMAN) {                                         \
-                for (i = 0; i < H; ++i) {                                        \
-                    T dp = relu ? (n[i] > 0 ? gg[i] : (T)0) : gg[i] * ((T)1 - n[i] * n[i]); \
-                    dx[i] = dp; dqq[i] = dp; d[i] = 0;                           \
-                }                                                                \
+                prn__elman_bw_##SFX(H, relu, gg, n, dx, dqq);                    \
+                for (i = 0; i < H; ++i) d[i] = 0;                                \
             } else if (kind == PRN_RNN_LSTM) {                                   \
-                const T *v = V + b * 5 * H;                                      \
-                PRN__SIMD for (i = 0; i < H; ++i) {                              \
-                    T ig = v[i], fg = v[H + i], gt = v[2 * H + i], og = v[3 * H + i], tc = v[4 * H + i]; \
-                    T gh = gg[i], dc = gg[H + i] + gh * og * ((T)1 - tc * tc);   \
-                    T di = dc * gt * ig * ((T)1 - ig), df = dc * sp[H + i] * fg * ((T)1 - fg); \
-                    T dg = dc * ig * ((T)1 - gt * gt), dO = gh * tc * og * ((T)1 - og); \
-                    dx[i] = di; dqq[i] = di; dx[H + i] = df; dqq[H + i] = df;    \
-                    dx[2 * H + i] = dg; dqq[2 * H + i] = dg; dx[3 * H + i] = dO; dqq[3 * H + i] = dO; \
-                    d[i] = 0; d[H + i] = dc * fg;                                \
-                }                                                                \
+                prn__lstm_bw_##SFX(H, gg, gg + H, sp + H, V + b * 5 * H, H, dx, dqq, H, d + H); \
+                for (i = 0; i < H; ++i) d[i] = 0;                                \
             } else {                                                             \
-                const T *v = V + b * 4 * H;                                      \
-                for (hd = 0; hd < H / k; ++hd) {                                 \
-                    const T *vh = v + hd * k, *gh = gg + hd * k, *sh = sp + hd * k; \
-                    T *dxh = dx + hd * 3 * k, *dqh = dqq + hd * 3 * k, *dh = d + hd * k; \
-                    PRN__SIMD for (u = 0; u < k; ++u) {                          \
-                        T r = vh[u], z = vh[H + u], nn = vh[2 * H + u], hn = vh[3 * H + u], gu = gh[u]; \
-                        T dpn = (gu - gu * z) * ((T)1 - nn * nn);               \
-                        T dpr = dpn * hn * r * ((T)1 - r), dpz = gu * (sh[u] - nn) * z * ((T)1 - z); \
-                        dxh[u] = dpr; dqh[u] = dpr; dxh[k + u] = dpz; dqh[k + u] = dpz; \
-                        dxh[2 * k + u] = dpn; dqh[2 * k + u] = dpn * r;          \
-                        dh[u] = gu * z;                                          \
-                    }                                                            \
-                }                                                                \
+                for (hd = 0; hd < H / k; ++hd)                                   \
+                    prn__gru_bw_##SFX(k, gg + hd * k, sp + hd * k, V + b * 4 * H + hd * k, H, dx + hd * 3 * k, \
+                                      dqq + hd * 3 * k, k, d + hd * k);          \
             }                                                                    \
         } }
 PRN__FN prn_status prn__ref_rnn_cell_backward(prn_context *ctx, prn_dtype dtype, int kind, int relu, size_t B, size_t H,
@@ -2820,8 +2892,399 @@ PRN__FN prn_status prn__ref_rnn_cell_backward(prn_context *ctx, prn_dtype dtype,
                                               void *dxp, void *dq, void *ds) {
     PRN__PAR_SETUP(ctx, B * H * 2); /* per-step sizes stay serial: a thread team per step costs more */
     PRN__TRY(prn_backend_rnn_cell_check(ctx, "rnn_cell_backward", kind, H, &k));
-    if (dtype == PRN_F64) PRN__CELL_BWD(double)
-    else PRN__CELL_BWD(float)
+    if (dtype == PRN_F64) PRN__CELL_BWD(double, f64)
+    else PRN__CELL_BWD(float, f32)
+    return PRN_OK;
+}
+
+/* --- fused layers (rnn_layer_forward / _backward) ----------------------- */
+/* A layer's T steps in one parallel region, so that a step costs a matrix
+ * product and a barrier rather than a team of threads, a CBLAS call that
+ * packs the weights again, and tensors. Each thread owns a range of units
+ * (hidden positions): forward, it multiplies the previous h by the rows of
+ * W_hh of its units' gates and runs their gates; backward, it runs its
+ * units' gates backward and multiplies the step's d loss / d q by the
+ * columns of W_hh of its units, which gives d loss / d h_prev of exactly
+ * the units it takes next. So one barrier per step: h (forward) or d q
+ * (backward) of the step complete, in a compact buffer [B, *] that
+ * alternates between two halves. The weights each thread needs are packed
+ * once per call into blocks of 16 columns [K][16] that its L2 cache holds
+ * (W_hh of H = 256 is 1 MiB in f32, half of it per thread on 2). */
+typedef struct prn__layer {
+    int kind, relu, rev;
+    size_t B, Tn, H, G, P, S, V; /* Tn: steps */
+    const void *xp, *w, *bias, *s0, *g;
+    void *states, *saved, *dxp, *dq, *ds0;
+    void *ws; /* cache-line aligned */
+} prn__layer;
+/* Thread j of m: units [*u0, *u1) -- nu per thread, a multiple of 8 -- and
+ * the thread's 16-column blocks per gate; returns the elements of its
+ * workspace (panel, then product tile and carries). */
+PRN__FN size_t prn__layer_plan(const prn__layer *L, int bw, size_t m, size_t j, size_t *u0, size_t *u1, size_t *nb) {
+    size_t nu = ((L->H + m - 1) / m + 7) / 8 * 8;
+    *u0 = j * nu < L->H ? j * nu : L->H;
+    *u1 = *u0 + nu < L->H ? *u0 + nu : L->H;
+    *nb = (nu + 15) / 16;
+    return bw ? *nb * 16 * (L->P + 2 * L->B) : L->G * *nb * 16 * (L->H + L->B);
+}
+/* Asks the caches for n values at p (gcc and clang; elsewhere nothing).
+ * The layer loops touch a row of each of B sequences per step, B * (a few)
+ * streams T * S apart: more than the hardware prefetchers follow, so each
+ * step asks for the next step's rows before its matrix product. */
+#if defined(__GNUC__) || defined(__clang__)
+#define PRN__PREFETCH(p) __builtin_prefetch(p)
+#else
+#define PRN__PREFETCH(p) ((void)0)
+#endif
+PRN__FN_INLINE void prn__prefetch_run(const void *p, size_t bytes) {
+    const char *c = (const char *)p;
+    size_t i;
+    for (i = 0; i < bytes; i += 64) PRN__PREFETCH(c + i);
+    if (bytes) PRN__PREFETCH(c + bytes - 1);
+}
+/* out[b, 0..15] = sum_k a[b * lda + k] p[k * 16 + 0..15], b < B (16 columns
+ * of a packed block) */
+#define PRN__PANEL_ROWS(T, M)                                                    \
+    {   T acc[M][16];                                                            \
+        memset(acc, 0, sizeof acc);                                              \
+        for (k = 0; k < K; ++k) {                                                \
+            const T *w = p + k * 16;                                             \
+            for (i = 0; i < M; ++i) {                                            \
+                const T x = a[(b + i) * lda + k];                                \
+                PRN__SIMD for (c = 0; c < 16; ++c) acc[i][c] += x * w[c];        \
+            } }                                                                  \
+        for (i = 0; i < M; ++i) memcpy(out + (b + i) * ldo, acc[i], sizeof acc[i]); }
+#define PRN__DEFINE_PANEL_MM(T, SFX)                                             \
+PRN__FN void prn__panel_mm_##SFX(size_t B, size_t K, const T *a, size_t lda, const T *p, T *out, size_t ldo) { \
+    size_t b = 0, k, i, c;                                                       \
+    for (; b + 4 <= B; b += 4) PRN__PANEL_ROWS(T, 4)                             \
+    for (; b < B; ++b) PRN__PANEL_ROWS(T, 1)                                     \
+}
+PRN__DEFINE_PANEL_MM(float, f32)
+PRN__DEFINE_PANEL_MM(double, f64)
+#ifdef PRN__HAVE_AVX2
+/* The same with AVX2 and FMA: 4 rows x 16 columns in 8 registers. */
+PRN__FN PRN__AVX2 void prn__panel_mm_f32x(size_t B, size_t K, const float *a, size_t lda, const float *p, float *out,
+                                         size_t ldo) {
+    size_t b = 0, k;
+    for (; b + 4 <= B; b += 4) {
+        const float *a0 = a + b * lda, *a1 = a0 + lda, *a2 = a1 + lda, *a3 = a2 + lda;
+        __m256 c00 = _mm256_setzero_ps(), c01 = c00, c10 = c00, c11 = c00, c20 = c00, c21 = c00, c30 = c00, c31 = c00;
+        float *o = out + b * ldo;
+        for (k = 0; k < K; ++k) {
+            const __m256 w0 = _mm256_loadu_ps(p + k * 16), w1 = _mm256_loadu_ps(p + k * 16 + 8);
+            __m256 x = _mm256_broadcast_ss(a0 + k);
+            c00 = _mm256_fmadd_ps(x, w0, c00); c01 = _mm256_fmadd_ps(x, w1, c01);
+            x = _mm256_broadcast_ss(a1 + k);
+            c10 = _mm256_fmadd_ps(x, w0, c10); c11 = _mm256_fmadd_ps(x, w1, c11);
+            x = _mm256_broadcast_ss(a2 + k);
+            c20 = _mm256_fmadd_ps(x, w0, c20); c21 = _mm256_fmadd_ps(x, w1, c21);
+            x = _mm256_broadcast_ss(a3 + k);
+            c30 = _mm256_fmadd_ps(x, w0, c30); c31 = _mm256_fmadd_ps(x, w1, c31);
+        }
+        _mm256_storeu_ps(o, c00); _mm256_storeu_ps(o + 8, c01); o += ldo;
+        _mm256_storeu_ps(o, c10); _mm256_storeu_ps(o + 8, c11); o += ldo;
+        _mm256_storeu_ps(o, c20); _mm256_storeu_ps(o + 8, c21); o += ldo;
+        _mm256_storeu_ps(o, c30); _mm256_storeu_ps(o + 8, c31);
+    }
+    for (; b < B; ++b) {
+        const float *a0 = a + b * lda;
+        __m256 c00 = _mm256_setzero_ps(), c01 = c00;
+        for (k = 0; k < K; ++k) {
+            const __m256 x = _mm256_broadcast_ss(a0 + k);
+            c00 = _mm256_fmadd_ps(x, _mm256_loadu_ps(p + k * 16), c00);
+            c01 = _mm256_fmadd_ps(x, _mm256_loadu_ps(p + k * 16 + 8), c01);
+        }
+        _mm256_storeu_ps(out + b * ldo, c00); _mm256_storeu_ps(out + b * ldo + 8, c01);
+    }
+}
+#endif
+
+#ifdef PRN__HAVE_AVX2
+/* The forward gates with AVX2 and FMA, eight units at a time, for the
+ * fused layers: e^x as prn__expf (same reduction and polynomial, by FMAs),
+ * and 1 / y by the reciprocal estimate and one Newton step (relative error
+ * about 2^-22). NaN stays NaN (max and min return their second operand
+ * for NaN). The units past the last multiple of 8 take the f32 helpers. */
+PRN__FN_INLINE PRN__AVX2 __m256 prn__exp8(__m256 x) {
+    const __m256 lo = _mm256_set1_ps(-87.0f), hi = _mm256_set1_ps(87.0f);
+    __m256 n, r, p;
+    __m256i e;
+    x = _mm256_min_ps(hi, _mm256_max_ps(lo, x));
+    n = _mm256_round_ps(_mm256_mul_ps(x, _mm256_set1_ps(1.44269504088896341f)), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    r = _mm256_fnmadd_ps(n, _mm256_set1_ps(0.693359375f), x);
+    r = _mm256_fnmadd_ps(n, _mm256_set1_ps(-2.12194440e-4f), r);
+    p = _mm256_set1_ps(1.9875691500e-4f);
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.3981999507e-3f));
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(8.3334519073e-3f));
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(4.1665795894e-2f));
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.6666665459e-1f));
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(5.0000001201e-1f));
+    p = _mm256_fmadd_ps(_mm256_mul_ps(p, r), r, _mm256_add_ps(r, _mm256_set1_ps(1.0f)));
+    e = _mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(n), _mm256_set1_epi32(127)), 23);
+    return _mm256_mul_ps(p, _mm256_castsi256_ps(e));
+}
+PRN__FN_INLINE PRN__AVX2 __m256 prn__recip8(__m256 y) {
+    const __m256 r = _mm256_rcp_ps(y);
+    return _mm256_fmadd_ps(r, _mm256_fnmadd_ps(r, y, _mm256_set1_ps(1.0f)), r);
+}
+PRN__FN_INLINE PRN__AVX2 __m256 prn__sigm8(__m256 x) {
+    return prn__recip8(_mm256_add_ps(_mm256_set1_ps(1.0f), prn__exp8(_mm256_sub_ps(_mm256_setzero_ps(), x))));
+}
+PRN__FN_INLINE PRN__AVX2 __m256 prn__tanh8(__m256 x) {
+    const __m256 one = _mm256_set1_ps(1.0f);
+    const __m256 e = prn__exp8(_mm256_add_ps(x, x));
+    return _mm256_fnmadd_ps(_mm256_set1_ps(2.0f), prn__recip8(_mm256_add_ps(one, e)), one);
+}
+#define PRN__L8(p) _mm256_loadu_ps(p)
+#define PRN__PRE8(g) _mm256_add_ps(_mm256_add_ps(PRN__L8(x + (g) * xs + i), PRN__L8(q + (g) * qs + i)), PRN__L8(bb + (g) * bs + i))
+PRN__FN_INLINE PRN__AVX2 void prn__lstm_fw_f32x(size_t n, const float *x, size_t xs, const float *q, size_t qs,
+                                               const float *bb, size_t bs, const float *cp, float *h, float *c, float *v,
+                                               size_t vs) {
+    size_t i = 0;
+    /* c's tanh waits on three gates' exponentials: two rows of eight in
+     * flight, so that the processor has independent work meanwhile */
+    for (; i + 16 <= n; i += 16) {
+        const __m256 ig = prn__sigm8(PRN__PRE8(0)), fg = prn__sigm8(PRN__PRE8(1)), gg = prn__tanh8(PRN__PRE8(2));
+        const __m256 cn = _mm256_fmadd_ps(fg, PRN__L8(cp + i), _mm256_mul_ps(ig, gg));
+        __m256 og, tc, ig2, fg2, gg2, cn2, og2, tc2;
+        i += 8;
+        ig2 = prn__sigm8(PRN__PRE8(0)); fg2 = prn__sigm8(PRN__PRE8(1)); gg2 = prn__tanh8(PRN__PRE8(2));
+        cn2 = _mm256_fmadd_ps(fg2, PRN__L8(cp + i), _mm256_mul_ps(ig2, gg2));
+        og2 = prn__sigm8(PRN__PRE8(3));
+        i -= 8;
+        og = prn__sigm8(PRN__PRE8(3));
+        tc = prn__tanh8(cn);
+        tc2 = prn__tanh8(cn2);
+        _mm256_storeu_ps(h + i, _mm256_mul_ps(og, tc)); _mm256_storeu_ps(h + i + 8, _mm256_mul_ps(og2, tc2));
+        _mm256_storeu_ps(c + i, cn); _mm256_storeu_ps(c + i + 8, cn2);
+        if (v) {
+            _mm256_storeu_ps(v + i, ig); _mm256_storeu_ps(v + vs + i, fg); _mm256_storeu_ps(v + 2 * vs + i, gg);
+            _mm256_storeu_ps(v + 3 * vs + i, og); _mm256_storeu_ps(v + 4 * vs + i, tc);
+            _mm256_storeu_ps(v + i + 8, ig2); _mm256_storeu_ps(v + vs + i + 8, fg2); _mm256_storeu_ps(v + 2 * vs + i + 8, gg2);
+            _mm256_storeu_ps(v + 3 * vs + i + 8, og2); _mm256_storeu_ps(v + 4 * vs + i + 8, tc2);
+        }
+    }
+    for (; i + 8 <= n; i += 8) {
+        const __m256 ig = prn__sigm8(PRN__PRE8(0)), fg = prn__sigm8(PRN__PRE8(1));
+        const __m256 gg = prn__tanh8(PRN__PRE8(2)), og = prn__sigm8(PRN__PRE8(3));
+        const __m256 cn = _mm256_fmadd_ps(fg, PRN__L8(cp + i), _mm256_mul_ps(ig, gg)), tc = prn__tanh8(cn);
+        _mm256_storeu_ps(h + i, _mm256_mul_ps(og, tc));
+        _mm256_storeu_ps(c + i, cn);
+        if (v) {
+            _mm256_storeu_ps(v + i, ig); _mm256_storeu_ps(v + vs + i, fg); _mm256_storeu_ps(v + 2 * vs + i, gg);
+            _mm256_storeu_ps(v + 3 * vs + i, og); _mm256_storeu_ps(v + 4 * vs + i, tc);
+        }
+    }
+    if (i < n) prn__lstm_fw_f32(n - i, x + i, xs, q + i, qs, bb + i, bs, cp + i, h + i, c + i, v ? v + i : NULL, vs);
+}
+PRN__FN_INLINE PRN__AVX2 void prn__gru_fw_f32x(size_t n, const float *x, size_t xs, const float *q, size_t qs,
+                                              const float *bb, size_t bs, const float *hp, float *h, float *v, size_t vs) {
+    size_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+        const __m256 r = prn__sigm8(PRN__PRE8(0)), z = prn__sigm8(PRN__PRE8(1));
+        const __m256 hn = _mm256_add_ps(PRN__L8(q + 2 * qs + i), PRN__L8(bb + 2 * bs + i));
+        const __m256 nn = prn__tanh8(_mm256_fmadd_ps(r, hn, PRN__L8(x + 2 * xs + i)));
+        _mm256_storeu_ps(h + i, _mm256_fmadd_ps(z, _mm256_sub_ps(PRN__L8(hp + i), nn), nn));
+        if (v) {
+            _mm256_storeu_ps(v + i, r); _mm256_storeu_ps(v + vs + i, z);
+            _mm256_storeu_ps(v + 2 * vs + i, nn); _mm256_storeu_ps(v + 3 * vs + i, hn);
+        }
+    }
+    if (i < n) prn__gru_fw_f32(n - i, x + i, xs, q + i, qs, bb + i, bs, hp + i, h + i, v ? v + i : NULL, vs);
+}
+PRN__FN_INLINE PRN__AVX2 void prn__elman_fw_f32x(size_t n, int relu, const float *x, const float *q, const float *bb,
+                                                float *h) {
+    size_t i = 0;
+    if (!relu)
+        for (; i + 8 <= n; i += 8) {
+            const size_t xs = 0, qs = 0, bs = 0;
+            _mm256_storeu_ps(h + i, prn__tanh8(PRN__PRE8(0)));
+            (void)xs; (void)qs; (void)bs;
+        }
+    if (i < n) prn__elman_fw_f32(n - i, relu, x + i, q + i, bb + i, h + i);
+}
+#undef PRN__PRE8
+#undef PRN__L8
+/* the backward gates need no exponentials: the plain ones */
+#define prn__elman_bw_f32x prn__elman_bw_f32
+#define prn__lstm_bw_f32x prn__lstm_bw_f32
+#define prn__gru_bw_f32x prn__gru_bw_f32
+#endif
+
+/* Thread j's part of a layer, forward and backward; called inside the
+ * parallel region (the barriers are the region's). ATTR and MM: compiled
+ * plainly with the C product, or for AVX2 with its product (the gate
+ * loops then vectorise with AVX2 too). */
+#define PRN__DEFINE_LAYER(T, SFX, UNIT, ATTR, MM)                                      \
+PRN__FN ATTR void prn__layer_fw_##SFX(const prn__layer *L, size_t j, size_t m) { \
+    const size_t B = L->B, TT = L->Tn, H = L->H, G = L->G, P = L->P, S = L->S, V = L->V; \
+    size_t u0, u1, nb, per = prn__layer_plan(L, 0, m, j, &u0, &u1, &nb), n = u1 - u0, qs = nb * 16, ldq = G * qs; \
+    size_t g, blk, k, i, step, b;                                                \
+    const T *W = (const T *)L->w, *X = (const T *)L->xp, *bias = (const T *)L->bias, *s0 = (const T *)L->s0; \
+    T *St = (T *)L->states, *Sv = (T *)L->saved, *pan = (T *)L->ws + j * per, *qt = pan + G * nb * 16 * H; \
+    T *hb = (T *)L->ws + m * per; /* [2][B, H]: h of the last step, compact */ \
+    for (g = 0; g < G; ++g)                                                      \
+        for (blk = 0; blk < nb; ++blk)                                           \
+            for (k = 0; k < H; ++k)                                              \
+                for (i = 0; i < 16; ++i) {                                       \
+                    const size_t u = u0 + blk * 16 + i;                          \
+                    pan[((g * nb + blk) * H + k) * 16 + i] = u < u1 ? W[(g * H + u) * H + k] : (T)0; } \
+    for (step = 0; step < TT; ++step) {                                          \
+        const size_t t = L->rev ? TT - 1 - step : step, tp = L->rev ? t + 1 : t - 1; \
+        const T *a = step ? hb + ((step - 1) & 1) * B * H : s0;                  \
+        T *hn = hb + (step & 1) * B * H;                                         \
+        for (b = 0; n && step + 1 < TT && b < B; ++b) {                          \
+            const size_t tn = L->rev ? t - 1 : t + 1;                            \
+            for (g = 0; g < G; ++g) prn__prefetch_run(X + (b * TT + tn) * P + g * H + u0, n * sizeof(T)); \
+            for (g = 0; g < S / H; ++g) prn__prefetch_run(St + (b * TT + tn) * S + g * H + u0, n * sizeof(T)); \
+        }                                                                        \
+        for (g = 0; n && g < G; ++g)                                             \
+            for (blk = 0; blk < nb; ++blk)                                       \
+                MM(B, H, a, step ? H : S, pan + (g * nb + blk) * H * 16, qt + g * qs + blk * 16, ldq); \
+        for (b = 0; n && b < B; ++b) {                                           \
+            const T *x = X + (b * TT + t) * P + u0, *q = qt + b * ldq, *bb = bias + u0; \
+            const T *sp = step ? St + (b * TT + tp) * S : s0 + b * S;            \
+            T *nx = St + (b * TT + t) * S, *v = Sv ? Sv + (b * TT + t) * V * H + u0 : NULL; \
+            if (L->kind == PRN_RNN_ELMAN) prn__elman_fw_##UNIT(n, L->relu, x, q, bb, nx + u0); \
+            else if (L->kind == PRN_RNN_LSTM)                                    \
+                prn__lstm_fw_##UNIT(n, x, H, q, qs, bb, H, sp + H + u0, nx + u0, nx + H + u0, v, H); \
+            else prn__gru_fw_##UNIT(n, x, H, q, qs, bb, H, sp + u0, nx + u0, v, H); \
+            memcpy(hn + b * H + u0, nx + u0, n * sizeof(T));                    \
+        }                                                                        \
+        PRN__OMP(omp barrier)                                                    \
+    }                                                                            \
+}                                                                                \
+PRN__FN ATTR void prn__layer_bw_##SFX(const prn__layer *L, size_t j, size_t m) { \
+    const size_t B = L->B, TT = L->Tn, H = L->H, G = L->G, P = L->P, S = L->S, V = L->V; \
+    size_t u0, u1, nb, per = prn__layer_plan(L, 1, m, j, &u0, &u1, &nb), n = u1 - u0, qs = nb * 16; \
+    size_t g, blk, k, i, step, b;                                                \
+    const T *W = (const T *)L->w, *Gr = (const T *)L->g, *s0 = (const T *)L->s0; \
+    const T *St = (const T *)L->states, *Sv = (const T *)L->saved;              \
+    T *DX = (T *)L->dxp, *DQ = (T *)L->dq, *D0 = (T *)L->ds0;                    \
+    T *pan = (T *)L->ws + j * per, *ct = pan + nb * 16 * P, *dd = ct + B * qs;  \
+    T *qb = (T *)L->ws + m * per; /* [2][B, P]: d q of the last step, compact */ \
+    for (blk = 0; blk < nb; ++blk)                                               \
+        for (k = 0; k < P; ++k)                                                  \
+            for (i = 0; i < 16; ++i) {                                           \
+                const size_t u = u0 + blk * 16 + i;                              \
+                pan[(blk * P + k) * 16 + i] = u < u1 ? W[k * H + u] : (T)0; }   \
+    for (i = 0; i < 2 * B * qs; ++i) ct[i] = 0; /* and dd */                     \
+    for (step = 0; step < TT; ++step) {                                          \
+        /* the forward's steps in reverse; its first has s0 before it */        \
+        const size_t t = L->rev ? step : TT - 1 - step, tp = L->rev ? t + 1 : t - 1; \
+        T *qn = qb + (step & 1) * B * P;                                         \
+        for (b = 0; n && b < B; ++b) {                                           \
+            const T *gr = Gr + (b * TT + t) * S, *nx = St + (b * TT + t) * S;    \
+            const T *sp = step == TT - 1 ? s0 + b * S : St + (b * TT + tp) * S;  \
+            const T *v = Sv ? Sv + (b * TT + t) * V * H + u0 : NULL;             \
+            T *c = ct + b * qs, *e = dd + b * qs, *dx = DX + (b * TT + t) * P + u0, *dq = qn + b * P + u0; \
+            /* c: d loss / d h of the step (the later step's d q W_hh, plus   \
+             * what reached h directly); e: the rest of d loss / d state */   \
+            PRN__SIMD for (i = 0; i < n; ++i) c[i] += gr[u0 + i];                \
+            if (L->kind == PRN_RNN_ELMAN) prn__elman_bw_##UNIT(n, L->relu, c, nx + u0, dx, dq); \
+            else if (L->kind == PRN_RNN_LSTM) {                                  \
+                PRN__SIMD for (i = 0; i < n; ++i) e[i] += gr[H + u0 + i];        \
+                prn__lstm_bw_##UNIT(n, c, e, sp + H + u0, v, H, dx, dq, H, e);   \
+            } else {                                                             \
+                PRN__SIMD for (i = 0; i < n; ++i) c[i] += e[i];                  \
+                prn__gru_bw_##UNIT(n, c, sp + u0, v, H, dx, dq, H, e);           \
+            }                                                                    \
+            for (g = 0; g < G; ++g) memcpy(DQ + (b * TT + t) * P + g * H + u0, dq + g * H, n * sizeof(T)); \
+        }                                                                        \
+        PRN__OMP(omp barrier)                                                    \
+        for (b = 0; n && step + 1 < TT && b < B; ++b) {                          \
+            const size_t tn = L->rev ? t + 1 : t - 1;                            \
+            prn__prefetch_run(Gr + (b * TT + tn) * S + u0, n * sizeof(T));       \
+            if (S > H) prn__prefetch_run(Gr + (b * TT + tn) * S + H + u0, n * sizeof(T)); \
+            prn__prefetch_run(St + (b * TT + tn) * S + u0, n * sizeof(T));       \
+            for (g = 0; Sv && g < V; ++g) prn__prefetch_run(Sv + ((b * TT + tn) * V + g) * H + u0, n * sizeof(T)); \
+        }                                                                        \
+        for (blk = 0; n && blk < nb; ++blk) MM(B, P, qn, P, pan + blk * P * 16, ct + blk * 16, qs); \
+    }                                                                            \
+    for (b = 0; n && b < B; ++b) {                                               \
+        const T *c = ct + b * qs, *e = dd + b * qs;                              \
+        T *d = D0 + b * S + u0;                                                  \
+        if (L->kind == PRN_RNN_LSTM) for (i = 0; i < n; ++i) { d[i] = c[i]; d[H + i] = e[i]; } \
+        else if (L->kind == PRN_RNN_GRU) for (i = 0; i < n; ++i) d[i] = c[i] + e[i]; \
+        else for (i = 0; i < n; ++i) d[i] = c[i];                                \
+    }                                                                            \
+}
+PRN__DEFINE_LAYER(float, f32, f32, , prn__panel_mm_f32)
+PRN__DEFINE_LAYER(double, f64, f64, , prn__panel_mm_f64)
+#ifdef PRN__HAVE_AVX2
+PRN__DEFINE_LAYER(float, f32x, f32x, PRN__AVX2, prn__panel_mm_f32x)
+#endif
+
+/* Checks and workspace shared by both entries; *run is the thread body. */
+PRN__FN prn_status prn__layer_begin(prn_context *ctx, const char *fn, prn__layer *L, int bw, prn_dtype dtype, int *nt,
+                                    void **raw) {
+    size_t m, need = 0, es = prn_dtype_size(dtype), u0, u1, nb;
+    if (L->kind != PRN_RNN_ELMAN && L->kind != PRN_RNN_LSTM && L->kind != PRN_RNN_GRU)
+        return prn_set_error(ctx, PRN_ERR_INVALID_ARGUMENT, "%s: kind %d has no fused layer (ELMAN, LSTM and GRU do)", fn,
+                             L->kind);
+    if (dtype != PRN_F32 && dtype != PRN_F64)
+        return prn_set_error(ctx, PRN_ERR_DTYPE, "%s: dtype %s is not f32 or f64", fn, prn_dtype_name(dtype));
+    L->G = L->kind == PRN_RNN_LSTM ? 4 : L->kind == PRN_RNN_GRU ? 3 : 1;
+    L->P = L->G * L->H;
+    L->S = L->kind == PRN_RNN_LSTM ? 2 * L->H : L->H;
+    L->V = L->kind == PRN_RNN_LSTM ? 5 : L->kind == PRN_RNN_GRU ? 4 : 0;
+    /* a thread per 16 units at most, and none but one for small steps: a
+     * barrier costs about what 10^4 multiply-adds do */
+    *nt = prn_context_num_threads(ctx);
+    if ((size_t)*nt > L->H / 16) *nt = (int)(L->H / 16);
+    if (*nt < 1 || L->B * L->P * L->H < 32768) *nt = 1;
+    /* OpenMP may give fewer threads than asked: room for any team size */
+    for (m = 1; m <= (size_t)*nt; ++m) {
+        size_t per = prn__layer_plan(L, bw, m, 0, &u0, &u1, &nb), all = m * per + 2 * L->B * (bw ? L->P : L->H);
+        if (all > need) need = all;
+    }
+    *raw = prn_alloc(ctx, need * es + 64);
+    if (!*raw) return prn_set_error(ctx, PRN_ERR_OUT_OF_MEMORY, "%s: out of memory for the workspace (%lu bytes)", fn,
+                                    (unsigned long)(need * es + 64));
+    L->ws = (char *)*raw + (64 - (uintptr_t)*raw % 64) % 64;
+    return PRN_OK;
+}
+PRN__FN void prn__layer_run(const prn__layer *L, int bw, prn_dtype dtype, int nt) {
+    void (*run)(const prn__layer *, size_t, size_t) = dtype == PRN_F64 ? (bw ? prn__layer_bw_f64 : prn__layer_fw_f64)
+                                                                        : (bw ? prn__layer_bw_f32 : prn__layer_fw_f32);
+#ifdef PRN__HAVE_AVX2
+    if (dtype == PRN_F32 && prn__cpu_avx2()) run = bw ? prn__layer_bw_f32x : prn__layer_fw_f32x;
+#endif
+    (void)nt;
+    PRN__OMP(omp parallel num_threads(nt) if(nt > 1))
+    run(L, (size_t)PRN__THREAD_NUM(), (size_t)PRN__NUM_THREADS());
+}
+PRN__FN prn_status prn__ref_rnn_layer_forward(prn_context *ctx, prn_dtype dtype, int kind, int relu, int reverse, size_t B,
+                                              size_t T, size_t H, const void *xp, const void *w_hh, const void *b_hh,
+                                              const void *s0, void *states, void *saved) {
+    prn__layer L;
+    void *raw = NULL;
+    int nt = 1;
+    memset(&L, 0, sizeof L);
+    L.kind = kind; L.relu = relu; L.rev = reverse != 0;
+    L.B = B; L.Tn = T; L.H = H;
+    L.xp = xp; L.w = w_hh; L.bias = b_hh; L.s0 = s0; L.states = states; L.saved = saved;
+    PRN__TRY(prn__layer_begin(ctx, "rnn_layer_forward", &L, 0, dtype, &nt, &raw));
+    if (B && T && H) prn__layer_run(&L, 0, dtype, nt);
+    prn_free(ctx, raw);
+    return PRN_OK;
+}
+PRN__FN prn_status prn__ref_rnn_layer_backward(prn_context *ctx, prn_dtype dtype, int kind, int relu, int reverse,
+                                               size_t B, size_t T, size_t H, const void *g, const void *w_hh,
+                                               const void *s0, const void *states, const void *saved, void *dxp,
+                                               void *dq, void *ds0) {
+    prn__layer L;
+    void *raw = NULL;
+    int nt = 1;
+    memset(&L, 0, sizeof L);
+    L.kind = kind; L.relu = relu; L.rev = reverse != 0;
+    L.B = B; L.Tn = T; L.H = H;
+    L.g = g; L.w = w_hh; L.s0 = s0; L.states = (void *)(uintptr_t)states; L.saved = (void *)(uintptr_t)saved;
+    L.dxp = dxp; L.dq = dq; L.ds0 = ds0;
+    PRN__TRY(prn__layer_begin(ctx, "rnn_layer_backward", &L, 1, dtype, &nt, &raw));
+    if (B && T && H) prn__layer_run(&L, 1, dtype, nt);
+    prn_free(ctx, raw);
     return PRN_OK;
 }
 
@@ -2900,7 +3363,8 @@ PRN__FN prn_status prn__ref_solve_batched(prn_context *ctx, prn_dtype dtype, siz
       prn__ref_binary, prn__ref_strided_copy, GEMM, prn__ref_reduce,             \
       prn__ref_argmax, prn__ref_softmax, prn__ref_random, prn__ref_sgd_update,   \
       prn__ref_adam_update, prn__ref_scan_diag, prn__ref_scan_block,             \
-      prn__ref_rnn_cell_forward, prn__ref_rnn_cell_backward, prn__ref_solve_batched, { NULL } }
+      prn__ref_rnn_cell_forward, prn__ref_rnn_cell_backward, prn__ref_solve_batched,   \
+      prn__ref_rnn_layer_forward, prn__ref_rnn_layer_backward, { NULL } }
 
 PRN__DEF const prn_backend *prn_reference_noblas_backend(void) {
     static const prn_backend b = PRN__REFERENCE_TABLE("reference-noblas", prn__ref_gemm_loops);
@@ -4153,6 +4617,41 @@ PRN__DEF prn_status prn_matmul(prn_context *ctx, prn_tensor *a, prn_tensor *b, p
     return prn_matmul_ex(ctx, a, 0, b, 0, out);
 }
 
+/* y = x W^T + b for x [N, I], W [P, I], b [P] or NULL, as one recorded op
+ * (the layers' input projections): b is copied into y's rows and the
+ * product added onto it by one gemm with beta = 1, instead of a product
+ * into zeros and a pass that adds the bias. */
+PRN__FN prn_status prn__bw_linear(prn_context *ctx, const prn_op *op, prn_tensor *g, prn_tensor **gin) {
+    static const char fn[] = "prn_backward";
+    if (op->needs_grad[0]) PRN__TRY(prn__matmul_raw(ctx, fn, g, 0, op->inputs[1], 0, 0, &gin[0])); /* g W   */
+    if (op->needs_grad[1]) PRN__TRY(prn__matmul_raw(ctx, fn, g, 1, op->inputs[0], 0, 0, &gin[1])); /* g^T x */
+    if (op->num_inputs > 2 && op->needs_grad[2]) PRN__TRY(prn__sum_to(ctx, g, op->inputs[2], &gin[2]));
+    return PRN_OK;
+}
+PRN__FN prn_status prn__linear(prn_context *ctx, const char *fn, prn_tensor *x, prn_tensor *W, prn_tensor *b,
+                               prn_tensor **out) {
+    size_t N = x->shape[0], In = x->shape[1], P = W->shape[0], shape[2];
+    prn_tensor *in[3], *y = NULL;
+    prn_status st = PRN_OK;
+    PRN__NEED(ctx, gemm, fn);
+    PRN__NEED(ctx, strided_copy, fn);
+    shape[0] = N; shape[1] = P;
+    PRN__TRY(prn__tensor_new(ctx, fn, x->dtype, 2, shape, &y));
+    if (N && P) {
+        if (b) {
+            const size_t sh4[4] = {1, 1, N, P}, bs[4] = {0, 0, 0, 1}, ys[4] = {0, 0, P, 1};
+            st = prn__in_fn(ctx, fn, ctx->be->strided_copy(ctx, x->dtype, sh4, b->st->buf, 0, bs, y->st->buf, 0, ys));
+        }
+        if (st == PRN_OK && In)
+            st = prn__in_fn(ctx, fn, ctx->be->gemm(ctx, x->dtype, 0, 1, N, P, In, 1.0, x->st->buf, In, 0, W->st->buf, In, 0,
+                                                  b ? 1.0 : 0.0, y->st->buf, P, N * P, 1));
+        else if (st == PRN_OK && !b) st = prn__fill(y, 0.0, fn);
+    }
+    if (st != PRN_OK) { prn_tensor_free(y); return st; }
+    in[0] = x; in[1] = W; in[2] = b;
+    return prn__finish(ctx, fn, y, in, b ? 3 : 2, prn__bw_linear, NULL, 0, NULL, 0, out);
+}
+
 /* --- reductions ------------------------------------------------------- */
 PRN__FN void prn__keep_shape(const prn_tensor *x, int axis, size_t shape[4]) {
     int i;
@@ -5143,6 +5642,7 @@ typedef struct prn__rk {
     prn_rnn_kind kind;
     int relu;
     int fused;              /* the backend's rnn_cell_forward/_backward run the gates */
+    int layer;              /* and its rnn_layer_forward/_backward the whole recurrence */
     size_t H, S, nh, hk;
     prn_tensor *m2, *m2c;
 } prn__rk;
@@ -5157,6 +5657,7 @@ PRN__FN void prn__rk_of(const prn_rnn *r, prn__rk *k) {
     k->m2 = r->m2;
     k->m2c = r->m2c;
     k->fused = prn__rnn_torch(k->kind) && r->ctx->be->rnn_cell_forward && r->ctx->be->rnn_cell_backward;
+    k->layer = k->fused && k->nh == 1 && r->ctx->be->rnn_layer_forward && r->ctx->be->rnn_layer_backward;
 }
 /* Tensors saved per step for the backward. */
 PRN__FN int prn__rk_saved(const prn__rk *k) {
@@ -5495,6 +5996,7 @@ typedef struct prn__recur {
     size_t T;
     int rev, nsv;
     prn_tensor **sv;    /* per time index t: nsv saved tensors */
+    prn_tensor *svall;  /* fused layer (k.layer): every step's saved values [B, T, V H] */
 } prn__recur;
 
 PRN__FN void prn__recur_free(void *user) {
@@ -5505,6 +6007,7 @@ PRN__FN void prn__recur_free(void *user) {
         for (i = 0; i < r->T * (size_t)r->nsv; ++i) prn_tensor_free(r->sv[i]);
     prn_tensor_free(r->k.m2);
     prn_tensor_free(r->k.m2c);
+    prn_tensor_free(r->svall);
     prn_free(r->ctx, r->sv);
     prn_free(r->ctx, r);
 }
@@ -5543,7 +6046,16 @@ PRN__FN prn_status prn__bw_recur(prn_context *ctx, const prn_op *op, prn_tensor 
                 : r->rev ? prn__cw_cat(&w, prn__cw_slice(&w, Sall, 1, 1, T - 1), s03, 1)
                          : prn__cw_cat(&w, s03, prn__cw_slice(&w, Sall, 1, 0, T - 1), 1);
     }
-    for (step = 0; step < T && w.st == PRN_OK; ++step) {
+    if (k->layer) { /* the backend's fused layer: every step in one call */
+        carry = prn_tensor_retain(prn__cw_empty(&w, xp->dtype, B, S)); /* d loss / d s0; freed below */
+        if (w.st == PRN_OK)
+            w.st = prn__in_fn(ctx, "prn_backward",
+                              ctx->be->rnn_layer_backward(ctx, xp->dtype, (int)k->kind, k->relu, r->rev, B, T, k->H,
+                                                          g->st->buf, prm[0]->st->buf, s0->st->buf, Sall->st->buf,
+                                                          r->svall ? r->svall->st->buf : NULL, DXP->st->buf,
+                                                          DQ[0]->st->buf, carry->st->buf));
+    }
+    for (step = 0; step < T && w.st == PRN_OK && !k->layer; ++step) {
         prn_tensor *gs, *s, *nx, *dxp = NULL, *dq[2] = {NULL, NULL}, *ds, *svt[5] = {NULL, NULL, NULL, NULL, NULL};
         mark = w.n;
         t = r->rev ? step : T - 1 - step;
@@ -5630,8 +6142,8 @@ PRN__FN prn_status prn__recur_op(prn_context *ctx, const char *fn, const prn__rk
         r->k.m2c = prn_tensor_retain(k->m2c);
         r->T = T;
         r->rev = rev;
-        r->nsv = nsv;
-        if (nsv) {
+        r->nsv = k->layer ? 0 : nsv;
+        if (nsv && !k->layer) {
             r->sv = (prn_tensor **)prn_alloc(ctx, T * (size_t)nsv * sizeof *r->sv);
             if (!r->sv) { prn__recur_free(r); return PRN__ERR(ctx, PRN_ERR_OUT_OF_MEMORY, "%s: out of memory", fn); }
             memset(r->sv, 0, T * (size_t)nsv * sizeof *r->sv);
@@ -5642,8 +6154,21 @@ PRN__FN prn_status prn__recur_op(prn_context *ctx, const char *fn, const prn__rk
     if (st != PRN_OK) { prn__recur_free(r); return st; }
     memset(&w, 0, sizeof w);
     w.ctx = ctx;
+    if (k->layer) { /* the backend's fused layer: every step in one call */
+        size_t V = (size_t)(k->kind == PRN_RNN_LSTM ? 5 : k->kind == PRN_RNN_ELMAN ? 0 : 4) * k->H;
+        if (r && V) {
+            shape[2] = V;
+            st = prn__tensor_new(ctx, fn, xp->dtype, 3, shape, &r->svall);
+        }
+        if (st == PRN_OK)
+            st = prn__in_fn(ctx, fn, ctx->be->rnn_layer_forward(ctx, xp->dtype, (int)k->kind, k->relu, rev, B, T, k->H,
+                                                                 xp->st->buf, prm[0]->st->buf, prm[1]->st->buf,
+                                                                 s0->st->buf, Sall->st->buf,
+                                                                 r && r->svall ? r->svall->st->buf : NULL));
+        w.st = st;
+    }
     prn_no_grad_begin(ctx);
-    for (step = 0; step < T; ++step) {
+    for (step = 0; step < T && !k->layer; ++step) {
         prn_tensor *svt[5] = {NULL, NULL, NULL, NULL, NULL}, *nx;
         t = rev ? T - 1 - step : step;
         mark = w.n;
@@ -5897,8 +6422,13 @@ PRN__FN prn_tensor *prn__rnn_proj(prn__cw *w, const prn_rnn *r, int ld, prn_tens
         st = prn_broadcast(w->ctx, ro[PRN__R_BIN], 3, shape, &y);
         return prn__cw_keep(w, st, y);
     }
-    return prn__cw_v3(w, prn__cw2(w, prn_add, prn__cw_mm(w, prn__cw_v2(w, x, B * T, In), 0, ro[PRN__R_WIN], 1), ro[PRN__R_BIN]),
-                      B, T, r->P);
+    {
+        prn_tensor *y = NULL, *x2 = prn__cw_v2(w, x, B * T, In);
+        prn_status st;
+        if (w->st != PRN_OK) return NULL;
+        st = prn__linear(w->ctx, "prn_rnn", x2, ro[PRN__R_WIN], ro[PRN__R_BIN], &y); /* before y is read */
+        return prn__cw_v3(w, prn__cw_keep(w, st, y), B, T, r->P);
+    }
 }
 
 PRN__FN prn_status prn__rnn_arg(prn_context *ctx, const char *fn, const prn_rnn *rnn) {

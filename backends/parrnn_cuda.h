@@ -822,6 +822,7 @@ PRN__CU_DEF const prn_backend *prn_cuda_backend(void) {
         prn__cu_scan_diag, prn__cu_scan_block,
         prn__cu_rnn_cell_forward, prn__cu_rnn_cell_backward,
         prn__cu_solve_batched,
+        NULL, NULL, /* rnn_layer_forward/_backward: the generic code steps through time */
         {NULL}};
     return &b;
 }

@@ -1135,6 +1135,7 @@ PRN__OCL_DEF const prn_backend *prn_opencl_backend(void) {
         prn__ocl_scan_diag, prn__ocl_scan_block,
         prn__ocl_rnn_cell_forward, prn__ocl_rnn_cell_backward,
         prn__ocl_solve_batched,
+        NULL, NULL, /* rnn_layer_forward/_backward: the generic code steps through time */
         {NULL}};
     return &b;
 }

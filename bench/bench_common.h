@@ -89,7 +89,7 @@ static int time_best(bench_fn fn, void *user, double *best) {
  * NULL, it receives round r's seconds per call of function f at
  * [r * n + f] (room for g_repeats rounds) and *rounds their number.
  * Returns nonzero if a function fails. */
-static int time_interleaved(int n, bench_fn *fns, void **users, double *best, double *samples, int *rounds) {
+static inline int time_interleaved(int n, bench_fn *fns, void **users, double *best, double *samples, int *rounds) {
     double start = now(), t0, t1;
     long iters[16], i;
     int r, f;
@@ -125,7 +125,7 @@ typedef struct triad_job {
     double *a, *b, *c;
     size_t n;
 } triad_job;
-static int triad_job_init(triad_job *j, size_t n) {
+static inline int triad_job_init(triad_job *j, size_t n) {
     long i, len = (long)n;
     j->n = n;
     j->a = (double *)xmalloc(n * sizeof(double));
@@ -135,7 +135,7 @@ static int triad_job_init(triad_job *j, size_t n) {
     for (i = 0; i < len; ++i) { j->a[i] = 0.0; j->b[i] = 1.0; j->c[i] = 2.0; }
     return 0;
 }
-static int run_triad(void *user) {
+static inline int run_triad(void *user) {
     triad_job *j = (triad_job *)user;
     double *a = j->a;
     const double *b = j->b, *c = j->c, s = 3.0;
@@ -144,7 +144,7 @@ static int run_triad(void *user) {
     for (i = 0; i < len; ++i) a[i] = b[i] + s * c[i];
     return a[len - 1] != 7.0; /* the values are checked */
 }
-static void triad_job_free(triad_job *j) { free(j->a); free(j->b); free(j->c); }
+static inline void triad_job_free(triad_job *j) { free(j->a); free(j->b); free(j->c); }
 
 /* STREAM-like triad a[i] = b[i] + s*c[i] on n doubles: best seconds. */
 static double probe_triad(size_t n) {

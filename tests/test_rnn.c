@@ -647,14 +647,16 @@ static void test_nan(void) {
 }
 
 
-/* --- the backend's fused cell step against the composed one --------------- */
-/* The same networks on a copy of the reference table without
- * rnn_cell_forward/_backward (what backends without them run). */
+/* --- the backend's fused layers and steps against the composed ops -------- */
+/* The same networks on the backend, on a copy of its table without
+ * rnn_layer_* (the generic code steps through time with its fused cell
+ * steps) and on one without rnn_layer_* and rnn_cell_* (the composed ops,
+ * what backends without them run): the same outputs and gradients (f64). */
 static void test_fused_vs_composed(void) {
-    prn_backend composed;
-    const prn_backend *list[1];
+    prn_backend composed, steps;
+    const prn_backend *list[2];
     prn_config cfg;
-    prn_context *c2 = NULL;
+    prn_context *c2 = NULL, *c3 = NULL;
     int kk, relu;
     if (!prn_context_backend(g_ctx)->rnn_cell_forward) {
         PRNT_SKIP("backend '%s' has no fused cell step", prn_context_backend_name(g_ctx));
@@ -664,20 +666,29 @@ static void test_fused_vs_composed(void) {
     composed.name = "composed";
     composed.rnn_cell_forward = NULL;
     composed.rnn_cell_backward = NULL;
+    composed.rnn_layer_forward = NULL;
+    composed.rnn_layer_backward = NULL;
+    steps = *prn_context_backend(g_ctx);
+    steps.name = "steps";
+    steps.rnn_layer_forward = NULL;
+    steps.rnn_layer_backward = NULL;
     list[0] = &composed;
+    list[1] = &steps;
     memset(&cfg, 0, sizeof cfg);
     cfg.backends = list;
-    cfg.num_backends = 1;
+    cfg.num_backends = 2;
     cfg.backend = "composed";
     PRNT_OK(g_ctx, prn_context_create(&cfg, &c2, NULL, 0));
-    if (!c2) return;
+    cfg.backend = "steps";
+    PRNT_OK(g_ctx, prn_context_create(&cfg, &c3, NULL, 0));
+    if (!c2 || !c3) { prn_context_destroy(c2); prn_context_destroy(c3); return; }
     for (kk = 0; kk < 4; ++kk)
         for (relu = 0; relu <= (kk == 0); ++relu) {
             prn_dtype dt = PRN_F64;
             prn_rnn_config c = cfg_of(k_all[kk], dt, 3, 6, 2, 1, 0);
-            prn_rnn *r[2] = {NULL, NULL};
-            prn_context *cx[2];
-            double xs[2 * 5 * 3], out[2][2 * 5 * 12 + 4 * 2 * 12], grads[2][2048];
+            prn_rnn *r[3] = {NULL, NULL, NULL};
+            prn_context *cx[3];
+            double xs[2 * 5 * 3], out[3][2 * 5 * 12 + 4 * 2 * 12], grads[3][2048];
             unsigned seed = 21u + (unsigned)kk;
             size_t B = 2, T = 5, S, LD = 4, off;
             int side, np, j;
@@ -686,8 +697,9 @@ static void test_fused_vs_composed(void) {
             memset(grads, 0, sizeof grads);
             cx[0] = g_ctx;
             cx[1] = c2;
+            cx[2] = c3;
             rand_fill(xs, B * T * 3, &seed, 1.0);
-            for (side = 0; side < 2; ++side) {
+            for (side = 0; side < 3; ++side) {
                 prn_context *ctx = cx[side];
                 prn_tensor *x = NULL, *y = NULL, *st = NULL, *l1 = NULL, *l2 = NULL, *l = NULL, *ps[64];
                 size_t shx[3] = {2, 5, 3};
@@ -718,17 +730,19 @@ static void test_fused_vs_composed(void) {
                 prn_tensor_free(l1); prn_tensor_free(l2); prn_tensor_free(l);
                 prn_tape_clear(ctx);
             }
-            if (r[0] && r[1]) {
-                S = prn_rnn_state_size(r[0]);
-                PRNT_CHECK(max_abs_diff(out[0], out[1], B * T * 12 + LD * B * S) < 1e-13, "%s%s: outputs differ",
-                           prn_rnn_kind_name(k_all[kk]), relu ? " relu" : "");
-                PRNT_CHECK(max_abs_diff(grads[0], grads[1], 2048) < 1e-12, "%s%s: gradients differ by %g",
-                           prn_rnn_kind_name(k_all[kk]), relu ? " relu" : "", max_abs_diff(grads[0], grads[1], 2048));
-            }
-            prn_rnn_free(r[0]);
-            prn_rnn_free(r[1]);
+            for (side = 1; side < 3 && r[0]; ++side)
+                if (r[side]) {
+                    S = prn_rnn_state_size(r[0]);
+                    PRNT_CHECK(max_abs_diff(out[0], out[side], B * T * 12 + LD * B * S) < 1e-13, "%s%s: outputs differ (%s)",
+                               prn_rnn_kind_name(k_all[kk]), relu ? " relu" : "", list[side - 1]->name);
+                    PRNT_CHECK(max_abs_diff(grads[0], grads[side], 2048) < 1e-12, "%s%s: gradients differ by %g (%s)",
+                               prn_rnn_kind_name(k_all[kk]), relu ? " relu" : "", max_abs_diff(grads[0], grads[side], 2048),
+                               list[side - 1]->name);
+                }
+            for (side = 0; side < 3; ++side) prn_rnn_free(r[side]);
         }
     prn_context_destroy(c2);
+    prn_context_destroy(c3);
 }
 
 /* --- allocation failures -------------------------------------------------- */
