@@ -23,7 +23,12 @@
  *   PARRNN_USE_LAPACK  prn_eigenvalues calls LAPACK's dgeev (link -llapack)
  *                      instead of the header's own QR iteration.
  *   PARRNN_NO_INTRINSICS  no x86 intrinsics: the scans' streaming stores
- *                      for outputs larger than the caches (SSE2) are off.
+ *                      for outputs larger than the caches (SSE2) are off,
+ *                      and so is everything PARRNN_NO_AVX2 turns off.
+ *   PARRNN_NO_AVX2     no AVX2 functions. Otherwise, with gcc or clang on
+ *                      x86, the one-channel diagonal scan and the fused RNN
+ *                      layers' f32 products and gates use AVX2 and FMA when
+ *                      the processor has them (checked at run time).
  *   PARRNN_WITH_OPENCL / PARRNN_WITH_CUDA  "opencl" / "cuda" are built-in
  *                      backend names; link the backend of
  *                      backends/parrnn_opencl.h / backends/parrnn_cuda.h
