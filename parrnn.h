@@ -1228,8 +1228,10 @@ struct prn_backend {
                                 void *r, int *info);
 
     /* Optional, both or neither (NULL: the generic code runs each step with
-     * gemm and rnn_cell_forward/_backward). A whole layer of one head of
-     * kind PRN_RNN_ELMAN, PRN_RNN_LSTM or PRN_RNN_GRU: for t = 0 .. T-1
+     * gemm and rnn_cell_forward/_backward; it uses these two only on a
+     * backend that has those as well). A whole layer of one head of
+     * kind PRN_RNN_ELMAN, PRN_RNN_LSTM or PRN_RNN_GRU (a one-head MHGRU is
+     * passed as GRU): for t = 0 .. T-1
      * (T-1 .. 0 when reverse), the step of rnn_cell_forward with xp[:, t]
      * and q = h_prev W_hh^T, h_prev being the first H values of the previous
      * state (of s0 before the first step). xp [B, T, P] (input projections
@@ -1240,9 +1242,9 @@ struct prn_backend {
                                     size_t T, size_t H, const void *xp, const void *w_hh, const void *b_hh,
                                     const void *s0, void *states, void *saved);
     /* Its backward: from g [B, T, S] (d loss / d states) and the forward's
-     * w_hh, s0, states and saved, writes dxp [B, T, P] (d loss / d xp), dq
-     * [B, T, P] (d loss / d (q + b_hh) of each step) and ds0 [B, S]
-     * (d loss / d s0). */
+     * w_hh, s0, states and saved (required for LSTM and GRU), writes dxp
+     * [B, T, P] (d loss / d xp), dq [B, T, P] (d loss / d (q + b_hh) of
+     * each step) and ds0 [B, S] (d loss / d s0; zero when T = 0). */
     prn_status (*rnn_layer_backward)(prn_context *ctx, prn_dtype dtype, int kind, int relu, int reverse, size_t B,
                                      size_t T, size_t H, const void *g, const void *w_hh, const void *s0,
                                      const void *states, const void *saved, void *dxp, void *dq, void *ds0);
@@ -3150,7 +3152,7 @@ PRN__FN ATTR void prn__layer_fw_##SFX(const prn__layer *L, size_t j, size_t m) {
         for (b = 0; n && b < B; ++b) {                                           \
             const T *x = X + (b * TT + t) * P + u0, *q = qt + b * ldq, *bb = bias + u0; \
             const T *sp = step ? St + (b * TT + tp) * S : s0 + b * S;            \
-            T *nx = St + (b * TT + t) * S, *v = Sv ? Sv + (b * TT + t) * V * H + u0 : NULL; \
+            T *nx = St + (b * TT + t) * S, *v = Sv && V ? Sv + (b * TT + t) * V * H + u0 : NULL; \
             if (L->kind == PRN_RNN_ELMAN) prn__elman_fw_##UNIT(n, L->relu, x, q, bb, nx + u0); \
             else if (L->kind == PRN_RNN_LSTM)                                    \
                 prn__lstm_fw_##UNIT(n, x, H, q, qs, bb, H, sp + H + u0, nx + u0, nx + H + u0, v, H); \
@@ -3182,7 +3184,7 @@ PRN__FN ATTR void prn__layer_bw_##SFX(const prn__layer *L, size_t j, size_t m) {
         for (b = 0; n && b < B; ++b) {                                           \
             const T *gr = Gr + (b * TT + t) * S, *nx = St + (b * TT + t) * S;    \
             const T *sp = step == TT - 1 ? s0 + b * S : St + (b * TT + tp) * S;  \
-            const T *v = Sv ? Sv + (b * TT + t) * V * H + u0 : NULL;             \
+            const T *v = Sv && V ? Sv + (b * TT + t) * V * H + u0 : NULL;        \
             T *c = ct + b * qs, *e = dd + b * qs, *dx = DX + (b * TT + t) * P + u0, *dq = qn + b * P + u0; \
             /* c: d loss / d h of the step (the later step's d q W_hh, plus   \
              * what reached h directly); e: the rest of d loss / d state */   \
@@ -3234,6 +3236,9 @@ PRN__FN prn_status prn__layer_begin(prn_context *ctx, const char *fn, prn__layer
     L->P = L->G * L->H;
     L->S = L->kind == PRN_RNN_LSTM ? 2 * L->H : L->H;
     L->V = L->kind == PRN_RNN_LSTM ? 5 : L->kind == PRN_RNN_GRU ? 4 : 0;
+    if (bw && L->V && !L->saved)
+        return prn_set_error(ctx, PRN_ERR_INVALID_ARGUMENT, "%s: saved is NULL (kind %s runs backward from the "
+                             "forward's saved values)", fn, prn_rnn_kind_name((prn_rnn_kind)L->kind));
     /* a thread per 16 units at most, and none but one for small steps: a
      * barrier costs about what 10^4 multiply-adds do */
     *nt = prn_context_num_threads(ctx);
@@ -3289,6 +3294,7 @@ PRN__FN prn_status prn__ref_rnn_layer_backward(prn_context *ctx, prn_dtype dtype
     L.dxp = dxp; L.dq = dq; L.ds0 = ds0;
     PRN__TRY(prn__layer_begin(ctx, "rnn_layer_backward", &L, 1, dtype, &nt, &raw));
     if (B && T && H) prn__layer_run(&L, 1, dtype, nt);
+    else if (B && H) memset(ds0, 0, B * L.S * prn_dtype_size(dtype)); /* no steps: s0 reaches nothing */
     prn_free(ctx, raw);
     return PRN_OK;
 }
@@ -5648,6 +5654,8 @@ typedef struct prn__rk {
     int relu;
     int fused;              /* the backend's rnn_cell_forward/_backward run the gates */
     int layer;              /* and its rnn_layer_forward/_backward the whole recurrence */
+    int flat;               /* W_hh is one [G H, H] matrix: every kind but MHGRU, whose
+                               W_hh is [nh, 3k, k] even for one head */
     size_t H, S, nh, hk;
     prn_tensor *m2, *m2c;
 } prn__rk;
@@ -5658,12 +5666,16 @@ PRN__FN void prn__rk_of(const prn_rnn *r, prn__rk *k) {
     k->H = r->H;
     k->S = r->S;
     k->nh = r->cfg.kind == PRN_RNN_MHGRU ? r->cfg.num_heads : 1;
+    k->flat = r->cfg.kind != PRN_RNN_MHGRU;
     k->hk = r->hk;
     k->m2 = r->m2;
     k->m2c = r->m2c;
     k->fused = prn__rnn_torch(k->kind) && r->ctx->be->rnn_cell_forward && r->ctx->be->rnn_cell_backward;
     k->layer = k->fused && k->nh == 1 && r->ctx->be->rnn_layer_forward && r->ctx->be->rnn_layer_backward;
 }
+/* The kind a fused layer is asked for: a one-head MHGRU is a GRU (the same
+ * gate layout), which rnn_layer_* know. */
+PRN__FN int prn__rk_layer_kind(const prn__rk *k) { return (int)(k->kind == PRN_RNN_MHGRU ? PRN_RNN_GRU : k->kind); }
 /* Tensors saved per step for the backward. */
 PRN__FN int prn__rk_saved(const prn__rk *k) {
     if (k->fused) return k->kind == PRN_RNN_ELMAN ? 0 : 1; /* one [B, V H] tensor */
@@ -5837,7 +5849,7 @@ PRN__FN prn_tensor *prn__hh(prn__cw *w, const prn__rk *k, prn_tensor *h, prn_ten
     prn_tensor *t;
     if (w->st != PRN_OK) return NULL;
     B = h->shape[0];
-    if (k->nh == 1) return prn__cw_mm(w, h, 0, Whh, 1);
+    if (k->flat) return prn__cw_mm(w, h, 0, Whh, 1);
     t = prn__cw_tr(w, prn__cw_v3(w, h, B, k->nh, k->hk), 0, 1);           /* [nh, B, k]  */
     t = prn__cw_tr(w, prn__cw_mm(w, t, 0, Whh, 1), 0, 1);                  /* [B, nh, 3k] */
     return prn__cw_v2(w, t, B, 3 * k->H);
@@ -5848,7 +5860,7 @@ PRN__FN prn_tensor *prn__hh_t(prn__cw *w, const prn__rk *k, prn_tensor *d, prn_t
     prn_tensor *t;
     if (w->st != PRN_OK) return NULL;
     B = d->shape[0];
-    if (k->nh == 1) return prn__cw_mm(w, d, 0, Whh, 0);
+    if (k->flat) return prn__cw_mm(w, d, 0, Whh, 0);
     t = prn__cw_tr(w, prn__cw_v3(w, d, B, k->nh, 3 * k->hk), 0, 1);       /* [nh, B, 3k] */
     t = prn__cw_tr(w, prn__cw_mm(w, t, 0, Whh, 0), 0, 1);                  /* [B, nh, k]  */
     return prn__cw_v2(w, t, B, k->H);
@@ -6055,7 +6067,7 @@ PRN__FN prn_status prn__bw_recur(prn_context *ctx, const prn_op *op, prn_tensor 
         carry = prn_tensor_retain(prn__cw_empty(&w, xp->dtype, B, S)); /* d loss / d s0; freed below */
         if (w.st == PRN_OK)
             w.st = prn__in_fn(ctx, "prn_backward",
-                              ctx->be->rnn_layer_backward(ctx, xp->dtype, (int)k->kind, k->relu, r->rev, B, T, k->H,
+                              ctx->be->rnn_layer_backward(ctx, xp->dtype, prn__rk_layer_kind(k), k->relu, r->rev, B, T, k->H,
                                                           g->st->buf, prm[0]->st->buf, s0->st->buf, Sall->st->buf,
                                                           r->svall ? r->svall->st->buf : NULL, DXP->st->buf,
                                                           DQ[0]->st->buf, carry->st->buf));
@@ -6088,7 +6100,7 @@ PRN__FN prn_status prn__bw_recur(prn_context *ctx, const prn_op *op, prn_tensor 
             Hp = k->kind == PRN_RNN_LSTM ? prn__cw_slice(&w, Sp2, 1, 0, k->H) : Sp2;
             Q2 = prn__cw_v2(&w, DQ[0], BT, P);
             if (op->needs_grad[2]) {
-                if (k->nh == 1) res[0] = prn__cw_mm(&w, Q2, 1, Hp, 0);
+                if (k->flat) res[0] = prn__cw_mm(&w, Q2, 1, Hp, 0);
                 else res[0] = prn__cw_mm(&w, prn__cw_tr(&w, prn__cw_v3(&w, Q2, BT, k->nh, 3 * k->hk), 0, 1), 1,
                                          prn__cw_tr(&w, prn__cw_v3(&w, Hp, BT, k->nh, k->hk), 0, 1), 0);
             }
@@ -6166,7 +6178,7 @@ PRN__FN prn_status prn__recur_op(prn_context *ctx, const char *fn, const prn__rk
             st = prn__tensor_new(ctx, fn, xp->dtype, 3, shape, &r->svall);
         }
         if (st == PRN_OK)
-            st = prn__in_fn(ctx, fn, ctx->be->rnn_layer_forward(ctx, xp->dtype, (int)k->kind, k->relu, rev, B, T, k->H,
+            st = prn__in_fn(ctx, fn, ctx->be->rnn_layer_forward(ctx, xp->dtype, prn__rk_layer_kind(k), k->relu, rev, B, T, k->H,
                                                                  xp->st->buf, prm[0]->st->buf, prm[1]->st->buf,
                                                                  s0->st->buf, Sall->st->buf,
                                                                  r && r->svall ? r->svall->st->buf : NULL));
@@ -6702,7 +6714,7 @@ PRN__FN prn_tensor *prn__rnn_jac(prn__cw *w, const prn_rnn *rnn, int ld, prn_ten
         prn_tensor *Wg[3], *a, *b, *cc, *tz, *blk, *zb, *v4[3];
         int g;
         for (g = 0; g < 3; ++g)
-            Wg[g] = nh == 1 ? prn__cw_v3(w, prn__cw_slice(w, prm[0], 0, (size_t)g * H, H), 1, H, H)
+            Wg[g] = k.flat ? prn__cw_v3(w, prn__cw_slice(w, prm[0], 0, (size_t)g * H, H), 1, H, H)
                             : prn__cw_slice(w, prm[0], 1, (size_t)g * hk, hk);
         tz = prn__cw_bin(w, PRN_BINARY_TANH_GRAD, prn__cw2(w, prn_sub, one, sv[1]), sv[2]); /* (1-z)(1-n^2) */
         a = prn__cw_bin(w, PRN_BINARY_SIGMOID_GRAD, prn__cw2(w, prn_sub, s, sv[2]), sv[1]);

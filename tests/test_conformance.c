@@ -1928,12 +1928,26 @@ static void t_rnn_layer(void) {
                                 if (hi == 3 && (bi == 0 || ti == 0)) continue;
                                 rnn_layer_case(d ? PRN_F64 : PRN_F32, kind, relu, rev, Bs[bi], Ts[ti], Hs[hi]);
                             }
-    {   /* kinds without a fused layer are refused with a status */
-        pbuf *b = pb_alloc(64);
-        if (b) {
+    {   /* refused with a status: kinds without a fused layer, and a backward
+         * of LSTM or GRU without the forward's saved values; with T = 0 the
+         * backward's ds0 is zero */
+        pbuf *b = pb_alloc(64), *d0 = b ? pb_output(PRN_F64, 4 + GUARD, NULL, "T=0") : NULL;
+        if (b && d0) {
             prn_status st = g_side[0].be->rnn_layer_forward(g_side[0].ctx, PRN_F32, PRN_RNN_MHGRU, 0, 0, 1, 1, 2, b->h[0],
                                                             b->h[0], b->h[0], b->h[0], b->h[0], NULL);
+            double got[4 + GUARD];
+            size_t i;
             PRNT_CHECK(st != PRN_OK, "rnn_layer_forward accepted kind MHGRU");
+            st = g_side[0].be->rnn_layer_backward(g_side[0].ctx, PRN_F32, PRN_RNN_LSTM, 0, 0, 1, 1, 2, b->h[0], b->h[0],
+                                                  b->h[0], b->h[0], NULL, b->h[0], b->h[0], b->h[0]);
+            PRNT_CHECK(st == PRN_ERR_INVALID_ARGUMENT, "rnn_layer_backward of LSTM without saved: %s",
+                       prn_status_string(st));
+            st = g_side[0].be->rnn_layer_backward(g_side[0].ctx, PRN_F64, PRN_RNN_LSTM, 0, 0, 2, 0, 1, b->h[0], b->h[0],
+                                                  b->h[0], b->h[0], b->h[0], b->h[0], b->h[0], d0->h[0]);
+            PRNT_CHECK(st == PRN_OK, "rnn_layer_backward with T = 0: %s", prn_status_string(st));
+            if (st == PRN_OK && pb_download(d0, 0, PRN_F64, got, 4 + GUARD, "T=0"))
+                for (i = 0; i < 4 + GUARD; ++i)
+                    PRNT_CHECK(got[i] == (i < 4 ? 0.0 : SENTINEL), "T = 0: ds0[%lu] = %g", ZU(i), got[i]);
         }
         case_end();
     }

@@ -682,10 +682,10 @@ static void test_fused_vs_composed(void) {
     cfg.backend = "steps";
     PRNT_OK(g_ctx, prn_context_create(&cfg, &c3, NULL, 0));
     if (!c2 || !c3) { prn_context_destroy(c2); prn_context_destroy(c3); return; }
-    for (kk = 0; kk < 4; ++kk)
+    for (kk = 0; kk < 5; ++kk) /* 4: MHGRU of one head (a GRU to the fused layer) */
         for (relu = 0; relu <= (kk == 0); ++relu) {
             prn_dtype dt = PRN_F64;
-            prn_rnn_config c = cfg_of(k_all[kk], dt, 3, 6, 2, 1, 0);
+            prn_rnn_config c = cfg_of(k_all[kk < 4 ? kk : 3], dt, 3, 6, 2, 1, 0);
             prn_rnn *r[3] = {NULL, NULL, NULL};
             prn_context *cx[3];
             double xs[2 * 5 * 3], out[3][2 * 5 * 12 + 4 * 2 * 12], grads[3][2048];
@@ -693,6 +693,7 @@ static void test_fused_vs_composed(void) {
             size_t B = 2, T = 5, S, LD = 4, off;
             int side, np, j;
             c.relu = relu;
+            if (kk == 4) c.num_heads = 1;
             memset(out, 0, sizeof out);
             memset(grads, 0, sizeof grads);
             cx[0] = g_ctx;
@@ -734,15 +735,105 @@ static void test_fused_vs_composed(void) {
                 if (r[side]) {
                     S = prn_rnn_state_size(r[0]);
                     PRNT_CHECK(max_abs_diff(out[0], out[side], B * T * 12 + LD * B * S) < 1e-13, "%s%s: outputs differ (%s)",
-                               prn_rnn_kind_name(k_all[kk]), relu ? " relu" : "", list[side - 1]->name);
+                               prn_rnn_kind_name(c.kind), kk == 4 ? " of one head" : relu ? " relu" : "", list[side - 1]->name);
                     PRNT_CHECK(max_abs_diff(grads[0], grads[side], 2048) < 1e-12, "%s%s: gradients differ by %g (%s)",
-                               prn_rnn_kind_name(k_all[kk]), relu ? " relu" : "", max_abs_diff(grads[0], grads[side], 2048),
+                               prn_rnn_kind_name(c.kind), kk == 4 ? " of one head" : relu ? " relu" : "",
+                               max_abs_diff(grads[0], grads[side], 2048),
                                list[side - 1]->name);
                 }
             for (side = 0; side < 3; ++side) prn_rnn_free(r[side]);
         }
     prn_context_destroy(c2);
     prn_context_destroy(c3);
+}
+
+/* --- a multi-head GRU of one head is a GRU --------------------------------- */
+/* With the same parameters (W_hh [1, 3H, H] against [3H, H]): the same
+ * outputs, final states and gradients (2 layers, bidirectional), the same
+ * Jacobians in every mode (1 layer) and the same frame steps. */
+static void test_mhgru_one_head(void) {
+    prn_rnn_config cg = cfg_of(PRN_RNN_GRU, PRN_F64, 3, 4, 2, 1, 0), cm = cg, c1;
+    prn_rnn *r[2] = {NULL, NULL}, *q[2] = {NULL, NULL};
+    prn_tensor *ps[2][32];
+    double xs[2 * 5 * 3], out[2][2 * 5 * 8 + 4 * 2 * 4], grads[2][1024], jac[2][3][2 * 4 * 4], fy[2][8];
+    size_t B = 2, T = 5, off, n;
+    unsigned seed = 5;
+    int side, np[2], j, mode;
+    cm.kind = PRN_RNN_MHGRU;
+    cm.num_heads = 1;
+    memset(out, 0, sizeof out);
+    memset(grads, 0, sizeof grads);
+    memset(jac, 0, sizeof jac);
+    memset(fy, 0, sizeof fy);
+    rand_fill(xs, B * T * 3, &seed, 1.0);
+    PRNT_OK(g_ctx, prn_rnn_create(g_ctx, &cg, &r[0]));
+    PRNT_OK(g_ctx, prn_rnn_create(g_ctx, &cm, &r[1]));
+    c1 = cg; c1.num_layers = 1; c1.bidirectional = 0;
+    PRNT_OK(g_ctx, prn_rnn_create(g_ctx, &c1, &q[0]));
+    c1.kind = PRN_RNN_MHGRU; c1.num_heads = 1;
+    PRNT_OK(g_ctx, prn_rnn_create(g_ctx, &c1, &q[1]));
+    if (!r[0] || !r[1] || !q[0] || !q[1]) goto out;
+    for (side = 0; side < 2; ++side) np[side] = prn_rnn_params(r[side], ps[side], 32);
+    PRNT_CHECK(np[0] == np[1], "%d against %d parameters", np[0], np[1]);
+    for (j = 0; j < np[0] && j < np[1]; ++j) { /* the GRU's values into the MHGRU */
+        double v[3 * 4 * 8];
+        n = prn_tensor_numel(ps[0][j]);
+        PRNT_CHECK(n == prn_tensor_numel(ps[1][j]) && n <= 96, "parameter %d: %lu against %lu values", j,
+                   (unsigned long)n, (unsigned long)prn_tensor_numel(ps[1][j]));
+        if (n > 96 || n != prn_tensor_numel(ps[1][j])) goto out;
+        prnt_download_f64(ps[0][j], v);
+        prnt_upload_f64(ps[1][j], v);
+    }
+    for (side = 0; side < 2; ++side) {
+        prn_tensor *x = host_tensor(PRN_F64, 3, B, T, 3, xs), *y = NULL, *st = NULL, *l1 = NULL, *l2 = NULL, *l = NULL;
+        prn_tensor *qp[8];
+        prn_rnn_frame *fr = NULL;
+        int nq = prn_rnn_params(q[side], qp, 8);
+        prn_tensor_set_requires_grad(x, 1);
+        PRNT_OK(g_ctx, prn_rnn_forward(g_ctx, r[side], x, NULL, &y, &st));
+        if (y && st) {
+            prn_tensor_download(y, out[side], B * T * 8);
+            prn_tensor_download(st, out[side] + B * T * 8, 4 * B * 4);
+            prn_sum(g_ctx, y, PRN_ALL_AXES, 0, &l1);
+            prn_sum(g_ctx, st, PRN_ALL_AXES, 0, &l2);
+            prn_add(g_ctx, l1, l2, &l);
+            PRNT_OK(g_ctx, prn_backward(g_ctx, l));
+        }
+        for (off = 0, j = 0; j < np[side]; off += prn_tensor_numel(ps[side][j]), ++j)
+            if (prn_tensor_grad(ps[side][j])) prn_tensor_download(prn_tensor_grad(ps[side][j]), grads[side] + off,
+                                                                  prn_tensor_numel(ps[side][j]));
+        if (prn_tensor_grad(x)) prn_tensor_download(prn_tensor_grad(x), grads[side] + off, B * T * 3);
+        prn_tensor_free(x); prn_tensor_free(y); prn_tensor_free(st);
+        prn_tensor_free(l1); prn_tensor_free(l2); prn_tensor_free(l);
+        prn_tape_clear(g_ctx);
+        for (j = 0; j < nq; ++j) { /* the one-layer networks: the first layer's forward direction */
+            double v[3 * 4 * 8];
+            prnt_download_f64(ps[0][j], v);
+            prnt_upload_f64(qp[j], v);
+        }
+        for (mode = 0; mode < 3; ++mode) {
+            prn_tensor *xj = host_tensor(PRN_F64, 2, B, 3, 0, xs), *sj = host_tensor(PRN_F64, 2, B, 4, 0, xs + 6);
+            prn_tensor *J = NULL;
+            PRNT_OK(g_ctx, prn_rnn_jacobian(g_ctx, q[side], xj, sj, (prn_jacobian_mode)mode, NULL, &J));
+            if (J) prn_tensor_download(J, jac[side][mode], prn_tensor_numel(J));
+            prn_tensor_free(xj); prn_tensor_free(sj); prn_tensor_free(J);
+        }
+        PRNT_OK(g_ctx, prn_rnn_frame_create(q[side], 2, &fr));
+        if (fr) {
+            for (j = 0; j < 3; ++j) PRNT_OK(g_ctx, prn_rnn_frame_step(fr, xs + 6 * j, fy[side]));
+            prn_rnn_frame_free(fr);
+        }
+    }
+    PRNT_CHECK(max_abs_diff(out[0], out[1], sizeof out[0] / sizeof out[0][0]) < 1e-14, "outputs differ by %g",
+               max_abs_diff(out[0], out[1], sizeof out[0] / sizeof out[0][0]));
+    PRNT_CHECK(max_abs_diff(grads[0], grads[1], 1024) < 1e-13, "gradients differ by %g",
+               max_abs_diff(grads[0], grads[1], 1024));
+    for (mode = 0; mode < 3; ++mode)
+        PRNT_CHECK(max_abs_diff(jac[0][mode], jac[1][mode], 32) < 1e-14, "Jacobian mode %d differs by %g", mode,
+                   max_abs_diff(jac[0][mode], jac[1][mode], 32));
+    PRNT_CHECK(max_abs_diff(fy[0], fy[1], 8) < 1e-14, "frame steps differ by %g", max_abs_diff(fy[0], fy[1], 8));
+out:
+    prn_rnn_free(r[0]); prn_rnn_free(r[1]); prn_rnn_free(q[0]); prn_rnn_free(q[1]);
 }
 
 /* --- allocation failures -------------------------------------------------- */
@@ -937,6 +1028,7 @@ int main(void) {
     PRNT_RUN(test_bad_input);
     PRNT_RUN(test_nan);
     PRNT_RUN(test_fused_vs_composed);
+    PRNT_RUN(test_mhgru_one_head);
     PRNT_RUN(test_alloc_failures);
     PRNT_RUN(test_no_leaks);
     prn_context_destroy(g_ctx);
