@@ -2705,6 +2705,9 @@ PRN__FN prn_status prn__ref_scan_block(prn_context *ctx, prn_dtype dtype, int re
 }
 
 /* --- fused cell steps (rnn_cell_forward / _backward) ------------------- */
+/* V, the values a fused step saves per unit for its backward: ELMAN 0,
+ * LSTM 5 (i f g o tanh c'), GRU and MHGRU 4 (r z n hn). */
+PRN__FN size_t prn__cell_saved(int kind) { return kind == PRN_RNN_LSTM ? 5 : kind == PRN_RNN_ELMAN ? 0 : 4; }
 PRN__DEF prn_status prn_backend_rnn_cell_check(prn_context *ctx, const char *fn, int kind, size_t H, size_t *k) {
     if (kind != PRN_RNN_ELMAN && kind != PRN_RNN_LSTM && kind != PRN_RNN_GRU && kind != PRN_RNN_MHGRU)
         return prn_set_error(ctx, PRN_ERR_INVALID_ARGUMENT, "%s: kind %d has no fused step", fn, kind);
@@ -2854,7 +2857,7 @@ PRN__DEFINE_CELL_UNITS(double, f64, exp, tanh)
         PRN__PARFOR                                                              \
         for (b = 0; b < B; ++b) {                                                \
             const T *x = X + b * P, *qq = Q + b * P, *sp = S0 + b * S;          \
-            T *n = N + b * S, *v = V ? V + b * (kind == PRN_RNN_LSTM ? 5 : 4) * H : NULL; \
+            T *n = N + b * S, *v = V ? V + b * prn__cell_saved(kind) * H : NULL; \
             size_t hd;                                                           \
             if (kind == PRN_RNN_ELMAN) prn__elman_fw_##SFX(H, relu, x, qq, bb, n); \
             else if (kind == PRN_RNN_LSTM) prn__lstm_fw_##SFX(H, x, H, qq, H, bb, H, sp + H, n, n + H, v, H); \
@@ -3104,11 +3107,9 @@ PRN__FN_INLINE PRN__AVX2 void prn__elman_fw_f32x(size_t n, int relu, const float
                                                 float *h) {
     size_t i = 0;
     if (!relu)
-        for (; i + 8 <= n; i += 8) {
-            const size_t xs = 0, qs = 0, bs = 0;
-            _mm256_storeu_ps(h + i, prn__tanh8(PRN__PRE8(0)));
-            (void)xs; (void)qs; (void)bs;
-        }
+        for (; i + 8 <= n; i += 8)
+            _mm256_storeu_ps(h + i,
+                             prn__tanh8(_mm256_add_ps(_mm256_add_ps(PRN__L8(x + i), PRN__L8(q + i)), PRN__L8(bb + i))));
     if (i < n) prn__elman_fw_f32(n - i, relu, x + i, q + i, bb + i, h + i);
 }
 #undef PRN__PRE8
@@ -3235,7 +3236,7 @@ PRN__FN prn_status prn__layer_begin(prn_context *ctx, const char *fn, prn__layer
     L->G = L->kind == PRN_RNN_LSTM ? 4 : L->kind == PRN_RNN_GRU ? 3 : 1;
     L->P = L->G * L->H;
     L->S = L->kind == PRN_RNN_LSTM ? 2 * L->H : L->H;
-    L->V = L->kind == PRN_RNN_LSTM ? 5 : L->kind == PRN_RNN_GRU ? 4 : 0;
+    L->V = prn__cell_saved(L->kind);
     if (bw && L->V && !L->saved)
         return prn_set_error(ctx, PRN_ERR_INVALID_ARGUMENT, "%s: saved is NULL (kind %s runs backward from the "
                              "forward's saved values)", fn, prn_rnn_kind_name((prn_rnn_kind)L->kind));
@@ -3265,37 +3266,37 @@ PRN__FN void prn__layer_run(const prn__layer *L, int bw, prn_dtype dtype, int nt
     PRN__OMP(omp parallel num_threads(nt) if(nt > 1))
     run(L, (size_t)PRN__THREAD_NUM(), (size_t)PRN__NUM_THREADS());
 }
+/* Both entries: checks, workspace, the threads' run, its release. */
+PRN__FN prn_status prn__layer_call(prn_context *ctx, const char *fn, prn__layer *L, int bw, prn_dtype dtype) {
+    void *raw = NULL;
+    int nt = 1;
+    PRN__TRY(prn__layer_begin(ctx, fn, L, bw, dtype, &nt, &raw));
+    if (L->B && L->Tn && L->H) prn__layer_run(L, bw, dtype, nt);
+    prn_free(ctx, raw);
+    return PRN_OK;
+}
 PRN__FN prn_status prn__ref_rnn_layer_forward(prn_context *ctx, prn_dtype dtype, int kind, int relu, int reverse, size_t B,
                                               size_t T, size_t H, const void *xp, const void *w_hh, const void *b_hh,
                                               const void *s0, void *states, void *saved) {
     prn__layer L;
-    void *raw = NULL;
-    int nt = 1;
     memset(&L, 0, sizeof L);
     L.kind = kind; L.relu = relu; L.rev = reverse != 0;
     L.B = B; L.Tn = T; L.H = H;
     L.xp = xp; L.w = w_hh; L.bias = b_hh; L.s0 = s0; L.states = states; L.saved = saved;
-    PRN__TRY(prn__layer_begin(ctx, "rnn_layer_forward", &L, 0, dtype, &nt, &raw));
-    if (B && T && H) prn__layer_run(&L, 0, dtype, nt);
-    prn_free(ctx, raw);
-    return PRN_OK;
+    return prn__layer_call(ctx, "rnn_layer_forward", &L, 0, dtype);
 }
 PRN__FN prn_status prn__ref_rnn_layer_backward(prn_context *ctx, prn_dtype dtype, int kind, int relu, int reverse,
                                                size_t B, size_t T, size_t H, const void *g, const void *w_hh,
                                                const void *s0, const void *states, const void *saved, void *dxp,
                                                void *dq, void *ds0) {
     prn__layer L;
-    void *raw = NULL;
-    int nt = 1;
     memset(&L, 0, sizeof L);
     L.kind = kind; L.relu = relu; L.rev = reverse != 0;
     L.B = B; L.Tn = T; L.H = H;
     L.g = g; L.w = w_hh; L.s0 = s0; L.states = (void *)(uintptr_t)states; L.saved = (void *)(uintptr_t)saved;
     L.dxp = dxp; L.dq = dq; L.ds0 = ds0;
-    PRN__TRY(prn__layer_begin(ctx, "rnn_layer_backward", &L, 1, dtype, &nt, &raw));
-    if (B && T && H) prn__layer_run(&L, 1, dtype, nt);
-    else if (B && H) memset(ds0, 0, B * L.S * prn_dtype_size(dtype)); /* no steps: s0 reaches nothing */
-    prn_free(ctx, raw);
+    PRN__TRY(prn__layer_call(ctx, "rnn_layer_backward", &L, 1, dtype));
+    if (!T && B && H) memset(ds0, 0, B * L.S * prn_dtype_size(dtype)); /* no steps: s0 reaches nothing */
     return PRN_OK;
 }
 
@@ -5884,7 +5885,7 @@ PRN__FN prn_tensor *prn__rstep(prn__cw *w, const prn__rk *k, prn_tensor *const *
         prn_tensor *nx, *sv0 = NULL;
         q = prn__hh(w, k, k->kind == PRN_RNN_LSTM ? prn__cw_slice(w, s, 1, 0, H) : s, prm[0]);
         nx = prn__cw_empty(w, s->dtype, B, k->S);
-        if (k->kind != PRN_RNN_ELMAN) sv0 = prn__cw_empty(w, s->dtype, B, (k->kind == PRN_RNN_LSTM ? 5 : 4) * H);
+        if (k->kind != PRN_RNN_ELMAN) sv0 = prn__cw_empty(w, s->dtype, B, prn__cell_saved((int)k->kind) * H);
         if (w->st == PRN_OK)
             w->st = prn__in_fn(w->ctx, "prn_rnn", w->ctx->be->rnn_cell_forward(w->ctx, s->dtype, (int)k->kind, k->relu, B, H,
                                                                              k->hk, xp->st->buf, q->st->buf, prm[1]->st->buf,
@@ -6172,7 +6173,7 @@ PRN__FN prn_status prn__recur_op(prn_context *ctx, const char *fn, const prn__rk
     memset(&w, 0, sizeof w);
     w.ctx = ctx;
     if (k->layer) { /* the backend's fused layer: every step in one call */
-        size_t V = (size_t)(k->kind == PRN_RNN_LSTM ? 5 : k->kind == PRN_RNN_ELMAN ? 0 : 4) * k->H;
+        size_t V = prn__cell_saved((int)k->kind) * k->H;
         if (r && V) {
             shape[2] = V;
             st = prn__tensor_new(ctx, fn, xp->dtype, 3, shape, &r->svall);
