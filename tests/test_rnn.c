@@ -647,6 +647,40 @@ static void test_nan(void) {
 }
 
 
+/* x [B, T, NI] from xs (requiring grad) through r with no initial state;
+ * out receives y then the final state, grads the gradients of
+ * sum(y) + sum(state) for r's parameters in order, then for x (those that
+ * fit in ngrads). The tape is cleared. */
+static void fwd_bwd_sum(prn_context *ctx, const prn_rnn *r, const double *xs, size_t B, size_t T, size_t NI, double *out,
+                        double *grads, size_t ngrads) {
+    prn_tensor *x = NULL, *y = NULL, *st = NULL, *l1 = NULL, *l2 = NULL, *l = NULL, *ps[64];
+    size_t shx[3], off = 0;
+    int np, j;
+    shx[0] = B; shx[1] = T; shx[2] = NI;
+    PRNT_OK(ctx, prn_tensor_from_host(ctx, PRN_F64, 3, shx, xs, &x));
+    if (!x) return;
+    prn_tensor_set_requires_grad(x, 1);
+    PRNT_OK(ctx, prn_rnn_forward(ctx, r, x, NULL, &y, &st));
+    if (y && st) {
+        prn_tensor_download(y, out, prn_tensor_numel(y));
+        prn_tensor_download(st, out + prn_tensor_numel(y), prn_tensor_numel(st));
+        prn_sum(ctx, y, PRN_ALL_AXES, 0, &l1);
+        prn_sum(ctx, st, PRN_ALL_AXES, 0, &l2);
+        prn_add(ctx, l1, l2, &l);
+        PRNT_OK(ctx, prn_backward(ctx, l));
+    }
+    np = prn_rnn_params(r, ps, 63);
+    ps[np++] = x;
+    for (j = 0; j < np; ++j) {
+        size_t n = prn_tensor_numel(ps[j]);
+        if (prn_tensor_grad(ps[j]) && off + n <= ngrads) prn_tensor_download(prn_tensor_grad(ps[j]), grads + off, n);
+        off += n;
+    }
+    prn_tensor_free(x); prn_tensor_free(y); prn_tensor_free(st);
+    prn_tensor_free(l1); prn_tensor_free(l2); prn_tensor_free(l);
+    prn_tape_clear(ctx);
+}
+
 /* --- the backend's fused layers and steps against the composed ops -------- */
 /* The same networks on the backend, on a copy of its table without
  * rnn_layer_* (the generic code steps through time with its fused cell
@@ -690,8 +724,8 @@ static void test_fused_vs_composed(void) {
             prn_context *cx[3];
             double xs[2 * 5 * 3], out[3][2 * 5 * 12 + 4 * 2 * 12], grads[3][2048];
             unsigned seed = 21u + (unsigned)kk;
-            size_t B = 2, T = 5, S, LD = 4, off;
-            int side, np, j;
+            size_t B = 2, T = 5, S, LD = 4;
+            int side;
             c.relu = relu;
             if (kk == 4) c.num_heads = 1;
             memset(out, 0, sizeof out);
@@ -701,35 +735,10 @@ static void test_fused_vs_composed(void) {
             cx[2] = c3;
             rand_fill(xs, B * T * 3, &seed, 1.0);
             for (side = 0; side < 3; ++side) {
-                prn_context *ctx = cx[side];
-                prn_tensor *x = NULL, *y = NULL, *st = NULL, *l1 = NULL, *l2 = NULL, *l = NULL, *ps[64];
-                size_t shx[3] = {2, 5, 3};
-                prn_seed(ctx, 99); /* the same initial parameters on both */
-                PRNT_OK(ctx, prn_rnn_create(ctx, &c, &r[side]));
+                prn_seed(cx[side], 99); /* the same initial parameters on all three */
+                PRNT_OK(cx[side], prn_rnn_create(cx[side], &c, &r[side]));
                 if (!r[side]) break;
-                S = prn_rnn_state_size(r[side]);
-                prn_tensor_from_host(ctx, dt, 3, shx, xs, &x);
-                prn_tensor_set_requires_grad(x, 1);
-                PRNT_OK(ctx, prn_rnn_forward(ctx, r[side], x, NULL, &y, &st));
-                if (y && st) {
-                    prn_tensor_download(y, out[side], B * T * 12);
-                    prn_tensor_download(st, out[side] + B * T * 12, LD * B * S);
-                    prn_sum(ctx, y, PRN_ALL_AXES, 0, &l1);
-                    prn_sum(ctx, st, PRN_ALL_AXES, 0, &l2);
-                    prn_add(ctx, l1, l2, &l);
-                    PRNT_OK(ctx, prn_backward(ctx, l));
-                }
-                np = prn_rnn_params(r[side], ps, 64);
-                ps[np++] = x;
-                off = 0;
-                for (j = 0; j < np; ++j) {
-                    size_t n = prn_tensor_numel(ps[j]);
-                    if (prn_tensor_grad(ps[j]) && off + n <= 2048) prn_tensor_download(prn_tensor_grad(ps[j]), grads[side] + off, n);
-                    off += n;
-                }
-                prn_tensor_free(x); prn_tensor_free(y); prn_tensor_free(st);
-                prn_tensor_free(l1); prn_tensor_free(l2); prn_tensor_free(l);
-                prn_tape_clear(ctx);
+                fwd_bwd_sum(cx[side], r[side], xs, B, T, 3, out[side], grads[side], 2048);
             }
             for (side = 1; side < 3 && r[0]; ++side)
                 if (r[side]) {
@@ -756,7 +765,7 @@ static void test_mhgru_one_head(void) {
     prn_rnn *r[2] = {NULL, NULL}, *q[2] = {NULL, NULL};
     prn_tensor *ps[2][32];
     double xs[2 * 5 * 3], out[2][2 * 5 * 8 + 4 * 2 * 4], grads[2][1024], jac[2][3][2 * 4 * 4], fy[2][8];
-    size_t B = 2, T = 5, off, n;
+    size_t B = 2, T = 5, n;
     unsigned seed = 5;
     int side, np[2], j, mode;
     cm.kind = PRN_RNN_MHGRU;
@@ -785,27 +794,10 @@ static void test_mhgru_one_head(void) {
         prnt_upload_f64(ps[1][j], v);
     }
     for (side = 0; side < 2; ++side) {
-        prn_tensor *x = host_tensor(PRN_F64, 3, B, T, 3, xs), *y = NULL, *st = NULL, *l1 = NULL, *l2 = NULL, *l = NULL;
         prn_tensor *qp[8];
         prn_rnn_frame *fr = NULL;
         int nq = prn_rnn_params(q[side], qp, 8);
-        prn_tensor_set_requires_grad(x, 1);
-        PRNT_OK(g_ctx, prn_rnn_forward(g_ctx, r[side], x, NULL, &y, &st));
-        if (y && st) {
-            prn_tensor_download(y, out[side], B * T * 8);
-            prn_tensor_download(st, out[side] + B * T * 8, 4 * B * 4);
-            prn_sum(g_ctx, y, PRN_ALL_AXES, 0, &l1);
-            prn_sum(g_ctx, st, PRN_ALL_AXES, 0, &l2);
-            prn_add(g_ctx, l1, l2, &l);
-            PRNT_OK(g_ctx, prn_backward(g_ctx, l));
-        }
-        for (off = 0, j = 0; j < np[side]; off += prn_tensor_numel(ps[side][j]), ++j)
-            if (prn_tensor_grad(ps[side][j])) prn_tensor_download(prn_tensor_grad(ps[side][j]), grads[side] + off,
-                                                                  prn_tensor_numel(ps[side][j]));
-        if (prn_tensor_grad(x)) prn_tensor_download(prn_tensor_grad(x), grads[side] + off, B * T * 3);
-        prn_tensor_free(x); prn_tensor_free(y); prn_tensor_free(st);
-        prn_tensor_free(l1); prn_tensor_free(l2); prn_tensor_free(l);
-        prn_tape_clear(g_ctx);
+        fwd_bwd_sum(g_ctx, r[side], xs, B, T, 3, out[side], grads[side], 1024);
         for (j = 0; j < nq; ++j) { /* the one-layer networks: the first layer's forward direction */
             double v[3 * 4 * 8];
             prnt_download_f64(ps[0][j], v);
