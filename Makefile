@@ -83,7 +83,7 @@ endif
 MPI_NPS      ?= 1 2 4
 MPI_BINS      = $(BUILD)/tests/test_mpi $(BUILD)/examples/mpi_deer $(BUILD)/bench/bench_mpi
 
-TESTS    = test_ops test_autodiff test_scan test_scan_sse2 test_scan_plain test_conformance test_conformance_sse2 test_bad_input test_alloc_fail test_cells test_opencl test_rnn test_rnn_golden test_deer \
+TESTS    = test_ops test_autodiff test_scan test_scan_sse2 test_scan_plain test_conformance test_conformance_sse2 test_bad_input test_alloc_fail test_cells test_opencl test_cuda test_rnn test_rnn_golden test_deer \
            test_pwl_parse test_scyfi
 EXAMPLES = mlp_train scan_explain char_rnn game_agent deer_demo
 BENCHES  = bench_ops bench_scan scan_error bench_rnn bench_deer bench_scyfi
@@ -99,7 +99,7 @@ BENCH_BINS   = $(addprefix $(BUILD)/bench/,$(BENCHES))
 all: $(TEST_BINS) $(BUILD)/tests/backend_probe $(EXAMPLE_BINS) $(BENCH_BINS) $(TOOLS) $(if $(filter 1,$(MPI)),$(MPI_BINS))
 examples: $(EXAMPLE_BINS)
 
-$(BUILD)/tests/%: tests/%.c parrnn.h tests/prn_test.h $(BACKEND_OBJS)
+$(BUILD)/tests/%: tests/%.c parrnn.h tests/prn_test.h tests/prn_test_device.h $(BACKEND_OBJS)
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS_ALL) -o $@ $< $(BACKEND_OBJS) $(LDLIBS_ALL)
 %/tests/test_eig: LDLIBS_ALL += -llapack
@@ -150,10 +150,14 @@ $(BUILD)/parrnn_opencl.o: backends/parrnn_opencl.h $(OCL_HEADER) parrnn.h
 # The whole suite; the last line reads "N passed, N failed, N skipped".
 # With the OpenCL backend built, every test program runs a second time
 # with PARRNN_BACKEND=opencl (skipped, and counted so, where no device is).
+# Then the conformance test and test_cuda run on the CUDA backend built
+# against the CUDA emulator (cuda.mk; `make test-cuda-emu`: every test).
 test: $(TEST_BINS) $(BUILD)/tests/backend_probe $(TOOLS)
 	@$(if $(filter 1,$(OPENCL)),,echo "note: the OpenCL backend is not built (no OpenCL headers, ICD loader or CLBlast); its tests are skipped";) \
 	$(if $(filter 1,$(LAPACK)),,echo "note: LAPACK (liblapack-dev) is not installed: test_eig, which compares prn_eigenvalues with dgeev, is not built";) \
+	$(if $(filter 1,$(CUDA_EMU)),,echo "note: no C++ compiler ($(CXX)): the CUDA backend is not run on the CUDA emulator";) \
 	PRNT_PROBE=$(BUILD)/tests/backend_probe PRNT_BACKENDS="$(EXTRA_BACKENDS)" PRNT_SCYFI=$(BUILD)/parrnn-scyfi \
+	    PRNT_ALSO="$(addprefix cuda:,$(EMU_IN_TEST))" \
 	    sh tests/run.sh tests/compile_check.sh tests/tool_scyfi.sh $(TEST_BINS)
 
 # The MPI tests: tests/test_mpi under `mpirun -np N` for N in MPI_NPS (each
@@ -217,7 +221,7 @@ fuzz-replay: $(BUILD)/fuzz/fuzz_pwl_parse_replay
 	$(BUILD)/fuzz/fuzz_pwl_parse_replay tests/fuzz_corpus
 
 clean:
-	rm -rf build build-san build-vg build-cuda
+	rm -rf build build-san build-vg build-cuda build-cuda-emu
 
 # The CUDA backend: `make cuda` (nvcc), see cuda.mk.
 include cuda.mk

@@ -51,7 +51,7 @@ $(CUDA_LIB): $(CUDA_OBJS)
 	rm -f $@
 	ar rcs $@ $(CUDA_OBJS)
 
-$(CUDA_BUILD)/tests/%: tests/%.c parrnn.h tests/prn_test.h $(CUDA_LIB)
+$(CUDA_BUILD)/tests/%: tests/%.c parrnn.h tests/prn_test.h tests/prn_test_device.h $(CUDA_LIB)
 	@mkdir -p $(@D)
 	$(CC) $(CUDA_CFLAGS) -o $@ $< $(CUDA_LDLIBS)
 $(CUDA_BUILD)/examples/%: examples/%.c parrnn.h $(CUDA_LIB)
@@ -64,3 +64,63 @@ $(CUDA_BUILD)/bench/%: bench/%.c parrnn.h bench/bench_common.h $(CUDA_LIB)
 test-cuda: $(CUDA_TEST_BINS)
 	PRNT_PROBE=$(CUDA_BUILD)/tests/backend_probe PRNT_BACKENDS=cuda \
 	    sh tests/run.sh $(addprefix $(CUDA_BUILD)/tests/,$(CUDA_TESTS))
+
+# ---------------------------------------------------------------------------
+# The CUDA emulator (tests/cuda_emu/README.md): the same host code and
+# kernels, built with the host compilers against tests/cuda_emu's runtime,
+# so the backend runs -- and the conformance test checks it against the
+# reference -- on machines without a GPU. Not a performance model.
+#   cuda-emu       build-cuda-emu/: the kernels (launch syntax rewritten by
+#                  sed into prn_emu::launch calls), the host side, the tests
+#   test-cuda-emu  every test program with PARRNN_BACKEND=cuda (`make test`
+#                  runs two of them: test_conformance and test_cuda)
+EMU_BUILD     = build-cuda-emu
+EMU_DIR       = tests/cuda_emu
+EMU_CXXFLAGS  = -std=c++14 -O2 -g -ffp-contract=off -Wall -Wextra -Werror -Wno-unknown-pragmas -I$(EMU_DIR) -Ikernels_cuda -I.
+EMU_CFLAGS    = $(filter-out -DPARRNN_WITH_OPENCL,$(CFLAGS_ALL)) -DPARRNN_WITH_CUDA -DPRNT_CUDA_EMU -I$(EMU_DIR)
+EMU_LIB       = $(EMU_BUILD)/libparrnn_cuda_emu.a
+EMU_LDLIBS    = $(EMU_LIB) -lstdc++ $(filter-out -lclblast -lOpenCL,$(LDLIBS_ALL))
+EMU_HEADERS   = $(wildcard $(EMU_DIR)/*.h)
+EMU_OBJS      = $(patsubst kernels_cuda/%.cu,$(EMU_BUILD)/kernels/%.o,$(CUDA_KERNELS)) $(EMU_BUILD)/parrnn_cuda.o \
+                $(EMU_BUILD)/cuda_emu.o
+EMU_TESTS     = $(CUDA_TESTS)
+EMU_TEST_BINS = $(addprefix $(EMU_BUILD)/tests/,$(EMU_TESTS)) $(EMU_BUILD)/tests/backend_probe
+
+.PHONY: cuda-emu test-cuda-emu
+cuda-emu: $(EMU_LIB) $(EMU_TEST_BINS)
+
+# k<<<grid, block, shared, stream>>>(args)  ->  prn_emu::launch(grid, block, shared, stream, k)(args)
+# (the rewritten sources are kept: compiler messages point into them)
+.PRECIOUS: $(EMU_BUILD)/kernels/%.cpp
+$(EMU_BUILD)/kernels/%.cpp: kernels_cuda/%.cu
+	@mkdir -p $(@D)
+	sed -E 's/([A-Za-z_][A-Za-z_0-9]*(<[A-Za-z_0-9, ]*>)?)<<<([^>]*)>>>\(/prn_emu::launch(\3, \1)(/g' $< > $@
+	@if grep -n '<<<' $@; then echo "$<: a launch the rewrite did not match"; rm -f $@; exit 1; fi
+$(EMU_BUILD)/kernels/%.o: $(EMU_BUILD)/kernels/%.cpp kernels_cuda/common.cuh $(CUDA_DEPS) $(EMU_HEADERS)
+	$(CXX) $(EMU_CXXFLAGS) -c -o $@ $<
+$(EMU_BUILD)/cuda_emu.o: $(EMU_DIR)/cuda_emu.cpp $(EMU_HEADERS)
+	@mkdir -p $(@D)
+	$(CXX) $(EMU_CXXFLAGS) -c -o $@ $<
+$(EMU_BUILD)/parrnn_cuda.o: backends/parrnn_cuda.h $(CUDA_DEPS) $(EMU_HEADERS)
+	@mkdir -p $(@D)
+	$(CC) $(EMU_CFLAGS) -x c -DPARRNN_CUDA_IMPLEMENTATION -c -o $@ backends/parrnn_cuda.h
+$(EMU_LIB): $(EMU_OBJS)
+	rm -f $@
+	ar rcs $@ $(EMU_OBJS)
+$(EMU_BUILD)/tests/%: tests/%.c parrnn.h tests/prn_test.h tests/prn_test_device.h $(EMU_LIB)
+	@mkdir -p $(@D)
+	$(CC) $(EMU_CFLAGS) -o $@ $< $(EMU_LDLIBS)
+
+# every test program once, with PARRNN_BACKEND=cuda
+test-cuda-emu: $(EMU_TEST_BINS)
+	PRNT_ALSO="$(addprefix cuda:$(EMU_BUILD)/tests/,$(EMU_TESTS))" sh tests/run.sh
+
+# `make test` runs the conformance test and test_cuda on the emulator, where
+# a C++ compiler exists (CUDA_EMU=0: not).
+ifndef CUDA_EMU
+CUDA_EMU := $(shell printf 'int main(){return 0;}\n' | $(CXX) -x c++ - -o /dev/null >/dev/null 2>&1 && echo 1 || echo 0)
+endif
+ifeq ($(CUDA_EMU),1)
+EMU_IN_TEST = $(EMU_BUILD)/tests/test_conformance $(EMU_BUILD)/tests/test_cuda
+test: $(EMU_IN_TEST)
+endif

@@ -537,7 +537,9 @@ PRNDEF size_t prn_cell_state_size(const prn_cell *cell);
  * gate values; the input projections of all steps are one matrix product.
  * The gates of an Elman, LSTM or (multi-head) GRU step run as one backend
  * call where the backend has rnn_cell_forward/_backward (reference,
- * OpenCL, CUDA), else as a composition of elementwise ops.
+ * OpenCL, CUDA), else as a composition of elementwise ops; a one-head
+ * layer's whole recurrence is one call where the backend also has
+ * rnn_layer_forward/_backward (reference, CUDA).
  *
  * Per step t, with x_t the layer's input, s_t its state, s() the logistic
  * sigmoid, products of vectors elementwise, "W x" a matrix-vector product:
@@ -3595,16 +3597,18 @@ PRN__FN prn_status prn__tensor_new(prn_context *ctx, const char *fn, prn_dtype d
     size_t numel = 0;
     prn_tensor *t;
     prn__storage *st;
+    prn_status bst;
     PRN__TRY(prn__check_shape(ctx, fn, "shape", dtype, ndim, shape, &numel));
     st = (prn__storage *)prn_alloc(ctx, sizeof *st);
     if (!st) return PRN__ERR(ctx, PRN_ERR_OUT_OF_MEMORY, "%s: out of memory for a tensor", fn);
     st->refs = 1;
     st->bytes = numel * prn_dtype_size(dtype);
-    if (ctx->be->buf_alloc(ctx, st->bytes, &st->buf) != PRN_OK) {
+    if ((bst = ctx->be->buf_alloc(ctx, st->bytes, &st->buf)) != PRN_OK) {
         size_t bytes = st->bytes; /* st is freed before the message is written */
         prn_free(ctx, st);
-        return PRN__ERR(ctx, PRN_ERR_OUT_OF_MEMORY, "%s: out of memory for a tensor of %lu bytes", fn,
-                        (unsigned long)bytes);
+        /* the backend's status and message: they name the device call */
+        return PRN__ERR(ctx, bst, "%s: no buffer for a tensor of %lu bytes: %s", fn, (unsigned long)bytes,
+                        prn_last_error(ctx));
     }
     t = prn__tensor_struct(ctx, dtype, ndim, shape, numel);
     if (!t) {

@@ -53,11 +53,22 @@
  *   baseline of the benchmarks). Other values fail with
  *   PRN_ERR_INVALID_ARGUMENT. f32 accumulates in f32.
  *
+ * RNN LAYERS
+ *   rnn_layer_forward / _backward queue a layer's T steps in one call: per
+ *   step a cuBLAS GEMM (the hidden projection; in the backward, d h_prev +=
+ *   dq W_hh) and the cell kernel of rnn_cell_forward / _backward, reading
+ *   and writing the layer's [B, T, X] arrays in place.
+ *
  * ERRORS
  *   Every CUDA and cuBLAS failure becomes PRN_ERR_BACKEND, or
  *   PRN_ERR_OUT_OF_MEMORY for allocations, with the call and the error's
  *   name and code in the message. Nothing leaks on failure; nothing aborts
  *   or prints.
+ *
+ * TESTING WITHOUT A GPU
+ *   tests/cuda_emu builds this file and the kernels against a host
+ *   emulation of the CUDA runtime and cuBLAS (`make test-cuda-emu`); see
+ *   its README for what that does and does not check.
  *
  * Compiles as C99 and as C++. MIT licence, as parrnn.h.
  */
@@ -617,27 +628,147 @@ PRN__CU_FN prn_status prn__cu_adam_update(prn_context *ctx, prn_dtype dtype, siz
 /* ------------------------------------------------------------------------
  * Fused cell steps (kernels_cuda/rnn_cell.cu)
  * ---------------------------------------------------------------------- */
+/* The row widths of one step's arrays: xp and q P = G H, states S, saved
+ * V H (V: ELMAN 0, LSTM 5, GRU and MHGRU 4). */
+PRN__CU_FN void prn__cu_rows_of_step(prn_cu_rows *rows, int kind, size_t H) {
+    const size_t G = kind == PRN_RNN_LSTM ? 4 : kind == PRN_RNN_ELMAN ? 1 : 3;
+    rows->xp = rows->q = G * H;
+    rows->s = rows->next = rows->g = kind == PRN_RNN_LSTM ? 2 * H : H;
+    rows->saved = (kind == PRN_RNN_LSTM ? 5 : kind == PRN_RNN_ELMAN ? 0 : 4) * H;
+}
+
 PRN__CU_FN prn_status prn__cu_rnn_cell_forward(prn_context *ctx, prn_dtype dtype, int kind, int relu, size_t B, size_t H,
                                                size_t k, const void *xp, const void *q, const void *bias, const void *s,
                                                void *next, void *saved) {
     prn__cu_state *cs;
+    prn_cu_rows rows;
     prn_status st = prn_backend_rnn_cell_check(ctx, "rnn_cell_forward", kind, H, &k);
     if (st != PRN_OK || B * H == 0) return st;
     if ((st = prn__cu_begin(ctx, "rnn_cell_forward", dtype, &cs)) != PRN_OK) return st;
+    prn__cu_rows_of_step(&rows, kind, H);
     return prn__cu_launched(ctx, "rnn_cell_forward", "cell_fwd",
-                            prn_cu_rnn_cell_fwd(cs->stream, dtype == PRN_F64, kind, relu != 0, B, H, k, xp, q, bias, s,
-                                                next, saved));
+                            prn_cu_rnn_cell_fwd(cs->stream, dtype == PRN_F64, kind, relu != 0, B, H, k, &rows, xp, q,
+                                                bias, s, next, saved));
 }
 PRN__CU_FN prn_status prn__cu_rnn_cell_backward(prn_context *ctx, prn_dtype dtype, int kind, int relu, size_t B,
                                                 size_t H, size_t k, const void *g, const void *s, const void *next,
                                                 const void *saved, void *dxp, void *dq, void *ds) {
     prn__cu_state *cs;
+    prn_cu_rows rows;
     prn_status st = prn_backend_rnn_cell_check(ctx, "rnn_cell_backward", kind, H, &k);
     if (st != PRN_OK || B * H == 0) return st;
     if ((st = prn__cu_begin(ctx, "rnn_cell_backward", dtype, &cs)) != PRN_OK) return st;
+    prn__cu_rows_of_step(&rows, kind, H);
     return prn__cu_launched(ctx, "rnn_cell_backward", "cell_bwd",
-                            prn_cu_rnn_cell_bwd(cs->stream, dtype == PRN_F64, kind, relu != 0, B, H, k, g, s, next,
-                                                saved, dxp, dq, ds));
+                            prn_cu_rnn_cell_bwd(cs->stream, dtype == PRN_F64, kind, relu != 0, B, H, k, &rows, g, NULL,
+                                                s, next, saved, dxp, dq, ds));
+}
+
+/* ------------------------------------------------------------------------
+ * Fused layers (rnn_layer_forward / _backward): the T steps queued on the
+ * stream by one call. Per step, a cuBLAS GEMM for the hidden projection,
+ * then the cell kernel, which reads and writes the layer's [B, T, X]
+ * arrays in place (row pitches). There are no per-step tensors, copies or
+ * host synchronisations; the backward's carry (d loss / d state) is
+ * double-buffered, and the GEMM adds its W_hh part (beta = 1). A persistent
+ * kernel keeping W_hh on chip would save the two launches per step; it
+ * needs a GPU to tune and to check, and none was at hand.
+ * ---------------------------------------------------------------------- */
+PRN__CU_FN prn_status prn__cu_layer_begin(prn_context *ctx, const char *fn, prn_dtype dtype, int kind, int bw,
+                                          const void *saved, prn__cu_state **s) {
+    if (kind != PRN_RNN_ELMAN && kind != PRN_RNN_LSTM && kind != PRN_RNN_GRU)
+        return prn_set_error(ctx, PRN_ERR_INVALID_ARGUMENT, "%s: kind %d has no fused layer (ELMAN, LSTM and GRU do)",
+                             fn, kind);
+    if (bw && kind != PRN_RNN_ELMAN && !saved)
+        return prn_set_error(ctx, PRN_ERR_INVALID_ARGUMENT,
+                             "%s: saved is NULL (kind %s runs backward from the forward's saved values)", fn,
+                             prn_rnn_kind_name((prn_rnn_kind)kind));
+    return prn__cu_begin(ctx, fn, dtype, s);
+}
+
+PRN__CU_FN prn_status prn__cu_rnn_layer_forward(prn_context *ctx, prn_dtype dtype, int kind, int relu, int reverse,
+                                                size_t B, size_t T, size_t H, const void *xp, const void *w_hh,
+                                                const void *b_hh, const void *s0, void *states, void *saved) {
+    const char *fn = "rnn_layer_forward";
+    prn__cu_state *cs;
+    prn_cu_rows rows;
+    size_t es, P, S, V, step;
+    void *q = NULL;
+    prn_status st = prn__cu_layer_begin(ctx, fn, dtype, kind, 0, saved, &cs);
+    if (st != PRN_OK || B == 0 || T == 0 || H == 0) return st;
+    prn__cu_rows_of_step(&rows, kind, H);
+    es = prn_dtype_size(dtype);
+    P = rows.xp;
+    S = rows.s;
+    V = rows.saved;
+    rows.xp = T * P;
+    rows.next = T * S;
+    rows.saved = T * V;
+    if ((st = prn__cu_malloc(ctx, cs, B * P * es, &q, "rnn_layer_forward: q")) != PRN_OK) return st;
+    for (step = 0; step < T && st == PRN_OK; ++step) {
+        const size_t t = reverse ? T - 1 - step : step;
+        /* the state before step t: s0, or the previous step's row of states */
+        const char *prev = step ? (const char *)states + (reverse ? t + 1 : t - 1) * S * es : (const char *)s0;
+        rows.s = step ? T * S : S;
+        st = prn__cu_gemm(ctx, dtype, 0, 1, B, P, H, 1.0, prev, rows.s, 0, w_hh, H, 0, 0.0, q, P, 0, 1);
+        if (st == PRN_OK)
+            st = prn__cu_launched(ctx, fn, "cell_fwd",
+                                  prn_cu_rnn_cell_fwd(cs->stream, dtype == PRN_F64, kind, relu != 0, B, H, H, &rows,
+                                                      (const char *)xp + t * P * es, q, b_hh, prev,
+                                                      (char *)states + t * S * es,
+                                                      saved ? (char *)saved + t * V * es : NULL));
+    }
+    prn__cu_mfree(cs, q);
+    return st;
+}
+
+PRN__CU_FN prn_status prn__cu_rnn_layer_backward(prn_context *ctx, prn_dtype dtype, int kind, int relu, int reverse,
+                                                 size_t B, size_t T, size_t H, const void *g, const void *w_hh,
+                                                 const void *s0, const void *states, const void *saved, void *dxp,
+                                                 void *dq, void *ds0) {
+    const char *fn = "rnn_layer_backward";
+    prn__cu_state *cs;
+    prn_cu_rows rows;
+    size_t es, P, S, V, step;
+    char *carry = NULL, *cur = NULL;
+    cudaError_t e;
+    prn_status st = prn__cu_layer_begin(ctx, fn, dtype, kind, 1, saved, &cs);
+    if (st != PRN_OK || B == 0 || H == 0) return st;
+    prn__cu_rows_of_step(&rows, kind, H);
+    es = prn_dtype_size(dtype);
+    P = rows.xp;
+    S = rows.s;
+    V = rows.saved;
+    if (T == 0) return prn__cu_fill(ctx, dtype, ds0, B * S, 0.0); /* no steps: s0 reaches nothing */
+    rows.xp = rows.q = T * P;
+    rows.next = rows.g = T * S;
+    rows.saved = T * V;
+    if ((st = prn__cu_malloc(ctx, cs, 2 * B * S * es, (void **)&carry, "rnn_layer_backward: carry")) != PRN_OK)
+        return st;
+    /* the forward's steps, last first */
+    for (step = 0; step < T && st == PRN_OK; ++step) {
+        const size_t t = reverse ? step : T - 1 - step, first = step == T - 1;
+        const char *prev = first ? (const char *)s0 : (const char *)states + (reverse ? t + 1 : t - 1) * S * es;
+        char *out = carry + (step & 1) * B * S * es;
+        rows.s = first ? S : T * S;
+        st = prn__cu_launched(ctx, fn, "cell_bwd",
+                              prn_cu_rnn_cell_bwd(cs->stream, dtype == PRN_F64, kind, relu != 0, B, H, H, &rows,
+                                                  (const char *)g + t * S * es, cur, prev,
+                                                  (const char *)states + t * S * es,
+                                                  saved ? (const char *)saved + t * V * es : NULL,
+                                                  (char *)dxp + t * P * es, (char *)dq + t * P * es, out));
+        /* and through q = h_prev W_hh^T: d h_prev += dq_t W_hh */
+        if (st == PRN_OK)
+            st = prn__cu_gemm(ctx, dtype, 0, 0, B, H, P, 1.0, (const char *)dq + t * P * es, T * P, 0, w_hh, H, 0,
+                              1.0, out, S, 0, 1);
+        cur = out;
+    }
+    if (st == PRN_OK) {
+        e = cudaMemcpyAsync(ds0, cur, B * S * es, cudaMemcpyDeviceToDevice, cs->stream);
+        if (e != cudaSuccess) st = prn__cu_fail(ctx, "rnn_layer_backward: cudaMemcpyAsync(ds0)", e);
+    }
+    prn__cu_mfree(cs, carry);
+    return st;
 }
 
 /* ------------------------------------------------------------------------
@@ -822,7 +953,7 @@ PRN__CU_DEF const prn_backend *prn_cuda_backend(void) {
         prn__cu_scan_diag, prn__cu_scan_block,
         prn__cu_rnn_cell_forward, prn__cu_rnn_cell_backward,
         prn__cu_solve_batched,
-        NULL, NULL, /* rnn_layer_forward/_backward: the generic code steps through time */
+        prn__cu_rnn_layer_forward, prn__cu_rnn_layer_backward,
         {NULL}};
     return &b;
 }

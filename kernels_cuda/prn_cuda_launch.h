@@ -50,12 +50,24 @@ int prn_cu_random(cudaStream_t s, int f64, int normal, size_t n, uint64_t seed, 
 int prn_cu_sgd(cudaStream_t s, int f64, size_t n, void *w, const void *g, void *v, const prn_cu_optim *p);
 int prn_cu_adam(cudaStream_t s, int f64, size_t n, void *w, const void *g, void *m, void *v, const prn_cu_optim *p);
 
+/* Row pitches in elements (from batch row b to b + 1) of a cell step's
+ * arrays: their widths for one step's [B, X] arrays, T times that for step
+ * t of a layer's [B, T, X] arrays. dxp has xp's pitch, dq q's. */
+typedef struct prn_cu_rows {
+    size_t xp, q, s, next, saved, g;
+} prn_cu_rows;
+
 /* One fused step of the classic cells' gates (rnn_cell.cu; the table's
- * rnn_cell_forward / _backward); kind a prn_rnn_kind, saved NULL for ELMAN. */
-int prn_cu_rnn_cell_fwd(cudaStream_t s, int f64, int kind, int relu, size_t B, size_t H, size_t k, const void *xp,
-                        const void *q, const void *bias, const void *st, void *next, void *saved);
-int prn_cu_rnn_cell_bwd(cudaStream_t s, int f64, int kind, int relu, size_t B, size_t H, size_t k, const void *g,
-                        const void *st, const void *next, const void *saved, void *dxp, void *dq, void *ds);
+ * rnn_cell_forward / _backward, and each step of its fused layers); kind a
+ * prn_rnn_kind; saved NULL for ELMAN, or when no backward follows (forward).
+ * Backward: carry [B, S] (contiguous; NULL: none) is added to g, and ds
+ * [B, S] is contiguous. */
+int prn_cu_rnn_cell_fwd(cudaStream_t s, int f64, int kind, int relu, size_t B, size_t H, size_t k,
+                        const prn_cu_rows *rows, const void *xp, const void *q, const void *bias, const void *st,
+                        void *next, void *saved);
+int prn_cu_rnn_cell_bwd(cudaStream_t s, int f64, int kind, int relu, size_t B, size_t H, size_t k,
+                        const prn_cu_rows *rows, const void *g, const void *carry, const void *st, const void *next,
+                        const void *saved, void *dxp, void *dq, void *ds);
 
 /* Batched dense solves (solve.cu; the table's solve_batched): a [batch, n,
  * n] and r [batch, n] in place, info [batch] int32 on the device. */

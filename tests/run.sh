@@ -6,6 +6,8 @@
 # scripts) run once more per backend with PARRNN_BACKEND set to it, when
 # the probe program $PRNT_PROBE can create a context on it; otherwise that
 # pass counts as one skipped test, with the reason printed.
+# PRNT_ALSO, when set, lists backend:program pairs, each run once more
+# with PARRNN_BACKEND=backend (the programs of the emulated CUDA build).
 passed=0; failed=0; skipped=0
 run_one() { # program [backend]
     t=$1
@@ -38,5 +40,6 @@ for b in $PRNT_BACKENDS; do
         skipped=$((skipped + 1))
     fi
 done
+for e in $PRNT_ALSO; do run_one "${e#*:}" "${e%%:*}"; done
 echo "$passed passed, $failed failed, $skipped skipped"
 [ "$failed" -eq 0 ]

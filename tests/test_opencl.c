@@ -13,14 +13,12 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "prn_test_device.h"
+
 static char g_skip[512]; /* why the backend cannot run here ("" when it can) */
 
 static prn_status make(const char *device, prn_context **ctx, char *err, size_t n) {
-    prn_config cfg;
-    memset(&cfg, 0, sizeof cfg);
-    cfg.backend = "opencl";
-    cfg.device = device;
-    return prn_context_create(&cfg, ctx, err, n);
+    return prntd_make("opencl", device, ctx, err, n);
 }
 
 static void test_device_choice(void) {
@@ -105,55 +103,18 @@ done:
     else unsetenv("PARRNN_OPENCL_OPTIONS");
 }
 
-/* Two contexts at once on the device share nothing: each builds its own
- * programs, and one's destruction leaves the other working, with the same
- * values for the same seed. */
+/* Two contexts share nothing; each builds its own programs. */
 static void test_two_contexts(void) {
-    prn_context *c1 = NULL, *c2 = NULL;
-    char err[512];
-    prn_tensor *x1 = NULL, *x2 = NULL, *y1 = NULL, *y2 = NULL;
-    size_t shape[1] = {1000};
-    static float a[1000], b[1000];
     if (g_skip[0]) { PRNT_SKIP("%s", g_skip); return; }
-    if (make(NULL, &c1, err, sizeof err) != PRN_OK || make(NULL, &c2, err, sizeof err) != PRN_OK) {
-        PRNT_CHECK(0, "%s", err);
-        prn_context_destroy(c1);
-        return;
-    }
-    PRNT_OK(c1, prn_tensor_uniform(c1, PRN_F32, 1, shape, -1, 1, &x1));
-    PRNT_OK(c2, prn_tensor_uniform(c2, PRN_F32, 1, shape, -1, 1, &x2));
-    PRNT_OK(c1, prn_tanh(c1, x1, &y1));
-    prn_context_destroy(c1);
-    PRNT_OK(c2, prn_tanh(c2, x2, &y2));
-    PRNT_OK(c2, prn_tensor_download(y2, a, 1000));
-    PRNT_OK(c2, prn_tensor_download(x2, b, 1000));
-    PRNT_CHECK(fabsf(a[7] - tanhf(b[7])) < 1e-6f, "tanh after the other context went: %g vs %g", a[7], tanhf(b[7]));
-    prn_context_destroy(c2);
+    prntd_two_contexts("opencl");
 }
 
 int main(void) {
-    prn_context *ctx = NULL;
-    prn_status st;
 #ifndef PARRNN_WITH_OPENCL
     snprintf(g_skip, sizeof g_skip, "the OpenCL backend is not built in (PARRNN_WITH_OPENCL)");
 #else
-    {
-        const char *env = getenv("PARRNN_OPENCL_DEVICE");
-        char err[512];
-        st = make(env, &ctx, err, sizeof err);
-        if (st == PRN_ERR_NO_DEVICE) snprintf(g_skip, sizeof g_skip, "%s", err);
-        else if (st != PRN_OK) {
-            printf("opencl context: %s (%s)\n", err, prn_status_string(st));
-            printf("summary passed=0 failed=1 skipped=0\n");
-            return 1;
-        } else {
-            printf("backend: opencl\n");
-            prn_context_destroy(ctx);
-        }
-    }
+    if (prntd_probe("opencl", "PARRNN_OPENCL_DEVICE", g_skip, sizeof g_skip)) return 1;
 #endif
-    (void)st;
-    (void)ctx;
     PRNT_RUN(test_device_choice);
     PRNT_RUN(test_device_from_environment);
     PRNT_RUN(test_runtime_failures);

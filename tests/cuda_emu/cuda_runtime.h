@@ -1,0 +1,77 @@
+/* cuda_runtime.h of the CUDA emulator (tests/cuda_emu/README.md): what the
+ * kernels of kernels_cuda/ use on the device side -- the qualifiers,
+ * threadIdx and friends, __syncthreads, the rounding intrinsics -- and the
+ * launch that replaces the <<<grid, block, shared, stream>>> syntax (the
+ * Makefile rewrites `k<<<g, b, m, s>>>(args)` as
+ * `prn_emu::launch(g, b, m, s, k)(args)`).
+ *
+ * A launch runs at once, block after block in index order; the threads of
+ * a block are fibers that run in turn until each reaches __syncthreads or
+ * its end, so a barrier is a real barrier. Shared arrays are the kernel's
+ * static arrays, one copy per host thread: a host thread runs one block at
+ * a time, and contexts on other threads launch their own. */
+#ifndef PRN_CUDA_EMU_RUNTIME_H
+#define PRN_CUDA_EMU_RUNTIME_H
+
+#include "cuda_runtime_api.h"
+
+#ifdef __cplusplus
+#include <functional>
+
+#define __global__
+#define __device__
+#define __host__
+#define __forceinline__ inline
+#define __shared__ static thread_local
+#define __restrict__ __restrict
+#define __launch_bounds__(...)
+
+struct uint3 {
+    unsigned x, y, z;
+};
+struct dim3 {
+    unsigned x, y, z;
+    dim3(unsigned x_ = 1, unsigned y_ = 1, unsigned z_ = 1) : x(x_), y(y_), z(z_) {}
+};
+
+/* Set by the emulator before a fiber runs (per host thread: contexts on
+ * different host threads launch independently). */
+extern thread_local uint3 threadIdx, blockIdx;
+extern thread_local dim3 blockDim, gridDim;
+static const int warpSize = 32;
+
+void __syncthreads(void);
+/* Round-to-nearest products and sums that the compiler may not contract
+ * into an FMA (the emulated kernels are compiled with -ffp-contract=off). */
+static inline double __dmul_rn(double a, double b) { return a * b; }
+static inline double __dadd_rn(double a, double b) { return a + b; }
+static inline double __dsub_rn(double a, double b) { return a - b; }
+static inline float __double2float_rn(double a) { return (float)a; }
+static inline float __fmul_rn(float a, float b) { return a * b; }
+static inline float __fadd_rn(float a, float b) { return a + b; }
+
+namespace prn_emu {
+/* Runs body once per thread of the grid; the result also becomes the
+ * runtime's last error (as a failed launch does). key names the kernel. */
+cudaError_t run(dim3 grid, dim3 block, size_t shared, cudaStream_t stream, void (*key)(void),
+                const std::function<void()> &body);
+
+template <class... P> struct launcher {
+    dim3 grid, block;
+    size_t shared;
+    cudaStream_t stream;
+    void (*kernel)(P...);
+    template <class... A> void operator()(A... a) const {
+        void (*k)(P...) = kernel;
+        run(grid, block, shared, stream, reinterpret_cast<void (*)(void)>(k), [=]() { k(P(a)...); });
+    }
+};
+template <class... P>
+launcher<P...> launch(dim3 grid, dim3 block, size_t shared, cudaStream_t stream, void (*kernel)(P...)) {
+    launcher<P...> l = {grid, block, shared, stream, kernel};
+    return l;
+}
+} /* namespace prn_emu */
+
+#endif /* __cplusplus */
+#endif /* PRN_CUDA_EMU_RUNTIME_H */
