@@ -3603,13 +3603,17 @@ PRN__FN prn_status prn__tensor_new(prn_context *ctx, const char *fn, prn_dtype d
     if (!st) return PRN__ERR(ctx, PRN_ERR_OUT_OF_MEMORY, "%s: out of memory for a tensor", fn);
     st->refs = 1;
     st->bytes = numel * prn_dtype_size(dtype);
-    if ((bst = ctx->be->buf_alloc(ctx, st->bytes, &st->buf)) != PRN_OK) {
+    bst = ctx->status; /* to tell whether buf_alloc leaves a message of its own */
+    ctx->status = PRN_OK;
+    if (ctx->be->buf_alloc(ctx, st->bytes, &st->buf) != PRN_OK) {
         size_t bytes = st->bytes; /* st is freed before the message is written */
+        int own = ctx->status != PRN_OK;
         prn_free(ctx, st);
-        /* the backend's status and message: they name the device call */
-        return PRN__ERR(ctx, bst, "%s: no buffer for a tensor of %lu bytes: %s", fn, (unsigned long)bytes,
-                        prn_last_error(ctx));
+        /* with the backend's message, which names the device call */
+        return PRN__ERR(ctx, PRN_ERR_OUT_OF_MEMORY, "%s: out of memory for a tensor of %lu bytes%s%s", fn,
+                        (unsigned long)bytes, own ? ": " : "", own ? prn_last_error(ctx) : "");
     }
+    ctx->status = bst;
     t = prn__tensor_struct(ctx, dtype, ndim, shape, numel);
     if (!t) {
         prn__storage_release(ctx, st);

@@ -1885,6 +1885,18 @@ static void rnn_layer_case(prn_dtype dt, int kind, int relu, int rev, size_t B, 
         for (i = n * S; i < n * S + GUARD; ++i)
             if (gd[i] != SENTINEL) { failf("rnn_layer_forward wrote past states for %s", desc); goto out; }
     }
+    if (V) { /* saved NULL (a forward no backward follows): the same states */
+        pbuf *bs2 = pb_output(dt, n * S + GUARD, NULL, desc);
+        if (!bs2) goto out;
+        for (si = 0; si < nsides(); ++si)
+            if (!st_ok(si, g_side[si].be->rnn_layer_forward(g_side[si].ctx, dt, kind, relu, rev, B, T, H, bx->h[si],
+                                                             bw->h[si], bb->h[si], b0->h[si], bs2->h[si], NULL),
+                       "rnn_layer_forward (saved NULL)", desc))
+                goto out;
+        if (!check_out(bs2, dt, n * S, st, one, base_tol(dt) * 4 * (double)T, "rnn_layer_forward states, saved NULL",
+                       desc))
+            goto out;
+    }
     /* backward from the host's forward values (rounded to dt) */
     for (i = 0; i < n * S; ++i) st[i] = quant1(dt, st[i]);
     for (i = 0; i < n * V * H; ++i) sv[i] = quant1(dt, sv[i]);

@@ -4,8 +4,9 @@
  * emulator (tests/cuda_emu, built with PRNT_CUDA_EMU), which can make the
  * driver report no device and make device allocations fail, also: the
  * no-device status, and a sweep that fails each device allocation of a
- * forward and backward pass in turn (pools and cudaMalloc; the one
- * allocation, or every one from it on). Each failure must come back as
+ * forward and backward pass in turn (ops, a chunked scan, an LSTM on the
+ * fused layers; pools and cudaMalloc; the one allocation, or every one
+ * from it on). Each failure must come back as
  * PRN_ERR_OUT_OF_MEMORY naming the CUDA call, leave the output untouched
  * and the live tensors as they were; a retry must give results bitwise
  * equal to the run without failures; no device memory may outlive the
@@ -111,12 +112,17 @@ static void test_no_device(void) {
 
 /* ---- the sweep of failing device allocations ---- */
 #define WT 300 /* scan steps: long enough for the chunked scan and its scratch */
+#define RB 2   /* the LSTM's batch, steps, inputs and units */
+#define RT 5
+#define RI 3
+#define RH 4
 typedef struct wl_run {
     const char *label;
     long fail_at;        /* 0: no failure */
     int completed;       /* the pass ran to its end */
     long failed_calls;   /* calls that returned an error */
     float h[WT * 2], gw[64], gb[WT * 2];
+    float y[RB * RT * RH], y_ng[RB * RT * RH], gr[4 * RH * RH]; /* the LSTM: outputs, without grad, dW_hh */
 } wl_run;
 
 static union { double d; void *p; } g_sentinel;
@@ -154,15 +160,23 @@ static void check_oom(wl_run *r, prn_context *ctx, const char *call, prn_status 
         }                                                                                                 \
     } while (0)
 
-/* A matmul, tanh, a diagonal scan, sums, backward and downloads. */
+/* A matmul, tanh, a diagonal scan, an LSTM layer (the fused layers: with
+ * and, under no_grad, without saved values), sums, backward, downloads. */
 static void workload(wl_run *r) {
     prn_context *ctx = NULL;
     char err[512];
     prn_tensor *x = NULL, *w = NULL, *y = NULL, *z = NULL, *a = NULL, *b = NULL, *h = NULL, *s1 = NULL, *s2 = NULL,
-               *loss = NULL;
-    size_t sx[2] = {4, 8}, sw[2] = {8, 8}, sa[3] = {1, WT, 2};
-    static float vx[32], vw[64], va[WT * 2], vb[WT * 2];
+               *loss = NULL, *rx = NULL, *ry = NULL, *ry_ng = NULL, *s3 = NULL, *l2 = NULL;
+    prn_rnn *rnn = NULL;
+    prn_rnn_config rc;
+    size_t sx[2] = {4, 8}, sw[2] = {8, 8}, sa[3] = {1, WT, 2}, srx[3] = {RB, RT, RI};
+    static float vx[32], vw[64], va[WT * 2], vb[WT * 2], vrx[RB * RT * RI];
     int i;
+    memset(&rc, 0, sizeof rc);
+    rc.kind = PRN_RNN_LSTM;
+    rc.input_size = RI;
+    rc.hidden_size = RH;
+    for (i = 0; i < RB * RT * RI; ++i) vrx[i] = (float)sin(0.9 * i);
     for (i = 0; i < 32; ++i) vx[i] = (float)sin(0.3 * i);
     for (i = 0; i < 64; ++i) vw[i] = (float)cos(0.7 * i) * 0.5f;
     for (i = 0; i < WT * 2; ++i) {
@@ -185,13 +199,30 @@ static void workload(wl_run *r) {
     STEP(&h, prn_scan_diag(ctx, a, b, NULL, 0, PRN_SCAN_AUTO, &h));
     STEP(&s1, prn_sum(ctx, z, PRN_ALL_AXES, 0, &s1));
     STEP(&s2, prn_sum(ctx, h, PRN_ALL_AXES, 0, &s2));
+    STEP(NULL, prn_rnn_create(ctx, &rc, &rnn));
+    STEP(&rx, prn_tensor_from_host(ctx, PRN_F32, 3, srx, vrx, &rx));
+    STEP(&ry, prn_rnn_forward(ctx, rnn, rx, NULL, &ry, NULL));
+    prn_no_grad_begin(ctx);
+    STEP(&ry_ng, prn_rnn_forward(ctx, rnn, rx, NULL, &ry_ng, NULL));
+    prn_no_grad_end(ctx);
+    STEP(&s3, prn_sum(ctx, ry, PRN_ALL_AXES, 0, &s3));
     STEP(&loss, prn_add(ctx, s1, s2, &loss));
-    STEP(NULL, prn_backward(ctx, loss));
+    STEP(&l2, prn_add(ctx, loss, s3, &l2));
+    STEP(NULL, prn_backward(ctx, l2));
     STEP(NULL, prn_tensor_download(h, r->h, WT * 2));
     STEP(NULL, prn_tensor_download(prn_tensor_grad(w), r->gw, 64));
     STEP(NULL, prn_tensor_download(prn_tensor_grad(b), r->gb, WT * 2));
+    STEP(NULL, prn_tensor_download(ry, r->y, RB * RT * RH));
+    STEP(NULL, prn_tensor_download(ry_ng, r->y_ng, RB * RT * RH));
+    STEP(NULL, prn_tensor_download(prn_tensor_grad(prn_rnn_param(rnn, "weight_hh_l0")), r->gr, 4 * RH * RH));
     r->completed = 1;
 done:
+    prn_tensor_free(rx);
+    prn_tensor_free(ry);
+    prn_tensor_free(ry_ng);
+    prn_tensor_free(s3);
+    prn_tensor_free(l2);
+    prn_rnn_free(rnn);
     prn_tensor_free(x);
     prn_tensor_free(w);
     prn_tensor_free(y);
@@ -222,6 +253,7 @@ static void sweep(int pools, int from) {
     N = prn_cuda_emu_allocation_count() - c0;
     PRNT_CHECK(base.completed && base.failed_calls == 0 && N > 5, "%s: the pass without failures (%ld allocations)",
                label, N);
+    PRNT_CHECK(!memcmp(base.y, base.y_ng, sizeof base.y), "%s: the LSTM's outputs differ without grad", label);
     for (n = 1; n <= N + 1 && base.completed; ++n) {
         memset(&r, 0, sizeof r);
         r.label = label;
@@ -237,7 +269,9 @@ static void sweep(int pools, int from) {
             PRNT_CHECK(r.completed, "%s n=%ld: the pass did not complete", label, n);
             PRNT_CHECK(r.failed_calls == (!pools && n <= N), "%s n=%ld: %ld failed calls", label, n, r.failed_calls);
             PRNT_CHECK(!r.completed || (!memcmp(r.h, base.h, sizeof r.h) && !memcmp(r.gw, base.gw, sizeof r.gw) &&
-                                        !memcmp(r.gb, base.gb, sizeof r.gb)),
+                                        !memcmp(r.gb, base.gb, sizeof r.gb) && !memcmp(r.y, base.y, sizeof r.y) &&
+                                        !memcmp(r.y_ng, base.y_ng, sizeof r.y_ng) &&
+                                        !memcmp(r.gr, base.gr, sizeof r.gr)),
                        "%s n=%ld: results differ from the pass without failures", label, n);
         } else {
             PRNT_CHECK(!r.completed && r.failed_calls > 0, "%s n=%ld: the failures went unreported", label, n);

@@ -22,6 +22,7 @@
 #include "cuda_runtime.h"
 #include "cublas_v2.h"
 
+#include <sys/mman.h>
 #include <ucontext.h>
 
 #include <cstdio>
@@ -74,16 +75,26 @@ std::map<const char *, allocation> g_allocs; /* by user pointer */
 size_t g_live_bytes = 0;
 long g_alloc_count = 0;
 
-struct report_leaks {
-    ~report_leaks() {
+/* At exit: live allocations, or a fault that nobody reported (one found
+ * while tearing down, say), fail the program. */
+struct report_at_exit {
+    ~report_at_exit() {
+        bool bad = false;
         if (!g_allocs.empty()) {
             std::fprintf(stderr, "cuda emulator: %lu device allocation(s), %lu bytes, never freed\n",
                          (unsigned long)g_allocs.size(), (unsigned long)g_live_bytes);
-            std::fflush(stderr);
+            bad = true;
+        }
+        if (g_sticky != cudaSuccess) {
+            std::fprintf(stderr, "cuda emulator: the program ran into a fault (%d; see above)\n", (int)g_sticky);
+            bad = true;
+        }
+        if (bad) {
+            std::fflush(NULL);
             std::_Exit(3);
         }
     }
-} g_report_leaks;
+} g_report_at_exit;
 
 bool guards_ok(const char *p, size_t bytes) {
     for (size_t i = 0; i < GUARD; ++i)
@@ -179,8 +190,11 @@ bool stream_ok(cudaStream_t s) {
 /* ---- kernels: a block's threads are fibers ----
  * On x86-64 a fiber switch is the few instructions below (callee-saved
  * registers and the stack pointer); ucontext's swapcontext makes a system
- * call per switch, 100x slower, and serves other processors. */
-#if defined(__x86_64__) && !defined(PRN_CUDA_EMU_UCONTEXT)
+ * call per switch, 100x slower, and serves other systems. The switch
+ * returns into a fiber by `ret`, which a shadow stack (CET) would refuse:
+ * cuda.mk compiles this file with -fcf-protection=none where the compiler
+ * knows the option, so the program is not marked for one. */
+#if defined(__x86_64__) && defined(__ELF__) && !defined(PRN_CUDA_EMU_UCONTEXT)
 } /* namespace */
 extern "C" void prn_emu_switch(void **save, void *load);
 __asm__(".text\n"
@@ -226,7 +240,7 @@ void ctx_make(context *c, char *stack, size_t size, void (*entry)(void)) {
 #endif
 
 enum { F_READY, F_BARRIER, F_DONE };
-const size_t FIBER_STACK = 256 * 1024;
+const size_t FIBER_STACK = 256 * 1024, GUARD_PAGE = 64 * 1024; /* 64 KiB: any page size up to it */
 
 struct fiber {
     context ctx;
@@ -243,7 +257,7 @@ struct scheduler {
     bool synced = false;  /* a thread of this launch reached a barrier */
     bool reverse = false; /* run threads in reverse order between barriers */
     ~scheduler() {
-        for (auto &x : f) std::free(x.stack);
+        for (auto &x : f) munmap(x.stack - GUARD_PAGE, FIBER_STACK + GUARD_PAGE);
     }
 };
 thread_local scheduler S;
@@ -258,11 +272,23 @@ void fiber_main(void) {
     }
 }
 
+/* A fiber's stack, with an inaccessible page below it: an overflow faults
+ * rather than overwriting the heap. */
+char *stack_alloc(void) {
+    void *p = mmap(NULL, FIBER_STACK + GUARD_PAGE, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (p == MAP_FAILED) return NULL;
+    if (mprotect(p, GUARD_PAGE, PROT_NONE) != 0) {
+        munmap(p, FIBER_STACK + GUARD_PAGE);
+        return NULL;
+    }
+    return (char *)p + GUARD_PAGE;
+}
+
 bool make_fibers(size_t n) {
     S.f.reserve(1024); /* fibers never move: their contexts are saved in place */
     while (S.f.size() < n) {
         fiber x;
-        x.stack = (char *)std::malloc(FIBER_STACK);
+        x.stack = stack_alloc();
         if (!x.stack) return false;
         x.state = F_DONE;
         S.f.push_back(x);
@@ -333,16 +359,18 @@ cudaError_t run(dim3 grid, dim3 block, size_t shared, cudaStream_t stream, void 
         fault(cudaErrorLaunchFailure, "a launch from device code is not emulated", NULL);
         return ret(cudaErrorLaunchFailure);
     }
+    const char *order = std::getenv("PRN_CUDA_EMU_ORDER");
+    const bool reverse = order && !std::strcmp(order, "reverse");
     bool plain;
     {
         std::lock_guard<std::mutex> g(g_lock);
-        plain = g_plain.count(key) != 0;
+        plain = !reverse && g_plain.count(key) != 0; /* plain calls run in index order only */
     }
     if (!plain && !make_fibers(nt)) return ret(cudaErrorMemoryAllocation);
     S.body = &body;
     S.plain = plain;
     S.synced = false;
-    S.reverse = std::getenv("PRN_CUDA_EMU_ORDER") && !std::strcmp(std::getenv("PRN_CUDA_EMU_ORDER"), "reverse");
+    S.reverse = reverse;
     gridDim = grid;
     blockDim = block;
     bool diverged = false;

@@ -63,7 +63,8 @@ template <class... P> struct launcher {
     void (*kernel)(P...);
     template <class... A> void operator()(A... a) const {
         void (*k)(P...) = kernel;
-        run(grid, block, shared, stream, reinterpret_cast<void (*)(void)>(k), [=]() { k(P(a)...); });
+        /* k(a...): the implicit conversions of a real launch, no casts */
+        run(grid, block, shared, stream, reinterpret_cast<void (*)(void)>(k), [=]() { k(a...); });
     }
 };
 template <class... P>
