@@ -1268,6 +1268,11 @@ PRNDEF int prn_context_num_threads(const prn_context *ctx);
  * head size k (set to H for ELMAN and LSTM), leaving a message that names
  * fn on failure. */
 PRNDEF prn_status prn_backend_rnn_cell_check(prn_context *ctx, const char *fn, int kind, size_t H, size_t *k);
+/* For implementations of rnn_layer_forward/_backward (backward != 0):
+ * checks kind (ELMAN, LSTM or GRU) and that the backward of LSTM and GRU
+ * has saved, leaving a message that names fn on failure. */
+PRNDEF prn_status prn_backend_rnn_layer_check(prn_context *ctx, const char *fn, int kind, int backward,
+                                              const void *saved);
 /* The built-in reference backend: "reference" uses CBLAS for GEMM when
  * built with PARRNN_USE_CBLAS; "reference-noblas" never does. */
 PRNDEF const prn_backend *prn_reference_backend(void);
@@ -2719,6 +2724,17 @@ PRN__DEF prn_status prn_backend_rnn_cell_check(prn_context *ctx, const char *fn,
                              (unsigned long)*k, (unsigned long)H);
     return PRN_OK;
 }
+PRN__DEF prn_status prn_backend_rnn_layer_check(prn_context *ctx, const char *fn, int kind, int backward,
+                                                const void *saved) {
+    if (kind != PRN_RNN_ELMAN && kind != PRN_RNN_LSTM && kind != PRN_RNN_GRU)
+        return prn_set_error(ctx, PRN_ERR_INVALID_ARGUMENT, "%s: kind %d has no fused layer (ELMAN, LSTM and GRU do)",
+                             fn, kind);
+    if (backward && prn__cell_saved(kind) && !saved)
+        return prn_set_error(ctx, PRN_ERR_INVALID_ARGUMENT,
+                             "%s: saved is NULL (kind %s runs backward from the forward's saved values)", fn,
+                             prn_rnn_kind_name((prn_rnn_kind)kind));
+    return PRN_OK;
+}
 /* e^x in f32 without a libm call, so that the gate loops vectorise: round
  * x log2 e to n with the 1.5 * 2^23 trick, reduce (Cody-Waite), a degree-6
  * polynomial, scale by 2^n through the exponent bits. Within 1 ulp on
@@ -3230,18 +3246,13 @@ PRN__DEFINE_LAYER(float, f32x, f32x, PRN__AVX2, prn__panel_mm_f32x)
 PRN__FN prn_status prn__layer_begin(prn_context *ctx, const char *fn, prn__layer *L, int bw, prn_dtype dtype, int *nt,
                                     void **raw) {
     size_t m, need = 0, es = prn_dtype_size(dtype), u0, u1, nb;
-    if (L->kind != PRN_RNN_ELMAN && L->kind != PRN_RNN_LSTM && L->kind != PRN_RNN_GRU)
-        return prn_set_error(ctx, PRN_ERR_INVALID_ARGUMENT, "%s: kind %d has no fused layer (ELMAN, LSTM and GRU do)", fn,
-                             L->kind);
+    PRN__TRY(prn_backend_rnn_layer_check(ctx, fn, L->kind, bw, L->saved));
     if (dtype != PRN_F32 && dtype != PRN_F64)
         return prn_set_error(ctx, PRN_ERR_DTYPE, "%s: dtype %s is not f32 or f64", fn, prn_dtype_name(dtype));
     L->G = L->kind == PRN_RNN_LSTM ? 4 : L->kind == PRN_RNN_GRU ? 3 : 1;
     L->P = L->G * L->H;
     L->S = L->kind == PRN_RNN_LSTM ? 2 * L->H : L->H;
     L->V = prn__cell_saved(L->kind);
-    if (bw && L->V && !L->saved)
-        return prn_set_error(ctx, PRN_ERR_INVALID_ARGUMENT, "%s: saved is NULL (kind %s runs backward from the "
-                             "forward's saved values)", fn, prn_rnn_kind_name((prn_rnn_kind)L->kind));
     /* a thread per 16 units at most, and none but one for small steps: a
      * barrier costs about what 10^4 multiply-adds do */
     *nt = prn_context_num_threads(ctx);

@@ -676,14 +676,8 @@ PRN__CU_FN prn_status prn__cu_rnn_cell_backward(prn_context *ctx, prn_dtype dtyp
  * ---------------------------------------------------------------------- */
 PRN__CU_FN prn_status prn__cu_layer_begin(prn_context *ctx, const char *fn, prn_dtype dtype, int kind, int bw,
                                           const void *saved, prn__cu_state **s) {
-    if (kind != PRN_RNN_ELMAN && kind != PRN_RNN_LSTM && kind != PRN_RNN_GRU)
-        return prn_set_error(ctx, PRN_ERR_INVALID_ARGUMENT, "%s: kind %d has no fused layer (ELMAN, LSTM and GRU do)",
-                             fn, kind);
-    if (bw && kind != PRN_RNN_ELMAN && !saved)
-        return prn_set_error(ctx, PRN_ERR_INVALID_ARGUMENT,
-                             "%s: saved is NULL (kind %s runs backward from the forward's saved values)", fn,
-                             prn_rnn_kind_name((prn_rnn_kind)kind));
-    return prn__cu_begin(ctx, fn, dtype, s);
+    prn_status st = prn_backend_rnn_layer_check(ctx, fn, kind, bw, saved);
+    return st == PRN_OK ? prn__cu_begin(ctx, fn, dtype, s) : st;
 }
 
 PRN__CU_FN prn_status prn__cu_rnn_layer_forward(prn_context *ctx, prn_dtype dtype, int kind, int relu, int reverse,

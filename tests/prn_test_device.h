@@ -1,7 +1,8 @@
 /* What the tests of the device backends (test_opencl.c, test_cuda.c) share:
- * making a context on a named backend and device, the check that two
- * contexts share nothing, and the start of main that decides whether the
- * backend can run here. Include after parrnn.h and prn_test.h. */
+ * making a context on a named backend and device, the device from the
+ * environment, the check that two contexts share nothing, and the start of
+ * main that decides whether the backend can run here. Include after
+ * parrnn.h and prn_test.h (and setenv's declaration: _POSIX_C_SOURCE). */
 #ifndef PRN_TEST_DEVICE_H
 #define PRN_TEST_DEVICE_H
 
@@ -18,6 +19,22 @@ PRNTD_FN prn_status prntd_make(const char *backend, const char *device, prn_cont
     cfg.backend = backend;
     cfg.device = device;
     return prn_context_create(&cfg, ctx, err, n);
+}
+
+/* The device from the environment variable env: a selector that names no
+ * device (bad) makes creation fail with PRN_ERR_NO_DEVICE; a device in the
+ * config (good) wins over the variable. The variable is restored. */
+PRNTD_FN void prntd_device_from_environment(const char *backend, const char *env, const char *bad, const char *good) {
+    prn_context *ctx = NULL;
+    char err[512], saved[256];
+    const char *old = getenv(env);
+    snprintf(saved, sizeof saved, "%s", old ? old : "");
+    setenv(env, bad, 1);
+    PRNT_CHECK(prntd_make(backend, NULL, &ctx, err, sizeof err) == PRN_ERR_NO_DEVICE, "%s was not read", env);
+    PRNT_CHECK(prntd_make(backend, good, &ctx, err, sizeof err) == PRN_OK, "config over environment: %s", err);
+    prn_context_destroy(ctx);
+    if (old) setenv(env, saved, 1);
+    else unsetenv(env);
 }
 
 /* Two contexts at once on the device share nothing: one's destruction

@@ -34,12 +34,6 @@ static prn_status make(const char *device, prn_context **ctx, char *err, size_t 
     return prntd_make("cuda", device, ctx, err, n);
 }
 
-/* Sets or (value NULL) removes an environment variable. */
-static void set_env(const char *name, const char *value) {
-    if (value) setenv(name, value, 1);
-    else unsetenv(name);
-}
-
 static void test_device_choice(void) {
     prn_context *ctx = NULL, *sentinel = (prn_context *)&g_skip;
     char err[512];
@@ -61,17 +55,8 @@ static void test_device_choice(void) {
 }
 
 static void test_device_from_environment(void) {
-    prn_context *ctx = NULL;
-    char err[512], saved[256];
-    const char *old = getenv("PARRNN_CUDA_DEVICE");
     if (g_skip[0]) { PRNT_SKIP("%s", g_skip); return; }
-    snprintf(saved, sizeof saved, "%s", old ? old : "");
-    set_env("PARRNN_CUDA_DEVICE", "999");
-    PRNT_CHECK(make(NULL, &ctx, err, sizeof err) == PRN_ERR_NO_DEVICE, "the variable was not read");
-    /* the config wins over the variable */
-    PRNT_CHECK(make("0", &ctx, err, sizeof err) == PRN_OK, "config over environment: %s", err);
-    prn_context_destroy(ctx);
-    set_env("PARRNN_CUDA_DEVICE", old ? saved : NULL);
+    prntd_device_from_environment("cuda", "PARRNN_CUDA_DEVICE", "999", "0");
 }
 
 static void test_runtime_failures(void) {
@@ -99,6 +84,12 @@ static void test_two_contexts(void) {
 }
 
 #ifdef PRNT_CUDA_EMU
+/* Sets or (value NULL) removes an environment variable. */
+static void set_env(const char *name, const char *value) {
+    if (value) setenv(name, value, 1);
+    else unsetenv(name);
+}
+
 static void test_no_device(void) {
     prn_context *ctx = (prn_context *)&g_skip;
     char err[512];

@@ -43,19 +43,8 @@ static void test_device_choice(void) {
 }
 
 static void test_device_from_environment(void) {
-    prn_context *ctx = NULL;
-    char err[512];
-    const char *old = getenv("PARRNN_OPENCL_DEVICE");
-    char saved[256];
     if (g_skip[0]) { PRNT_SKIP("%s", g_skip); return; }
-    snprintf(saved, sizeof saved, "%s", old ? old : "");
-    setenv("PARRNN_OPENCL_DEVICE", "no-such-device-xyz", 1);
-    PRNT_CHECK(make(NULL, &ctx, err, sizeof err) == PRN_ERR_NO_DEVICE, "the variable was not read");
-    /* the config wins over the variable */
-    PRNT_CHECK(make("0:0", &ctx, err, sizeof err) == PRN_OK, "config over environment: %s", err);
-    prn_context_destroy(ctx);
-    if (old) setenv("PARRNN_OPENCL_DEVICE", saved, 1);
-    else unsetenv("PARRNN_OPENCL_DEVICE");
+    prntd_device_from_environment("opencl", "PARRNN_OPENCL_DEVICE", "no-such-device-xyz", "0:0");
 }
 
 static void test_runtime_failures(void) {
