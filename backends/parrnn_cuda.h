@@ -39,19 +39,22 @@
  *   thread, so contexts on different devices can share a thread.
  *
  * SCANS
- *   Chunked reduce / scan / expand, parallel along the sequence: time is
- *   cut into chunks, each chunk is folded into one affine map, the maps are
- *   scanned (by the same code, recursively), and each chunk is re-run from
- *   its incoming carry. a and b are read twice then, except when batch x
- *   channels alone fill the device: then there is one chunk and the scan
- *   reads them once. (A single pass with decoupled look-back would read
- *   them once always; it was left out because it could not be tested when
- *   this was written -- see the comment above prn__cu_scan_chunks.)
- *   algo: AUTO, CHUNKED and TREE run the chunked scan; SEQUENTIAL runs one
- *   chunk: a thread per (sequence, channel) -- (sequence, block) for block
- *   scans -- walks all of time (parallel over channels, serial in time: the
- *   baseline of the benchmarks). Other values fail with
- *   PRN_ERR_INVALID_ARGUMENT. f32 accumulates in f32.
+ *   Diagonal, AUTO: when batch x channels alone fill the device, a thread
+ *   per (sequence, channel) walks time (one read of a and b); otherwise a
+ *   single pass with look-back (kernels_cuda/scan.cu): tiles of time x
+ *   channels, handed out in order by an atomic ticket, publish their affine
+ *   maps, compose those of the earlier tiles of their window with the state
+ *   the window before passed on, in a fixed order (the same bits on every
+ *   run), and write h -- a and b read once.
+ *   CHUNKED and TREE, and every block scan: reduce / scan / expand, parallel
+ *   along the sequence: time is cut into chunks, each chunk is folded into
+ *   one affine map, the maps are scanned (by the same code, recursively),
+ *   and each chunk is re-run from its incoming carry (a and b read twice,
+ *   except with one chunk, as above).
+ *   SEQUENTIAL runs one chunk: a thread per (sequence, channel) --
+ *   (sequence, block) for block scans -- walks all of time (parallel over
+ *   channels, serial in time: the baseline of the benchmarks). Other values
+ *   fail with PRN_ERR_INVALID_ARGUMENT. f32 accumulates in f32.
  *
  * RNN LAYERS
  *   rnn_layer_forward / _backward queue a layer's T steps in one call: per
@@ -803,13 +806,13 @@ PRN__CU_FN prn_status prn__cu_solve_batched(prn_context *ctx, prn_dtype dtype, s
  * from h0; an expand kernel re-runs each chunk from its incoming carry and
  * writes h. The last chunk's map is never needed and not computed.
  *
- * Why not a single pass with decoupled look-back (read a and b once)? Its
- * correctness rests on inter-block flag protocols and forward progress
- * that only running it on a GPU can confirm, and this backend was written
- * on a machine without one. The chunked scan has no inter-block waiting
- * at all. It reads a and b twice, but only when the device needs the
- * chunks: when batch x channels (x (k+1) for block scans) fill the device
- * there is one chunk and the expand kernel alone is the scan, one read.
+ * The diagonal scan's AUTO uses the single pass with decoupled look-back
+ * instead when chunks are needed (prn__cu_scan_diag); CHUNKED, TREE and
+ * the block scans use this. It reads a and b twice, but only when the
+ * device needs the chunks: when batch x channels (x (k+1) for block scans)
+ * fill the device there is one chunk and the expand kernel alone is the
+ * scan, one read. The block scans keep it: a look-back tile of k x k
+ * matrices holds too few steps in shared memory to pay for its waiting.
  *
  * Chunks: enough fold threads to fill the device (scan_items), no chunk
  * shorter than PRN__CU_SCAN_MIN_LEN steps. All levels' maps live in one
@@ -895,13 +898,23 @@ PRN__CU_FN prn_status prn__cu_scan_diag(prn_context *ctx, prn_dtype dtype, int r
                                         const void *h0, void *h) {
     prn__cu_state *s;
     prn_status st;
-    size_t bytes;
+    size_t bytes, L;
     int serial = algo == PRN_SCAN_SEQUENTIAL;
     void *scratch = NULL;
     if (batch == 0 || T == 0 || C == 0) return PRN_OK; /* before algo, as the reference */
     if ((int)algo < 0 || algo >= PRN_SCAN_ALGO_COUNT)
         return prn_set_error(ctx, PRN_ERR_INVALID_ARGUMENT, "scan_diag: unknown algorithm %d", (int)algo);
     if ((st = prn__cu_begin(ctx, "scan_diag", dtype, &s)) != PRN_OK) return st;
+    if (algo == PRN_SCAN_AUTO && prn__cu_scan_chunks(T, batch * C, s->scan_items, 0, &L) > 1 &&
+        (bytes = prn_cu_scan_diag_lookback_bytes(dtype == PRN_F64, batch, T, C)) != 0) {
+        /* the device needs parallelism along time: one pass, a and b read once */
+        if ((st = prn__cu_malloc(ctx, s, bytes, &scratch, "scan_diag: look-back status")) != PRN_OK) return st;
+        st = prn__cu_launched(ctx, "scan_diag", "scan_diag_lookback",
+                              prn_cu_scan_diag_lookback(s->stream, dtype == PRN_F64, batch, T, C, reverse != 0, a, b,
+                                                        h0, h, scratch));
+        prn__cu_mfree(s, scratch);
+        return st;
+    }
     bytes = prn__cu_scan_bytes(T, batch * C, s->scan_items, serial, batch, C, 1, prn_dtype_size(dtype));
     if (bytes && (st = prn__cu_malloc(ctx, s, bytes, &scratch, "scan_diag: scratch")) != PRN_OK) return st;
     st = prn__cu_scan_diag_run(ctx, s, dtype == PRN_F64, reverse != 0, serial, batch, T, C, a, b, h0, h,

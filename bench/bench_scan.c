@@ -49,8 +49,10 @@
  * kernels. They also run T = 10^6, C = 128 (1.28e8 elements; T = 10^4
  * with --quick) against their own device-to-device copy bandwidth
  * (device_copy: buf_copy of one array, 2 x 4 bytes per element; frac_bw
- * of those rows is against it) and report AUTO's speedup over their
- * SEQUENTIAL kernel (parallel over channels, serial in time).
+ * of those rows is against it) and report AUTO's and CHUNKED's speedup
+ * over their SEQUENTIAL kernel (parallel over channels, serial in time).
+ * On CUDA, AUTO there is the single-pass look-back scan and CHUNKED the
+ * reduce / scan / expand one, so the two rows compare them.
  *
  * For AUTO rows the table says which algorithm the library picked: its
  * output is compared bit for bit with the SEQUENTIAL and CHUNKED outputs
@@ -348,7 +350,7 @@ static void bench_device_copy_and_scan(size_t T, size_t C) {
     prn_tensor *a = NULL, *b = NULL, *y = NULL;
     copy_job cj;
     scan_job sj;
-    double copy_s, copy_gbps, s_auto = 0, s_seq = 0;
+    double copy_s, copy_gbps, s_auto = 0, s_seq = 0, s_chk = 0;
     const char *dev = prn_context_backend_name(g_dev);
     shape[0] = 1; shape[1] = T; shape[2] = C;
     if (prn_tensor_uniform(g_dev, PRN_F32, 3, shape, 0.999, 0.9999, &a) != PRN_OK ||
@@ -367,15 +369,16 @@ static void bench_device_copy_and_scan(size_t T, size_t C) {
     sj.a = a;
     sj.b = b;
     sj.sync = 1;
-    for (i = 0; i < 2; ++i) {
-        sj.algo = i ? PRN_SCAN_SEQUENTIAL : PRN_SCAN_AUTO;
-        if (time_best(run_scan, &sj, i ? &s_seq : &s_auto)) die_prn(g_dev, "device scan");
+    for (i = 0; i < 3; ++i) {
+        sj.algo = i == 0 ? PRN_SCAN_AUTO : i == 1 ? PRN_SCAN_SEQUENTIAL : PRN_SCAN_CHUNKED;
+        if (time_best(run_scan, &sj, i == 0 ? &s_auto : i == 1 ? &s_seq : &s_chk)) die_prn(g_dev, "device scan");
     }
     {
         double triad = g_triad;
         g_triad = copy_gbps; /* these rows compare with the copy */
         record("device_copy", dev, "copy", NULL, T, C, 1, copy_s, 2.0 * (double)cj.bytes, 0, -1);
         record("scan_diag", dev, "sequential", NULL, T, C, 1, s_seq, 12.0 * (double)n, s_seq, -1);
+        record("scan_diag", dev, "chunked", NULL, T, C, 1, s_chk, 12.0 * (double)n, s_seq, -1);
         record("scan_diag", dev, "auto", NULL, T, C, 1, s_auto, 12.0 * (double)n, s_seq, -1);
         g_triad = triad;
     }

@@ -94,6 +94,12 @@ int prn_cu_scan_diag_fold(cudaStream_t s, int f64, size_t batch, size_t T, size_
                           const void *a, const void *b, void *m, void *o);
 int prn_cu_scan_diag_expand(cudaStream_t s, int f64, size_t batch, size_t T, size_t C, size_t L, size_t nch,
                             int rev, const void *a, const void *b, const void *h0, const void *carry, void *h);
+/* diag lookback: the whole scan in one pass (decoupled look-back); scratch
+ * holds prn_cu_scan_diag_lookback_bytes(f64, batch, T, C) bytes, 0 when the
+ * shape has too many tiles for it (then the chunked scan serves). */
+size_t prn_cu_scan_diag_lookback_bytes(int f64, size_t batch, size_t T, size_t C);
+int prn_cu_scan_diag_lookback(cudaStream_t s, int f64, size_t batch, size_t T, size_t C, int rev, const void *a,
+                              const void *b, const void *h0, void *h, void *scratch);
 /* block fold: M [batch, nm, C, k] and v [batch, nm, C] of chunks 0..nm-1;
  * block expand as diag expand, carry [batch, nch-1, C]. */
 int prn_cu_scan_block_fold(cudaStream_t s, int f64, size_t batch, size_t T, size_t C, size_t k, size_t L,

@@ -131,6 +131,182 @@ __global__ void k_scan_block_expand(size_t batch, size_t T, size_t C, size_t k, 
     }
 }
 
+/* ---- The single-pass diagonal scan: decoupled look-back ----
+ * A tile is `rows` = tn * PRN_LB_ITEMS steps of cw channels of one sequence
+ * (cw = C up to PRN_LB_CW, then groups of PRN_LB_CW); a block's threads are
+ * (channel tc, time slice tt) pairs, tn = PRN_LB_TPB / cw slices of
+ * PRN_LB_ITEMS steps each. The tiles of a (sequence, channel group) form
+ * windows of tn tiles. Per tile j, a block:
+ *   1. loads a and b (coalesced) into shared memory -- the only read;
+ *   2. folds each slice into an affine map and scans the maps along time;
+ *   3. unless it ends its window, publishes its map (flag 1) per channel;
+ *   4. looks back: slice tt takes tile j-1-tt of its window (its map), the
+ *      slice after those takes the window's incoming state -- published
+ *      (flag 2) by the last tile of the window before, or h0 -- and the
+ *      slices' maps are composed by a tree of fixed shape;
+ *   5. if it ends its window, publishes its outgoing state (flag 2); writes
+ *      h from shared memory.
+ * Every composition is fixed by j alone, not by which tiles happened to be
+ * done: results are the same bits on every run (the rule of the library),
+ * unlike a look-back that stops at the first finished predecessor. The
+ * price is a chain of one flag round trip per window of tn tiles.
+ * Tiles are handed out by an atomic ticket, window position slowest and
+ * (sequence, group) fastest, so the chains of all sequences and groups
+ * advance together, and a tile waits only for tiles with lower tickets,
+ * which blocks already hold: no deadlock, however the device schedules
+ * blocks. Status words are read and written volatile (not cached in L1)
+ * with a fence between a value and its flag; status arrays are per
+ * (tile, channel), indexed by ticket: flag [tiles * cw], val
+ * [tiles * cw * 2] (the map (m, o), or the state in o); the ticket and the
+ * flags are zeroed before the launch. */
+#define PRN_LB_TPB 256
+#define PRN_LB_ITEMS 9 /* odd: a slice's column reads hit distinct shared-memory banks */
+#define PRN_LB_CW 8    /* 32-byte row segments (f32); more windows in flight at large C */
+
+/* m x + o, where a zero state stays zero whatever m is: m, a product of many
+ * decays, may have overflowed, which the step-by-step recurrence never
+ * forms. */
+template <typename R> __device__ __forceinline__ R prn_lb_apply(R m, R x, R o) { return x == (R)0 ? o : m * x + o; }
+
+template <typename R>
+__global__ void __launch_bounds__(PRN_LB_TPB, 4) /* <= 64 registers: registers leave room for 4 blocks per SM */
+    k_scan_diag_lookback(size_t batch, size_t T, size_t C, size_t cw, size_t ng, size_t nt, int rev,
+                         const R *__restrict__ a, const R *b, const R *h0, R *h, unsigned *ticket, unsigned *flag,
+                         R *val) {
+    __shared__ R sa[PRN_LB_TPB * PRN_LB_ITEMS], sb[PRN_LB_TPB * PRN_LB_ITEMS];
+    __shared__ R sm[PRN_LB_TPB], so[PRN_LB_TPB];
+    __shared__ size_t s_tile;
+    /* indices inside a tile in 32 bits: fewer registers */
+    const unsigned tid = threadIdx.x, cu = (unsigned)cw, tn = PRN_LB_TPB / cu, tc = tid % cu, tt = tid / cu;
+    const unsigned rows = tn * PRN_LB_ITEMS;
+    const size_t chains = batch * ng, tiles = chains * nt;
+    const bool act = tt < tn; /* threads past tn * cw only meet the barriers */
+    volatile unsigned *vf = flag;
+    volatile R *vval = val;
+    for (;;) {
+        if (tid == 0) s_tile = atomicAdd(ticket, 1u);
+        __syncthreads();
+        const size_t v = s_tile;
+        if (v >= tiles) break;
+        const size_t j = v / chains, n = v % chains / ng, g = v % ng;
+        const size_t c0 = g * cw, t0 = j * rows;
+        const unsigned w = (unsigned)prn_min(cw, C - c0), nr = (unsigned)prn_min(rows, T - t0);
+        const unsigned jw = (unsigned)(j % tn); /* position in the window */
+        const bool last = jw == tn - 1;
+        /* 1. load (a fixed count per thread: the loads unroll and overlap);
+         * steps past T and channels past C are the identity */
+#pragma unroll
+        for (unsigned u = 0; u < PRN_LB_ITEMS; ++u) {
+            const unsigned e = tid + u * PRN_LB_TPB, r = e / cu, q = e % cu;
+            if (e >= rows * cu) break;
+            if (r < nr && q < w) {
+                const size_t i = (n * T + PRN_ROW(t0 + r)) * C + c0 + q;
+                sa[e] = a[i];
+                sb[e] = b[i];
+            } else {
+                sa[e] = 1;
+                sb[e] = 0;
+            }
+        }
+        __syncthreads();
+        /* 2. fold the slice into h -> m h + o, then scan the slices' maps */
+        R m = 1, o = 0;
+        if (act)
+            for (unsigned i = 0; i < PRN_LB_ITEMS; ++i) {
+                const unsigned e = (tt * PRN_LB_ITEMS + i) * cu + tc;
+                o = sa[e] * o + sb[e];
+                m *= sa[e];
+            }
+        sm[tid] = m;
+        so[tid] = o;
+        __syncthreads();
+        for (unsigned d = 1; d < tn; d <<= 1) {
+            const bool take = act && tt >= d;
+            R pm = 1, po = 0;
+            if (take) {
+                pm = sm[tid - d * cu];
+                po = so[tid - d * cu];
+            }
+            __syncthreads();
+            if (take) { /* the earlier slices' map, then this one's */
+                o = prn_lb_apply(m, po, o);
+                m *= pm;
+                sm[tid] = m;
+                so[tid] = o;
+            }
+            __syncthreads();
+        }
+        /* the map of the slices before this one (identity for tt = 0), and the tile's */
+        const R pm = act && tt ? sm[tid - cu] : (R)1, po = act && tt ? so[tid - cu] : (R)0;
+        const R tm = tid < cu ? sm[(tn - 1) * cu + tid] : (R)1, to = tid < cu ? so[(tn - 1) * cu + tid] : (R)0;
+        /* 3. publish the tile's map for the later tiles of its window */
+        if (tid < cu && !last) {
+            const size_t si = v * cw + tid;
+            vval[2 * si] = tm;
+            vval[2 * si + 1] = to;
+            __threadfence();
+            vf[si] = 1;
+        }
+        __syncthreads(); /* sm, so are free again */
+        /* 4. slice tt < jw: the map of tile j-1-tt; slice jw: the window's
+         * incoming state, as a constant map (m = 0); later slices: identity */
+        R wm = 1, wo = 0;
+        if (act && tt < jw) {
+            const size_t si = (v - (size_t)(tt + 1) * chains) * cw + tc;
+            while (vf[si] == 0) __nanosleep(64);
+            __threadfence();
+            wm = vval[2 * si];
+            wo = vval[2 * si + 1];
+        } else if (act && tt == jw) {
+            wm = 0;
+            if (j == jw) { /* the first window */
+                wo = h0 && tc < w ? h0[n * C + c0 + tc] : (R)0;
+            } else {
+                const size_t si = (v - (size_t)(jw + 1) * chains) * cw + tc;
+                while (vf[si] == 0) __nanosleep(64);
+                __threadfence();
+                wo = vval[2 * si + 1];
+            }
+        }
+        sm[tid] = wm;
+        so[tid] = wo;
+        __syncthreads();
+        /* newest (tt = 0) after all older ones, in a tree of fixed shape */
+        for (unsigned d = 1; d < tn; d <<= 1) {
+            if (act && tt % (2 * d) == 0 && tt + d < tn) {
+                const R om = sm[tid + d * cu], oo = so[tid + d * cu];
+                so[tid] = prn_lb_apply(sm[tid], oo, so[tid]);
+                sm[tid] *= om;
+            }
+            __syncthreads();
+        }
+        /* so[tc] (row tt = 0) is now the tile's incoming state */
+        /* 5. the window's last tile passes its outgoing state on */
+        if (tid < cu && last) {
+            const size_t si = v * cw + tid;
+            vval[2 * si + 1] = prn_lb_apply(tm, so[tid], to);
+            __threadfence();
+            vf[si] = 2;
+        }
+        if (act) {
+            R x = prn_lb_apply(pm, so[tc], po);
+            for (unsigned i = 0; i < PRN_LB_ITEMS; ++i) {
+                const unsigned e = (tt * PRN_LB_ITEMS + i) * cu + tc;
+                x = sa[e] * x + sb[e];
+                sa[e] = x;
+            }
+        }
+        __syncthreads();
+#pragma unroll
+        for (unsigned u = 0; u < PRN_LB_ITEMS; ++u) {
+            const unsigned e = tid + u * PRN_LB_TPB, r = e / cu, q = e % cu;
+            if (e >= rows * cu) break;
+            if (r < nr && q < w) h[(n * T + PRN_ROW(t0 + r)) * C + c0 + q] = sa[e];
+        }
+        __syncthreads(); /* shared memory is the next tile's */
+    }
+}
+
 /* Block scans keep k-vectors per thread: smaller blocks leave more
  * registers and local memory per multiprocessor. */
 #define PRN_TPB_BLOCK 128
@@ -192,5 +368,46 @@ extern "C" int prn_cu_scan_block_expand(cudaStream_t s, int f64, size_t batch, s
         k_scan_block_expand<float><<<prn_grid(n, PRN_TPB_BLOCK), PRN_TPB_BLOCK, 0, s>>>(
             batch, T, C, k, L, nch, rev, tr, (const float *)a, (const float *)b, (const float *)h0,
             (const float *)carry, (float *)h);
+    return prn_launched();
+}
+
+/* Geometry of the look-back scan: channels per tile, tiles, and the bytes
+ * of its status (0 when the tiles would not fit the 32-bit ticket). */
+static size_t prn_lb_geometry(int f64, size_t batch, size_t T, size_t C, size_t *cw, size_t *ng, size_t *nt) {
+    const size_t es = f64 ? 8 : 4;
+    *cw = C < PRN_LB_CW ? C : PRN_LB_CW;
+    *ng = prn_cdiv(C, *cw);
+    *nt = prn_cdiv(T, PRN_LB_TPB / *cw * PRN_LB_ITEMS);
+    const size_t tiles = batch * *ng * *nt, words = tiles * *cw;
+    if (tiles >= ((size_t)1 << 31)) return 0;
+    return 256 + prn_cdiv(words * 4, 256) * 256 + words * 2 * es;
+}
+
+extern "C" size_t prn_cu_scan_diag_lookback_bytes(int f64, size_t batch, size_t T, size_t C) {
+    size_t cw, ng, nt;
+    return batch && T && C ? prn_lb_geometry(f64, batch, T, C, &cw, &ng, &nt) : 0;
+}
+
+/* scratch: prn_cu_scan_diag_lookback_bytes of device memory */
+extern "C" int prn_cu_scan_diag_lookback(cudaStream_t s, int f64, size_t batch, size_t T, size_t C, int rev,
+                                         const void *a, const void *b, const void *h0, void *h, void *scratch) {
+    size_t cw, ng, nt;
+    const size_t bytes = prn_lb_geometry(f64, batch, T, C, &cw, &ng, &nt);
+    if (!bytes) return (int)cudaErrorInvalidValue;
+    const size_t tiles = batch * ng * nt, words = tiles * cw, fl = prn_cdiv(words * 4, 256) * 256;
+    char *base = (char *)scratch;
+    unsigned *ticket = (unsigned *)base, *flag = (unsigned *)(base + 256);
+    void *val = base + 256 + fl;
+    cudaError_t e = cudaMemsetAsync(base, 0, 256 + fl, s);
+    if (e != cudaSuccess) return (int)e;
+    const unsigned grid = (unsigned)prn_min(tiles, PRN_MAX_GRID);
+    if (f64)
+        k_scan_diag_lookback<double><<<grid, PRN_LB_TPB, 0, s>>>(batch, T, C, cw, ng, nt, rev, (const double *)a,
+                                                                 (const double *)b, (const double *)h0, (double *)h,
+                                                                 ticket, flag, (double *)val);
+    else
+        k_scan_diag_lookback<float><<<grid, PRN_LB_TPB, 0, s>>>(batch, T, C, cw, ng, nt, rev, (const float *)a,
+                                                                (const float *)b, (const float *)h0, (float *)h,
+                                                                ticket, flag, (float *)val);
     return prn_launched();
 }

@@ -4,13 +4,15 @@
  * emulator (tests/cuda_emu, built with PRNT_CUDA_EMU), which can make the
  * driver report no device and make device allocations fail, also: the
  * no-device status, and a sweep that fails each device allocation of a
- * forward and backward pass in turn (ops, a chunked scan, an LSTM on the
+ * forward and backward pass in turn (ops, a scan, an LSTM on the
  * fused layers; pools and cudaMalloc; the one allocation, or every one
  * from it on). Each failure must come back as
  * PRN_ERR_OUT_OF_MEMORY naming the CUDA call, leave the output untouched
  * and the live tensors as they were; a retry must give results bitwise
  * equal to the run without failures; no device memory may outlive the
- * context. Its primitives are checked by test_conformance, and the whole
+ * context. On any device: the single-pass diagonal scan over hundreds of
+ * tiles, exactly; under the emulator again with 64 blocks running at once.
+ * Its primitives are checked by test_conformance, and the whole
  * suite runs on it with PARRNN_BACKEND=cuda. Skipped when the backend is
  * not built in or no device exists. */
 #define _POSIX_C_SOURCE 200112L /* setenv */
@@ -32,6 +34,146 @@ static char g_skip[512]; /* why the backend cannot run here ("" when it can) */
 
 static prn_status make(const char *device, prn_context **ctx, char *err, size_t n) {
     return prntd_make("cuda", device, ctx, err, n);
+}
+
+/* ---- the single-pass scan (decoupled look-back) over many tiles ----
+ * Long sequences of 1 to 130 channels (groups of up to 8): tens to
+ * hundreds of tiles per sequence and group, two or more windows (a window
+ * is 256 / channels tiles, 32 at 8 channels), so tiles take maps from
+ * their window and states from the window before. Whether those are
+ * published yet depends on timing: on the emulator, always when blocks run
+ * in turn, often not with PRN_CUDA_EMU_RESIDENT=64. Each scan runs twice
+ * and must give the same bits (the composition order may not depend on
+ * timing). Channels of kind "exact" have decays of +-1 and small
+ * integer inputs: every order of evaluation gives the same integers, so
+ * any carry taken from the wrong tile, or lost, shows as an exact
+ * mismatch however far back it came from. The other channels decay in
+ * [0.5, 0.99] with inputs in [-1, 1], within a tolerance. */
+static double lb_rand(unsigned long long *s) {
+    *s = *s * 6364136223846793005ULL + 1442695040888963407ULL;
+    return (double)(*s >> 11) / 9007199254740992.0;
+}
+
+static void lookback_case(prn_dtype dt, size_t B, size_t T, size_t C, int rev, int use_h0) {
+    const size_t n = B * T * C, es = dt == PRN_F64 ? 8 : 4;
+    size_t sh[3], sz[2], i, t, c, q;
+    unsigned long long seed = 0x9e3779b97f4a7c15ULL ^ (T * 31 + C * 7 + B + (size_t)rev * 5 + (size_t)use_h0);
+    double *a = (double *)malloc(n * sizeof(double)), *b = (double *)malloc(n * sizeof(double));
+    double *z = (double *)malloc(B * C * sizeof(double)), *want = (double *)malloc(n * sizeof(double));
+    void *raw = malloc(n * es), *got = malloc(n * es);
+    prn_context *ctx = NULL;
+    prn_tensor *ta = NULL, *tb = NULL, *tz = NULL, *th = NULL;
+    char err[512];
+    long exact_bad = 0;
+    double worst = 0;
+    sh[0] = B; sh[1] = T; sh[2] = C;
+    sz[0] = B; sz[1] = C;
+    if (!a || !b || !z || !want || !raw || !got) {
+        PRNT_CHECK(0, "host memory for T=%lu", (unsigned long)T);
+        goto done;
+    }
+    for (q = 0; q < B; ++q)
+        for (c = 0; c < C; ++c) {
+            const int exact = (q + c) % 2 == 0;
+            double st;
+            z[q * C + c] = use_h0 ? (exact ? (double)((int)(lb_rand(&seed) * 7) - 3) : 2 * lb_rand(&seed) - 1) : 0;
+            st = z[q * C + c];
+            for (t = 0; t < T; ++t) {
+                const size_t r = rev ? T - 1 - t : t;
+                i = (q * T + r) * C + c;
+                if (exact) {
+                    a[i] = lb_rand(&seed) < 0.1 ? -1.0 : 1.0;
+                    b[i] = (double)((int)(lb_rand(&seed) * 5) - 2);
+                } else {
+                    a[i] = dt == PRN_F64 ? 0.5 + 0.49 * lb_rand(&seed) : (double)(float)(0.5 + 0.49 * lb_rand(&seed));
+                    b[i] = dt == PRN_F64 ? 2 * lb_rand(&seed) - 1 : (double)(float)(2 * lb_rand(&seed) - 1);
+                }
+                st = a[i] * st + b[i];
+                want[i] = st;
+            }
+        }
+    if (make(NULL, &ctx, err, sizeof err) != PRN_OK) {
+        PRNT_CHECK(0, "context: %s", err);
+        goto done;
+    }
+#define LB_UP(dst, src, cnt, nd, shp)                                                               \
+    do {                                                                                            \
+        for (i = 0; i < (cnt); ++i)                                                                 \
+            if (dt == PRN_F64) ((double *)raw)[i] = (src)[i];                                       \
+            else ((float *)raw)[i] = (float)(src)[i];                                               \
+        PRNT_OK(ctx, prn_tensor_from_host(ctx, dt, nd, shp, raw, &(dst)));                          \
+    } while (0)
+    LB_UP(ta, a, n, 3, sh);
+    LB_UP(tb, b, n, 3, sh);
+    if (use_h0) LB_UP(tz, z, B * C, 2, sz);
+#undef LB_UP
+    PRNT_OK(ctx, prn_scan_diag(ctx, ta, tb, tz, rev, PRN_SCAN_AUTO, &th));
+    if (th) PRNT_OK(ctx, prn_tensor_download(th, got, n));
+    if (!th) goto done;
+    prn_tensor_free(th);
+    th = NULL;
+    PRNT_OK(ctx, prn_scan_diag(ctx, ta, tb, tz, rev, PRN_SCAN_AUTO, &th));
+    if (th) PRNT_OK(ctx, prn_tensor_download(th, raw, n));
+    PRNT_CHECK(th && memcmp(raw, got, n * es) == 0, "T=%lu C=%lu: a second run gave other bits", (unsigned long)T,
+               (unsigned long)C);
+    for (q = 0; q < B; ++q)
+        for (t = 0; t < T; ++t)
+            for (c = 0; c < C; ++c) {
+                const double g = dt == PRN_F64 ? ((double *)got)[(q * T + t) * C + c] : ((float *)got)[(q * T + t) * C + c];
+                const double w = want[(q * T + t) * C + c];
+                if ((q + c) % 2 == 0) exact_bad += g != w;
+                else if (!(fabs(g - w) <= worst)) worst = fabs(g - w);
+            }
+    PRNT_CHECK(exact_bad == 0 && worst <= (dt == PRN_F64 ? 1e-12 : 1e-4),
+               "%s batch=%lu T=%lu C=%lu reverse=%d h0=%d: %ld exact values differ, worst other error %g",
+               dt == PRN_F64 ? "f64" : "f32", (unsigned long)B, (unsigned long)T, (unsigned long)C, rev, use_h0,
+               exact_bad, worst);
+done:
+    prn_context_destroy(ctx);
+    free(a); free(b); free(z); free(want); free(raw); free(got);
+}
+
+/* Decays above 1 with b = 0 and h0 = 0: h stays exactly 0, though the
+ * product of a tile's decays overflows (0 * inf would be NaN). */
+static void lookback_zero_state(prn_dtype dt, size_t C, size_t T) {
+    const size_t n = T * C, es = dt == PRN_F64 ? 8 : 4;
+    size_t sh[2], i, bad = 0;
+    void *raw = malloc(n * es);
+    prn_context *ctx = NULL;
+    prn_tensor *ta = NULL, *tb = NULL, *th = NULL;
+    char err[512];
+    sh[0] = T; sh[1] = C;
+    if (!raw || make(NULL, &ctx, err, sizeof err) != PRN_OK) {
+        PRNT_CHECK(0, "setup: %s", raw ? err : "host memory");
+        free(raw);
+        return;
+    }
+    PRNT_OK(ctx, prn_tensor_full(ctx, dt, 2, sh, dt == PRN_F64 ? 1.5 : 1.05, &ta));
+    PRNT_OK(ctx, prn_tensor_full(ctx, dt, 2, sh, 0.0, &tb));
+    if (ta && tb) PRNT_OK(ctx, prn_scan_diag(ctx, ta, tb, NULL, 0, PRN_SCAN_AUTO, &th));
+    if (th) PRNT_OK(ctx, prn_tensor_download(th, raw, n));
+    for (i = 0; th && i < n; ++i)
+        bad += dt == PRN_F64 ? ((double *)raw)[i] != 0 : ((float *)raw)[i] != 0;
+    PRNT_CHECK(th && bad == 0, "%s T=%lu C=%lu: %lu of %lu states are not 0", dt == PRN_F64 ? "f64" : "f32",
+               (unsigned long)T, (unsigned long)C, (unsigned long)bad, (unsigned long)n);
+    prn_context_destroy(ctx);
+    free(raw);
+}
+
+static void run_lookback_cases(void) {
+    lookback_case(PRN_F32, 2, 700001, 1, 0, 1); /* 304 tiles of 2304 steps per sequence */
+    lookback_case(PRN_F64, 1, 600000, 1, 1, 0);
+    lookback_case(PRN_F32, 1, 100003, 3, 1, 1); /* 85 slices of 3 channels: 131 tiles */
+    lookback_case(PRN_F64, 2, 30011, 5, 0, 1);
+    lookback_case(PRN_F32, 3, 20011, 40, 0, 1); /* 5 groups of 8 channels, 70 tiles of 288 steps: 3 windows */
+    lookback_case(PRN_F64, 1, 20000, 130, 1, 1); /* 16 groups of 8 and one of 2 */
+    lookback_zero_state(PRN_F32, 1, 23040);    /* decays 1.05: a tile's product overflows f32 */
+    lookback_zero_state(PRN_F64, 40, 20000);
+}
+
+static void test_scan_lookback(void) {
+    if (g_skip[0]) { PRNT_SKIP("%s", g_skip); return; }
+    run_lookback_cases();
 }
 
 static void test_device_choice(void) {
@@ -99,6 +241,15 @@ static void test_no_device(void) {
     PRNT_CHECK(strstr(err, "cudaGetDeviceCount") && strstr(err, "cudaErrorNoDevice"), "message: %s", err);
     PRNT_CHECK(ctx == (prn_context *)&g_skip, "failed create wrote *out");
     set_env("PRN_CUDA_EMU_DEVICES", NULL);
+}
+
+/* The same with 64 blocks running at once on host threads, so that tiles
+ * find the tiles they need still running (the wait). */
+static void test_scan_lookback_resident(void) {
+    if (g_skip[0]) { PRNT_SKIP("%s", g_skip); return; }
+    set_env("PRN_CUDA_EMU_RESIDENT", "64");
+    run_lookback_cases();
+    set_env("PRN_CUDA_EMU_RESIDENT", NULL);
 }
 
 /* ---- the sweep of failing device allocations ---- */
@@ -293,7 +444,9 @@ int main(void) {
     PRNT_RUN(test_device_from_environment);
     PRNT_RUN(test_runtime_failures);
     PRNT_RUN(test_two_contexts);
+    PRNT_RUN(test_scan_lookback);
 #ifdef PRNT_CUDA_EMU
+    PRNT_RUN(test_scan_lookback_resident);
     PRNT_RUN(test_no_device);
     PRNT_RUN(test_device_memory_failures);
 #endif

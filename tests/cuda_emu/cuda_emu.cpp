@@ -18,19 +18,24 @@
  * PRN_CUDA_EMU_FAIL_ALLOC=n (the n-th device allocation of the process
  * fails; with PRN_CUDA_EMU_FAIL_MODE=from, every one from the n-th on),
  * PRN_CUDA_EMU_ORDER=reverse (a block's threads run in reverse order
- * between barriers). */
+ * between barriers), PRN_CUDA_EMU_RESIDENT=n (n blocks at a time, each on a
+ * host thread, yielding at their barriers: blocks that wait for others,
+ * as a look-back scan does, meet them still running). */
 #include "cuda_runtime.h"
 #include "cublas_v2.h"
 
 #include <sys/mman.h>
 #include <ucontext.h>
 
+#include <atomic>
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <map>
 #include <mutex>
 #include <set>
+#include <thread>
 #include <vector>
 
 thread_local uint3 threadIdx, blockIdx;
@@ -256,6 +261,11 @@ struct scheduler {
     bool plain = false;   /* threads run as plain calls, one after another */
     bool synced = false;  /* a thread of this launch reached a barrier */
     bool reverse = false; /* run threads in reverse order between barriers */
+    long resident = 1;    /* blocks that run at once (each on its own host thread) */
+    int pred_acc = 0;     /* __syncthreads_or: the predicates of the barrier being reached */
+    int pred_result = 0;  /* ... and of the barrier last passed */
+    long spins = 0;       /* __nanosleep calls since the last barrier */
+    std::chrono::steady_clock::time_point spin_start;
     ~scheduler() {
         for (auto &x : f) munmap(x.stack - GUARD_PAGE, FIBER_STACK + GUARD_PAGE);
     }
@@ -308,6 +318,7 @@ void set_thread(size_t i) {
 bool run_block_fibers(size_t n) {
     bool diverged = false;
     for (size_t i = 0; i < n; ++i) S.f[i].state = F_READY;
+    S.pred_acc = S.pred_result = 0;
     for (;;) {
         size_t waiting = 0, done = 0;
         for (size_t r = 0; r < n; ++r) {
@@ -323,6 +334,9 @@ bool run_block_fibers(size_t n) {
         }
         if (!waiting) break;
         if (done) diverged = true; /* run the waiting ones on, so every fiber ends */
+        S.pred_result = S.pred_acc;
+        S.pred_acc = 0;
+        if (S.resident > 1) std::this_thread::yield(); /* let the other blocks run between this one's barriers */
         for (size_t i = 0; i < n; ++i)
             if (S.f[i].state == F_BARRIER) S.f[i].state = F_READY;
     }
@@ -337,9 +351,40 @@ void __syncthreads(void) {
         return;
     }
     S.synced = true;
+    S.spins = 0;
     fiber &me = S.f[S.cur];
     me.state = F_BARRIER;
     ctx_switch(&me.ctx, &S.main);
+}
+
+int __syncthreads_or(int pred) {
+    if (pred) S.pred_acc = 1;
+    __syncthreads();
+    return S.pred_result;
+}
+
+/* A spinning thread waits for another block. Fibers switch only at
+ * barriers, so it can only be one running on another host thread: with one
+ * block at a time, or after a minute of waiting, the wait cannot end, and
+ * since a kernel cannot be unwound the program stops. */
+void __nanosleep(unsigned ns) {
+    (void)ns;
+    if (S.plain) { /* a kernel with no barriers ran plainly: it must not wait either */
+        fault(cudaErrorLaunchFailure, "a kernel run without fibers waits (__nanosleep)", NULL);
+    } else if (S.spins++ == 0) {
+        S.spin_start = std::chrono::steady_clock::now();
+    }
+    const bool alone = S.plain || S.resident <= 1;
+    if (alone ? S.spins > 1000
+              : (S.spins & 1023) == 0 && std::chrono::steady_clock::now() - S.spin_start > std::chrono::seconds(60)) {
+        fault(cudaErrorLaunchFailure,
+              alone ? "a thread waits for another block, but blocks run one at a time (PRN_CUDA_EMU_RESIDENT=n runs n)"
+                    : "a thread has waited a minute for other blocks: no forward progress",
+              NULL);
+        std::fflush(NULL);
+        std::_Exit(3);
+    }
+    if (!alone) std::this_thread::yield();
 }
 
 namespace prn_emu {
@@ -366,32 +411,49 @@ cudaError_t run(dim3 grid, dim3 block, size_t shared, cudaStream_t stream, void 
         std::lock_guard<std::mutex> g(g_lock);
         plain = !reverse && g_plain.count(key) != 0; /* plain calls run in index order only */
     }
-    if (!plain && !make_fibers(nt)) return ret(cudaErrorMemoryAllocation);
-    S.body = &body;
-    S.plain = plain;
-    S.synced = false;
-    S.reverse = reverse;
-    gridDim = grid;
-    blockDim = block;
-    bool diverged = false;
-    for (unsigned z = 0; z < grid.z; ++z)
-        for (unsigned y = 0; y < grid.y; ++y)
-            for (unsigned x = 0; x < grid.x; ++x) {
-                blockIdx.x = x;
-                blockIdx.y = y;
-                blockIdx.z = z;
-                if (plain) {
-                    for (size_t i = 0; i < nt; ++i) {
-                        set_thread(i);
-                        body();
-                    }
-                } else if (!run_block_fibers(nt)) {
-                    diverged = true;
+    const long resident = env_long("PRN_CUDA_EMU_RESIDENT", 1);
+    const size_t nblocks = (size_t)grid.x * grid.y * grid.z;
+    std::atomic<size_t> next(0);
+    std::atomic<bool> diverged(false), synced(false), nomem(false);
+    /* runs blocks on this host thread, taking the next index until none is left */
+    auto worker = [&](long res) {
+        if (!plain && !make_fibers(nt)) {
+            nomem = true;
+            return;
+        }
+        S.body = &body;
+        S.plain = plain;
+        S.synced = false;
+        S.reverse = reverse;
+        S.resident = res;
+        gridDim = grid;
+        blockDim = block;
+        for (size_t bi; (bi = next++) < nblocks;) {
+            blockIdx.x = (unsigned)(bi % grid.x);
+            blockIdx.y = (unsigned)(bi / grid.x % grid.y);
+            blockIdx.z = (unsigned)(bi / grid.x / grid.y);
+            if (plain) {
+                for (size_t i = 0; i < nt; ++i) {
+                    set_thread(i);
+                    body();
                 }
+            } else if (!run_block_fibers(nt)) {
+                diverged = true;
             }
-    S.body = NULL;
-    S.plain = false;
-    if (!plain && !S.synced) {
+        }
+        if (S.synced) synced = true;
+        S.body = NULL;
+        S.plain = false;
+    };
+    if (!plain && resident > 1 && nblocks > 1) { /* n blocks at a time, each on a host thread */
+        std::vector<std::thread> ws;
+        for (long r = 0; r < resident && (size_t)r < nblocks; ++r) ws.emplace_back(worker, resident);
+        for (auto &w : ws) w.join();
+    } else {
+        worker(1);
+    }
+    if (nomem) return ret(cudaErrorMemoryAllocation);
+    if (!plain && !synced) {
         std::lock_guard<std::mutex> g(g_lock);
         g_plain.insert(key);
     }
@@ -588,6 +650,18 @@ cudaError_t cudaMemcpyAsync(void *dst, const void *src, size_t bytes, enum cudaM
         return ret(cudaErrorInvalidValue);
     }
     std::memmove(dst, src, bytes);
+    return cudaSuccess;
+}
+
+cudaError_t cudaMemsetAsync(void *dst, int value, size_t bytes, cudaStream_t stream) {
+    if (!stream_ok(stream)) return ret(cudaErrorInvalidResourceHandle);
+    if (cudaError_t s = sticky()) return ret(s);
+    if (!bytes) return cudaSuccess;
+    if (!in_device(dst, bytes)) {
+        fault(cudaErrorInvalidValue, "cudaMemset: a range that is not inside one live device allocation", NULL);
+        return ret(cudaErrorInvalidValue);
+    }
+    std::memset(dst, value, bytes);
     return cudaSuccess;
 }
 

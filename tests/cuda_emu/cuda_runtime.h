@@ -5,11 +5,13 @@
  * Makefile rewrites `k<<<g, b, m, s>>>(args)` as
  * `prn_emu::launch(g, b, m, s, k)(args)`).
  *
- * A launch runs at once, block after block in index order; the threads of
- * a block are fibers that run in turn until each reaches __syncthreads or
- * its end, so a barrier is a real barrier. Shared arrays are the kernel's
- * static arrays, one copy per host thread: a host thread runs one block at
- * a time, and contexts on other threads launch their own. */
+ * A launch runs at once, block after block in index order (or, with
+ * PRN_CUDA_EMU_RESIDENT=n, n blocks at a time, each on a host thread of its
+ * own); the threads of a block are fibers that run in turn until each
+ * reaches __syncthreads or its end, so a barrier is a real barrier. Shared
+ * arrays are the kernel's static arrays, one copy per host thread: a host
+ * thread runs one block at a time, and contexts on other threads launch
+ * their own. */
 #ifndef PRN_CUDA_EMU_RUNTIME_H
 #define PRN_CUDA_EMU_RUNTIME_H
 
@@ -41,6 +43,14 @@ extern thread_local dim3 blockDim, gridDim;
 static const int warpSize = 32;
 
 void __syncthreads(void);
+/* A barrier that returns whether pred was nonzero in any thread of the block. */
+int __syncthreads_or(int pred);
+/* Inter-block communication. Blocks run one after another, or, with
+ * PRN_CUDA_EMU_RESIDENT=n, n at a time on host threads; __nanosleep is a
+ * spinning thread's yield, and a spin that cannot end is reported. */
+void __nanosleep(unsigned ns);
+static inline void __threadfence(void) { __atomic_thread_fence(__ATOMIC_SEQ_CST); }
+static inline unsigned atomicAdd(unsigned *p, unsigned v) { return __atomic_fetch_add(p, v, __ATOMIC_SEQ_CST); }
 /* Round-to-nearest products and sums that the compiler may not contract
  * into an FMA (the emulated kernels are compiled with -ffp-contract=off). */
 static inline double __dmul_rn(double a, double b) { return a * b; }

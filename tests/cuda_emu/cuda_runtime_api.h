@@ -107,6 +107,7 @@ cudaError_t cudaFreeAsync(void *p, cudaStream_t stream);
 cudaError_t cudaMemcpy(void *dst, const void *src, size_t bytes, enum cudaMemcpyKind kind);
 cudaError_t cudaMemcpyAsync(void *dst, const void *src, size_t bytes, enum cudaMemcpyKind kind,
                             cudaStream_t stream);
+cudaError_t cudaMemsetAsync(void *dst, int value, size_t bytes, cudaStream_t stream);
 
 /* Not CUDA: device allocations live now, and made since the start (for
  * tests/test_cuda.c's leak checks and its sweep of failing allocations). */
