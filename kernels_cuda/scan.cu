@@ -392,6 +392,7 @@ extern "C" size_t prn_cu_scan_diag_lookback_bytes(int f64, size_t batch, size_t 
 extern "C" int prn_cu_scan_diag_lookback(cudaStream_t s, int f64, size_t batch, size_t T, size_t C, int rev,
                                          const void *a, const void *b, const void *h0, void *h, void *scratch) {
     size_t cw, ng, nt;
+    if (!batch || !T || !C) return 0;
     const size_t bytes = prn_lb_geometry(f64, batch, T, C, &cw, &ng, &nt);
     if (!bytes) return (int)cudaErrorInvalidValue;
     const size_t tiles = batch * ng * nt, words = tiles * cw, fl = prn_cdiv(words * 4, 256) * 256;
