@@ -371,37 +371,39 @@ extern "C" int prn_cu_scan_block_expand(cudaStream_t s, int f64, size_t batch, s
     return prn_launched();
 }
 
-/* Geometry of the look-back scan: channels per tile, tiles, and the bytes
- * of its status (0 when the tiles would not fit the 32-bit ticket). */
-static size_t prn_lb_geometry(int f64, size_t batch, size_t T, size_t C, size_t *cw, size_t *ng, size_t *nt) {
+/* Geometry of the look-back scan: channels per tile, groups, tiles per
+ * chain, the bytes of the ticket and flags (zeroed before the launch; the
+ * values follow them), and the bytes of all its status -- 0 when the tiles
+ * would not fit the 32-bit ticket. batch, T, C > 0. */
+static size_t prn_lb_geometry(int f64, size_t batch, size_t T, size_t C, size_t *cw, size_t *ng, size_t *nt,
+                              size_t *zeroed) {
     const size_t es = f64 ? 8 : 4;
     *cw = C < PRN_LB_CW ? C : PRN_LB_CW;
     *ng = prn_cdiv(C, *cw);
     *nt = prn_cdiv(T, PRN_LB_TPB / *cw * PRN_LB_ITEMS);
     const size_t tiles = batch * *ng * *nt, words = tiles * *cw;
+    *zeroed = 256 + prn_cdiv(words * 4, 256) * 256;
     if (tiles >= ((size_t)1 << 31)) return 0;
-    return 256 + prn_cdiv(words * 4, 256) * 256 + words * 2 * es;
+    return *zeroed + words * 2 * es;
 }
 
 extern "C" size_t prn_cu_scan_diag_lookback_bytes(int f64, size_t batch, size_t T, size_t C) {
-    size_t cw, ng, nt;
-    return batch && T && C ? prn_lb_geometry(f64, batch, T, C, &cw, &ng, &nt) : 0;
+    size_t cw, ng, nt, zeroed;
+    return batch && T && C ? prn_lb_geometry(f64, batch, T, C, &cw, &ng, &nt, &zeroed) : 0;
 }
 
 /* scratch: prn_cu_scan_diag_lookback_bytes of device memory */
 extern "C" int prn_cu_scan_diag_lookback(cudaStream_t s, int f64, size_t batch, size_t T, size_t C, int rev,
                                          const void *a, const void *b, const void *h0, void *h, void *scratch) {
-    size_t cw, ng, nt;
+    size_t cw, ng, nt, zeroed;
     if (!batch || !T || !C) return 0;
-    const size_t bytes = prn_lb_geometry(f64, batch, T, C, &cw, &ng, &nt);
-    if (!bytes) return (int)cudaErrorInvalidValue;
-    const size_t tiles = batch * ng * nt, words = tiles * cw, fl = prn_cdiv(words * 4, 256) * 256;
+    if (!prn_lb_geometry(f64, batch, T, C, &cw, &ng, &nt, &zeroed)) return (int)cudaErrorInvalidValue;
     char *base = (char *)scratch;
     unsigned *ticket = (unsigned *)base, *flag = (unsigned *)(base + 256);
-    void *val = base + 256 + fl;
-    cudaError_t e = cudaMemsetAsync(base, 0, 256 + fl, s);
+    void *val = base + zeroed;
+    cudaError_t e = cudaMemsetAsync(base, 0, zeroed, s);
     if (e != cudaSuccess) return (int)e;
-    const unsigned grid = (unsigned)prn_min(tiles, PRN_MAX_GRID);
+    const unsigned grid = (unsigned)prn_min(batch * ng * nt, PRN_MAX_GRID);
     if (f64)
         k_scan_diag_lookback<double><<<grid, PRN_LB_TPB, 0, s>>>(batch, T, C, cw, ng, nt, rev, (const double *)a,
                                                                  (const double *)b, (const double *)h0, (double *)h,

@@ -262,9 +262,7 @@ struct scheduler {
     bool synced = false;  /* a thread of this launch reached a barrier */
     bool reverse = false; /* run threads in reverse order between barriers */
     long resident = 1;    /* blocks that run at once (each on its own host thread) */
-    int pred_acc = 0;     /* __syncthreads_or: the predicates of the barrier being reached */
-    int pred_result = 0;  /* ... and of the barrier last passed */
-    long spins = 0;       /* __nanosleep calls since the last barrier */
+    long spins = 0;       /* __nanosleep calls since the block's last barrier or start */
     std::chrono::steady_clock::time_point spin_start;
     ~scheduler() {
         for (auto &x : f) munmap(x.stack - GUARD_PAGE, FIBER_STACK + GUARD_PAGE);
@@ -318,7 +316,6 @@ void set_thread(size_t i) {
 bool run_block_fibers(size_t n) {
     bool diverged = false;
     for (size_t i = 0; i < n; ++i) S.f[i].state = F_READY;
-    S.pred_acc = S.pred_result = 0;
     for (;;) {
         size_t waiting = 0, done = 0;
         for (size_t r = 0; r < n; ++r) {
@@ -334,8 +331,6 @@ bool run_block_fibers(size_t n) {
         }
         if (!waiting) break;
         if (done) diverged = true; /* run the waiting ones on, so every fiber ends */
-        S.pred_result = S.pred_acc;
-        S.pred_acc = 0;
         if (S.resident > 1) std::this_thread::yield(); /* let the other blocks run between this one's barriers */
         for (size_t i = 0; i < n; ++i)
             if (S.f[i].state == F_BARRIER) S.f[i].state = F_READY;
@@ -357,24 +352,14 @@ void __syncthreads(void) {
     ctx_switch(&me.ctx, &S.main);
 }
 
-int __syncthreads_or(int pred) {
-    if (pred) S.pred_acc = 1;
-    __syncthreads();
-    return S.pred_result;
-}
-
 /* A spinning thread waits for another block. Fibers switch only at
  * barriers, so it can only be one running on another host thread: with one
  * block at a time, or after a minute of waiting, the wait cannot end, and
  * since a kernel cannot be unwound the program stops. */
 void __nanosleep(unsigned ns) {
     (void)ns;
-    if (S.plain) { /* a kernel with no barriers ran plainly: it must not wait either */
-        fault(cudaErrorLaunchFailure, "a kernel run without fibers waits (__nanosleep)", NULL);
-    } else if (S.spins++ == 0) {
-        S.spin_start = std::chrono::steady_clock::now();
-    }
-    const bool alone = S.plain || S.resident <= 1;
+    if (S.spins++ == 0) S.spin_start = std::chrono::steady_clock::now();
+    const bool alone = S.plain || S.resident <= 1; /* plain: threads, too, run one after another */
     if (alone ? S.spins > 1000
               : (S.spins & 1023) == 0 && std::chrono::steady_clock::now() - S.spin_start > std::chrono::seconds(60)) {
         fault(cudaErrorLaunchFailure,
@@ -429,6 +414,7 @@ cudaError_t run(dim3 grid, dim3 block, size_t shared, cudaStream_t stream, void 
         gridDim = grid;
         blockDim = block;
         for (size_t bi; (bi = next++) < nblocks;) {
+            S.spins = 0;
             blockIdx.x = (unsigned)(bi % grid.x);
             blockIdx.y = (unsigned)(bi / grid.x % grid.y);
             blockIdx.z = (unsigned)(bi / grid.x / grid.y);

@@ -43,8 +43,6 @@ extern thread_local dim3 blockDim, gridDim;
 static const int warpSize = 32;
 
 void __syncthreads(void);
-/* A barrier that returns whether pred was nonzero in any thread of the block. */
-int __syncthreads_or(int pred);
 /* Inter-block communication. Blocks run one after another, or, with
  * PRN_CUDA_EMU_RESIDENT=n, n at a time on host threads; __nanosleep is a
  * spinning thread's yield, and a spin that cannot end is reported. */
