@@ -37,7 +37,7 @@ BLAS_PC_ENV := PKG_CONFIG_PATH=$(dir $(OPENBLAS_OMP_PC))
 BLAS_RPATH  := -Wl,-rpath,$(shell $(BLAS_PC_ENV) pkg-config --variable=libdir openblas)
 endif
 BLAS_CFLAGS := $(shell $(BLAS_PC_ENV) pkg-config --cflags openblas 2>/dev/null)
-BLAS_LIBS   := $(shell $(BLAS_PC_ENV) pkg-config --libs openblas 2>/dev/null) $(BLAS_RPATH)
+BLAS_LIBS   := $(strip $(shell $(BLAS_PC_ENV) pkg-config --libs openblas 2>/dev/null) $(BLAS_RPATH))
 ifneq ($(BLAS_LIBS),)
 CFLAGS_ALL += -DPARRNN_USE_CBLAS $(BLAS_CFLAGS)
 LDLIBS_ALL += $(BLAS_LIBS)
@@ -99,46 +99,99 @@ BENCH_BINS   = $(addprefix $(BUILD)/bench/,$(BENCHES))
 all: $(TEST_BINS) $(BUILD)/tests/backend_probe $(EXAMPLE_BINS) $(BENCH_BINS) $(TOOLS) $(if $(filter 1,$(MPI)),$(MPI_BINS))
 examples: $(EXAMPLE_BINS)
 
-$(BUILD)/tests/%: tests/%.c parrnn.h tests/prn_test.h tests/prn_test_device.h $(BACKEND_OBJS)
+# ---------------------------------------------------------------------------
+# The implementation is compiled once per set of flags (parrnn_impl.c, the
+# two-line file the README shows) and every program links it; a program's
+# own file includes the declarations only. Configurations: $(BUILD)/parrnn.o
+# (the flags above), $(BUILD)/parrnn-sse2.o (no AVX2), -plain (no
+# intrinsics), -lapack (PARRNN_USE_LAPACK); the sanitizer, valgrind, fuzz,
+# CUDA and emulator builds are the same rules under another BUILD or below.
+# Program objects depend on the header's declarations (everything before its
+# implementation section, kept in a stamp that changes only when they do),
+# so editing the implementation recompiles each configuration's object once
+# and relinks; editing a test recompiles that test.
+IMPL         = $(BUILD)/parrnn.o
+API_STAMP    = $(BUILD)/parrnn_api.stamp
+VFLAGS_sse2   = -DPARRNN_NO_AVX2
+VFLAGS_plain  = -DPARRNN_NO_INTRINSICS
+VFLAGS_lapack = -DPARRNN_USE_LAPACK
+TEST_DEPS    = tests/prn_test.h tests/prn_test_device.h
+
+$(API_STAMP): parrnn.h
 	@mkdir -p $(@D)
-	$(CC) $(CFLAGS_ALL) -o $@ $< $(BACKEND_OBJS) $(LDLIBS_ALL)
+	@sed '/^#ifdef PARRNN_IMPLEMENTATION$$/q' parrnn.h > $@.tmp
+	@if cmp -s $@.tmp $@; then rm -f $@.tmp; else mv $@.tmp $@; fi
+$(BUILD)/parrnn.o: parrnn_impl.c parrnn.h
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS_ALL) -c -o $@ $<
+$(BUILD)/parrnn-%.o: parrnn_impl.c parrnn.h
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS_ALL) $(VFLAGS_$*) -c -o $@ $<
+
+$(BUILD)/obj/tests/%.o: tests/%.c $(TEST_DEPS) $(API_STAMP)
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS_ALL) -c -o $@ $<
+$(BUILD)/obj/bench/%.o: bench/%.c bench/bench_common.h $(API_STAMP)
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS_ALL) -c -o $@ $<
+$(BUILD)/obj/%.o: %.c $(API_STAMP)
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS_ALL) -c -o $@ $<
+# the variants: the same test sources, built against the variant's object
+$(BUILD)/obj-%/tests/test_scan.o: tests/test_scan.c $(TEST_DEPS) $(API_STAMP)
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS_ALL) $(VFLAGS_$*) -c -o $@ $<
+$(BUILD)/obj-%/tests/test_conformance.o: tests/test_conformance.c $(TEST_DEPS) $(API_STAMP)
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS_ALL) $(VFLAGS_$*) -c -o $@ $<
+$(BUILD)/obj-%/tests/test_eig.o: tests/test_eig.c $(TEST_DEPS) $(API_STAMP)
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS_ALL) $(VFLAGS_$*) -c -o $@ $<
+
+LINK = $(CC) -o $@ $(filter %.o,$^) $(LDLIBS_ALL)
+$(BUILD)/tests/%: $(BUILD)/obj/tests/%.o $(IMPL) $(BACKEND_OBJS)
+	@mkdir -p $(@D)
+	$(LINK)
+$(BUILD)/examples/%: $(BUILD)/obj/examples/%.o $(IMPL) $(BACKEND_OBJS)
+	@mkdir -p $(@D)
+	$(LINK)
+$(BUILD)/bench/%: $(BUILD)/obj/bench/%.o $(IMPL) $(BACKEND_OBJS)
+	@mkdir -p $(@D)
+	$(LINK)
+# The SCYFI command-line tool.
+$(BUILD)/parrnn-scyfi: $(BUILD)/obj/tools/parrnn_scyfi.o $(IMPL) $(BACKEND_OBJS)
+	@mkdir -p $(@D)
+	$(LINK)
 %/tests/test_eig: LDLIBS_ALL += -llapack
-$(BUILD)/tests/test_eig_lapack: tests/test_eig.c parrnn.h tests/prn_test.h $(BACKEND_OBJS)
+$(BUILD)/tests/test_eig_lapack: $(BUILD)/obj-lapack/tests/test_eig.o $(BUILD)/parrnn-lapack.o $(BACKEND_OBJS)
 	@mkdir -p $(@D)
-	$(CC) $(CFLAGS_ALL) -DPARRNN_USE_LAPACK -o $@ $< $(BACKEND_OBJS) $(LDLIBS_ALL) -llapack
+	$(LINK) -llapack
 # test_scan again without the AVX2 path (SSE2 only), and without intrinsics:
 # the reference scans' code paths for processors without AVX2, and not x86;
 # test_conformance without AVX2: the reference's other paths (the scans and
 # the fused RNN layers) against the oracle's host math.
-$(BUILD)/tests/test_conformance_sse2: tests/test_conformance.c parrnn.h tests/prn_test.h $(BACKEND_OBJS)
+$(BUILD)/tests/test_conformance_sse2: $(BUILD)/obj-sse2/tests/test_conformance.o $(BUILD)/parrnn-sse2.o $(BACKEND_OBJS)
 	@mkdir -p $(@D)
-	$(CC) $(CFLAGS_ALL) -DPARRNN_NO_AVX2 -o $@ $< $(BACKEND_OBJS) $(LDLIBS_ALL)
-$(BUILD)/tests/test_scan_sse2: tests/test_scan.c parrnn.h tests/prn_test.h $(BACKEND_OBJS)
+	$(LINK)
+$(BUILD)/tests/test_scan_sse2: $(BUILD)/obj-sse2/tests/test_scan.o $(BUILD)/parrnn-sse2.o $(BACKEND_OBJS)
 	@mkdir -p $(@D)
-	$(CC) $(CFLAGS_ALL) -DPARRNN_NO_AVX2 -o $@ $< $(BACKEND_OBJS) $(LDLIBS_ALL)
-$(BUILD)/tests/test_scan_plain: tests/test_scan.c parrnn.h tests/prn_test.h $(BACKEND_OBJS)
+	$(LINK)
+$(BUILD)/tests/test_scan_plain: $(BUILD)/obj-plain/tests/test_scan.o $(BUILD)/parrnn-plain.o $(BACKEND_OBJS)
 	@mkdir -p $(@D)
-	$(CC) $(CFLAGS_ALL) -DPARRNN_NO_INTRINSICS -o $@ $< $(BACKEND_OBJS) $(LDLIBS_ALL)
-# The SCYFI command-line tool.
-$(BUILD)/parrnn-scyfi: tools/parrnn_scyfi.c parrnn.h $(BACKEND_OBJS)
+	$(LINK)
+# The MPI programs (explicit rules: they win over the patterns above),
+# compiled and linked with $(MPICC); backends/parrnn_mpi.h's implementation
+# is compiled once too.
+MPI_IMPL = $(BUILD)/parrnn_mpi.o
+$(MPI_IMPL): backends/parrnn_mpi.h parrnn.h
 	@mkdir -p $(@D)
-	$(CC) $(CFLAGS_ALL) -o $@ $< $(BACKEND_OBJS) $(LDLIBS_ALL)
-$(BUILD)/examples/%: examples/%.c parrnn.h $(BACKEND_OBJS)
+	$(MPICC) $(CFLAGS_ALL) -x c -DPARRNN_MPI_IMPLEMENTATION -c -o $@ backends/parrnn_mpi.h
+$(BUILD)/obj-mpi/%.o: %.c backends/parrnn_mpi.h $(TEST_DEPS) bench/bench_common.h $(API_STAMP)
 	@mkdir -p $(@D)
-	$(CC) $(CFLAGS_ALL) -o $@ $< $(BACKEND_OBJS) $(LDLIBS_ALL)
-$(BUILD)/bench/%: bench/%.c parrnn.h bench/bench_common.h $(BACKEND_OBJS)
+	$(MPICC) $(CFLAGS_ALL) -c -o $@ $<
+$(MPI_BINS): $(BUILD)/%: $(BUILD)/obj-mpi/%.o $(MPI_IMPL) $(IMPL) $(BACKEND_OBJS)
 	@mkdir -p $(@D)
-	$(CC) $(CFLAGS_ALL) -o $@ $< $(BACKEND_OBJS) $(LDLIBS_ALL)
-# The MPI programs (explicit rules: they win over the patterns above).
-$(BUILD)/tests/test_mpi: tests/test_mpi.c parrnn.h backends/parrnn_mpi.h tests/prn_test.h $(BACKEND_OBJS)
-	@mkdir -p $(@D)
-	$(MPICC) $(CFLAGS_ALL) -o $@ $< $(BACKEND_OBJS) $(LDLIBS_ALL)
-$(BUILD)/examples/mpi_deer: examples/mpi_deer.c parrnn.h backends/parrnn_mpi.h $(BACKEND_OBJS)
-	@mkdir -p $(@D)
-	$(MPICC) $(CFLAGS_ALL) -o $@ $< $(BACKEND_OBJS) $(LDLIBS_ALL)
-$(BUILD)/bench/bench_mpi: bench/bench_mpi.c parrnn.h backends/parrnn_mpi.h bench/bench_common.h $(BACKEND_OBJS)
-	@mkdir -p $(@D)
-	$(MPICC) $(CFLAGS_ALL) -o $@ $< $(BACKEND_OBJS) $(LDLIBS_ALL)
+	$(MPICC) -o $@ $(filter %.o,$^) $(LDLIBS_ALL)
 
 # The kernels, embedded (checked in, so the header works without make).
 $(OCL_HEADER): kernels_opencl/common.cl $(OCL_KERNELS) kernels_opencl/embed.sh
@@ -207,12 +260,24 @@ FUZZ_CC    ?= clang
 FUZZ_TIME  ?= 60
 FUZZ_FLAGS  = -std=c99 -g -O1 -fno-omit-frame-pointer -fsanitize=address,undefined -fno-sanitize-recover=undefined \
               $(WARN) -I.
-$(BUILD)/fuzz/fuzz_pwl_parse: tests/fuzz_pwl_parse.c parrnn.h
+# The library is compiled once for each: instrumented for coverage
+# (-fsanitize=fuzzer-no-link) under libFuzzer, plainly for the replay.
+$(BUILD)/fuzz/parrnn.o: parrnn_impl.c parrnn.h
 	@mkdir -p $(@D)
-	$(FUZZ_CC) $(FUZZ_FLAGS) -fsanitize=fuzzer -o $@ $< -lm
-$(BUILD)/fuzz/fuzz_pwl_parse_replay: tests/fuzz_pwl_parse.c parrnn.h
+	$(FUZZ_CC) $(FUZZ_FLAGS) -fsanitize=fuzzer-no-link -c -o $@ $<
+$(BUILD)/fuzz/%.o: tests/%.c $(API_STAMP)
 	@mkdir -p $(@D)
-	$(CC) $(FUZZ_FLAGS) -DPRN_FUZZ_STANDALONE -o $@ $< -lm
+	$(FUZZ_CC) $(FUZZ_FLAGS) -fsanitize=fuzzer-no-link -c -o $@ $<
+$(BUILD)/fuzz/fuzz_pwl_parse: $(BUILD)/fuzz/fuzz_pwl_parse.o $(BUILD)/fuzz/parrnn.o
+	$(FUZZ_CC) $(FUZZ_FLAGS) -fsanitize=fuzzer -o $@ $^ -lm
+$(BUILD)/fuzz/replay/parrnn.o: parrnn_impl.c parrnn.h
+	@mkdir -p $(@D)
+	$(CC) $(FUZZ_FLAGS) -c -o $@ $<
+$(BUILD)/fuzz/replay/%.o: tests/%.c $(API_STAMP)
+	@mkdir -p $(@D)
+	$(CC) $(FUZZ_FLAGS) -DPRN_FUZZ_STANDALONE -c -o $@ $<
+$(BUILD)/fuzz/fuzz_pwl_parse_replay: $(BUILD)/fuzz/replay/fuzz_pwl_parse.o $(BUILD)/fuzz/replay/parrnn.o
+	$(CC) $(FUZZ_FLAGS) -o $@ $^ -lm
 fuzz: $(BUILD)/fuzz/fuzz_pwl_parse
 	@mkdir -p $(BUILD)/fuzz/work
 	$(BUILD)/fuzz/fuzz_pwl_parse -max_total_time=$(FUZZ_TIME) -max_len=4096 -dict=tests/fuzz_pwl_parse.dict \

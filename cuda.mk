@@ -51,15 +51,30 @@ $(CUDA_LIB): $(CUDA_OBJS)
 	rm -f $@
 	ar rcs $@ $(CUDA_OBJS)
 
-$(CUDA_BUILD)/tests/%: tests/%.c parrnn.h tests/prn_test.h tests/prn_test_device.h $(CUDA_LIB)
+# the implementation compiled once with the CUDA build's flags; programs link it
+CUDA_IMPL = $(CUDA_BUILD)/parrnn.o
+$(CUDA_IMPL): parrnn_impl.c parrnn.h
 	@mkdir -p $(@D)
-	$(CC) $(CUDA_CFLAGS) -o $@ $< $(CUDA_LDLIBS)
-$(CUDA_BUILD)/examples/%: examples/%.c parrnn.h $(CUDA_LIB)
+	$(CC) $(CUDA_CFLAGS) -c -o $@ $<
+$(CUDA_BUILD)/obj/tests/%.o: tests/%.c $(TEST_DEPS) $(API_STAMP)
 	@mkdir -p $(@D)
-	$(CC) $(CUDA_CFLAGS) -o $@ $< $(CUDA_LDLIBS)
-$(CUDA_BUILD)/bench/%: bench/%.c parrnn.h bench/bench_common.h $(CUDA_LIB)
+	$(CC) $(CUDA_CFLAGS) -c -o $@ $<
+$(CUDA_BUILD)/obj/bench/%.o: bench/%.c bench/bench_common.h $(API_STAMP)
 	@mkdir -p $(@D)
-	$(CC) $(CUDA_CFLAGS) -o $@ $< $(CUDA_LDLIBS)
+	$(CC) $(CUDA_CFLAGS) -c -o $@ $<
+$(CUDA_BUILD)/obj/%.o: %.c $(API_STAMP)
+	@mkdir -p $(@D)
+	$(CC) $(CUDA_CFLAGS) -c -o $@ $<
+CUDA_LINK = $(CC) -o $@ $(filter %.o,$^) $(CUDA_LDLIBS)
+$(CUDA_BUILD)/tests/%: $(CUDA_BUILD)/obj/tests/%.o $(CUDA_IMPL) $(CUDA_LIB)
+	@mkdir -p $(@D)
+	$(CUDA_LINK)
+$(CUDA_BUILD)/examples/%: $(CUDA_BUILD)/obj/examples/%.o $(CUDA_IMPL) $(CUDA_LIB)
+	@mkdir -p $(@D)
+	$(CUDA_LINK)
+$(CUDA_BUILD)/bench/%: $(CUDA_BUILD)/obj/bench/%.o $(CUDA_IMPL) $(CUDA_LIB)
+	@mkdir -p $(@D)
+	$(CUDA_LINK)
 
 test-cuda: $(CUDA_TEST_BINS)
 	PRNT_PROBE=$(CUDA_BUILD)/tests/backend_probe PRNT_BACKENDS=cuda \
@@ -109,9 +124,16 @@ $(EMU_BUILD)/parrnn_cuda.o: backends/parrnn_cuda.h $(CUDA_DEPS) $(EMU_HEADERS)
 $(EMU_LIB): $(EMU_OBJS)
 	rm -f $@
 	ar rcs $@ $(EMU_OBJS)
-$(EMU_BUILD)/tests/%: tests/%.c parrnn.h tests/prn_test.h tests/prn_test_device.h $(EMU_LIB)
+EMU_IMPL = $(EMU_BUILD)/parrnn.o
+$(EMU_IMPL): parrnn_impl.c parrnn.h
 	@mkdir -p $(@D)
-	$(CC) $(EMU_CFLAGS) -o $@ $< $(EMU_LDLIBS)
+	$(CC) $(EMU_CFLAGS) -c -o $@ $<
+$(EMU_BUILD)/obj/tests/%.o: tests/%.c $(TEST_DEPS) $(API_STAMP)
+	@mkdir -p $(@D)
+	$(CC) $(EMU_CFLAGS) -c -o $@ $<
+$(EMU_BUILD)/tests/%: $(EMU_BUILD)/obj/tests/%.o $(EMU_IMPL) $(EMU_LIB)
+	@mkdir -p $(@D)
+	$(CC) -o $@ $(filter %.o,$^) $(EMU_LDLIBS)
 
 # every test program once, with PARRNN_BACKEND=cuda
 test-cuda-emu: $(EMU_TEST_BINS)

@@ -1296,6 +1296,60 @@ PRNDEF const prn_backend *prn_cuda_backend(void);
 #endif /* PARRNN_H */
 
 /* ========================================================================
+ * FAST F32 MATH (private; part of the implementation)
+ * A file that defines PARRNN_FAST_MATH before the include gets these two
+ * static inline functions without the rest of the implementation: the
+ * library's test of their accuracy (tests/test_ops.c) links the
+ * implementation compiled once, like every other program.
+ * ====================================================================== */
+#if (defined(PARRNN_IMPLEMENTATION) || defined(PARRNN_FAST_MATH)) && !defined(PRN__FAST_MATH_DONE)
+#define PRN__FAST_MATH_DONE
+#include <string.h>
+#if defined(__GNUC__) || defined(__clang__)
+#define PRN__MATH_INLINE static inline __attribute__((always_inline, unused))
+#else
+#define PRN__MATH_INLINE static inline
+#endif
+/* e^x in f32 without a libm call, so that the gate loops vectorise: round
+ * x log2 e to n with the 1.5 * 2^23 trick, reduce (Cody-Waite), a degree-6
+ * polynomial, scale by 2^n through the exponent bits. Within 1 ulp on
+ * [-87, 87]; |x| beyond 87 (infinities too) is clamped to 87, on the bits,
+ * because a float comparison may trap and so keeps gcc from vectorising
+ * (without -fno-trapping-math); NaN stays NaN. libm's tanhf costs as much
+ * as the step's matrix product. */
+PRN__MATH_INLINE float prn__expf(float x) {
+    const float magic = 12582912.0f;
+    const uint32_t lim = 0x42ae0000u; /* the bits of 87.0f */
+    float t, n, r, p, sc, xc;
+    uint32_t ut, um, e, xi, ax, clamp;
+    memcpy(&xi, &x, sizeof xi);
+    ax = xi & 0x7fffffffu;
+    clamp = (uint32_t)-(int32_t)(ax > lim && ax <= 0x7f800000u); /* all ones: |x| > 87, not NaN */
+    xi = (xi & 0x80000000u) | (ax & ~clamp) | (lim & clamp);
+    memcpy(&xc, &xi, sizeof xc); /* a new variable: writing x back keeps gcc 12 from vectorising two calls */
+    t = xc * 1.44269504088896341f + magic;
+    n = t - magic;
+    r = xc - n * 0.693359375f;
+    r = r - n * -2.12194440e-4f;
+    p = 1.9875691500e-4f;
+    p = p * r + 1.3981999507e-3f;
+    p = p * r + 8.3334519073e-3f;
+    p = p * r + 4.1665795894e-2f;
+    p = p * r + 1.6666665459e-1f;
+    p = p * r + 5.0000001201e-1f;
+    p = p * r * r + r + 1.0f;
+    memcpy(&ut, &t, sizeof ut);
+    memcpy(&um, &magic, sizeof um);
+    e = (ut - um + 127u) << 23;
+    memcpy(&sc, &e, sizeof sc);
+    return p * sc;
+}
+/* tanh through e^(2x): absolute error about 1e-7 (relative error grows
+ * only where tanh is below that). */
+PRN__MATH_INLINE float prn__tanhf(float x) { return 1.0f - 2.0f / (1.0f + prn__expf(2.0f * x)); }
+#endif /* PRN__FAST_MATH_DONE */
+
+/* ========================================================================
  * IMPLEMENTATION
  * ====================================================================== */
 #ifdef PARRNN_IMPLEMENTATION
@@ -2735,43 +2789,6 @@ PRN__DEF prn_status prn_backend_rnn_layer_check(prn_context *ctx, const char *fn
                              prn_rnn_kind_name((prn_rnn_kind)kind));
     return PRN_OK;
 }
-/* e^x in f32 without a libm call, so that the gate loops vectorise: round
- * x log2 e to n with the 1.5 * 2^23 trick, reduce (Cody-Waite), a degree-6
- * polynomial, scale by 2^n through the exponent bits. Within 1 ulp on
- * [-87, 87]; |x| beyond 87 (infinities too) is clamped to 87, on the bits,
- * because a float comparison may trap and so keeps gcc from vectorising
- * (without -fno-trapping-math); NaN stays NaN. libm's tanhf costs as much
- * as the step's matrix product. */
-PRN__FN_INLINE float prn__expf(float x) {
-    const float magic = 12582912.0f;
-    const uint32_t lim = 0x42ae0000u; /* the bits of 87.0f */
-    float t, n, r, p, sc, xc;
-    uint32_t ut, um, e, xi, ax, clamp;
-    memcpy(&xi, &x, sizeof xi);
-    ax = xi & 0x7fffffffu;
-    clamp = (uint32_t)-(int32_t)(ax > lim && ax <= 0x7f800000u); /* all ones: |x| > 87, not NaN */
-    xi = (xi & 0x80000000u) | (ax & ~clamp) | (lim & clamp);
-    memcpy(&xc, &xi, sizeof xc); /* a new variable: writing x back keeps gcc 12 from vectorising two calls */
-    t = xc * 1.44269504088896341f + magic;
-    n = t - magic;
-    r = xc - n * 0.693359375f;
-    r = r - n * -2.12194440e-4f;
-    p = 1.9875691500e-4f;
-    p = p * r + 1.3981999507e-3f;
-    p = p * r + 8.3334519073e-3f;
-    p = p * r + 4.1665795894e-2f;
-    p = p * r + 1.6666665459e-1f;
-    p = p * r + 5.0000001201e-1f;
-    p = p * r * r + r + 1.0f;
-    memcpy(&ut, &t, sizeof ut);
-    memcpy(&um, &magic, sizeof um);
-    e = (ut - um + 127u) << 23;
-    memcpy(&sc, &e, sizeof sc);
-    return p * sc;
-}
-/* tanh through e^(2x): absolute error about 1e-7 (relative error grows
- * only where tanh is below that). */
-PRN__FN_INLINE float prn__tanhf(float x) { return 1.0f - 2.0f / (1.0f + prn__expf(2.0f * x)); }
 #define PRN__SIGM(T, EXP, x) ((T)1 / ((T)1 + EXP(-(x))))
 /* The gates of n consecutive units of one batch row. Gate g of unit i is
  * at x[g * xs + i], q[g * qs + i] and bb[g * bs + i] (input projection,

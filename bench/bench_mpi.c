@@ -82,9 +82,7 @@
  */
 #define _POSIX_C_SOURCE 200809L /* clock_gettime, nanosleep under -std=c99 */
 
-#define PARRNN_IMPLEMENTATION
 #include "parrnn.h"
-#define PARRNN_MPI_IMPLEMENTATION
 #include "backends/parrnn_mpi.h"
 #include "bench_common.h"
 

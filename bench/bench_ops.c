@@ -41,7 +41,6 @@
  */
 #define _POSIX_C_SOURCE 199309L /* clock_gettime under -std=c99 */
 
-#define PARRNN_IMPLEMENTATION
 #include "parrnn.h"
 #include "bench_common.h"
 

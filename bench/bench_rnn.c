@@ -36,7 +36,6 @@
  */
 #define _POSIX_C_SOURCE 200809L /* clock_gettime, popen under -std=c99 */
 
-#define PARRNN_IMPLEMENTATION
 #include "parrnn.h"
 #include "bench_common.h"
 

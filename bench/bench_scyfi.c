@@ -129,7 +129,6 @@
  */
 #define _POSIX_C_SOURCE 200809L /* clock_gettime under -std=c99 */
 
-#define PARRNN_IMPLEMENTATION
 #include "parrnn.h"
 #include "bench_common.h"
 

@@ -6,7 +6,6 @@
  * s_t = |a_t| s_{t-1} + |b_t| (the recurrence on absolute values), in units
  * of f32's eps, and the largest error relative to max |h|. The numbers are
  * the basis of the README's table; run: ./build/bench/scan_error [--quick] */
-#define PARRNN_IMPLEMENTATION
 #include "parrnn.h"
 #include <math.h>
 #include <stdio.h>

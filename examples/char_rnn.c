@@ -47,7 +47,6 @@
  */
 #define _POSIX_C_SOURCE 199309L /* clock_gettime, isatty under -std=c99 */
 
-#define PARRNN_IMPLEMENTATION
 #include "parrnn.h"
 
 #include <math.h>

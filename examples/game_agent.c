@@ -55,7 +55,6 @@
  */
 #define _POSIX_C_SOURCE 199309L /* clock_gettime under -std=c99 */
 
-#define PARRNN_IMPLEMENTATION
 #include "parrnn.h"
 
 #include <math.h>

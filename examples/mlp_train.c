@@ -23,13 +23,15 @@
  * prn_last_error is printed) or when the accuracy check fails, 2 on bad
  * usage.
  *
- * Build and run:  make demo
+ * Build and run:  make build/examples/mlp_train && ./build/examples/mlp_train
+ *   or by hand:    cc -std=c99 -O3 -fopenmp -I. examples/mlp_train.c parrnn_impl.c -lm
  */
 #define _POSIX_C_SOURCE 199309L /* clock_gettime under -std=c99 */
 
 /* parrnn is a single header: exactly one file of a program defines
- * PARRNN_IMPLEMENTATION before including it to compile the library. */
-#define PARRNN_IMPLEMENTATION
+ * PARRNN_IMPLEMENTATION before including it to compile the library. This
+ * project keeps that file apart (parrnn_impl.c, compiled once and linked
+ * into every program), so this one includes the declarations only. */
 #include "parrnn.h"
 
 #include <math.h>

@@ -64,9 +64,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define PARRNN_IMPLEMENTATION
 #include "parrnn.h"
-#define PARRNN_MPI_IMPLEMENTATION
 #include "backends/parrnn_mpi.h"
 
 #define INPUTS 4

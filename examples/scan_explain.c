@@ -30,7 +30,6 @@
  * Exit status: 0 when every result agrees, 1 on a mismatch or a parrnn
  * error, 2 on bad usage.
  */
-#define PARRNN_IMPLEMENTATION
 #include "parrnn.h"
 
 #include <math.h>

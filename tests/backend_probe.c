@@ -2,7 +2,6 @@
  * Exit 0 and one line naming the backend when it can; otherwise exit 1
  * with the reason (e.g. no OpenCL platform). tests/run.sh uses it to skip
  * a backend's pass of the suite on machines without its device. */
-#define PARRNN_IMPLEMENTATION
 #include "parrnn.h"
 
 #include <stdio.h>

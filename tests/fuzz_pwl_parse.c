@@ -21,7 +21,6 @@
 #ifdef PRN_FUZZ_STANDALONE
 #define _POSIX_C_SOURCE 200809L /* opendir, stat */
 #endif
-#define PARRNN_IMPLEMENTATION
 #include "parrnn.h"
 
 #include <stdint.h>

@@ -19,7 +19,6 @@
  *     again (or succeed) and the step is abandoned;
  *   - after releasing everything, the context has no live tensors and after
  *     prn_context_destroy the allocator has no outstanding allocation. */
-#define PARRNN_IMPLEMENTATION
 #include "parrnn.h"
 #include "prn_test.h"
 #include <stdint.h>

@@ -1,6 +1,5 @@
 /* The tape, custom ops, optimisers, contexts and the random generator. */
 #define _POSIX_C_SOURCE 200112L
-#define PARRNN_IMPLEMENTATION
 #include "parrnn.h"
 #include "prn_test.h"
 #include <pthread.h>

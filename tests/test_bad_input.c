@@ -13,7 +13,6 @@
  *   - a custom op's user data was not freed by a failed prn_tape_record.
  * The fixture is shared by all entries: a failed call must leave it intact,
  * which is what the per-entry comparison verifies. */
-#define PARRNN_IMPLEMENTATION
 #include "parrnn.h"
 #include "prn_test.h"
 #include <stdint.h>

@@ -14,7 +14,6 @@
  *     change nothing (outputs, tape, live tensors); so do refused
  *     allocations (PRN_ERR_OUT_OF_MEMORY) at every point of a forward pass;
  *   - nothing leaks (prn_live_tensors back to its start value). */
-#define PARRNN_IMPLEMENTATION
 #include "parrnn.h"
 #include "prn_test.h"
 

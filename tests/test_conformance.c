@@ -31,7 +31,6 @@
  * also writes into part of a larger pre-filled buffer whose other elements
  * must keep their values.
  */
-#define PARRNN_IMPLEMENTATION
 #include "parrnn.h"
 #include "prn_test.h"
 

@@ -16,7 +16,6 @@
  * suite runs on it with PARRNN_BACKEND=cuda. Skipped when the backend is
  * not built in or no device exists. */
 #define _POSIX_C_SOURCE 200112L /* setenv */
-#define PARRNN_IMPLEMENTATION
 #include "parrnn.h"
 #include "prn_test.h"
 

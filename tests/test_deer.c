@@ -4,7 +4,6 @@
  * non-convergence and its fall-back, damping and the trust region, NaN
  * handling, warm starts, statistics and bad input. Runs on every backend
  * (PARRNN_BACKEND); the longest sequences only where the backend is fast. */
-#define PARRNN_IMPLEMENTATION
 #include "../parrnn.h"
 #include "prn_test.h"
 

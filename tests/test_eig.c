@@ -19,7 +19,6 @@
  * is then dgeev itself); it passes both ways. PRNT_QUICK (valgrind,
  * sanitizers): n <= 40; with PARRNN_USE_LAPACK also the tiny scales are
  * skipped (OpenBLAS's x87 kernels lose them under valgrind). */
-#define PARRNN_IMPLEMENTATION
 #include "parrnn.h"
 #include "tests/prn_test.h"
 #include <float.h>

@@ -30,9 +30,7 @@
  * (PRNT_MPI_TIMEOUT seconds, default 120), which names it and ends the
  * job without a summary (so tests/run.sh counts a failure). */
 #define _POSIX_C_SOURCE 200809L /* alarm */
-#define PARRNN_IMPLEMENTATION
 #include "parrnn.h"
-#define PARRNN_MPI_IMPLEMENTATION
 #include "backends/parrnn_mpi.h"
 #include "prn_test.h"
 #include <signal.h>

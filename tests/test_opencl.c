@@ -6,7 +6,6 @@
  * and the whole suite runs on it with PARRNN_BACKEND=opencl.
  * Skipped when the backend is not built in or no OpenCL device exists. */
 #define _POSIX_C_SOURCE 200112L /* setenv */
-#define PARRNN_IMPLEMENTATION
 #include "parrnn.h"
 #include "prn_test.h"
 

@@ -13,7 +13,6 @@
  * parsed model is one allocation, that failures free everything, and
  * that a failing allocation gives PRN_ERR_OUT_OF_MEMORY and no leak. */
 #define _POSIX_C_SOURCE 200809L /* mkstemp */
-#define PARRNN_IMPLEMENTATION
 #include "parrnn.h"
 #include "prn_test.h"
 

@@ -2,7 +2,6 @@
  * the step, per-frame and sequence APIs against each other, the PLRNN
  * family against a direct formula, gradients against finite differences,
  * model files, bad input. PyTorch equivalence: test_rnn_golden.c. */
-#define PARRNN_IMPLEMENTATION
 #include "../parrnn.h"
 #include "prn_test.h"
 

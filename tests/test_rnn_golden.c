@@ -27,7 +27,6 @@
  * elementwise relative error is meaningless for entries that cancel to
  * near zero; the tensor's scale is what float32 rounding is relative to).
  * f32: outputs 1e-5, gradients 1e-4; f64: both 1e-10. */
-#define PARRNN_IMPLEMENTATION
 #include "parrnn.h"
 #include "prn_test.h"
 

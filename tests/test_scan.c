@@ -1,9 +1,11 @@
 /* Scans of linear recurrences: every variant (diagonal, block, dense;
  * forward, reverse; with and without h0; sequential, chunked, tree, auto)
  * against a sequential loop in f64, with asserted error bounds. */
-#define PARRNN_IMPLEMENTATION
 #include "parrnn.h"
 #include "prn_test.h"
+#ifdef _OPENMP
+#include <omp.h> /* test_diag_many_threads sets OpenMP's thread count */
+#endif
 
 static prn_context *ctx;
 static const char *algo_name[] = {"auto", "sequential", "chunked", "tree"};

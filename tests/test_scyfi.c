@@ -9,7 +9,6 @@
  *  - the reference implementation's own cases and trained models from
  *    ../shared/data/scyfi (PARRNN_SCYFI_DATA overrides; skipped when absent);
  *  - bad input and allocation failures. */
-#define PARRNN_IMPLEMENTATION
 #include "parrnn.h"
 #include "tests/prn_test.h"
 
