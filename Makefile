@@ -10,6 +10,11 @@
 #           MPI=0      do not build the MPI programs (default: built when
 #                      `mpicc` compiles a program that includes mpi.h;
 #                      `make test-mpi` runs them under mpirun)
+# `make` alone builds with one job per core (give -jN to choose).
+NPROC   := $(shell nproc 2>/dev/null || echo 2)
+ifeq ($(filter -j%,$(MAKEFLAGS)),)
+MAKEFLAGS += -j$(NPROC)
+endif
 CC      ?= cc
 CXX     ?= c++
 OPENMP  ?= 1
@@ -158,6 +163,9 @@ $(BUILD)/examples/%: $(BUILD)/obj/examples/%.o $(IMPL) $(BACKEND_OBJS)
 $(BUILD)/bench/%: $(BUILD)/obj/bench/%.o $(IMPL) $(BACKEND_OBJS)
 	@mkdir -p $(@D)
 	$(LINK)
+$(BUILD)/tools/%: $(BUILD)/obj/tools/%.o $(IMPL) $(BACKEND_OBJS)
+	@mkdir -p $(@D)
+	$(LINK)
 # The SCYFI command-line tool.
 $(BUILD)/parrnn-scyfi: $(BUILD)/obj/tools/parrnn_scyfi.o $(IMPL) $(BACKEND_OBJS)
 	@mkdir -p $(@D)
@@ -210,8 +218,8 @@ test: $(TEST_BINS) $(BUILD)/tests/backend_probe $(TOOLS)
 	$(if $(filter 1,$(LAPACK)),,echo "note: LAPACK (liblapack-dev) is not installed: test_eig, which compares prn_eigenvalues with dgeev, is not built";) \
 	$(if $(filter 1,$(CUDA_EMU)),,echo "note: no C++ compiler ($(CXX)): the CUDA backend is not run on the CUDA emulator";) \
 	PRNT_PROBE=$(BUILD)/tests/backend_probe PRNT_BACKENDS="$(EXTRA_BACKENDS)" PRNT_SCYFI=$(BUILD)/parrnn-scyfi \
-	    PRNT_ALSO="$(addprefix cuda:,$(EMU_IN_TEST))" \
-	    sh tests/run.sh tests/compile_check.sh tests/tool_scyfi.sh $(TEST_BINS)
+	    PRNT_ALSO="$(addprefix cuda:,$(EMU_IN_TEST))" PRNT_JOBS=$${PRNT_JOBS:-$(NPROC)} \
+	    sh tests/run.sh tests/compile_check.sh tests/tool_scyfi.sh $(TEST_BINS) $(if $(filter 1,$(CUDA_EMU)),tests/gpu_check_flow.sh)
 
 # The MPI tests: tests/test_mpi under `mpirun -np N` for N in MPI_NPS (each
 # run limited to 300 s; one that dies or hangs counts as a failure); the
@@ -230,13 +238,13 @@ endif
 test-sanitize:
 	$(MAKE) BUILD=build-san OPENMP=0 OPENCL=0 OPT="-O1 -g -fno-omit-frame-pointer -fsanitize=address,undefined -fno-sanitize-recover=undefined" \
 	    EXTRA_LDLIBS="-fsanitize=address,undefined" $(addprefix build-san/tests/,$(TESTS))
-	@PRNT_QUICK=1 ASAN_OPTIONS=detect_leaks=1:abort_on_error=0 UBSAN_OPTIONS=print_stacktrace=1 \
+	@PRNT_QUICK=1 PRNT_JOBS=$(NPROC) ASAN_OPTIONS=detect_leaks=1:abort_on_error=0 UBSAN_OPTIONS=print_stacktrace=1 \
 	    sh tests/run.sh $(addprefix build-san/tests/,$(TESTS))
 
 # Same suite under valgrind: any leak or memory error fails the program.
 test-valgrind:
 	$(MAKE) BUILD=build-vg OPENMP=0 OPENCL=0 OPT="-O1 -g" $(addprefix build-vg/tests/,$(TESTS))
-	@PRNT_QUICK=1 PRNT_WRAP="valgrind -q --leak-check=full --show-leak-kinds=definite,indirect --errors-for-leak-kinds=definite,indirect --error-exitcode=99" \
+	@PRNT_QUICK=1 PRNT_JOBS=$(NPROC) PRNT_WRAP="valgrind -q --leak-check=full --show-leak-kinds=definite,indirect --errors-for-leak-kinds=definite,indirect --error-exitcode=99" \
 	    sh tests/run.sh $(addprefix build-vg/tests/,$(TESTS))
 
 demo: $(BUILD)/examples/deer_demo
@@ -286,7 +294,7 @@ fuzz-replay: $(BUILD)/fuzz/fuzz_pwl_parse_replay
 	$(BUILD)/fuzz/fuzz_pwl_parse_replay tests/fuzz_corpus
 
 clean:
-	rm -rf build build-san build-vg build-cuda build-cuda-emu
+	rm -rf build build-san build-vg build-cuda build-cuda-emu build-gpu build-gpu-work
 
 # The CUDA backend: `make cuda` (nvcc), see cuda.mk.
 include cuda.mk

@@ -17,7 +17,7 @@
 # out): one device backend per build keeps the link line simple.
 CUDA_HOME    ?= /usr/local/cuda
 NVCC         ?= $(CUDA_HOME)/bin/nvcc
-CUDA_BUILD    = build-cuda
+CUDA_BUILD   ?= build-cuda
 # SASS for sm_80 and sm_90, plus sm_90 PTX so newer GPUs can JIT it
 CUDA_GENCODE ?= -gencode arch=compute_80,code=sm_80 -gencode arch=compute_90,code=sm_90 \
                 -gencode arch=compute_90,code=compute_90
@@ -25,7 +25,11 @@ NVCC_FLAGS   ?= -O3 -std=c++14 -I. $(CUDA_GENCODE) -Xcompiler -fPIC,-Wall,-Wextr
 
 CUDA_CFLAGS  = $(filter-out -DPARRNN_WITH_OPENCL,$(CFLAGS_ALL)) -DPARRNN_WITH_CUDA -I$(CUDA_HOME)/include
 CUDA_LIB     = $(CUDA_BUILD)/libparrnn_cuda.a
-CUDA_LDLIBS  = $(CUDA_LIB) -L$(CUDA_HOME)/lib64 -Wl,-rpath,$(CUDA_HOME)/lib64 -lcublas -lcudart -lstdc++ \
+CUDART_LIB   ?= -lcudart
+ifeq ($(GPU_RPATH),1)
+CUDA_RPATH    = -Wl,-rpath,'$$ORIGIN/../lib'
+endif
+CUDA_LDLIBS  = $(CUDA_LIB) -L$(CUDA_HOME)/lib64 -Wl,-rpath,$(CUDA_HOME)/lib64 $(CUDA_RPATH) -lcublas $(CUDART_LIB) -lstdc++ \
                $(filter-out -lclblast -lOpenCL,$(LDLIBS_ALL))
 
 CUDA_KERNELS = $(sort $(wildcard kernels_cuda/*.cu))
@@ -65,16 +69,71 @@ $(CUDA_BUILD)/obj/bench/%.o: bench/%.c bench/bench_common.h $(API_STAMP)
 $(CUDA_BUILD)/obj/%.o: %.c $(API_STAMP)
 	@mkdir -p $(@D)
 	$(CC) $(CUDA_CFLAGS) -c -o $@ $<
-CUDA_LINK = $(CC) -o $@ $(filter %.o,$^) $(CUDA_LDLIBS)
-$(CUDA_BUILD)/tests/%: $(CUDA_BUILD)/obj/tests/%.o $(CUDA_IMPL) $(CUDA_LIB)
+# GPU_SHARED=1 (the GPU bundle): the implementation, the backend and the
+# CUDA runtime in one shared library, lib/libparrnn.so, that every program
+# loads through $$ORIGIN: 23 programs then weigh about as much as one.
+ifeq ($(GPU_SHARED),1)
+CUDA_SO        = $(CUDA_BUILD)/lib/libparrnn.so
+CUDA_PROG_DEPS = $(CUDA_SO)
+CUDA_LINK      = $(CC) -o $@ $(filter %.o,$^) -L$(CUDA_BUILD)/lib -lparrnn -Wl,-rpath,'$$ORIGIN/../lib' -lm -lpthread \
+                 $(if $(filter 1,$(OPENMP)),-fopenmp)
+$(CUDA_SO): $(CUDA_IMPL) $(CUDA_LIB)
+	@mkdir -p $(@D)
+	$(CC) -shared -o $@ $(CUDA_IMPL) -Wl,--whole-archive $(CUDA_LIB) -Wl,--no-whole-archive \
+	    $(filter-out $(CUDA_LIB),$(CUDA_LDLIBS))
+else
+CUDA_PROG_DEPS = $(CUDA_IMPL) $(CUDA_LIB)
+CUDA_LINK      = $(CC) -o $@ $(filter %.o,$^) $(CUDA_LDLIBS)
+endif
+$(CUDA_BUILD)/tests/%: $(CUDA_BUILD)/obj/tests/%.o $(CUDA_PROG_DEPS)
 	@mkdir -p $(@D)
 	$(CUDA_LINK)
-$(CUDA_BUILD)/examples/%: $(CUDA_BUILD)/obj/examples/%.o $(CUDA_IMPL) $(CUDA_LIB)
+$(CUDA_BUILD)/examples/%: $(CUDA_BUILD)/obj/examples/%.o $(CUDA_PROG_DEPS)
 	@mkdir -p $(@D)
 	$(CUDA_LINK)
-$(CUDA_BUILD)/bench/%: $(CUDA_BUILD)/obj/bench/%.o $(CUDA_IMPL) $(CUDA_LIB)
+$(CUDA_BUILD)/bench/%: $(CUDA_BUILD)/obj/bench/%.o $(CUDA_PROG_DEPS)
 	@mkdir -p $(@D)
 	$(CUDA_LINK)
+$(CUDA_BUILD)/tools/%: $(CUDA_BUILD)/obj/tools/%.o $(CUDA_PROG_DEPS)
+	@mkdir -p $(@D)
+	$(CUDA_LINK)
+
+# ---------------------------------------------------------------------------
+# The GPU bundle (bench/README.md, "On a GPU machine"): `make gpu-bundle`
+# builds here, with nvcc and no GPU, the folder a GPU machine runs as it
+# is, so that none of its scarce minutes go to building:
+#   build-gpu/tests/*   every CUDA test program and backend_probe
+#   build-gpu/bench/*   bench_scan, bench_deer, bench_ops, bench_scyfi, bench_rnn
+#   build-gpu/tools/gpu_probe   small cases of every kernel family (sanitizers)
+#   build-gpu/lib/libparrnn.so  the implementation, the CUDA backend and
+#                       runtime (GPU_SHARED=1: the programs load it)
+#   build-gpu/lib/libgomp.so.1  OpenMP's runtime, found through $$ORIGIN
+#   build-gpu/BUNDLE    the commit and flags it was built from
+# Linked against nothing such a machine may lack: no OpenBLAS, LAPACK,
+# OpenCL or MPI, the CUDA runtime statically; cuBLAS is the machine's
+# (tools/gpu_check.sh finds it). No -g: the folder travels (at most 64 MiB,
+# checked here and in CI). Objects stay in build-gpu-work/.
+GPU_BUNDLE    = build-gpu
+GPU_WORK      = build-gpu-work
+GPU_BENCHES   = bench_scan bench_deer bench_ops bench_scyfi bench_rnn
+GPU_MAKEFLAGS = CUDA_BUILD=$(GPU_WORK) BUILD=$(GPU_WORK)/host BLAS=0 LAPACK=0 OPENCL=0 MPI=0 OPT=-O2 \
+                EXTRA_CFLAGS=-fPIC CUDART_LIB='-lcudart_static -ldl -lrt' GPU_RPATH=1 GPU_SHARED=1
+GPU_PROGRAMS  = $(addprefix tests/,$(filter-out test_eig,$(CUDA_TESTS)) backend_probe) $(addprefix bench/,$(GPU_BENCHES)) tools/gpu_probe
+GPU_LIBGOMP  := $(shell $(CC) -print-file-name=libgomp.so.1)
+.PHONY: gpu-bundle
+gpu-bundle:
+	@# make does not track flags: a work folder built with others starts over
+	@echo "$(GPU_MAKEFLAGS)" | cmp -s - $(GPU_WORK)/FLAGS || { rm -rf $(GPU_WORK); mkdir -p $(GPU_WORK); echo "$(GPU_MAKEFLAGS)" > $(GPU_WORK)/FLAGS; }
+	$(MAKE) --no-print-directory $(GPU_MAKEFLAGS) $(addprefix $(GPU_WORK)/,$(GPU_PROGRAMS))
+	rm -rf $(GPU_BUNDLE)
+	mkdir -p $(GPU_BUNDLE)/tests $(GPU_BUNDLE)/bench $(GPU_BUNDLE)/tools $(GPU_BUNDLE)/lib
+	for p in $(GPU_PROGRAMS); do cp $(GPU_WORK)/$$p $(GPU_BUNDLE)/$$p || exit 1; done
+	cp $(GPU_WORK)/lib/libparrnn.so $(GPU_BUNDLE)/lib/
+	cp -L $(GPU_LIBGOMP) $(GPU_BUNDLE)/lib/libgomp.so.1
+	echo "built $$(date -u +%FT%TZ) on $$(hostname) from git $$(git rev-parse --short HEAD 2>/dev/null)$$(git diff --quiet HEAD 2>/dev/null || echo +changes)" > $(GPU_BUNDLE)/BUNDLE
+	echo "flags: $(GPU_MAKEFLAGS)" >> $(GPU_BUNDLE)/BUNDLE
+	echo "nvcc: $$($(NVCC) --version | tail -n 1)" >> $(GPU_BUNDLE)/BUNDLE
+	sh tools/gpu_bundle_check.sh $(GPU_BUNDLE)
 
 test-cuda: $(CUDA_TEST_BINS)
 	PRNT_PROBE=$(CUDA_BUILD)/tests/backend_probe PRNT_BACKENDS=cuda \
@@ -131,13 +190,30 @@ $(EMU_IMPL): parrnn_impl.c parrnn.h
 $(EMU_BUILD)/obj/tests/%.o: tests/%.c $(TEST_DEPS) $(API_STAMP)
 	@mkdir -p $(@D)
 	$(CC) $(EMU_CFLAGS) -c -o $@ $<
+$(EMU_BUILD)/obj/bench/%.o: bench/%.c bench/bench_common.h $(API_STAMP)
+	@mkdir -p $(@D)
+	$(CC) $(EMU_CFLAGS) -c -o $@ $<
+$(EMU_BUILD)/obj/tools/%.o: tools/%.c $(API_STAMP)
+	@mkdir -p $(@D)
+	$(CC) $(EMU_CFLAGS) -c -o $@ $<
 $(EMU_BUILD)/tests/%: $(EMU_BUILD)/obj/tests/%.o $(EMU_IMPL) $(EMU_LIB)
 	@mkdir -p $(@D)
 	$(CC) -o $@ $(filter %.o,$^) $(EMU_LDLIBS)
+$(EMU_BUILD)/bench/%: $(EMU_BUILD)/obj/bench/%.o $(EMU_IMPL) $(EMU_LIB)
+	@mkdir -p $(@D)
+	$(CC) -o $@ $(filter %.o,$^) $(EMU_LDLIBS)
+$(EMU_BUILD)/tools/%: $(EMU_BUILD)/obj/tools/%.o $(EMU_IMPL) $(EMU_LIB)
+	@mkdir -p $(@D)
+	$(CC) -o $@ $(filter %.o,$^) $(EMU_LDLIBS)
+
+# tools/gpu_check.sh's flow on the emulator (tests/gpu_check_flow.sh, run
+# by `make test`): build-cuda-emu laid out as the GPU bundle is
+EMU_GPU_PROGRAMS = $(addprefix $(EMU_BUILD)/,tests/test_cuda tests/test_ops tests/test_scan tests/backend_probe \
+                   bench/bench_scan bench/bench_ops bench/bench_scyfi bench/bench_deer bench/bench_rnn tools/gpu_probe)
 
 # every test program once, with PARRNN_BACKEND=cuda
 test-cuda-emu: $(EMU_TEST_BINS)
-	PRNT_ALSO="$(addprefix cuda:$(EMU_BUILD)/tests/,$(EMU_TESTS))" sh tests/run.sh
+	PRNT_JOBS=$${PRNT_JOBS:-$(NPROC)} PRNT_ALSO="$(addprefix cuda:$(EMU_BUILD)/tests/,$(EMU_TESTS))" sh tests/run.sh
 
 # `make test` runs the conformance test and test_cuda on the emulator, where
 # a C++ compiler exists (CUDA_EMU=0: not).
@@ -146,5 +222,5 @@ CUDA_EMU := $(shell printf 'int main(){return 0;}\n' | $(CXX) -x c++ - -o /dev/n
 endif
 ifeq ($(CUDA_EMU),1)
 EMU_IN_TEST = $(EMU_BUILD)/tests/test_conformance $(EMU_BUILD)/tests/test_cuda
-test: $(EMU_IN_TEST)
+test: $(EMU_IN_TEST) $(EMU_GPU_PROGRAMS)
 endif

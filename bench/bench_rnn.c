@@ -344,9 +344,10 @@ static int bench_torch(const char *argv0, int threads) {
         printf("  torch:     not measured: bench_rnn_torch.py not found (set PARRNN_TORCH_SCRIPT to its path)\n");
         return 0;
     }
-    snprintf(cmd, sizeof cmd, "'%s' '%s' --threads %d --T %lu --batch %d --input %d --hidden %lu,%lu --repeats %d",
+    /* a CUDA backend is compared with PyTorch on the GPU (cuDNN) */
+    snprintf(cmd, sizeof cmd, "'%s' '%s' --threads %d --T %lu --batch %d --input %d --hidden %lu,%lu --repeats %d%s",
              python, script, threads, (unsigned long)g_T, RNN_BATCH, RNN_INPUT, (unsigned long)g_hidden[0],
-             (unsigned long)g_hidden[1], g_timed);
+             (unsigned long)g_hidden[1], g_timed, strcmp(g_backend, "cuda") == 0 ? " --device cuda" : "");
     printf("\nPyTorch: %s\n", cmd);
     fflush(stdout);
     p = popen(cmd, "r");

@@ -36,6 +36,7 @@ def main():
     p.add_argument("--modes", default="fwd,fwdbwd")
     p.add_argument("--repeats", type=int, default=5)
     p.add_argument("--seed", type=int, default=1)
+    p.add_argument("--device", default="cpu", help="cpu, or cuda: PyTorch on the GPU (cuDNN), synchronised per call")
     a = p.parse_args()
 
     warnings.filterwarnings("ignore")  # e.g. "Failed to initialize NumPy"
@@ -45,15 +46,18 @@ def main():
         torch.set_num_threads(a.threads)
     torch.manual_seed(a.seed)
     threads = torch.get_num_threads()
-    print("TORCH_INFO version=%s threads=%d mkldnn=%d" %
-          (torch.__version__, threads, int(torch.backends.mkldnn.is_available())), flush=True)
+    dev = torch.device(a.device)
+    sync = torch.cuda.synchronize if dev.type == "cuda" else (lambda: None)
+    print("TORCH_INFO version=%s threads=%d mkldnn=%d device=%s cudnn=%s" %
+          (torch.__version__, threads, int(torch.backends.mkldnn.is_available()), a.device,
+           torch.backends.cudnn.version() if dev.type == "cuda" else "-"), flush=True)
 
     for kind in a.kinds.split(","):
         for H in [int(h) for h in a.hidden.split(",")]:
             cls = {"gru": torch.nn.GRU, "lstm": torch.nn.LSTM}[kind]
-            rnn = cls(a.input, H, num_layers=1, batch_first=True).float()
-            x = torch.randn(a.batch, a.T, a.input, dtype=torch.float32)
-            R = torch.randn(a.batch, a.T, H, dtype=torch.float32)
+            rnn = cls(a.input, H, num_layers=1, batch_first=True).float().to(dev)
+            x = torch.randn(a.batch, a.T, a.input, dtype=torch.float32).to(dev)
+            R = torch.randn(a.batch, a.T, H, dtype=torch.float32).to(dev)
             for mode in a.modes.split(","):
                 def call():
                     if mode == "fwd":
@@ -64,6 +68,7 @@ def main():
                         (y * R).sum().backward()
                         for q in rnn.parameters():
                             q.grad = None
+                    sync()  # the GPU queues work: the call ends when it is done
                     return y
 
                 call()  # warm-up

@@ -344,14 +344,14 @@ static int run_copy(void *user) {
 /* The device's copy bandwidth (read + write of a T x C f32 array) and the
  * diagonal scan of T x C >= 10^8 elements on it: the GPU issues' target is
  * 0.8 of the copy bandwidth (frac_bw on these rows is against the copy). */
-static void bench_device_copy_and_scan(size_t T, size_t C) {
-    size_t shape[3], n = T * C, i;
+static void bench_device_copy_and_scan(size_t B, size_t T, size_t C) {
+    size_t shape[3], n = B * T * C, i;
     prn_tensor *a = NULL, *b = NULL, *y = NULL;
     copy_job cj;
     scan_job sj;
     double copy_s, copy_gbps, s_auto = 0, s_seq = 0, s_chk = 0;
     const char *dev = prn_context_backend_name(g_dev);
-    shape[0] = 1; shape[1] = T; shape[2] = C;
+    shape[0] = B; shape[1] = T; shape[2] = C;
     if (prn_tensor_uniform(g_dev, PRN_F32, 3, shape, 0.999, 0.9999, &a) != PRN_OK ||
         prn_tensor_uniform(g_dev, PRN_F32, 3, shape, -1.0, 1.0, &b) != PRN_OK ||
         prn_tensor_create(g_dev, PRN_F32, 3, shape, &y) != PRN_OK)
@@ -369,16 +369,23 @@ static void bench_device_copy_and_scan(size_t T, size_t C) {
     sj.b = b;
     sj.sync = 1;
     for (i = 0; i < 3; ++i) {
+        /* the serial kernel only where it takes well under a second: one
+         * chain of 10^8 dependent steps would take most of a GPU run */
+        if (i == 1 && T > 1000000) continue;
         sj.algo = i == 0 ? PRN_SCAN_AUTO : i == 1 ? PRN_SCAN_SEQUENTIAL : PRN_SCAN_CHUNKED;
         if (time_best(run_scan, &sj, i == 0 ? &s_auto : i == 1 ? &s_seq : &s_chk)) die_prn(g_dev, "device scan");
     }
     {
         double triad = g_triad;
+        char nc[48], ns[48];
+        /* B > 1 in the name (the table's columns are T, C, k) */
+        snprintf(nc, sizeof nc, B > 1 ? "device_copy_b%lu" : "device_copy", (unsigned long)B);
+        snprintf(ns, sizeof ns, B > 1 ? "scan_diag_b%lu" : "scan_diag", (unsigned long)B);
         g_triad = copy_gbps; /* these rows compare with the copy */
-        record("device_copy", dev, "copy", NULL, T, C, 1, copy_s, 2.0 * (double)cj.bytes, 0, -1);
-        record("scan_diag", dev, "sequential", NULL, T, C, 1, s_seq, 12.0 * (double)n, s_seq, -1);
-        record("scan_diag", dev, "chunked", NULL, T, C, 1, s_chk, 12.0 * (double)n, s_seq, -1);
-        record("scan_diag", dev, "auto", NULL, T, C, 1, s_auto, 12.0 * (double)n, s_seq, -1);
+        record(nc, dev, "copy", NULL, T, C, 1, copy_s, 2.0 * (double)cj.bytes, 0, -1);
+        if (s_seq > 0) record(ns, dev, "sequential", NULL, T, C, 1, s_seq, 12.0 * (double)n, s_seq, -1);
+        record(ns, dev, "chunked", NULL, T, C, 1, s_chk, 12.0 * (double)n, s_seq, -1);
+        record(ns, dev, "auto", NULL, T, C, 1, s_auto, 12.0 * (double)n, s_seq, -1);
         g_triad = triad;
     }
     prn_tensor_free(a);
@@ -543,7 +550,7 @@ static void print_machine(void) {
 }
 
 static int usage(void) {
-    fprintf(stderr, "usage: bench_scan [--quick] [--threads N]\n");
+    fprintf(stderr, "usage: bench_scan [--quick] [--threads N] [--device-only]\n");
     return 2;
 }
 
@@ -558,10 +565,24 @@ int main(int argc, char **argv) {
     const size_t (*diag)[3];
     size_t triad_n, block_T, i;
     double t_start = now();
-    int ai;
+    int ai, device_only = 0;
     prn_context *ctx;
     cpu_sample run_start;
+    /* the device grid {B, T, C}: T x C x B >= 10^8 f32 elements (1.2 GB of
+     * traffic), from one channel to batch x channels filling the device */
+    static const size_t dev_full[5][3] = {{1, 100000000, 1}, {1, 12500000, 8}, {4, 1000000, 32}, {1, 1000000, 128},
+                                          {16, 100000, 128}};
+    static const size_t dev_quick[2][3] = {{1, 20000, 3}, {2, 5000, 40}};
 
+    /* --device-only: the device table alone (a GPU machine's minutes are
+     * scarce: tools/gpu_check.sh runs this) */
+    for (ai = 1; ai < argc; ++ai)
+        if (strcmp(argv[ai], "--device-only") == 0) {
+            device_only = 1;
+            memmove(argv + ai, argv + ai + 1, (size_t)(argc - ai) * sizeof *argv);
+            --argc;
+            break;
+        }
     if (bench_parse_args(argc, argv)) return usage();
     if (g_quick) {
         diag = quick_diag;
@@ -577,6 +598,15 @@ int main(int argc, char **argv) {
     }
     print_machine();
     run_start = cpu_sample_now();
+    if (device_only) {
+        g_dev = bench_device_context(2026);
+        if (!g_dev) {
+            printf("bench_scan --device-only: no device backend is built in or present\n");
+            return 0;
+        }
+        triad_n = 0;
+        goto device_table;
+    }
     printf("  timing:    best of up to %d samples of >= %g s after warm-up\n", g_repeats, g_min_sample);
 
     printf("\nMachine probe\n");
@@ -588,10 +618,18 @@ int main(int argc, char **argv) {
     table_header("Diagonal scans, f32, forward, batch 1: 12 bytes per element (frac_bw: vs triad; speedup: vs loop)");
     for (i = 0; i < 4; ++i) bench_shape(ctx, "scan_diag", 0, diag[i][0], diag[i][1], 1, diag[i][2] != 0);
 
+device_table:
     if (g_dev) {
         table_header("Device: diagonal scan vs the device's copy bandwidth (read + write; speedup: vs its "
                      "SEQUENTIAL kernel, parallel over channels, serial in time)");
-        bench_device_copy_and_scan(g_quick ? 10000 : 1000000, 128);
+        if (g_quick)
+            for (i = 0; i < 2; ++i) bench_device_copy_and_scan(dev_quick[i][0], dev_quick[i][1], dev_quick[i][2]);
+        else
+            for (i = 0; i < 5; ++i) bench_device_copy_and_scan(dev_full[i][0], dev_full[i][1], dev_full[i][2]);
+    }
+    if (device_only) {
+        prn_context_destroy(g_dev);
+        goto report;
     }
 
     table_header("Block scans, f32, forward, batch 1: 4 (T C k + 2 T C) bytes (dense: k = C; bdiag: C = 64)");
@@ -604,8 +642,10 @@ int main(int argc, char **argv) {
     prn_context_destroy(g_dev);
     triad_job_free(&g_triad_job);
 
+report:
     /* The same for scripts. */
-    printf("\nBENCH name=triad backend=c dtype=f64 n=%lu threads=%d gbps=%.4f frac_bw=1.0000\n",
+    if (!device_only)
+        printf("\nBENCH name=triad backend=c dtype=f64 n=%lu threads=%d gbps=%.4f frac_bw=1.0000\n",
            (unsigned long)triad_n, g_threads, g_triad_first);
     for (ai = 0; ai < g_num_results; ++ai) {
         const result *r = &g_results[ai];

@@ -1,21 +1,29 @@
 #!/bin/sh
 # Compile test: parrnn.h must build as C99 and as C++ (also with
 # PARRNN_STATIC, and without intrinsics) with -Wall -Wextra -Wpedantic -Werror on gcc and clang.
+# The only programs of the project that compile the implementation
+# themselves: this checks the single-file usage. Compiles run
+# $PRNT_COMPILE_JOBS at once (default: the number of cores).
 # Prints a summary line like the test programs.
 cd "$(dirname "$0")/.." || exit 1
 passed=0; failed=0; skipped=0
 tmp=${TMPDIR:-/tmp}/prn_compile_$$
 mkdir -p "$tmp"
-try() { # name compiler flags...
+jobs=${PRNT_COMPILE_JOBS:-$(nproc 2>/dev/null || echo 2)}
+n=0
+try() { # name compiler flags...: starts one compile (and run) in the background
     name=$1; shift
+    n=$((n + 1))
+    echo "$name" >"$tmp/$n.name"
     if ! command -v "$1" >/dev/null 2>&1; then
-        echo "skip $name ($1 not installed)"; skipped=$((skipped + 1)); return
+        echo "skip $name ($1 not installed)" >"$tmp/$n.res"; return
     fi
-    if "$@" -Wall -Wextra -Wpedantic -Werror -I. -o "$tmp/a.out" -lm 2>"$tmp/err" && "$tmp/a.out" >/dev/null; then
-        echo "ok   $name"; passed=$((passed + 1))
+    (if "$@" -Wall -Wextra -Wpedantic -Werror -I. -o "$tmp/$n.out" -lm 2>"$tmp/$n.err" && "$tmp/$n.out" >/dev/null; then
+        echo "ok   $name" >"$tmp/$n.res"
     else
-        echo "FAIL $name"; cat "$tmp/err"; failed=$((failed + 1))
-    fi
+        { echo "FAIL $name"; cat "$tmp/$n.err"; } >"$tmp/$n.res"
+    fi) &
+    [ $((n % jobs)) -eq 0 ] && wait
 }
 for cc in gcc clang; do
     try "$cc c99" $cc -std=c99 tests/compile_c.c tests/compile_c_user.c
@@ -28,6 +36,15 @@ done
 for cxx in g++ clang++; do
     try "$cxx c++11" $cxx -std=c++11 -x c++ tests/compile_cpp.cpp -x c++ tests/compile_c_user.c
     try "$cxx c++17 static" $cxx -std=c++17 -DPARRNN_STATIC tests/compile_cpp.cpp
+done
+wait
+i=1
+while [ "$i" -le "$n" ]; do
+    cat "$tmp/$i.res"
+    case $(head -n 1 "$tmp/$i.res") in
+        ok*) passed=$((passed + 1)) ;; skip*) skipped=$((skipped + 1)) ;; *) failed=$((failed + 1)) ;;
+    esac
+    i=$((i + 1))
 done
 rm -rf "$tmp"
 echo "summary passed=$passed failed=$failed skipped=$skipped"
