@@ -116,6 +116,9 @@ examples: $(EXAMPLE_BINS)
 # so editing the implementation recompiles each configuration's object once
 # and relinks; editing a test recompiles that test.
 IMPL         = $(BUILD)/parrnn.o
+# objects made by pattern rules are kept (make would delete them as
+# intermediates, and then recompile them for the next relink)
+.SECONDARY:
 API_STAMP    = $(BUILD)/parrnn_api.stamp
 VFLAGS_sse2   = -DPARRNN_NO_AVX2
 VFLAGS_plain  = -DPARRNN_NO_INTRINSICS

@@ -6,6 +6,7 @@
 #define PRN_TEST_H
 #include <math.h>
 #include <stdio.h>
+#include <time.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -28,12 +29,17 @@ static int prnt_cur_failed, prnt_cur_skipped;
     do { prnt_cur_skipped = 1; printf("    skipped: "); printf(__VA_ARGS__);     \
          printf("\n"); } while (0)
 
+/* A test that took half a second of CPU or more says so (the suite's time
+ * budget: make test within 10 minutes on 2 cores). */
 #define PRNT_RUN(fn)                                                            \
-    do { prnt_cur_failed = 0; prnt_cur_skipped = 0; fn();                       \
-         if (prnt_cur_failed) { prnt_failed++; printf("FAIL %s\n", #fn); }      \
-         else if (prnt_cur_skipped) { prnt_skipped++; printf("skip %s\n", #fn); } \
-         else { prnt_passed++; printf("ok   %s\n", #fn); }                     \
-         fflush(stdout); } while (0)
+    do { clock_t prnt_t0_ = clock(); double prnt_cpu_;                          \
+         prnt_cur_failed = 0; prnt_cur_skipped = 0; fn();                       \
+         prnt_cpu_ = (double)(clock() - prnt_t0_) / CLOCKS_PER_SEC;             \
+         if (prnt_cur_failed) { prnt_failed++; printf("FAIL %s", #fn); }        \
+         else if (prnt_cur_skipped) { prnt_skipped++; printf("skip %s", #fn); } \
+         else { prnt_passed++; printf("ok   %s", #fn); }                       \
+         if (prnt_cpu_ >= 0.5) printf("  [%.1f s CPU]", prnt_cpu_);             \
+         printf("\n"); fflush(stdout); } while (0)
 
 static int prnt_summary(void) {
     printf("summary passed=%d failed=%d skipped=%d\n", prnt_passed, prnt_failed, prnt_skipped);
