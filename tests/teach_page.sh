@@ -24,6 +24,7 @@ if [ -z "$browser" ]; then
     done
 fi
 [ -n "$browser" ] || skip_all "no headless browser: install Debian's chromium (apt-get install -y chromium) or set CHROMIUM"
+command -v "$browser" >/dev/null 2>&1 || skip_all "CHROMIUM=$browser is not a program"
 tmp=${TMPDIR:-/tmp}/prn_teach_page_$$
 mkdir -p "$tmp" || exit 1
 trap 'rm -rf "$tmp"' EXIT
