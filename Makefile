@@ -100,7 +100,7 @@ TOOLS        = $(BUILD)/parrnn-scyfi
 EXAMPLE_BINS = $(addprefix $(BUILD)/examples/,$(EXAMPLES))
 BENCH_BINS   = $(addprefix $(BUILD)/bench/,$(BENCHES))
 
-.PHONY: all test test-mpi test-sanitize test-valgrind demo bench examples clean fuzz fuzz-replay
+.PHONY: all test test-mpi test-sanitize test-valgrind demo bench examples clean fuzz fuzz-replay teach teach-shots
 all: $(TEST_BINS) $(BUILD)/tests/backend_probe $(EXAMPLE_BINS) $(BENCH_BINS) $(TOOLS) $(if $(filter 1,$(MPI)),$(MPI_BINS))
 examples: $(EXAMPLE_BINS)
 
@@ -204,6 +204,13 @@ $(MPI_BINS): $(BUILD)/%: $(BUILD)/obj-mpi/%.o $(MPI_IMPL) $(IMPL) $(BACKEND_OBJS
 	@mkdir -p $(@D)
 	$(MPICC) -o $@ $(filter %.o,$^) $(LDLIBS_ALL)
 
+# The interactive page of scan_explain --html, embedded (checked in, like
+# the kernels below, so the example builds without make).
+PAGE_HEADER = examples/scan_explain_page.h
+$(PAGE_HEADER): examples/scan_explain_page.html examples/embed_page.sh
+	sh examples/embed_page.sh $@ examples/scan_explain_page.html
+$(BUILD)/obj/examples/scan_explain.o: $(PAGE_HEADER)
+
 # The kernels, embedded (checked in, so the header works without make).
 $(OCL_HEADER): kernels_opencl/common.cl $(OCL_KERNELS) kernels_opencl/embed.sh
 	sh kernels_opencl/embed.sh $@ kernels_opencl/common.cl $(OCL_KERNELS)
@@ -216,13 +223,13 @@ $(BUILD)/parrnn_opencl.o: backends/parrnn_opencl.h $(OCL_HEADER) parrnn.h
 # with PARRNN_BACKEND=opencl (skipped, and counted so, where no device is).
 # Then the conformance test and test_cuda run on the CUDA backend built
 # against the CUDA emulator (cuda.mk; `make test-cuda-emu`: every test).
-test: $(TEST_BINS) $(BUILD)/tests/backend_probe $(TOOLS)
+test: $(TEST_BINS) $(BUILD)/tests/backend_probe $(TOOLS) $(BUILD)/examples/scan_explain
 	@$(if $(filter 1,$(OPENCL)),,echo "note: the OpenCL backend is not built (no OpenCL headers, ICD loader or CLBlast); its tests are skipped";) \
 	$(if $(filter 1,$(LAPACK)),,echo "note: LAPACK (liblapack-dev) is not installed: test_eig, which compares prn_eigenvalues with dgeev, is not built";) \
 	$(if $(filter 1,$(CUDA_EMU)),,echo "note: no C++ compiler ($(CXX)): the CUDA backend is not run on the CUDA emulator";) \
 	PRNT_PROBE=$(BUILD)/tests/backend_probe PRNT_BACKENDS="$(EXTRA_BACKENDS)" PRNT_SCYFI=$(BUILD)/parrnn-scyfi \
-	    PRNT_ALSO="$(addprefix cuda:,$(EMU_IN_TEST))" PRNT_JOBS=$${PRNT_JOBS:-$(NPROC)} \
-	    sh tests/run.sh tests/compile_check.sh tests/tool_scyfi.sh $(TEST_BINS) $(if $(filter 1,$(CUDA_EMU)),tests/gpu_check_flow.sh)
+	    PRNT_SCAN_EXPLAIN=$(BUILD)/examples/scan_explain PRNT_ALSO="$(addprefix cuda:,$(EMU_IN_TEST))" PRNT_JOBS=$${PRNT_JOBS:-$(NPROC)} \
+	    sh tests/run.sh tests/compile_check.sh tests/tool_scyfi.sh tests/teach_page.sh $(TEST_BINS) $(if $(filter 1,$(CUDA_EMU)),tests/gpu_check_flow.sh)
 
 # The MPI tests: tests/test_mpi under `mpirun -np N` for N in MPI_NPS (each
 # run limited to 300 s; one that dies or hangs counts as a failure); the
@@ -252,6 +259,14 @@ test-valgrind:
 
 demo: $(BUILD)/examples/deer_demo
 	$(BUILD)/examples/deer_demo
+
+# The interactive page on scans and DEER (one self-contained HTML file:
+# open it in a browser; add #selftest to its address for its self-test).
+# teach-shots renews the README's two screenshots (needs chromium).
+teach: $(BUILD)/examples/scan_explain
+	$(BUILD)/examples/scan_explain --html $(BUILD)/scan_explain.html
+teach-shots: $(BUILD)/examples/scan_explain
+	TEACH_SHOTS_DIR=examples/img sh tests/teach_page.sh $(BUILD)/examples/scan_explain
 
 bench: $(BENCH_BINS)
 	$(BUILD)/bench/bench_ops

@@ -22,10 +22,23 @@
  * PRN_SCAN_TREE from the library.
  *
  * Usage:  scan_explain [T [CHUNKS]]
+ *         scan_explain --html FILE
  *   T       sequence length, 1..64 (default 8)
  *   CHUNKS  number of chunks of the chunked scan, 1..T (default 2)
  * The decays and inputs repeat a fixed pattern of 8 steps whose values
  * (0.5, 1, 2, -1 and small integers) keep every number exact and short.
+ *
+ * --html FILE writes one self-contained interactive page (inline SVG, CSS
+ * and JavaScript; `make teach` writes build/scan_explain.html): the maps
+ * and their composition, the sequential loop, the chunked and the tree
+ * scan step by step with their work and depth, DEER and quasi-DEER on a
+ * small tanh RNN, and exercises. The page computes everything itself in
+ * JavaScript; this program computes a set of cases with the library
+ * (prn_scan_diag, prn_deer_rnn, prn_rnn_jacobian, in f64) and embeds them
+ * as JSON, and the page's self-test (FILE#selftest) compares its own
+ * results with them (tests/teach_page.sh runs it in headless Chromium).
+ * The page's source is examples/scan_explain_page.html, embedded at build
+ * time as examples/scan_explain_page.h (examples/embed_page.sh).
  *
  * Exit status: 0 when every result agrees, 1 on a mismatch or a parrnn
  * error, 2 on bad usage.
@@ -250,6 +263,579 @@ static int parse_int(const char *s, int lo, int hi, int *v) {
     return 1;
 }
 
+/* ------------------------------------------------------------------------
+ * --html: the interactive page, and the library's values it is tested on
+ * ---------------------------------------------------------------------- */
+#include "scan_explain_page.h" /* scan_explain_page_lines: examples/scan_explain_page.html */
+
+/* The page's own JavaScript recomputes everything below; these are the
+ * library's answers for a few fixed cases, which its self-test compares
+ * with. Node values of the chunked and tree scans are compositions of
+ * runs of consecutive steps: the library gives each as the last state of
+ * prn_scan_diag over that run, once from 0 (the offset o) and once with
+ * b = 0 from 1 (the factor m), both as channels of one batched call. */
+typedef struct range {
+    int lo, hi; /* the steps lo..hi-1, applied in order; lo == hi: the identity */
+} range;
+
+#define MAX_SEQS 1024
+
+/* out[i] = the composition of steps 0..len[i]-1 of (a[i], b[i]). */
+static int lib_compose(prn_context *ctx, prn_scan_algo algo, int n, const int *len, const double *const *a,
+                       const double *const *b, map *out) {
+    size_t shape[3], s2[2];
+    int L = 1, i, t, ok;
+    double *ha, *hb, *h0, *h;
+    prn_tensor *ta = NULL, *tb = NULL, *th = NULL, *y = NULL;
+    prn_status st;
+    for (i = 0; i < n; ++i)
+        if (len[i] > L) L = len[i];
+    ha = (double *)malloc(sizeof(double) * (size_t)n * (size_t)L * 2);
+    hb = (double *)malloc(sizeof(double) * (size_t)n * (size_t)L * 2);
+    h = (double *)malloc(sizeof(double) * (size_t)n * (size_t)L * 2);
+    h0 = (double *)malloc(sizeof(double) * (size_t)n * 2);
+    if (!ha || !hb || !h || !h0) {
+        free(ha); free(hb); free(h); free(h0);
+        fprintf(stderr, "scan_explain: out of memory\n");
+        return 0;
+    }
+    for (i = 0; i < n; ++i) {
+        for (t = 0; t < L; ++t) { /* padding after the run: identity steps */
+            double *pa = ha + ((size_t)i * L + t) * 2, *pb = hb + ((size_t)i * L + t) * 2;
+            pa[0] = pa[1] = t < len[i] ? a[i][t] : 1.0;
+            pb[0] = t < len[i] ? b[i][t] : 0.0;
+            pb[1] = 0.0;
+        }
+        h0[2 * i] = 0.0;
+        h0[2 * i + 1] = 1.0;
+    }
+    shape[0] = (size_t)n; shape[1] = (size_t)L; shape[2] = 2;
+    s2[0] = (size_t)n; s2[1] = 2;
+    st = prn_tensor_from_host(ctx, PRN_F64, 3, shape, ha, &ta);
+    if (st == PRN_OK) st = prn_tensor_from_host(ctx, PRN_F64, 3, shape, hb, &tb);
+    if (st == PRN_OK) st = prn_tensor_from_host(ctx, PRN_F64, 2, s2, h0, &th);
+    if (st == PRN_OK) st = prn_scan_diag(ctx, ta, tb, th, 0, algo, &y);
+    if (st == PRN_OK) st = prn_tensor_download(y, h, (size_t)n * (size_t)L * 2);
+    ok = st == PRN_OK;
+    if (!ok) fprintf(stderr, "scan_explain: prn_scan_diag: %s\n", prn_last_error(ctx));
+    for (i = 0; ok && i < n; ++i) {
+        out[i].o = h[((size_t)i * L + L - 1) * 2];
+        out[i].m = h[((size_t)i * L + L - 1) * 2 + 1];
+    }
+    prn_tensor_free(ta); prn_tensor_free(tb); prn_tensor_free(th); prn_tensor_free(y);
+    free(ha); free(hb); free(h); free(h0);
+    return ok;
+}
+
+/* The maps of runs of (a, b) (steps at or after T are identity padding). */
+static int lib_ranges(prn_context *ctx, prn_scan_algo algo, const double *a, const double *b, int T, const range *r,
+                      int n, map *out) {
+    int len[MAX_SEQS], i;
+    const double *pa[MAX_SEQS], *pb[MAX_SEQS];
+    if (n > MAX_SEQS) return 0;
+    for (i = 0; i < n; ++i) {
+        int lo = r[i].lo < T ? r[i].lo : T, hi = r[i].hi < T ? r[i].hi : T;
+        len[i] = hi > lo ? hi - lo : 0;
+        pa[i] = a + lo;
+        pb[i] = b + lo;
+    }
+    return lib_compose(ctx, algo, n, len, pa, pb, out);
+}
+
+/* A JSON writer: just enough for numbers, arrays of them and keys. */
+static void jnum(FILE *f, double v) {
+    if (v != v || v > 1e308 || v < -1e308) fputs("null", f);
+    else fprintf(f, "%.17g", v == 0.0 ? 0.0 : v);
+}
+static void jarr(FILE *f, const char *key, const double *v, int n) {
+    int i;
+    fprintf(f, "\"%s\":[", key);
+    for (i = 0; i < n; ++i) {
+        if (i) fputc(',', f);
+        jnum(f, v[i]);
+    }
+    fputs("]", f);
+}
+static void jmaps(FILE *f, const char *key, const map *v, int n) {
+    int i;
+    fprintf(f, "\"%s\":[", key);
+    for (i = 0; i < n; ++i) {
+        fputs(i ? ",[" : "[", f);
+        jnum(f, v[i].m);
+        fputc(',', f);
+        jnum(f, v[i].o);
+        fputc(']', f);
+    }
+    fputs("]", f);
+}
+
+/* Two maps agree up to rounding (exactly, for the dyadic cases). */
+static int close_to(double x, double y) { return fabs(x - y) <= 1e-12 * (1.0 + fabs(x) + fabs(y)); }
+static int maps_close(map x, map y) { return close_to(x.m, y.m) && close_to(x.o, y.o); }
+/* 1 + the largest |h|: the scale of rounding errors in a scan's result */
+static double size_of(const double *h, int T) {
+    double m = 0.0;
+    int t;
+    for (t = 0; t < T; ++t)
+        if (fabs(h[t]) > m) m = fabs(h[t]);
+    return 1.0 + m;
+}
+
+/* The tree scan's stages, as the page draws them: the leaves, each level
+ * of the up-sweep, the root cleared, each level of the down-sweep. Every
+ * node holds a run of steps; the walk checks that the runs it composes
+ * are adjacent (the algorithm composes only neighbours). */
+#define MAX_STAGES 16
+typedef struct tree_rec {
+    int np, nst;
+    int d[MAX_STAGES];              /* distance of the level; 0: leaves or clear */
+    const char *phase[MAX_STAGES]; /* "leaves", "up", "clear", "down" */
+    range r[MAX_STAGES][MAX_T];
+    map v[MAX_STAGES][MAX_T];      /* the walk's own values (plain C)  */
+} tree_rec;
+
+static int tree_walk(int T, const double *a, const double *b, tree_rec *tr) {
+    range r[MAX_T];
+    map x[MAX_T];
+    int np = 1, d, i, ok = 1;
+    while (np < T) np *= 2;
+    tr->np = np;
+    tr->nst = 0;
+#define SNAP(ph, dd)                                                            \
+    do {                                                                        \
+        tr->phase[tr->nst] = ph;                                                \
+        tr->d[tr->nst] = dd;                                                    \
+        memcpy(tr->r[tr->nst], r, sizeof r);                                    \
+        memcpy(tr->v[tr->nst], x, sizeof x);                                    \
+        ++tr->nst;                                                              \
+    } while (0)
+    for (i = 0; i < np; ++i) {
+        x[i].m = i < T ? a[i] : 1.0;
+        x[i].o = i < T ? b[i] : 0.0;
+        r[i].lo = i;
+        r[i].hi = i + 1;
+    }
+    SNAP("leaves", 0);
+    for (d = 1; d < np; d *= 2) {
+        for (i = 2 * d - 1; i < np; i += 2 * d) {
+            if (r[i - d].hi != r[i].lo) ok = 0;
+            x[i] = after(x[i], x[i - d]);
+            r[i].lo = r[i - d].lo;
+        }
+        SNAP("up", d);
+    }
+    x[np - 1] = identity;
+    r[np - 1].lo = r[np - 1].hi = 0;
+    SNAP("clear", 0);
+    for (d = np / 2; d >= 1; d /= 2) {
+        for (i = 2 * d - 1; i < np; i += 2 * d) {
+            map left = x[i - d];
+            range rl = r[i - d];
+            if (r[i].hi != rl.lo) ok = 0;
+            x[i - d] = x[i];
+            r[i - d] = r[i];
+            x[i] = after(left, x[i]);
+            r[i].hi = rl.hi;
+        }
+        SNAP("down", d);
+    }
+#undef SNAP
+    for (i = 0; i < T; ++i) /* exclusive prefixes */
+        if (r[i].lo != 0 || r[i].hi != i) ok = 0;
+    return ok;
+}
+
+/* One scan case: the library's values of everything the page shows. */
+static int html_scan_case(FILE *f, prn_context *ctx, const char *name, int T, int nch, double h0, const double *a,
+                          const double *b) {
+    static const prn_scan_algo algos[3] = {PRN_SCAN_SEQUENTIAL, PRN_SCAN_CHUNKED, PRN_SCAN_TREE};
+    static const char *const keys[3] = {"h_sequential", "h_chunked", "h_tree"};
+    static tree_rec tr;
+    static range rr[MAX_STAGES * MAX_T];
+    static map lv[MAX_STAGES * MAX_T];
+    double h[3][MAX_T], carry[MAX_T + 1], bounds[MAX_T + 1], hc[MAX_T];
+    map cm[MAX_T], cw, pair[2], mine;
+    range cr[MAX_T];
+    int j, t, k, s, n, ok = 1, pi, pj, len2[2];
+    memset(cr, 0, sizeof cr); /* (gcc cannot see that nch >= 1) */
+    const double *pa[2], *pb[2];
+    double a2[2][2], b2[2][2];
+
+    for (k = 0; k < 3; ++k) {
+        if (!library_scan(ctx, algos[k], T, a, b, h0, h[k])) {
+            fprintf(stderr, "scan_explain: prn_scan_diag: %s\n", prn_last_error(ctx));
+            return 0;
+        }
+        if (k && max_diff(h[k], h[0], T) > 1e-12 * size_of(h[0], T)) ok = 0;
+    }
+    fprintf(f, "{\"name\":\"%s\",\"T\":%d,\"K\":%d,\"h0\":", name, T, nch);
+    jnum(f, h0);
+    fputc(',', f);
+    jarr(f, "a", a, T);
+    fputc(',', f);
+    jarr(f, "b", b, T);
+    for (k = 0; k < 3; ++k) {
+        fputc(',', f);
+        jarr(f, keys[k], h[k], T);
+    }
+
+    /* composition of two steps in both orders: f_j after f_i, f_i after f_j */
+    pi = 0;
+    pj = T > 1 ? T / 2 : 0;
+    a2[0][0] = a[pi]; b2[0][0] = b[pi]; a2[0][1] = a[pj]; b2[0][1] = b[pj];
+    a2[1][0] = a[pj]; b2[1][0] = b[pj]; a2[1][1] = a[pi]; b2[1][1] = b[pi];
+    pa[0] = a2[0]; pb[0] = b2[0]; pa[1] = a2[1]; pb[1] = b2[1];
+    len2[0] = len2[1] = 2;
+    if (!lib_compose(ctx, PRN_SCAN_SEQUENTIAL, 2, len2, pa, pb, pair)) return 0;
+    {
+        map fi, fj;
+        fi.m = a[pi]; fi.o = b[pi]; fj.m = a[pj]; fj.o = b[pj];
+        if (!maps_close(pair[0], after(fj, fi)) || !maps_close(pair[1], after(fi, fj))) ok = 0;
+    }
+    fprintf(f, ",\"compose\":{\"i\":%d,\"j\":%d,", pi, pj);
+    jmaps(f, "j_after_i", &pair[0], 1);
+    fputc(',', f);
+    jmaps(f, "i_after_j", &pair[1], 1);
+    fputc('}', f);
+
+    /* chunked: each chunk's map, the carries, the expanded h */
+    for (j = 0; j < nch; ++j) {
+        cr[j].lo = j * T / nch;
+        cr[j].hi = (j + 1) * T / nch;
+        bounds[j] = cr[j].lo;
+    }
+    bounds[nch] = T;
+    if (!lib_ranges(ctx, PRN_SCAN_CHUNKED, a, b, T, cr, nch, cm)) return 0;
+    carry[0] = h0;
+    for (j = 0; j < nch; ++j) {
+        cw = identity;
+        for (t = cr[j].lo; t < cr[j].hi; ++t) {
+            map ft;
+            ft.m = a[t]; ft.o = b[t];
+            cw = after(ft, cw);
+        }
+        if (!maps_close(cw, cm[j])) ok = 0;
+        carry[j + 1] = h[1][cr[j].hi - 1]; /* the library's state at the end of chunk j */
+        if (!close_to(apply(cm[j], carry[j]), carry[j + 1])) ok = 0;
+    }
+    for (j = 0; j < nch; ++j) { /* the expand phase from the library's carries */
+        double x = carry[j];
+        for (t = cr[j].lo; t < cr[j].hi; ++t) hc[t] = x = a[t] * x + b[t];
+    }
+    if (max_diff(hc, h[1], T) > 1e-12 * size_of(h[1], T)) ok = 0;
+    fputs(",\"chunks\":{", f);
+    jarr(f, "bounds", bounds, nch + 1);
+    fputc(',', f);
+    jmaps(f, "maps", cm, nch);
+    fputc(',', f);
+    jarr(f, "carries", carry, nch + 1);
+    fprintf(f, ",\"work\":[%d,%d,%d],", T, nch, T);
+    {
+        int longest = 0;
+        for (j = 0; j < nch; ++j)
+            if (cr[j].hi - cr[j].lo > longest) longest = cr[j].hi - cr[j].lo;
+        fprintf(f, "\"depth\":[%d,%d,%d]}", longest, nch, longest);
+    }
+
+    /* tree: every node at every stage */
+    if (!tree_walk(T, a, b, &tr)) {
+        fprintf(stderr, "scan_explain: the tree walk composed runs that are not adjacent\n");
+        return 0;
+    }
+    n = 0;
+    for (s = 0; s < tr.nst; ++s)
+        for (j = 0; j < tr.np; ++j) rr[n++] = tr.r[s][j];
+    if (!lib_ranges(ctx, PRN_SCAN_TREE, a, b, T, rr, n, lv)) return 0;
+    fprintf(f, ",\"tree\":{\"np\":%d,\"stages\":[", tr.np);
+    n = 0;
+    for (s = 0; s < tr.nst; ++s) {
+        double lo[MAX_T], hi[MAX_T];
+        for (j = 0; j < tr.np; ++j, ++n) {
+            mine = tr.v[s][j];
+            if (!maps_close(mine, lv[n])) ok = 0;
+            lo[j] = tr.r[s][j].lo;
+            hi[j] = tr.r[s][j].hi;
+        }
+        fprintf(f, "%s{\"phase\":\"%s\",\"d\":%d,", s ? "," : "", tr.phase[s], tr.d[s]);
+        jmaps(f, "nodes", lv + n - tr.np, tr.np);
+        fputc(',', f);
+        jarr(f, "lo", lo, tr.np);
+        fputc(',', f);
+        jarr(f, "hi", hi, tr.np);
+        fputc('}', f);
+    }
+    {
+        int lg = 0;
+        while ((1 << lg) < tr.np) ++lg;
+        /* up-sweep and down-sweep: np-1 compositions each, one level per
+         * step; the final phase applies prefix and step: 2 per t */
+        fprintf(f, "],\"work\":[%d,%d,%d],\"depth\":[%d,%d,%d]}", tr.np - 1, tr.np - 1, 2 * T, lg, lg, 2);
+    }
+    fprintf(f, ",\"sequential\":{\"work\":%d,\"depth\":%d}}", T, T);
+    if (!ok) fprintf(stderr, "scan_explain: case %s: the walkthrough and the library disagree\n", name);
+    return ok;
+}
+
+/* The tanh RNN of the DEER view, h' = tanh(W h + u x + c), as a parrnn
+ * Elman network (f64, one layer; bias_hh = 0). */
+typedef struct deer_case {
+    const char *name;
+    int S, T;
+    double W[4], u[2], c[2], h0[2];
+    double x[MAX_T];
+} deer_case;
+
+static int set_param(prn_rnn *rnn, const char *name, const double *v, size_t n) {
+    prn_tensor *p = prn_rnn_param(rnn, name);
+    return p && prn_tensor_upload(p, v, n) == PRN_OK;
+}
+
+/* The residual r_t = y_t - f(y_{t-1}, x_t) of a trajectory y [T, S], by
+ * the library's step (prn_rnn_jacobian's next); pass[t]: every element
+ * meets |r| <= atol + rtol |f| (DEER's own test, f64 defaults). */
+static int lib_residual(prn_context *ctx, const prn_rnn *rnn, prn_tensor *x, const deer_case *dc, const double *y,
+                        double *r, int *prefix) {
+    size_t s2[2];
+    double yp[MAX_T * 2], fy[MAX_T * 2];
+    prn_tensor *ty = NULL, *next = NULL, *jac = NULL;
+    prn_status st;
+    int t, i, S = dc->S, T = dc->T, p = 0, run = 1;
+    for (i = 0; i < S; ++i) yp[i] = dc->h0[i];
+    for (i = S; i < T * S; ++i) yp[i] = y[i - S];
+    s2[0] = (size_t)T; s2[1] = (size_t)S;
+    st = prn_tensor_from_host(ctx, PRN_F64, 2, s2, yp, &ty);
+    if (st == PRN_OK) st = prn_rnn_jacobian(ctx, rnn, x, ty, PRN_JACOBIAN_DIAG, &next, &jac);
+    if (st == PRN_OK) st = prn_tensor_download(next, fy, (size_t)(T * S));
+    prn_tensor_free(ty); prn_tensor_free(next); prn_tensor_free(jac);
+    if (st != PRN_OK) {
+        fprintf(stderr, "scan_explain: prn_rnn_jacobian: %s\n", prn_last_error(ctx));
+        return 0;
+    }
+    for (t = 0; t < T; ++t) {
+        int pass = 1;
+        for (i = 0; i < S; ++i) {
+            r[t * S + i] = y[t * S + i] - fy[t * S + i];
+            if (!(fabs(r[t * S + i]) <= 1e-10 + 1e-10 * fabs(fy[t * S + i]))) pass = 0;
+        }
+        if (run && pass) ++p;
+        else run = 0;
+    }
+    *prefix = p;
+    return 1;
+}
+
+static int html_deer_case(FILE *f, prn_context *ctx, const deer_case *dc) {
+    static const prn_jacobian_mode modes[2] = {PRN_JACOBIAN_DENSE, PRN_JACOBIAN_DIAG};
+    static const char *const mkeys[2] = {"deer", "quasi"};
+    static double iter[MAX_T + 8][MAX_T * 2], res[MAX_T + 8][MAX_T * 2];
+    prn_rnn_config cfg;
+    prn_rnn *rnn = NULL;
+    prn_tensor *x = NULL, *s0 = NULL, *y = NULL;
+    double yseq[MAX_T * 2], yfin[MAX_T * 2], zero[2] = {0, 0};
+    int S = dc->S, T = dc->T, m, k, i, ok = 1, prefix[MAX_T + 8];
+    size_t sx[2], ss[2];
+    prn_status st;
+
+    memset(&cfg, 0, sizeof cfg);
+    cfg.kind = PRN_RNN_ELMAN;
+    cfg.dtype = PRN_F64;
+    cfg.input_size = 1;
+    cfg.hidden_size = (size_t)S;
+    st = prn_rnn_create(ctx, &cfg, &rnn);
+    if (st != PRN_OK) {
+        fprintf(stderr, "scan_explain: prn_rnn_create: %s\n", prn_last_error(ctx));
+        return 0;
+    }
+    if (!set_param(rnn, "weight_hh_l0", dc->W, (size_t)(S * S)) || !set_param(rnn, "weight_ih_l0", dc->u, (size_t)S) ||
+        !set_param(rnn, "bias_ih_l0", dc->c, (size_t)S) || !set_param(rnn, "bias_hh_l0", zero, (size_t)S)) {
+        fprintf(stderr, "scan_explain: setting the RNN's parameters failed\n");
+        prn_rnn_free(rnn);
+        return 0;
+    }
+    sx[0] = (size_t)T; sx[1] = 1;
+    ss[0] = 1; ss[1] = (size_t)S;
+    st = prn_tensor_from_host(ctx, PRN_F64, 2, sx, dc->x, &x);
+    if (st == PRN_OK) st = prn_tensor_from_host(ctx, PRN_F64, 2, ss, dc->h0, &s0);
+    if (st == PRN_OK) st = prn_rnn_forward(ctx, rnn, x, s0, &y, NULL);
+    if (st == PRN_OK) st = prn_tensor_download(y, yseq, (size_t)(T * S));
+    prn_tensor_free(y);
+    y = NULL;
+    if (st != PRN_OK) {
+        fprintf(stderr, "scan_explain: prn_rnn_forward: %s\n", prn_last_error(ctx));
+        ok = 0;
+    }
+    if (ok) {
+        fprintf(f, "{\"name\":\"%s\",\"S\":%d,\"T\":%d,", dc->name, S, T);
+        jarr(f, "W", dc->W, S * S);
+        fputc(',', f);
+        jarr(f, "u", dc->u, S);
+        fputc(',', f);
+        jarr(f, "c", dc->c, S);
+        fputc(',', f);
+        jarr(f, "h0", dc->h0, S);
+        fputc(',', f);
+        jarr(f, "x", dc->x, T);
+        fputc(',', f);
+        jarr(f, "y_sequential", yseq, T * S);
+    }
+    for (m = 0; ok && m < 2; ++m) {
+        prn_deer_options o;
+        prn_deer_stats stt;
+        int K;
+        memset(&o, 0, sizeof o);
+        o.mode = modes[m];
+        o.max_iter = 4 * T + 16; /* both converge within T + 1 in exact arithmetic */
+        st = prn_deer_rnn(ctx, rnn, x, s0, &o, &y, NULL, &stt);
+        if (st == PRN_OK) st = prn_tensor_download(y, yfin, (size_t)(T * S));
+        prn_tensor_free(y);
+        y = NULL;
+        if (st != PRN_OK || !stt.converged || stt.iterations > T + 4) {
+            fprintf(stderr, "scan_explain: prn_deer_rnn (%s): %s\n", mkeys[m],
+                    st != PRN_OK ? prn_last_error(ctx) : "did not converge");
+            ok = 0;
+            break;
+        }
+        K = stt.iterations;
+        /* iterate 0 is the initial guess, h0 at every step; iterate k is
+         * what prn_deer_rnn returns after k iterations without fall-back */
+        for (i = 0; i < T * S; ++i) iter[0][i] = dc->h0[i % S];
+        for (k = 1; ok && k <= K; ++k) {
+            o.max_iter = k;
+            o.no_fallback = 1;
+            st = prn_deer_rnn(ctx, rnn, x, s0, &o, &y, NULL, NULL);
+            if (st == PRN_OK) st = prn_tensor_download(y, iter[k], (size_t)(T * S));
+            prn_tensor_free(y);
+            y = NULL;
+            if (st != PRN_OK) {
+                fprintf(stderr, "scan_explain: prn_deer_rnn: %s\n", prn_last_error(ctx));
+                ok = 0;
+            }
+        }
+        for (k = 0; ok && k <= K; ++k) ok = lib_residual(ctx, rnn, x, dc, iter[k], res[k], &prefix[k]);
+        if (!ok) break;
+        if (prefix[K] != T || max_diff(iter[K], yfin, T * S) > 0.0 || max_diff(yfin, yseq, T * S) > 1e-8) {
+            fprintf(stderr, "scan_explain: DEER case %s (%s): the iterates do not end at the sequential result\n",
+                    dc->name, mkeys[m]);
+            ok = 0;
+            break;
+        }
+        fprintf(f, ",\"%s\":{\"iterations\":%d,", mkeys[m], K);
+        jarr(f, "y", yfin, T * S);
+        fputs(",\"iterates\":[", f);
+        for (k = 0; k <= K; ++k) {
+            fputs(k ? ",[" : "[", f);
+            for (i = 0; i < T * S; ++i) {
+                if (i) fputc(',', f);
+                jnum(f, iter[k][i]);
+            }
+            fputc(']', f);
+        }
+        fputs("],\"residuals\":[", f);
+        for (k = 0; k <= K; ++k) {
+            fputs(k ? ",[" : "[", f);
+            for (i = 0; i < T * S; ++i) {
+                if (i) fputc(',', f);
+                jnum(f, res[k][i]);
+            }
+            fputc(']', f);
+        }
+        fputs("],\"prefix\":[", f);
+        for (k = 0; k <= K; ++k) fprintf(f, "%s%d", k ? "," : "", prefix[k]);
+        fputs("]}", f);
+    }
+    if (ok) fputc('}', f);
+    prn_tensor_free(x);
+    prn_tensor_free(s0);
+    prn_rnn_free(rnn);
+    return ok;
+}
+
+/* The page's input patterns for DEER (the page has the same presets). */
+static void deer_input(double *x, int T) {
+    int t;
+    for (t = 0; t < T; ++t) x[t] = 1.5 * sin(0.5 * (t + 1)) + (t % 5 == 2 ? 1.0 : 0.0);
+}
+
+static int html_main(const char *path) {
+    static const double pa[8] = {0.5, 2, 1, -1, 2, 0.5, 1, 0.5};
+    static const double pb[8] = {1, 2, -1, 3, 0, 1, 2, -2};
+    static const double da[5] = {0.9, -0.7, 1.1, 0.35, 0.8};
+    static const double db[5] = {0.1, -0.2, 0.45, 1.3, -0.6};
+    static const struct {
+        const char *name;
+        int T, K, pattern;
+        double h0;
+    } cases[4] = {{"pattern8", 8, 2, 1, 1.0}, {"pattern13", 13, 3, 1, -2.0}, {"pattern64", 64, 8, 1, 0.5},
+                  {"decimals5", 5, 2, 0, 0.3}};
+    static deer_case dcs[2];
+    double a[MAX_T], b[MAX_T];
+    prn_context *ctx = NULL;
+    char err[256];
+    FILE *f;
+    int c, t, ok = 1;
+    unsigned li;
+
+    memset(dcs, 0, sizeof dcs);
+    /* scalar: w > 1, so the map is not a contraction for small h and the
+     * converged prefix grows step by step at first */
+    dcs[0].name = "scalar";
+    dcs[0].S = 1; dcs[0].T = 32;
+    dcs[0].W[0] = 1.5; dcs[0].u[0] = 1.0; dcs[0].c[0] = 0.1; dcs[0].h0[0] = 0.0;
+    /* 2-D: a damped rotation; its Jacobian is far from diagonal, so the
+     * diagonal approximation (quasi-DEER) needs more iterations */
+    dcs[1].name = "rotation2d";
+    dcs[1].S = 2; dcs[1].T = 32;
+    dcs[1].W[0] = 0.8; dcs[1].W[1] = -1.2; dcs[1].W[2] = 1.2; dcs[1].W[3] = 0.8;
+    dcs[1].u[0] = 1.0; dcs[1].u[1] = -0.5; dcs[1].c[0] = 0.1; dcs[1].c[1] = -0.1;
+    dcs[1].h0[0] = 0.5; dcs[1].h0[1] = -0.5;
+    deer_input(dcs[0].x, dcs[0].T);
+    deer_input(dcs[1].x, dcs[1].T);
+
+    if (prn_context_create(NULL, &ctx, err, sizeof err) != PRN_OK) {
+        fprintf(stderr, "scan_explain: %s\n", err);
+        return 1;
+    }
+    f = fopen(path, "w");
+    if (!f) {
+        fprintf(stderr, "scan_explain: cannot write %s\n", path);
+        prn_context_destroy(ctx);
+        return 1;
+    }
+    for (li = 0; li < sizeof scan_explain_page_lines / sizeof scan_explain_page_lines[0]; ++li) {
+        const char *line = scan_explain_page_lines[li];
+        if (!strstr(line, "@EXPECTED_JSON@")) {
+            fputs(line, f);
+            continue;
+        }
+        fprintf(f, "{\"backend\":\"%s\",\"scan\":[", prn_context_backend_name(ctx));
+        for (c = 0; ok && c < 4; ++c) {
+            for (t = 0; t < cases[c].T; ++t) {
+                a[t] = cases[c].pattern ? pa[t % 8] : da[t % 5];
+                b[t] = cases[c].pattern ? pb[t % 8] : db[t % 5];
+            }
+            if (c) fputc(',', f);
+            ok = html_scan_case(f, ctx, cases[c].name, cases[c].T, cases[c].K, cases[c].h0, a, b);
+            fputc('\n', f);
+        }
+        fputs("],\"deer\":[", f);
+        for (c = 0; ok && c < 2; ++c) {
+            if (c) fputc(',', f);
+            ok = html_deer_case(f, ctx, &dcs[c]);
+            fputc('\n', f);
+        }
+        fputs("]}\n", f);
+    }
+    if (fclose(f) != 0) ok = 0;
+    prn_context_destroy(ctx);
+    if (!ok) {
+        fprintf(stderr, "scan_explain: %s was not written correctly (see above)\n", path);
+        remove(path);
+        return 1;
+    }
+    printf("scan_explain: wrote %s (open it in a browser; %s#selftest runs its self-test)\n", path, path);
+    return 0;
+}
+
 int main(int argc, char **argv) {
     static const double pa[8] = {0.5, 2, 1, -1, 2, 0.5, 1, 0.5};
     static const double pb[8] = {1, 2, -1, 3, 0, 1, 2, -2};
@@ -262,9 +848,17 @@ int main(int argc, char **argv) {
     char err[256];
     map f1, f0;
 
+    if (argc >= 2 && strcmp(argv[1], "--html") == 0) {
+        if (argc != 3) {
+            fprintf(stderr, "usage: scan_explain --html FILE\n");
+            return 2;
+        }
+        return html_main(argv[2]);
+    }
     if (argc > 3 || (argc > 1 && !parse_int(argv[1], 1, MAX_T, &T)) ||
         (argc > 2 && !parse_int(argv[2], 1, T, &nch))) {
-        fprintf(stderr, "usage: scan_explain [T [CHUNKS]]   (1 <= T <= %d, 1 <= CHUNKS <= T)\n", MAX_T);
+        fprintf(stderr, "usage: scan_explain [T [CHUNKS]]   (1 <= T <= %d, 1 <= CHUNKS <= T)\n"
+                        "       scan_explain --html FILE   (the interactive page)\n", MAX_T);
         return 2;
     }
     if (argc == 2 && nch > T) nch = T;
