@@ -92,7 +92,8 @@ typedef enum prn_status {
     PRN_ERR_OUT_OF_MEMORY,   /* an allocation failed                        */
     PRN_ERR_UNSUPPORTED,     /* the backend leaves this primitive NULL      */
     PRN_ERR_NOT_FOUND,       /* no backend of that name                     */
-    PRN_ERR_STATE,           /* call not valid now (e.g. backward on empty) */
+    PRN_ERR_STATE,           /* call not valid now (e.g. backward through
+                                released records or written saved tensors) */
     PRN_ERR_BACKEND,         /* the backend's runtime reported a failure    */
     PRN_ERR_NO_DEVICE,       /* the backend's runtime or device is absent   */
     PRN_ERR_IO,              /* a file could not be opened, read or written */
@@ -228,7 +229,9 @@ PRNDEF void prn_tensor_free(prn_tensor *t);
 /* Takes another reference (to be dropped with prn_tensor_free). */
 PRNDEF prn_tensor *prn_tensor_retain(prn_tensor *t);
 
-/* Host <-> backend copies. count must equal the tensor's numel. */
+/* Host <-> backend copies. count must equal the tensor's numel. Upload
+ * and fill write in place: a record that saved t before no longer backwards
+ * (prn_backward fails, naming it); record the forward after the write. */
 PRNDEF prn_status prn_tensor_upload(prn_tensor *t, const void *src, size_t count);
 PRNDEF prn_status prn_tensor_download(const prn_tensor *t, void *dst, size_t count);
 /* Reads element 0 (scalar loss etc.) as a double. */
