@@ -284,8 +284,9 @@ PRNDEF prn_status prn_tensor_set_grad(prn_tensor *t, prn_tensor *g);
  *     prn_clip_grad_norm, a backward adding into a .grad) bumps a version
  *     kept per storage (views share it), and the record kept the versions
  *     it saw. Writes through prn_tensor_buffer are not seen.
- * The message names the op and the input. On any failure no gradient has
- * changed and the tape is kept as it was. */
+ * The message names the op and the input. On failure no gradient has
+ * changed and the tape is kept as it was (but for a backend that fails
+ * while the gradients are added into the .grad tensors, the last step). */
 PRNDEF prn_status prn_backward(prn_context *ctx, prn_tensor *loss);
 /* prn_backward that keeps the records it ran, so that a later prn_backward
  * (on the same loss, or on another one sharing part of the graph) can run

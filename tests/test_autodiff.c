@@ -30,7 +30,7 @@ static void test_reuse_accumulates(void) {
     PRNT_CHECK(prn_tape_size(ctx) == 3, "tape has %zu records", prn_tape_size(ctx));
     PRNT_OK(ctx, prn_backward(ctx, y));
     for (i = 0; i < 3; ++i) PRNT_CHECK(get(prn_tensor_grad(x), i) == 2 * xv[i] + 1, "grad[%d]", i);
-    PRNT_CHECK(prn_tape_size(ctx) == 0, "backward clears the tape");
+    PRNT_CHECK(prn_tape_size(ctx) == 0, "backward releases the records it ran");
     /* a second backward over a new graph accumulates into .grad */
     prn_tensor_free(y); y = NULL;
     PRNT_OK(ctx, prn_sum(ctx, x, PRN_ALL_AXES, 0, &y));
