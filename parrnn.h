@@ -272,7 +272,10 @@ PRNDEF prn_status prn_tensor_set_grad(prn_tensor *t, prn_tensor *g);
  * at most once: a later prn_backward through it (again on the same loss, or
  * on another loss sharing part of the graph) fails, unless the first pass
  * was prn_backward_retain. A loss that is itself a leaf requiring grad gets
- * .grad += 1.
+ * .grad += 1. To carry a tensor into the next forward without its history
+ * (a state in truncated backpropagation through time), copy it with
+ * recording off (prn_no_grad_begin, prn_copy, prn_no_grad_end): the copy
+ * is a leaf.
  *
  * Fails with PRN_ERR_STATE, before any backward function runs, when
  *   - loss, or a tensor it depends on, is the output of an op whose record

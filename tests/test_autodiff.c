@@ -294,6 +294,29 @@ static void test_several_backwards(void) {
     PRNT_OK(ctx, prn_sum(ctx, x, PRN_ALL_AXES, 0, &l3));
     PRNT_OK(ctx, prn_backward(ctx, l3));
     PRNT_CHECK(prn_tape_size(ctx) == 0, "unreachable records released too: tape %zu", prn_tape_size(ctx));
+    /* a state carried into the next forward: through its released history
+     * refused; a copy made with recording off is a leaf and cuts it */
+    {
+        prn_tensor *h = NULL, *lh = NULL, *h2 = NULL, *lh2 = NULL, *hc = NULL;
+        prn_tensor_zero_grad(x);
+        PRNT_OK(ctx, prn_tanh(ctx, x, &h));
+        PRNT_OK(ctx, prn_sum(ctx, h, PRN_ALL_AXES, 0, &lh));
+        PRNT_OK(ctx, prn_backward(ctx, lh));
+        PRNT_OK(ctx, prn_mul(ctx, h, x, &h2));
+        PRNT_OK(ctx, prn_sum(ctx, h2, PRN_ALL_AXES, 0, &lh2));
+        PRNT_STATUS(ctx, prn_backward(ctx, lh2), PRN_ERR_STATE);
+        prn_tensor_free(h2); prn_tensor_free(lh2); h2 = lh2 = NULL;
+        prn_tape_clear(ctx);
+        prn_no_grad_begin(ctx);
+        PRNT_OK(ctx, prn_copy(ctx, h, &hc));
+        prn_no_grad_end(ctx);
+        PRNT_OK(ctx, prn_mul(ctx, hc, x, &h2));
+        PRNT_OK(ctx, prn_sum(ctx, h2, PRN_ALL_AXES, 0, &lh2));
+        PRNT_OK(ctx, prn_backward(ctx, lh2)); /* first pass 1 - tanh^2, then tanh (the state a constant) */
+        PRNT_CHECK(fabs(get(prn_tensor_grad(x), 1) - (1 - tanh(-2.0) * tanh(-2.0) + tanh(-2.0))) < 1e-15,
+                   "carried state: %.17g", get(prn_tensor_grad(x), 1));
+        prn_tensor_free(h); prn_tensor_free(lh); prn_tensor_free(h2); prn_tensor_free(lh2); prn_tensor_free(hc);
+    }
     /* a leaf loss: .grad += 1 */
     {
         prn_tensor *one = NULL, *g;
