@@ -92,7 +92,8 @@ typedef enum prn_status {
     PRN_ERR_OUT_OF_MEMORY,   /* an allocation failed                        */
     PRN_ERR_UNSUPPORTED,     /* the backend leaves this primitive NULL      */
     PRN_ERR_NOT_FOUND,       /* no backend of that name                     */
-    PRN_ERR_STATE,           /* call not valid now (e.g. backward on empty) */
+    PRN_ERR_STATE,           /* call not valid now (e.g. backward through
+                                released records or written saved tensors) */
     PRN_ERR_BACKEND,         /* the backend's runtime reported a failure    */
     PRN_ERR_NO_DEVICE,       /* the backend's runtime or device is absent   */
     PRN_ERR_IO,              /* a file could not be opened, read or written */
@@ -228,7 +229,9 @@ PRNDEF void prn_tensor_free(prn_tensor *t);
 /* Takes another reference (to be dropped with prn_tensor_free). */
 PRNDEF prn_tensor *prn_tensor_retain(prn_tensor *t);
 
-/* Host <-> backend copies. count must equal the tensor's numel. */
+/* Host <-> backend copies. count must equal the tensor's numel. Upload
+ * and fill write in place: a record that saved t before no longer backwards
+ * (prn_backward fails, naming it); record the forward after the write. */
 PRNDEF prn_status prn_tensor_upload(prn_tensor *t, const void *src, size_t count);
 PRNDEF prn_status prn_tensor_download(const prn_tensor *t, void *dst, size_t count);
 /* Reads element 0 (scalar loss etc.) as a double. */
@@ -259,13 +262,43 @@ PRNDEF void prn_tensor_zero_grad(prn_tensor *t);
  * no gradient recorded); e.g. after summing gradients across processes. */
 PRNDEF prn_status prn_tensor_set_grad(prn_tensor *t, prn_tensor *g);
 
-/* Reverse pass from a tensor with one element. Gradients are added to the
- * .grad of every leaf that requires grad (accumulating over tensors used
- * more than once and over calls). Then the tape is cleared. On failure no
- * gradient has changed and the tape is kept. */
+/* Reverse pass from a tensor with one element. Runs the records that loss
+ * depends on and adds the gradients to the .grad of every leaf that
+ * requires grad: contributions accumulate over tensors used more than once
+ * and over calls (two losses recorded, a prn_backward on each: .grad holds
+ * the sum). Then it releases the records it ran, and every record whose
+ * output is held by the tape alone (nobody can start a backward from it);
+ * other records stay on the tape for their own prn_backward. A record runs
+ * at most once: a later prn_backward through it (again on the same loss, or
+ * on another loss sharing part of the graph) fails, unless the first pass
+ * was prn_backward_retain. A loss that is itself a leaf requiring grad gets
+ * .grad += 1. To carry a tensor into the next forward without its history
+ * (a state in truncated backpropagation through time), copy it with
+ * recording off (prn_no_grad_begin, prn_copy, prn_no_grad_end): the copy
+ * is a leaf.
+ *
+ * Fails with PRN_ERR_STATE, before any backward function runs, when
+ *   - loss, or a tensor it depends on, is the output of an op whose record
+ *     is no longer on the tape (released by an earlier prn_backward, or by
+ *     prn_tape_clear): there is nothing to differentiate;
+ *   - a tensor that a reached record saved (any input or its output) was
+ *     written after the op was recorded: every write into a tensor's data
+ *     through the API (prn_tensor_upload, prn_tensor_fill, prn_optim_step,
+ *     prn_clip_grad_norm, a backward adding into a .grad) bumps a version
+ *     kept per storage (views share it), and the record kept the versions
+ *     it saw. Writes through prn_tensor_buffer are not seen.
+ * The message names the op and the input. On failure no gradient has
+ * changed and the tape is kept as it was (but for a backend that fails
+ * while the gradients are added into the .grad tensors, the last step). */
 PRNDEF prn_status prn_backward(prn_context *ctx, prn_tensor *loss);
-/* Forgets everything recorded (e.g. after an evaluation pass). */
+/* prn_backward that keeps the records it ran, so that a later prn_backward
+ * (on the same loss, or on another one sharing part of the graph) can run
+ * them again; the last pass over them should be a plain prn_backward. */
+PRNDEF prn_status prn_backward_retain(prn_context *ctx, prn_tensor *loss);
+/* Forgets everything recorded (e.g. after an evaluation pass with recording
+ * on). A later prn_backward on an output recorded before fails. */
 PRNDEF void prn_tape_clear(prn_context *ctx);
+/* Number of records on the tape. */
 PRNDEF size_t prn_tape_size(const prn_context *ctx);
 /* No-grad regions nest: ops between begin and end record nothing. */
 PRNDEF void prn_no_grad_begin(prn_context *ctx);
@@ -278,11 +311,17 @@ PRNDEF int prn_grad_enabled(const prn_context *ctx);
  *   prn_tape_record(ctx, "my_op", inputs, n, output, my_backward, user, free_user);
  *
  * During prn_backward, my_backward receives the output's gradient and fills
- * grad_inputs[i] with a NEW tensor shaped like inputs[i] (or leaves it NULL
- * when that input gets no gradient, or when op->needs_grad[i] is 0). It runs
+ * grad_inputs[i] with a tensor shaped like inputs[i] (or leaves it NULL
+ * when that input gets no gradient, or when op->needs_grad[i] is 0): a new
+ * tensor, whose reference the engine takes over, or, as it is, its
+ * grad_output or one of op->inputs / op->output (an identity op passes
+ * grad_output through): the engine takes its own reference to those. Any
+ * other existing tensor must be handed over with prn_tensor_retain. The
+ * same tensor may fill several slots. It runs
  * with gradient recording off (nothing it does is recorded), may use every
- * prn_ function but prn_backward and prn_tape_clear (they fail with
- * PRN_ERR_STATE there, as does recording after prn_no_grad_end), and returns
+ * prn_ function but prn_backward, prn_backward_retain and prn_tape_clear
+ * (they fail with PRN_ERR_STATE there, as does recording after
+ * prn_no_grad_end), must not write into op's tensors, and returns
  * a status (setting a message with prn_set_error on failure). The engine
  * accumulates and frees what it returns. Built-in ops use this same path.
  *
@@ -1044,20 +1083,26 @@ typedef struct prn_adam_config {
 } prn_adam_config;
 
 /* The optimiser keeps a reference to each parameter; free it (prn_optim_free)
- * before its context. */
+ * before its context. The parameters are distinct leaf tensors: a tensor
+ * listed twice, or two tensors sharing storage, would be updated twice per
+ * step, so creation refuses them (PRN_ERR_INVALID_ARGUMENT, naming both
+ * indices). */
 PRNDEF prn_status prn_optim_sgd(prn_context *ctx, prn_tensor *const *params, int num_params,
                                 const prn_sgd_config *config, prn_optim **out);
 PRNDEF prn_status prn_optim_adam(prn_context *ctx, prn_tensor *const *params, int num_params,
                                  const prn_adam_config *config, prn_optim **out);
 /* One update of every parameter that has a gradient. On failure no
- * parameter or state has changed. */
+ * parameter or state has changed. The update writes the parameters in
+ * place: records that saved them before the step no longer backward (see
+ * prn_backward). */
 PRNDEF prn_status prn_optim_step(prn_optim *opt);
 PRNDEF void prn_optim_zero_grad(prn_optim *opt);
 PRNDEF prn_status prn_optim_set_lr(prn_optim *opt, double lr);
 PRNDEF void prn_optim_free(prn_optim *opt);
 
 /* Scales the gradients so that their global L2 norm is at most max_norm.
- * Writes the norm before clipping to *total_norm when not NULL. */
+ * Writes the norm before clipping to *total_norm when not NULL. A tensor
+ * listed more than once counts, and is scaled, once. */
 PRNDEF prn_status prn_clip_grad_norm(prn_context *ctx, prn_tensor *const *params, int num_params,
                                      double max_norm, double *total_norm);
 
@@ -1449,6 +1494,11 @@ typedef struct prn__storage {
     void *buf;
     size_t bytes;
     int refs;
+    /* Bumped by every write through the API into existing data (upload,
+     * fill, optimiser steps, gradient clipping and accumulation); a record
+     * keeps the versions it saw, and prn_backward refuses a record whose
+     * tensors changed since. Per storage, so views see each other's writes. */
+    unsigned long version;
 } prn__storage;
 
 struct prn_tensor {
@@ -1463,6 +1513,7 @@ struct prn_tensor {
     int is_leaf;          /* not the output of a recorded op */
     prn_tensor *grad;     /* committed gradient (leaves)     */
     prn_tensor *pending;  /* gradient during prn_backward     */
+    int mark;             /* prn_backward: reached from the loss (1), its record found (2) */
     prn_tensor *prev, *next; /* context's list of live tensors */
 };
 
@@ -1473,7 +1524,9 @@ typedef struct prn__node {
     void (*free_user)(void *);
     prn_tensor *in[PRN_MAX_OP_INPUTS];
     int needs[PRN_MAX_OP_INPUTS];
+    unsigned long ver[PRN_MAX_OP_INPUTS + 1]; /* storage versions at recording: inputs, then out */
     int n_in;
+    int drop;             /* prn_backward: to be released */
     prn_tensor *out;
     double f[4];
     int i[8];
@@ -3630,6 +3683,7 @@ PRN__FN prn_status prn__tensor_new(prn_context *ctx, const char *fn, prn_dtype d
     st = (prn__storage *)prn_alloc(ctx, sizeof *st);
     if (!st) return PRN__ERR(ctx, PRN_ERR_OUT_OF_MEMORY, "%s: out of memory for a tensor", fn);
     st->refs = 1;
+    st->version = 0;
     st->bytes = numel * prn_dtype_size(dtype);
     bst = ctx->status; /* to tell whether buf_alloc leaves a message of its own */
     ctx->status = PRN_OK;
@@ -3765,6 +3819,7 @@ PRN__DEF prn_status prn_tensor_upload(prn_tensor *t, const void *src, size_t cou
     if (count != t->numel)
         return PRN__ERR(t->ctx, PRN_ERR_SHAPE, "prn_tensor_upload: argument 'count' is %lu but the tensor has %lu elements",
                         (unsigned long)count, (unsigned long)t->numel);
+    t->st->version++; /* before the write: a failed upload may have written part of it */
     return prn__in_fn(t->ctx, "prn_tensor_upload",
                       t->ctx->be->buf_upload(t->ctx, t->st->buf, 0, src, t->numel * prn_dtype_size(t->dtype)));
 }
@@ -3787,8 +3842,12 @@ PRN__DEF prn_status prn_tensor_item(const prn_tensor *t, double *value) {
     return PRN_OK;
 }
 PRN__DEF prn_status prn_tensor_fill(prn_tensor *t, double value) {
+    prn_status st;
     if (!t) return PRN_ERR_NULL_ARGUMENT;
-    return prn__fill(t, value, "prn_tensor_fill");
+    st = prn__fill(t, value, "prn_tensor_fill");
+    /* written, or perhaps partly written by a failing backend call */
+    if (st != PRN_ERR_INVALID_ARGUMENT && st != PRN_ERR_UNSUPPORTED) t->st->version++;
+    return st;
 }
 PRN__DEF prn_dtype prn_tensor_dtype(const prn_tensor *t) { return t ? t->dtype : PRN_F32; }
 PRN__DEF int prn_tensor_ndim(const prn_tensor *t) { return t ? t->ndim : 0; }
@@ -3899,8 +3958,10 @@ PRN__FN prn_status prn__record(prn_context *ctx, const char *fn, const char *nam
     for (k = 0; k < n_in; ++k) {
         nd->in[k] = prn_tensor_retain(in[k]);
         nd->needs[k] = in[k]->requires_grad;
+        nd->ver[k] = in[k]->st->version;
     }
     nd->out = prn_tensor_retain(out);
+    nd->ver[n_in] = out->st->version;
     for (k = 0; k < nf && k < 4; ++k) nd->f[k] = f[k];
     for (k = 0; k < ni && k < 8; ++k) nd->i[k] = iv[k];
     out->requires_grad = 1;
@@ -3942,8 +4003,8 @@ PRN__FN prn_status prn__accumulate(prn_context *ctx, prn_tensor **slot, prn_tens
     prn_status st;
     if (!*slot) {
         if (g->refs != 1 || g->st->refs != 1) {
-            /* Shared with someone else (a custom backward returned a view or
-             * its grad_output): accumulate into a private copy instead. */
+            /* Shared with someone else (a custom backward returned a view,
+             * its grad_output or an input): accumulate into a private copy. */
             prn_tensor *c;
             st = prn__tensor_like(ctx, "prn_backward", like, &c);
             if (st != PRN_OK) { prn_tensor_free(g); return st; } /* g is consumed on failure too */
@@ -3963,16 +4024,63 @@ PRN__FN prn_status prn__accumulate(prn_context *ctx, prn_tensor **slot, prn_tens
                         ctx->be->name);
     }
     shape[3] = g->numel;
+    (*slot)->st->version++; /* a leaf's .grad is a tensor the caller may have used in recorded ops */
     st = ctx->be->binary(ctx, PRN_BINARY_ADD, g->dtype, shape, (*slot)->st->buf, strides, g->st->buf, strides,
                          (*slot)->st->buf);
     prn_tensor_free(g);
     return prn__in_fn(ctx, "prn_backward", st);
 }
 
-PRN__DEF prn_status prn_backward(prn_context *ctx, prn_tensor *loss) {
-    static const char fn[] = "prn_backward";
+/* A backward function may hand back, in grad_inputs, tensors the engine
+ * already holds without taking a reference of its own: its grad_output, the
+ * op's inputs or output (an identity op passes g through). The engine frees
+ * one reference per slot, so it takes the missing ones here: for each
+ * tensor, slots naming it minus the references the call added (held[] were
+ * the counts before the call; a tensor not among the known ones is new and
+ * had none). Without this, such a slot would free a tensor still in use. */
+PRN__FN void prn__own_grads(prn_tensor **gin, int n, prn_tensor *const *known, const int *held, int n_known) {
+    int j, k;
+    for (j = 0; j < n; ++j) {
+        prn_tensor *t = gin[j];
+        int slots = 0, before = 0, added;
+        if (!t) continue;
+        for (k = 0; k < j; ++k) if (gin[k] == t) break;
+        if (k < j) continue; /* counted at its first slot */
+        for (k = j; k < n; ++k) slots += gin[k] == t;
+        for (k = 0; k < n_known; ++k) if (known[k] == t) { before = held[k]; break; }
+        for (added = t->refs - before; added < slots; ++added) prn_tensor_retain(t);
+    }
+}
+
+/* Releases the records marked drop and then every record that no backward
+ * can reach any more: its output is held by the record alone (not by the
+ * caller, a later record or anyone's user data), e.g. a final state nobody
+ * asked for. Newest first, so outputs die before the inputs they came from
+ * and a released record's inputs may become unreachable in turn. Then
+ * closes the gaps, keeping the order. */
+PRN__FN void prn__tape_release(prn_context *ctx) {
+    size_t i, j = 0;
+    for (i = ctx->tape_n; i-- > 0;) {
+        prn__node *nd = &ctx->tape[i];
+        if (nd->drop || nd->out->refs == 1) { nd->drop = 1; prn__node_release(nd); }
+    }
+    for (i = 0; i < ctx->tape_n; ++i)
+        if (!ctx->tape[i].drop) ctx->tape[j++] = ctx->tape[i];
+    ctx->tape_n = j;
+}
+
+/* The backward pass. Phase 1 walks the tape from the newest record and
+ * marks what the loss depends on; it fails, before running anything, when
+ * a tensor on that path is an op's output whose record is gone (released by
+ * an earlier prn_backward, or by prn_tape_clear) or when a tensor a reached
+ * record saved was written since. Phase 2 runs the reached records' backward
+ * functions into pending gradients; phase 3 adds the leaves' pending
+ * gradients to their .grad; phase 4 releases the reached records (unless
+ * retain) and every record no one can reach any more (its output held by
+ * the tape alone). Records not reaching the loss stay for their own pass. */
+PRN__FN prn_status prn__backward(prn_context *ctx, const char *fn, prn_tensor *loss, int retain) {
     prn_tensor **touched = NULL, *seed = NULL;
-    size_t n_touched = 0, cap, i;
+    size_t *reached = NULL, n_touched = 0, n_reached = 0, cap, i, r;
     prn_status st = PRN_OK;
     PRN__CTX(ctx, fn);
     PRN__TRY(prn__check_t(ctx, fn, "loss", loss, 1));
@@ -3982,22 +4090,69 @@ PRN__DEF prn_status prn_backward(prn_context *ctx, prn_tensor *loss) {
     if (!loss->requires_grad)
         return PRN__ERR(ctx, PRN_ERR_STATE, "%s: argument 'loss' does not depend on any tensor that requires grad", fn);
     if (ctx->in_backward) return PRN__ERR(ctx, PRN_ERR_STATE, "%s: called from a backward function", fn);
-    /* Every tensor that can receive a pending gradient: inputs of nodes and the loss. */
+    /* Every tensor that can be reached: inputs of records and the loss. */
     cap = ctx->tape_n * PRN_MAX_OP_INPUTS + 1;
     touched = (prn_tensor **)prn_alloc(ctx, cap * sizeof *touched);
-    if (!touched) return PRN__ERR(ctx, PRN_ERR_OUT_OF_MEMORY, "%s: out of memory", fn);
-    st = prn__in_fn(ctx, fn, prn_tensor_full(ctx, loss->dtype, loss->ndim, loss->shape, 1.0, &seed));
-    if (st != PRN_OK) { prn_free(ctx, touched); return st; }
-    loss->pending = seed;
+    reached = (size_t *)prn_alloc(ctx, (ctx->tape_n + 1) * sizeof *reached);
+    if (!touched || !reached) {
+        prn_free(ctx, touched); prn_free(ctx, reached);
+        return PRN__ERR(ctx, PRN_ERR_OUT_OF_MEMORY, "%s: out of memory", fn);
+    }
+    /* Phase 1: reach (the tape is in recording order, so a record comes
+     * after the records of its inputs). */
+    loss->mark = 1;
     touched[n_touched++] = loss;
+    for (i = ctx->tape_n; i-- > 0;) {
+        prn__node *nd = &ctx->tape[i];
+        int k;
+        if (!nd->out->mark) continue;
+        nd->out->mark = 2;
+        reached[n_reached++] = i;
+        for (k = 0; k < nd->n_in; ++k)
+            if (nd->needs[k] && !nd->in[k]->mark) { nd->in[k]->mark = 1; touched[n_touched++] = nd->in[k]; }
+    }
+    if (loss->mark == 1 && !loss->is_leaf)
+        st = PRN__ERR(ctx, PRN_ERR_STATE, "%s: argument 'loss' is the output of an op whose record is no longer on "
+                      "the tape (an earlier prn_backward through it released it, or prn_tape_clear dropped it): "
+                      "nothing to differentiate; record the forward again", fn);
+    for (r = 0; r < n_reached && st == PRN_OK; ++r) {
+        const prn__node *nd = &ctx->tape[reached[r]];
+        int k;
+        for (k = 0; k <= nd->n_in && st == PRN_OK; ++k) {
+            const prn_tensor *x = k < nd->n_in ? nd->in[k] : nd->out;
+            if (k < nd->n_in && nd->needs[k] && x->mark == 1 && !x->is_leaf)
+                st = PRN__ERR(ctx, PRN_ERR_STATE, "%s: argument 'loss' depends on input %d of op '%s', the output of "
+                              "an op whose record is no longer on the tape (released by an earlier prn_backward "
+                              "through a shared part of the graph, or by prn_tape_clear); record the forward again, "
+                              "or use prn_backward_retain for the earlier pass", fn, k, nd->name);
+            else if (x->st->version != nd->ver[k]) {
+                char what[32];
+                if (k < nd->n_in) snprintf(what, sizeof what, "input %d", k);
+                else snprintf(what, sizeof what, "the output");
+                st = PRN__ERR(ctx, PRN_ERR_STATE, "%s: %s of op '%s' was written in place (prn_tensor_upload, "
+                              "prn_tensor_fill, an optimiser step, ...) after the op was recorded: its data version "
+                              "is %lu, the op saved version %lu; no gradient changed; record the forward again", fn,
+                              what, nd->name, x->st->version, nd->ver[k]);
+            }
+        }
+    }
+    if (st == PRN_OK) st = prn__in_fn(ctx, fn, prn_tensor_full(ctx, loss->dtype, loss->ndim, loss->shape, 1.0, &seed));
+    if (st != PRN_OK) {
+        for (i = 0; i < n_touched; ++i) touched[i]->mark = 0;
+        prn_free(ctx, touched); prn_free(ctx, reached);
+        return st;
+    }
+    /* Phase 2: the reached records, newest first. */
+    loss->pending = seed;
     ctx->no_grad++;
     ctx->in_backward = 1;
-    for (i = ctx->tape_n; i-- > 0 && st == PRN_OK;) {
-        prn__node *nd = &ctx->tape[i];
-        prn_tensor *gin[PRN_MAX_OP_INPUTS];
+    for (r = 0; r < n_reached && st == PRN_OK; ++r) {
+        prn__node *nd = &ctx->tape[reached[r]];
+        prn_tensor *gin[PRN_MAX_OP_INPUTS], *known[PRN_MAX_OP_INPUTS + 2];
+        int held[PRN_MAX_OP_INPUTS + 2];
         prn_op op;
         int k;
-        if (!nd->out->pending) continue;
+        if (!nd->out->pending) continue; /* no gradient flowed into it */
         memset(gin, 0, sizeof gin);
         op.name = nd->name;
         op.inputs = nd->in;
@@ -4007,7 +4162,11 @@ PRN__DEF prn_status prn_backward(prn_context *ctx, prn_tensor *loss) {
         op.user = nd->user;
         op.f = nd->f;
         op.i = nd->i;
+        for (k = 0; k < nd->n_in; ++k) { known[k] = nd->in[k]; held[k] = nd->in[k]->refs; }
+        known[nd->n_in] = nd->out; held[nd->n_in] = nd->out->refs;
+        known[nd->n_in + 1] = nd->out->pending; held[nd->n_in + 1] = nd->out->pending->refs;
         st = nd->backward(ctx, &op, nd->out->pending, gin);
+        prn__own_grads(gin, nd->n_in, known, held, nd->n_in + 2);
         for (k = 0; k < nd->n_in; ++k) {
             prn_tensor *x = nd->in[k], *g = gin[k];
             if (!g) continue;
@@ -4016,31 +4175,47 @@ PRN__DEF prn_status prn_backward(prn_context *ctx, prn_tensor *loss) {
                     st = PRN__ERR(ctx, PRN_ERR_SHAPE, "%s: backward of op '%s' returned a gradient for input %d that "
                                   "does not match it (dtype/size)", fn, nd->name, k);
                 else {
-                    if (!x->pending) touched[n_touched++] = x;
                     st = prn__accumulate(ctx, &x->pending, g, x);
                     continue;
                 }
             }
             prn_tensor_free(g);
         }
-        /* An op output's gradient is not needed once its node has run. */
-        if (st == PRN_OK && !nd->out->is_leaf) { prn_tensor_free(nd->out->pending); nd->out->pending = NULL; }
+        /* An op output's gradient is not needed once its record has run. */
+        if (st == PRN_OK) { prn_tensor_free(nd->out->pending); nd->out->pending = NULL; }
     }
     ctx->no_grad--;
     ctx->in_backward = 0;
-    if (st == PRN_OK) {
-        for (i = 0; i < n_touched && st == PRN_OK; ++i) {
-            prn_tensor *t = touched[i];
-            if (t->pending && t->is_leaf && t->requires_grad) {
-                st = prn__accumulate(ctx, &t->grad, t->pending, t);
-                t->pending = NULL;
-            }
+    /* Phase 3: commit. Pending gradients are private tensors, so taking one
+     * over cannot fail; only the backend's addition can. */
+    for (i = 0; i < n_touched && st == PRN_OK; ++i) {
+        prn_tensor *t = touched[i];
+        if (t->pending && t->is_leaf && t->requires_grad) {
+            st = prn__accumulate(ctx, &t->grad, t->pending, t);
+            t->pending = NULL;
         }
     }
-    for (i = 0; i < n_touched; ++i) { prn_tensor_free(touched[i]->pending); touched[i]->pending = NULL; }
+    for (i = 0; i < n_touched; ++i) {
+        prn_tensor_free(touched[i]->pending);
+        touched[i]->pending = NULL;
+        touched[i]->mark = 0;
+    }
+    /* Phase 4: release. */
+    if (st == PRN_OK) {
+        if (!retain)
+            for (r = 0; r < n_reached; ++r) ctx->tape[reached[r]].drop = 1;
+        prn__tape_release(ctx);
+    }
     prn_free(ctx, touched);
-    if (st == PRN_OK) prn_tape_clear(ctx);
+    prn_free(ctx, reached);
     return prn__in_fn(ctx, fn, st);
+}
+
+PRN__DEF prn_status prn_backward(prn_context *ctx, prn_tensor *loss) {
+    return prn__backward(ctx, "prn_backward", loss, 0);
+}
+PRN__DEF prn_status prn_backward_retain(prn_context *ctx, prn_tensor *loss) {
+    return prn__backward(ctx, "prn_backward_retain", loss, 1);
 }
 
 /* ------------------------------------------------------------------------
@@ -9646,6 +9821,17 @@ PRN__FN prn_status prn__optim_create(prn_context *ctx, const char *fn, int adam,
         if (!params[k]->is_leaf)
             return PRN__ERR(ctx, PRN_ERR_INVALID_ARGUMENT, "%s: argument 'params[%d]' is not a leaf tensor", fn, k);
     }
+    /* Each storage once: a parameter listed twice would take two steps per
+     * step (and two Adam states). Quadratic, for the tens of tensors of a
+     * model; creation is rare. */
+    for (k = 1; k < n; ++k) {
+        int j;
+        for (j = 0; j < k; ++j)
+            if (params[j]->st == params[k]->st)
+                return PRN__ERR(ctx, PRN_ERR_INVALID_ARGUMENT, "%s: argument 'params': params[%d] %s params[%d]; "
+                                "list each parameter once", fn, k,
+                                params[j] == params[k] ? "is the same tensor as" : "shares its storage with", j);
+    }
     if (!(p->lr > 0 && p->lr < HUGE_VAL) || !(p->momentum >= 0 && p->momentum < HUGE_VAL) ||
         !(p->weight_decay >= 0 && p->weight_decay < HUGE_VAL) || !(p->beta1 >= 0 && p->beta1 < 1) ||
         !(p->beta2 >= 0 && p->beta2 < 1) || !(p->eps >= 0 && p->eps < HUGE_VAL))
@@ -9729,6 +9915,7 @@ PRN__DEF prn_status prn_optim_step(prn_optim *o) {
         /* bias correction counts this parameter's own updates (as PyTorch) */
         p.bias1 = 1.0 - pow(p.beta1, (double)(o->steps[k] + 1));
         p.bias2 = 1.0 - pow(p.beta2, (double)(o->steps[k] + 1));
+        w->st->version++; /* records that saved w see the step (prn_backward refuses them) */
         if (o->adam)
             st = prn__in_fn(ctx, fn, ctx->be->adam_update(ctx, w->dtype, w->numel, w->st->buf, w->grad->st->buf, o->s1[k]->st->buf,
                                       o->s2[k]->st->buf, &p));
@@ -9762,6 +9949,13 @@ PRN__DEF void prn_optim_free(prn_optim *o) {
     prn_free(o->ctx, o);
 }
 
+/* Does params[k] also appear at an index below k? (counted there) */
+PRN__FN int prn__listed_before(prn_tensor *const *params, int k) {
+    int j;
+    for (j = 0; j < k; ++j) if (params[j] == params[k]) return 1;
+    return 0;
+}
+
 PRN__DEF prn_status prn_clip_grad_norm(prn_context *ctx, prn_tensor *const *params, int n, double max_norm,
                                        double *total_norm) {
     static const char fn[] = "prn_clip_grad_norm";
@@ -9780,7 +9974,7 @@ PRN__DEF prn_status prn_clip_grad_norm(prn_context *ctx, prn_tensor *const *para
         prn_tensor *g = params[k]->grad, *sq = NULL, *s = NULL;
         double v = 0;
         prn_status st;
-        if (!g) continue;
+        if (!g || prn__listed_before(params, k)) continue;
         st = prn__unary_raw(ctx, fn, PRN_UNARY_SQUARE, g, 0, 0, &sq);
         if (st == PRN_OK) st = prn__reduce_raw(ctx, fn, PRN_REDUCE_SUM, sq, PRN_ALL_AXES, 0, &s);
         if (st == PRN_OK) st = prn_tensor_item(s, &v);
@@ -9794,8 +9988,10 @@ PRN__DEF prn_status prn_clip_grad_norm(prn_context *ctx, prn_tensor *const *para
         double scale = max_norm / (norm + 1e-12);
         for (k = 0; k < n; ++k) {
             prn_tensor *g = params[k]->grad;
-            if (g) PRN__TRY(prn__in_fn(ctx, fn, ctx->be->unary(ctx, PRN_UNARY_AFFINE, g->dtype, g->numel, g->st->buf,
-                                                               g->st->buf, scale, 0.0)));
+            if (!g || prn__listed_before(params, k)) continue;
+            g->st->version++;
+            PRN__TRY(prn__in_fn(ctx, fn, ctx->be->unary(ctx, PRN_UNARY_AFFINE, g->dtype, g->numel, g->st->buf,
+                                                        g->st->buf, scale, 0.0)));
         }
     }
     return PRN_OK;

@@ -273,7 +273,7 @@ int main(int argc, char **argv) {
            HIDDEN, HIDDEN, NUM_CLASSES, LEARNING_RATE, epochs);
 
     /* 4. Training. Each epoch: forward (recorded on the tape), loss,
-     *    backward (fills each parameter's .grad and clears the tape),
+     *    backward (fills each parameter's .grad and releases the records it ran),
      *    optimiser step, and dropping the gradients for the next epoch. */
     log_every = (epochs + MAX_LOG_LINES - 1) / MAX_LOG_LINES;
     t0 = seconds_now();

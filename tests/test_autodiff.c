@@ -6,6 +6,7 @@
 
 static prn_context *ctx;
 
+static void set_grad(prn_tensor *w, const double *g, size_t n);
 static prn_tensor *vec(size_t n, const double *v) {
     prn_tensor *t = NULL;
     prn_tensor_from_host(ctx, PRN_F64, 1, &n, v, &t);
@@ -29,7 +30,7 @@ static void test_reuse_accumulates(void) {
     PRNT_CHECK(prn_tape_size(ctx) == 3, "tape has %zu records", prn_tape_size(ctx));
     PRNT_OK(ctx, prn_backward(ctx, y));
     for (i = 0; i < 3; ++i) PRNT_CHECK(get(prn_tensor_grad(x), i) == 2 * xv[i] + 1, "grad[%d]", i);
-    PRNT_CHECK(prn_tape_size(ctx) == 0, "backward clears the tape");
+    PRNT_CHECK(prn_tape_size(ctx) == 0, "backward releases the records it ran");
     /* a second backward over a new graph accumulates into .grad */
     prn_tensor_free(y); y = NULL;
     PRNT_OK(ctx, prn_sum(ctx, x, PRN_ALL_AXES, 0, &y));
@@ -151,6 +152,252 @@ static void test_custom_op_shared_grad(void) {
     PRNT_CHECK(get(prn_tensor_grad(x), 0) == 2 && get(prn_tensor_grad(x), 1) == 2, "grad %g %g",
                get(prn_tensor_grad(x), 0), get(prn_tensor_grad(x), 1));
     prn_tensor_free(x); prn_tensor_free(y); prn_tensor_free(z); prn_tensor_free(s);
+}
+
+/* Backwards that hand back tensors the engine holds, without a reference
+ * of their own: grad_output itself (an identity op) and an input. The engine
+ * freed them once too often (use after free). */
+static prn_status pass_backward(prn_context *c, const prn_op *op, prn_tensor *g, prn_tensor **gin) {
+    (void)c; (void)op;
+    gin[0] = g; /* not retained */
+    return PRN_OK;
+}
+/* sum(x * w), only ever used as the loss (g == 1): d/dx = w, handed back as is */
+static prn_status dot_loss_backward(prn_context *c, const prn_op *op, prn_tensor *g, prn_tensor **gin) {
+    (void)c; (void)g;
+    gin[0] = op->inputs[1];
+    return PRN_OK;
+}
+static prn_status pass_both_backward(prn_context *c, const prn_op *op, prn_tensor *g, prn_tensor **gin) {
+    (void)c; (void)op;
+    gin[0] = gin[1] = g; /* the same tensor in two slots, no reference taken */
+    return PRN_OK;
+}
+static prn_tensor *record_copy(prn_tensor *const *in, int n, prn_backward_fn bw) {
+    prn_tensor *y = NULL;
+    prn_no_grad_begin(ctx);
+    prn_copy(ctx, in[0], &y);
+    prn_no_grad_end(ctx);
+    PRNT_OK(ctx, prn_tape_record(ctx, "custom", in, n, y, bw, NULL, NULL));
+    return y;
+}
+static void test_custom_op_borrowed_grads(void) {
+    const double xv[2] = {1, 2}, wv[2] = {-3, 0.5};
+    prn_tensor *x = vec(2, xv), *w = vec(2, wv), *y = NULL, *z = NULL, *s = NULL, *d = NULL, *in[2];
+    size_t live;
+    prn_tensor_set_requires_grad(x, 1);
+    /* identity, then x * ident(x): d/dx = 2x */
+    y = record_copy(&x, 1, pass_backward);
+    PRNT_OK(ctx, prn_mul(ctx, y, x, &z));
+    PRNT_OK(ctx, prn_sum(ctx, z, PRN_ALL_AXES, 0, &s));
+    PRNT_OK(ctx, prn_backward(ctx, s));
+    PRNT_CHECK(get(prn_tensor_grad(x), 0) == 2 && get(prn_tensor_grad(x), 1) == 4, "identity grads %g %g",
+               get(prn_tensor_grad(x), 0), get(prn_tensor_grad(x), 1));
+    prn_tensor_free(y); prn_tensor_free(z); prn_tensor_free(s);
+    /* an identity straight on the loss: the seed itself is passed through */
+    prn_tensor_zero_grad(x);
+    PRNT_OK(ctx, prn_sum(ctx, x, PRN_ALL_AXES, 0, &s));
+    y = record_copy(&s, 1, pass_backward);
+    PRNT_OK(ctx, prn_backward(ctx, y));
+    PRNT_CHECK(get(prn_tensor_grad(x), 0) == 1 && get(prn_tensor_grad(x), 1) == 1, "seed passed through");
+    prn_tensor_free(y); prn_tensor_free(s);
+    /* the same borrowed tensor in two slots: op(x, y) = x, d/dx = d/dy = g */
+    {
+        prn_tensor *u = vec(2, wv);
+        prn_tensor_zero_grad(x);
+        prn_tensor_set_requires_grad(u, 1);
+        in[0] = x; in[1] = u;
+        y = record_copy(in, 2, pass_both_backward);
+        PRNT_OK(ctx, prn_sum(ctx, y, PRN_ALL_AXES, 0, &s));
+        PRNT_OK(ctx, prn_backward(ctx, s));
+        PRNT_CHECK(get(prn_tensor_grad(x), 1) == 1 && get(prn_tensor_grad(u), 1) == 1, "both slots");
+        prn_tensor_free(y); prn_tensor_free(s); prn_tensor_free(u);
+    }
+    /* an input handed back as the gradient of another */
+    prn_tensor_zero_grad(x);
+    live = prn_live_tensors(ctx);
+    in[0] = x; in[1] = w;
+    {
+        prn_tensor *p = NULL;
+        prn_no_grad_begin(ctx);
+        prn_mul(ctx, x, w, &p);
+        prn_sum(ctx, p, PRN_ALL_AXES, 0, &d);
+        prn_no_grad_end(ctx);
+        prn_tensor_free(p);
+    }
+    PRNT_OK(ctx, prn_tape_record(ctx, "dot_loss", in, 2, d, dot_loss_backward, NULL, NULL));
+    PRNT_OK(ctx, prn_backward(ctx, d));
+    PRNT_CHECK(get(prn_tensor_grad(x), 0) == -3 && get(prn_tensor_grad(x), 1) == 0.5, "input as gradient %g %g",
+               get(prn_tensor_grad(x), 0), get(prn_tensor_grad(x), 1));
+    PRNT_CHECK(get(w, 0) == -3 && get(w, 1) == 0.5, "the input itself is intact");
+    prn_tensor_free(d);
+    /* the grad is one new tensor, nothing else was freed or leaked */
+    PRNT_CHECK(prn_live_tensors(ctx) == live + 1, "live tensors %zu, want %zu", prn_live_tensors(ctx), live + 1);
+    prn_tensor_free(x); prn_tensor_free(w);
+}
+
+/* Several backward passes: each runs and releases the records that reach
+ * its loss; a pass with nothing left to run says so. */
+static void test_several_backwards(void) {
+    const double xv[2] = {1, -2};
+    prn_tensor *x = vec(2, xv), *sq = NULL, *l1 = NULL, *l2 = NULL, *e = NULL, *l3 = NULL, *ee = NULL, *l4 = NULL;
+    prn_tensor *k = NULL;
+    prn_tensor_set_requires_grad(x, 1);
+    /* two independent losses: grads add up, whichever order */
+    PRNT_OK(ctx, prn_mul(ctx, x, x, &sq));
+    PRNT_OK(ctx, prn_sum(ctx, sq, PRN_ALL_AXES, 0, &l1));   /* 2x */
+    PRNT_OK(ctx, prn_scale(ctx, x, 3, &k));
+    PRNT_OK(ctx, prn_sum(ctx, k, PRN_ALL_AXES, 0, &l2));    /* 3 */
+    PRNT_CHECK(prn_tape_size(ctx) == 4, "tape %zu", prn_tape_size(ctx));
+    PRNT_OK(ctx, prn_backward(ctx, l1));
+    PRNT_CHECK(prn_tape_size(ctx) == 2, "only l1's records released: tape %zu", prn_tape_size(ctx));
+    PRNT_OK(ctx, prn_backward(ctx, l2));
+    PRNT_CHECK(get(prn_tensor_grad(x), 0) == 5 && get(prn_tensor_grad(x), 1) == -1, "sum of both: %g %g",
+               get(prn_tensor_grad(x), 0), get(prn_tensor_grad(x), 1));
+    PRNT_CHECK(prn_tape_size(ctx) == 0, "tape %zu", prn_tape_size(ctx));
+    /* a second pass over a released graph fails, changing nothing */
+    PRNT_STATUS(ctx, prn_backward(ctx, l1), PRN_ERR_STATE);
+    PRNT_CHECK(strstr(prn_last_error(ctx), "prn_backward") && strstr(prn_last_error(ctx), "'loss'"), "message: %s",
+               prn_last_error(ctx));
+    PRNT_CHECK(get(prn_tensor_grad(x), 0) == 5, "unchanged");
+    /* so does one on an output whose record prn_tape_clear dropped */
+    prn_tensor_free(l2); l2 = NULL;
+    PRNT_OK(ctx, prn_sum(ctx, x, PRN_ALL_AXES, 0, &l2));
+    prn_tape_clear(ctx);
+    PRNT_STATUS(ctx, prn_backward(ctx, l2), PRN_ERR_STATE);
+    PRNT_CHECK(get(prn_tensor_grad(x), 0) == 5 && get(prn_tensor_grad(x), 1) == -1, "unchanged");
+    /* shared intermediate: the second loss needs a record the first released */
+    prn_tensor_zero_grad(x);
+    PRNT_OK(ctx, prn_exp(ctx, x, &e));
+    PRNT_OK(ctx, prn_sum(ctx, e, PRN_ALL_AXES, 0, &l3));
+    PRNT_OK(ctx, prn_mul(ctx, e, e, &ee));
+    PRNT_OK(ctx, prn_sum(ctx, ee, PRN_ALL_AXES, 0, &l4));
+    PRNT_OK(ctx, prn_backward(ctx, l3));
+    PRNT_STATUS(ctx, prn_backward(ctx, l4), PRN_ERR_STATE);
+    PRNT_CHECK(strstr(prn_last_error(ctx), "'mul'") != NULL, "message names the op: %s", prn_last_error(ctx));
+    PRNT_CHECK(fabs(get(prn_tensor_grad(x), 1) - exp(-2.0)) < 1e-15, "first pass only");
+    prn_tape_clear(ctx);
+    /* the same with the first pass retained: exp(x) + 2 exp(2x) */
+    prn_tensor_zero_grad(x);
+    prn_tensor_free(e); prn_tensor_free(l3); prn_tensor_free(ee); prn_tensor_free(l4);
+    PRNT_OK(ctx, prn_exp(ctx, x, &e));
+    PRNT_OK(ctx, prn_sum(ctx, e, PRN_ALL_AXES, 0, &l3));
+    PRNT_OK(ctx, prn_mul(ctx, e, e, &ee));
+    PRNT_OK(ctx, prn_sum(ctx, ee, PRN_ALL_AXES, 0, &l4));
+    PRNT_OK(ctx, prn_backward_retain(ctx, l3));
+    PRNT_OK(ctx, prn_backward(ctx, l4));
+    PRNT_CHECK(fabs(get(prn_tensor_grad(x), 1) - (exp(-2.0) + 2 * exp(-4.0))) < 1e-15, "retained: %.17g",
+               get(prn_tensor_grad(x), 1));
+    PRNT_CHECK(prn_tape_size(ctx) == 1, "l3's sum stays (l3 is held): tape %zu", prn_tape_size(ctx));
+    prn_tensor_free(l3); l3 = NULL;
+    prn_tensor_zero_grad(x);
+    PRNT_OK(ctx, prn_sum(ctx, x, PRN_ALL_AXES, 0, &l3));
+    PRNT_OK(ctx, prn_backward(ctx, l3));
+    PRNT_CHECK(prn_tape_size(ctx) == 0, "unreachable records released too: tape %zu", prn_tape_size(ctx));
+    /* a state carried into the next forward: through its released history
+     * refused; a copy made with recording off is a leaf and cuts it */
+    {
+        prn_tensor *h = NULL, *lh = NULL, *h2 = NULL, *lh2 = NULL, *hc = NULL;
+        prn_tensor_zero_grad(x);
+        PRNT_OK(ctx, prn_tanh(ctx, x, &h));
+        PRNT_OK(ctx, prn_sum(ctx, h, PRN_ALL_AXES, 0, &lh));
+        PRNT_OK(ctx, prn_backward(ctx, lh));
+        PRNT_OK(ctx, prn_mul(ctx, h, x, &h2));
+        PRNT_OK(ctx, prn_sum(ctx, h2, PRN_ALL_AXES, 0, &lh2));
+        PRNT_STATUS(ctx, prn_backward(ctx, lh2), PRN_ERR_STATE);
+        prn_tensor_free(h2); prn_tensor_free(lh2); h2 = lh2 = NULL;
+        prn_tape_clear(ctx);
+        prn_no_grad_begin(ctx);
+        PRNT_OK(ctx, prn_copy(ctx, h, &hc));
+        prn_no_grad_end(ctx);
+        PRNT_OK(ctx, prn_mul(ctx, hc, x, &h2));
+        PRNT_OK(ctx, prn_sum(ctx, h2, PRN_ALL_AXES, 0, &lh2));
+        PRNT_OK(ctx, prn_backward(ctx, lh2)); /* first pass 1 - tanh^2, then tanh (the state a constant) */
+        PRNT_CHECK(fabs(get(prn_tensor_grad(x), 1) - (1 - tanh(-2.0) * tanh(-2.0) + tanh(-2.0))) < 1e-15,
+                   "carried state: %.17g", get(prn_tensor_grad(x), 1));
+        prn_tensor_free(h); prn_tensor_free(lh); prn_tensor_free(h2); prn_tensor_free(lh2); prn_tensor_free(hc);
+    }
+    /* a leaf loss: .grad += 1 */
+    {
+        prn_tensor *one = NULL, *g;
+        prn_tensor_full(ctx, PRN_F64, 0, NULL, 2.0, &one);
+        prn_tensor_set_requires_grad(one, 1);
+        PRNT_OK(ctx, prn_backward(ctx, one));
+        PRNT_OK(ctx, prn_backward(ctx, one));
+        g = prn_tensor_grad(one);
+        PRNT_CHECK(g && get(g, 0) == 2, "leaf loss grad %g", get(g, 0));
+        prn_tensor_free(one);
+    }
+    prn_tensor_free(x); prn_tensor_free(sq); prn_tensor_free(l1); prn_tensor_free(l2); prn_tensor_free(k);
+    prn_tensor_free(e); prn_tensor_free(l3); prn_tensor_free(ee); prn_tensor_free(l4);
+}
+
+/* A tensor the tape saved, written before the backward: refused, nothing
+ * changes; the gradient would otherwise use the new values. */
+static void test_saved_tensor_written(void) {
+    const double xv[2] = {1, 2}, cv[2] = {3, 4}, nv[2] = {30, 40};
+    prn_tensor *x = vec(2, xv), *c = vec(2, cv), *p = NULL, *l = NULL, *e = NULL, *r = NULL, *l2 = NULL;
+    prn_tensor *other = vec(2, cv), *po = NULL;
+    prn_optim *o = NULL;
+    size_t tape;
+    prn_tensor_set_requires_grad(x, 1);
+    /* upload into a saved input */
+    PRNT_OK(ctx, prn_mul(ctx, x, c, &p));
+    PRNT_OK(ctx, prn_sum(ctx, p, PRN_ALL_AXES, 0, &l));
+    PRNT_OK(ctx, prn_mul(ctx, other, x, &po)); /* a graph the loss does not reach */
+    PRNT_OK(ctx, prn_tensor_upload(c, nv, 2));
+    PRNT_OK(ctx, prn_tensor_fill(other, 7));   /* not reached: no matter */
+    tape = prn_tape_size(ctx);
+    PRNT_STATUS(ctx, prn_backward(ctx, l), PRN_ERR_STATE);
+    PRNT_CHECK(strstr(prn_last_error(ctx), "prn_backward") && strstr(prn_last_error(ctx), "input 1 of op 'mul'"),
+               "message: %s", prn_last_error(ctx));
+    PRNT_CHECK(prn_tensor_grad(x) == NULL && prn_tape_size(ctx) == tape, "no gradient, tape kept");
+    prn_tape_clear(ctx);
+    prn_tensor_free(p); prn_tensor_free(l); p = l = NULL;
+    /* fill of exp's output (saved for its backward; sum's input too, which
+     * is checked first) */
+    PRNT_OK(ctx, prn_exp(ctx, x, &e));
+    PRNT_OK(ctx, prn_sum(ctx, e, PRN_ALL_AXES, 0, &l));
+    PRNT_OK(ctx, prn_tensor_fill(e, 0));
+    PRNT_STATUS(ctx, prn_backward(ctx, l), PRN_ERR_STATE);
+    PRNT_CHECK(strstr(prn_last_error(ctx), "input 0 of op 'sum'") != NULL, "message: %s", prn_last_error(ctx));
+    PRNT_CHECK(prn_tensor_grad(x) == NULL, "no gradient");
+    prn_tape_clear(ctx);
+    prn_tensor_free(l); prn_tensor_free(e); l = e = NULL;
+    /* an earlier record on the path, a later one intact: checked before
+     * anything runs, so no gradient at all */
+    PRNT_OK(ctx, prn_mul(ctx, x, c, &p));
+    PRNT_OK(ctx, prn_sum(ctx, p, PRN_ALL_AXES, 0, &l));
+    PRNT_OK(ctx, prn_reshape(ctx, x, 1, (const size_t[]){2}, &r));
+    PRNT_OK(ctx, prn_sum(ctx, r, PRN_ALL_AXES, 0, &l2));
+    PRNT_OK(ctx, prn_add(ctx, l, l2, &e));
+    prn_tensor_free(l2); l2 = e; e = NULL;
+    PRNT_OK(ctx, prn_tensor_fill(c, 1));
+    PRNT_STATUS(ctx, prn_backward(ctx, l2), PRN_ERR_STATE);
+    PRNT_CHECK(prn_tensor_grad(x) == NULL, "no gradient");
+    prn_tape_clear(ctx);
+    prn_tensor_free(p); prn_tensor_free(l); prn_tensor_free(r); prn_tensor_free(l2);
+    /* an optimiser step between the forward and the backward */
+    {
+        const double g[2] = {1, 1};
+        set_grad(x, g, 2);
+        PRNT_OK(ctx, prn_optim_sgd(ctx, &x, 1, NULL, &o));
+        PRNT_OK(ctx, prn_mul(ctx, x, x, &p));
+        PRNT_OK(ctx, prn_sum(ctx, p, PRN_ALL_AXES, 0, &l));
+        PRNT_OK(ctx, prn_optim_step(o));
+        PRNT_STATUS(ctx, prn_backward(ctx, l), PRN_ERR_STATE);
+        PRNT_CHECK(get(prn_tensor_grad(x), 0) == 1, "grad unchanged");
+        prn_tape_clear(ctx);
+        /* a fresh forward after the step is fine */
+        prn_tensor_free(p); prn_tensor_free(l);
+        PRNT_OK(ctx, prn_mul(ctx, x, x, &p));
+        PRNT_OK(ctx, prn_sum(ctx, p, PRN_ALL_AXES, 0, &l));
+        PRNT_OK(ctx, prn_backward(ctx, l));
+        prn_optim_free(o);
+    }
+    prn_tensor_free(x); prn_tensor_free(c); prn_tensor_free(p); prn_tensor_free(l); prn_tensor_free(other);
+    prn_tensor_free(po);
+    prn_tape_clear(ctx);
 }
 
 /* A backward that fails: nothing changes, the tape is kept. */
@@ -372,6 +619,38 @@ static void test_clip_grad_norm(void) {
     prn_tensor_free(a); prn_tensor_free(b);
 }
 
+/* A parameter listed twice: an optimiser would step it twice, clipping
+ * would count it twice. */
+static void test_duplicate_params(void) {
+    const double w0[2] = {1, 1}, g[2] = {3, 4};
+    prn_tensor *w = vec(2, w0), *u = vec(2, w0), *ps[3], *view = NULL;
+    prn_optim *o = NULL;
+    double norm = 0;
+    prn_tensor_set_requires_grad(w, 1);
+    prn_tensor_set_requires_grad(u, 1);
+    ps[0] = w; ps[1] = u; ps[2] = w;
+    PRNT_STATUS(ctx, prn_optim_sgd(ctx, ps, 3, NULL, &o), PRN_ERR_INVALID_ARGUMENT);
+    PRNT_CHECK(o == NULL && strstr(prn_last_error(ctx), "params[2]") && strstr(prn_last_error(ctx), "params[0]"),
+               "message: %s", prn_last_error(ctx));
+    PRNT_STATUS(ctx, prn_optim_adam(ctx, ps, 3, NULL, &o), PRN_ERR_INVALID_ARGUMENT);
+    /* two tensors on one storage (a view made without recording) */
+    prn_no_grad_begin(ctx);
+    PRNT_OK(ctx, prn_reshape(ctx, u, 2, (const size_t[]){1, 2}, &view));
+    prn_no_grad_end(ctx);
+    prn_tensor_set_requires_grad(view, 1);
+    ps[2] = view;
+    PRNT_STATUS(ctx, prn_optim_sgd(ctx, ps, 3, NULL, &o), PRN_ERR_INVALID_ARGUMENT);
+    PRNT_CHECK(strstr(prn_last_error(ctx), "storage") != NULL, "message: %s", prn_last_error(ctx));
+    /* clipping counts and scales w once: norm 5 */
+    set_grad(w, g, 2);
+    ps[0] = w; ps[1] = w;
+    PRNT_OK(ctx, prn_clip_grad_norm(ctx, ps, 2, 1.0, &norm));
+    PRNT_CHECK(fabs(norm - 5) < 1e-14, "norm %g, want 5", norm);
+    PRNT_CHECK(fabs(get(prn_tensor_grad(w), 0) - 0.6) < 1e-12 && fabs(get(prn_tensor_grad(w), 1) - 0.8) < 1e-12,
+               "scaled once: %g %g", get(prn_tensor_grad(w), 0), get(prn_tensor_grad(w), 1));
+    prn_tensor_free(w); prn_tensor_free(u); prn_tensor_free(view);
+}
+
 /* ---- contexts ------------------------------------------------------------ */
 typedef struct { uint64_t seed; double result; int ok; } job;
 /* A small deterministic training run on a private context. */
@@ -531,6 +810,9 @@ int main(void) {
     PRNT_RUN(test_no_grad);
     PRNT_RUN(test_custom_op);
     PRNT_RUN(test_custom_op_shared_grad);
+    PRNT_RUN(test_custom_op_borrowed_grads);
+    PRNT_RUN(test_several_backwards);
+    PRNT_RUN(test_saved_tensor_written);
     PRNT_RUN(test_backward_failure_keeps_state);
     PRNT_RUN(test_sgd);
     PRNT_RUN(test_adam);
@@ -538,6 +820,7 @@ int main(void) {
     PRNT_RUN(test_adam_converges);
     PRNT_RUN(test_backward_guards);
     PRNT_RUN(test_clip_grad_norm);
+    PRNT_RUN(test_duplicate_params);
     PRNT_RUN(test_two_threads);
     PRNT_RUN(test_backend_selection);
     PRNT_RUN(test_log_callback_and_errors);

@@ -51,7 +51,10 @@ typedef struct fx {
     prn_tensor *b3;      /* f32 [2,3,4]                                   */
     prn_tensor *c3;      /* f32 [3,4,5]                                   */
     prn_tensor *w;       /* f32 [2,3] parameter that has a .grad          */
-    prn_tensor *y;       /* f32 [2,3] = w * a, recorded (tape size 1)     */
+    prn_tensor *y;       /* f32 [2,3] = w * a, recorded                   */
+    prn_tensor *released;/* f32 scalar loss whose records a backward released */
+    prn_tensor *a2;      /* f32 [2,3], filled after stale was recorded    */
+    prn_tensor *stale;   /* f32 scalar = sum(w * a2), recorded before a2's fill */
     prn_tensor *s;       /* f32 scalar, no grad                           */
     prn_tensor *other;   /* f32 [2,3] on ctx2                             */
     prn_tensor *other_s; /* f32 scalar on ctx2, requires grad             */
@@ -190,10 +193,16 @@ static int fx_init(fx *f) {
     SETUP_OK(prn_mul(f->ctx, f->w, f->a, &prod));
     SETUP_OK(prn_sum(f->ctx, prod, PRN_ALL_AXES, 0, &loss));
     SETUP_OK(prn_backward(f->ctx, loss));
-    prn_tensor_free(prod); prn_tensor_free(loss);
+    prn_tensor_free(prod); prod = NULL;
+    f->released = loss; keep(f, f->released);
     if (!prn_tensor_grad(f->w)) { printf("fixture: w has no grad\n"); return 0; }
     SETUP_OK(prn_mul(f->ctx, f->w, f->a, &f->y)); keep(f, f->y);
-    if (prn_tape_size(f->ctx) != 1) { printf("fixture: tape size %lu\n", (unsigned long)prn_tape_size(f->ctx)); return 0; }
+    SETUP_OK(prn_tensor_from_host(f->ctx, PRN_F32, 2, s23, a_data, &f->a2)); keep(f, f->a2);
+    SETUP_OK(prn_mul(f->ctx, f->w, f->a2, &prod));
+    SETUP_OK(prn_sum(f->ctx, prod, PRN_ALL_AXES, 0, &f->stale)); keep(f, f->stale);
+    prn_tensor_free(prod);
+    SETUP_OK(prn_tensor_fill(f->a2, 1.0));
+    if (prn_tape_size(f->ctx) != 3) { printf("fixture: tape size %lu\n", (unsigned long)prn_tape_size(f->ctx)); return 0; }
     SETUP_OK(prn_tensor_full(f->ctx, PRN_F32, 0, NULL, 2.0, &f->s)); keep(f, f->s);
     SETUP_OK(prn_optim_adam(f->ctx, &f->w, 1, NULL, &f->opt));
 
@@ -240,6 +249,11 @@ E(e_download_null_dst, return prn_tensor_download(f->a, NULL, 6);)
 E(e_item_null_value, return prn_tensor_item(f->s, NULL);)
 E(e_backward_null_ctx, return prn_backward(NULL, f->y);)
 E(e_backward_null_loss, return prn_backward(f->ctx, NULL);)
+E(e_backward_retain_null_loss, return prn_backward_retain(f->ctx, NULL);)
+E(e_backward_released, return prn_backward(f->ctx, f->released);)
+E(e_backward_stale, return prn_backward(f->ctx, f->stale);)
+E(e_sgd_dup_params, prn_tensor *p[2]; p[0] = f->w; p[1] = f->w;
+  return prn_optim_sgd(f->ctx, p, 2, NULL, &o->o);)
 E(e_adam_null_params, return prn_optim_adam(f->ctx, NULL, 1, NULL, &o->o);)
 E(e_sgd_null_out, return prn_optim_sgd(f->ctx, &f->w, 1, NULL, NULL);)
 E(e_adam_null_param_entry, prn_tensor *p[2]; p[0] = f->w; p[1] = NULL;
@@ -438,6 +452,7 @@ static const entry table[] = {
     ROW(e_item_null_value, NUL, MSG_CTX, "prn_tensor_item", "'value'"),
     ROW(e_backward_null_ctx, NUL, MSG_NONE, NULL, NULL),
     ROW(e_backward_null_loss, NUL, MSG_CTX, "prn_backward", "'loss'"),
+    ROW(e_backward_retain_null_loss, NUL, MSG_CTX, "prn_backward_retain", "'loss'"),
     ROW(e_adam_null_params, NUL, MSG_CTX, "prn_optim_adam", "'params'"),
     ROW(e_sgd_null_out, NUL, MSG_CTX, "prn_optim_sgd", "'out'"),
     ROW(e_adam_null_param_entry, NUL, MSG_CTX, "prn_optim_adam", "params"),
@@ -511,6 +526,9 @@ static const entry table[] = {
     /* autodiff state */
     ROW(e_backward_nonscalar, SHP, MSG_CTX, "prn_backward", "'loss'"),
     ROW(e_backward_no_grad, STA, MSG_CTX, "prn_backward", "'loss'"),
+    ROW(e_backward_released, STA, MSG_CTX, "prn_backward", "'loss'"),
+    ROW(e_backward_stale, STA, MSG_CTX, "prn_backward", "input 1 of op 'mul'"),
+    ROW(e_sgd_dup_params, INV, MSG_CTX, "prn_optim_sgd", "params[1]"),
     ROW(e_set_requires_grad_op_output, STA, MSG_CTX, "prn_tensor_set_requires_grad", "'t'"),
     ROW(e_tape_record_null_backward, NUL, MSG_CTX, "prn_tape_record", "'backward'"),
     ROW(e_tape_record_null_name, NUL, MSG_CTX, "prn_tape_record", "'name'"),
@@ -626,14 +644,15 @@ static void fixture_still_works(void) {
     double norm = 0;
     size_t tape0 = prn_tape_size(F.ctx);
     int k;
-    PRNT_CHECK(tape0 == 1, "tape size %lu", (unsigned long)tape0);
+    PRNT_CHECK(tape0 == 3, "tape size %lu", (unsigned long)tape0); /* y's record, stale's two */
     PRNT_OK(F.ctx, prn_sum(F.ctx, F.y, PRN_ALL_AXES, 0, &loss));
     g = prn_tensor_grad(F.w);
     PRNT_CHECK(g != NULL, "w lost its grad");
     if (!loss || !g) { prn_tensor_free(loss); return; }
     PRNT_OK(F.ctx, prn_tensor_download(g, gw, 6));
     PRNT_OK(F.ctx, prn_backward(F.ctx, loss));
-    PRNT_CHECK(prn_tape_size(F.ctx) == 0, "tape not cleared");
+    PRNT_CHECK(prn_tape_size(F.ctx) == 2, "tape %lu: the loss's records released, stale's kept",
+               (unsigned long)prn_tape_size(F.ctx));
     {
         float gw2[6];
         PRNT_OK(F.ctx, prn_tensor_download(prn_tensor_grad(F.w), gw2, 6));
