@@ -33,7 +33,10 @@ CUDA_LDLIBS  = $(CUDA_LIB) -L$(CUDA_HOME)/lib64 -Wl,-rpath,$(CUDA_HOME)/lib64 $(
                $(filter-out -lclblast -lOpenCL,$(LDLIBS_ALL))
 
 CUDA_KERNELS = $(sort $(wildcard kernels_cuda/*.cu))
-CUDA_OBJS    = $(patsubst kernels_cuda/%.cu,$(CUDA_BUILD)/kernels/%.o,$(CUDA_KERNELS)) $(CUDA_BUILD)/parrnn_cuda.o
+# the kernels' objects depend on NVCC_FLAGS alone, not on the host flags:
+# the GPU bundle shares build-cuda's (CUDA_KDIR)
+CUDA_KDIR   ?= $(CUDA_BUILD)/kernels
+CUDA_OBJS    = $(patsubst kernels_cuda/%.cu,$(CUDA_KDIR)/%.o,$(CUDA_KERNELS)) $(CUDA_BUILD)/parrnn_cuda.o
 CUDA_DEPS    = parrnn.h kernels_cuda/prn_cuda_launch.h
 
 CUDA_TESTS        = $(filter-out test_eig_lapack test_scan_sse2 test_scan_plain test_conformance_sse2,$(TESTS))  # host-only variants: not rebuilt
@@ -44,7 +47,7 @@ CUDA_BENCH_BINS   = $(addprefix $(CUDA_BUILD)/bench/,$(BENCHES))
 .PHONY: cuda test-cuda
 cuda: $(CUDA_LIB) $(CUDA_TEST_BINS) $(CUDA_EXAMPLE_BINS) $(CUDA_BENCH_BINS)
 
-$(CUDA_BUILD)/kernels/%.o: kernels_cuda/%.cu kernels_cuda/common.cuh $(CUDA_DEPS)
+$(CUDA_KDIR)/%.o: kernels_cuda/%.cu kernels_cuda/common.cuh $(CUDA_DEPS)
 	@mkdir -p $(@D)
 	$(NVCC) $(NVCC_FLAGS) -c -o $@ $<
 $(CUDA_BUILD)/parrnn_cuda.o: backends/parrnn_cuda.h $(CUDA_DEPS)
@@ -117,7 +120,8 @@ GPU_BUNDLE    = build-gpu
 GPU_WORK      = build-gpu-work
 GPU_BENCHES   = bench_scan bench_deer bench_ops bench_scyfi bench_rnn
 GPU_MAKEFLAGS = CUDA_BUILD=$(GPU_WORK) BUILD=$(GPU_WORK)/host BLAS=0 LAPACK=0 OPENCL=0 MPI=0 OPT=-O2 \
-                EXTRA_CFLAGS=-fPIC CUDART_LIB='-lcudart_static -ldl -lrt' GPU_RPATH=1 GPU_SHARED=1
+                EXTRA_CFLAGS=-fPIC CUDART_LIB='-lcudart_static -ldl -lrt' GPU_RPATH=1 GPU_SHARED=1 \
+                CUDA_KDIR=build-cuda/kernels
 GPU_PROGRAMS  = $(addprefix tests/,$(filter-out test_eig,$(CUDA_TESTS)) backend_probe) $(addprefix bench/,$(GPU_BENCHES)) tools/gpu_probe
 GPU_LIBGOMP  := $(shell $(CC) -print-file-name=libgomp.so.1)
 .PHONY: gpu-bundle
