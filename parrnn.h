@@ -9254,13 +9254,17 @@ PRN__FN int prn__eig_real(size_t n, double *a, double *re, double *im) {
     for (q = 0; q < n; ++q) re[q] = im[q] = 0;
     if (amax == 0) return 0;
     {
-        /* n = 2 needs it only near overflow: the 2x2 formula is scaled */
+        /* n = 2 needs it only near overflow: the 2x2 formula is scaled.
+         * A large matrix is scaled down only as far as the iteration needs
+         * (largest entry below 2^emax), not to 1: its small entries would
+         * underflow, and balancing needs them (entries 1e200 and 1e-200
+         * can have eigenvalues of 1e66). A tiny one is scaled up to 1. */
         int e, emax = n == 2 ? 1000 : 400, emin = n == 2 ? -2000 : -400;
         (void)frexp(amax, &e);
-        if (e > emax || e < emin) {
-            sexp = e;
-            for (q = 0; q < nn; ++q) a[q] = ldexp(a[q], -e);
-        }
+        if (e > emax) sexp = e - emax;
+        else if (e < emin) sexp = e;
+        if (sexp)
+            for (q = 0; q < nn; ++q) a[q] = ldexp(a[q], -sexp);
     }
     if (n == 1) {
         re[0] = a[0];
