@@ -921,7 +921,7 @@ typedef enum prn_pwl_kind {
 typedef struct prn_pwl_model {
     prn_pwl_kind kind;
     int M;         /* state size                                          */
-    int H;         /* hidden size (shallow kinds)                         */
+    int H;         /* hidden size (shallow kinds; the others ignore it)   */
     int P;         /* alrnn: the last P units are ReLUs (0 <= P <= M)     */
     int full_A;    /* A is M x M (row-major) when set, else its diagonal  */
     double *A;     /* M or M*M                                            */
@@ -7858,6 +7858,12 @@ PRN__FN size_t prn__pwl_bits(const prn_pwl_model *m) {
 PRN__FN int prn__pwl_shallow(const prn_pwl_model *m) {
     return m->kind == PRN_PWL_SHPLRNN || m->kind == PRN_PWL_CLIPPED_SHPLRNN;
 }
+/* The hidden size every buffer is sized by: m->H for the shallow kinds
+ * (checked 1 .. PRN__PWL_MAX_DIM), 0 for the others, whose H is not read
+ * and may hold anything (a negative H once wrapped a scratch size). */
+PRN__FN size_t prn__pwl_hidden(const prn_pwl_model *m) {
+    return prn__pwl_shallow(m) ? (size_t)m->H : 0;
+}
 PRN__FN const char *prn__pwl_kind_name(prn_pwl_kind k) {
     switch (k) {
     case PRN_PWL_PLRNN: return "plrnn";
@@ -7961,7 +7967,7 @@ PRN__DEF prn_status prn_pwl_step(prn_context *ctx, const prn_pwl_model *m, const
     if (!z) return PRN__ERR(ctx, PRN_ERR_NULL_ARGUMENT, "%s: argument 'z' is NULL", fn);
     if (!out) return PRN__ERR(ctx, PRN_ERR_NULL_ARGUMENT, "%s: argument 'out' is NULL", fn);
     M = (size_t)m->M;
-    tmp = (double *)prn_alloc(ctx, (M + 2 * (size_t)(m->H > 0 ? m->H : 0) + 1) * sizeof(double));
+    tmp = (double *)prn_alloc(ctx, (M + 2 * prn__pwl_hidden(m) + 1) * sizeof(double));
     if (!tmp) return prn__in_fn(ctx, fn, PRN_ERR_OUT_OF_MEMORY);
     prn__pwl_next(m, z, tmp, NULL, tmp + M);
     memcpy(out, tmp, M * sizeof(double));
@@ -8621,7 +8627,7 @@ PRN__FN prn_status prn__sc_make_pool(prn__sc *s) {
     cap = want;
     s->pool = (unsigned char *)prn_alloc(s->ctx, cap * R + R);
     slot = (size_t *)prn_alloc(s->ctx, nslots * sizeof(size_t));
-    z = (double *)prn_alloc(s->ctx, (3 * M + 2 * (size_t)s->m->H) * sizeof(double));
+    z = (double *)prn_alloc(s->ctx, (3 * M + 2 * prn__pwl_hidden(s->m)) * sizeof(double));
     pat = (unsigned char *)prn_alloc(s->ctx, R);
     if (!s->pool || !slot || !z || !pat) {
         prn_free(s->ctx, slot); prn_free(s->ctx, z); prn_free(s->ctx, pat);
@@ -8725,7 +8731,7 @@ PRN__FN prn_status prn__sc_build_device(prn__sc *s, const int *run, int nrun, in
 /* One guess of every running chain: the systems built, solved in one
  * batched call, checked; consistent candidates go to their chains. */
 PRN__FN prn_status prn__sc_round(prn__sc *s) {
-    size_t M = s->M, k = s->k, H = s->m->H > 0 ? (size_t)s->m->H : 0;
+    size_t M = s->M, k = s->k, H = prn__pwl_hidden(s->m);
     int nrun = 0, *run = s->info + s->batch, b; /* indices of running slots */
     long r;
     prn_status st = PRN_OK;
@@ -9045,7 +9051,7 @@ PRN__FN prn_status prn__scyfi(prn_context *ctx, const prn_pwl_model *m, const pr
         size_t cap = ((size_t)64 << 20) / ((M * M + M) * sizeof(double));
         if ((size_t)s.batch > cap) s.batch = cap > 0 ? (int)cap : 1;
     }
-    s.scratch_per = 3 * M * M + 4 * M + 2 * (size_t)m->H + 8;
+    s.scratch_per = 3 * M * M + 4 * M + 2 * prn__pwl_hidden(m) + 8;
     s.scratch = (double *)prn_alloc(ctx, (size_t)s.nt * s.scratch_per * sizeof(double));
     s.sys = (double *)prn_alloc(ctx, (size_t)s.batch * (M * M + M) * sizeof(double) + 2 * (size_t)s.batch * sizeof(int));
     per_chain = ((size_t)s.o.kmax * R * 2 + ((size_t)s.o.kmax + 1) * M * sizeof(double) + 31) / 16 * 16;
