@@ -636,7 +636,7 @@ static void test_model_limits(void) {
             double nan = NAN;
             uint64_t u;
             memcpy(&u, &nan, 8);
-            put_le(b + 92 + 8 + 8 * 4, u, 8); /* weight_ih_l0[4] */
+            put_le(b + 84 + 8 + 8 * 4, u, 8); /* the 84-byte header, a count, weight_ih_l0[4] */
             put_le(b + n - 4, crc32_of(b, n - 4), 4);
             write_all(path, b, n);
             PRNT_STATUS(g_ctx, prn_rnn_load(g_ctx, path, &r), PRN_ERR_NONFINITE);
