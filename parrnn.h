@@ -222,7 +222,8 @@ PRNDEF prn_status prn_tensor_from_host(prn_context *ctx, prn_dtype dtype, int nd
                                        prn_tensor **out);
 /* Random tensors from the context's counter-based generator: element i of
  * the k-th draw depends only on (seed, counter, i), identically on every
- * backend. Each call advances the counter by numel. */
+ * backend. Each call advances the counter by numel. lo <= hi, mean and
+ * stddev >= 0 must be finite, and so must hi - lo. */
 PRNDEF prn_status prn_tensor_uniform(prn_context *ctx, prn_dtype dtype, int ndim,
                                      const size_t *shape, double lo, double hi,
                                      prn_tensor **out);
@@ -326,6 +327,7 @@ PRNDEF prn_status prn_div(prn_context *ctx, prn_tensor *a, prn_tensor *b, prn_te
 /* a^b elementwise (a > 0 where b is not an integer). */
 PRNDEF prn_status prn_pow(prn_context *ctx, prn_tensor *a, prn_tensor *b, prn_tensor **out);
 PRNDEF prn_status prn_pow_scalar(prn_context *ctx, prn_tensor *x, double p, prn_tensor **out);
+/* alpha x; alpha must be finite (Inf would turn 0 into NaN). */
 PRNDEF prn_status prn_scale(prn_context *ctx, prn_tensor *x, double alpha, prn_tensor **out);
 PRNDEF prn_status prn_add_scalar(prn_context *ctx, prn_tensor *x, double c, prn_tensor **out);
 PRNDEF prn_status prn_neg(prn_context *ctx, prn_tensor *x, prn_tensor **out);
@@ -352,7 +354,9 @@ PRNDEF prn_status prn_matmul(prn_context *ctx, prn_tensor *a, prn_tensor *b, prn
 /* As prn_matmul with op(a) = a^T over its last two axes when trans_a, etc. */
 PRNDEF prn_status prn_matmul_ex(prn_context *ctx, prn_tensor *a, int trans_a,
                                 prn_tensor *b, int trans_b, prn_tensor **out);
-/* Reductions along axis (or PRN_ALL_AXES); keepdim keeps it with size 1. */
+/* Reductions along axis (or PRN_ALL_AXES); keepdim keeps it with size 1.
+ * prn_max and prn_mean of an empty axis have no value: PRN_ERR_SHAPE
+ * (prn_sum gives 0). */
 PRNDEF prn_status prn_sum(prn_context *ctx, prn_tensor *x, int axis, int keepdim, prn_tensor **out);
 PRNDEF prn_status prn_mean(prn_context *ctx, prn_tensor *x, int axis, int keepdim, prn_tensor **out);
 /* Gradient goes to the maximal elements (split evenly between ties). NaNs
@@ -367,7 +371,8 @@ PRNDEF prn_status prn_log_softmax(prn_context *ctx, prn_tensor *x, int axis, prn
  * the logits' shape. Returns a scalar. */
 PRNDEF prn_status prn_cross_entropy(prn_context *ctx, prn_tensor *logits, prn_tensor *target,
                                     prn_tensor **out);
-/* Mean of (pred - target)^2 over all elements (target broadcasts). Scalar. */
+/* Mean of (pred - target)^2 over all elements (target broadcasts). Scalar.
+ * Empty: PRN_ERR_SHAPE. */
 PRNDEF prn_status prn_mse(prn_context *ctx, prn_tensor *pred, prn_tensor *target, prn_tensor **out);
 
 /* Elements start .. start+len-1 along axis (copied). */
@@ -821,7 +826,7 @@ PRNDEF prn_status prn_rnn_load(prn_context *ctx, const char *path, prn_rnn **out
 typedef struct prn_deer_options {
     prn_jacobian_mode mode; /* [PRN_JACOBIAN_DENSE]                            */
     int max_iter;           /* [100] Newton iterations (scans)                 */
-    double atol, rtol;      /* [by dtype, see above]                           */
+    double atol, rtol;      /* [by dtype, see above] finite, >= 0              */
     double clip;            /* [1e8] states are clipped to +-clip              */
     double damping;         /* [0] k in [0, 1]: J -> (1 - k) J                 */
     int adaptive;           /* [0] trust region: adapt k as described above    */
@@ -979,9 +984,11 @@ PRNDEF prn_status prn_pwl_parse(prn_context *ctx, const char *text, size_t len, 
 PRNDEF prn_status prn_pwl_load(prn_context *ctx, const char *path, prn_pwl_model **out);
 PRNDEF void prn_pwl_free(prn_context *ctx, prn_pwl_model *m);
 
+/* The largest opt->kmax prn_scyfi takes. */
+#define PRN_SCYFI_MAX_KMAX 100000
 /* Zero fields take the defaults in brackets. */
 typedef struct prn_scyfi_options {
-    int kmax;                 /* [1] orders 1 .. kmax                          */
+    int kmax;                 /* [1] orders 1 .. kmax (<= PRN_SCYFI_MAX_KMAX) */
     int outer, inner;         /* [by k, see above] fruitless chains that end
                                * an order; steps of one chain                  */
     uint64_t seed;            /* [0]                                           */
@@ -3753,10 +3760,12 @@ PRN__FN prn_status prn__random_tensor(prn_context *ctx, const char *fn, prn_rand
     PRN__CTX(ctx, fn);
     if (!out) return PRN__ERR(ctx, PRN_ERR_NULL_ARGUMENT, "%s: argument 'out' is NULL", fn);
     if (dtype == PRN_I32) return PRN__ERR(ctx, PRN_ERR_DTYPE, "%s: argument 'dtype': must be f32 or f64", fn);
-    if (!(p0 == p0) || !(p1 == p1) || (dist == PRN_RANDOM_NORMAL && p1 < 0) ||
-        (dist == PRN_RANDOM_UNIFORM && p1 < p0))
+    /* finite, and so is hi - lo: an infinite range draws Inf and NaN */
+    if (!(fabs(p0) <= DBL_MAX) || !(fabs(p1) <= DBL_MAX) || (dist == PRN_RANDOM_NORMAL && p1 < 0) ||
+        (dist == PRN_RANDOM_UNIFORM && !(p1 >= p0 && p1 - p0 <= DBL_MAX)))
         return PRN__ERR(ctx, PRN_ERR_INVALID_ARGUMENT, "%s: arguments (%g, %g) are not a valid %s", fn, p0, p1,
-                        dist == PRN_RANDOM_NORMAL ? "(mean, stddev >= 0)" : "range lo <= hi");
+                        dist == PRN_RANDOM_NORMAL ? "(mean, stddev >= 0, both finite)"
+                                                  : "range lo <= hi (finite, hi - lo finite)");
     PRN__NEED(ctx, random, fn);
     PRN__TRY(prn__tensor_new(ctx, fn, dtype, ndim, shape, &t));
     st = prn__in_fn(ctx, fn, ctx->be->random(ctx, dist, dtype, t->numel, ctx->seed, ctx->counter, p0, p1, t->st->buf));
@@ -4439,6 +4448,10 @@ PRN__FN prn_status prn__unary_op(prn_context *ctx, const char *fn, prn_unary_op 
     PRN__CHECK_OUT(ctx, fn, out);
     if (!(alpha == alpha) || !(beta == beta))
         return PRN__ERR(ctx, PRN_ERR_INVALID_ARGUMENT, "%s: scalar argument is NaN", fn);
+    /* alpha x + beta with an infinite coefficient is NaN where x is 0 */
+    if (op == PRN_UNARY_AFFINE && !(fabs(alpha) <= DBL_MAX && fabs(beta) <= DBL_MAX))
+        return PRN__ERR(ctx, PRN_ERR_INVALID_ARGUMENT, "%s: scalar argument %g is not finite", fn,
+                        fabs(alpha) <= DBL_MAX ? beta : alpha);
     PRN__TRY(prn__unary_raw(ctx, fn, op, x, alpha, beta, &y));
     f[0] = alpha;
     f[1] = beta;
@@ -4600,8 +4613,10 @@ PRN__FN prn_status prn__matmul_raw(prn_context *ctx, const char *fn, prn_tensor 
         return PRN__ERR(ctx, PRN_ERR_SHAPE, "%s: argument 'b' %s%s: inner sizes differ from 'a' %s%s (%lu vs %lu)", fn,
                         sb, tb ? "^T" : "", sa, ta ? "^T" : "", (unsigned long)K, (unsigned long)Kb);
     }
+    /* One side a single matrix (batch 1): the other's batch, 0 included
+     * (an empty batch times one matrix is an empty batch). */
+    batch = batch_a == 1 ? batch_b : batch_a;
     if (reduce_batch) {
-        batch = batch_a > batch_b ? batch_a : batch_b;
         nd = 2;
         shape[0] = M;
         shape[1] = N;
@@ -4620,7 +4635,6 @@ PRN__FN prn_status prn__matmul_raw(prn_context *ctx, const char *fn, prn_tensor 
             }
             shape[k] = batch_a == 1 ? db : da;
         }
-        batch = batch_a > batch_b ? batch_a : batch_b;
         shape[nd - 2] = M;
         shape[nd - 1] = N;
     }
@@ -4628,9 +4642,9 @@ PRN__FN prn_status prn__matmul_raw(prn_context *ctx, const char *fn, prn_tensor 
         return PRN__ERR(ctx, PRN_ERR_SHAPE, "%s: batch sizes %lu and %lu do not broadcast", fn,
                         (unsigned long)batch_a, (unsigned long)batch_b);
     PRN__TRY(prn__tensor_new(ctx, fn, a->dtype, nd, shape, &y));
-    if (batch == 0 || M == 0 || N == 0) {
+    if (y->numel == 0) {
         /* an empty result */
-    } else if (K == 0) { /* sums over nothing */
+    } else if (K == 0 || batch == 0) { /* sums over nothing (a batch of 0 summed: reduce_batch) */
         st = prn__fill(y, 0.0, fn);
     } else if (!reduce_batch) {
         st = prn__in_fn(ctx, fn, ctx->be->gemm(ctx, a->dtype, ta, tb, M, N, K, 1.0, a->st->buf, ac, batch_a == 1 ? 0 : ar * ac,
@@ -4787,8 +4801,9 @@ PRN__FN prn_status prn__reduce_op(prn_context *ctx, const char *fn, int kind, pr
     PRN__TRY(prn__check_t(ctx, fn, "x", x, 1));
     PRN__CHECK_OUT(ctx, fn, out);
     if (axis != PRN_ALL_AXES) PRN__TRY(prn__norm_axis(ctx, fn, x, &axis));
-    if (kind == 2 && (axis == PRN_ALL_AXES ? x->numel : x->shape[axis]) == 0)
-        return PRN__ERR(ctx, PRN_ERR_SHAPE, "%s: argument 'x': max over an empty axis", fn);
+    /* a max or mean of nothing has no value (the mean would be 0 / 0) */
+    if (kind != 0 && (axis == PRN_ALL_AXES ? x->numel : x->shape[axis]) == 0)
+        return PRN__ERR(ctx, PRN_ERR_SHAPE, "%s: argument 'x': %s over an empty axis", fn, kind == 2 ? "max" : "mean");
     PRN__TRY(prn__reduce_raw(ctx, fn, kind == 2 ? PRN_REDUCE_MAX : PRN_REDUCE_SUM, x, axis, keepdim, &y));
     if (kind == 1) {
         size_t outer, n, inner;
@@ -4928,6 +4943,12 @@ PRN__DEF prn_status prn_mse(prn_context *ctx, prn_tensor *pred, prn_tensor *targ
         return PRN__ERR(ctx, PRN_ERR_DTYPE, "%s: argument 'target' is %s but 'pred' is %s", fn,
                         prn_dtype_name(target->dtype), prn_dtype_name(pred->dtype));
     PRN__TRY(prn__bcast_shape(ctx, fn, pred, "pred", target, "target", &nd, shape));
+    {
+        size_t n = 1;
+        int i;
+        for (i = 0; i < nd; ++i) n *= shape[i];
+        if (n == 0) return PRN__ERR(ctx, PRN_ERR_SHAPE, "%s: arguments 'pred' and 'target' are empty: no mean", fn);
+    }
     mark = ctx->tape_n;
     st = prn_sub(ctx, pred, target, &d);
     if (st == PRN_OK) st = prn_pow_scalar(ctx, d, 2.0, &sq);
@@ -7839,9 +7860,11 @@ PRN__FN prn_status prn__deer_opts(prn_context *ctx, const char *fn, const prn_de
         return PRN__ERR(ctx, PRN_ERR_INVALID_ARGUMENT, "%s: argument 'opt->algo' is %d, not a prn_scan_algo", fn, (int)o->algo);
     if (o->max_iter < 0)
         return PRN__ERR(ctx, PRN_ERR_INVALID_ARGUMENT, "%s: argument 'opt->max_iter' is %d; must be >= 0", fn, o->max_iter);
-    if (!(o->atol >= 0) || !(o->rtol >= 0) || !(o->clip >= 0))
-        return PRN__ERR(ctx, PRN_ERR_INVALID_ARGUMENT, "%s: arguments 'opt->atol' (%g), 'opt->rtol' (%g) and 'opt->clip' "
-                        "(%g) must be >= 0", fn, o->atol, o->rtol, o->clip);
+    /* An infinite tolerance would pass any residual: "converged" after
+     * zero iterations, whatever the result. */
+    if (!(o->atol >= 0 && o->atol <= DBL_MAX) || !(o->rtol >= 0 && o->rtol <= DBL_MAX) || !(o->clip >= 0))
+        return PRN__ERR(ctx, PRN_ERR_INVALID_ARGUMENT, "%s: arguments 'opt->atol' (%g) and 'opt->rtol' (%g) must be "
+                        "finite and >= 0, 'opt->clip' (%g) >= 0", fn, o->atol, o->rtol, o->clip);
     if (!(o->damping >= 0 && o->damping <= 1))
         return PRN__ERR(ctx, PRN_ERR_INVALID_ARGUMENT, "%s: argument 'opt->damping' is %g; must be in [0, 1]", fn, o->damping);
     if (!o->max_iter) o->max_iter = 100;
@@ -9228,8 +9251,9 @@ PRN__FN prn_status prn__scyfi(prn_context *ctx, const prn_pwl_model *m, const pr
     memset(&s, 0, sizeof s);
     if (opt) s.o = *opt;
     if (s.o.kmax == 0) s.o.kmax = 1;
-    if (s.o.kmax < 0 || s.o.kmax > 100000)
-        return PRN__ERR(ctx, PRN_ERR_INVALID_ARGUMENT, "%s: argument 'opt->kmax' is %d; need 1 .. 100000", fn, s.o.kmax);
+    if (s.o.kmax < 0 || s.o.kmax > PRN_SCYFI_MAX_KMAX)
+        return PRN__ERR(ctx, PRN_ERR_INVALID_ARGUMENT, "%s: argument 'opt->kmax' is %d; need 1 .. %d", fn, s.o.kmax,
+                        PRN_SCYFI_MAX_KMAX);
     if (s.o.outer < 0 || s.o.inner < 0 || s.o.batch < 0 || s.o.pool_size < 0 || s.o.max_cycles < 0)
         return PRN__ERR(ctx, PRN_ERR_INVALID_ARGUMENT, "%s: a count in 'opt' (outer %d, inner %d, batch %d, pool_size %d, "
                         "max_cycles %d) is negative", fn, s.o.outer, s.o.inner, s.o.batch, s.o.pool_size, s.o.max_cycles);

@@ -149,6 +149,7 @@ PRNDEF prn_status prn_mpi_scyfi(prn_context *ctx, prn_mpi *mpi, const prn_pwl_mo
 #define PARRNN_MPI_IMPLEMENTATION_DONE
 #include <math.h>
 #include <stdio.h>
+#include <float.h>
 #include <string.h>
 
 #define PRN__MPI_KMAX 64 /* block size limit of the scans */
@@ -1096,8 +1097,10 @@ PRNDEF prn_status prn_mpi_deer(prn_context *ctx, prn_mpi *mpi, const prn_deer_ce
     else if (prn_tensor_dtype(x) == PRN_I32) st = prn_set_error(ctx, PRN_ERR_DTYPE, "%s: argument 'x' must be f32 or f64", fn);
     else if (o.adaptive || o.warm)
         st = prn_set_error(ctx, PRN_ERR_UNSUPPORTED, "%s: adaptive damping and warm starts are not supported across ranks", fn);
-    else if ((int)o.mode < 0 || o.mode > PRN_JACOBIAN_DIAG || o.max_iter < 0 || o.damping < 0 || o.damping > 1)
-        st = prn_set_error(ctx, PRN_ERR_INVALID_ARGUMENT, "%s: argument 'opt': mode, max_iter or damping out of range", fn);
+    else if ((int)o.mode < 0 || o.mode > PRN_JACOBIAN_DIAG || o.max_iter < 0 || !(o.damping >= 0 && o.damping <= 1) ||
+             !(o.atol >= 0 && o.atol <= DBL_MAX) || !(o.rtol >= 0 && o.rtol <= DBL_MAX) || !(o.clip >= 0))
+        st = prn_set_error(ctx, PRN_ERR_INVALID_ARGUMENT, "%s: argument 'opt': mode, max_iter, damping, atol, rtol (finite, "
+                           ">= 0) or clip out of range", fn);
     if (st == PRN_OK) {
         B = prn_tensor_dim(x, 0); T = prn_tensor_dim(x, 1); S = cell->state_size; X = cell->input_size;
         kb = o.mode == PRN_JACOBIAN_DIAG ? 1 : o.mode == PRN_JACOBIAN_BLOCK && cell->block ? cell->block : S;

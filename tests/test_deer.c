@@ -640,7 +640,16 @@ static void test_bad_input(void) {
     o.max_iter = 0;
     o.rtol = -1;
     PRNT_STATUS(g_ctx, prn_deer_rnn(g_ctx, r, x, NULL, &o, &y, NULL, NULL), PRN_ERR_INVALID_ARGUMENT);
+    /* an infinite tolerance passes any residual: it once "converged" after
+     * 0 iterations, 0.95 away from the sequential result */
+    o.rtol = INFINITY;
+    PRNT_STATUS(g_ctx, prn_deer_rnn(g_ctx, r, x, NULL, &o, &y, NULL, NULL), PRN_ERR_INVALID_ARGUMENT);
+    PRNT_CHECK(strstr(prn_last_error(g_ctx), "opt->rtol") != NULL, "message: %s", prn_last_error(g_ctx));
     o.rtol = 0;
+    o.atol = INFINITY;
+    PRNT_STATUS(g_ctx, prn_deer_rnn(g_ctx, r, x, NULL, &o, &y, NULL, NULL), PRN_ERR_INVALID_ARGUMENT);
+    PRNT_CHECK(strstr(prn_last_error(g_ctx), "opt->atol") != NULL, "message: %s", prn_last_error(g_ctx));
+    o.atol = 0;
     PRNT_STATUS(g_ctx, prn_deer_rnn(g_ctx, big, x, NULL, &o, &y, NULL, NULL), PRN_ERR_UNSUPPORTED);
     PRNT_CHECK(strstr(prn_last_error(g_ctx), "PRN_JACOBIAN_DIAG") != NULL, "message suggests DIAG: %s", prn_last_error(g_ctx));
     PRNT_CHECK(y == NULL, "no output on failure");

@@ -53,6 +53,41 @@ static double max_abs_diff(const double *a, const double *b, size_t n) {
     }
     return m;
 }
+/* Zero rows: every kind and mode gives empty results (the shallow PLRNN
+ * kinds once failed in an inner prn_matmul: a batch of 0 against a single
+ * matrix did not broadcast). */
+static void test_jacobian_empty(void) {
+    int kk, m;
+    for (kk = 0; kk < NKINDS; ++kk) {
+        prn_rnn_config c = cfg_of(k_all[kk], PRN_F64, 2, 4, 1, 0, 0);
+        prn_rnn *r = NULL;
+        prn_tensor *x, *s, *nx, *jac;
+        PRNT_OK(g_ctx, prn_rnn_create(g_ctx, &c, &r));
+        if (!r) return;
+        x = host_tensor(PRN_F64, 2, 0, 2, 0, NULL);
+        s = host_tensor(PRN_F64, 2, 0, prn_rnn_state_size(r), 0, NULL);
+        for (m = 0; m < 3; ++m) {
+            nx = jac = NULL;
+            PRNT_OK(g_ctx, prn_rnn_jacobian(g_ctx, r, x, s, (prn_jacobian_mode)m, &nx, &jac));
+            PRNT_CHECK(nx && jac && prn_tensor_numel(nx) == 0 && prn_tensor_numel(jac) == 0 && prn_tensor_dim(nx, 0) == 0,
+                       "%s mode %d: empty results", prn_rnn_kind_name(k_all[kk]), m);
+            prn_tensor_free(nx); prn_tensor_free(jac);
+        }
+        prn_tensor_free(x); prn_tensor_free(s);
+        prn_rnn_free(r);
+    }
+    {
+        size_t sa[3] = {0, 2, 3}, sb[3] = {1, 3, 4};
+        prn_tensor *a = NULL, *b = NULL, *y = NULL;
+        prn_tensor_create(g_ctx, PRN_F64, 3, sa, &a);
+        prn_tensor_create(g_ctx, PRN_F64, 3, sb, &b);
+        PRNT_OK(g_ctx, prn_matmul(g_ctx, a, b, &y));
+        PRNT_CHECK(y && prn_tensor_dim(y, 0) == 0 && prn_tensor_dim(y, 1) == 2 && prn_tensor_dim(y, 2) == 4,
+                   "[0, 2, 3] @ [1, 3, 4] is [0, 2, 4]");
+        prn_tensor_free(a); prn_tensor_free(b); prn_tensor_free(y);
+    }
+}
+
 /* --- Jacobians against finite differences (f64) ------------------------- */
 static void test_jacobian_fd(void) {
     int kk;
@@ -1220,6 +1255,7 @@ int main(void) {
     if (!g_ctx) return 1;
     PRNT_RUN(test_names);
     PRNT_RUN(test_jacobian_fd);
+    PRNT_RUN(test_jacobian_empty);
     PRNT_RUN(test_step_frame_sequence);
     PRNT_RUN(test_plrnn_formula);
     PRNT_RUN(test_gradients_fd);

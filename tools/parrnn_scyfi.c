@@ -7,7 +7,7 @@
  * Jacobian of k steps), its largest |eigenvalue| and its points.
  *
  * Usage:  parrnn-scyfi [options] MODEL_FILE
- *   --kmax K         orders 1 .. K (default 1)
+ *   --kmax K         orders 1 .. K (default 1; K <= 100000)
  *   --outer N        fruitless chains that end an order (0: by order, the
  *                    library's defaults)
  *   --inner N        steps of one chain (0: by order)
@@ -42,6 +42,9 @@
 #include <time.h>
 
 static const char *g_prog = "parrnn-scyfi";
+#define PRN_STR_(x) #x
+#define PRN_STR(x) PRN_STR_(x)
+#define PRN_SCYFI_MAX_KMAX_STR PRN_STR(PRN_SCYFI_MAX_KMAX)
 
 static void print_usage(FILE *f) {
     fprintf(f,
@@ -235,8 +238,8 @@ int main(int argc, char **argv) {
             opt.exhaustive = 1;
         } else if ((v = opt_value(argc, argv, &i, "--kmax", &missing)) != NULL) {
             if (missing) return usage_error("option %s needs a value%s", a, "");
-            if (parse_long(v, 1, INT_MAX, &kmax))
-                return usage_error("option --kmax: '%s' is not a positive integer%s", v, "");
+            if (parse_long(v, 1, PRN_SCYFI_MAX_KMAX, &kmax))
+                return usage_error("option --kmax: '%s' is not an integer in 1 .. %s", v, PRN_SCYFI_MAX_KMAX_STR);
         } else if ((v = opt_value(argc, argv, &i, "--outer", &missing)) != NULL) {
             if (missing) return usage_error("option %s needs a value%s", a, "");
             if (parse_long(v, 0, INT_MAX, &outer))
