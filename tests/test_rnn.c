@@ -1246,6 +1246,46 @@ static void test_alloc_failures(void) {
     }
 }
 
+/* prn_rnn_frame_create out of memory at each of its allocations: the
+ * message names prn_rnn_frame_create (it once named prn_rnn_frame_sync,
+ * which create calls), *out is untouched and nothing leaks. */
+static void test_frame_create_oom(void) {
+    prnt_fa f;
+    prn_config cfg;
+    prn_context *ctx = NULL;
+    prn_rnn_config c = cfg_of(PRN_RNN_GRU, PRN_F32, 2, 3, 2, 0, 2);
+    prn_rnn *r = NULL;
+    long n, refusals = 0;
+    memset(&f, 0, sizeof f);
+    memset(&cfg, 0, sizeof cfg);
+    cfg.allocator.alloc = prnt_fa_alloc;
+    cfg.allocator.free = prnt_fa_free;
+    cfg.allocator.user = &f;
+    cfg.backend = "reference";
+    PRNT_OK(NULL, prn_context_create(&cfg, &ctx, NULL, 0));
+    if (!ctx) return;
+    PRNT_OK(ctx, prn_rnn_create(ctx, &c, &r));
+    for (n = 1; r && n < 64; ++n) {
+        prn_rnn_frame *fr = (prn_rnn_frame *)&f;
+        long live = f.live;
+        prn_status st;
+        f.fail_at = f.count + n;
+        st = prn_rnn_frame_create(r, 2, &fr);
+        f.fail_at = 0;
+        if (st == PRN_OK) { prn_rnn_frame_free(fr); break; }
+        ++refusals;
+        PRNT_CHECK(st == PRN_ERR_OUT_OF_MEMORY && strstr(prn_last_error(ctx), "prn_rnn_frame_create") &&
+                   !strstr(prn_last_error(ctx), "prn_rnn_frame_sync"),
+                   "allocation %ld refused: %s (%s)", n, prn_status_string(st), prn_last_error(ctx));
+        PRNT_CHECK(fr == (prn_rnn_frame *)&f, "allocation %ld refused: *out written", n);
+        PRNT_CHECK(f.live <= live, "allocation %ld refused: %ld blocks more alive", n, f.live - live);
+    }
+    PRNT_CHECK(refusals >= 3, "only %ld allocations in prn_rnn_frame_create", refusals);
+    prn_rnn_free(r);
+    prn_context_destroy(ctx);
+    PRNT_CHECK(f.live == 0, "%ld blocks alive at the end", f.live);
+}
+
 static void test_no_leaks(void) {
     PRNT_CHECK(prn_live_tensors(g_ctx) == 0, "live tensors: %lu", (unsigned long)prn_live_tensors(g_ctx));
 }
@@ -1266,6 +1306,7 @@ int main(void) {
     PRNT_RUN(test_fused_vs_composed);
     PRNT_RUN(test_mhgru_one_head);
     PRNT_RUN(test_alloc_failures);
+    PRNT_RUN(test_frame_create_oom);
     PRNT_RUN(test_no_leaks);
     prn_context_destroy(g_ctx);
     return prnt_summary();

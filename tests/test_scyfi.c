@@ -524,8 +524,9 @@ static void test_unused_H(void) {
         tmodel t;
         prn_scyfi_options o;
         prn_scyfi_result *r0 = NULL, *r = NULL;
-        double z[3] = {0.3, -0.2, 0.1}, y0[3], y[3];
-        random_model(&t, kind, 3, 0, 2, 0, 17, 1.0);
+        double z[4] = {0.3, -0.2, 0.1, 0.4}, y0[4], y[4];
+        if (kinds) random_model(&t, kind, 4, 0, 2, 0, 100, 1.2); /* models with cycles */
+        else random_model(&t, kind, 3, 0, 0, 0, 1, 1.2);
         memset(&o, 0, sizeof o);
         o.kmax = 3;
         PRNT_STATUS(g_ctx, prn_scyfi(g_ctx, &t.m, &o, &r0), PRN_OK);
@@ -534,16 +535,19 @@ static void test_unused_H(void) {
             t.m.H = Hs[i];
             PRNT_STATUS(g_ctx, prn_pwl_check(g_ctx, &t.m), PRN_OK);
             PRNT_STATUS(g_ctx, prn_pwl_step(g_ctx, &t.m, z, y), PRN_OK);
-            PRNT_CHECK(!memcmp(y, y0, sizeof y), "%s H=%d: another step", kinds ? "alrnn" : "plrnn", Hs[i]);
+            PRNT_CHECK(!memcmp(y, y0, (size_t)t.m.M * sizeof y[0]), "%s H=%d: another step", kinds ? "alrnn" : "plrnn",
+                       Hs[i]);
             r = NULL;
             PRNT_STATUS(g_ctx, prn_scyfi(g_ctx, &t.m, &o, &r), PRN_OK);
             PRNT_CHECK(r && r->num_cycles == r0->num_cycles, "%s H=%d: %d cycles, want %d", kinds ? "alrnn" : "plrnn",
                        Hs[i], r ? r->num_cycles : -1, r0->num_cycles);
             if (r && r->num_cycles == r0->num_cycles && r0->num_cycles > 0)
-                PRNT_CHECK(!memcmp(r->cycles[0].points, r0->cycles[0].points, (size_t)r0->cycles[0].k * 3 * sizeof(double)),
+                PRNT_CHECK(!memcmp(r->cycles[0].points, r0->cycles[0].points,
+                                   (size_t)r0->cycles[0].k * (size_t)t.m.M * sizeof(double)),
                            "%s H=%d: other points", kinds ? "alrnn" : "plrnn", Hs[i]);
             prn_scyfi_free(g_ctx, r);
         }
+        PRNT_CHECK(r0 && r0->num_cycles > 0, "%s: no cycles to compare", kinds ? "alrnn" : "plrnn");
         prn_scyfi_free(g_ctx, r0);
     }
 }
