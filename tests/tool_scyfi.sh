@@ -82,6 +82,9 @@ if [ -r /dev/zero ] && command -v timeout >/dev/null 2>&1; then
     run_prefix=""
 fi
 expect "missing file" 2 "prn_pwl_load" -- "$tmp/none.txt"
+expect "--max-bytes 0" 2 "--max-bytes" -- --max-bytes 0 "$tmp/fp.txt"
+expect "a file longer than --max-bytes" 2 "max_file_bytes" -- --max-bytes 20 "$tmp/fp.txt"
+expect "a file within --max-bytes" 0 "" -- --max-bytes 4096 "$tmp/fp.txt"
 expect "bad file: the line" 2 "line 6" -- "$tmp/bad.txt"
 expect "bad file: the field" 2 "'W'" -- "$tmp/bad.txt"
 expect "unknown backend" 1 "nosuch" -- --backend nosuch "$tmp/fp.txt"
