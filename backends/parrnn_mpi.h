@@ -797,13 +797,13 @@ static prn_status prn__mpi_scan_backward(prn_context *ctx, const prn_op *op, prn
 static prn_status prn__mpi_scan(prn_context *ctx, prn_mpi *mpi, const char *fn, int diag, prn_tensor *a, prn_tensor *b,
                                 prn_tensor *h0, int reverse, prn_tensor **out, prn_tensor **final) {
     static const char *names[] = {"the dtype", "the batch size", "the channels", "the block size", "the layout (batched or not)",
-                                  "whether gradients are recorded"};
+                                  "whether gradients are recorded", "the direction (reverse)"};
     prn__mpi_geo g;
     prn_status st = PRN_OK;
     prn_tensor *a3 = NULL, *b3 = NULL, *h = NULL, *hu = NULL, *fin = NULL;
     double *carry = NULL, *maps = NULL, *h0v = NULL;
     size_t B = 1, T = 0, C = 0, k = 1, sh[4];
-    long long v[6], any;
+    long long v[7], any;
     int nd = 0, any_grad = 0, mine_grad = 0, first;
     if (!ctx || !mpi) return PRN_ERR_NULL_ARGUMENT;
     first = reverse ? mpi->rank == mpi->size - 1 : mpi->rank == 0;
@@ -840,9 +840,10 @@ static prn_status prn__mpi_scan(prn_context *ctx, prn_mpi *mpi, const char *fn, 
     if (st == PRN_OK) {
         v[0] = (long long)prn_tensor_dtype(b); v[1] = (long long)B; v[2] = (long long)C; v[3] = (long long)k; v[4] = nd;
         v[5] = prn_grad_enabled(ctx);
+        v[6] = reverse != 0; /* the direction picks the communicator the carries go through */
     }
     any = mine_grad;
-    if ((st = prn__mpi_same(ctx, mpi, fn, st, v, names, 6, &any, 1)) != PRN_OK) return st;
+    if ((st = prn__mpi_same(ctx, mpi, fn, st, v, names, 7, &any, 1)) != PRN_OK) return st;
     any_grad = any != 0;
     prn__mpi_geo_init(&g, mpi, prn_tensor_dtype(b), B, T, C, k, diag, reverse);
     prn_no_grad_begin(ctx);

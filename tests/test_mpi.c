@@ -23,7 +23,8 @@
  *    hangs, and the communicator works afterwards; prn_mpi_agree;
  *  - options or a model that differ on one rank (prn_mpi_scyfi's kmax,
  *    seed, batch, model, exhaustive; prn_mpi_deer_rnn's max_iter and
- *    no_fallback): every rank fails with PRN_ERR_SHAPE, none hangs.
+ *    no_fallback; a scan's direction): every rank fails with
+ *    PRN_ERR_SHAPE, none hangs.
  *
  * Run it as mpirun -np N build/tests/test_mpi (N = 1, 2, 4, ...). Rank 0
  * prints the results and the summary line. A check that fails on any rank
@@ -1466,6 +1467,29 @@ static void test_option_mismatch(void) {
         prn_tensor_free(xr);
         free(x);
         prn_rnn_free(r);
+    }
+    {   /* the scan's direction: it picks the communicator the carries go through */
+        size_t T = 10, start, len, i, sa[3];
+        double *a, *b;
+        prn_tensor *ta, *tb, *out = (prn_tensor *)&g_rs;
+        prn_status s;
+        prn_mpi_split(g_mpi, T, g_rank, &start, &len);
+        sa[0] = 2; sa[1] = len; sa[2] = 3;
+        a = (double *)malloc((2 * len * 3 + 1) * sizeof *a);
+        b = (double *)malloc((2 * len * 3 + 1) * sizeof *b);
+        for (i = 0; i < 2 * len * 3; ++i) { a[i] = 0.5; b[i] = 1; }
+        ta = tensor_of(PRN_F64, 3, sa, a, 0);
+        tb = tensor_of(PRN_F64, 3, sa, b, 0);
+        if (all_ok(ta && tb)) {
+            s = prn_mpi_scan_diag(g_ctx, g_mpi, ta, tb, NULL, here, &out, NULL);
+            PRNT_CHECK(s == PRN_ERR_SHAPE && strstr(prn_last_error(g_ctx), "reverse") != NULL,
+                       "prn_mpi_scan_diag, reverse on rank %d only: %s (%s)", bad, prn_status_string(s),
+                       prn_last_error(g_ctx));
+            PRNT_CHECK(out == (prn_tensor *)&g_rs, "prn_mpi_scan_diag, reverse differs: out written");
+            if (s == PRN_OK) prn_tensor_free(out);
+        }
+        prn_tensor_free(ta); prn_tensor_free(tb);
+        free(a); free(b);
     }
     scan_still_works("the option mismatches");
 }
