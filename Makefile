@@ -96,7 +96,7 @@ EXAMPLE_BINS = $(addprefix $(BUILD)/examples/,$(EXAMPLES))
 BENCH_BINS   = $(addprefix $(BUILD)/bench/,$(BENCHES))
 
 .PHONY: all test test-mpi test-sanitize test-valgrind demo bench examples clean fuzz fuzz-replay fuzz-corpus-rnn
-all: $(TEST_BINS) $(BUILD)/tests/backend_probe $(EXAMPLE_BINS) $(BENCH_BINS) $(TOOLS) $(if $(filter 1,$(MPI)),$(MPI_BINS))
+all: $(TEST_BINS) $(BUILD)/tests/backend_probe $(BUILD)/tests/fuzz_corpus_rnn_gen $(EXAMPLE_BINS) $(BENCH_BINS) $(TOOLS) $(if $(filter 1,$(MPI)),$(MPI_BINS))
 examples: $(EXAMPLE_BINS)
 
 # ---------------------------------------------------------------------------
