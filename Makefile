@@ -100,8 +100,8 @@ TOOLS        = $(BUILD)/parrnn-scyfi
 EXAMPLE_BINS = $(addprefix $(BUILD)/examples/,$(EXAMPLES))
 BENCH_BINS   = $(addprefix $(BUILD)/bench/,$(BENCHES))
 
-.PHONY: all test test-mpi test-sanitize test-valgrind demo bench examples clean fuzz fuzz-replay teach teach-shots
-all: $(TEST_BINS) $(BUILD)/tests/backend_probe $(EXAMPLE_BINS) $(BENCH_BINS) $(TOOLS) $(if $(filter 1,$(MPI)),$(MPI_BINS))
+.PHONY: all test test-mpi test-sanitize test-valgrind demo bench examples clean fuzz fuzz-replay fuzz-corpus-rnn teach teach-shots
+all: $(TEST_BINS) $(BUILD)/tests/backend_probe $(BUILD)/tests/fuzz_corpus_rnn_gen $(EXAMPLE_BINS) $(BENCH_BINS) $(TOOLS) $(if $(filter 1,$(MPI)),$(MPI_BINS))
 examples: $(EXAMPLE_BINS)
 
 # ---------------------------------------------------------------------------
@@ -276,16 +276,23 @@ bench: $(BENCH_BINS)
 	$(BUILD)/bench/bench_deer
 	$(BUILD)/bench/bench_scyfi
 
-# Fuzzing the model-file parser (prn_pwl_parse) with libFuzzer: clang and
-# compiler-rt's libFuzzer (Debian: libclang-rt-14-dev, which clang only
-# recommends). FUZZ_TIME seconds; new inputs go to $(BUILD)/fuzz/work, the
-# seeds in tests/fuzz_corpus stay as they are; a crash is saved as
-# $(BUILD)/fuzz/crash-*. `make fuzz-replay` runs the target over the corpus
-# without libFuzzer (any C99 compiler, under ASan and UBSan).
+# Fuzzing the two loaders with libFuzzer: the model-file parser
+# (prn_pwl_parse, tests/fuzz_pwl_parse.c) and the network loader
+# (prn_rnn_load, tests/fuzz_rnn_load.c, which fixes up each input's CRC so
+# the fuzzer reaches the body). clang and compiler-rt's libFuzzer (Debian:
+# libclang-rt-14-dev, which clang only recommends). FUZZ_TIME seconds
+# each; new inputs go to $(BUILD)/fuzz/work-*, the seeds in
+# tests/fuzz_corpus and tests/fuzz_corpus_rnn stay as they are; a crash is
+# saved as $(BUILD)/fuzz/crash-* (keep it as a regression input in
+# tests/fuzz_corpus or tests/fuzz_regress_rnn). `make fuzz-replay` runs the
+# targets over the seeds and the regression inputs without libFuzzer (any
+# C99 compiler, under ASan and UBSan). `make fuzz-corpus-rnn` writes the
+# seeds of the loader again (tests/fuzz_corpus_rnn_gen.c).
 FUZZ_CC    ?= clang
 FUZZ_TIME  ?= 60
 FUZZ_FLAGS  = -std=c99 -g -O1 -fno-omit-frame-pointer -fsanitize=address,undefined -fno-sanitize-recover=undefined \
               $(WARN) -I.
+FUZZ_TARGETS = fuzz_pwl_parse fuzz_rnn_load
 # The library is compiled once for each: instrumented for coverage
 # (-fsanitize=fuzzer-no-link) under libFuzzer, plainly for the replay.
 $(BUILD)/fuzz/parrnn.o: parrnn_impl.c parrnn.h
@@ -294,7 +301,7 @@ $(BUILD)/fuzz/parrnn.o: parrnn_impl.c parrnn.h
 $(BUILD)/fuzz/%.o: tests/%.c $(API_STAMP)
 	@mkdir -p $(@D)
 	$(FUZZ_CC) $(FUZZ_FLAGS) -fsanitize=fuzzer-no-link -c -o $@ $<
-$(BUILD)/fuzz/fuzz_pwl_parse: $(BUILD)/fuzz/fuzz_pwl_parse.o $(BUILD)/fuzz/parrnn.o
+$(addprefix $(BUILD)/fuzz/,$(FUZZ_TARGETS)): $(BUILD)/fuzz/%: $(BUILD)/fuzz/%.o $(BUILD)/fuzz/parrnn.o
 	$(FUZZ_CC) $(FUZZ_FLAGS) -fsanitize=fuzzer -o $@ $^ -lm
 $(BUILD)/fuzz/replay/parrnn.o: parrnn_impl.c parrnn.h
 	@mkdir -p $(@D)
@@ -302,14 +309,20 @@ $(BUILD)/fuzz/replay/parrnn.o: parrnn_impl.c parrnn.h
 $(BUILD)/fuzz/replay/%.o: tests/%.c $(API_STAMP)
 	@mkdir -p $(@D)
 	$(CC) $(FUZZ_FLAGS) -DPRN_FUZZ_STANDALONE -c -o $@ $<
-$(BUILD)/fuzz/fuzz_pwl_parse_replay: $(BUILD)/fuzz/replay/fuzz_pwl_parse.o $(BUILD)/fuzz/replay/parrnn.o
+$(BUILD)/fuzz/%_replay: $(BUILD)/fuzz/replay/%.o $(BUILD)/fuzz/replay/parrnn.o
 	$(CC) $(FUZZ_FLAGS) -o $@ $^ -lm
-fuzz: $(BUILD)/fuzz/fuzz_pwl_parse
-	@mkdir -p $(BUILD)/fuzz/work
+fuzz: $(addprefix $(BUILD)/fuzz/,$(FUZZ_TARGETS))
+	@mkdir -p $(BUILD)/fuzz/work $(BUILD)/fuzz/work-rnn
 	$(BUILD)/fuzz/fuzz_pwl_parse -max_total_time=$(FUZZ_TIME) -max_len=4096 -dict=tests/fuzz_pwl_parse.dict \
 	    -artifact_prefix=$(BUILD)/fuzz/ $(BUILD)/fuzz/work tests/fuzz_corpus
-fuzz-replay: $(BUILD)/fuzz/fuzz_pwl_parse_replay
+	$(BUILD)/fuzz/fuzz_rnn_load -max_total_time=$(FUZZ_TIME) -max_len=4096 \
+	    -artifact_prefix=$(BUILD)/fuzz/ $(BUILD)/fuzz/work-rnn tests/fuzz_corpus_rnn
+fuzz-replay: $(addprefix $(BUILD)/fuzz/,$(addsuffix _replay,$(FUZZ_TARGETS)))
 	$(BUILD)/fuzz/fuzz_pwl_parse_replay tests/fuzz_corpus
+	$(BUILD)/fuzz/fuzz_rnn_load_replay tests/fuzz_corpus_rnn tests/fuzz_regress_rnn
+fuzz-corpus-rnn: $(BUILD)/tests/fuzz_corpus_rnn_gen
+	@mkdir -p tests/fuzz_corpus_rnn
+	$(BUILD)/tests/fuzz_corpus_rnn_gen tests/fuzz_corpus_rnn
 
 clean:
 	rm -rf build build-san build-vg build-cuda build-cuda-emu build-gpu build-gpu-work

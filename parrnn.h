@@ -168,7 +168,13 @@ typedef struct prn_config {
      * environment variable (PARRNN_OPENCL_DEVICE, PARRNN_CUDA_DEVICE), then
      * to its first device. The reference backends ignore it. */
     const char *device;
+    /* [0: PRN_DEFAULT_MAX_FILE_BYTES, 1 GiB] The most bytes a loader
+     * (prn_rnn_load, prn_pwl_load) reads from one file or stream: a longer
+     * one fails with PRN_ERR_FORMAT after that many, so a stream without
+     * end (/dev/zero, a pipe) cannot take all memory. */
+    size_t max_file_bytes;
 } prn_config;
+#define PRN_DEFAULT_MAX_FILE_BYTES ((size_t)1 << 30)
 
 /* Creates a context. config may be NULL (all defaults). On failure *out is
  * untouched; if err_buf is not NULL it receives the message (err_size bytes). */
@@ -217,7 +223,8 @@ PRNDEF prn_status prn_tensor_from_host(prn_context *ctx, prn_dtype dtype, int nd
                                        prn_tensor **out);
 /* Random tensors from the context's counter-based generator: element i of
  * the k-th draw depends only on (seed, counter, i), identically on every
- * backend. Each call advances the counter by numel. */
+ * backend. Each call advances the counter by numel. lo <= hi, mean and
+ * stddev >= 0 must be finite, and so must hi - lo. */
 PRNDEF prn_status prn_tensor_uniform(prn_context *ctx, prn_dtype dtype, int ndim,
                                      const size_t *shape, double lo, double hi,
                                      prn_tensor **out);
@@ -359,6 +366,7 @@ PRNDEF prn_status prn_div(prn_context *ctx, prn_tensor *a, prn_tensor *b, prn_te
 /* a^b elementwise (a > 0 where b is not an integer). */
 PRNDEF prn_status prn_pow(prn_context *ctx, prn_tensor *a, prn_tensor *b, prn_tensor **out);
 PRNDEF prn_status prn_pow_scalar(prn_context *ctx, prn_tensor *x, double p, prn_tensor **out);
+/* alpha x; alpha must be finite (Inf would turn 0 into NaN). */
 PRNDEF prn_status prn_scale(prn_context *ctx, prn_tensor *x, double alpha, prn_tensor **out);
 PRNDEF prn_status prn_add_scalar(prn_context *ctx, prn_tensor *x, double c, prn_tensor **out);
 PRNDEF prn_status prn_neg(prn_context *ctx, prn_tensor *x, prn_tensor **out);
@@ -385,7 +393,9 @@ PRNDEF prn_status prn_matmul(prn_context *ctx, prn_tensor *a, prn_tensor *b, prn
 /* As prn_matmul with op(a) = a^T over its last two axes when trans_a, etc. */
 PRNDEF prn_status prn_matmul_ex(prn_context *ctx, prn_tensor *a, int trans_a,
                                 prn_tensor *b, int trans_b, prn_tensor **out);
-/* Reductions along axis (or PRN_ALL_AXES); keepdim keeps it with size 1. */
+/* Reductions along axis (or PRN_ALL_AXES); keepdim keeps it with size 1.
+ * prn_max and prn_mean of an empty axis have no value: PRN_ERR_SHAPE
+ * (prn_sum gives 0). */
 PRNDEF prn_status prn_sum(prn_context *ctx, prn_tensor *x, int axis, int keepdim, prn_tensor **out);
 PRNDEF prn_status prn_mean(prn_context *ctx, prn_tensor *x, int axis, int keepdim, prn_tensor **out);
 /* Gradient goes to the maximal elements (split evenly between ties). NaNs
@@ -400,7 +410,8 @@ PRNDEF prn_status prn_log_softmax(prn_context *ctx, prn_tensor *x, int axis, prn
  * the logits' shape. Returns a scalar. */
 PRNDEF prn_status prn_cross_entropy(prn_context *ctx, prn_tensor *logits, prn_tensor *target,
                                     prn_tensor **out);
-/* Mean of (pred - target)^2 over all elements (target broadcasts). Scalar. */
+/* Mean of (pred - target)^2 over all elements (target broadcasts). Scalar.
+ * Empty: PRN_ERR_SHAPE. */
 PRNDEF prn_status prn_mse(prn_context *ctx, prn_tensor *pred, prn_tensor *target, prn_tensor **out);
 
 /* Elements start .. start+len-1 along axis (copied). */
@@ -677,7 +688,12 @@ PRNDEF size_t prn_rnn_output_size(const prn_rnn *rnn);
  * ([L*D, S]), layer-major then direction as PyTorch's h_0 (LSTM: h_0 and
  * c_0 side by side along the last axis), or NULL for zeros; state, when
  * not NULL, receives the final states in the same layout (the reverse
- * direction's final state is the one after reading x_0). */
+ * direction's final state is the one after reading x_0).
+ * NaN and Inf, the same in prn_rnn_forward, prn_rnn_step, prn_rnn_jacobian,
+ * prn_deer_rnn and the frames: the parameters, x and the state must be
+ * finite, else PRN_ERR_NONFINITE names the tensor ("parameter
+ * 'weight_hh_l0'", "argument 'x'"); a result that is not finite although
+ * they are (the recurrence overflows) also gives PRN_ERR_NONFINITE. */
 PRNDEF prn_status prn_rnn_forward(prn_context *ctx, const prn_rnn *rnn, prn_tensor *x, prn_tensor *state0,
                                   prn_tensor **y, prn_tensor **state);
 /* The readout o = readout_bias + y readout_weight^T over the last axis of
@@ -719,13 +735,20 @@ PRNDEF prn_status prn_rnn_jacobian(prn_context *ctx, const prn_rnn *rnn, prn_ten
  * calling thread, with no allocation, no tape and no backend call: the
  * same inputs give the same outputs bit for bit, on every machine with
  * IEEE doubles. Memory (prn_rnn_frame_memory returns it exactly), in bytes:
- *     8 * (P + L*B*S + B*(2*G*H + S + max(Lsh, H))) + 56*L + ~130
+ *     8 * (P + 2*L*B*S + B*(2*G*H + max(S, O) + max(Lsh, H))) + 56*L + ~140
  * with P the number of parameter values, G the gates (LSTM 4, GRU and
- * MHGRU 3, else 1), Lsh the shallow size: the parameters, the state and a
- * workspace for the batch (each weight row is applied to every row of the
- * batch while it is in cache). Nothing else is touched per step; the frame
- * reads the network's configuration, so free it before the network.
- * After training, prn_rnn_frame_sync copies the parameters again.
+ * MHGRU 3, else 1), Lsh the shallow size, O the readout's outputs: the
+ * parameters, the state and the next state (a step that fails leaves the
+ * state as it was) and a workspace for the batch (each weight row is
+ * applied to every row of the batch while it is in cache). Nothing else is
+ * touched per step; the frame reads the network's configuration, so free
+ * it before the network. After training, prn_rnn_frame_sync copies the
+ * parameters again.
+ * NaN and Inf, as in prn_rnn_forward: prn_rnn_frame_create and _sync
+ * refuse non-finite parameters, _set_state a non-finite state and _step a
+ * non-finite x (PRN_ERR_NONFINITE naming them); a step whose next state or
+ * readout output overflows gives PRN_ERR_NONFINITE. On every failure the
+ * frame's state and parameters and y are unchanged.
  * x and y are host arrays of doubles: x [B, I] (NULL when I = 0), y
  * [B, O] (the readout's output when the network has one) or [B, H] (the
  * last layer's output), or NULL. The state is [L, B, S] doubles.
@@ -758,9 +781,13 @@ PRNDEF prn_status prn_rnn_frame_step(prn_rnn_frame *frame, const double *x, doub
  *               values (its shape follows from the configuration)
  *     u32       CRC-32 (IEEE 802.3, as zlib's crc32) of every byte before it
  * prn_rnn_load checks the magic, the version, the configuration (as
- * prn_rnn_create does), every count, the checksum and the length, and
- * fails with PRN_ERR_FORMAT and a message saying which check failed (or
- * PRN_ERR_IO when the file cannot be read). */
+ * prn_rnn_create does), the length the configuration implies, the
+ * checksum and every count, and fails with PRN_ERR_FORMAT and a message
+ * saying which check failed (or PRN_ERR_IO when the file cannot be read);
+ * a NaN or Inf value gives PRN_ERR_NONFINITE naming the parameter. It
+ * reads the header first and allocates nothing for the parameters before
+ * the file is known to hold them, and reads at most
+ * prn_config.max_file_bytes (default 1 GiB) of any file or stream. */
 #define PRN_RNN_FILE_VERSION 1
 PRNDEF prn_status prn_rnn_save(const prn_rnn *rnn, const char *path);
 PRNDEF prn_status prn_rnn_load(prn_context *ctx, const char *path, prn_rnn **out);
@@ -812,9 +839,10 @@ PRNDEF prn_status prn_rnn_load(prn_context *ctx, const char *path, prn_rnn **out
  * converging iterations faster.
  *
  * Results and NaN: x and state0 must be finite (PRN_ERR_NONFINITE names
- * the argument otherwise); a result that is not finite (the model itself
- * overflows, or its parameters are NaN) also gives PRN_ERR_NONFINITE, with
- * stats filled in. A NaN is never returned.
+ * the argument otherwise; prn_deer_rnn also names a non-finite parameter,
+ * as prn_rnn_forward does); a result that is not finite (the model itself
+ * overflows, or a user cell's parameters are NaN) also gives
+ * PRN_ERR_NONFINITE, with stats filled in. A NaN is never returned.
  *
  * Gradients: when the tape is on and anything requires grad, the result
  * is recorded as one op whose backward solves the adjoint recurrence
@@ -837,7 +865,7 @@ PRNDEF prn_status prn_rnn_load(prn_context *ctx, const char *path, prn_rnn **out
 typedef struct prn_deer_options {
     prn_jacobian_mode mode; /* [PRN_JACOBIAN_DENSE]                            */
     int max_iter;           /* [100] Newton iterations (scans)                 */
-    double atol, rtol;      /* [by dtype, see above]                           */
+    double atol, rtol;      /* [by dtype, see above] finite, >= 0              */
     double clip;            /* [1e8] states are clipped to +-clip              */
     double damping;         /* [0] k in [0, 1]: J -> (1 - k) J                 */
     int adaptive;           /* [0] trust region: adapt k as described above    */
@@ -960,7 +988,7 @@ typedef enum prn_pwl_kind {
 typedef struct prn_pwl_model {
     prn_pwl_kind kind;
     int M;         /* state size                                          */
-    int H;         /* hidden size (shallow kinds)                         */
+    int H;         /* hidden size (shallow kinds; the others ignore it)   */
     int P;         /* alrnn: the last P units are ReLUs (0 <= P <= M)     */
     int full_A;    /* A is M x M (row-major) when set, else its diagonal  */
     double *A;     /* M or M*M                                            */
@@ -988,14 +1016,18 @@ PRNDEF prn_status prn_pwl_step(prn_context *ctx, const prn_pwl_model *m, const d
  * field, a wrong count, a field the kind does not have, a number that is
  * not one or not finite gives PRN_ERR_FORMAT and a message naming the
  * line and the field. On success *out is one allocation from the
- * context's allocator, freed with prn_pwl_free. */
+ * context's allocator, freed with prn_pwl_free. prn_pwl_load reads the
+ * file up to prn_config.max_file_bytes (default 1 GiB; more:
+ * PRN_ERR_FORMAT) or to its first NUL byte, which the parser refuses. */
 PRNDEF prn_status prn_pwl_parse(prn_context *ctx, const char *text, size_t len, prn_pwl_model **out);
 PRNDEF prn_status prn_pwl_load(prn_context *ctx, const char *path, prn_pwl_model **out);
 PRNDEF void prn_pwl_free(prn_context *ctx, prn_pwl_model *m);
 
+/* The largest opt->kmax prn_scyfi takes. */
+#define PRN_SCYFI_MAX_KMAX 100000
 /* Zero fields take the defaults in brackets. */
 typedef struct prn_scyfi_options {
-    int kmax;                 /* [1] orders 1 .. kmax                          */
+    int kmax;                 /* [1] orders 1 .. kmax (<= PRN_SCYFI_MAX_KMAX) */
     int outer, inner;         /* [by k, see above] fruitless chains that end
                                * an order; steps of one chain                  */
     uint64_t seed;            /* [0]                                           */
@@ -1541,6 +1573,7 @@ struct prn_context {
     prn_log_fn log;
     void *log_user;
     const char *device; /* prn_config.device, only while the backend's create runs */
+    size_t max_file_bytes; /* prn_config.max_file_bytes, default filled in */
     prn_status status;
     char msg[512];
     prn__node *tape;
@@ -3573,6 +3606,7 @@ PRN__DEF prn_status prn_context_create(const prn_config *config, prn_context **o
     ctx->al = cfg.allocator;
     ctx->seed = cfg.seed;
     ctx->num_threads = cfg.num_threads;
+    ctx->max_file_bytes = cfg.max_file_bytes ? cfg.max_file_bytes : PRN_DEFAULT_MAX_FILE_BYTES;
     ctx->log = cfg.log;
     ctx->log_user = cfg.log_user;
     if (be->create) {
@@ -3780,10 +3814,12 @@ PRN__FN prn_status prn__random_tensor(prn_context *ctx, const char *fn, prn_rand
     PRN__CTX(ctx, fn);
     if (!out) return PRN__ERR(ctx, PRN_ERR_NULL_ARGUMENT, "%s: argument 'out' is NULL", fn);
     if (dtype == PRN_I32) return PRN__ERR(ctx, PRN_ERR_DTYPE, "%s: argument 'dtype': must be f32 or f64", fn);
-    if (!(p0 == p0) || !(p1 == p1) || (dist == PRN_RANDOM_NORMAL && p1 < 0) ||
-        (dist == PRN_RANDOM_UNIFORM && p1 < p0))
+    /* finite, and so is hi - lo: an infinite range draws Inf and NaN */
+    if (!(fabs(p0) <= DBL_MAX) || !(fabs(p1) <= DBL_MAX) || (dist == PRN_RANDOM_NORMAL && p1 < 0) ||
+        (dist == PRN_RANDOM_UNIFORM && !(p1 >= p0 && p1 - p0 <= DBL_MAX)))
         return PRN__ERR(ctx, PRN_ERR_INVALID_ARGUMENT, "%s: arguments (%g, %g) are not a valid %s", fn, p0, p1,
-                        dist == PRN_RANDOM_NORMAL ? "(mean, stddev >= 0)" : "range lo <= hi");
+                        dist == PRN_RANDOM_NORMAL ? "(mean, stddev >= 0, both finite)"
+                                                  : "range lo <= hi (finite, hi - lo finite)");
     PRN__NEED(ctx, random, fn);
     PRN__TRY(prn__tensor_new(ctx, fn, dtype, ndim, shape, &t));
     st = prn__in_fn(ctx, fn, ctx->be->random(ctx, dist, dtype, t->numel, ctx->seed, ctx->counter, p0, p1, t->st->buf));
@@ -4385,6 +4421,25 @@ PRN__FN prn_status prn__reduce_raw(prn_context *ctx, const char *fn, prn_reduce_
     return PRN_OK;
 }
 
+/* *finite = 1 when every element of x is finite, on any backend: x * 0 + 0
+ * is NaN exactly where x is NaN or Inf, and a sum keeps a NaN. */
+PRN__FN prn_status prn__all_finite(prn_context *ctx, const char *fn, prn_tensor *x, int *finite) {
+    prn_tensor *z = NULL, *zv = NULL, *sm = NULL;
+    double v = 0;
+    size_t n;
+    prn_status st;
+    *finite = 1;
+    if (!x->numel) return PRN_OK;
+    n = x->numel;
+    st = prn__unary_raw(ctx, fn, PRN_UNARY_AFFINE, x, 0.0, 0.0, &z);
+    if (st == PRN_OK) st = prn__view(ctx, fn, z, 1, &n, &zv);
+    if (st == PRN_OK) st = prn__reduce_raw(ctx, fn, PRN_REDUCE_SUM, zv, 0, 0, &sm);
+    if (st == PRN_OK) st = prn_tensor_item(sm, &v);
+    prn_tensor_free(z); prn_tensor_free(zv); prn_tensor_free(sm);
+    *finite = v == v;
+    return prn__in_fn(ctx, fn, st);
+}
+
 /* g summed over the axes along which like was broadcast, shaped like like.
  * Returns g itself (retained) when nothing is to be done. */
 PRN__FN prn_status prn__sum_to(prn_context *ctx, prn_tensor *g, const prn_tensor *like, prn_tensor **out) {
@@ -4568,6 +4623,10 @@ PRN__FN prn_status prn__unary_op(prn_context *ctx, const char *fn, prn_unary_op 
     PRN__CHECK_OUT(ctx, fn, out);
     if (!(alpha == alpha) || !(beta == beta))
         return PRN__ERR(ctx, PRN_ERR_INVALID_ARGUMENT, "%s: scalar argument is NaN", fn);
+    /* alpha x + beta with an infinite coefficient is NaN where x is 0 */
+    if (op == PRN_UNARY_AFFINE && !(fabs(alpha) <= DBL_MAX && fabs(beta) <= DBL_MAX))
+        return PRN__ERR(ctx, PRN_ERR_INVALID_ARGUMENT, "%s: scalar argument %g is not finite", fn,
+                        fabs(alpha) <= DBL_MAX ? beta : alpha);
     PRN__TRY(prn__unary_raw(ctx, fn, op, x, alpha, beta, &y));
     f[0] = alpha;
     f[1] = beta;
@@ -4729,8 +4788,10 @@ PRN__FN prn_status prn__matmul_raw(prn_context *ctx, const char *fn, prn_tensor 
         return PRN__ERR(ctx, PRN_ERR_SHAPE, "%s: argument 'b' %s%s: inner sizes differ from 'a' %s%s (%lu vs %lu)", fn,
                         sb, tb ? "^T" : "", sa, ta ? "^T" : "", (unsigned long)K, (unsigned long)Kb);
     }
+    /* One side a single matrix (batch 1): the other's batch, 0 included
+     * (an empty batch times one matrix is an empty batch). */
+    batch = batch_a == 1 ? batch_b : batch_a;
     if (reduce_batch) {
-        batch = batch_a > batch_b ? batch_a : batch_b;
         nd = 2;
         shape[0] = M;
         shape[1] = N;
@@ -4749,7 +4810,6 @@ PRN__FN prn_status prn__matmul_raw(prn_context *ctx, const char *fn, prn_tensor 
             }
             shape[k] = batch_a == 1 ? db : da;
         }
-        batch = batch_a > batch_b ? batch_a : batch_b;
         shape[nd - 2] = M;
         shape[nd - 1] = N;
     }
@@ -4757,9 +4817,9 @@ PRN__FN prn_status prn__matmul_raw(prn_context *ctx, const char *fn, prn_tensor 
         return PRN__ERR(ctx, PRN_ERR_SHAPE, "%s: batch sizes %lu and %lu do not broadcast", fn,
                         (unsigned long)batch_a, (unsigned long)batch_b);
     PRN__TRY(prn__tensor_new(ctx, fn, a->dtype, nd, shape, &y));
-    if (batch == 0 || M == 0 || N == 0) {
+    if (y->numel == 0) {
         /* an empty result */
-    } else if (K == 0) { /* sums over nothing */
+    } else if (K == 0 || batch == 0) { /* sums over nothing (a batch of 0 summed: reduce_batch) */
         st = prn__fill(y, 0.0, fn);
     } else if (!reduce_batch) {
         st = prn__in_fn(ctx, fn, ctx->be->gemm(ctx, a->dtype, ta, tb, M, N, K, 1.0, a->st->buf, ac, batch_a == 1 ? 0 : ar * ac,
@@ -4916,8 +4976,9 @@ PRN__FN prn_status prn__reduce_op(prn_context *ctx, const char *fn, int kind, pr
     PRN__TRY(prn__check_t(ctx, fn, "x", x, 1));
     PRN__CHECK_OUT(ctx, fn, out);
     if (axis != PRN_ALL_AXES) PRN__TRY(prn__norm_axis(ctx, fn, x, &axis));
-    if (kind == 2 && (axis == PRN_ALL_AXES ? x->numel : x->shape[axis]) == 0)
-        return PRN__ERR(ctx, PRN_ERR_SHAPE, "%s: argument 'x': max over an empty axis", fn);
+    /* a max or mean of nothing has no value (the mean would be 0 / 0) */
+    if (kind != 0 && (axis == PRN_ALL_AXES ? x->numel : x->shape[axis]) == 0)
+        return PRN__ERR(ctx, PRN_ERR_SHAPE, "%s: argument 'x': %s over an empty axis", fn, kind == 2 ? "max" : "mean");
     PRN__TRY(prn__reduce_raw(ctx, fn, kind == 2 ? PRN_REDUCE_MAX : PRN_REDUCE_SUM, x, axis, keepdim, &y));
     if (kind == 1) {
         size_t outer, n, inner;
@@ -5057,6 +5118,12 @@ PRN__DEF prn_status prn_mse(prn_context *ctx, prn_tensor *pred, prn_tensor *targ
         return PRN__ERR(ctx, PRN_ERR_DTYPE, "%s: argument 'target' is %s but 'pred' is %s", fn,
                         prn_dtype_name(target->dtype), prn_dtype_name(pred->dtype));
     PRN__TRY(prn__bcast_shape(ctx, fn, pred, "pred", target, "target", &nd, shape));
+    {
+        size_t n = 1;
+        int i;
+        for (i = 0; i < nd; ++i) n *= shape[i];
+        if (n == 0) return PRN__ERR(ctx, PRN_ERR_SHAPE, "%s: arguments 'pred' and 'target' are empty: no mean", fn);
+    }
     mark = ctx->tape_n;
     st = prn_sub(ctx, pred, target, &d);
     if (st == PRN_OK) st = prn_pow_scalar(ctx, d, 2.0, &sq);
@@ -6515,14 +6582,80 @@ PRN__FN prn_status prn__rnn_param(prn_rnn *r, const char *name, int ld, int role
     return PRN_OK;
 }
 
+/* One parameter of a network's layout: its name (without the layer
+ * suffix), layer-direction (-1: the readout), role, shape and the bounds
+ * of its uniform initialisation. */
+typedef struct prn__pspec {
+    const char *name;
+    int ld, role, nd;
+    size_t d[3];
+    double lo, hi;
+} prn__pspec;
+/* Most parameters of a checked configuration (specs to pass to
+ * prn__rnn_layout). */
+PRN__FN size_t prn__rnn_max_params(const prn_rnn_config *c) {
+    return (size_t)c->num_layers * (c->bidirectional ? 2u : 1u) * 6 + 2;
+}
+PRN__FN void prn__pspec_set(prn__pspec *p, const char *name, int ld, int role, int nd, size_t d0, size_t d1, size_t d2,
+                            double lo, double hi) {
+    p->name = name; p->ld = ld; p->role = role; p->nd = nd;
+    p->d[0] = d0; p->d[1] = d1; p->d[2] = d2;
+    p->lo = lo; p->hi = hi;
+}
+/* The parameters of a checked configuration, in prn_rnn_params order:
+ * the one description prn_rnn_create builds from and prn_rnn_load checks
+ * a file against before it allocates anything. Returns their number. */
+PRN__FN int prn__rnn_layout(const prn_rnn_config *c, prn__pspec *sp) {
+    size_t H = c->hidden_size, M = H, Lw = c->shallow_size, In, hk = H / c->num_heads;
+    size_t G = c->kind == PRN_RNN_LSTM ? 4 : c->kind == PRN_RNN_GRU || c->kind == PRN_RNN_MHGRU ? 3 : 1;
+    int D = c->bidirectional ? 2 : 1, ld, n = 0, sh = prn__rnn_shallow(c->kind);
+    for (ld = 0; ld < c->num_layers * D; ++ld) {
+        double k = 1.0 / sqrt((double)H), km = 0.5 / sqrt((double)M);
+        In = ld < D ? c->input_size : (size_t)D * H;
+        if (prn__rnn_torch(c->kind)) {
+            prn__pspec_set(&sp[n++], "weight_ih", ld, PRN__R_WIN, 2, G * H, In, 0, -k, k);
+            if (c->kind == PRN_RNN_MHGRU) prn__pspec_set(&sp[n++], "weight_hh", ld, PRN__R_WHH, 3, c->num_heads, 3 * hk, hk, -k, k);
+            else prn__pspec_set(&sp[n++], "weight_hh", ld, PRN__R_WHH, 2, G * H, H, 0, -k, k);
+            prn__pspec_set(&sp[n++], "bias_ih", ld, PRN__R_BIN, 1, G * H, 0, 0, -k, k);
+            prn__pspec_set(&sp[n++], "bias_hh", ld, PRN__R_BHH, 1, G * H, 0, 0, -k, k);
+        } else {
+            prn__pspec_set(&sp[n++], "A", ld, PRN__R_A, 1, M, 0, 0, 0.5, 0.9);
+            if (sh) {
+                prn__pspec_set(&sp[n++], "W1", ld, PRN__R_WHH, 2, M, Lw, 0, -0.5 / sqrt((double)Lw), 0.5 / sqrt((double)Lw));
+                prn__pspec_set(&sp[n++], "W2", ld, PRN__R_W2, 2, Lw, M, 0, -1.0 / sqrt((double)M), 1.0 / sqrt((double)M));
+            } else {
+                prn__pspec_set(&sp[n++], "W", ld, PRN__R_WHH, 2, M, M, 0, -km, km);
+            }
+            prn__pspec_set(&sp[n++], sh ? "h1" : "h", ld, PRN__R_BIN, 1, M, 0, 0, 0.0, 0.0);
+            if (sh) prn__pspec_set(&sp[n++], "h2", ld, PRN__R_H2, 1, Lw, 0, 0, -1.0, 1.0);
+            if (In > 0)
+                prn__pspec_set(&sp[n++], "C", ld, PRN__R_WIN, 2, M, In, 0, -1.0 / sqrt((double)In), 1.0 / sqrt((double)In));
+        }
+    }
+    if (c->output_size) {
+        double k = 1.0 / sqrt((double)((size_t)D * H));
+        prn__pspec_set(&sp[n++], "readout_weight", -1, 0, 2, c->output_size, (size_t)D * H, 0, -k, k);
+        prn__pspec_set(&sp[n++], "readout_bias", -1, 0, 1, c->output_size, 0, 0, -k, k);
+    }
+    return n;
+}
+/* Elements of a parameter (no overflow: each size is at most 2^28). */
+PRN__FN uint64_t prn__pspec_numel(const prn__pspec *p) {
+    uint64_t n = 1;
+    int i;
+    for (i = 0; i < p->nd; ++i) n *= (uint64_t)p->d[i];
+    return n;
+}
+
 PRN__FN prn_status prn__rnn_build(prn_context *ctx, const char *fn, const prn_rnn_config *config, int init,
                                   prn_rnn **out) {
     prn_rnn_config c;
     prn_rnn *r;
     prn_status st = PRN_OK;
     uint64_t counter0 = ctx ? ctx->counter : 0;
-    size_t H, M, In, Lw, G, maxp;
-    int ld, torch;
+    size_t H, M, G, maxp;
+    prn__pspec *sp;
+    int j, nsp;
     PRN__CTX(ctx, fn);
     PRN__CHECK_OUT(ctx, fn, out);
     if (!config) return PRN__ERR(ctx, PRN_ERR_NULL_ARGUMENT, "%s: argument 'config' is NULL", fn);
@@ -6538,45 +6671,29 @@ PRN__FN prn_status prn__rnn_build(prn_context *ctx, const char *fn, const prn_rn
     H = M = r->H = c.hidden_size;
     r->S = c.kind == PRN_RNN_LSTM ? 2 * H : H;
     r->hk = H / c.num_heads;
-    torch = prn__rnn_torch(c.kind);
     G = c.kind == PRN_RNN_LSTM ? 4 : c.kind == PRN_RNN_GRU || c.kind == PRN_RNN_MHGRU ? 3 : 1;
     r->P = G * H;
-    Lw = c.shallow_size;
-    maxp = (size_t)r->L * (size_t)r->D * 6 + 2;
+    maxp = prn__rnn_max_params(&c);
     r->p = (prn_tensor **)prn_alloc(ctx, maxp * sizeof *r->p);
     r->names = (char (*)[32])prn_alloc(ctx, maxp * sizeof *r->names);
     r->role = (prn_tensor *(*)[PRN__R_COUNT])prn_alloc(ctx, (size_t)r->L * (size_t)r->D * sizeof *r->role);
-    if (!r->p || !r->names || !r->role) { prn_rnn_free(r); return PRN__ERR(ctx, PRN_ERR_OUT_OF_MEMORY, "%s: out of memory", fn); }
+    sp = (prn__pspec *)prn_alloc(ctx, maxp * sizeof *sp);
+    if (!r->p || !r->names || !r->role || !sp) {
+        prn_free(ctx, sp);
+        prn_rnn_free(r);
+        return PRN__ERR(ctx, PRN_ERR_OUT_OF_MEMORY, "%s: out of memory", fn);
+    }
     memset(r->role, 0, (size_t)r->L * (size_t)r->D * sizeof *r->role);
-    for (ld = 0; ld < r->L * r->D && st == PRN_OK; ++ld) {
-        double k = 1.0 / sqrt((double)H), km = 0.5 / sqrt((double)M);
-        In = ld < r->D ? c.input_size : (size_t)r->D * H;
-        if (torch) {
-            st = prn__rnn_param(r, "weight_ih", ld, PRN__R_WIN, 2, G * H, In, 0, -k, k);
-            if (st == PRN_OK) {
-                if (c.kind == PRN_RNN_MHGRU) st = prn__rnn_param(r, "weight_hh", ld, PRN__R_WHH, 3, c.num_heads, 3 * r->hk, r->hk, -k, k);
-                else st = prn__rnn_param(r, "weight_hh", ld, PRN__R_WHH, 2, G * H, H, 0, -k, k);
-            }
-            if (st == PRN_OK) st = prn__rnn_param(r, "bias_ih", ld, PRN__R_BIN, 1, G * H, 0, 0, -k, k);
-            if (st == PRN_OK) st = prn__rnn_param(r, "bias_hh", ld, PRN__R_BHH, 1, G * H, 0, 0, -k, k);
-        } else {
-            int sh = prn__rnn_shallow(c.kind);
-            st = prn__rnn_param(r, "A", ld, PRN__R_A, 1, M, 0, 0, 0.5, 0.9);
-            if (st == PRN_OK && sh) st = prn__rnn_param(r, "W1", ld, PRN__R_WHH, 2, M, Lw, 0, -0.5 / sqrt((double)Lw), 0.5 / sqrt((double)Lw));
-            if (st == PRN_OK && sh) st = prn__rnn_param(r, "W2", ld, PRN__R_W2, 2, Lw, M, 0, -1.0 / sqrt((double)M), 1.0 / sqrt((double)M));
-            if (st == PRN_OK && !sh) st = prn__rnn_param(r, "W", ld, PRN__R_WHH, 2, M, M, 0, -km, km);
-            if (st == PRN_OK) st = prn__rnn_param(r, sh ? "h1" : "h", ld, PRN__R_BIN, 1, M, 0, 0, 0.0, 0.0);
-            if (st == PRN_OK && sh) st = prn__rnn_param(r, "h2", ld, PRN__R_H2, 1, Lw, 0, 0, -1.0, 1.0);
-            if (st == PRN_OK && In > 0) st = prn__rnn_param(r, "C", ld, PRN__R_WIN, 2, M, In, 0, -1.0 / sqrt((double)In), 1.0 / sqrt((double)In));
+    nsp = prn__rnn_layout(&c, sp);
+    for (j = 0; j < nsp && st == PRN_OK; ++j) {
+        const prn__pspec *p = &sp[j];
+        st = prn__rnn_param(r, p->name, p->ld, p->role, p->nd, p->d[0], p->d[1], p->d[2], p->lo, p->hi);
+        if (st == PRN_OK && p->ld < 0) {
+            if (!strcmp(p->name, "readout_weight")) r->ro_w = r->p[r->np - 1];
+            else r->ro_b = r->p[r->np - 1];
         }
     }
-    if (st == PRN_OK && c.output_size) {
-        double k = 1.0 / sqrt((double)(r->D * H));
-        st = prn__rnn_param(r, "readout_weight", -1, 0, 2, c.output_size, (size_t)r->D * H, 0, -k, k);
-        if (st == PRN_OK) r->ro_w = r->p[r->np - 1];
-        if (st == PRN_OK) st = prn__rnn_param(r, "readout_bias", -1, 0, 1, c.output_size, 0, 0, -k, k);
-        if (st == PRN_OK) r->ro_b = r->p[r->np - 1];
-    }
+    prn_free(ctx, sp);
     if (st == PRN_OK && c.kind == PRN_RNN_ALRNN) { /* m2: 1 on the last P units */
         size_t shape[1], i;
         double *h = (double *)prn_alloc(ctx, M * sizeof *h);
@@ -6692,6 +6809,37 @@ PRN__FN prn_status prn__rnn_tensor(prn_context *ctx, const char *fn, const char 
     return PRN_OK;
 }
 
+/* The one treatment of NaN and Inf by every function that runs a network
+ * (prn_rnn_forward, prn_rnn_step, prn_rnn_jacobian, prn_deer_rnn; the
+ * frames check the same on their host copies): the parameters, x and the
+ * state must be finite, else PRN_ERR_NONFINITE names the tensor. */
+PRN__FN prn_status prn__rnn_finite_args(prn_context *ctx, const char *fn, const prn_rnn *rnn, prn_tensor *x,
+                                        prn_tensor *state, const char *state_name) {
+    int i, ok = 1;
+    for (i = 0; i < rnn->np; ++i) {
+        PRN__TRY(prn__all_finite(ctx, fn, rnn->p[i], &ok));
+        if (!ok) return PRN__ERR(ctx, PRN_ERR_NONFINITE, "%s: parameter '%s' holds NaN or Inf", fn, rnn->names[i]);
+    }
+    if (x) {
+        PRN__TRY(prn__all_finite(ctx, fn, x, &ok));
+        if (!ok) return PRN__ERR(ctx, PRN_ERR_NONFINITE, "%s: argument 'x' holds NaN or Inf", fn);
+    }
+    if (state) {
+        PRN__TRY(prn__all_finite(ctx, fn, state, &ok));
+        if (!ok) return PRN__ERR(ctx, PRN_ERR_NONFINITE, "%s: argument '%s' holds NaN or Inf", fn, state_name);
+    }
+    return PRN_OK;
+}
+/* A result of finite parameters and inputs that is not finite: the
+ * recurrence overflowed. */
+PRN__FN prn_status prn__rnn_finite_result(prn_context *ctx, const char *fn, prn_tensor *t, const char *what) {
+    int ok = 1;
+    PRN__TRY(prn__all_finite(ctx, fn, t, &ok));
+    if (!ok)
+        return PRN__ERR(ctx, PRN_ERR_NONFINITE, "%s: the result '%s' holds NaN or Inf (the recurrence overflows)", fn, what);
+    return PRN_OK;
+}
+
 /* The argument checks of prn_rnn_forward and prn_deer_rnn: x [B, T, I] or
  * [T, I] with T >= 1, state0 [L*D, B, S] ([L*D, S]) or NULL, y not NULL. */
 PRN__FN prn_status prn__rnn_seq_args(prn_context *ctx, const char *fn, const prn_rnn *rnn, prn_tensor *x,
@@ -6712,7 +6860,7 @@ PRN__FN prn_status prn__rnn_seq_args(prn_context *ctx, const char *fn, const prn
     if (state0)
         PRN__TRY(*batched ? prn__rnn_tensor(ctx, fn, "state0", rnn, state0, 3, LD, *B, rnn->S)
                           : prn__rnn_tensor(ctx, fn, "state0", rnn, state0, 2, LD, rnn->S, 0));
-    return PRN_OK;
+    return prn__rnn_finite_args(ctx, fn, rnn, x, state0, "state0");
 }
 
 PRN__DEF prn_status prn_rnn_forward(prn_context *ctx, const prn_rnn *rnn, prn_tensor *x, prn_tensor *state0,
@@ -6760,6 +6908,8 @@ PRN__DEF prn_status prn_rnn_forward(prn_context *ctx, const prn_rnn *rnn, prn_te
     if (w.st == PRN_OK) {
         prn_tensor *yo = batched ? X : prn__cw_v2(&w, X, T, (size_t)rnn->D * rnn->H);
         prn_tensor *so = batched ? fin : prn__cw_v2(&w, fin, LD, S);
+        if (w.st == PRN_OK) w.st = prn__rnn_finite_result(ctx, fn, yo, "y");
+        if (w.st == PRN_OK) w.st = prn__rnn_finite_result(ctx, fn, so, "state");
         if (w.st == PRN_OK) {
             *y = prn_tensor_retain(yo);
             if (state) *state = prn_tensor_retain(so);
@@ -6814,7 +6964,7 @@ PRN__FN prn_status prn__rnn_step_args(prn_context *ctx, const char *fn, const pr
     else if (rnn->cfg.input_size)
         return PRN__ERR(ctx, PRN_ERR_NULL_ARGUMENT, "%s: argument 'x' is NULL but input_size is %lu", fn,
                         (unsigned long)rnn->cfg.input_size);
-    return PRN_OK;
+    return prn__rnn_finite_args(ctx, fn, rnn, x, state, "state");
 }
 /* x as [N, 1, I] (zero columns when NULL). */
 PRN__FN prn_tensor *prn__rnn_x3(prn__cw *w, const prn_rnn *rnn, prn_tensor *x, size_t N) {
@@ -6845,6 +6995,7 @@ PRN__DEF prn_status prn_rnn_step(prn_context *ctx, const prn_rnn *rnn, prn_tenso
         prn__cw_keep(&w, rs, Sall);
     }
     xp = prn__cw_v2(&w, Sall, N, rnn->S);
+    if (w.st == PRN_OK) w.st = prn__rnn_finite_result(ctx, fn, xp, "next");
     if (w.st == PRN_OK) *next = prn_tensor_retain(xp);
     prn__cw_release(&w, 0);
     prn_free(ctx, w.t);
@@ -7014,8 +7165,9 @@ struct prn_rnn_frame {
     double *par;                      /* every parameter, prn_rnn_params order */
     const double *(*role)[PRN__R_COUNT];
     const double *ro_w, *ro_b;
-    double *state;                    /* [L, B, S] */
-    double *u, *xp, *hp, *sn, *tmp;   /* workspace (u owns it): [B, P], [B, P], [B, S], [B, ltmp] */
+    double *state, *next;             /* [L, B, S] each: the state, and the next one while a step runs
+                                       * (swapped when the step succeeds) */
+    double *u, *xp, *hp, *yo, *tmp;   /* workspace (u owns it): [B, P], [B, P], [B, max(S, O)], [B, ltmp] */
     size_t ltmp;
 };
 
@@ -7026,27 +7178,41 @@ PRN__DEF void prn_rnn_frame_free(prn_rnn_frame *f) {
     prn_free(ctx, f->par);
     prn_free(ctx, f->role);
     prn_free(ctx, f->state);
+    prn_free(ctx, f->next);
     prn_free(ctx, f->u);
     prn_free(ctx, f);
 }
 PRN__DEF size_t prn_rnn_frame_memory(const prn_rnn_frame *f) { return f ? f->bytes : 0; }
 
-PRN__DEF prn_status prn_rnn_frame_sync(prn_rnn_frame *f) {
+/* Copies the parameters, refusing non-finite ones (checked first, so a
+ * refused sync leaves the frame's copy as it was). */
+PRN__FN prn_status prn__frame_sync(prn_rnn_frame *f, const char *fn) {
     size_t off = 0;
     int i;
-    if (!f) return PRN_ERR_NULL_ARGUMENT;
+    PRN__TRY(prn__rnn_finite_args(f->rnn->ctx, fn, f->rnn, NULL, NULL, NULL));
     for (i = 0; i < f->rnn->np; ++i) {
-        PRN__TRY(prn__in_fn(f->rnn->ctx, "prn_rnn_frame_sync", prn__download_f64(f->rnn->p[i], f->par + off)));
+        PRN__TRY(prn__in_fn(f->rnn->ctx, fn, prn__download_f64(f->rnn->p[i], f->par + off)));
         off += f->rnn->p[i]->numel;
     }
     return PRN_OK;
+}
+PRN__DEF prn_status prn_rnn_frame_sync(prn_rnn_frame *f) {
+    if (!f) return PRN_ERR_NULL_ARGUMENT;
+    return prn__frame_sync(f, "prn_rnn_frame_sync");
+}
+/* 1 when the n values are finite. */
+PRN__FN int prn__host_finite(const double *v, size_t n) {
+    size_t i;
+    double acc = 0.0;
+    for (i = 0; i < n; ++i) acc += v[i] * 0.0; /* NaN exactly when some v[i] is NaN or Inf */
+    return acc == acc;
 }
 
 PRN__DEF prn_status prn_rnn_frame_create(const prn_rnn *rnn, size_t batch, prn_rnn_frame **out) {
     static const char fn[] = "prn_rnn_frame_create";
     prn_context *ctx;
     prn_rnn_frame *f;
-    size_t n = 0, ws, i, LB;
+    size_t n = 0, ws, i, LB, yw;
     int ld, r, j;
     prn_status st;
     if (!rnn) return PRN_ERR_NULL_ARGUMENT;
@@ -7064,21 +7230,24 @@ PRN__DEF prn_status prn_rnn_frame_create(const prn_rnn *rnn, size_t batch, prn_r
     for (i = 0; i < (size_t)rnn->np; ++i) n += rnn->p[i]->numel;
     f->npar = n;
     f->ltmp = rnn->cfg.shallow_size > rnn->H ? rnn->cfg.shallow_size : rnn->H;
-    ws = batch * (2 * rnn->P + rnn->S + f->ltmp);
+    yw = rnn->cfg.output_size > rnn->S ? rnn->cfg.output_size : rnn->S;
+    ws = batch * (2 * rnn->P + yw + f->ltmp);
     LB = (size_t)rnn->L * batch * rnn->S;
     f->par = (double *)prn_alloc(ctx, (n ? n : 1) * sizeof *f->par);
     f->role = (const double *(*)[PRN__R_COUNT])prn_alloc(ctx, (size_t)rnn->L * sizeof *f->role);
     f->state = (double *)prn_alloc(ctx, LB * sizeof *f->state);
+    f->next = (double *)prn_alloc(ctx, LB * sizeof *f->next);
     f->u = (double *)prn_alloc(ctx, ws * sizeof *f->u);
-    if (!f->par || !f->role || !f->state || !f->u) {
+    if (!f->par || !f->role || !f->state || !f->next || !f->u) {
         prn_rnn_frame_free(f);
         return PRN__ERR(ctx, PRN_ERR_OUT_OF_MEMORY, "%s: out of memory for %lu parameters and state", fn, (unsigned long)n);
     }
-    f->bytes = sizeof *f + n * sizeof(double) + (size_t)rnn->L * sizeof *f->role + LB * sizeof(double) + ws * sizeof(double);
+    f->bytes = sizeof *f + n * sizeof(double) + (size_t)rnn->L * sizeof *f->role + 2 * LB * sizeof(double) +
+               ws * sizeof(double);
     f->xp = f->u;
     f->hp = f->xp + batch * rnn->P;
-    f->sn = f->hp + batch * rnn->P;
-    f->tmp = f->sn + batch * rnn->S;
+    f->yo = f->hp + batch * rnn->P;
+    f->tmp = f->yo + batch * yw;
     /* where each role's values sit in par */
     n = 0;
     for (ld = 0; ld < rnn->L; ++ld)
@@ -7092,7 +7261,7 @@ PRN__DEF prn_status prn_rnn_frame_create(const prn_rnn *rnn, size_t batch, prn_r
         n += rnn->p[j]->numel;
     }
     prn_rnn_frame_reset(f);
-    st = prn_rnn_frame_sync(f);
+    st = prn__frame_sync(f, fn);
     if (st != PRN_OK) { prn_rnn_frame_free(f); return st; }
     *out = f;
     return PRN_OK;
@@ -7107,6 +7276,8 @@ PRN__DEF void prn_rnn_frame_reset(prn_rnn_frame *f) {
 PRN__DEF prn_status prn_rnn_frame_set_state(prn_rnn_frame *f, const double *state) {
     if (!f) return PRN_ERR_NULL_ARGUMENT;
     if (!state) return PRN__ERR(f->rnn->ctx, PRN_ERR_NULL_ARGUMENT, "prn_rnn_frame_set_state: argument 'state' is NULL");
+    if (!prn__host_finite(state, (size_t)f->rnn->L * f->B * f->rnn->S))
+        return PRN__ERR(f->rnn->ctx, PRN_ERR_NONFINITE, "prn_rnn_frame_set_state: argument 'state' holds NaN or Inf");
     memcpy(f->state, state, (size_t)f->rnn->L * f->B * f->rnn->S * sizeof *state);
     return PRN_OK;
 }
@@ -7144,12 +7315,12 @@ PRN__FN void prn__matmat(const double *W, const double *bias, const double *X, s
 }
 
 /* One layer for every row: input rows in (xs apart, nin values each); the
- * layer's states (f->state + l B S) are updated in place. */
+ * layer's next states go to f->next + l B S (f->state is only read). */
 PRN__FN void prn__frame_layer(prn_rnn_frame *f, int l, const double *in, size_t xs, size_t nin) {
     const prn_rnn *r = f->rnn;
     const double *const *ro = f->role[l];
     size_t H = r->H, P = r->P, S = r->S, B = f->B, i, j, b;
-    double *xp = f->xp, *hp = f->hp, *sn = f->sn, *st = f->state + (size_t)l * B * S;
+    double *xp = f->xp, *hp = f->hp, *sn = f->next + (size_t)l * B * S, *st = f->state + (size_t)l * B * S;
     prn_rnn_kind kind = r->cfg.kind;
     if (prn__rnn_torch(kind)) {
         prn__matmat(ro[PRN__R_WIN], ro[PRN__R_BIN], in, xs, B, P, nin, xp, P);
@@ -7215,7 +7386,6 @@ PRN__FN void prn__frame_layer(prn_rnn_frame *f, int l, const double *in, size_t 
         for (b = 0; b < B; ++b)
             for (i = 0; i < M; ++i) sn[b * S + i] += A[i] * st[b * S + i] + (C ? xp[b * M + i] : 0.0);
     }
-    memcpy(st, sn, B * S * sizeof *st);
 }
 
 PRN__DEF prn_status prn_rnn_frame_step(prn_rnn_frame *f, const double *x, double *y) {
@@ -7232,12 +7402,26 @@ PRN__DEF prn_status prn_rnn_frame_step(prn_rnn_frame *f, const double *x, double
     if (!x && In)
         return PRN__ERR(r->ctx, PRN_ERR_NULL_ARGUMENT, "prn_rnn_frame_step: argument 'x' is NULL but input_size is %lu",
                         (unsigned long)In);
+    if (In && !prn__host_finite(x, f->B * In))
+        return PRN__ERR(r->ctx, PRN_ERR_NONFINITE, "prn_rnn_frame_step: argument 'x' holds NaN or Inf");
     prn__frame_layer(f, 0, x, In, In);
-    for (l = 1; l < r->L; ++l) /* the previous layer's h: the first H values of its state rows */
-        prn__frame_layer(f, l, f->state + (size_t)(l - 1) * f->B * S, S, H);
-    top = f->state + (size_t)(r->L - 1) * f->B * S;
+    for (l = 1; l < r->L; ++l) /* the previous layer's new h: the first H values of its state rows */
+        prn__frame_layer(f, l, f->next + (size_t)(l - 1) * f->B * S, S, H);
+    top = f->next + (size_t)(r->L - 1) * f->B * S;
+    if (O) prn__matmat(f->ro_w, f->ro_b, top, S, f->B, O, H, f->yo, O);
+    /* Finite parameters, state and x, yet NaN or Inf: an overflow. The
+     * state stays as it was (the next one is dropped). */
+    if (!prn__host_finite(f->next, (size_t)r->L * f->B * S) || (O && !prn__host_finite(f->yo, f->B * O)))
+        return PRN__ERR(r->ctx, PRN_ERR_NONFINITE, "prn_rnn_frame_step: the %s holds NaN or Inf (the recurrence "
+                        "overflows); the state is unchanged", O && prn__host_finite(f->next, (size_t)r->L * f->B * S)
+                        ? "readout's output" : "next state");
+    {
+        double *t = f->state;
+        f->state = f->next;
+        f->next = t;
+    }
     if (y) {
-        if (O) prn__matmat(f->ro_w, f->ro_b, top, S, f->B, O, H, y, O);
+        if (O) memcpy(y, f->yo, f->B * O * sizeof *y);
         else for (b = 0; b < f->B; ++b) memcpy(y + b * H, top + b * S, H * sizeof *y);
     }
     return PRN_OK;
@@ -7256,6 +7440,58 @@ PRN__DEF prn_status prn_rnn_frame_reset_row(prn_rnn_frame *f, size_t row) {
 }
 
 /* --- model files ----------------------------------------------------------- */
+/* A file or stream read in pieces, never more than ctx->max_file_bytes:
+ * the buffer grows with the bytes that arrive, not with what a header
+ * claims. */
+typedef struct prn__rd {
+    FILE *fp;
+    const char *path;
+    unsigned char *buf;
+    size_t n, cap, limit;
+    int eof, nul;  /* end of the stream; a NUL byte was read (stop_at_nul) */
+} prn__rd;
+PRN__FN prn_status prn__rd_open(prn_context *ctx, const char *fn, const char *path, prn__rd *rd) {
+    memset(rd, 0, sizeof *rd);
+    rd->path = path;
+    rd->limit = ctx->max_file_bytes < SIZE_MAX ? ctx->max_file_bytes : SIZE_MAX - 1;
+    rd->fp = fopen(path, "rb");
+    if (!rd->fp) return PRN__ERR(ctx, PRN_ERR_IO, "%s: cannot open '%s'", fn, path);
+    return PRN_OK;
+}
+PRN__FN void prn__rd_close(prn_context *ctx, prn__rd *rd) {
+    if (rd->fp) fclose(rd->fp);
+    prn_free(ctx, rd->buf);
+    memset(rd, 0, sizeof *rd);
+}
+/* Reads until rd->n >= want, the end, or (stop_at_nul) a NUL byte. More
+ * than the limit: PRN_ERR_FORMAT. */
+PRN__FN prn_status prn__rd_fill(prn_context *ctx, const char *fn, prn__rd *rd, size_t want, int stop_at_nul) {
+    if (want > rd->limit + 1) want = rd->limit + 1;
+    while (!rd->eof && !rd->nul && rd->n < want) {
+        size_t got, room;
+        if (rd->n == rd->cap) {
+            size_t nc = rd->cap ? (rd->cap < want - rd->cap ? 2 * rd->cap : want) : (want < 4096 ? want : 4096);
+            unsigned char *nb = (unsigned char *)prn_alloc(ctx, nc);
+            if (!nb) return PRN__ERR(ctx, PRN_ERR_OUT_OF_MEMORY, "%s: out of memory reading '%s'", fn, rd->path);
+            if (rd->n) memcpy(nb, rd->buf, rd->n);
+            prn_free(ctx, rd->buf);
+            rd->buf = nb;
+            rd->cap = nc;
+        }
+        room = rd->cap - rd->n < want - rd->n ? rd->cap - rd->n : want - rd->n;
+        got = fread(rd->buf + rd->n, 1, room, rd->fp);
+        if (stop_at_nul && got && memchr(rd->buf + rd->n, 0, got)) rd->nul = 1;
+        rd->n += got;
+        if (got == 0) {
+            if (ferror(rd->fp)) return PRN__ERR(ctx, PRN_ERR_IO, "%s: reading '%s' failed", fn, rd->path);
+            rd->eof = 1;
+        }
+    }
+    if (rd->n > rd->limit)
+        return PRN__ERR(ctx, PRN_ERR_FORMAT, "%s: '%s' is longer than %lu bytes, the limit (prn_config.max_file_bytes)",
+                        fn, rd->path, (unsigned long)rd->limit);
+    return PRN_OK;
+}
 PRN__FN uint32_t prn__crc32(uint32_t crc, const unsigned char *p, size_t n) {
     size_t i;
     int k;
@@ -7340,96 +7576,124 @@ PRN__DEF prn_status prn_rnn_save(const prn_rnn *rnn, const char *path) {
 
 PRN__DEF prn_status prn_rnn_load(prn_context *ctx, const char *path, prn_rnn **out) {
     static const char fn[] = "prn_rnn_load";
-    unsigned char *buf = NULL;
-    size_t size = 0, cap = 0, off, i, es, got;
+    prn__rd rd;
     prn_rnn_config c;
     prn_rnn *r = NULL;
     prn_status st = PRN_OK;
-    uint64_t v = 0;
+    uint64_t v = 0, need = 0;
+    size_t off, i, es, maxp;
+    prn__pspec *sp = NULL;
     double *host = NULL;
-    FILE *fp;
-    int j, np;
+    int j, np = 0, nsp = 0;
     PRN__CTX(ctx, fn);
     PRN__CHECK_OUT(ctx, fn, out);
     if (!path) return PRN__ERR(ctx, PRN_ERR_NULL_ARGUMENT, "%s: argument 'path' is NULL", fn);
-    memset(&c, 0, sizeof c);
-    fp = fopen(path, "rb");
-    if (!fp) return PRN__ERR(ctx, PRN_ERR_IO, "%s: cannot open '%s'", fn, path);
-    for (;;) { /* read it all: the checksum covers everything */
-        if (size == cap) {
-            size_t nc = cap ? 2 * cap : 4096;
-            unsigned char *nb = (unsigned char *)prn_alloc(ctx, nc);
-            if (!nb) { st = PRN__ERR(ctx, PRN_ERR_OUT_OF_MEMORY, "%s: out of memory reading '%s'", fn, path); break; }
-            if (size) memcpy(nb, buf, size);
-            prn_free(ctx, buf);
-            buf = nb;
-            cap = nc;
-        }
-        got = fread(buf + size, 1, cap - size, fp);
-        size += got;
-        if (got == 0) {
-            if (ferror(fp)) st = PRN__ERR(ctx, PRN_ERR_IO, "%s: reading '%s' failed", fn, path);
-            break;
-        }
-    }
-    fclose(fp);
-    if (st != PRN_OK) { prn_free(ctx, buf); return st; }
-    if (size < 8 || memcmp(buf, PRN__RNN_MAGIC, 8) != 0)
-        st = PRN__ERR(ctx, PRN_ERR_FORMAT, "%s: '%s' is not a parrnn model file (bad magic)", fn, path);
-    else if (size < PRN__RNN_HEAD + 4)
-        st = PRN__ERR(ctx, PRN_ERR_FORMAT, "%s: '%s' is truncated (%lu bytes, shorter than the header)", fn, path, (unsigned long)size);
-    else if ((v = prn__rd_le(buf + 8, 4)) != PRN_RNN_FILE_VERSION)
-        st = PRN__ERR(ctx, PRN_ERR_FORMAT, "%s: '%s' has format version %lu; this library reads version %d", fn, path,
-                      (unsigned long)v, PRN_RNN_FILE_VERSION);
-    else if (prn__rd_le(buf + size - 4, 4) != prn__crc32(0, buf, size - 4))
-        st = PRN__ERR(ctx, PRN_ERR_FORMAT, "%s: '%s' fails its checksum (corrupted or truncated)", fn, path);
+    PRN__TRY(prn__rd_open(ctx, fn, path, &rd));
+    /* The header first: what it claims is checked against the bytes that
+     * are there before anything is allocated for it. */
+    st = prn__rd_fill(ctx, fn, &rd, PRN__RNN_HEAD + 4, 0);
     if (st == PRN_OK) {
-        memset(&c, 0, sizeof c);
-        c.kind = (prn_rnn_kind)prn__rd_le(buf + 12, 4);
-        c.dtype = (prn_dtype)prn__rd_le(buf + 16, 4);
-        c.num_layers = (int)prn__rd_le(buf + 20, 4);
-        c.bidirectional = (int)prn__rd_le(buf + 24, 4);
-        c.relu = (int)prn__rd_le(buf + 28, 4);
+        if (rd.n < 8 || memcmp(rd.buf, PRN__RNN_MAGIC, 8) != 0)
+            st = PRN__ERR(ctx, PRN_ERR_FORMAT, "%s: '%s' is not a parrnn model file (bad magic)", fn, path);
+        else if (rd.n < PRN__RNN_HEAD + 4)
+            st = PRN__ERR(ctx, PRN_ERR_FORMAT, "%s: '%s' is truncated (%lu bytes, shorter than the header)", fn, path,
+                          (unsigned long)rd.n);
+        else if ((v = prn__rd_le(rd.buf + 8, 4)) != PRN_RNN_FILE_VERSION)
+            st = PRN__ERR(ctx, PRN_ERR_FORMAT, "%s: '%s' has format version %lu; this library reads version %d", fn, path,
+                          (unsigned long)v, PRN_RNN_FILE_VERSION);
+    }
+    memset(&c, 0, sizeof c);
+    if (st == PRN_OK) {
+        prn_rnn_config raw;
+        const unsigned char *buf = rd.buf;
+        memset(&raw, 0, sizeof raw);
+        raw.kind = (prn_rnn_kind)prn__rd_le(buf + 12, 4);
+        raw.dtype = (prn_dtype)prn__rd_le(buf + 16, 4);
+        raw.num_layers = (int)prn__rd_le(buf + 20, 4);
+        raw.bidirectional = (int)prn__rd_le(buf + 24, 4);
+        raw.relu = (int)prn__rd_le(buf + 28, 4);
         np = (int)prn__rd_le(buf + 32, 4);
-        c.input_size = (size_t)prn__rd_le(buf + 36, 8);
-        c.hidden_size = (size_t)prn__rd_le(buf + 44, 8);
-        c.num_heads = (size_t)prn__rd_le(buf + 52, 8);
-        c.shallow_size = (size_t)prn__rd_le(buf + 60, 8);
-        c.num_relu = (size_t)prn__rd_le(buf + 68, 8);
-        c.output_size = (size_t)prn__rd_le(buf + 76, 8);
-        st = prn__rnn_build(ctx, fn, &c, 0, &r);
-        if (st != PRN_OK && st != PRN_ERR_OUT_OF_MEMORY) {
+        raw.input_size = (size_t)prn__rd_le(buf + 36, 8);
+        raw.hidden_size = (size_t)prn__rd_le(buf + 44, 8);
+        raw.num_heads = (size_t)prn__rd_le(buf + 52, 8);
+        raw.shallow_size = (size_t)prn__rd_le(buf + 60, 8);
+        raw.num_relu = (size_t)prn__rd_le(buf + 68, 8);
+        raw.output_size = (size_t)prn__rd_le(buf + 76, 8);
+        st = prn__rnn_check(ctx, fn, &raw, &c);
+        if (st != PRN_OK) {
             char why[512];
             strncpy(why, prn_last_error(ctx), sizeof why - 1);
             why[sizeof why - 1] = 0;
             st = PRN__ERR(ctx, PRN_ERR_FORMAT, "%s: '%s' holds an invalid configuration: %s", fn, path, why);
+        } else {
+            maxp = prn__rnn_max_params(&c);
+            sp = (prn__pspec *)prn_alloc(ctx, maxp * sizeof *sp);
+            if (!sp) st = PRN__ERR(ctx, PRN_ERR_OUT_OF_MEMORY, "%s: out of memory", fn);
+            else nsp = prn__rnn_layout(&c, sp);
+            if (st == PRN_OK && np != nsp)
+                st = PRN__ERR(ctx, PRN_ERR_FORMAT, "%s: '%s' has %d parameters; its configuration has %d", fn, path, np, nsp);
         }
-        else if (st == PRN_OK && np != r->np)
-            st = PRN__ERR(ctx, PRN_ERR_FORMAT, "%s: '%s' has %d parameters; its configuration has %d", fn, path, np, r->np);
     }
-    off = PRN__RNN_HEAD;
     es = prn_dtype_size(c.dtype);
-    for (j = 0; st == PRN_OK && j < r->np; ++j) {
-        prn_tensor *t = r->p[j];
-        if (off + 8 > size - 4 || (v = prn__rd_le(buf + off, 8)) != t->numel || t->numel > (size - 4 - off - 8) / es) {
-            st = PRN__ERR(ctx, PRN_ERR_FORMAT, "%s: '%s': parameter %s does not have the %lu values its shape needs", fn, path,
-                          r->names[j], (unsigned long)t->numel);
+    if (st == PRN_OK) {
+        /* The file's length as the configuration says (the sum saturates:
+         * a length past the limit is refused below either way). */
+        need = PRN__RNN_HEAD + 4;
+        for (j = 0; j < nsp; ++j) {
+            uint64_t n = prn__pspec_numel(&sp[j]), add = 8 + n * es;
+            need = need + add < need || n > ((uint64_t)1 << 60) ? UINT64_MAX : need + add;
+        }
+        st = prn__rd_fill(ctx, fn, &rd, need < (uint64_t)rd.limit ? (size_t)need + 1 : rd.limit + 1, 0);
+        if (st == PRN_OK && rd.n < need)
+            st = PRN__ERR(ctx, PRN_ERR_FORMAT, "%s: '%s' is truncated: %lu bytes; its configuration needs %.0f", fn, path,
+                          (unsigned long)rd.n, (double)need);
+        else if (st == PRN_OK && rd.n > need)
+            st = PRN__ERR(ctx, PRN_ERR_FORMAT, "%s: '%s' has bytes after its parameters (its configuration needs %.0f)",
+                          fn, path, (double)need);
+    }
+    if (st == PRN_OK && prn__rd_le(rd.buf + rd.n - 4, 4) != prn__crc32(0, rd.buf, rd.n - 4))
+        st = PRN__ERR(ctx, PRN_ERR_FORMAT, "%s: '%s' fails its checksum (corrupted or truncated)", fn, path);
+    /* Every count and value is checked before the network is built. */
+    off = PRN__RNN_HEAD;
+    for (j = 0; st == PRN_OK && j < nsp; ++j) {
+        uint64_t n = prn__pspec_numel(&sp[j]);
+        char name[40];
+        snprintf(name, sizeof name, sp[j].ld < 0 ? "%s" : "%s_l%d%s", sp[j].name, sp[j].ld / (c.bidirectional ? 2 : 1),
+                 sp[j].ld % 2 && c.bidirectional ? "_reverse" : "");
+        if ((v = prn__rd_le(rd.buf + off, 8)) != n) {
+            st = PRN__ERR(ctx, PRN_ERR_FORMAT, "%s: '%s': parameter %s does not have the %lu values its shape needs", fn,
+                          path, name, (unsigned long)n);
             break;
         }
+        off += 8;
+        for (i = 0; i < n; ++i, off += es) {
+            double x;
+            if (es == 8) { uint64_t u = prn__rd_le(rd.buf + off, 8); memcpy(&x, &u, 8); }
+            else { uint32_t u = (uint32_t)prn__rd_le(rd.buf + off, 4); float fv; memcpy(&fv, &u, 4); x = fv; }
+            if (!(x - x == 0)) {
+                st = PRN__ERR(ctx, PRN_ERR_NONFINITE, "%s: '%s': parameter %s holds NaN or Inf (value %lu)", fn, path,
+                              name, (unsigned long)i);
+                break;
+            }
+        }
+    }
+    prn_free(ctx, sp);
+    if (st == PRN_OK) st = prn__rnn_build(ctx, fn, &c, 0, &r);
+    off = PRN__RNN_HEAD;
+    for (j = 0; st == PRN_OK && j < r->np; ++j) {
+        prn_tensor *t = r->p[j];
         off += 8;
         host = (double *)prn_alloc(ctx, (t->numel ? t->numel : 1) * sizeof *host);
         if (!host) { st = PRN__ERR(ctx, PRN_ERR_OUT_OF_MEMORY, "%s: out of memory", fn); break; }
         for (i = 0; i < t->numel; ++i, off += es) {
-            if (es == 8) { uint64_t u = prn__rd_le(buf + off, 8); memcpy(&host[i], &u, 8); }
-            else { uint32_t u = (uint32_t)prn__rd_le(buf + off, 4); float fv; memcpy(&fv, &u, 4); host[i] = fv; }
+            if (es == 8) { uint64_t u = prn__rd_le(rd.buf + off, 8); memcpy(&host[i], &u, 8); }
+            else { uint32_t u = (uint32_t)prn__rd_le(rd.buf + off, 4); float fv; memcpy(&fv, &u, 4); host[i] = fv; }
         }
         st = prn__in_fn(ctx, fn, prn__upload_f64(t, host));
         prn_free(ctx, host);
         host = NULL;
     }
-    if (st == PRN_OK && off != size - 4)
-        st = PRN__ERR(ctx, PRN_ERR_FORMAT, "%s: '%s' has %lu bytes after its parameters", fn, path, (unsigned long)(size - 4 - off));
-    prn_free(ctx, buf);
+    prn__rd_close(ctx, &rd);
     if (st != PRN_OK) { prn_rnn_free(r); return st; }
     *out = r;
     return PRN_OK;
@@ -7771,9 +8035,11 @@ PRN__FN prn_status prn__deer_opts(prn_context *ctx, const char *fn, const prn_de
         return PRN__ERR(ctx, PRN_ERR_INVALID_ARGUMENT, "%s: argument 'opt->algo' is %d, not a prn_scan_algo", fn, (int)o->algo);
     if (o->max_iter < 0)
         return PRN__ERR(ctx, PRN_ERR_INVALID_ARGUMENT, "%s: argument 'opt->max_iter' is %d; must be >= 0", fn, o->max_iter);
-    if (!(o->atol >= 0) || !(o->rtol >= 0) || !(o->clip >= 0))
-        return PRN__ERR(ctx, PRN_ERR_INVALID_ARGUMENT, "%s: arguments 'opt->atol' (%g), 'opt->rtol' (%g) and 'opt->clip' "
-                        "(%g) must be >= 0", fn, o->atol, o->rtol, o->clip);
+    /* An infinite tolerance would pass any residual: "converged" after
+     * zero iterations, whatever the result. */
+    if (!(o->atol >= 0 && o->atol <= DBL_MAX) || !(o->rtol >= 0 && o->rtol <= DBL_MAX) || !(o->clip >= 0))
+        return PRN__ERR(ctx, PRN_ERR_INVALID_ARGUMENT, "%s: arguments 'opt->atol' (%g) and 'opt->rtol' (%g) must be "
+                        "finite and >= 0, 'opt->clip' (%g) >= 0", fn, o->atol, o->rtol, o->clip);
     if (!(o->damping >= 0 && o->damping <= 1))
         return PRN__ERR(ctx, PRN_ERR_INVALID_ARGUMENT, "%s: argument 'opt->damping' is %g; must be in [0, 1]", fn, o->damping);
     if (!o->max_iter) o->max_iter = 100;
@@ -8033,6 +8299,12 @@ PRN__FN size_t prn__pwl_bits(const prn_pwl_model *m) {
 PRN__FN int prn__pwl_shallow(const prn_pwl_model *m) {
     return m->kind == PRN_PWL_SHPLRNN || m->kind == PRN_PWL_CLIPPED_SHPLRNN;
 }
+/* The hidden size every buffer is sized by: m->H for the shallow kinds
+ * (checked 1 .. PRN__PWL_MAX_DIM), 0 for the others, whose H is not read
+ * and may hold anything (a negative H once wrapped a scratch size). */
+PRN__FN size_t prn__pwl_hidden(const prn_pwl_model *m) {
+    return prn__pwl_shallow(m) ? (size_t)m->H : 0;
+}
 PRN__FN const char *prn__pwl_kind_name(prn_pwl_kind k) {
     switch (k) {
     case PRN_PWL_PLRNN: return "plrnn";
@@ -8136,7 +8408,7 @@ PRN__DEF prn_status prn_pwl_step(prn_context *ctx, const prn_pwl_model *m, const
     if (!z) return PRN__ERR(ctx, PRN_ERR_NULL_ARGUMENT, "%s: argument 'z' is NULL", fn);
     if (!out) return PRN__ERR(ctx, PRN_ERR_NULL_ARGUMENT, "%s: argument 'out' is NULL", fn);
     M = (size_t)m->M;
-    tmp = (double *)prn_alloc(ctx, (M + 2 * (size_t)(m->H > 0 ? m->H : 0) + 1) * sizeof(double));
+    tmp = (double *)prn_alloc(ctx, (M + 2 * prn__pwl_hidden(m) + 1) * sizeof(double));
     if (!tmp) return prn__in_fn(ctx, fn, PRN_ERR_OUT_OF_MEMORY);
     prn__pwl_next(m, z, tmp, NULL, tmp + M);
     memcpy(out, tmp, M * sizeof(double));
@@ -8372,38 +8644,18 @@ PRN__DEF prn_status prn_pwl_parse(prn_context *ctx, const char *text, size_t len
 
 PRN__DEF prn_status prn_pwl_load(prn_context *ctx, const char *path, prn_pwl_model **out) {
     static const char *fn = "prn_pwl_load";
-    FILE *fp;
-    char *buf = NULL;
-    size_t n = 0, cap = 0;
+    prn__rd rd;
     prn_status st;
     PRN__CTX(ctx, fn);
     if (!path) return PRN__ERR(ctx, PRN_ERR_NULL_ARGUMENT, "%s: argument 'path' is NULL", fn);
     PRN__CHECK_OUT(ctx, fn, out);
-    fp = fopen(path, "rb");
-    if (!fp) return PRN__ERR(ctx, PRN_ERR_IO, "%s: cannot open '%s'", fn, path);
-    for (;;) {
-        size_t got;
-        if (n == cap) {
-            size_t nc = cap ? cap * 2 : 65536;
-            char *nb = (char *)prn_alloc(ctx, nc);
-            if (!nb) { fclose(fp); prn_free(ctx, buf); return prn__in_fn(ctx, fn, PRN_ERR_OUT_OF_MEMORY); }
-            if (n) memcpy(nb, buf, n);
-            prn_free(ctx, buf);
-            buf = nb;
-            cap = nc;
-        }
-        got = fread(buf + n, 1, cap - n, fp);
-        n += got;
-        if (got == 0) break;
-    }
-    if (ferror(fp)) {
-        fclose(fp);
-        prn_free(ctx, buf);
-        return PRN__ERR(ctx, PRN_ERR_IO, "%s: cannot read '%s'", fn, path);
-    }
-    fclose(fp);
-    st = prn_pwl_parse(ctx, buf, n, out);
-    prn_free(ctx, buf);
+    PRN__TRY(prn__rd_open(ctx, fn, path, &rd));
+    /* Up to the limit, or to the first NUL byte: the parser refuses the
+     * text there, so a stream of zeros is not read on. */
+    st = prn__rd_fill(ctx, fn, &rd, SIZE_MAX, 1);
+    if (st != PRN_OK) { prn__rd_close(ctx, &rd); return st; }
+    st = prn_pwl_parse(ctx, (const char *)rd.buf, rd.n, out);
+    prn__rd_close(ctx, &rd);
     if (st != PRN_OK) {
         /* Keep the line/field message, say which file. */
         char msg[sizeof ctx->msg];
@@ -8796,7 +9048,7 @@ PRN__FN prn_status prn__sc_make_pool(prn__sc *s) {
     cap = want;
     s->pool = (unsigned char *)prn_alloc(s->ctx, cap * R + R);
     slot = (size_t *)prn_alloc(s->ctx, nslots * sizeof(size_t));
-    z = (double *)prn_alloc(s->ctx, (3 * M + 2 * (size_t)s->m->H) * sizeof(double));
+    z = (double *)prn_alloc(s->ctx, (3 * M + 2 * prn__pwl_hidden(s->m)) * sizeof(double));
     pat = (unsigned char *)prn_alloc(s->ctx, R);
     if (!s->pool || !slot || !z || !pat) {
         prn_free(s->ctx, slot); prn_free(s->ctx, z); prn_free(s->ctx, pat);
@@ -8900,7 +9152,7 @@ PRN__FN prn_status prn__sc_build_device(prn__sc *s, const int *run, int nrun, in
 /* One guess of every running chain: the systems built, solved in one
  * batched call, checked; consistent candidates go to their chains. */
 PRN__FN prn_status prn__sc_round(prn__sc *s) {
-    size_t M = s->M, k = s->k, H = s->m->H > 0 ? (size_t)s->m->H : 0;
+    size_t M = s->M, k = s->k, H = prn__pwl_hidden(s->m);
     int nrun = 0, *run = s->info + s->batch, b; /* indices of running slots */
     long r;
     prn_status st = PRN_OK;
@@ -9174,8 +9426,9 @@ PRN__FN prn_status prn__scyfi(prn_context *ctx, const prn_pwl_model *m, const pr
     memset(&s, 0, sizeof s);
     if (opt) s.o = *opt;
     if (s.o.kmax == 0) s.o.kmax = 1;
-    if (s.o.kmax < 0 || s.o.kmax > 100000)
-        return PRN__ERR(ctx, PRN_ERR_INVALID_ARGUMENT, "%s: argument 'opt->kmax' is %d; need 1 .. 100000", fn, s.o.kmax);
+    if (s.o.kmax < 0 || s.o.kmax > PRN_SCYFI_MAX_KMAX)
+        return PRN__ERR(ctx, PRN_ERR_INVALID_ARGUMENT, "%s: argument 'opt->kmax' is %d; need 1 .. %d", fn, s.o.kmax,
+                        PRN_SCYFI_MAX_KMAX);
     if (s.o.outer < 0 || s.o.inner < 0 || s.o.batch < 0 || s.o.pool_size < 0 || s.o.max_cycles < 0)
         return PRN__ERR(ctx, PRN_ERR_INVALID_ARGUMENT, "%s: a count in 'opt' (outer %d, inner %d, batch %d, pool_size %d, "
                         "max_cycles %d) is negative", fn, s.o.outer, s.o.inner, s.o.batch, s.o.pool_size, s.o.max_cycles);
@@ -9220,7 +9473,7 @@ PRN__FN prn_status prn__scyfi(prn_context *ctx, const prn_pwl_model *m, const pr
         size_t cap = ((size_t)64 << 20) / ((M * M + M) * sizeof(double));
         if ((size_t)s.batch > cap) s.batch = cap > 0 ? (int)cap : 1;
     }
-    s.scratch_per = 3 * M * M + 4 * M + 2 * (size_t)m->H + 8;
+    s.scratch_per = 3 * M * M + 4 * M + 2 * prn__pwl_hidden(m) + 8;
     s.scratch = (double *)prn_alloc(ctx, (size_t)s.nt * s.scratch_per * sizeof(double));
     s.sys = (double *)prn_alloc(ctx, (size_t)s.batch * (M * M + M) * sizeof(double) + 2 * (size_t)s.batch * sizeof(int));
     per_chain = ((size_t)s.o.kmax * R * 2 + ((size_t)s.o.kmax + 1) * M * sizeof(double) + 31) / 16 * 16;
@@ -9429,13 +9682,17 @@ PRN__FN int prn__eig_real(size_t n, double *a, double *re, double *im) {
     for (q = 0; q < n; ++q) re[q] = im[q] = 0;
     if (amax == 0) return 0;
     {
-        /* n = 2 needs it only near overflow: the 2x2 formula is scaled */
+        /* n = 2 needs it only near overflow: the 2x2 formula is scaled.
+         * A large matrix is scaled down only as far as the iteration needs
+         * (largest entry below 2^emax), not to 1: its small entries would
+         * underflow, and balancing needs them (entries 1e200 and 1e-200
+         * can have eigenvalues of 1e66). A tiny one is scaled up to 1. */
         int e, emax = n == 2 ? 1000 : 400, emin = n == 2 ? -2000 : -400;
         (void)frexp(amax, &e);
-        if (e > emax || e < emin) {
-            sexp = e;
-            for (q = 0; q < nn; ++q) a[q] = ldexp(a[q], -e);
-        }
+        if (e > emax) sexp = e - emax;
+        else if (e < emin) sexp = e;
+        if (sexp)
+            for (q = 0; q < nn; ++q) a[q] = ldexp(a[q], -sexp);
     }
     if (n == 1) {
         re[0] = a[0];

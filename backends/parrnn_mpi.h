@@ -103,7 +103,9 @@ PRNDEF prn_status prn_mpi_scan_block(prn_context *ctx, prn_mpi *mpi, prn_tensor 
  * the same everywhere. opt as prn_deer's (modes, tolerances, clip,
  * damping); adaptive damping and warm starts are not supported here
  * (PRN_ERR_UNSUPPORTED). Not converged: with no_fallback the last iterate,
- * else the sequential evaluation, passed from rank to rank. Gradients as
+ * else the sequential evaluation, passed from rank to rank. The ranks must
+ * pass the same options (mode, max_iter, no_fallback, atol, rtol, clip,
+ * damping: checked, PRN_ERR_SHAPE on every rank otherwise). Gradients as
  * prn_deer's: the adjoint recurrence by the sequence-parallel reverse scan,
  * then one recorded step of f over the slice; sum the parameters'
  * gradients over ranks with prn_mpi_allreduce_grads. */
@@ -131,7 +133,9 @@ PRNDEF prn_status prn_mpi_broadcast(prn_context *ctx, prn_mpi *mpi, prn_tensor *
  * contiguous blocks of opt->batch, the chains' cycles gathered, then judged
  * in chain order on every rank; so the result (on every rank) has the same
  * cycles, in the same order, as prn_scyfi on one process with the same
- * seed. result->solves counts every rank's solves. */
+ * seed. result->solves counts every rank's solves. The ranks first agree
+ * on the model (its sizes and numbers) and on every option: one that
+ * differs fails the call on every rank (PRN_ERR_SHAPE naming it). */
 PRNDEF prn_status prn_mpi_scyfi(prn_context *ctx, prn_mpi *mpi, const prn_pwl_model *m,
                                 const prn_scyfi_options *opt, prn_scyfi_result **out);
 
@@ -145,6 +149,7 @@ PRNDEF prn_status prn_mpi_scyfi(prn_context *ctx, prn_mpi *mpi, const prn_pwl_mo
 #define PARRNN_MPI_IMPLEMENTATION_DONE
 #include <math.h>
 #include <stdio.h>
+#include <float.h>
 #include <string.h>
 
 #define PRN__MPI_KMAX 64 /* block size limit of the scans */
@@ -334,9 +339,9 @@ PRNDEF void prn_mpi_free(prn_mpi *mpi) {
  * call instead of four. */
 static prn_status prn__mpi_same(prn_context *ctx, prn_mpi *mpi, const char *fn, prn_status status, const long long *v,
                                 const char *const *names, int n, long long *w, int nw) {
-    long long buf[1 + 2 * 8 + 2];
+    long long buf[1 + 2 * 16 + 2];
     int i, key;
-    if (n > 8 || nw > 2) return prn_set_error(ctx, PRN_ERR_INVALID_ARGUMENT, "%s: too many values to agree on", fn);
+    if (n > 16 || nw > 2) return prn_set_error(ctx, PRN_ERR_INVALID_ARGUMENT, "%s: too many values to agree on", fn);
     buf[0] = -(long long)prn__mpi_key(mpi, status);   /* the max of -key is the min key */
     for (i = 0; i < n; ++i) {
         buf[1 + i] = status == PRN_OK ? v[i] : 0;
@@ -354,6 +359,20 @@ static prn_status prn__mpi_same(prn_context *ctx, prn_mpi *mpi, const char *fn, 
     for (i = 0; i < nw; ++i) w[i] = buf[1 + 2 * n + i];
     return PRN_OK;
 }
+
+/* FNV-1a of n bytes, continuing h. */
+static unsigned long long prn__mpi_hash(unsigned long long h, const void *p, size_t n) {
+    const unsigned char *c = (const unsigned char *)p;
+    size_t i;
+    for (i = 0; i < n; ++i) h = (h ^ c[i]) * 1099511628211ull;
+    return h;
+}
+/* 8 bytes (a double's bits, a u64) as a value for prn__mpi_same, which
+ * negates them: a hash in 0 .. 2^63 - 1 (-0.0's bits are LLONG_MIN). */
+static long long prn__mpi_bits8(const void *p) {
+    return (long long)(prn__mpi_hash(14695981039346656037ull, p, 8) >> 1);
+}
+static long long prn__mpi_bits(double d) { return prn__mpi_bits8(&d); }
 
 /* --- sequence-parallel scans ---------------------------------------------------- */
 /* A scan split over ranks, on internal shapes: b [B, T, C]; a [B, T, C]
@@ -778,13 +797,13 @@ static prn_status prn__mpi_scan_backward(prn_context *ctx, const prn_op *op, prn
 static prn_status prn__mpi_scan(prn_context *ctx, prn_mpi *mpi, const char *fn, int diag, prn_tensor *a, prn_tensor *b,
                                 prn_tensor *h0, int reverse, prn_tensor **out, prn_tensor **final) {
     static const char *names[] = {"the dtype", "the batch size", "the channels", "the block size", "the layout (batched or not)",
-                                  "whether gradients are recorded"};
+                                  "whether gradients are recorded", "the direction (reverse)"};
     prn__mpi_geo g;
     prn_status st = PRN_OK;
     prn_tensor *a3 = NULL, *b3 = NULL, *h = NULL, *hu = NULL, *fin = NULL;
     double *carry = NULL, *maps = NULL, *h0v = NULL;
     size_t B = 1, T = 0, C = 0, k = 1, sh[4];
-    long long v[6], any;
+    long long v[7], any;
     int nd = 0, any_grad = 0, mine_grad = 0, first;
     if (!ctx || !mpi) return PRN_ERR_NULL_ARGUMENT;
     first = reverse ? mpi->rank == mpi->size - 1 : mpi->rank == 0;
@@ -821,9 +840,10 @@ static prn_status prn__mpi_scan(prn_context *ctx, prn_mpi *mpi, const char *fn, 
     if (st == PRN_OK) {
         v[0] = (long long)prn_tensor_dtype(b); v[1] = (long long)B; v[2] = (long long)C; v[3] = (long long)k; v[4] = nd;
         v[5] = prn_grad_enabled(ctx);
+        v[6] = reverse != 0; /* the direction picks the communicator the carries go through */
     }
     any = mine_grad;
-    if ((st = prn__mpi_same(ctx, mpi, fn, st, v, names, 6, &any, 1)) != PRN_OK) return st;
+    if ((st = prn__mpi_same(ctx, mpi, fn, st, v, names, 7, &any, 1)) != PRN_OK) return st;
     any_grad = any != 0;
     prn__mpi_geo_init(&g, mpi, prn_tensor_dtype(b), B, T, C, k, diag, reverse);
     prn_no_grad_begin(ctx);
@@ -1051,7 +1071,8 @@ PRNDEF prn_status prn_mpi_deer(prn_context *ctx, prn_mpi *mpi, const prn_deer_ce
                                prn_tensor *state0, const prn_deer_options *opt, prn_tensor **y, prn_deer_stats *stats) {
     static const char *fn = "prn_mpi_deer";
     static const char *names[] = {"the dtype", "the batch size", "the state size", "the input size", "the Jacobian mode",
-                                  "the block size", "whether gradients are recorded"};
+                                  "the block size", "whether gradients are recorded", "opt->max_iter",
+                                  "opt->no_fallback", "opt->atol", "opt->rtol", "opt->clip", "opt->damping"};
     prn_deer_options o;
     prn_deer_stats ss;
     prn__mpi_geo g;
@@ -1060,7 +1081,7 @@ PRNDEF prn_status prn_mpi_deer(prn_context *ctx, prn_mpi *mpi, const prn_deer_ce
     prn_tensor *yp = NULL;
     double *h0 = NULL, *carry = NULL, *tmp = NULL, kappa;
     size_t B = 0, T = 0, S = 0, X = 0, kb = 1, i, sh[4];
-    long long v[7];
+    long long v[13];
     int it = 0, rank0, exact_k;
     prn_jacobian_mode exact_mode;
     if (!ctx || !mpi) return PRN_ERR_NULL_ARGUMENT;
@@ -1077,8 +1098,10 @@ PRNDEF prn_status prn_mpi_deer(prn_context *ctx, prn_mpi *mpi, const prn_deer_ce
     else if (prn_tensor_dtype(x) == PRN_I32) st = prn_set_error(ctx, PRN_ERR_DTYPE, "%s: argument 'x' must be f32 or f64", fn);
     else if (o.adaptive || o.warm)
         st = prn_set_error(ctx, PRN_ERR_UNSUPPORTED, "%s: adaptive damping and warm starts are not supported across ranks", fn);
-    else if ((int)o.mode < 0 || o.mode > PRN_JACOBIAN_DIAG || o.max_iter < 0 || o.damping < 0 || o.damping > 1)
-        st = prn_set_error(ctx, PRN_ERR_INVALID_ARGUMENT, "%s: argument 'opt': mode, max_iter or damping out of range", fn);
+    else if ((int)o.mode < 0 || o.mode > PRN_JACOBIAN_DIAG || o.max_iter < 0 || !(o.damping >= 0 && o.damping <= 1) ||
+             !(o.atol >= 0 && o.atol <= DBL_MAX) || !(o.rtol >= 0 && o.rtol <= DBL_MAX) || !(o.clip >= 0))
+        st = prn_set_error(ctx, PRN_ERR_INVALID_ARGUMENT, "%s: argument 'opt': mode, max_iter, damping, atol, rtol (finite, "
+                           ">= 0) or clip out of range", fn);
     if (st == PRN_OK) {
         B = prn_tensor_dim(x, 0); T = prn_tensor_dim(x, 1); S = cell->state_size; X = cell->input_size;
         kb = o.mode == PRN_JACOBIAN_DIAG ? 1 : o.mode == PRN_JACOBIAN_BLOCK && cell->block ? cell->block : S;
@@ -1110,8 +1133,13 @@ PRNDEF prn_status prn_mpi_deer(prn_context *ctx, prn_mpi *mpi, const prn_deer_ce
     if (st == PRN_OK) {
         v[0] = prn_tensor_dtype(x); v[1] = (long long)B; v[2] = (long long)S; v[3] = (long long)X; v[4] = o.mode;
         v[5] = (long long)kb; v[6] = prn_grad_enabled(ctx);
+        /* the options that steer the iterations and the fall-back: ranks
+         * that stopped at different counts would wait for each other */
+        v[7] = o.max_iter; v[8] = o.no_fallback != 0;
+        v[9] = prn__mpi_bits(o.atol); v[10] = prn__mpi_bits(o.rtol); v[11] = prn__mpi_bits(o.clip);
+        v[12] = prn__mpi_bits(o.damping);
     }
-    if ((st = prn__mpi_same(ctx, mpi, fn, st, v, names, 7, NULL, 0)) != PRN_OK) return st;
+    if ((st = prn__mpi_same(ctx, mpi, fn, st, v, names, 13, NULL, 0)) != PRN_OK) return st;
     if (!o.max_iter) o.max_iter = 100;
     if (!o.atol) o.atol = prn_tensor_dtype(x) == PRN_F64 ? 1e-10 : 1e-5;
     if (!o.rtol) o.rtol = prn_tensor_dtype(x) == PRN_F64 ? 1e-10 : 1e-5;
@@ -1430,12 +1458,55 @@ static prn_status prn__mpi_scyfi_exchange(prn_context *ctx, void *user, int fail
     return PRN_OK;
 }
 
+/* FNV-1a over a model's sizes and numbers: ranks with different models
+ * would deal and judge different chains, and wait for each other. */
+static long long prn__mpi_model_hash(const prn_pwl_model *m) {
+    unsigned long long h = 14695981039346656037ull;
+    size_t M = (size_t)m->M, H, nA = m->full_A ? M * M : M;
+    int shallow = m->kind == PRN_PWL_SHPLRNN || m->kind == PRN_PWL_CLIPPED_SHPLRNN, v[4];
+    H = shallow ? (size_t)m->H : 0;
+    v[0] = (int)m->kind; v[1] = m->M; v[2] = shallow ? m->H : 0; v[3] = m->kind == PRN_PWL_ALRNN ? m->P : 0;
+    h = prn__mpi_hash(h, v, sizeof v);
+    h = prn__mpi_hash(h, &m->full_A, sizeof m->full_A);
+    h = prn__mpi_hash(h, m->A, nA * sizeof(double));
+    if (shallow) {
+        h = prn__mpi_hash(h, m->W1, M * H * sizeof(double));
+        h = prn__mpi_hash(h, m->W2, H * M * sizeof(double));
+        h = prn__mpi_hash(h, m->h1, M * sizeof(double));
+        h = prn__mpi_hash(h, m->h2, H * sizeof(double));
+    } else {
+        h = prn__mpi_hash(h, m->W, M * M * sizeof(double));
+        h = prn__mpi_hash(h, m->h, M * sizeof(double));
+    }
+    return (long long)(h >> 1);
+}
+
 PRNDEF prn_status prn_mpi_scyfi(prn_context *ctx, prn_mpi *mpi, const prn_pwl_model *m, const prn_scyfi_options *opt,
                                 prn_scyfi_result **out) {
+    static const char *fn = "prn_mpi_scyfi";
+    static const char *names[] = {"the model", "opt->kmax", "opt->outer", "opt->inner", "opt->seed", "opt->batch",
+                                  "opt->tol", "opt->exhaustive", "opt->exhaustive_limit", "opt->pool_size",
+                                  "opt->pool_range", "opt->max_cycles", "opt->host_products"};
     prn_scyfi_options o;
+    prn_status st = PRN_OK;
+    long long v[13];
     if (!ctx || !mpi) return PRN_ERR_NULL_ARGUMENT;
     memset(&o, 0, sizeof o);
     if (opt) o = *opt;
+    /* The ranks agree on the model and the options before the search:
+     * prn_scyfi's own checks (and every round's count) depend on them, and
+     * a rank that returned early, or searched longer, would leave the
+     * others waiting in an exchange. */
+    memset(v, 0, sizeof v);
+    if (ctx != mpi->ctx) st = prn_set_error(ctx, PRN_ERR_CONTEXT_MISMATCH, "%s: 'mpi' was created on another context", fn);
+    else if (!out) st = prn_set_error(ctx, PRN_ERR_NULL_ARGUMENT, "%s: argument 'out' is NULL", fn);
+    else st = prn_pwl_check(ctx, m);
+    if (st == PRN_OK) {
+        v[0] = prn__mpi_model_hash(m); v[1] = o.kmax; v[2] = o.outer; v[3] = o.inner; v[4] = prn__mpi_bits8(&o.seed);
+        v[5] = o.batch; v[6] = prn__mpi_bits(o.tol); v[7] = o.exhaustive; v[8] = prn__mpi_bits(o.exhaustive_limit);
+        v[9] = o.pool_size; v[10] = prn__mpi_bits(o.pool_range); v[11] = o.max_cycles; v[12] = o.host_products;
+    }
+    if ((st = prn__mpi_same(ctx, mpi, fn, st, v, names, 13, NULL, 0)) != PRN_OK) return st;
     o.part_rank = mpi->rank;
     o.part_size = mpi->size;
     o.part_exchange = prn__mpi_scyfi_exchange;

@@ -15,6 +15,7 @@
  * which is what the per-entry comparison verifies. */
 #include "parrnn.h"
 #include "prn_test.h"
+#include <float.h>
 #include <stdint.h>
 
 /* ------------------------------------------------------------------------
@@ -397,6 +398,22 @@ E(e_uniform_lo_gt_hi, size_t sh[1] = {3}; return prn_tensor_uniform(f->ctx, PRN_
 E(e_normal_negative_stddev, size_t sh[1] = {3}; return prn_tensor_normal(f->ctx, PRN_F64, 1, sh, 0.0, -1.0, &o->t);)
 E(e_scale_nan, return prn_scale(f->ctx, f->a, NAN, &o->t);)
 E(e_pow_scalar_nan, return prn_pow_scalar(f->ctx, f->a, NAN, &o->t);)
+/* infinite scalars: an infinite range, scale or mean draws or makes Inf and NaN */
+E(e_uniform_infinite, size_t sh[1] = {3}; return prn_tensor_uniform(f->ctx, PRN_F32, 1, sh, -INFINITY, INFINITY, &o->t);)
+E(e_uniform_range_overflows, size_t sh[1] = {3};
+  return prn_tensor_uniform(f->ctx, PRN_F64, 1, sh, -DBL_MAX, DBL_MAX, &o->t);)
+E(e_normal_infinite_mean, size_t sh[1] = {3}; return prn_tensor_normal(f->ctx, PRN_F64, 1, sh, INFINITY, 1.0, &o->t);)
+E(e_scale_inf, return prn_scale(f->ctx, f->a, INFINITY, &o->t);)
+/* a mean of nothing is 0 / 0: refused, as prn_max of nothing is */
+E(e_mean_empty, size_t sh[2] = {0, 3}; prn_tensor *e = NULL; prn_status st;
+  if (prn_tensor_create(f->ctx, PRN_F32, 2, sh, &e) != PRN_OK) return PRN_ERR_STATE;
+  st = prn_mean(f->ctx, e, PRN_ALL_AXES, 0, &o->t); prn_tensor_free(e); return st;)
+E(e_mean_empty_axis, size_t sh[2] = {0, 3}; prn_tensor *e = NULL; prn_status st;
+  if (prn_tensor_create(f->ctx, PRN_F32, 2, sh, &e) != PRN_OK) return PRN_ERR_STATE;
+  st = prn_mean(f->ctx, e, 0, 0, &o->t); prn_tensor_free(e); return st;)
+E(e_mse_empty, size_t sh[2] = {0, 3}; prn_tensor *e = NULL; prn_status st;
+  if (prn_tensor_create(f->ctx, PRN_F32, 2, sh, &e) != PRN_OK) return PRN_ERR_STATE;
+  st = prn_mse(f->ctx, e, e, &o->t); prn_tensor_free(e); return st;)
 
 /* a backend that leaves primitives NULL */
 E(e_unsupported_gemm, return prn_matmul(f->nb, f->nb_a, f->nb_b, &o->t);)
@@ -566,6 +583,13 @@ static const entry table[] = {
     ROW(e_normal_negative_stddev, INV, MSG_CTX, "prn_tensor_normal", "stddev"),
     ROW(e_scale_nan, INV, MSG_CTX, "prn_scale", NULL),
     ROW(e_pow_scalar_nan, INV, MSG_CTX, "prn_pow_scalar", NULL),
+    ROW(e_uniform_infinite, INV, MSG_CTX, "prn_tensor_uniform", "lo"),
+    ROW(e_uniform_range_overflows, INV, MSG_CTX, "prn_tensor_uniform", "hi - lo"),
+    ROW(e_normal_infinite_mean, INV, MSG_CTX, "prn_tensor_normal", "mean"),
+    ROW(e_scale_inf, INV, MSG_CTX, "prn_scale", "not finite"),
+    ROW(e_mean_empty, SHP, MSG_CTX, "prn_mean", "empty"),
+    ROW(e_mean_empty_axis, SHP, MSG_CTX, "prn_mean", "empty"),
+    ROW(e_mse_empty, SHP, MSG_CTX, "prn_mse", "empty"),
     /* unsupported primitives */
     ROW(e_unsupported_gemm, UNS, MSG_NB, "prn_matmul", "'gemm'"),
     ROW(e_unsupported_softmax, UNS, MSG_NB, "prn_softmax", "'softmax'"),

@@ -366,6 +366,61 @@ static void test_graded(void) {
     free(a);
 }
 
+/* Entries far apart in scale whose eigenvalues are far smaller than the
+ * largest entry: an error relative to ||A||_F (run_case) would pass a
+ * result of zeros, so each value is compared with dgeev's relative to the
+ * largest |lambda|. The matrix must not be scaled down to 1 before it is
+ * balanced: its small entries would underflow. */
+static void test_scale_balance(void) {
+    /* cyclic: a01 a12 a20 = p, so lambda = d + p^(1/3) w^j, w^3 = 1 */
+    static const double cyc[][9] = {
+        {0, 1e200, 0, 0, 0, 1e-200, 1e200, 0, 0},   /* p = 1e200: |lambda| 4.6e66 */
+        {0, 1, 0, 0, 0, 1e200, 1e-200, 0, 0},       /* p = 1 */
+        {1, 1e200, 0, 0, 1, 1, 1e-200, 0, 1},       /* d = 1, p = 1 */
+        {0, 1e250, 0, 0, 0, 1e-120, 1e-100, 0, 0},  /* p = 1e30 */
+    };
+    static const double cyc_p[] = {1e200, 1, 1, 1e30}, cyc_d[] = {0, 0, 1, 0};
+    double a[100], b[100], re[10], im[10], wr[10], wi[10];
+    int t, n, i, j, k;
+    for (t = 0; t < (int)(sizeof cyc / sizeof cyc[0]); ++t) {
+        double r = cbrt(cyc_p[t]), lmax = 0, err;
+        prn_status st = prn_eigenvalues(g_ctx, 3, cyc[t], re, im);
+        PRNT_CHECK(st == PRN_OK, "cyclic %d: %s (%s)", t, prn_status_string(st), prn_last_error(g_ctx));
+        for (i = 0; i < 3; ++i) {
+            wr[i] = cyc_d[t] + r * cos(2 * 3.14159265358979323846 * i / 3);
+            wi[i] = r * sin(2 * 3.14159265358979323846 * i / 3);
+            if (cabs2(wr[i], wi[i]) > lmax) lmax = cabs2(wr[i], wi[i]);
+        }
+        err = match_dist(3, re, im, wr, wi) / lmax;
+        PRNT_CHECK(err <= 1e-13, "cyclic %d: |err| / max |lambda| = %.3g (|lambda| %.3g; got %g%+gi)", t, err, lmax,
+                   re[0], im[0]);
+    }
+    /* s D B D^-1: B random, D = 2^e, e spread over +-325, s = 2^300, so the
+     * entries span 2^-350 .. 2^950 and the eigenvalues are exactly s eig(B)
+     * (dgeev on B: moderate numbers). */
+    rng_seed(11);
+    for (k = 0; k < 40; ++k) {
+        double lmax = 0, err;
+        int e[10];
+        n = 3 + k % 8;
+        for (i = 0; i < n; ++i) e[i] = (int)(urand() * 650) - 325;
+        for (i = 0; i < n; ++i)
+            for (j = 0; j < n; ++j) {
+                b[i * n + j] = srand1();
+                a[i * n + j] = ldexp(b[i * n + j], 300 + e[i] - e[j]);
+            }
+        PRNT_CHECK(prn_eigenvalues(g_ctx, n, a, re, im) == PRN_OK, "s D B D^-1 n=%d: %s", n, prn_last_error(g_ctx));
+        PRNT_CHECK(ref_eig(n, b, wr, wi) == 0, "dgeev failed on B (n=%d)", n);
+        for (i = 0; i < n; ++i) {
+            wr[i] = ldexp(wr[i], 300);
+            wi[i] = ldexp(wi[i], 300);
+            if (cabs2(wr[i], wi[i]) > lmax) lmax = cabs2(wr[i], wi[i]);
+        }
+        err = match_dist(n, re, im, wr, wi) / lmax;
+        PRNT_CHECK(err <= 1e-10, "s D B D^-1 n=%d (case %d): |err| / max |lambda| = %.3g", n, k, err);
+    }
+}
+
 static void test_hessenberg_and_normal(void) {
     /* random Hessenberg matrices have very ill-conditioned eigenvalues as
      * n grows: kept to n <= 40 */
@@ -740,6 +795,7 @@ int main(void) {
     PRNT_RUN(test_scales);
     PRNT_RUN(test_tiny_scales);
     PRNT_RUN(test_graded);
+    PRNT_RUN(test_scale_balance);
     PRNT_RUN(test_hessenberg_and_normal);
     PRNT_RUN(test_exact_structures);
     PRNT_RUN(test_jordan);

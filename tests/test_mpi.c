@@ -20,7 +20,11 @@
  *  - SCYFI across ranks: the cycles of prn_scyfi, in its order;
  *  - failures: one rank's bad input, failing callback or mismatched shape
  *    makes every rank fail (PRN_ERR_REMOTE naming it elsewhere), none
- *    hangs, and the communicator works afterwards; prn_mpi_agree.
+ *    hangs, and the communicator works afterwards; prn_mpi_agree;
+ *  - options or a model that differ on one rank (prn_mpi_scyfi's kmax,
+ *    seed, batch, model, exhaustive; prn_mpi_deer_rnn's max_iter and
+ *    no_fallback; a scan's direction): every rank fails with
+ *    PRN_ERR_SHAPE, none hangs.
  *
  * Run it as mpirun -np N build/tests/test_mpi (N = 1, 2, 4, ...). Rank 0
  * prints the results and the summary line. A check that fails on any rank
@@ -1395,6 +1399,101 @@ done:
     prn_rnn_free(r);
 }
 
+/* Arguments that differ on the last rank: every rank fails alike
+ * (PRN_ERR_SHAPE naming what differs) instead of hanging in a collective,
+ * and the layer works afterwards. prn_mpi_scyfi: kmax (the issue's hang),
+ * seed, batch, a model value, exhaustive; prn_mpi_deer_rnn: max_iter and
+ * no_fallback, which decide how many collective rounds a rank runs. */
+static void test_option_mismatch(void) {
+    int bad = g_size - 1, v, here = g_rank == bad;
+    tmodel t;
+    if (g_size == 1) {
+        PRNT_SKIP("needs 2 ranks or more");
+        return;
+    }
+    for (v = 0; v < 5; ++v) {
+        static const char *what[] = {"opt->kmax", "opt->seed", "opt->batch", "the model", "opt->exhaustive"};
+        prn_scyfi_options o;
+        prn_scyfi_result *r = (prn_scyfi_result *)&g_rs;
+        prn_status s;
+        random_model(&t, PRN_PWL_PLRNN, 3, 0, 0, 0, 1u, 1.2);
+        memset(&o, 0, sizeof o);
+        o.kmax = 3;
+        if (here) {
+            if (v == 0) o.kmax = 2;
+            if (v == 1) o.seed = 99;
+            if (v == 2) o.batch = 7;
+            if (v == 3) t.m.A[0] += 0.125;
+            if (v == 4) o.exhaustive = 1;
+        }
+        s = prn_mpi_scyfi(g_ctx, g_mpi, &t.m, &o, &r);
+        PRNT_CHECK(s == PRN_ERR_SHAPE && strstr(prn_last_error(g_ctx), what[v]) != NULL,
+                   "prn_mpi_scyfi, %s differs on rank %d: %s (%s)", what[v], bad, prn_status_string(s), prn_last_error(g_ctx));
+        PRNT_CHECK(r == (prn_scyfi_result *)&g_rs, "prn_mpi_scyfi, %s differs: *out written", what[v]);
+        if (s == PRN_OK) prn_scyfi_free(g_ctx, r);
+    }
+    random_model(&t, PRN_PWL_PLRNN, 3, 0, 0, 0, 1u, 1.2);
+    PRNT_CHECK(scyfi_case(&t.m, 3, 0, 0, 11, "after the mismatches") >= 0, "prn_mpi_scyfi after the mismatches");
+    {
+        size_t B = 2, T = 12, start, len;
+        prn_rnn *r = make_gru(PRN_F64, UC_X, 4);
+        prn_tensor *xr, *y, *sentinel = (prn_tensor *)&g_rs;
+        prn_deer_options o;
+        prn_deer_stats st;
+        double *x;
+        prn_status s;
+        prn_mpi_split(g_mpi, T, g_rank, &start, &len);
+        rng_seed(5);
+        x = rand_vec(B * len * UC_X, -1, 1, PRN_F64);
+        xr = tensor3(PRN_F64, B, len, UC_X, x, 0);
+        if (all_ok(xr && r)) {
+            for (v = 0; v < 2; ++v) {
+                static const char *what[] = {"opt->max_iter", "opt->no_fallback"};
+                memset(&o, 0, sizeof o);
+                o.max_iter = 2;
+                if (here && v == 0) o.max_iter = 50;
+                if (here && v == 1) o.no_fallback = 1;
+                y = sentinel;
+                prn_no_grad_begin(g_ctx);
+                s = prn_mpi_deer_rnn(g_ctx, g_mpi, r, xr, NULL, &o, &y, &st);
+                prn_no_grad_end(g_ctx);
+                PRNT_CHECK(s == PRN_ERR_SHAPE && strstr(prn_last_error(g_ctx), what[v]) != NULL,
+                           "prn_mpi_deer_rnn, %s differs on rank %d: %s (%s)", what[v], bad, prn_status_string(s),
+                           prn_last_error(g_ctx));
+                PRNT_CHECK(y == sentinel, "prn_mpi_deer_rnn, %s differs: y written", what[v]);
+                if (y != sentinel) prn_tensor_free(y);
+            }
+        }
+        prn_tensor_free(xr);
+        free(x);
+        prn_rnn_free(r);
+    }
+    {   /* the scan's direction: it picks the communicator the carries go through */
+        size_t T = 10, start, len, i, sa[3];
+        double *a, *b;
+        prn_tensor *ta, *tb, *out = (prn_tensor *)&g_rs;
+        prn_status s;
+        prn_mpi_split(g_mpi, T, g_rank, &start, &len);
+        sa[0] = 2; sa[1] = len; sa[2] = 3;
+        a = (double *)malloc((2 * len * 3 + 1) * sizeof *a);
+        b = (double *)malloc((2 * len * 3 + 1) * sizeof *b);
+        for (i = 0; i < 2 * len * 3; ++i) { a[i] = 0.5; b[i] = 1; }
+        ta = tensor_of(PRN_F64, 3, sa, a, 0);
+        tb = tensor_of(PRN_F64, 3, sa, b, 0);
+        if (all_ok(ta && tb)) {
+            s = prn_mpi_scan_diag(g_ctx, g_mpi, ta, tb, NULL, here, &out, NULL);
+            PRNT_CHECK(s == PRN_ERR_SHAPE && strstr(prn_last_error(g_ctx), "reverse") != NULL,
+                       "prn_mpi_scan_diag, reverse on rank %d only: %s (%s)", bad, prn_status_string(s),
+                       prn_last_error(g_ctx));
+            PRNT_CHECK(out == (prn_tensor *)&g_rs, "prn_mpi_scan_diag, reverse differs: out written");
+            if (s == PRN_OK) prn_tensor_free(out);
+        }
+        prn_tensor_free(ta); prn_tensor_free(tb);
+        free(a); free(b);
+    }
+    scan_still_works("the option mismatches");
+}
+
 /* The data-parallel calls with one rank's bad input: the last rank passes
  * NULL parameters to prn_mpi_allreduce_grads, a bad root is refused
  * everywhere by prn_mpi_broadcast. */
@@ -1467,6 +1566,7 @@ int main(int argc, char **argv) {
     PRNT_MPI_RUN(test_scan_bad_input);
     PRNT_MPI_RUN(test_deer_failures);
     PRNT_MPI_RUN(test_scan_mismatch);
+    PRNT_MPI_RUN(test_option_mismatch);
     PRNT_MPI_RUN(test_grad_failures);
     prn_mpi_free(g_mpi);
     prn_context_destroy(g_ctx);

@@ -53,6 +53,41 @@ static double max_abs_diff(const double *a, const double *b, size_t n) {
     }
     return m;
 }
+/* Zero rows: every kind and mode gives empty results (the shallow PLRNN
+ * kinds once failed in an inner prn_matmul: a batch of 0 against a single
+ * matrix did not broadcast). */
+static void test_jacobian_empty(void) {
+    int kk, m;
+    for (kk = 0; kk < NKINDS; ++kk) {
+        prn_rnn_config c = cfg_of(k_all[kk], PRN_F64, 2, 4, 1, 0, 0);
+        prn_rnn *r = NULL;
+        prn_tensor *x, *s, *nx, *jac;
+        PRNT_OK(g_ctx, prn_rnn_create(g_ctx, &c, &r));
+        if (!r) return;
+        x = host_tensor(PRN_F64, 2, 0, 2, 0, NULL);
+        s = host_tensor(PRN_F64, 2, 0, prn_rnn_state_size(r), 0, NULL);
+        for (m = 0; m < 3; ++m) {
+            nx = jac = NULL;
+            PRNT_OK(g_ctx, prn_rnn_jacobian(g_ctx, r, x, s, (prn_jacobian_mode)m, &nx, &jac));
+            PRNT_CHECK(nx && jac && prn_tensor_numel(nx) == 0 && prn_tensor_numel(jac) == 0 && prn_tensor_dim(nx, 0) == 0,
+                       "%s mode %d: empty results", prn_rnn_kind_name(k_all[kk]), m);
+            prn_tensor_free(nx); prn_tensor_free(jac);
+        }
+        prn_tensor_free(x); prn_tensor_free(s);
+        prn_rnn_free(r);
+    }
+    {
+        size_t sa[3] = {0, 2, 3}, sb[3] = {1, 3, 4};
+        prn_tensor *a = NULL, *b = NULL, *y = NULL;
+        prn_tensor_create(g_ctx, PRN_F64, 3, sa, &a);
+        prn_tensor_create(g_ctx, PRN_F64, 3, sb, &b);
+        PRNT_OK(g_ctx, prn_matmul(g_ctx, a, b, &y));
+        PRNT_CHECK(y && prn_tensor_dim(y, 0) == 0 && prn_tensor_dim(y, 1) == 2 && prn_tensor_dim(y, 2) == 4,
+                   "[0, 2, 3] @ [1, 3, 4] is [0, 2, 4]");
+        prn_tensor_free(a); prn_tensor_free(b); prn_tensor_free(y);
+    }
+}
+
 /* --- Jacobians against finite differences (f64) ------------------------- */
 static void test_jacobian_fd(void) {
     int kk;
@@ -531,6 +566,123 @@ static void test_model_files(void) {
     remove(bad);
 }
 
+/* An allocator that keeps the peak of the bytes outstanding. */
+typedef struct peak_al { size_t cur, peak; } peak_al;
+static void *peak_alloc(void *user, size_t size) {
+    peak_al *p = (peak_al *)user;
+    size_t *b = (size_t *)malloc(size + 16);
+    if (!b) return NULL;
+    b[0] = size;
+    p->cur += size;
+    if (p->cur > p->peak) p->peak = p->cur;
+    return b + 2;
+}
+static void peak_free(void *user, void *q) {
+    if (q) {
+        size_t *b = (size_t *)q - 2;
+        ((peak_al *)user)->cur -= b[0];
+        free(b);
+    }
+}
+static uint32_t crc32_of(const unsigned char *p, size_t n) {
+    uint32_t c = 0xFFFFFFFFu;
+    size_t i;
+    int k;
+    for (i = 0; i < n; ++i) {
+        c ^= p[i];
+        for (k = 0; k < 8; ++k) c = (c >> 1) ^ (0xEDB88320u & (0u - (c & 1u)));
+    }
+    return ~c;
+}
+static void put_le(unsigned char *p, uint64_t v, int bytes) {
+    int i;
+    for (i = 0; i < bytes; ++i) p[i] = (unsigned char)(v >> (8 * i));
+}
+
+/* A loader allocates nothing the file does not hold, and reads no more
+ * than the context's limit. */
+static void test_model_limits(void) {
+    char path[200];
+    unsigned char h[96];
+    peak_al pk = {0, 0};
+    size_t base;
+    prn_config cfg;
+    prn_context *ctx = NULL;
+    prn_rnn *r = NULL, *keep = (prn_rnn *)&pk;
+    prn_pwl_model *pm = (prn_pwl_model *)&pk;
+    snprintf(path, sizeof path, "/tmp/prn_test_rnn_lim_%ld.prnrnn", (long)(size_t)&path % 100000);
+    memset(&cfg, 0, sizeof cfg);
+    cfg.allocator.alloc = peak_alloc;
+    cfg.allocator.free = peak_free;
+    cfg.allocator.user = &pk;
+    cfg.backend = "reference";
+    PRNT_OK(NULL, prn_context_create(&cfg, &ctx, NULL, 0));
+    if (!ctx) return;
+    /* 96 bytes, a valid checksum, a header claiming a GRU of 4096 x 4096
+     * (about 400 MB of f32 parameters): refused before any of it exists */
+    memset(h, 0, sizeof h);
+    memcpy(h, "PRNRNN\r\n", 8);
+    put_le(h + 8, 1, 4);
+    put_le(h + 12, PRN_RNN_GRU, 4);
+    put_le(h + 16, PRN_F32, 4);
+    put_le(h + 20, 1, 4);
+    put_le(h + 32, 4, 4);
+    put_le(h + 36, 4096, 8);
+    put_le(h + 44, 4096, 8);
+    put_le(h + 52, 1, 8);
+    put_le(h + 92, crc32_of(h, 92), 4);
+    write_all(path, h, 96);
+    pk.peak = base = pk.cur; /* (the backend may cache what it frees: the peak counts) */
+    PRNT_STATUS(ctx, prn_rnn_load(ctx, path, &r), PRN_ERR_FORMAT);
+    PRNT_CHECK(strstr(prn_last_error(ctx), "truncated") != NULL, "%s", prn_last_error(ctx));
+    PRNT_CHECK(pk.peak - base < 65536, "a 96-byte file made prn_rnn_load allocate %lu bytes",
+               (unsigned long)(pk.peak - base));
+    /* streams without end */
+    pk.peak = base = pk.cur;
+    PRNT_STATUS(ctx, prn_rnn_load(ctx, "/dev/zero", &r), PRN_ERR_FORMAT);
+    PRNT_CHECK(strstr(prn_last_error(ctx), "magic") != NULL, "%s", prn_last_error(ctx));
+    PRNT_STATUS(ctx, prn_pwl_load(ctx, "/dev/zero", &pm), PRN_ERR_FORMAT);
+    PRNT_CHECK(strstr(prn_last_error(ctx), "NUL") != NULL, "%s", prn_last_error(ctx));
+    PRNT_CHECK(pk.peak - base < 1 << 20, "reading /dev/zero took %lu bytes", (unsigned long)(pk.peak - base));
+    prn_context_destroy(ctx);
+    ctx = NULL;
+    /* the limit: a small model file loads under the default, not under 200 bytes */
+    {
+        prn_rnn_config c = cfg_of(PRN_RNN_GRU, PRN_F64, 2, 3, 1, 0, 0);
+        prn_rnn *m = NULL;
+        unsigned char *b;
+        size_t n;
+        PRNT_OK(g_ctx, prn_rnn_create(g_ctx, &c, &m));
+        if (m) PRNT_OK(g_ctx, prn_rnn_save(m, path));
+        prn_rnn_free(m);
+        PRNT_OK(g_ctx, prn_rnn_load(g_ctx, path, &r));
+        prn_rnn_free(r);
+        r = keep;
+        cfg.max_file_bytes = 200;
+        PRNT_OK(NULL, prn_context_create(&cfg, &ctx, NULL, 0));
+        if (ctx) {
+            PRNT_STATUS(ctx, prn_rnn_load(ctx, path, &r), PRN_ERR_FORMAT);
+            PRNT_CHECK(strstr(prn_last_error(ctx), "max_file_bytes") != NULL, "%s", prn_last_error(ctx));
+            prn_context_destroy(ctx);
+        }
+        /* a NaN parameter (valid checksum): refused, naming it */
+        b = read_all(path, &n);
+        if (b) {
+            double nan = NAN;
+            uint64_t u;
+            memcpy(&u, &nan, 8);
+            put_le(b + 84 + 8 + 8 * 4, u, 8); /* the 84-byte header, a count, weight_ih_l0[4] */
+            put_le(b + n - 4, crc32_of(b, n - 4), 4);
+            write_all(path, b, n);
+            PRNT_STATUS(g_ctx, prn_rnn_load(g_ctx, path, &r), PRN_ERR_NONFINITE);
+            PRNT_CHECK(strstr(prn_last_error(g_ctx), "weight_ih_l0") != NULL, "%s", prn_last_error(g_ctx));
+            free(b);
+        }
+    }
+    PRNT_CHECK(r == keep && pm == (prn_pwl_model *)&pk, "a failed load wrote *out");
+    remove(path);
+}
+
 /* --- bad input ------------------------------------------------------------- */
 static void test_bad_input(void) {
     prn_rnn_config c = cfg_of(PRN_RNN_GRU, PRN_F32, 3, 4, 1, 0, 0), e;
@@ -627,24 +779,115 @@ static void test_bad_input(void) {
 }
 
 /* --- NaN propagates ---------------------------------------------------------- */
+/* NaN and Inf, one way for prn_rnn_forward, prn_rnn_step, prn_deer_rnn and
+ * the frames: non-finite parameters, x or state are refused with
+ * PRN_ERR_NONFINITE naming them, an overflowing recurrence too, and
+ * nothing the caller owns changes (a frame's state included). */
+static int has(const char *needle) { return strstr(prn_last_error(g_ctx), needle) != NULL; }
 static void test_nan(void) {
     prn_rnn_config c = cfg_of(PRN_RNN_LSTM, PRN_F64, 2, 3, 1, 0, 0);
     prn_rnn *r = NULL;
-    double xs[4 * 2] = {0.1, 0.2, NAN, 0.3, 0.1, 0.1, 0.2, 0.2}, ys[4 * 3];
-    prn_tensor *x, *y = NULL;
+    double xs[4 * 2] = {0.1, 0.2, NAN, 0.3, 0.1, 0.1, 0.2, 0.2}, s0[6] = {0, 0, 0, 0, 0, 0}, st1[6], st2[6], yv[3];
+    double ys[64], w0; /* weight_hh_l0: 4H x H = 36 values */
+    prn_tensor *x, *xok, *s0t, *y = (prn_tensor *)&c, *fs = (prn_tensor *)&c, *whh;
+    prn_rnn_frame *fr = NULL, *fr2 = (prn_rnn_frame *)&c;
     PRNT_OK(g_ctx, prn_rnn_create(g_ctx, &c, &r));
     if (!r) return;
     x = host_tensor(PRN_F64, 2, 4, 2, 0, xs);
-    PRNT_OK(g_ctx, prn_rnn_forward(g_ctx, r, x, NULL, &y, NULL));
-    if (y) {
-        prn_tensor_download(y, ys, 12);
-        PRNT_CHECK(!isnan(ys[0]) && isnan(ys[3]) && isnan(ys[11]), "NaN from step 1 on: %g %g %g", ys[0], ys[3], ys[11]);
+    xs[2] = 0.15;
+    xok = host_tensor(PRN_F64, 2, 4, 2, 0, xs);
+    /* a non-finite x */
+    PRNT_STATUS(g_ctx, prn_rnn_forward(g_ctx, r, x, NULL, &y, &fs), PRN_ERR_NONFINITE);
+    PRNT_CHECK(has("prn_rnn_forward") && has("'x'"), "%s", prn_last_error(g_ctx));
+    PRNT_STATUS(g_ctx, prn_deer_rnn(g_ctx, r, x, NULL, NULL, &y, &fs, NULL), PRN_ERR_NONFINITE);
+    PRNT_CHECK(has("prn_deer_rnn") && has("'x'"), "%s", prn_last_error(g_ctx));
+    PRNT_CHECK(y == (prn_tensor *)&c && fs == (prn_tensor *)&c, "a failed call wrote y or state");
+    PRNT_OK(g_ctx, prn_rnn_frame_create(r, 1, &fr));
+    if (!fr) goto done;
+    PRNT_OK(g_ctx, prn_rnn_frame_step(fr, xs, yv));
+    PRNT_OK(g_ctx, prn_rnn_frame_get_state(fr, st1));
+    xs[2] = NAN;
+    PRNT_STATUS(g_ctx, prn_rnn_frame_step(fr, xs + 2, yv), PRN_ERR_NONFINITE);
+    PRNT_CHECK(has("prn_rnn_frame_step") && has("'x'"), "%s", prn_last_error(g_ctx));
+    PRNT_OK(g_ctx, prn_rnn_frame_get_state(fr, st2));
+    PRNT_CHECK(!memcmp(st1, st2, sizeof st1), "a refused frame step changed the state");
+    /* a non-finite state */
+    s0[4] = INFINITY;
+    s0t = host_tensor(PRN_F64, 2, 1, 6, 0, s0);
+    PRNT_STATUS(g_ctx, prn_rnn_forward(g_ctx, r, xok, s0t, &y, NULL), PRN_ERR_NONFINITE);
+    PRNT_CHECK(has("'state0'"), "%s", prn_last_error(g_ctx));
+    PRNT_STATUS(g_ctx, prn_deer_rnn(g_ctx, r, xok, s0t, NULL, &y, NULL, NULL), PRN_ERR_NONFINITE);
+    PRNT_CHECK(has("'state0'"), "%s", prn_last_error(g_ctx));
+    PRNT_STATUS(g_ctx, prn_rnn_step(g_ctx, r, NULL, s0t, &y), PRN_ERR_NULL_ARGUMENT);
+    PRNT_STATUS(g_ctx, prn_rnn_frame_set_state(fr, s0), PRN_ERR_NONFINITE);
+    PRNT_OK(g_ctx, prn_rnn_frame_get_state(fr, st2));
+    PRNT_CHECK(!memcmp(st1, st2, sizeof st1), "a refused set_state changed the state");
+    prn_tensor_free(s0t);
+    /* a non-finite parameter (as training with too large a rate leaves it) */
+    whh = prn_rnn_param(r, "weight_hh_l0");
+    prnt_download_f64(whh, ys);
+    w0 = ys[5];
+    ys[5] = NAN;
+    prnt_upload_f64(whh, ys);
+    PRNT_STATUS(g_ctx, prn_rnn_forward(g_ctx, r, xok, NULL, &y, NULL), PRN_ERR_NONFINITE);
+    PRNT_CHECK(has("weight_hh_l0"), "%s", prn_last_error(g_ctx));
+    PRNT_STATUS(g_ctx, prn_deer_rnn(g_ctx, r, xok, NULL, NULL, &y, NULL, NULL), PRN_ERR_NONFINITE);
+    PRNT_CHECK(has("weight_hh_l0"), "%s", prn_last_error(g_ctx));
+    PRNT_STATUS(g_ctx, prn_rnn_frame_create(r, 1, &fr2), PRN_ERR_NONFINITE);
+    PRNT_CHECK(has("prn_rnn_frame_create") && has("weight_hh_l0"), "%s", prn_last_error(g_ctx));
+    PRNT_CHECK(fr2 == (prn_rnn_frame *)&c, "a failed frame_create wrote *out");
+    PRNT_STATUS(g_ctx, prn_rnn_frame_sync(fr), PRN_ERR_NONFINITE);
+    PRNT_OK(g_ctx, prn_rnn_frame_step(fr, xs, yv)); /* the frame kept its finite copy */
+    PRNT_CHECK(yv[0] == yv[0] && yv[1] == yv[1] && yv[2] == yv[2], "NaN after a refused sync");
+    ys[5] = w0;
+    prnt_upload_f64(whh, ys);
+    PRNT_OK(g_ctx, prn_rnn_forward(g_ctx, r, xok, NULL, &y, NULL));
+    if (y != (prn_tensor *)&c) prn_tensor_free(y);
+    y = (prn_tensor *)&c;
+    prn_rnn_frame_free(fr);
+    fr = NULL;
+    prn_rnn_free(r);
+    r = NULL;
+    /* finite everything, but the recurrence overflows: z_t = 1e200 z_{t-1} */
+    {
+        prn_rnn_config cp = cfg_of(PRN_RNN_PLRNN, PRN_F64, 0, 2, 1, 0, 0);
+        double A[2] = {1e200, 1e200}, one[2] = {1, 1}, z[2];
+        prn_tensor *x0 = NULL, *st0;
+        size_t shx[2] = {3, 0};
+        int k, failed = 0;
+        PRNT_OK(g_ctx, prn_rnn_create(g_ctx, &cp, &r));
+        if (!r) goto done;
+        prnt_upload_f64(prn_rnn_param(r, "A_l0"), A);
+        prn_tensor_create(g_ctx, PRN_F64, 2, shx, &x0);
+        st0 = host_tensor(PRN_F64, 2, 1, 2, 0, one);
+        PRNT_STATUS(g_ctx, prn_rnn_forward(g_ctx, r, x0, st0, &y, NULL), PRN_ERR_NONFINITE);
+        PRNT_CHECK(has("overflow"), "%s", prn_last_error(g_ctx));
+        PRNT_STATUS(g_ctx, prn_deer_rnn(g_ctx, r, x0, st0, NULL, &y, NULL, NULL), PRN_ERR_NONFINITE);
+        PRNT_CHECK(y == (prn_tensor *)&c, "a failed call wrote y");
+        PRNT_OK(g_ctx, prn_rnn_frame_create(r, 1, &fr));
+        if (fr) {
+            PRNT_OK(g_ctx, prn_rnn_frame_set_state(fr, one));
+            for (k = 0; k < 4 && !failed; ++k) {
+                double before[2];
+                prn_rnn_frame_get_state(fr, before);
+                if (prn_rnn_frame_step(fr, NULL, z) != PRN_OK) {
+                    failed = 1;
+                    PRNT_CHECK(prn_last_status(g_ctx) == PRN_ERR_NONFINITE && has("overflow"), "%s", prn_last_error(g_ctx));
+                    prn_rnn_frame_get_state(fr, z);
+                    PRNT_CHECK(!memcmp(z, before, sizeof z), "a failed step changed the state");
+                }
+            }
+            PRNT_CHECK(failed, "the frame stepped into Inf with PRN_OK");
+        }
+        prn_tensor_free(x0);
+        prn_tensor_free(st0);
     }
-    prn_tensor_free(x); prn_tensor_free(y);
+done:
+    prn_rnn_frame_free(fr);
+    prn_tensor_free(x); prn_tensor_free(xok);
     prn_tape_clear(g_ctx);
     prn_rnn_free(r);
 }
-
 
 /* x [B, T, NI] from xs (requiring grad) through r with no initial state;
  * out receives y then the final state, grads the gradients of
@@ -1003,6 +1246,46 @@ static void test_alloc_failures(void) {
     }
 }
 
+/* prn_rnn_frame_create out of memory at each of its allocations: the
+ * message names prn_rnn_frame_create (it once named prn_rnn_frame_sync,
+ * which create calls), *out is untouched and nothing leaks. */
+static void test_frame_create_oom(void) {
+    prnt_fa f;
+    prn_config cfg;
+    prn_context *ctx = NULL;
+    prn_rnn_config c = cfg_of(PRN_RNN_GRU, PRN_F32, 2, 3, 2, 0, 2);
+    prn_rnn *r = NULL;
+    long n, refusals = 0;
+    memset(&f, 0, sizeof f);
+    memset(&cfg, 0, sizeof cfg);
+    cfg.allocator.alloc = prnt_fa_alloc;
+    cfg.allocator.free = prnt_fa_free;
+    cfg.allocator.user = &f;
+    cfg.backend = "reference";
+    PRNT_OK(NULL, prn_context_create(&cfg, &ctx, NULL, 0));
+    if (!ctx) return;
+    PRNT_OK(ctx, prn_rnn_create(ctx, &c, &r));
+    for (n = 1; r && n < 64; ++n) {
+        prn_rnn_frame *fr = (prn_rnn_frame *)&f;
+        long live = f.live;
+        prn_status st;
+        f.fail_at = f.count + n;
+        st = prn_rnn_frame_create(r, 2, &fr);
+        f.fail_at = 0;
+        if (st == PRN_OK) { prn_rnn_frame_free(fr); break; }
+        ++refusals;
+        PRNT_CHECK(st == PRN_ERR_OUT_OF_MEMORY && strstr(prn_last_error(ctx), "prn_rnn_frame_create") &&
+                   !strstr(prn_last_error(ctx), "prn_rnn_frame_sync"),
+                   "allocation %ld refused: %s (%s)", n, prn_status_string(st), prn_last_error(ctx));
+        PRNT_CHECK(fr == (prn_rnn_frame *)&f, "allocation %ld refused: *out written", n);
+        PRNT_CHECK(f.live <= live, "allocation %ld refused: %ld blocks more alive", n, f.live - live);
+    }
+    PRNT_CHECK(refusals >= 3, "only %ld allocations in prn_rnn_frame_create", refusals);
+    prn_rnn_free(r);
+    prn_context_destroy(ctx);
+    PRNT_CHECK(f.live == 0, "%ld blocks alive at the end", f.live);
+}
+
 static void test_no_leaks(void) {
     PRNT_CHECK(prn_live_tensors(g_ctx) == 0, "live tensors: %lu", (unsigned long)prn_live_tensors(g_ctx));
 }
@@ -1012,15 +1295,18 @@ int main(void) {
     if (!g_ctx) return 1;
     PRNT_RUN(test_names);
     PRNT_RUN(test_jacobian_fd);
+    PRNT_RUN(test_jacobian_empty);
     PRNT_RUN(test_step_frame_sequence);
     PRNT_RUN(test_plrnn_formula);
     PRNT_RUN(test_gradients_fd);
     PRNT_RUN(test_model_files);
+    PRNT_RUN(test_model_limits);
     PRNT_RUN(test_bad_input);
     PRNT_RUN(test_nan);
     PRNT_RUN(test_fused_vs_composed);
     PRNT_RUN(test_mhgru_one_head);
     PRNT_RUN(test_alloc_failures);
+    PRNT_RUN(test_frame_create_oom);
     PRNT_RUN(test_no_leaks);
     prn_context_destroy(g_ctx);
     return prnt_summary();

@@ -11,6 +11,7 @@
  *  - bad input and allocation failures. */
 #include "parrnn.h"
 #include "tests/prn_test.h"
+#include <limits.h>
 
 static prn_context *g_ctx;
 static int g_quick, g_ref;
@@ -512,6 +513,45 @@ static void test_bad_input(void) {
     PRNT_STATUS(g_ctx, prn_eigenvalues(g_ctx, 2, NULL, A, h), PRN_ERR_NULL_ARGUMENT);
 }
 
+/* plrnn and alrnn have no H: whatever it holds is ignored. A negative H
+ * once passed prn_pwl_check and wrapped the size of prn_scyfi's scratch
+ * (heap overflow), INT_MAX asked for gigabytes. */
+static void test_unused_H(void) {
+    static const int Hs[] = {-1, -7, INT_MIN, INT_MAX};
+    int kinds, i;
+    for (kinds = 0; kinds < 2; ++kinds) {
+        prn_pwl_kind kind = kinds ? PRN_PWL_ALRNN : PRN_PWL_PLRNN;
+        tmodel t;
+        prn_scyfi_options o;
+        prn_scyfi_result *r0 = NULL, *r = NULL;
+        double z[4] = {0.3, -0.2, 0.1, 0.4}, y0[4], y[4];
+        if (kinds) random_model(&t, kind, 4, 0, 2, 0, 100, 1.2); /* models with cycles */
+        else random_model(&t, kind, 3, 0, 0, 0, 1, 1.2);
+        memset(&o, 0, sizeof o);
+        o.kmax = 3;
+        PRNT_STATUS(g_ctx, prn_scyfi(g_ctx, &t.m, &o, &r0), PRN_OK);
+        PRNT_STATUS(g_ctx, prn_pwl_step(g_ctx, &t.m, z, y0), PRN_OK);
+        for (i = 0; r0 && i < (int)(sizeof Hs / sizeof Hs[0]); ++i) {
+            t.m.H = Hs[i];
+            PRNT_STATUS(g_ctx, prn_pwl_check(g_ctx, &t.m), PRN_OK);
+            PRNT_STATUS(g_ctx, prn_pwl_step(g_ctx, &t.m, z, y), PRN_OK);
+            PRNT_CHECK(!memcmp(y, y0, (size_t)t.m.M * sizeof y[0]), "%s H=%d: another step", kinds ? "alrnn" : "plrnn",
+                       Hs[i]);
+            r = NULL;
+            PRNT_STATUS(g_ctx, prn_scyfi(g_ctx, &t.m, &o, &r), PRN_OK);
+            PRNT_CHECK(r && r->num_cycles == r0->num_cycles, "%s H=%d: %d cycles, want %d", kinds ? "alrnn" : "plrnn",
+                       Hs[i], r ? r->num_cycles : -1, r0->num_cycles);
+            if (r && r->num_cycles == r0->num_cycles && r0->num_cycles > 0)
+                PRNT_CHECK(!memcmp(r->cycles[0].points, r0->cycles[0].points,
+                                   (size_t)r0->cycles[0].k * (size_t)t.m.M * sizeof(double)),
+                           "%s H=%d: other points", kinds ? "alrnn" : "plrnn", Hs[i]);
+            prn_scyfi_free(g_ctx, r);
+        }
+        PRNT_CHECK(r0 && r0->num_cycles > 0, "%s: no cycles to compare", kinds ? "alrnn" : "plrnn");
+        prn_scyfi_free(g_ctx, r0);
+    }
+}
+
 /* A context whose allocator (prnt_fa) refuses its n-th allocation. */
 static long af_run(long fail_at, int *cycles) {
     prnt_fa f;
@@ -577,6 +617,7 @@ int main(void) {
     PRNT_RUN(test_reference_cases);
     PRNT_RUN(test_trained_exhaustive);
     PRNT_RUN(test_bad_input);
+    PRNT_RUN(test_unused_H);
     if (!g_ref) printf("skip test_alloc_failures: the allocator hooks are checked on the reference backend\n");
     else PRNT_RUN(test_alloc_failures);
     prn_context_destroy(g_ctx);

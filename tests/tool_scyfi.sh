@@ -36,10 +36,12 @@ printf 'kind plrnn\nM 2\nA 0.5 0.5\n# c\n\nW 1 2 3\nh 1 2\n' > "$tmp/bad.txt"
     echo "h2 0.1 -0.2 0.3 -0.4 0.5 -0.6 0.7 -0.8 0.9 -1 0.2 -0.3"
 } > "$tmp/big.txt"
 
-# expect NAME STATUS PATTERN_IN_STDERR -- ARGS...   (PATTERN "" = not checked)
+# expect NAME STATUS PATTERN_IN_STDERR -- ARGS...   (PATTERN "" = not checked;
+# $run_prefix, e.g. "timeout 20", runs before the tool)
+run_prefix=""
 expect() {
     name=$1; want=$2; pat=$3; shift 4
-    "$tool" "$@" >"$tmp/out" 2>"$tmp/err"; rc=$?
+    $run_prefix "$tool" "$@" >"$tmp/out" 2>"$tmp/err"; rc=$?
     if [ "$rc" -ne "$want" ]; then
         echo "FAIL $name: exit status $rc, want $want"; sed 's/^/    /' "$tmp/err" | head -n 5
         failed=$((failed + 1)); return 1
@@ -68,7 +70,21 @@ expect "--inner x" 2 "--inner" -- --inner x "$tmp/fp.txt"
 expect "--seed -1" 2 "--seed" -- --seed -1 "$tmp/fp.txt"
 expect "--threads 0" 2 "--threads" -- --threads 0 "$tmp/fp.txt"
 expect "--kmax 99999999999" 2 "--kmax" -- --kmax 99999999999 "$tmp/fp.txt"
+# one past the library's limit (PRN_SCYFI_MAX_KMAX): bad usage, refused
+# before anything is printed (it once printed the header and exited 1)
+expect "--kmax 100001" 2 "--kmax" -- --kmax 100001 "$tmp/fp.txt"
+test ! -s "$tmp/out"; check "--kmax 100001 prints nothing on stdout" $?
+# a stream without end: refused at its first NUL byte, not read until
+# memory runs out (timeout: a hang fails)
+if [ -r /dev/zero ] && command -v timeout >/dev/null 2>&1; then
+    run_prefix="timeout 20"
+    expect "/dev/zero as the model file" 2 "NUL" -- /dev/zero
+    run_prefix=""
+fi
 expect "missing file" 2 "prn_pwl_load" -- "$tmp/none.txt"
+expect "--max-bytes 0" 2 "--max-bytes" -- --max-bytes 0 "$tmp/fp.txt"
+expect "a file longer than --max-bytes" 2 "max_file_bytes" -- --max-bytes 20 "$tmp/fp.txt"
+expect "a file within --max-bytes" 0 "" -- --max-bytes 4096 "$tmp/fp.txt"
 expect "bad file: the line" 2 "line 6" -- "$tmp/bad.txt"
 expect "bad file: the field" 2 "'W'" -- "$tmp/bad.txt"
 expect "unknown backend" 1 "nosuch" -- --backend nosuch "$tmp/fp.txt"

@@ -7,7 +7,7 @@
  * Jacobian of k steps), its largest |eigenvalue| and its points.
  *
  * Usage:  parrnn-scyfi [options] MODEL_FILE
- *   --kmax K         orders 1 .. K (default 1)
+ *   --kmax K         orders 1 .. K (default 1; K <= 100000)
  *   --outer N        fruitless chains that end an order (0: by order, the
  *                    library's defaults)
  *   --inner N        steps of one chain (0: by order)
@@ -15,6 +15,9 @@
  *   --backend NAME   e.g. "reference" or "opencl"; by default the
  *                    PARRNN_BACKEND environment variable, else "reference"
  *   --threads N      at most N threads per call (default: all)
+ *   --max-bytes N    read at most N bytes of the model file (default 1 GiB,
+ *                    the library's prn_config.max_file_bytes); the model
+ *                    may come from a pipe (/dev/stdin)
  *   --exhaustive     enumerate every pattern sequence instead of searching
  *                    (the complete set of cycles; refused when too many)
  *   --json           one JSON object per cycle per line on stdout, nothing
@@ -42,11 +45,14 @@
 #include <time.h>
 
 static const char *g_prog = "parrnn-scyfi";
+#define PRN_STR_(x) #x
+#define PRN_STR(x) PRN_STR_(x)
+#define PRN_SCYFI_MAX_KMAX_STR PRN_STR(PRN_SCYFI_MAX_KMAX)
 
 static void print_usage(FILE *f) {
     fprintf(f,
             "usage: %s [--kmax K] [--outer N] [--inner N] [--seed S] [--backend NAME] [--threads N]\n"
-            "       %*s [--exhaustive] [--json] MODEL_FILE\n",
+            "       %*s [--max-bytes N] [--exhaustive] [--json] MODEL_FILE\n",
             g_prog, (int)strlen(g_prog), "");
 }
 
@@ -235,8 +241,8 @@ int main(int argc, char **argv) {
             opt.exhaustive = 1;
         } else if ((v = opt_value(argc, argv, &i, "--kmax", &missing)) != NULL) {
             if (missing) return usage_error("option %s needs a value%s", a, "");
-            if (parse_long(v, 1, INT_MAX, &kmax))
-                return usage_error("option --kmax: '%s' is not a positive integer%s", v, "");
+            if (parse_long(v, 1, PRN_SCYFI_MAX_KMAX, &kmax))
+                return usage_error("option --kmax: '%s' is not an integer in 1 .. %s", v, PRN_SCYFI_MAX_KMAX_STR);
         } else if ((v = opt_value(argc, argv, &i, "--outer", &missing)) != NULL) {
             if (missing) return usage_error("option %s needs a value%s", a, "");
             if (parse_long(v, 0, INT_MAX, &outer))
@@ -249,6 +255,12 @@ int main(int argc, char **argv) {
             if (missing) return usage_error("option %s needs a value%s", a, "");
             if (parse_u64(v, &seed))
                 return usage_error("option --seed: '%s' is not an unsigned 64-bit integer%s", v, "");
+        } else if ((v = opt_value(argc, argv, &i, "--max-bytes", &missing)) != NULL) {
+            uint64_t mb = 0;
+            if (missing) return usage_error("option %s needs a value%s", a, "");
+            if (parse_u64(v, &mb) || mb == 0 || mb > (uint64_t)SIZE_MAX)
+                return usage_error("option --max-bytes: '%s' is not a positive byte count%s", v, "");
+            cfg.max_file_bytes = (size_t)mb;
         } else if ((v = opt_value(argc, argv, &i, "--threads", &missing)) != NULL) {
             if (missing) return usage_error("option %s needs a value%s", a, "");
             if (parse_long(v, 1, INT_MAX, &threads))

@@ -1,0 +1,240 @@
+/* Fuzz target of the model-file loader (prn_rnn_load).
+ *
+ * Each input is a model file whose last 4 bytes are replaced by the CRC-32
+ * of the rest (the file format of prn_rnn_save), so the fuzzer reaches the
+ * header and the parameters instead of stopping at the checksum; it is
+ * written to a temporary file and loaded, in a context that reads at most
+ * 1 MiB. On failure the status must be PRN_ERR_FORMAT, PRN_ERR_NONFINITE
+ * or PRN_ERR_OUT_OF_MEMORY, *out untouched and the message must name
+ * prn_rnn_load. On success the network must survive a round trip (saved,
+ * loaded again: the same configuration and parameters bit for bit), run
+ * prn_rnn_forward on two steps (PRN_OK, or PRN_ERR_NONFINITE when it
+ * overflows) and, with one direction, a frame step. Any violation aborts
+ * (a crash for the fuzzer); AddressSanitizer and UBSan watch the rest.
+ *
+ * `make fuzz` runs it (libFuzzer, clang) from the seeds in
+ * tests/fuzz_corpus_rnn (small files of every kind, written by
+ * tests/fuzz_corpus_rnn_gen.c: `make fuzz-corpus-rnn`); `make fuzz-replay`
+ * replays them and the regression inputs in tests/fuzz_regress_rnn
+ * without libFuzzer (-DPRN_FUZZ_STANDALONE).
+ */
+#define _POSIX_C_SOURCE 200809L /* getpid, opendir, stat */
+#include "parrnn.h"
+
+#include <dirent.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+static prn_context *g_ctx;
+static char g_in[512], g_out[512];
+
+static void fail(const char *what, const char *msg) {
+    fprintf(stderr, "fuzz_rnn_load: %s%s%s\n", what, msg ? ": " : "", msg ? msg : "");
+    abort();
+}
+
+static void remove_files(void) {
+    remove(g_in);
+    remove(g_out);
+}
+
+static prn_context *context(void) {
+    if (!g_ctx) {
+        prn_config cfg;
+        char err[256];
+        const char *tmp = getenv("TMPDIR");
+        memset(&cfg, 0, sizeof cfg);
+        cfg.backend = "reference";
+        cfg.num_threads = 1;
+        cfg.max_file_bytes = (size_t)1 << 20;
+        if (prn_context_create(&cfg, &g_ctx, err, sizeof err) != PRN_OK) fail("prn_context_create", err);
+        if (!tmp || !*tmp) tmp = "/tmp";
+        snprintf(g_in, sizeof g_in, "%s/fuzz_rnn_load_%ld.in", tmp, (long)getpid());
+        snprintf(g_out, sizeof g_out, "%s/fuzz_rnn_load_%ld.out", tmp, (long)getpid());
+        atexit(remove_files);
+    }
+    return g_ctx;
+}
+
+static uint32_t crc32_of(const unsigned char *p, size_t n) {
+    uint32_t c = 0xFFFFFFFFu;
+    size_t i;
+    int k;
+    for (i = 0; i < n; ++i) {
+        c ^= p[i];
+        for (k = 0; k < 8; ++k) c = (c >> 1) ^ (0xEDB88320u & (0u - (c & 1u)));
+    }
+    return ~c;
+}
+
+static double *params_of(const prn_rnn *r, size_t *total) {
+    prn_tensor *p[1024];
+    int n = prn_rnn_params(r, p, 1024), i;
+    size_t all = 0, off = 0;
+    double *v;
+    if (n > 1024) fail("more than 1024 parameters", NULL);
+    for (i = 0; i < n; ++i) all += prn_tensor_numel(p[i]);
+    v = (double *)malloc((all ? all : 1) * sizeof *v);
+    if (!v) fail("out of memory", NULL);
+    for (i = 0; i < n; ++i) {
+        size_t m = prn_tensor_numel(p[i]);
+        if (prn_tensor_dtype(p[i]) == PRN_F64) {
+            if (m && prn_tensor_download(p[i], v + off, m) != PRN_OK) fail("download", NULL);
+        } else {
+            float *f = (float *)malloc((m ? m : 1) * sizeof *f);
+            size_t j;
+            if (!f) fail("out of memory", NULL);
+            if (m && prn_tensor_download(p[i], f, m) != PRN_OK) fail("download", NULL);
+            for (j = 0; j < m; ++j) v[off + j] = f[j];
+            free(f);
+        }
+        off += m;
+    }
+    *total = all;
+    return v;
+}
+
+static void check_network(prn_context *ctx, prn_rnn *r) {
+    const prn_rnn_config *c = prn_rnn_get_config(r);
+    prn_rnn *r2 = NULL;
+    size_t n1, n2, shape[3];
+    double *p1, *p2;
+    prn_tensor *x = NULL, *y = NULL;
+    prn_status st;
+    /* round trip */
+    if (prn_rnn_save(r, g_out) != PRN_OK) fail("prn_rnn_save", prn_last_error(ctx));
+    if (prn_rnn_load(ctx, g_out, &r2) != PRN_OK) fail("a saved network does not load", prn_last_error(ctx));
+    if (memcmp(prn_rnn_get_config(r2), c, sizeof *c) != 0) fail("the round trip changed the configuration", NULL);
+    p1 = params_of(r, &n1);
+    p2 = params_of(r2, &n2);
+    if (n1 != n2 || memcmp(p1, p2, n1 * sizeof *p1) != 0) fail("the round trip changed the parameters", NULL);
+    free(p1);
+    free(p2);
+    prn_rnn_free(r2);
+    /* two steps of one sequence */
+    shape[0] = 1; shape[1] = 2; shape[2] = c->input_size;
+    if (prn_tensor_full(ctx, c->dtype, 3, shape, 0.5, &x) != PRN_OK) fail("prn_tensor_full", prn_last_error(ctx));
+    st = prn_rnn_forward(ctx, r, x, NULL, &y, NULL);
+    if (st != PRN_OK && st != PRN_ERR_NONFINITE) fail("prn_rnn_forward", prn_last_error(ctx));
+    if (st == PRN_OK && prn_tensor_numel(y) != 2 * prn_rnn_output_size(r)) fail("prn_rnn_forward: size of y", NULL);
+    prn_tensor_free(y);
+    prn_tensor_free(x);
+    if (!c->bidirectional) {
+        prn_rnn_frame *f = NULL;
+        double *xin = (double *)calloc(c->input_size + 1, sizeof(double));
+        if (!xin) fail("out of memory", NULL);
+        if (prn_rnn_frame_create(r, 1, &f) != PRN_OK) fail("prn_rnn_frame_create", prn_last_error(ctx));
+        st = prn_rnn_frame_step(f, c->input_size ? xin : NULL, NULL);
+        if (st != PRN_OK && st != PRN_ERR_NONFINITE) fail("prn_rnn_frame_step", prn_last_error(ctx));
+        prn_rnn_frame_free(f);
+        free(xin);
+    }
+    prn_tape_clear(ctx);
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
+    prn_context *ctx = context();
+    prn_rnn *r = (prn_rnn *)&g_in; /* a sentinel: must stay as it is on failure */
+    prn_status st;
+    unsigned char *buf = (unsigned char *)malloc(size ? size : 1);
+    FILE *f;
+    if (!buf) fail("out of memory", NULL);
+    if (size) memcpy(buf, data, size);
+    if (size >= 4) {
+        uint32_t crc = crc32_of(buf, size - 4);
+        int i;
+        for (i = 0; i < 4; ++i) buf[size - 4 + (size_t)i] = (unsigned char)(crc >> (8 * i));
+    }
+    f = fopen(g_in, "wb");
+    if (!f || (size && fwrite(buf, 1, size, f) != size) || fclose(f) != 0) fail("cannot write", g_in);
+    free(buf);
+    st = prn_rnn_load(ctx, g_in, &r);
+    if (st != PRN_OK) {
+        const char *msg = prn_last_error(ctx);
+        if (st != PRN_ERR_FORMAT && st != PRN_ERR_NONFINITE && st != PRN_ERR_OUT_OF_MEMORY) fail(prn_status_string(st), msg);
+        if (r != (prn_rnn *)&g_in) fail("*out written on failure", msg);
+        if (!strstr(msg, "prn_rnn_load")) fail("the message does not name prn_rnn_load", msg);
+        return 0;
+    }
+    if (!r || r == (prn_rnn *)&g_in) fail("PRN_OK without a network", NULL);
+    check_network(ctx, r);
+    prn_rnn_free(r);
+    return 0;
+}
+
+#ifdef PRN_FUZZ_STANDALONE
+/* Replay: runs the target on each file given, and on each file of each
+ * directory given. */
+static int run_file(const char *path) {
+    FILE *f = fopen(path, "rb");
+    unsigned char *buf = NULL, *exact;
+    size_t len = 0, cap = 0, n;
+    if (!f) {
+        fprintf(stderr, "fuzz_rnn_load: cannot open %s\n", path);
+        return 1;
+    }
+    for (;;) {
+        if (len == cap) {
+            unsigned char *q;
+            cap = cap ? 2 * cap : 4096;
+            q = (unsigned char *)realloc(buf, cap);
+            if (!q) { fclose(f); free(buf); return 1; }
+            buf = q;
+        }
+        n = fread(buf + len, 1, cap - len, f);
+        len += n;
+        if (n == 0) break;
+    }
+    fclose(f);
+    exact = (unsigned char *)malloc(len ? len : 1);
+    if (!exact) { free(buf); return 1; }
+    if (len) memcpy(exact, buf, len);
+    free(buf);
+    LLVMFuzzerTestOneInput(exact, len);
+    free(exact);
+    return 0;
+}
+static int run_path(const char *path, int *count) {
+    struct stat s;
+    if (stat(path, &s) != 0) {
+        fprintf(stderr, "fuzz_rnn_load: cannot stat %s\n", path);
+        return 1;
+    }
+    if (S_ISDIR(s.st_mode)) {
+        DIR *d = opendir(path);
+        struct dirent *e;
+        int bad = 0;
+        if (!d) return 1;
+        while ((e = readdir(d)) != NULL) {
+            char sub[4096];
+            struct stat ss;
+            if (e->d_name[0] == '.') continue;
+            snprintf(sub, sizeof sub, "%s/%s", path, e->d_name);
+            if (stat(sub, &ss) == 0 && S_ISREG(ss.st_mode)) {
+                bad |= run_file(sub);
+                ++*count;
+            }
+        }
+        closedir(d);
+        return bad;
+    }
+    ++*count;
+    return run_file(path);
+}
+int main(int argc, char **argv) {
+    int i, bad = 0, count = 0;
+    if (argc < 2) {
+        fprintf(stderr, "usage: %s FILE_OR_DIR...\n", argv[0]);
+        return 2;
+    }
+    for (i = 1; i < argc; ++i) bad |= run_path(argv[i], &count);
+    printf("fuzz_rnn_load: %d input%s replayed%s\n", count, count == 1 ? "" : "s", bad ? ", some unreadable" : "");
+    prn_context_destroy(g_ctx);
+    return bad;
+}
+#endif
