@@ -3289,7 +3289,7 @@ PRN__DEFINE_LAYER(float, f32x, f32x, PRN__AVX2, prn__panel_mm_f32x)
  * layout in chunks of C steps that stay in the L1/L2 caches; the copies do
  * not depend on the recurrence, so the processor overlaps them with it.
  * Padded lanes compute on zeros and are never written back. */
-#define PRN__LANES_MAX_H 16    /* above, the panels of the threaded loop are as fast */
+#define PRN__LANES_MAX_H 8     /* above, the threaded loop (on one thread) is as fast or faster */
 #define PRN__LANES_BUDGET 8192 /* elements of a chunk's buffers */
 /* Workspace elements of the lanes loop; *C steps per chunk, *Bp lanes. */
 PRN__FN size_t prn__lanes_plan(const prn__layer *L, int bw, size_t *C, size_t *Bp) {

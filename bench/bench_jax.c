@@ -33,7 +33,9 @@
  * in the same states; the best sample of each counts. The JAX side runs in
  * a child process (python3 bench/bench_jax.py, or --python / --script)
  * that this program drives through pipes. Both use every core OpenMP
- * offers (--threads N for parrnn; XLA's CPU client takes the machine's).
+ * offers (--threads N for parrnn; XLA's CPU client takes the machine's;
+ * with --threads 1 the child gets XLA_FLAGS=--xla_cpu_multi_thread_eigen=false,
+ * so that both sides run on one thread).
  *
  * Skipping: without python3 or jax, the JAX side is skipped with a message
  * (parrnn's side still runs). A DEER method is skipped when its memory
@@ -55,7 +57,7 @@
  *                  [--python PATH] [--script PATH]
  *   --quick   n in {1, 2}, T = 100, one round: a CI smoke run of seconds
  */
-#define _POSIX_C_SOURCE 200809L
+#define _POSIX_C_SOURCE 200809L /* setenv, mkdtemp, fdopen */
 
 #include "parrnn.h"
 #include "bench_common.h"
@@ -149,6 +151,12 @@ static int jax_start(char *why, size_t size) {
         dup2(to[0], 0);
         dup2(from[1], 1);
         close(to[0]); close(to[1]); close(from[0]); close(from[1]);
+        if (g_threads == 1) { /* XLA on one thread too */
+            static char flags[2048];
+            const char *old = getenv("XLA_FLAGS");
+            snprintf(flags, sizeof flags, "%s%s--xla_cpu_multi_thread_eigen=false", old ? old : "", old ? " " : "");
+            setenv("XLA_FLAGS", flags, 1);
+        }
         execlp(g_python, g_python, g_script, (char *)NULL);
         _exit(127); /* no python: the parent reads end of file */
     }

@@ -1940,7 +1940,7 @@ static void t_rnn_layer(void) {
                                 rnn_layer_case(d ? PRN_F64 : PRN_F32, kind, relu, rev, Bs[bi], Ts[ti], Hs[hi]);
                             }
     /* the reference backend's one-thread loop with the batch in vector
-     * lanes (a step too small for a barrier, H <= 16): every H of 1 .. 8,
+     * lanes (a step too small for a barrier, H <= 8): every H of 1 .. 8,
      * one row, an odd B (lanes padded to 8) and B past 8 lanes, and T
      * long enough for several chunks of steps (the chunk holds about 8192
      * values; T = 300 crosses one at B = 17 for every kind) */
