@@ -3303,45 +3303,77 @@ PRN__FN size_t prn__lanes_plan(const prn__layer *L, int bw, size_t *C, size_t *B
     if (*C < 1) *C = 1;
     return (*C * per + fixed) * *Bp;
 }
-#define PRN__DEFINE_LANES_COPY(T, SFX)                                           \
-/* d[i Bp + l] = s[l ls + i] for l < nl <= 8, i < len: a transpose in tiles   \
- * of 8 x 8 whose constant bounds let the compiler unroll them (a loop per  \
- * element costs more than the element's load and store). */                \
-PRN__FN_INLINE void prn__lanes_in_##SFX(const T *s, size_t ls, size_t nl, size_t len, size_t Bp, T *d) { \
-    size_t i = 0, ii, l;                                                         \
+/* d[c ld + r] = s[r ls + c], r, c < 8: one tile of the lanes' transposes,
+ * with constant bounds that let the compiler unroll it (a loop per element
+ * costs more than the element's load and store). */
+#define PRN__DEFINE_TR8(T, SFX)                                                  \
+PRN__FN_INLINE void prn__tr8_##SFX(const T *s, size_t ls, T *d, size_t ld) {    \
+    size_t r, c;                                                                 \
+    for (c = 0; c < 8; ++c)                                                      \
+        for (r = 0; r < 8; ++r) d[c * ld + r] = s[r * ls + c];                   \
+}
+PRN__DEFINE_TR8(float, f32)
+PRN__DEFINE_TR8(double, f64)
+#ifdef PRN__HAVE_AVX2
+/* The same in registers: rows interleaved in pairs, then quadruples, then
+ * the 128-bit halves exchanged. */
+PRN__FN_INLINE PRN__AVX2 void prn__tr8_f32x(const float *s, size_t ls, float *d, size_t ld) {
+    __m256 r0 = _mm256_loadu_ps(s), r1 = _mm256_loadu_ps(s + ls), r2 = _mm256_loadu_ps(s + 2 * ls);
+    __m256 r3 = _mm256_loadu_ps(s + 3 * ls), r4 = _mm256_loadu_ps(s + 4 * ls), r5 = _mm256_loadu_ps(s + 5 * ls);
+    __m256 r6 = _mm256_loadu_ps(s + 6 * ls), r7 = _mm256_loadu_ps(s + 7 * ls);
+    __m256 a0 = _mm256_unpacklo_ps(r0, r1), a1 = _mm256_unpackhi_ps(r0, r1), a2 = _mm256_unpacklo_ps(r2, r3);
+    __m256 a3 = _mm256_unpackhi_ps(r2, r3), a4 = _mm256_unpacklo_ps(r4, r5), a5 = _mm256_unpackhi_ps(r4, r5);
+    __m256 a6 = _mm256_unpacklo_ps(r6, r7), a7 = _mm256_unpackhi_ps(r6, r7);
+    __m256 b0 = _mm256_shuffle_ps(a0, a2, 0x44), b1 = _mm256_shuffle_ps(a0, a2, 0xee);
+    __m256 b2 = _mm256_shuffle_ps(a1, a3, 0x44), b3 = _mm256_shuffle_ps(a1, a3, 0xee);
+    __m256 b4 = _mm256_shuffle_ps(a4, a6, 0x44), b5 = _mm256_shuffle_ps(a4, a6, 0xee);
+    __m256 b6 = _mm256_shuffle_ps(a5, a7, 0x44), b7 = _mm256_shuffle_ps(a5, a7, 0xee);
+    _mm256_storeu_ps(d, _mm256_permute2f128_ps(b0, b4, 0x20));
+    _mm256_storeu_ps(d + ld, _mm256_permute2f128_ps(b1, b5, 0x20));
+    _mm256_storeu_ps(d + 2 * ld, _mm256_permute2f128_ps(b2, b6, 0x20));
+    _mm256_storeu_ps(d + 3 * ld, _mm256_permute2f128_ps(b3, b7, 0x20));
+    _mm256_storeu_ps(d + 4 * ld, _mm256_permute2f128_ps(b0, b4, 0x31));
+    _mm256_storeu_ps(d + 5 * ld, _mm256_permute2f128_ps(b1, b5, 0x31));
+    _mm256_storeu_ps(d + 6 * ld, _mm256_permute2f128_ps(b2, b6, 0x31));
+    _mm256_storeu_ps(d + 7 * ld, _mm256_permute2f128_ps(b3, b7, 0x31));
+}
+#endif
+#define PRN__DEFINE_LANES_COPY(T, SFX, TR, ATTR)                                 \
+/* d[i Bp + l] = s[l ls + i] for l < nl <= 8, i < len, by tiles of 8 x 8. */   \
+PRN__FN_INLINE ATTR void prn__lanes_in_##SFX(const T *s, size_t ls, size_t nl, size_t len, size_t Bp, T *d) { \
+    size_t i = 0, l;                                                             \
     if (nl == 8)                                                                 \
-        for (; i + 8 <= len; i += 8)                                             \
-            for (ii = 0; ii < 8; ++ii)                                           \
-                for (l = 0; l < 8; ++l) d[(i + ii) * Bp + l] = s[l * ls + i + ii]; \
+        for (; i + 8 <= len; i += 8) prn__tr8_##TR(s + i, ls, d + i * Bp, Bp);   \
     for (; i < len; ++i)                                                         \
         for (l = 0; l < nl; ++l) d[i * Bp + l] = s[l * ls + i];                  \
 }                                                                                \
-PRN__FN_INLINE void prn__lanes_out_##SFX(const T *s, size_t Bp, size_t nl, size_t len, T *d, size_t ls) { \
-    size_t i = 0, ii, l;                                                         \
+PRN__FN_INLINE ATTR void prn__lanes_out_##SFX(const T *s, size_t Bp, size_t nl, size_t len, T *d, size_t ls) { \
+    size_t i = 0, l;                                                             \
     if (nl == 8)                                                                 \
-        for (; i + 8 <= len; i += 8)                                             \
-            for (l = 0; l < 8; ++l)                                              \
-                for (ii = 0; ii < 8; ++ii) d[l * ls + i + ii] = s[(i + ii) * Bp + l]; \
+        for (; i + 8 <= len; i += 8) prn__tr8_##TR(s + i * Bp, Bp, d + i, ls);   \
     for (; i < len; ++i)                                                         \
         for (l = 0; l < nl; ++l) d[l * ls + i] = s[i * Bp + l];                  \
 }                                                                                \
 /* dst[(c K + e) Bp + b] = src[(b TT + t0 + c) K + e] for c < C, e < K:     \
  * rows t0 .. t0 + C - 1, one run of C K elements per lane. */                 \
-PRN__FN void prn__lanes_get_##SFX(const T *src, size_t B, size_t TT, size_t K, size_t t0, size_t C, size_t Bp, \
-                                  T *dst) {                                      \
+PRN__FN ATTR void prn__lanes_get_##SFX(const T *src, size_t B, size_t TT, size_t K, size_t t0, size_t C, \
+                                       size_t Bp, T *dst) {                                      \
     size_t b;                                                                    \
     for (b = 0; b < B; b += 8)                                                   \
         prn__lanes_in_##SFX(src + (b * TT + t0) * K, TT * K, B - b < 8 ? B - b : 8, C * K, Bp, dst + b); \
 }                                                                                \
 /* The inverse. */                                                              \
-PRN__FN void prn__lanes_put_##SFX(const T *src, size_t B, size_t TT, size_t K, size_t t0, size_t C, size_t Bp, \
-                                  T *dst) {                                      \
+PRN__FN ATTR void prn__lanes_put_##SFX(const T *src, size_t B, size_t TT, size_t K, size_t t0, size_t C, \
+                                       size_t Bp, T *dst) {                                      \
     size_t b;                                                                    \
     for (b = 0; b < B; b += 8)                                                   \
         prn__lanes_out_##SFX(src + b, Bp, B - b < 8 ? B - b : 8, C * K, dst + (b * TT + t0) * K, TT * K); \
 }
-PRN__DEFINE_LANES_COPY(float, f32)
-PRN__DEFINE_LANES_COPY(double, f64)
+PRN__DEFINE_LANES_COPY(float, f32, f32, )
+PRN__DEFINE_LANES_COPY(double, f64, f64, )
+#ifdef PRN__HAVE_AVX2
+PRN__DEFINE_LANES_COPY(float, f32x, f32x, PRN__AVX2)
+#endif
 /* The two loops; the workspace L->ws is zeroed (padded lanes, carries).
  * Chunk k holds the steps at times ta .. ta + cn - 1 in memory order (the
  * copies are runs), and its steps run up or down through it. */
@@ -3456,7 +3488,7 @@ PRN__FN ATTR void prn__lanes_bw_##SFX(const prn__layer *L, size_t C, size_t Bp) 
 PRN__DEFINE_LANES(float, f32, f32, f32, )
 PRN__DEFINE_LANES(double, f64, f64, f64, )
 #ifdef PRN__HAVE_AVX2
-PRN__DEFINE_LANES(float, f32x, f32x, f32, PRN__AVX2)
+PRN__DEFINE_LANES(float, f32x, f32x, f32x, PRN__AVX2)
 #endif
 
 /* Checks and workspace shared by both entries; *run is the thread body. */
