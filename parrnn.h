@@ -3507,7 +3507,10 @@ PRN__FN prn_status prn__layer_begin(prn_context *ctx, const char *fn, prn__layer
     *nt = prn_context_num_threads(ctx);
     if ((size_t)*nt > L->H / 16) *nt = (int)(L->H / 16);
     if (*nt < 1 || L->B * L->P * L->H < 32768) *nt = 1;
-    if (*nt == 1 && L->H <= PRN__LANES_MAX_H && L->B && L->Tn) need = prn__lanes_plan(L, bw, &L->lanes_C, &L->lanes_Bp);
+    /* the lanes loop pads the batch to 8 lanes, the threaded loop the units
+     * to 16: at H = 8 one row in 8 lanes is slower (36 vs 31 ms, T = 1e5) */
+    if (*nt == 1 && L->H <= PRN__LANES_MAX_H && (L->H < 8 || L->B >= 8) && L->B && L->Tn)
+        need = prn__lanes_plan(L, bw, &L->lanes_C, &L->lanes_Bp);
     /* OpenMP may give fewer threads than asked: room for any team size */
     for (m = 1; !L->lanes_C && m <= (size_t)*nt; ++m) {
         size_t per = prn__layer_plan(L, bw, m, 0, &u0, &u1, &nb), all = m * per + 2 * L->B * (bw ? L->P : L->H);

@@ -1940,8 +1940,9 @@ static void t_rnn_layer(void) {
                                 rnn_layer_case(d ? PRN_F64 : PRN_F32, kind, relu, rev, Bs[bi], Ts[ti], Hs[hi]);
                             }
     /* the reference backend's one-thread loop with the batch in vector
-     * lanes (a step too small for a barrier, H <= 8): every H of 1 .. 8,
-     * one row, an odd B (lanes padded to 8) and B past 8 lanes, and T
+     * lanes (a step too small for a barrier, H < 8, or H = 8 with B >= 8):
+     * every H of 1 .. 8, one row, an odd B (lanes padded to 8) and B past
+     * 8 lanes (H = 8 with B = 1, 3: the threaded loop on one thread), and T
      * long enough for several chunks of steps (the chunk holds about 8192
      * values; T = 300 crosses one at B = 17 for every kind) */
     {
