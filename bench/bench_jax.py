@@ -5,12 +5,13 @@ Run by bench_jax.c as a child process; it reads commands on stdin and
 answers each with one line on stdout (anything else goes to stderr):
 
   check                      -> "ok jax=<version> devices=<n>" or "nojax <why>"
-  load DIR n T B             read DIR/{w_ih,w_hh,b_ih,b_hh,x}.f32 (raw float32,
+  load DIR n T B M,..       read DIR/{w_ih,w_hh,b_ih,b_hh,x}.f32 (raw float32,
                              parrnn's GRU: PyTorch's layout and gate order
-                             r | z | n), compile and warm up the four methods,
-                             write DIR/{y,g}_{seq,deer}.f32 (outputs; gradients
-                             of sum(y) w.r.t. w_ih, w_hh, b_ih, b_hh, in that
-                             order, concatenated)
+                             r | z | n), compile and warm up the methods M
+                             (a comma list of seq, seq_grad, deer, deer_grad),
+                             write their results DIR/y_seq, g_seq, y_deer,
+                             g_deer .f32 (outputs; gradients of sum(y) w.r.t.
+                             w_ih, w_hh, b_ih, b_hh, in that order, concatenated)
                              -> "ok iterations=<k> converged=<0|1> fell_back=<0|1>"
   time METHOD MINSEC         one sample: calls of METHOD (seq, seq_grad, deer,
                              deer_grad) until MINSEC seconds have passed (at
@@ -198,33 +199,37 @@ def loss_of(fwd):
 
 
 class Case:
-    def __init__(self, d, n, T, B):
+    def __init__(self, d, n, T, B, methods):
         def rd(name, shape):
             return jnp.asarray(np.fromfile(os.path.join(d, name + ".f32"), dtype=np.float32).reshape(shape))
 
         self.params = (rd("w_ih", (3 * n, n)), rd("w_hh", (3 * n, n)), rd("b_ih", (3 * n,)), rd("b_hh", (3 * n,)))
         self.x = rd("x", (B, T, n))
         self.h0 = jnp.zeros((B, n), jnp.float32)
-        self.fns = {
-            "seq": jax.jit(seq_forward),
-            "seq_grad": jax.jit(jax.grad(loss_of(seq_forward))),
-            "deer": jax.jit(deer_forward),
-            "deer_grad": jax.jit(jax.grad(loss_of(deer_forward))),
+        every = {
+            "seq": lambda: jax.jit(seq_forward),
+            "seq_grad": lambda: jax.jit(jax.grad(loss_of(seq_forward))),
+            "deer": lambda: jax.jit(deer_forward),
+            "deer_grad": lambda: jax.jit(jax.grad(loss_of(deer_forward))),
         }
+        self.fns = {k: every[k]() for k in methods}
         self.args = (self.params, self.x, self.h0)
         out = {}
         for k, f in self.fns.items():  # compile, warm up, keep the results
             out[k] = jax.block_until_ready(f(*self.args))
-        it, conv = jax.jit(deer_stats)(*self.args)
-        self.iterations, self.converged = int(it), bool(conv)
+        self.iterations, self.converged = 0, True
+        if "deer" in methods or "deer_grad" in methods:
+            it, conv = jax.jit(deer_stats)(*self.args)
+            self.iterations, self.converged = int(it), bool(conv)
 
         def wr(name, a):
             np.asarray(a, dtype=np.float32).tofile(os.path.join(d, name + ".f32"))
 
-        wr("y_seq", out["seq"])
-        wr("y_deer", out["deer"])
-        wr("g_seq", np.concatenate([np.ravel(g) for g in out["seq_grad"]]))
-        wr("g_deer", np.concatenate([np.ravel(g) for g in out["deer_grad"]]))
+        for k, v in out.items():
+            if k.endswith("_grad"):
+                wr("g_" + k[:-5], np.concatenate([np.ravel(g) for g in v]))
+            else:
+                wr("y_" + k, v)
 
     def time(self, method, minsec):
         f = self.fns[method]
@@ -251,7 +256,7 @@ def main():
                 reply("ok jax=%s devices=%d" % (jax.__version__, len(jax.devices())))
             elif cmd[0] == "load":
                 case = None
-                case = Case(cmd[1], int(cmd[2]), int(cmd[3]), int(cmd[4]))
+                case = Case(cmd[1], int(cmd[2]), int(cmd[3]), int(cmd[4]), cmd[5].split(","))
                 reply("ok iterations=%d converged=%d fell_back=%d" %
                       (case.iterations, int(case.converged), int(not case.converged)))
             elif cmd[0] == "time":
