@@ -3278,8 +3278,9 @@ PRN__DEFINE_LAYER(float, f32x, f32x, PRN__AVX2, prn__panel_mm_f32x)
 #endif
 
 /* Small steps: one thread, the batch across the vector lanes. A step whose
- * work does not pay a barrier (prn__layer_begin) runs on the calling thread
- * with every buffer laid out [feature][lane], lane = batch row, the rows
+ * work does not pay a barrier (prn__layer_begin), with H < 8 (or H = 8 and
+ * B >= 8), runs on the calling thread with every buffer laid out
+ * [feature][lane], lane = batch row, the rows
  * rounded up to a multiple of 8 (Bp) so that the gate loops run whole
  * vectors: one call of the gate loop per step covers every unit of every
  * row (the rows' dependency chains in flight side by side), and W_hh h is
