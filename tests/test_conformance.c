@@ -1939,6 +1939,26 @@ static void t_rnn_layer(void) {
                                 if (hi == 3 && (bi == 0 || ti == 0)) continue;
                                 rnn_layer_case(d ? PRN_F64 : PRN_F32, kind, relu, rev, Bs[bi], Ts[ti], Hs[hi]);
                             }
+    /* the reference backend's one-thread loop with the batch in vector
+     * lanes (a step too small for a barrier, H < 8, or H = 8 with B >= 8):
+     * every H of 1 .. 8, one row, an odd B (lanes padded to 8) and B past
+     * 8 lanes (H = 8 with B = 1, 3: the threaded loop on one thread), and T
+     * long enough for several chunks of steps (the chunk holds about 8192
+     * values; T = 300 crosses one at B = 17 for every kind) */
+    {
+        static const size_t Bl[] = {1, 3, 17}, Tl[] = {7, 300};
+        size_t H;
+        for (d = 0; d < 2; ++d)
+            for (kind = PRN_RNN_ELMAN; kind <= PRN_RNN_GRU; ++kind)
+                for (relu = 0; relu <= (kind == PRN_RNN_ELMAN); ++relu)
+                    for (H = 1; H <= 8; ++H)
+                        for (bi = 0; bi < 3; ++bi)
+                            for (ti = 0; ti < 2; ++ti) {
+                                rev = (int)((H + bi + ti) % 2); /* both directions, in turn */
+                                if (Tl[ti] > 7 && bi == 1) continue;
+                                rnn_layer_case(d ? PRN_F64 : PRN_F32, kind, relu, rev, Bl[bi], Tl[ti], H);
+                            }
+    }
     {   /* refused with a status: kinds without a fused layer, and a backward
          * of LSTM or GRU without the forward's saved values; with T = 0 the
          * backward's ds0 is zero */
