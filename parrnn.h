@@ -704,6 +704,56 @@ PRNDEF prn_status prn_rnn_frame_set_state(prn_rnn_frame *frame, const double *st
 PRNDEF prn_status prn_rnn_frame_get_state(const prn_rnn_frame *frame, double *state);
 PRNDEF prn_status prn_rnn_frame_step(prn_rnn_frame *frame, const double *x, double *y);
 
+/* Per-frame inference in f32 (the engine path). The same network as
+ * prn_rnn_frame, stepped in float with float inputs and outputs: x [B, I]
+ * (NULL when I = 0), y [B, O] or [B, H] (or NULL), the state [L, B, S]
+ * floats in prn_rnn_frame's layout. Elman (tanh, relu), GRU, MHGRU and LSTM
+ * networks, one direction, any depth, with or without a readout; other
+ * kinds give PRN_ERR_UNSUPPORTED (their double frames serve them). Creation
+ * converts the parameters to float once and repacks each layer's weights as
+ * one matrix of eight-unit column blocks; prn_rnn_framef_sync does it again
+ * after training. Both refuse (PRN_ERR_NONFINITE) a parameter that is NaN,
+ * Inf or beyond FLT_MAX, leaving the frame as it was. prn_rnn_framef_step
+ * allocates nothing, makes no backend call and runs on the calling thread,
+ * with AVX2 and FMA when the processor has them (prn_rnn_framef_path says
+ * "avx2" or "portable"); a row of x that is NaN or Inf makes it return
+ * PRN_ERR_NONFINITE with nothing changed (state, y), as set_state does for
+ * such a state. Rows of the batch are stepped four at a time, each weight
+ * block loaded once for the four. Memory (prn_rnn_framef_memory), in bytes,
+ * with Hp = H rounded up to 8, N = Hp (Elman) or 4 Hp, Op = O rounded up
+ * to 8 (0 without a readout):
+ *     4 * (N * (I + H + (L-1) * 2H + L) + (H + 1) * Op + L*B*Hp*(2 for LSTM,
+ *     else 1) + 4 * (N + Op)) + 32 + sizeof(frame)
+ *
+ * Bits. The step's outputs and state are a function of the parameters'
+ * float values, the state and x alone: the same bits from the AVX2 path and
+ * the portable one (a processor without AVX2, PARRNN_NO_AVX2,
+ * PARRNN_NO_INTRINSICS), at any optimisation level, with gcc or clang, with
+ * or without -march=native or -ffp-contract=fast, on any processor where
+ * float is IEEE binary32 evaluated in float (FLT_EVAL_METHOD 0, as on
+ * x86-64 and AArch64) and fmaf is correctly rounded (C99 requires it). The
+ * reason: each unit's preactivation is one chain of fused multiply-adds in
+ * a fixed order, every other product that meets a sum is an explicit fused
+ * multiply-add too (so a compiler finds nothing to contract), e^x is the
+ * header's own polynomial, and division is IEEE division. Not guaranteed
+ * under -ffast-math, -Ofast, -ffp-model=fast or -freciprocal-math, which
+ * license the compiler to reorder or approximate (tests/frame_bits.sh
+ * builds tests/frame_bits.c in several ways and compares the bits). The
+ * portable path calls fmaf, which is slow where the compiler cannot emit an
+ * FMA instruction; the double frames' bits are a different function.
+ * ---------------------------------------------------------------------- */
+typedef struct prn_rnn_framef prn_rnn_framef;
+PRNDEF prn_status prn_rnn_framef_create(const prn_rnn *rnn, size_t batch, prn_rnn_framef **out);
+PRNDEF void prn_rnn_framef_free(prn_rnn_framef *frame);
+PRNDEF size_t prn_rnn_framef_memory(const prn_rnn_framef *frame);
+PRNDEF const char *prn_rnn_framef_path(const prn_rnn_framef *frame);
+PRNDEF prn_status prn_rnn_framef_sync(prn_rnn_framef *frame);
+PRNDEF void prn_rnn_framef_reset(prn_rnn_framef *frame);
+PRNDEF prn_status prn_rnn_framef_reset_row(prn_rnn_framef *frame, size_t row);
+PRNDEF prn_status prn_rnn_framef_set_state(prn_rnn_framef *frame, const float *state);
+PRNDEF prn_status prn_rnn_framef_get_state(const prn_rnn_framef *frame, float *state);
+PRNDEF prn_status prn_rnn_framef_step(prn_rnn_framef *frame, const float *x, float *y);
+
 /* ------------------------------------------------------------------------
  * Model files
  *
@@ -7077,6 +7127,476 @@ PRN__DEF prn_status prn_rnn_frame_reset_row(prn_rnn_frame *f, size_t row) {
     S = f->rnn->S;
     for (l = 0; l < (size_t)f->rnn->L; ++l)
         for (i = 0; i < S; ++i) f->state[(l * f->B + row) * S + i] = 0.0;
+    return PRN_OK;
+}
+
+/* --- per-frame inference in f32 ------------------------------------------ */
+/* Every weight matrix of a layer is repacked at creation as one [K, N]
+ * array, K = the layer's inputs then its hidden units (x rows, then h rows),
+ * N = the gates' units, each gate padded to Hp (a multiple of 8) so that a
+ * register of eight holds eight units of one gate: the preactivation of
+ * unit i is one chain bias[i] + W[0][i] x0 + W[1][i] x1 + ... of fused
+ * multiply-adds in the order of k, whichever path computes it. GRU's
+ * columns are r, z, n's input part and n's hidden part (the hidden rows of
+ * the third and the input rows of the fourth are zero), because n applies
+ * r to the hidden part alone. Padded units have zero weights and biases,
+ * so their state stays zero. */
+struct prn_rnn_framef {
+    const prn_rnn *rnn;
+    size_t B, bytes, In, H, Hp, N, O, Op;
+    int L, kind, relu, avx2;
+    void *mem;            /* owns everything below                           */
+    float *w, *bias;      /* layer l at w + woff(l) [K_l, N], bias + l N     */
+    float *wo, *bo;       /* readout [H, Op], [Op]                           */
+    float *h, *c;         /* state [L, B, Hp] each (c: LSTM only)            */
+    float *a;             /* workspace [4, N] (the preactivations of a tile) */
+    float *yo;            /* workspace [4, Op]                               */
+};
+
+PRN__FN size_t prn__fr_woff(const prn_rnn_framef *f, int l) {
+    return l == 0 ? 0 : (f->In + f->H) * f->N + (size_t)(l - 1) * 2 * f->H * f->N;
+}
+PRN__FN int prn__fr_finite(float v) {
+    uint32_t u;
+    memcpy(&u, &v, sizeof u);
+    return (u & 0x7f800000u) != 0x7f800000u;
+}
+
+/* e^x, sigmoid and tanh for the float frames, written so that they give
+ * the same bits in the AVX2 path and the portable one under any compiler
+ * flags short of -ffast-math: every product that meets a sum is an explicit
+ * fused multiply-add (fmaf, _mm256_fmadd_ps), so there is nothing left for
+ * a compiler to contract, and the comparisons are written as MAXPS/MINPS
+ * evaluate them. e^x = p 2^n, returned as its two factors: the callers add
+ * 1 to p 2^n by one more fused multiply-add. Reduction and polynomial as
+ * prn__expf's (within 1 ulp on [-87, 87]; x is clamped there). */
+PRN__FN_INLINE void prn__fr_exp(float x, float *p_out, float *s_out) {
+    const float magic = 12582912.0f;
+    float t, n, r, p, q, sc;
+    uint32_t ut, um, e;
+    x = x > -87.0f ? x : -87.0f;
+    x = x < 87.0f ? x : 87.0f;
+    t = fmaf(x, 1.44269504088896341f, magic);
+    n = t - magic;
+    r = fmaf(n, -0.693359375f, x);
+    r = fmaf(n, 2.12194440e-4f, r);
+    p = 1.9875691500e-4f;
+    p = fmaf(p, r, 1.3981999507e-3f);
+    p = fmaf(p, r, 8.3334519073e-3f);
+    p = fmaf(p, r, 4.1665795894e-2f);
+    p = fmaf(p, r, 1.6666665459e-1f);
+    p = fmaf(p, r, 5.0000001201e-1f);
+    q = p * r;
+    p = fmaf(q, r, r + 1.0f);
+    memcpy(&ut, &t, sizeof ut);
+    memcpy(&um, &magic, sizeof um);
+    e = (ut - um + 127u) << 23;
+    memcpy(&sc, &e, sizeof sc);
+    *p_out = p;
+    *s_out = sc;
+}
+PRN__FN_INLINE float prn__fr_sigm(float x) {
+    float p, s;
+    prn__fr_exp(-x, &p, &s);
+    return 1.0f / fmaf(p, s, 1.0f);
+}
+PRN__FN_INLINE float prn__fr_tanh(float x) {
+    float p, s;
+    prn__fr_exp(x + x, &p, &s);
+    return 1.0f - 2.0f / fmaf(p, s, 1.0f);
+}
+/* a[r][i] = bias[i] + sum_k W[k][i] v_r[k] (v_r: x then h) for R rows and
+ * N columns, in blocks of eight columns; the chain of each value in k order. */
+PRN__FN void prn__fr_mv_ref(const float *W, size_t N, const float *bias, const float *x, size_t xs, size_t nx,
+                            const float *h, size_t hs, size_t nh, size_t R, float *a, size_t as) {
+    size_t r, i0, i, k;
+    for (r = 0; r < R; ++r)
+        for (i0 = 0; i0 < N; i0 += 8) {
+            float acc[8];
+            for (i = 0; i < 8; ++i) acc[i] = bias[i0 + i];
+            for (k = 0; k < nx; ++k)
+                for (i = 0; i < 8; ++i) acc[i] = fmaf(W[k * N + i0 + i], x[r * xs + k], acc[i]);
+            for (k = 0; k < nh; ++k)
+                for (i = 0; i < 8; ++i) acc[i] = fmaf(W[(nx + k) * N + i0 + i], h[r * hs + k], acc[i]);
+            for (i = 0; i < 8; ++i) a[r * as + i0 + i] = acc[i];
+        }
+}
+/* The gates of one row: a [N] preactivations, h and c [Hp] updated in place. */
+PRN__FN void prn__fr_gates_ref(int kind, int relu, size_t Hp, const float *a, float *h, float *c) {
+    size_t i;
+    for (i = 0; i < Hp; ++i) {
+        if (kind == PRN_RNN_ELMAN) {
+            float p = a[i];
+            h[i] = relu ? (p > 0.0f ? p : 0.0f) : prn__fr_tanh(p);
+        } else if (kind == PRN_RNN_LSTM) {
+            float ig = prn__fr_sigm(a[i]), fg = prn__fr_sigm(a[Hp + i]);
+            float gg = prn__fr_tanh(a[2 * Hp + i]), og = prn__fr_sigm(a[3 * Hp + i]);
+            float cn = fmaf(fg, c[i], ig * gg);
+            c[i] = cn;
+            h[i] = og * prn__fr_tanh(cn);
+        } else { /* GRU, MHGRU */
+            float rg = prn__fr_sigm(a[i]), zg = prn__fr_sigm(a[Hp + i]);
+            float n = prn__fr_tanh(fmaf(rg, a[3 * Hp + i], a[2 * Hp + i]));
+            h[i] = fmaf(zg, h[i] - n, n);
+        }
+    }
+}
+
+#ifdef PRN__HAVE_AVX2
+/* The same operations eight units at a time. */
+PRN__FN_INLINE PRN__AVX2 void prn__fr_exp8(__m256 x, __m256 *p_out, __m256 *s_out) {
+    const __m256 magic = _mm256_set1_ps(12582912.0f);
+    __m256 t, n, r, p, q;
+    __m256i e;
+    x = _mm256_max_ps(x, _mm256_set1_ps(-87.0f));
+    x = _mm256_min_ps(x, _mm256_set1_ps(87.0f));
+    t = _mm256_fmadd_ps(x, _mm256_set1_ps(1.44269504088896341f), magic);
+    n = _mm256_sub_ps(t, magic);
+    r = _mm256_fmadd_ps(n, _mm256_set1_ps(-0.693359375f), x);
+    r = _mm256_fmadd_ps(n, _mm256_set1_ps(2.12194440e-4f), r);
+    p = _mm256_set1_ps(1.9875691500e-4f);
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.3981999507e-3f));
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(8.3334519073e-3f));
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(4.1665795894e-2f));
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.6666665459e-1f));
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(5.0000001201e-1f));
+    q = _mm256_mul_ps(p, r);
+    p = _mm256_fmadd_ps(q, r, _mm256_add_ps(r, _mm256_set1_ps(1.0f)));
+    e = _mm256_slli_epi32(_mm256_add_epi32(_mm256_sub_epi32(_mm256_castps_si256(t), _mm256_castps_si256(magic)),
+                                           _mm256_set1_epi32(127)), 23);
+    *p_out = p;
+    *s_out = _mm256_castsi256_ps(e);
+}
+PRN__FN_INLINE PRN__AVX2 __m256 prn__fr_sigm8(__m256 x) {
+    __m256 p, s;
+    prn__fr_exp8(_mm256_sub_ps(_mm256_setzero_ps(), x), &p, &s);
+    return _mm256_div_ps(_mm256_set1_ps(1.0f), _mm256_fmadd_ps(p, s, _mm256_set1_ps(1.0f)));
+}
+PRN__FN_INLINE PRN__AVX2 __m256 prn__fr_tanh8(__m256 x) {
+    __m256 p, s;
+    prn__fr_exp8(_mm256_add_ps(x, x), &p, &s);
+    return _mm256_sub_ps(_mm256_set1_ps(1.0f),
+                         _mm256_div_ps(_mm256_set1_ps(2.0f), _mm256_fmadd_ps(p, s, _mm256_set1_ps(1.0f))));
+}
+PRN__FN PRN__AVX2 void prn__fr_gates8(int kind, int relu, size_t Hp, const float *a, float *h, float *c) {
+    size_t i;
+    for (i = 0; i < Hp; i += 8) {
+        if (kind == PRN_RNN_ELMAN) {
+            __m256 p = _mm256_loadu_ps(a + i);
+            _mm256_storeu_ps(h + i, relu ? _mm256_max_ps(p, _mm256_setzero_ps()) : prn__fr_tanh8(p));
+        } else if (kind == PRN_RNN_LSTM) {
+            __m256 ig = prn__fr_sigm8(_mm256_loadu_ps(a + i)), fg = prn__fr_sigm8(_mm256_loadu_ps(a + Hp + i));
+            __m256 gg = prn__fr_tanh8(_mm256_loadu_ps(a + 2 * Hp + i)), og = prn__fr_sigm8(_mm256_loadu_ps(a + 3 * Hp + i));
+            __m256 cn = _mm256_fmadd_ps(fg, _mm256_loadu_ps(c + i), _mm256_mul_ps(ig, gg));
+            _mm256_storeu_ps(c + i, cn);
+            _mm256_storeu_ps(h + i, _mm256_mul_ps(og, prn__fr_tanh8(cn)));
+        } else {
+            __m256 rg = prn__fr_sigm8(_mm256_loadu_ps(a + i)), zg = prn__fr_sigm8(_mm256_loadu_ps(a + Hp + i));
+            __m256 n = prn__fr_tanh8(_mm256_fmadd_ps(rg, _mm256_loadu_ps(a + 3 * Hp + i), _mm256_loadu_ps(a + 2 * Hp + i)));
+            _mm256_storeu_ps(h + i, _mm256_fmadd_ps(zg, _mm256_sub_ps(_mm256_loadu_ps(h + i), n), n));
+        }
+    }
+}
+/* A tile of NR rows x NV registers of eight columns, its accumulators in
+ * registers (the conditions on the constants fold away at any -O level):
+ * each row's chains as prn__fr_mv_ref's. */
+#define PRN__FR_RV(M) M(0, 0) M(0, 1) M(0, 2) M(0, 3) M(0, 4) M(0, 5) M(0, 6) M(0, 7) \
+                      M(1, 0) M(1, 1) M(1, 2) M(1, 3) M(2, 0) M(2, 1) M(3, 0) M(3, 1)
+#define PRN__FR_INIT(r, v) if ((r) < NR_ && (v) < NV_) acc[r][v] = _mm256_loadu_ps(bias + 8 * (v));
+#define PRN__FR_FMA(r, v) if ((r) < NR_ && (v) < NV_) acc[r][v] = _mm256_fmadd_ps(_mm256_loadu_ps(w + 8 * (v)), s[r], acc[r][v]);
+#define PRN__FR_STORE(r, v) if ((r) < NR_ && (v) < NV_) _mm256_storeu_ps(a + (r) * as + 8 * (v), acc[r][v]);
+#define PRN__FR_BCAST(src, ss) \
+    s[0] = _mm256_set1_ps(src[k]);                  \
+    if (NR_ > 1) s[1] = _mm256_set1_ps(src[ss + k]); \
+    if (NR_ > 2) s[2] = _mm256_set1_ps(src[2 * ss + k]); \
+    if (NR_ > 3) s[3] = _mm256_set1_ps(src[3 * ss + k]);
+#define PRN__DEFINE_FR_TILE(NV, NR)                                                                           \
+    PRN__FN PRN__AVX2 void prn__fr_tile_##NV##x##NR(const float *W, size_t N, const float *bias, const float *x, \
+                                                    size_t xs, size_t nx, const float *h, size_t hs, size_t nh,  \
+                                                    float *a, size_t as) {                                       \
+        enum { NV_ = NV, NR_ = NR };                                                                          \
+        __m256 acc[4][8], s[4];                                                                               \
+        const float *w = W;                                                                                   \
+        size_t k;                                                                                             \
+        PRN__FR_RV(PRN__FR_INIT)                                                                              \
+        for (k = 0; k < nx; ++k, w += N) {                                                                    \
+            PRN__FR_BCAST(x, xs)                                                                              \
+            PRN__FR_RV(PRN__FR_FMA)                                                                           \
+        }                                                                                                     \
+        for (k = 0; k < nh; ++k, w += N) {                                                                    \
+            PRN__FR_BCAST(h, hs)                                                                              \
+            PRN__FR_RV(PRN__FR_FMA)                                                                           \
+        }                                                                                                     \
+        PRN__FR_RV(PRN__FR_STORE)                                                                             \
+    }
+PRN__DEFINE_FR_TILE(1, 1) PRN__DEFINE_FR_TILE(2, 1) PRN__DEFINE_FR_TILE(3, 1) PRN__DEFINE_FR_TILE(4, 1)
+PRN__DEFINE_FR_TILE(5, 1) PRN__DEFINE_FR_TILE(6, 1) PRN__DEFINE_FR_TILE(7, 1) PRN__DEFINE_FR_TILE(8, 1)
+PRN__DEFINE_FR_TILE(1, 2) PRN__DEFINE_FR_TILE(2, 2) PRN__DEFINE_FR_TILE(3, 2) PRN__DEFINE_FR_TILE(4, 2)
+PRN__DEFINE_FR_TILE(1, 4) PRN__DEFINE_FR_TILE(2, 4)
+typedef void (*prn__fr_tile_fn)(const float *, size_t, const float *, const float *, size_t, size_t, const float *,
+                                size_t, size_t, float *, size_t);
+/* R rows (1, 2 or 4) in tiles of at most 8 / R registers of columns. */
+PRN__FN PRN__AVX2 void prn__fr_mv8(const float *W, size_t N, const float *bias, const float *x, size_t xs, size_t nx,
+                                   const float *h, size_t hs, size_t nh, size_t R, float *a, size_t as) {
+    static const prn__fr_tile_fn t1[8] = {prn__fr_tile_1x1, prn__fr_tile_2x1, prn__fr_tile_3x1, prn__fr_tile_4x1,
+                                          prn__fr_tile_5x1, prn__fr_tile_6x1, prn__fr_tile_7x1, prn__fr_tile_8x1};
+    static const prn__fr_tile_fn t2[4] = {prn__fr_tile_1x2, prn__fr_tile_2x2, prn__fr_tile_3x2, prn__fr_tile_4x2};
+    static const prn__fr_tile_fn t4[2] = {prn__fr_tile_1x4, prn__fr_tile_2x4};
+    size_t nv = N / 8, maxv = R == 4 ? 2 : R == 2 ? 4 : 8, v0, m;
+    for (v0 = 0; v0 < nv; v0 += m) {
+        m = nv - v0 < maxv ? nv - v0 : maxv;
+        (R == 4 ? t4 : R == 2 ? t2 : t1)[m - 1](W + 8 * v0, N, bias + 8 * v0, x, xs, nx, h, hs, nh, a + 8 * v0, as);
+    }
+}
+#undef PRN__FR_RV
+#undef PRN__FR_INIT
+#undef PRN__FR_FMA
+#undef PRN__FR_STORE
+#undef PRN__FR_BCAST
+#undef PRN__DEFINE_FR_TILE
+#endif
+
+PRN__FN void prn__fr_mv(const prn_rnn_framef *f, const float *W, size_t N, const float *bias, const float *x, size_t xs,
+                        size_t nx, const float *h, size_t hs, size_t nh, size_t R, float *a, size_t as) {
+#ifdef PRN__HAVE_AVX2
+    if (f->avx2) { prn__fr_mv8(W, N, bias, x, xs, nx, h, hs, nh, R, a, as); return; }
+#endif
+    (void)f;
+    prn__fr_mv_ref(W, N, bias, x, xs, nx, h, hs, nh, R, a, as);
+}
+PRN__FN void prn__fr_gates(const prn_rnn_framef *f, const float *a, float *h, float *c) {
+#ifdef PRN__HAVE_AVX2
+    if (f->avx2) { prn__fr_gates8(f->kind, f->relu, f->Hp, a, h, c); return; }
+#endif
+    prn__fr_gates_ref(f->kind, f->relu, f->Hp, a, h, c);
+}
+
+PRN__DEF void prn_rnn_framef_free(prn_rnn_framef *f) {
+    if (!f) return;
+    prn_free(f->rnn->ctx, f->mem);
+    prn_free(f->rnn->ctx, f);
+}
+PRN__DEF size_t prn_rnn_framef_memory(const prn_rnn_framef *f) { return f ? f->bytes : 0; }
+PRN__DEF const char *prn_rnn_framef_path(const prn_rnn_framef *f) { return f && f->avx2 ? "avx2" : "portable"; }
+
+/* Downloads every parameter as doubles (an allocation: sync is not a
+ * per-frame call), checks them, and repacks them; nothing changes unless
+ * every value is finite and fits a float. */
+PRN__DEF prn_status prn_rnn_framef_sync(prn_rnn_framef *f) {
+    static const char fn[] = "prn_rnn_framef_sync";
+    const prn_rnn *r;
+    prn_context *ctx;
+    double *tmp;
+    size_t n = 0, off, i, j, g, G, H, Hp, N, In;
+    int p, l;
+    prn_status st = PRN_OK;
+    if (!f) return PRN_ERR_NULL_ARGUMENT;
+    r = f->rnn;
+    ctx = r->ctx;
+    for (p = 0; p < r->np; ++p) n += r->p[p]->numel;
+    tmp = (double *)prn_alloc(ctx, (n ? n : 1) * sizeof *tmp);
+    if (!tmp) return PRN__ERR(ctx, PRN_ERR_OUT_OF_MEMORY, "%s: out of memory for a host copy of %lu parameters", fn, (unsigned long)n);
+    for (p = 0, off = 0; p < r->np && st == PRN_OK; off += r->p[p]->numel, ++p) {
+        st = prn__in_fn(ctx, fn, prn__download_f64(r->p[p], tmp + off));
+        for (i = 0; st == PRN_OK && i < r->p[p]->numel; ++i)
+            if (!(fabs(tmp[off + i]) <= (double)FLT_MAX))
+                st = PRN__ERR(ctx, PRN_ERR_NONFINITE, "%s: parameter '%s' [%lu] is %g: not a finite float", fn, r->names[p],
+                              (unsigned long)i, tmp[off + i]);
+    }
+    if (st != PRN_OK) { prn_free(ctx, tmp); return st; }
+    H = f->H, Hp = f->Hp, N = f->N, In = f->In;
+    G = f->kind == PRN_RNN_LSTM ? 4 : f->kind == PRN_RNN_ELMAN ? 1 : 3;
+    memset(f->w, 0, (prn__fr_woff(f, f->L) + (size_t)f->L * N) * sizeof *f->w); /* bias follows w */
+    for (l = 0; l < f->L; ++l) {
+        size_t nin = l == 0 ? In : H, k = r->hk;
+        const double *role[PRN__R_COUNT];
+        float *W = f->w + prn__fr_woff(f, l), *b = f->bias + (size_t)l * N;
+        int q;
+        for (q = 0; q < PRN__R_COUNT; ++q) {
+            role[q] = NULL;
+            for (p = 0, off = 0; p < r->np; off += r->p[p]->numel, ++p)
+                if (r->role[l][q] == r->p[p]) role[q] = tmp + off;
+        }
+        for (g = 0; g < G; ++g) {
+            /* GRU's n gate: input part in column block 2, hidden part in 3 */
+            size_t cx = g * Hp, ch = (G == 3 && g == 2) ? 3 * Hp : g * Hp;
+            for (i = 0; i < H; ++i) {
+                /* the row of unit i of gate g: gate-major (torch) within each
+                 * head; MHGRU's weight_hh is [heads, 3k, k] */
+                size_t hd = i / k, row = hd * G * k + g * k + i % k;
+                for (j = 0; j < nin; ++j) W[j * N + cx + i] = (float)role[PRN__R_WIN][row * nin + j];
+                if (f->kind == PRN_RNN_MHGRU)
+                    for (j = 0; j < k; ++j) W[(nin + hd * k + j) * N + ch + i] = (float)role[PRN__R_WHH][row * k + j];
+                else
+                    for (j = 0; j < H; ++j) W[(nin + j) * N + ch + i] = (float)role[PRN__R_WHH][row * H + j];
+                if (ch == cx) {
+                    b[cx + i] = (float)(role[PRN__R_BIN][row] + role[PRN__R_BHH][row]);
+                } else {
+                    b[cx + i] = (float)role[PRN__R_BIN][row];
+                    b[ch + i] = (float)role[PRN__R_BHH][row];
+                }
+            }
+        }
+    }
+    if (f->O) {
+        const double *ro_w = NULL, *ro_b = NULL;
+        for (p = 0, off = 0; p < r->np; off += r->p[p]->numel, ++p) {
+            if (r->p[p] == r->ro_w) ro_w = tmp + off;
+            if (r->p[p] == r->ro_b) ro_b = tmp + off;
+        }
+        memset(f->wo, 0, (H + 1) * f->Op * sizeof *f->wo); /* bo follows wo */
+        for (i = 0; i < f->O; ++i) {
+            for (j = 0; j < H; ++j) f->wo[j * f->Op + i] = (float)ro_w[i * H + j];
+            f->bo[i] = ro_b ? (float)ro_b[i] : 0.0f;
+        }
+    }
+    prn_free(ctx, tmp);
+    return PRN_OK;
+}
+
+PRN__DEF prn_status prn_rnn_framef_create(const prn_rnn *rnn, size_t batch, prn_rnn_framef **out) {
+    static const char fn[] = "prn_rnn_framef_create";
+    prn_context *ctx;
+    prn_rnn_framef *f;
+    size_t nw, nst, nf, G;
+    prn_status st;
+    if (!rnn) return PRN_ERR_NULL_ARGUMENT;
+    ctx = rnn->ctx;
+    PRN__CHECK_OUT(ctx, fn, out);
+    if (rnn->D != 1)
+        return PRN__ERR(ctx, PRN_ERR_INVALID_ARGUMENT, "%s: argument 'rnn' is bidirectional; frames step forward in time only", fn);
+    if (!prn__rnn_torch(rnn->cfg.kind))
+        return PRN__ERR(ctx, PRN_ERR_UNSUPPORTED, "%s: argument 'rnn' is a %s; float frames step Elman, GRU, MHGRU and LSTM "
+                        "networks (prn_rnn_frame_create steps every kind in doubles)", fn, prn_rnn_kind_name(rnn->cfg.kind));
+    if (batch < 1 || batch > ((size_t)1 << 32))
+        return PRN__ERR(ctx, PRN_ERR_INVALID_ARGUMENT, "%s: argument 'batch' is %lu; must be 1 .. 2^32", fn, (unsigned long)batch);
+    f = (prn_rnn_framef *)prn_alloc(ctx, sizeof *f);
+    if (!f) return PRN__ERR(ctx, PRN_ERR_OUT_OF_MEMORY, "%s: out of memory", fn);
+    memset(f, 0, sizeof *f);
+    f->rnn = rnn;
+    f->B = batch;
+    f->L = rnn->L;
+    f->kind = (int)rnn->cfg.kind;
+    f->relu = rnn->cfg.relu;
+    f->In = rnn->cfg.input_size;
+    f->H = rnn->H;
+    f->Hp = (rnn->H + 7) / 8 * 8;
+    G = rnn->cfg.kind == PRN_RNN_LSTM ? 4 : rnn->cfg.kind == PRN_RNN_ELMAN ? 1 : 4; /* GRU: r, z, n (x), n (h) */
+    f->N = G * f->Hp;
+    f->O = rnn->cfg.output_size;
+    f->Op = (f->O + 7) / 8 * 8;
+#ifdef PRN__HAVE_AVX2
+    f->avx2 = prn__cpu_avx2();
+#endif
+    nw = prn__fr_woff(f, f->L) + (size_t)f->L * f->N + (f->O ? (f->H + 1) * f->Op : 0);
+    nst = (size_t)f->L * batch * f->Hp * (rnn->cfg.kind == PRN_RNN_LSTM ? 2 : 1);
+    nf = nw + nst + 4 * f->N + 4 * f->Op;
+    f->mem = prn_alloc(ctx, nf * sizeof(float) + 32);
+    if (!f->mem) {
+        prn_free(ctx, f);
+        return PRN__ERR(ctx, PRN_ERR_OUT_OF_MEMORY, "%s: out of memory for %lu floats of weights, state and workspace", fn,
+                        (unsigned long)nf);
+    }
+    f->bytes = sizeof *f + nf * sizeof(float) + 32;
+    f->w = (float *)(((uintptr_t)f->mem + 31) & ~(uintptr_t)31); /* every block a multiple of 8 floats: aligned */
+    f->bias = f->w + prn__fr_woff(f, f->L);
+    f->wo = f->bias + (size_t)f->L * f->N;
+    f->bo = f->wo + f->H * f->Op;
+    f->h = f->w + nw;
+    f->c = rnn->cfg.kind == PRN_RNN_LSTM ? f->h + (size_t)f->L * batch * f->Hp : NULL;
+    f->a = f->h + nst;
+    f->yo = f->a + 4 * f->N;
+    prn_rnn_framef_reset(f);
+    st = prn_rnn_framef_sync(f);
+    if (st != PRN_OK) {
+        prn_rnn_framef_free(f);
+        return prn__in_fn(ctx, fn, st);
+    }
+    *out = f;
+    return PRN_OK;
+}
+
+PRN__DEF void prn_rnn_framef_reset(prn_rnn_framef *f) {
+    if (!f) return;
+    memset(f->h, 0, (size_t)f->L * f->B * f->Hp * (f->c ? 2 : 1) * sizeof *f->h);
+}
+PRN__DEF prn_status prn_rnn_framef_reset_row(prn_rnn_framef *f, size_t row) {
+    int l;
+    if (!f) return PRN_ERR_NULL_ARGUMENT;
+    if (row >= f->B)
+        return PRN__ERR(f->rnn->ctx, PRN_ERR_INVALID_ARGUMENT, "prn_rnn_framef_reset_row: argument 'row' is %lu; the batch has %lu",
+                        (unsigned long)row, (unsigned long)f->B);
+    for (l = 0; l < f->L; ++l) {
+        size_t o = ((size_t)l * f->B + row) * f->Hp;
+        memset(f->h + o, 0, f->Hp * sizeof *f->h);
+        if (f->c) memset(f->c + o, 0, f->Hp * sizeof *f->c);
+    }
+    return PRN_OK;
+}
+/* The state in the double frames' layout: [L, B, S], S = H (h) or 2H (h, c). */
+PRN__DEF prn_status prn_rnn_framef_set_state(prn_rnn_framef *f, const float *state) {
+    size_t n, i, lb, H;
+    if (!f) return PRN_ERR_NULL_ARGUMENT;
+    if (!state) return PRN__ERR(f->rnn->ctx, PRN_ERR_NULL_ARGUMENT, "prn_rnn_framef_set_state: argument 'state' is NULL");
+    H = f->H;
+    n = (size_t)f->L * f->B * f->rnn->S;
+    for (i = 0; i < n; ++i)
+        if (!prn__fr_finite(state[i]))
+            return PRN__ERR(f->rnn->ctx, PRN_ERR_NONFINITE, "prn_rnn_framef_set_state: argument 'state' [%lu] is %g", (unsigned long)i,
+                            (double)state[i]);
+    for (lb = 0; lb < (size_t)f->L * f->B; ++lb) {
+        memcpy(f->h + lb * f->Hp, state + lb * f->rnn->S, H * sizeof *state);
+        if (f->c) memcpy(f->c + lb * f->Hp, state + lb * f->rnn->S + H, H * sizeof *state);
+    }
+    return PRN_OK;
+}
+PRN__DEF prn_status prn_rnn_framef_get_state(const prn_rnn_framef *f, float *state) {
+    size_t lb, H;
+    if (!f) return PRN_ERR_NULL_ARGUMENT;
+    if (!state) return PRN__ERR(f->rnn->ctx, PRN_ERR_NULL_ARGUMENT, "prn_rnn_framef_get_state: argument 'state' is NULL");
+    H = f->H;
+    for (lb = 0; lb < (size_t)f->L * f->B; ++lb) {
+        memcpy(state + lb * f->rnn->S, f->h + lb * f->Hp, H * sizeof *state);
+        if (f->c) memcpy(state + lb * f->rnn->S + H, f->c + lb * f->Hp, H * sizeof *state);
+    }
+    return PRN_OK;
+}
+
+PRN__DEF prn_status prn_rnn_framef_step(prn_rnn_framef *f, const float *x, float *y) {
+    static const char fn[] = "prn_rnn_framef_step";
+    size_t In, H, Hp, N, B, b0, R, i, r;
+    int l;
+    if (!f) return PRN_ERR_NULL_ARGUMENT;
+    In = f->In, H = f->H, Hp = f->Hp, N = f->N, B = f->B;
+    if (!x && In) return PRN__ERR(f->rnn->ctx, PRN_ERR_NULL_ARGUMENT, "%s: argument 'x' is NULL but input_size is %lu", fn, (unsigned long)In);
+    for (i = 0; i < B * In; ++i) /* before any change: a refused frame leaves the state as it was */
+        if (!prn__fr_finite(x[i]))
+            return PRN__ERR(f->rnn->ctx, PRN_ERR_NONFINITE, "%s: argument 'x' [%lu] (row %lu) is %g", fn, (unsigned long)i,
+                            (unsigned long)(i / In), (double)x[i]);
+    for (l = 0; l < f->L; ++l) {
+        const float *W = f->w + prn__fr_woff(f, l), *bias = f->bias + (size_t)l * N;
+        float *hl = f->h + (size_t)l * B * Hp, *cl = f->c ? f->c + (size_t)l * B * Hp : NULL;
+        const float *in = l == 0 ? x : f->h + (size_t)(l - 1) * B * Hp;
+        size_t nin = l == 0 ? In : H, is = l == 0 ? In : Hp;
+        for (b0 = 0; b0 < B; b0 += R) {
+            R = B - b0 >= 4 ? 4 : B - b0 >= 2 ? 2 : 1;
+            prn__fr_mv(f, W, N, bias, in ? in + b0 * is : NULL, is, nin, hl + b0 * Hp, Hp, H, R, f->a, N);
+            for (r = 0; r < R; ++r)
+                prn__fr_gates(f, f->a + r * N, hl + (b0 + r) * Hp, cl ? cl + (b0 + r) * Hp : NULL);
+        }
+    }
+    if (y) {
+        const float *top = f->h + (size_t)(f->L - 1) * B * Hp;
+        for (b0 = 0; b0 < B; b0 += R) {
+            R = B - b0 >= 4 ? 4 : B - b0 >= 2 ? 2 : 1;
+            if (f->O) {
+                prn__fr_mv(f, f->wo, f->Op, f->bo, top + b0 * Hp, Hp, H, NULL, 0, 0, R, f->yo, f->Op);
+                for (r = 0; r < R; ++r) memcpy(y + (b0 + r) * f->O, f->yo + r * f->Op, f->O * sizeof *y);
+            } else {
+                for (r = 0; r < R; ++r) memcpy(y + (b0 + r) * H, top + (b0 + r) * Hp, H * sizeof *y);
+            }
+        }
+    }
     return PRN_OK;
 }
 
