@@ -86,7 +86,7 @@ MPI_BINS      = $(BUILD)/tests/test_mpi $(BUILD)/examples/mpi_deer $(BUILD)/benc
 TESTS    = test_frames test_ops test_autodiff test_scan test_scan_sse2 test_scan_plain test_conformance test_conformance_sse2 test_bad_input test_alloc_fail test_cells test_opencl test_cuda test_rnn test_rnn_golden test_deer \
            test_pwl_parse test_scyfi
 EXAMPLES = mlp_train scan_explain char_rnn game_agent deer_demo
-BENCHES  = bench_ops bench_scan scan_error bench_rnn bench_deer bench_scyfi
+BENCHES  = bench_ops bench_scan scan_error bench_rnn bench_deer bench_scyfi bench_frames
 ifeq ($(LAPACK),1)
 TESTS   += test_eig test_eig_lapack
 endif
@@ -95,6 +95,8 @@ TOOLS        = $(BUILD)/parrnn-scyfi
 EXAMPLE_BINS = $(addprefix $(BUILD)/examples/,$(EXAMPLES))
 BENCH_BINS   = $(addprefix $(BUILD)/bench/,$(BENCHES))
 
+
+.PHONY: bench-frames
 .PHONY: all test test-mpi test-sanitize test-valgrind demo bench examples clean fuzz fuzz-replay
 all: $(TEST_BINS) $(BUILD)/tests/backend_probe $(EXAMPLE_BINS) $(BENCH_BINS) $(TOOLS) $(if $(filter 1,$(MPI)),$(MPI_BINS))
 examples: $(EXAMPLE_BINS)
@@ -239,6 +241,19 @@ test-valgrind:
 	@PRNT_QUICK=1 PRNT_WRAP="valgrind -q --leak-check=full --show-leak-kinds=definite,indirect --errors-for-leak-kinds=definite,indirect --error-exitcode=99" \
 	    sh tests/run.sh $(addprefix build-vg/tests/,$(TESTS))
 
+# The float and double frames' per-step table (bench/bench_frames.c); with
+# RTNEURAL_DIR (a checkout of RTNeural, which ships Eigen in modules/Eigen)
+# also RTNeural's GRU and LSTM at the same shapes, side by side. RTNeural is
+# compiled here only, never part of parrnn.
+RTNEURAL_FLAGS = -std=c++17 -O3 -march=native -DNDEBUG -DRTNEURAL_USE_EIGEN=1 -DRTNEURAL_DEFAULT_ALIGNMENT=32 \
+                 -I$(RTNEURAL_DIR)/RTNeural -I$(RTNEURAL_DIR) -I$(RTNEURAL_DIR)/modules/Eigen
+$(BUILD)/bench/bench_rtneural: bench/bench_rtneural.cpp $(IMPL) $(BACKEND_OBJS) $(API_STAMP)
+	@test -n "$(RTNEURAL_DIR)" || { echo "set RTNEURAL_DIR to a checkout of RTNeural"; exit 1; }
+	@mkdir -p $(@D)
+	$(CXX) $(RTNEURAL_FLAGS) -I. -o $@ $< $(IMPL) $(BACKEND_OBJS) $(LDLIBS_ALL)
+bench-frames: $(BUILD)/bench/bench_frames $(if $(RTNEURAL_DIR),$(BUILD)/bench/bench_rtneural)
+	$(BUILD)/bench/bench_frames
+
 demo: $(BUILD)/examples/deer_demo
 	$(BUILD)/examples/deer_demo
 
@@ -249,6 +264,7 @@ bench: $(BENCH_BINS)
 	$(BUILD)/bench/bench_rnn
 	$(BUILD)/bench/bench_deer
 	$(BUILD)/bench/bench_scyfi
+	$(BUILD)/bench/bench_frames
 
 # Fuzzing the model-file parser (prn_pwl_parse) with libFuzzer: clang and
 # compiler-rt's libFuzzer (Debian: libclang-rt-14-dev, which clang only

@@ -7131,16 +7131,17 @@ PRN__DEF prn_status prn_rnn_frame_reset_row(prn_rnn_frame *f, size_t row) {
 }
 
 /* --- per-frame inference in f32 ------------------------------------------ */
-/* Every weight matrix of a layer is repacked at creation as one [K, N]
- * array, K = the layer's inputs then its hidden units (x rows, then h rows),
- * N = the gates' units, each gate padded to Hp (a multiple of 8) so that a
- * register of eight holds eight units of one gate: the preactivation of
- * unit i is one chain bias[i] + W[0][i] x0 + W[1][i] x1 + ... of fused
- * multiply-adds in the order of k, whichever path computes it. GRU's
- * columns are r, z, n's input part and n's hidden part (the hidden rows of
- * the third and the input rows of the fourth are zero), because n applies
- * r to the hidden part alone. Padded units have zero weights and biases,
- * so their state stays zero. */
+/* A layer's weights are repacked at creation as a [K, N] matrix, K = the
+ * layer's inputs then its hidden units (x rows, then h rows), N = the gates'
+ * units, each gate padded to Hp (a multiple of 8) so that a register of
+ * eight holds eight units of one gate, stored by blocks of eight columns:
+ * block v is [K][8], contiguous, so a tile of blocks streams through memory
+ * in order. The preactivation of unit i is one chain bias[i] + W[0][i] x0 +
+ * W[1][i] x1 + ... of fused multiply-adds in the order of k, whichever path
+ * computes it. GRU's columns are r, z (K rows), n's input part (the input
+ * rows only) and n's hidden part (the hidden rows only), because n applies
+ * r to the hidden part alone: three regions of blocks. Padded units have
+ * zero weights and biases, so their state stays zero. */
 struct prn_rnn_framef {
     const prn_rnn *rnn;
     size_t B, bytes, In, H, Hp, N, O, Op;
@@ -7153,8 +7154,22 @@ struct prn_rnn_framef {
     float *yo;            /* workspace [4, Op]                               */
 };
 
+/* Floats of layer l's weights: GRU 3 Hp K (r, z: 2 Hp K; n: Hp nin + Hp H), else N K. */
+PRN__FN size_t prn__fr_wsize(const prn_rnn_framef *f, int l) {
+    size_t K = (l == 0 ? f->In : f->H) + f->H;
+    return (f->kind == PRN_RNN_GRU || f->kind == PRN_RNN_MHGRU ? 3 * f->Hp : f->N) * K;
+}
 PRN__FN size_t prn__fr_woff(const prn_rnn_framef *f, int l) {
-    return l == 0 ? 0 : (f->In + f->H) * f->N + (size_t)(l - 1) * 2 * f->H * f->N;
+    return l == 0 ? 0 : prn__fr_wsize(f, 0) + (size_t)(l - 1) * prn__fr_wsize(f, 1);
+}
+/* Where W[k][col] of layer l (nin inputs) is stored, relative to its weights. */
+PRN__FN size_t prn__fr_at(const prn_rnn_framef *f, size_t nin, size_t k, size_t col) {
+    size_t K = nin + f->H, Hp = f->Hp;
+    if ((f->kind == PRN_RNN_GRU || f->kind == PRN_RNN_MHGRU) && col >= 2 * Hp) {
+        if (col < 3 * Hp) return 2 * Hp * K + ((col - 2 * Hp) / 8 * nin + k) * 8 + col % 8;
+        return 2 * Hp * K + Hp * nin + ((col - 3 * Hp) / 8 * f->H + (k - nin)) * 8 + col % 8;
+    }
+    return (col / 8 * K + k) * 8 + col % 8;
 }
 PRN__FN int prn__fr_finite(float v) {
     uint32_t u;
@@ -7172,7 +7187,7 @@ PRN__FN int prn__fr_finite(float v) {
  * prn__expf's (within 1 ulp on [-87, 87]; x is clamped there). */
 PRN__FN_INLINE void prn__fr_exp(float x, float *p_out, float *s_out) {
     const float magic = 12582912.0f;
-    float t, n, r, p, q, sc;
+    float t, n, r, r2, a, b, c, p, sc;
     uint32_t ut, um, e;
     x = x > -87.0f ? x : -87.0f;
     x = x < 87.0f ? x : 87.0f;
@@ -7180,14 +7195,14 @@ PRN__FN_INLINE void prn__fr_exp(float x, float *p_out, float *s_out) {
     n = t - magic;
     r = fmaf(n, -0.693359375f, x);
     r = fmaf(n, 2.12194440e-4f, r);
-    p = 1.9875691500e-4f;
-    p = fmaf(p, r, 1.3981999507e-3f);
-    p = fmaf(p, r, 8.3334519073e-3f);
-    p = fmaf(p, r, 4.1665795894e-2f);
-    p = fmaf(p, r, 1.6666665459e-1f);
-    p = fmaf(p, r, 5.0000001201e-1f);
-    q = p * r;
-    p = fmaf(q, r, r + 1.0f);
+    /* e^r = 1 + r + r^2 (a + r^2 (b + r^2 c)) by Estrin's scheme: a shorter
+     * chain of dependent operations than Horner's (the step waits on it) */
+    r2 = r * r;
+    a = fmaf(1.6666665459e-1f, r, 5.0000001201e-1f);
+    b = fmaf(8.3334519073e-3f, r, 4.1665795894e-2f);
+    c = fmaf(1.9875691500e-4f, r, 1.3981999507e-3f);
+    p = fmaf(r2, fmaf(r2, c, b), a);
+    p = fmaf(r2, p, r + 1.0f);
     memcpy(&ut, &t, sizeof ut);
     memcpy(&um, &magic, sizeof um);
     e = (ut - um + 127u) << 23;
@@ -7206,19 +7221,21 @@ PRN__FN_INLINE float prn__fr_tanh(float x) {
     return 1.0f - 2.0f / fmaf(p, s, 1.0f);
 }
 /* a[r][i] = bias[i] + sum_k W[k][i] v_r[k] (v_r: x then h) for R rows and
- * N columns, in blocks of eight columns; the chain of each value in k order. */
-PRN__FN void prn__fr_mv_ref(const float *W, size_t N, const float *bias, const float *x, size_t xs, size_t nx,
+ * nb blocks of eight columns ([nx + nh][8] each, contiguous); the chain of
+ * each value in k order. */
+PRN__FN void prn__fr_mv_ref(const float *W, size_t nb, const float *bias, const float *x, size_t xs, size_t nx,
                             const float *h, size_t hs, size_t nh, size_t R, float *a, size_t as) {
-    size_t r, i0, i, k;
+    size_t r, v, i, k;
     for (r = 0; r < R; ++r)
-        for (i0 = 0; i0 < N; i0 += 8) {
+        for (v = 0; v < nb; ++v) {
+            const float *w = W + v * (nx + nh) * 8;
             float acc[8];
-            for (i = 0; i < 8; ++i) acc[i] = bias[i0 + i];
-            for (k = 0; k < nx; ++k)
-                for (i = 0; i < 8; ++i) acc[i] = fmaf(W[k * N + i0 + i], x[r * xs + k], acc[i]);
-            for (k = 0; k < nh; ++k)
-                for (i = 0; i < 8; ++i) acc[i] = fmaf(W[(nx + k) * N + i0 + i], h[r * hs + k], acc[i]);
-            for (i = 0; i < 8; ++i) a[r * as + i0 + i] = acc[i];
+            for (i = 0; i < 8; ++i) acc[i] = bias[8 * v + i];
+            for (k = 0; k < nx; ++k, w += 8)
+                for (i = 0; i < 8; ++i) acc[i] = fmaf(w[i], x[r * xs + k], acc[i]);
+            for (k = 0; k < nh; ++k, w += 8)
+                for (i = 0; i < 8; ++i) acc[i] = fmaf(w[i], h[r * hs + k], acc[i]);
+            for (i = 0; i < 8; ++i) a[r * as + 8 * v + i] = acc[i];
         }
 }
 /* The gates of one row: a [N] preactivations, h and c [Hp] updated in place. */
@@ -7246,7 +7263,7 @@ PRN__FN void prn__fr_gates_ref(int kind, int relu, size_t Hp, const float *a, fl
 /* The same operations eight units at a time. */
 PRN__FN_INLINE PRN__AVX2 void prn__fr_exp8(__m256 x, __m256 *p_out, __m256 *s_out) {
     const __m256 magic = _mm256_set1_ps(12582912.0f);
-    __m256 t, n, r, p, q;
+    __m256 t, n, r, r2, a, b, c, p;
     __m256i e;
     x = _mm256_max_ps(x, _mm256_set1_ps(-87.0f));
     x = _mm256_min_ps(x, _mm256_set1_ps(87.0f));
@@ -7254,14 +7271,12 @@ PRN__FN_INLINE PRN__AVX2 void prn__fr_exp8(__m256 x, __m256 *p_out, __m256 *s_ou
     n = _mm256_sub_ps(t, magic);
     r = _mm256_fmadd_ps(n, _mm256_set1_ps(-0.693359375f), x);
     r = _mm256_fmadd_ps(n, _mm256_set1_ps(2.12194440e-4f), r);
-    p = _mm256_set1_ps(1.9875691500e-4f);
-    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.3981999507e-3f));
-    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(8.3334519073e-3f));
-    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(4.1665795894e-2f));
-    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.6666665459e-1f));
-    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(5.0000001201e-1f));
-    q = _mm256_mul_ps(p, r);
-    p = _mm256_fmadd_ps(q, r, _mm256_add_ps(r, _mm256_set1_ps(1.0f)));
+    r2 = _mm256_mul_ps(r, r);
+    a = _mm256_fmadd_ps(_mm256_set1_ps(1.6666665459e-1f), r, _mm256_set1_ps(5.0000001201e-1f));
+    b = _mm256_fmadd_ps(_mm256_set1_ps(8.3334519073e-3f), r, _mm256_set1_ps(4.1665795894e-2f));
+    c = _mm256_fmadd_ps(_mm256_set1_ps(1.9875691500e-4f), r, _mm256_set1_ps(1.3981999507e-3f));
+    p = _mm256_fmadd_ps(r2, _mm256_fmadd_ps(r2, c, b), a);
+    p = _mm256_fmadd_ps(r2, p, _mm256_add_ps(r, _mm256_set1_ps(1.0f)));
     e = _mm256_slli_epi32(_mm256_add_epi32(_mm256_sub_epi32(_mm256_castps_si256(t), _mm256_castps_si256(magic)),
                                            _mm256_set1_epi32(127)), 23);
     *p_out = p;
@@ -7303,7 +7318,7 @@ PRN__FN PRN__AVX2 void prn__fr_gates8(int kind, int relu, size_t Hp, const float
 #define PRN__FR_RV(M) M(0, 0) M(0, 1) M(0, 2) M(0, 3) M(0, 4) M(0, 5) M(0, 6) M(0, 7) \
                       M(1, 0) M(1, 1) M(1, 2) M(1, 3) M(2, 0) M(2, 1) M(3, 0) M(3, 1)
 #define PRN__FR_INIT(r, v) if ((r) < NR_ && (v) < NV_) acc[r][v] = _mm256_loadu_ps(bias + 8 * (v));
-#define PRN__FR_FMA(r, v) if ((r) < NR_ && (v) < NV_) acc[r][v] = _mm256_fmadd_ps(_mm256_loadu_ps(w + 8 * (v)), s[r], acc[r][v]);
+#define PRN__FR_FMA(r, v) if ((r) < NR_ && (v) < NV_) acc[r][v] = _mm256_fmadd_ps(_mm256_load_ps(w + (v) * bs), s[r], acc[r][v]);
 #define PRN__FR_STORE(r, v) if ((r) < NR_ && (v) < NV_) _mm256_storeu_ps(a + (r) * as + 8 * (v), acc[r][v]);
 #define PRN__FR_BCAST(src, ss) \
     s[0] = _mm256_set1_ps(src[k]);                  \
@@ -7311,7 +7326,7 @@ PRN__FN PRN__AVX2 void prn__fr_gates8(int kind, int relu, size_t Hp, const float
     if (NR_ > 2) s[2] = _mm256_set1_ps(src[2 * ss + k]); \
     if (NR_ > 3) s[3] = _mm256_set1_ps(src[3 * ss + k]);
 #define PRN__DEFINE_FR_TILE(NV, NR)                                                                           \
-    PRN__FN PRN__AVX2 void prn__fr_tile_##NV##x##NR(const float *W, size_t N, const float *bias, const float *x, \
+    PRN__FN PRN__AVX2 void prn__fr_tile_##NV##x##NR(const float *W, size_t bs, const float *bias, const float *x, \
                                                     size_t xs, size_t nx, const float *h, size_t hs, size_t nh,  \
                                                     float *a, size_t as) {                                       \
         enum { NV_ = NV, NR_ = NR };                                                                          \
@@ -7319,11 +7334,11 @@ PRN__FN PRN__AVX2 void prn__fr_gates8(int kind, int relu, size_t Hp, const float
         const float *w = W;                                                                                   \
         size_t k;                                                                                             \
         PRN__FR_RV(PRN__FR_INIT)                                                                              \
-        for (k = 0; k < nx; ++k, w += N) {                                                                    \
+        for (k = 0; k < nx; ++k, w += 8) {                                                                    \
             PRN__FR_BCAST(x, xs)                                                                              \
             PRN__FR_RV(PRN__FR_FMA)                                                                           \
         }                                                                                                     \
-        for (k = 0; k < nh; ++k, w += N) {                                                                    \
+        for (k = 0; k < nh; ++k, w += 8) {                                                                    \
             PRN__FR_BCAST(h, hs)                                                                              \
             PRN__FR_RV(PRN__FR_FMA)                                                                           \
         }                                                                                                     \
@@ -7335,17 +7350,17 @@ PRN__DEFINE_FR_TILE(1, 2) PRN__DEFINE_FR_TILE(2, 2) PRN__DEFINE_FR_TILE(3, 2) PR
 PRN__DEFINE_FR_TILE(1, 4) PRN__DEFINE_FR_TILE(2, 4)
 typedef void (*prn__fr_tile_fn)(const float *, size_t, const float *, const float *, size_t, size_t, const float *,
                                 size_t, size_t, float *, size_t);
-/* R rows (1, 2 or 4) in tiles of at most 8 / R registers of columns. */
-PRN__FN PRN__AVX2 void prn__fr_mv8(const float *W, size_t N, const float *bias, const float *x, size_t xs, size_t nx,
+/* R rows (1, 2 or 4) in tiles of at most 8 / R blocks of columns. */
+PRN__FN PRN__AVX2 void prn__fr_mv8(const float *W, size_t nv, const float *bias, const float *x, size_t xs, size_t nx,
                                    const float *h, size_t hs, size_t nh, size_t R, float *a, size_t as) {
     static const prn__fr_tile_fn t1[8] = {prn__fr_tile_1x1, prn__fr_tile_2x1, prn__fr_tile_3x1, prn__fr_tile_4x1,
                                           prn__fr_tile_5x1, prn__fr_tile_6x1, prn__fr_tile_7x1, prn__fr_tile_8x1};
     static const prn__fr_tile_fn t2[4] = {prn__fr_tile_1x2, prn__fr_tile_2x2, prn__fr_tile_3x2, prn__fr_tile_4x2};
     static const prn__fr_tile_fn t4[2] = {prn__fr_tile_1x4, prn__fr_tile_2x4};
-    size_t nv = N / 8, maxv = R == 4 ? 2 : R == 2 ? 4 : 8, v0, m;
+    size_t bs = (nx + nh) * 8, maxv = R == 4 ? 2 : R == 2 ? 4 : 8, v0, m;
     for (v0 = 0; v0 < nv; v0 += m) {
         m = nv - v0 < maxv ? nv - v0 : maxv;
-        (R == 4 ? t4 : R == 2 ? t2 : t1)[m - 1](W + 8 * v0, N, bias + 8 * v0, x, xs, nx, h, hs, nh, a + 8 * v0, as);
+        (R == 4 ? t4 : R == 2 ? t2 : t1)[m - 1](W + bs * v0, bs, bias + 8 * v0, x, xs, nx, h, hs, nh, a + 8 * v0, as);
     }
 }
 #undef PRN__FR_RV
@@ -7356,13 +7371,13 @@ PRN__FN PRN__AVX2 void prn__fr_mv8(const float *W, size_t N, const float *bias, 
 #undef PRN__DEFINE_FR_TILE
 #endif
 
-PRN__FN void prn__fr_mv(const prn_rnn_framef *f, const float *W, size_t N, const float *bias, const float *x, size_t xs,
+PRN__FN void prn__fr_mv(const prn_rnn_framef *f, const float *W, size_t nb, const float *bias, const float *x, size_t xs,
                         size_t nx, const float *h, size_t hs, size_t nh, size_t R, float *a, size_t as) {
 #ifdef PRN__HAVE_AVX2
-    if (f->avx2) { prn__fr_mv8(W, N, bias, x, xs, nx, h, hs, nh, R, a, as); return; }
+    if (f->avx2) { prn__fr_mv8(W, nb, bias, x, xs, nx, h, hs, nh, R, a, as); return; }
 #endif
     (void)f;
-    prn__fr_mv_ref(W, N, bias, x, xs, nx, h, hs, nh, R, a, as);
+    prn__fr_mv_ref(W, nb, bias, x, xs, nx, h, hs, nh, R, a, as);
 }
 PRN__FN void prn__fr_gates(const prn_rnn_framef *f, const float *a, float *h, float *c) {
 #ifdef PRN__HAVE_AVX2
@@ -7407,6 +7422,7 @@ PRN__DEF prn_status prn_rnn_framef_sync(prn_rnn_framef *f) {
     H = f->H, Hp = f->Hp, N = f->N, In = f->In;
     G = f->kind == PRN_RNN_LSTM ? 4 : f->kind == PRN_RNN_ELMAN ? 1 : 3;
     memset(f->w, 0, (prn__fr_woff(f, f->L) + (size_t)f->L * N) * sizeof *f->w); /* bias follows w */
+#define PRN__FR_W(k_, col_) W[prn__fr_at(f, nin, (k_), (col_))]
     for (l = 0; l < f->L; ++l) {
         size_t nin = l == 0 ? In : H, k = r->hk;
         const double *role[PRN__R_COUNT];
@@ -7424,11 +7440,11 @@ PRN__DEF prn_status prn_rnn_framef_sync(prn_rnn_framef *f) {
                 /* the row of unit i of gate g: gate-major (torch) within each
                  * head; MHGRU's weight_hh is [heads, 3k, k] */
                 size_t hd = i / k, row = hd * G * k + g * k + i % k;
-                for (j = 0; j < nin; ++j) W[j * N + cx + i] = (float)role[PRN__R_WIN][row * nin + j];
+                for (j = 0; j < nin; ++j) PRN__FR_W(j, cx + i) = (float)role[PRN__R_WIN][row * nin + j];
                 if (f->kind == PRN_RNN_MHGRU)
-                    for (j = 0; j < k; ++j) W[(nin + hd * k + j) * N + ch + i] = (float)role[PRN__R_WHH][row * k + j];
+                    for (j = 0; j < k; ++j) PRN__FR_W(nin + hd * k + j, ch + i) = (float)role[PRN__R_WHH][row * k + j];
                 else
-                    for (j = 0; j < H; ++j) W[(nin + j) * N + ch + i] = (float)role[PRN__R_WHH][row * H + j];
+                    for (j = 0; j < H; ++j) PRN__FR_W(nin + j, ch + i) = (float)role[PRN__R_WHH][row * H + j];
                 if (ch == cx) {
                     b[cx + i] = (float)(role[PRN__R_BIN][row] + role[PRN__R_BHH][row]);
                 } else {
@@ -7444,9 +7460,10 @@ PRN__DEF prn_status prn_rnn_framef_sync(prn_rnn_framef *f) {
             if (r->p[p] == r->ro_w) ro_w = tmp + off;
             if (r->p[p] == r->ro_b) ro_b = tmp + off;
         }
+#undef PRN__FR_W
         memset(f->wo, 0, (H + 1) * f->Op * sizeof *f->wo); /* bo follows wo */
         for (i = 0; i < f->O; ++i) {
-            for (j = 0; j < H; ++j) f->wo[j * f->Op + i] = (float)ro_w[i * H + j];
+            for (j = 0; j < H; ++j) f->wo[(i / 8 * H + j) * 8 + i % 8] = (float)ro_w[i * H + j];
             f->bo[i] = ro_b ? (float)ro_b[i] : 0.0f;
         }
     }
@@ -7580,7 +7597,15 @@ PRN__DEF prn_status prn_rnn_framef_step(prn_rnn_framef *f, const float *x, float
         size_t nin = l == 0 ? In : H, is = l == 0 ? In : Hp;
         for (b0 = 0; b0 < B; b0 += R) {
             R = B - b0 >= 4 ? 4 : B - b0 >= 2 ? 2 : 1;
-            prn__fr_mv(f, W, N, bias, in ? in + b0 * is : NULL, is, nin, hl + b0 * Hp, Hp, H, R, f->a, N);
+            const float *xr = in ? in + b0 * is : NULL, *hr = hl + b0 * Hp;
+            if (f->kind == PRN_RNN_GRU || f->kind == PRN_RNN_MHGRU) {
+                size_t K = nin + H;
+                prn__fr_mv(f, W, 2 * Hp / 8, bias, xr, is, nin, hr, Hp, H, R, f->a, N);
+                prn__fr_mv(f, W + 2 * Hp * K, Hp / 8, bias + 2 * Hp, xr, is, nin, NULL, 0, 0, R, f->a + 2 * Hp, N);
+                prn__fr_mv(f, W + 2 * Hp * K + Hp * nin, Hp / 8, bias + 3 * Hp, NULL, 0, 0, hr, Hp, H, R, f->a + 3 * Hp, N);
+            } else {
+                prn__fr_mv(f, W, N / 8, bias, xr, is, nin, hr, Hp, H, R, f->a, N);
+            }
             for (r = 0; r < R; ++r)
                 prn__fr_gates(f, f->a + r * N, hl + (b0 + r) * Hp, cl ? cl + (b0 + r) * Hp : NULL);
         }
@@ -7590,7 +7615,7 @@ PRN__DEF prn_status prn_rnn_framef_step(prn_rnn_framef *f, const float *x, float
         for (b0 = 0; b0 < B; b0 += R) {
             R = B - b0 >= 4 ? 4 : B - b0 >= 2 ? 2 : 1;
             if (f->O) {
-                prn__fr_mv(f, f->wo, f->Op, f->bo, top + b0 * Hp, Hp, H, NULL, 0, 0, R, f->yo, f->Op);
+                prn__fr_mv(f, f->wo, f->Op / 8, f->bo, top + b0 * Hp, Hp, H, NULL, 0, 0, R, f->yo, f->Op);
                 for (r = 0; r < R; ++r) memcpy(y + (b0 + r) * f->O, f->yo + r * f->Op, f->O * sizeof *y);
             } else {
                 for (r = 0; r < R; ++r) memcpy(y + (b0 + r) * H, top + (b0 + r) * Hp, H * sizeof *y);
