@@ -213,7 +213,7 @@ test: $(TEST_BINS) $(BUILD)/tests/backend_probe $(TOOLS)
 	$(if $(filter 1,$(CUDA_EMU)),,echo "note: no C++ compiler ($(CXX)): the CUDA backend is not run on the CUDA emulator";) \
 	PRNT_PROBE=$(BUILD)/tests/backend_probe PRNT_BACKENDS="$(EXTRA_BACKENDS)" PRNT_SCYFI=$(BUILD)/parrnn-scyfi \
 	    PRNT_ALSO="$(addprefix cuda:,$(EMU_IN_TEST))" \
-	    sh tests/run.sh tests/compile_check.sh tests/tool_scyfi.sh $(TEST_BINS)
+	    sh tests/run.sh tests/compile_check.sh tests/tool_scyfi.sh tests/frame_bits.sh tests/export_torch.sh $(TEST_BINS)
 
 # The MPI tests: tests/test_mpi under `mpirun -np N` for N in MPI_NPS (each
 # run limited to 300 s; one that dies or hangs counts as a failure); the

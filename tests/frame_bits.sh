@@ -1,0 +1,45 @@
+#!/bin/sh
+# The float frames' bits do not depend on how the library is built:
+# tests/frame_bits.c, with the implementation, is compiled in several ways
+# (gcc and clang; -O1, -O2, -O3 -march=native with contraction on, and
+# without AVX2 or intrinsics, so that the portable path with fmaf runs)
+# and every build must print the same bits. Prints a summary line like the
+# test programs; a compiler that is missing is a skip.
+cd "$(dirname "$0")/.." || exit 1
+passed=0; failed=0; skipped=0
+tmp=${TMPDIR:-/tmp}/prn_frame_bits_$$
+mkdir -p "$tmp" || exit 1
+trap 'rm -rf "$tmp"' EXIT
+ref=""
+build() { # name compiler flags...
+    name=$1; shift
+    if ! command -v "$1" >/dev/null 2>&1; then
+        echo "skip $name ($1 not installed)"; skipped=$((skipped + 1)); return
+    fi
+    if ! "$@" -I. -o "$tmp/$name" tests/frame_bits.c parrnn_impl.c -lm -lpthread 2>"$tmp/err"; then
+        echo "FAIL $name: does not build"; head -n 20 "$tmp/err"; failed=$((failed + 1)); return
+    fi
+    if ! "$tmp/$name" >"$tmp/$name.out" 2>"$tmp/err"; then
+        echo "FAIL $name: exit status $?"; head -n 5 "$tmp/err"; failed=$((failed + 1)); return
+    fi
+    path=$(head -n 1 "$tmp/$name.out")
+    tail -n +2 "$tmp/$name.out" >"$tmp/$name.bits"
+    if [ -z "$ref" ]; then
+        ref=$name
+        echo "ok   $name ($path; $(wc -l <"$tmp/$name.bits") lines: the reference)"; passed=$((passed + 1))
+    elif cmp -s "$tmp/$ref.bits" "$tmp/$name.bits"; then
+        echo "ok   $name ($path): same bits as $ref"; passed=$((passed + 1))
+    else
+        echo "FAIL $name ($path): bits differ from $ref"
+        diff "$tmp/$ref.bits" "$tmp/$name.bits" | head -n 4 | cut -c1-200
+        failed=$((failed + 1))
+    fi
+}
+build gcc-O2 gcc -std=c99 -O2
+build gcc-O3-native-contract gcc -std=gnu99 -O3 -march=native -ffp-contract=fast
+build gcc-O2-noavx2-native gcc -std=gnu99 -O2 -march=native -ffp-contract=fast -DPARRNN_NO_AVX2
+build gcc-O1-nointrinsics gcc -std=c99 -O1 -DPARRNN_NO_INTRINSICS
+build clang-O3-native-contract clang -std=gnu99 -O3 -march=native -ffp-contract=fast
+build clang-O2-noavx2 clang -std=c99 -O2 -DPARRNN_NO_AVX2
+echo "summary passed=$passed failed=$failed skipped=$skipped"
+[ "$failed" -eq 0 ]
