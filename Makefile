@@ -207,7 +207,7 @@ $(BUILD)/parrnn_opencl.o: backends/parrnn_opencl.h $(OCL_HEADER) parrnn.h
 # with PARRNN_BACKEND=opencl (skipped, and counted so, where no device is).
 # Then the conformance test and test_cuda run on the CUDA backend built
 # against the CUDA emulator (cuda.mk; `make test-cuda-emu`: every test).
-test: $(TEST_BINS) $(BUILD)/tests/backend_probe $(TOOLS)
+test: $(TEST_BINS) $(BUILD)/tests/backend_probe $(TOOLS) $(BUILD)/tests/export_check
 	@$(if $(filter 1,$(OPENCL)),,echo "note: the OpenCL backend is not built (no OpenCL headers, ICD loader or CLBlast); its tests are skipped";) \
 	$(if $(filter 1,$(LAPACK)),,echo "note: LAPACK (liblapack-dev) is not installed: test_eig, which compares prn_eigenvalues with dgeev, is not built";) \
 	$(if $(filter 1,$(CUDA_EMU)),,echo "note: no C++ compiler ($(CXX)): the CUDA backend is not run on the CUDA emulator";) \
