@@ -29,6 +29,9 @@
  *                      x86, the one-channel diagonal scan and the fused RNN
  *                      layers' f32 products and gates use AVX2 and FMA when
  *                      the processor has them (checked at run time).
+ *   PARRNN_NO_AVX512   no AVX-512 functions (the float frames use AVX-512F
+ *                      when the processor has it and the hidden size,
+ *                      rounded up to 8, is a multiple of 16).
  *   PARRNN_WITH_OPENCL / PARRNN_WITH_CUDA  "opencl" / "cuda" are built-in
  *                      backend names; link the backend of
  *                      backends/parrnn_opencl.h / backends/parrnn_cuda.h
@@ -1432,6 +1435,10 @@ PRN__MATH_INLINE float prn__tanhf(float x) { return 1.0f - 2.0f / (1.0f + prn__e
 #include <immintrin.h>
 #define PRN__HAVE_AVX2 1
 #define PRN__AVX2 __attribute__((target("avx2,fma")))
+#if !defined(PARRNN_NO_AVX512)
+#define PRN__HAVE_AVX512 1
+#define PRN__AVX512 __attribute__((target("avx512f,avx2,fma")))
+#endif
 #endif
 #endif
 
@@ -7144,8 +7151,8 @@ PRN__DEF prn_status prn_rnn_frame_reset_row(prn_rnn_frame *f, size_t row) {
  * zero weights and biases, so their state stays zero. */
 struct prn_rnn_framef {
     const prn_rnn *rnn;
-    size_t B, bytes, In, H, Hp, N, O, Op;
-    int L, kind, relu, avx2;
+    size_t B, bytes, In, H, Hp, N, O, Op, bw; /* bw: block width, 8 or 16 (AVX-512) */
+    int L, kind, relu, path;                  /* path: 0 portable, 1 AVX2, 2 AVX-512 */
     void *mem;            /* owns everything below                           */
     float *w, *bias;      /* layer l at w + woff(l) [K_l, N], bias + l N     */
     float *wo, *bo;       /* readout [H, Op], [Op]                           */
@@ -7164,12 +7171,12 @@ PRN__FN size_t prn__fr_woff(const prn_rnn_framef *f, int l) {
 }
 /* Where W[k][col] of layer l (nin inputs) is stored, relative to its weights. */
 PRN__FN size_t prn__fr_at(const prn_rnn_framef *f, size_t nin, size_t k, size_t col) {
-    size_t K = nin + f->H, Hp = f->Hp;
+    size_t K = nin + f->H, Hp = f->Hp, w = f->bw;
     if ((f->kind == PRN_RNN_GRU || f->kind == PRN_RNN_MHGRU) && col >= 2 * Hp) {
-        if (col < 3 * Hp) return 2 * Hp * K + ((col - 2 * Hp) / 8 * nin + k) * 8 + col % 8;
-        return 2 * Hp * K + Hp * nin + ((col - 3 * Hp) / 8 * f->H + (k - nin)) * 8 + col % 8;
+        if (col < 3 * Hp) return 2 * Hp * K + ((col - 2 * Hp) / w * nin + k) * w + col % w;
+        return 2 * Hp * K + Hp * nin + ((col - 3 * Hp) / w * f->H + (k - nin)) * w + col % w;
     }
-    return (col / 8 * K + k) * 8 + col % 8;
+    return (col / w * K + k) * w + col % w;
 }
 PRN__FN int prn__fr_finite(float v) {
     uint32_t u;
@@ -7185,15 +7192,19 @@ PRN__FN int prn__fr_finite(float v) {
  * evaluate them. e^x = p 2^n, returned as its two factors: the callers add
  * 1 to p 2^n by one more fused multiply-add. Reduction and polynomial as
  * prn__expf's (within 1 ulp on [-87, 87]; x is clamped there). */
-PRN__FN_INLINE void prn__fr_exp(float x, float *p_out, float *s_out) {
-    const float magic = 12582912.0f;
-    float t, n, r, r2, a, b, c, p, sc;
+/* e^(-x) (dbl = 0) or e^(2x) (dbl = 1): the clamp acts on x (+-87, +-43.5),
+ * and -x or 2x (exact) is formed beside the rounding to n, off the chain
+ * of dependent operations that the step waits on. */
+PRN__FN_INLINE void prn__fr_exp(float x, int dbl, float *p_out, float *s_out) {
+    const float magic = 12582912.0f, lim = dbl ? 43.5f : 87.0f;
+    float t, n, r, r2, a, b, c, p, sc, kx;
     uint32_t ut, um, e;
-    x = x > -87.0f ? x : -87.0f;
-    x = x < 87.0f ? x : 87.0f;
-    t = fmaf(x, 1.44269504088896341f, magic);
+    x = x > -lim ? x : -lim;
+    x = x < lim ? x : lim;
+    t = fmaf(x, dbl ? 2.0f * 1.44269504088896341f : -1.44269504088896341f, magic);
+    kx = dbl ? x + x : -x;
     n = t - magic;
-    r = fmaf(n, -0.693359375f, x);
+    r = fmaf(n, -0.693359375f, kx);
     r = fmaf(n, 2.12194440e-4f, r);
     /* e^r = 1 + r + r^2 (a + r^2 (b + r^2 c)) by Estrin's scheme: a shorter
      * chain of dependent operations than Horner's (the step waits on it) */
@@ -7212,30 +7223,33 @@ PRN__FN_INLINE void prn__fr_exp(float x, float *p_out, float *s_out) {
 }
 PRN__FN_INLINE float prn__fr_sigm(float x) {
     float p, s;
-    prn__fr_exp(-x, &p, &s);
+    prn__fr_exp(x, 0, &p, &s);
     return 1.0f / fmaf(p, s, 1.0f);
 }
+/* (e^2x - 1) / (e^2x + 1): numerator and denominator side by side */
 PRN__FN_INLINE float prn__fr_tanh(float x) {
     float p, s;
-    prn__fr_exp(x + x, &p, &s);
-    return 1.0f - 2.0f / fmaf(p, s, 1.0f);
+    prn__fr_exp(x, 1, &p, &s);
+    return fmaf(p, s, -1.0f) / fmaf(p, s, 1.0f);
 }
-/* a[r][i] = bias[i] + sum_k W[k][i] v_r[k] (v_r: x then h) for R rows and
- * nb blocks of eight columns ([nx + nh][8] each, contiguous); the chain of
- * each value in k order. */
-PRN__FN void prn__fr_mv_ref(const float *W, size_t nb, const float *bias, const float *x, size_t xs, size_t nx,
+/* a[r][i] = (bias[i] + sum_k<nx W[k][i] x_r[k]) + (sum_k<nh W[nx+k][i] h_r[k])
+ * for R rows and nb blocks of bw columns ([nx + nh][bw] each, contiguous):
+ * two chains of fused multiply-adds in k order (the input's from the bias,
+ * the state's from zero; two chains halve the latency of a small layer's
+ * step) and one addition, whichever path computes it. */
+PRN__FN void prn__fr_mv_ref(size_t bw, const float *W, size_t nb, const float *bias, const float *x, size_t xs, size_t nx,
                             const float *h, size_t hs, size_t nh, size_t R, float *a, size_t as) {
     size_t r, v, i, k;
     for (r = 0; r < R; ++r)
         for (v = 0; v < nb; ++v) {
-            const float *w = W + v * (nx + nh) * 8;
-            float acc[8];
-            for (i = 0; i < 8; ++i) acc[i] = bias[8 * v + i];
-            for (k = 0; k < nx; ++k, w += 8)
-                for (i = 0; i < 8; ++i) acc[i] = fmaf(w[i], x[r * xs + k], acc[i]);
-            for (k = 0; k < nh; ++k, w += 8)
-                for (i = 0; i < 8; ++i) acc[i] = fmaf(w[i], h[r * hs + k], acc[i]);
-            for (i = 0; i < 8; ++i) a[r * as + 8 * v + i] = acc[i];
+            const float *w = W + v * (nx + nh) * bw;
+            float acc[16], acc2[16];
+            for (i = 0; i < bw; ++i) acc[i] = bias[bw * v + i], acc2[i] = 0.0f;
+            for (k = 0; k < nx; ++k, w += bw)
+                for (i = 0; i < bw; ++i) acc[i] = fmaf(w[i], x[r * xs + k], acc[i]);
+            for (k = 0; k < nh; ++k, w += bw)
+                for (i = 0; i < bw; ++i) acc2[i] = fmaf(w[i], h[r * hs + k], acc2[i]);
+            for (i = 0; i < bw; ++i) a[r * as + bw * v + i] = acc[i] + acc2[i];
         }
 }
 /* The gates of one row: a [N] preactivations, h and c [Hp] updated in place. */
@@ -7261,15 +7275,16 @@ PRN__FN void prn__fr_gates_ref(int kind, int relu, size_t Hp, const float *a, fl
 
 #ifdef PRN__HAVE_AVX2
 /* The same operations eight units at a time. */
-PRN__FN_INLINE PRN__AVX2 void prn__fr_exp8(__m256 x, __m256 *p_out, __m256 *s_out) {
-    const __m256 magic = _mm256_set1_ps(12582912.0f);
-    __m256 t, n, r, r2, a, b, c, p;
+PRN__FN_INLINE PRN__AVX2 void prn__fr_exp8(__m256 x, int dbl, __m256 *p_out, __m256 *s_out) {
+    const __m256 magic = _mm256_set1_ps(12582912.0f), lim = _mm256_set1_ps(dbl ? 43.5f : 87.0f);
+    __m256 t, n, r, r2, a, b, c, p, kx;
     __m256i e;
-    x = _mm256_max_ps(x, _mm256_set1_ps(-87.0f));
-    x = _mm256_min_ps(x, _mm256_set1_ps(87.0f));
-    t = _mm256_fmadd_ps(x, _mm256_set1_ps(1.44269504088896341f), magic);
+    x = _mm256_max_ps(x, _mm256_sub_ps(_mm256_setzero_ps(), lim));
+    x = _mm256_min_ps(x, lim);
+    t = _mm256_fmadd_ps(x, _mm256_set1_ps(dbl ? 2.0f * 1.44269504088896341f : -1.44269504088896341f), magic);
+    kx = dbl ? _mm256_add_ps(x, x) : _mm256_castsi256_ps(_mm256_xor_si256(_mm256_castps_si256(x), _mm256_set1_epi32((int)0x80000000u)));
     n = _mm256_sub_ps(t, magic);
-    r = _mm256_fmadd_ps(n, _mm256_set1_ps(-0.693359375f), x);
+    r = _mm256_fmadd_ps(n, _mm256_set1_ps(-0.693359375f), kx);
     r = _mm256_fmadd_ps(n, _mm256_set1_ps(2.12194440e-4f), r);
     r2 = _mm256_mul_ps(r, r);
     a = _mm256_fmadd_ps(_mm256_set1_ps(1.6666665459e-1f), r, _mm256_set1_ps(5.0000001201e-1f));
@@ -7284,14 +7299,13 @@ PRN__FN_INLINE PRN__AVX2 void prn__fr_exp8(__m256 x, __m256 *p_out, __m256 *s_ou
 }
 PRN__FN_INLINE PRN__AVX2 __m256 prn__fr_sigm8(__m256 x) {
     __m256 p, s;
-    prn__fr_exp8(_mm256_sub_ps(_mm256_setzero_ps(), x), &p, &s);
+    prn__fr_exp8(x, 0, &p, &s);
     return _mm256_div_ps(_mm256_set1_ps(1.0f), _mm256_fmadd_ps(p, s, _mm256_set1_ps(1.0f)));
 }
 PRN__FN_INLINE PRN__AVX2 __m256 prn__fr_tanh8(__m256 x) {
     __m256 p, s;
-    prn__fr_exp8(_mm256_add_ps(x, x), &p, &s);
-    return _mm256_sub_ps(_mm256_set1_ps(1.0f),
-                         _mm256_div_ps(_mm256_set1_ps(2.0f), _mm256_fmadd_ps(p, s, _mm256_set1_ps(1.0f))));
+    prn__fr_exp8(x, 1, &p, &s);
+    return _mm256_div_ps(_mm256_fmadd_ps(p, s, _mm256_set1_ps(-1.0f)), _mm256_fmadd_ps(p, s, _mm256_set1_ps(1.0f)));
 }
 PRN__FN PRN__AVX2 void prn__fr_gates8(int kind, int relu, size_t Hp, const float *a, float *h, float *c) {
     size_t i;
@@ -7317,9 +7331,10 @@ PRN__FN PRN__AVX2 void prn__fr_gates8(int kind, int relu, size_t Hp, const float
  * each row's chains as prn__fr_mv_ref's. */
 #define PRN__FR_RV(M) M(0, 0) M(0, 1) M(0, 2) M(0, 3) M(0, 4) M(0, 5) M(0, 6) M(0, 7) \
                       M(1, 0) M(1, 1) M(1, 2) M(1, 3) M(2, 0) M(2, 1) M(3, 0) M(3, 1)
-#define PRN__FR_INIT(r, v) if ((r) < NR_ && (v) < NV_) acc[r][v] = _mm256_loadu_ps(bias + 8 * (v));
+#define PRN__FR_INIT(r, v) if ((r) < NR_ && (v) < NV_) acc[r][v] = _mm256_loadu_ps(bias + 8 * (v)), acc2[r][v] = _mm256_setzero_ps();
 #define PRN__FR_FMA(r, v) if ((r) < NR_ && (v) < NV_) acc[r][v] = _mm256_fmadd_ps(_mm256_load_ps(w + (v) * bs), s[r], acc[r][v]);
-#define PRN__FR_STORE(r, v) if ((r) < NR_ && (v) < NV_) _mm256_storeu_ps(a + (r) * as + 8 * (v), acc[r][v]);
+#define PRN__FR_FMA2(r, v) if ((r) < NR_ && (v) < NV_) acc2[r][v] = _mm256_fmadd_ps(_mm256_load_ps(w + (v) * bs), s[r], acc2[r][v]);
+#define PRN__FR_STORE(r, v) if ((r) < NR_ && (v) < NV_) _mm256_storeu_ps(a + (r) * as + 8 * (v), _mm256_add_ps(acc[r][v], acc2[r][v]));
 #define PRN__FR_BCAST(src, ss) \
     s[0] = _mm256_set1_ps(src[k]);                  \
     if (NR_ > 1) s[1] = _mm256_set1_ps(src[ss + k]); \
@@ -7330,7 +7345,7 @@ PRN__FN PRN__AVX2 void prn__fr_gates8(int kind, int relu, size_t Hp, const float
                                                     size_t xs, size_t nx, const float *h, size_t hs, size_t nh,  \
                                                     float *a, size_t as) {                                       \
         enum { NV_ = NV, NR_ = NR };                                                                          \
-        __m256 acc[4][8], s[4];                                                                               \
+        __m256 acc[4][8], acc2[4][8], s[4];                                                                   \
         const float *w = W;                                                                                   \
         size_t k;                                                                                             \
         PRN__FR_RV(PRN__FR_INIT)                                                                              \
@@ -7340,7 +7355,7 @@ PRN__FN PRN__AVX2 void prn__fr_gates8(int kind, int relu, size_t Hp, const float
         }                                                                                                     \
         for (k = 0; k < nh; ++k, w += 8) {                                                                    \
             PRN__FR_BCAST(h, hs)                                                                              \
-            PRN__FR_RV(PRN__FR_FMA)                                                                           \
+            PRN__FR_RV(PRN__FR_FMA2)                                                                          \
         }                                                                                                     \
         PRN__FR_RV(PRN__FR_STORE)                                                                             \
     }
@@ -7357,7 +7372,8 @@ PRN__FN PRN__AVX2 void prn__fr_mv8(const float *W, size_t nv, const float *bias,
                                           prn__fr_tile_5x1, prn__fr_tile_6x1, prn__fr_tile_7x1, prn__fr_tile_8x1};
     static const prn__fr_tile_fn t2[4] = {prn__fr_tile_1x2, prn__fr_tile_2x2, prn__fr_tile_3x2, prn__fr_tile_4x2};
     static const prn__fr_tile_fn t4[2] = {prn__fr_tile_1x4, prn__fr_tile_2x4};
-    size_t bs = (nx + nh) * 8, maxv = R == 4 ? 2 : R == 2 ? 4 : 8, v0, m;
+    /* at most 8 accumulators of each chain (16 registers) */
+    size_t bs = (nx + nh) * 8, maxv = R == 4 ? 1 : R == 2 ? 2 : 4, v0, m;
     for (v0 = 0; v0 < nv; v0 += m) {
         m = nv - v0 < maxv ? nv - v0 : maxv;
         (R == 4 ? t4 : R == 2 ? t2 : t1)[m - 1](W + bs * v0, bs, bias + 8 * v0, x, xs, nx, h, hs, nh, a + 8 * v0, as);
@@ -7366,22 +7382,142 @@ PRN__FN PRN__AVX2 void prn__fr_mv8(const float *W, size_t nv, const float *bias,
 #undef PRN__FR_RV
 #undef PRN__FR_INIT
 #undef PRN__FR_FMA
+#undef PRN__FR_FMA2
+#undef PRN__FR_STORE
+#undef PRN__FR_BCAST
+#undef PRN__DEFINE_FR_TILE
+#endif
+#ifdef PRN__HAVE_AVX512
+/* The same, sixteen units at a time (blocks of sixteen columns). */
+PRN__FN_INLINE PRN__AVX512 void prn__fr_exp16(__m512 x, int dbl, __m512 *p_out, __m512 *s_out) {
+    const __m512 magic = _mm512_set1_ps(12582912.0f), lim = _mm512_set1_ps(dbl ? 43.5f : 87.0f);
+    __m512 t, n, r, r2, a, b, c, p, kx;
+    __m512i e;
+    x = _mm512_max_ps(x, _mm512_sub_ps(_mm512_setzero_ps(), lim));
+    x = _mm512_min_ps(x, lim);
+    t = _mm512_fmadd_ps(x, _mm512_set1_ps(dbl ? 2.0f * 1.44269504088896341f : -1.44269504088896341f), magic);
+    kx = dbl ? _mm512_add_ps(x, x) : _mm512_castsi512_ps(_mm512_xor_si512(_mm512_castps_si512(x), _mm512_set1_epi32((int)0x80000000u)));
+    n = _mm512_sub_ps(t, magic);
+    r = _mm512_fmadd_ps(n, _mm512_set1_ps(-0.693359375f), kx);
+    r = _mm512_fmadd_ps(n, _mm512_set1_ps(2.12194440e-4f), r);
+    r2 = _mm512_mul_ps(r, r);
+    a = _mm512_fmadd_ps(_mm512_set1_ps(1.6666665459e-1f), r, _mm512_set1_ps(5.0000001201e-1f));
+    b = _mm512_fmadd_ps(_mm512_set1_ps(8.3334519073e-3f), r, _mm512_set1_ps(4.1665795894e-2f));
+    c = _mm512_fmadd_ps(_mm512_set1_ps(1.9875691500e-4f), r, _mm512_set1_ps(1.3981999507e-3f));
+    p = _mm512_fmadd_ps(r2, _mm512_fmadd_ps(r2, c, b), a);
+    p = _mm512_fmadd_ps(r2, p, _mm512_add_ps(r, _mm512_set1_ps(1.0f)));
+    e = _mm512_slli_epi32(_mm512_add_epi32(_mm512_sub_epi32(_mm512_castps_si512(t), _mm512_castps_si512(magic)),
+                                           _mm512_set1_epi32(127)), 23);
+    *p_out = p;
+    *s_out = _mm512_castsi512_ps(e);
+}
+PRN__FN_INLINE PRN__AVX512 __m512 prn__fr_sigm16(__m512 x) {
+    __m512 p, s;
+    prn__fr_exp16(x, 0, &p, &s);
+    return _mm512_div_ps(_mm512_set1_ps(1.0f), _mm512_fmadd_ps(p, s, _mm512_set1_ps(1.0f)));
+}
+PRN__FN_INLINE PRN__AVX512 __m512 prn__fr_tanh16(__m512 x) {
+    __m512 p, s;
+    prn__fr_exp16(x, 1, &p, &s);
+    return _mm512_div_ps(_mm512_fmadd_ps(p, s, _mm512_set1_ps(-1.0f)), _mm512_fmadd_ps(p, s, _mm512_set1_ps(1.0f)));
+}
+PRN__FN PRN__AVX512 void prn__fr_gates16(int kind, int relu, size_t Hp, const float *a, float *h, float *c) {
+    size_t i;
+    for (i = 0; i < Hp; i += 16) {
+        if (kind == PRN_RNN_ELMAN) {
+            __m512 p = _mm512_loadu_ps(a + i);
+            _mm512_storeu_ps(h + i, relu ? _mm512_max_ps(p, _mm512_setzero_ps()) : prn__fr_tanh16(p));
+        } else if (kind == PRN_RNN_LSTM) {
+            __m512 ig = prn__fr_sigm16(_mm512_loadu_ps(a + i)), fg = prn__fr_sigm16(_mm512_loadu_ps(a + Hp + i));
+            __m512 gg = prn__fr_tanh16(_mm512_loadu_ps(a + 2 * Hp + i)), og = prn__fr_sigm16(_mm512_loadu_ps(a + 3 * Hp + i));
+            __m512 cn = _mm512_fmadd_ps(fg, _mm512_loadu_ps(c + i), _mm512_mul_ps(ig, gg));
+            _mm512_storeu_ps(c + i, cn);
+            _mm512_storeu_ps(h + i, _mm512_mul_ps(og, prn__fr_tanh16(cn)));
+        } else {
+            __m512 rg = prn__fr_sigm16(_mm512_loadu_ps(a + i)), zg = prn__fr_sigm16(_mm512_loadu_ps(a + Hp + i));
+            __m512 n = prn__fr_tanh16(_mm512_fmadd_ps(rg, _mm512_loadu_ps(a + 3 * Hp + i), _mm512_loadu_ps(a + 2 * Hp + i)));
+            _mm512_storeu_ps(h + i, _mm512_fmadd_ps(zg, _mm512_sub_ps(_mm512_loadu_ps(h + i), n), n));
+        }
+    }
+}
+/* A tile of NR rows x NV registers of eight columns, its accumulators in
+ * registers (the conditions on the constants fold away at any -O level):
+ * each row's chains as prn__fr_mv_ref's. */
+#define PRN__FR_RV(M) M(0, 0) M(0, 1) M(0, 2) M(0, 3) M(0, 4) M(0, 5) M(0, 6) M(0, 7) \
+                      M(1, 0) M(1, 1) M(1, 2) M(1, 3) M(2, 0) M(2, 1) M(3, 0) M(3, 1)
+#define PRN__FR_INIT(r, v) if ((r) < NR_ && (v) < NV_) acc[r][v] = _mm512_loadu_ps(bias + 16 * (v)), acc2[r][v] = _mm512_setzero_ps();
+#define PRN__FR_FMA(r, v) if ((r) < NR_ && (v) < NV_) acc[r][v] = _mm512_fmadd_ps(_mm512_load_ps(w + (v) * bs), s[r], acc[r][v]);
+#define PRN__FR_FMA2(r, v) if ((r) < NR_ && (v) < NV_) acc2[r][v] = _mm512_fmadd_ps(_mm512_load_ps(w + (v) * bs), s[r], acc2[r][v]);
+#define PRN__FR_STORE(r, v) if ((r) < NR_ && (v) < NV_) _mm512_storeu_ps(a + (r) * as + 16 * (v), _mm512_add_ps(acc[r][v], acc2[r][v]));
+#define PRN__FR_BCAST(src, ss) \
+    s[0] = _mm512_set1_ps(src[k]);                  \
+    if (NR_ > 1) s[1] = _mm512_set1_ps(src[ss + k]); \
+    if (NR_ > 2) s[2] = _mm512_set1_ps(src[2 * ss + k]); \
+    if (NR_ > 3) s[3] = _mm512_set1_ps(src[3 * ss + k]);
+#define PRN__DEFINE_FR_TILE(NV, NR)                                                                           \
+    PRN__FN PRN__AVX512 void prn__fr_tile16_##NV##x##NR(const float *W, size_t bs, const float *bias, const float *x, \
+                                                    size_t xs, size_t nx, const float *h, size_t hs, size_t nh,  \
+                                                    float *a, size_t as) {                                       \
+        enum { NV_ = NV, NR_ = NR };                                                                          \
+        __m512 acc[4][8], acc2[4][8], s[4];                                                                   \
+        const float *w = W;                                                                                   \
+        size_t k;                                                                                             \
+        PRN__FR_RV(PRN__FR_INIT)                                                                              \
+        for (k = 0; k < nx; ++k, w += 16) {                                                                    \
+            PRN__FR_BCAST(x, xs)                                                                              \
+            PRN__FR_RV(PRN__FR_FMA)                                                                           \
+        }                                                                                                     \
+        for (k = 0; k < nh; ++k, w += 16) {                                                                    \
+            PRN__FR_BCAST(h, hs)                                                                              \
+            PRN__FR_RV(PRN__FR_FMA2)                                                                          \
+        }                                                                                                     \
+        PRN__FR_RV(PRN__FR_STORE)                                                                             \
+    }
+PRN__DEFINE_FR_TILE(1, 1) PRN__DEFINE_FR_TILE(2, 1) PRN__DEFINE_FR_TILE(3, 1) PRN__DEFINE_FR_TILE(4, 1)
+PRN__DEFINE_FR_TILE(5, 1) PRN__DEFINE_FR_TILE(6, 1) PRN__DEFINE_FR_TILE(7, 1) PRN__DEFINE_FR_TILE(8, 1)
+PRN__DEFINE_FR_TILE(1, 2) PRN__DEFINE_FR_TILE(2, 2) PRN__DEFINE_FR_TILE(3, 2) PRN__DEFINE_FR_TILE(4, 2)
+PRN__DEFINE_FR_TILE(1, 4) PRN__DEFINE_FR_TILE(2, 4)
+typedef void (*prn__fr_tile16_fn)(const float *, size_t, const float *, const float *, size_t, size_t, const float *,
+                                size_t, size_t, float *, size_t);
+/* R rows (1, 2 or 4) in tiles of at most 8 / R blocks of columns. */
+PRN__FN PRN__AVX512 void prn__fr_mv16(const float *W, size_t nv, const float *bias, const float *x, size_t xs, size_t nx,
+                                   const float *h, size_t hs, size_t nh, size_t R, float *a, size_t as) {
+    static const prn__fr_tile16_fn t1[8] = {prn__fr_tile16_1x1, prn__fr_tile16_2x1, prn__fr_tile16_3x1, prn__fr_tile16_4x1,
+                                          prn__fr_tile16_5x1, prn__fr_tile16_6x1, prn__fr_tile16_7x1, prn__fr_tile16_8x1};
+    static const prn__fr_tile16_fn t2[4] = {prn__fr_tile16_1x2, prn__fr_tile16_2x2, prn__fr_tile16_3x2, prn__fr_tile16_4x2};
+    static const prn__fr_tile16_fn t4[2] = {prn__fr_tile16_1x4, prn__fr_tile16_2x4};
+    size_t bs = (nx + nh) * 16, maxv = R == 4 ? 2 : R == 2 ? 4 : 8, v0, m;
+    for (v0 = 0; v0 < nv; v0 += m) {
+        m = nv - v0 < maxv ? nv - v0 : maxv;
+        (R == 4 ? t4 : R == 2 ? t2 : t1)[m - 1](W + bs * v0, bs, bias + 16 * v0, x, xs, nx, h, hs, nh, a + 16 * v0, as);
+    }
+}
+#undef PRN__FR_RV
+#undef PRN__FR_INIT
+#undef PRN__FR_FMA
+#undef PRN__FR_FMA2
 #undef PRN__FR_STORE
 #undef PRN__FR_BCAST
 #undef PRN__DEFINE_FR_TILE
 #endif
 
-PRN__FN void prn__fr_mv(const prn_rnn_framef *f, const float *W, size_t nb, const float *bias, const float *x, size_t xs,
+/* nb: blocks of f->bw columns */
+PRN__FN_INLINE void prn__fr_mv(const prn_rnn_framef *f, const float *W, size_t nb, const float *bias, const float *x, size_t xs,
                         size_t nx, const float *h, size_t hs, size_t nh, size_t R, float *a, size_t as) {
-#ifdef PRN__HAVE_AVX2
-    if (f->avx2) { prn__fr_mv8(W, nb, bias, x, xs, nx, h, hs, nh, R, a, as); return; }
+#ifdef PRN__HAVE_AVX512
+    if (f->path == 2) { prn__fr_mv16(W, nb, bias, x, xs, nx, h, hs, nh, R, a, as); return; }
 #endif
-    (void)f;
-    prn__fr_mv_ref(W, nb, bias, x, xs, nx, h, hs, nh, R, a, as);
+#ifdef PRN__HAVE_AVX2
+    if (f->path == 1) { prn__fr_mv8(W, nb, bias, x, xs, nx, h, hs, nh, R, a, as); return; }
+#endif
+    prn__fr_mv_ref(f->bw, W, nb, bias, x, xs, nx, h, hs, nh, R, a, as);
 }
 PRN__FN void prn__fr_gates(const prn_rnn_framef *f, const float *a, float *h, float *c) {
+#ifdef PRN__HAVE_AVX512
+    if (f->path == 2) { prn__fr_gates16(f->kind, f->relu, f->Hp, a, h, c); return; }
+#endif
 #ifdef PRN__HAVE_AVX2
-    if (f->avx2) { prn__fr_gates8(f->kind, f->relu, f->Hp, a, h, c); return; }
+    if (f->path == 1) { prn__fr_gates8(f->kind, f->relu, f->Hp, a, h, c); return; }
 #endif
     prn__fr_gates_ref(f->kind, f->relu, f->Hp, a, h, c);
 }
@@ -7392,7 +7528,9 @@ PRN__DEF void prn_rnn_framef_free(prn_rnn_framef *f) {
     prn_free(f->rnn->ctx, f);
 }
 PRN__DEF size_t prn_rnn_framef_memory(const prn_rnn_framef *f) { return f ? f->bytes : 0; }
-PRN__DEF const char *prn_rnn_framef_path(const prn_rnn_framef *f) { return f && f->avx2 ? "avx2" : "portable"; }
+PRN__DEF const char *prn_rnn_framef_path(const prn_rnn_framef *f) {
+    return !f ? "" : f->path == 2 ? "avx512" : f->path == 1 ? "avx2" : "portable";
+}
 
 /* Downloads every parameter as doubles (an allocation: sync is not a
  * per-frame call), checks them, and repacks them; nothing changes unless
@@ -7463,7 +7601,7 @@ PRN__DEF prn_status prn_rnn_framef_sync(prn_rnn_framef *f) {
 #undef PRN__FR_W
         memset(f->wo, 0, (H + 1) * f->Op * sizeof *f->wo); /* bo follows wo */
         for (i = 0; i < f->O; ++i) {
-            for (j = 0; j < H; ++j) f->wo[(i / 8 * H + j) * 8 + i % 8] = (float)ro_w[i * H + j];
+            for (j = 0; j < H; ++j) f->wo[(i / f->bw * H + j) * f->bw + i % f->bw] = (float)ro_w[i * H + j];
             f->bo[i] = ro_b ? (float)ro_b[i] : 0.0f;
         }
     }
@@ -7501,21 +7639,26 @@ PRN__DEF prn_status prn_rnn_framef_create(const prn_rnn *rnn, size_t batch, prn_
     G = rnn->cfg.kind == PRN_RNN_LSTM ? 4 : rnn->cfg.kind == PRN_RNN_ELMAN ? 1 : 4; /* GRU: r, z, n (x), n (h) */
     f->N = G * f->Hp;
     f->O = rnn->cfg.output_size;
-    f->Op = (f->O + 7) / 8 * 8;
+    f->bw = 8;
 #ifdef PRN__HAVE_AVX2
-    f->avx2 = prn__cpu_avx2();
+    if (prn__cpu_avx2()) f->path = 1;
 #endif
+#ifdef PRN__HAVE_AVX512
+    /* sixteen-unit blocks where the padded gates are whole blocks of 16 */
+    if (f->path == 1 && f->Hp % 16 == 0 && __builtin_cpu_supports("avx512f")) f->path = 2, f->bw = 16;
+#endif
+    f->Op = (f->O + f->bw - 1) / f->bw * f->bw;
     nw = prn__fr_woff(f, f->L) + (size_t)f->L * f->N + (f->O ? (f->H + 1) * f->Op : 0);
     nst = (size_t)f->L * batch * f->Hp * (rnn->cfg.kind == PRN_RNN_LSTM ? 2 : 1);
     nf = nw + nst + 4 * f->N + 4 * f->Op;
-    f->mem = prn_alloc(ctx, nf * sizeof(float) + 32);
+    f->mem = prn_alloc(ctx, nf * sizeof(float) + 64);
     if (!f->mem) {
         prn_free(ctx, f);
         return PRN__ERR(ctx, PRN_ERR_OUT_OF_MEMORY, "%s: out of memory for %lu floats of weights, state and workspace", fn,
                         (unsigned long)nf);
     }
-    f->bytes = sizeof *f + nf * sizeof(float) + 32;
-    f->w = (float *)(((uintptr_t)f->mem + 31) & ~(uintptr_t)31); /* every block a multiple of 8 floats: aligned */
+    f->bytes = sizeof *f + nf * sizeof(float) + 64;
+    f->w = (float *)(((uintptr_t)f->mem + 63) & ~(uintptr_t)63); /* every block a multiple of bw floats: aligned */
     f->bias = f->w + prn__fr_woff(f, f->L);
     f->wo = f->bias + (size_t)f->L * f->N;
     f->bo = f->wo + f->H * f->Op;
@@ -7600,11 +7743,11 @@ PRN__DEF prn_status prn_rnn_framef_step(prn_rnn_framef *f, const float *x, float
             const float *xr = in ? in + b0 * is : NULL, *hr = hl + b0 * Hp;
             if (f->kind == PRN_RNN_GRU || f->kind == PRN_RNN_MHGRU) {
                 size_t K = nin + H;
-                prn__fr_mv(f, W, 2 * Hp / 8, bias, xr, is, nin, hr, Hp, H, R, f->a, N);
-                prn__fr_mv(f, W + 2 * Hp * K, Hp / 8, bias + 2 * Hp, xr, is, nin, NULL, 0, 0, R, f->a + 2 * Hp, N);
-                prn__fr_mv(f, W + 2 * Hp * K + Hp * nin, Hp / 8, bias + 3 * Hp, NULL, 0, 0, hr, Hp, H, R, f->a + 3 * Hp, N);
+                prn__fr_mv(f, W, 2 * Hp / f->bw, bias, xr, is, nin, hr, Hp, H, R, f->a, N);
+                prn__fr_mv(f, W + 2 * Hp * K, Hp / f->bw, bias + 2 * Hp, xr, is, nin, NULL, 0, 0, R, f->a + 2 * Hp, N);
+                prn__fr_mv(f, W + 2 * Hp * K + Hp * nin, Hp / f->bw, bias + 3 * Hp, NULL, 0, 0, hr, Hp, H, R, f->a + 3 * Hp, N);
             } else {
-                prn__fr_mv(f, W, N / 8, bias, xr, is, nin, hr, Hp, H, R, f->a, N);
+                prn__fr_mv(f, W, N / f->bw, bias, xr, is, nin, hr, Hp, H, R, f->a, N);
             }
             for (r = 0; r < R; ++r)
                 prn__fr_gates(f, f->a + r * N, hl + (b0 + r) * Hp, cl ? cl + (b0 + r) * Hp : NULL);
@@ -7615,7 +7758,7 @@ PRN__DEF prn_status prn_rnn_framef_step(prn_rnn_framef *f, const float *x, float
         for (b0 = 0; b0 < B; b0 += R) {
             R = B - b0 >= 4 ? 4 : B - b0 >= 2 ? 2 : 1;
             if (f->O) {
-                prn__fr_mv(f, f->wo, f->Op / 8, f->bo, top + b0 * Hp, Hp, H, NULL, 0, 0, R, f->yo, f->Op);
+                prn__fr_mv(f, f->wo, f->Op / f->bw, f->bo, top + b0 * Hp, Hp, H, NULL, 0, 0, R, f->yo, f->Op);
                 for (r = 0; r < R; ++r) memcpy(y + (b0 + r) * f->O, f->yo + r * f->Op, f->O * sizeof *y);
             } else {
                 for (r = 0; r < R; ++r) memcpy(y + (b0 + r) * H, top + (b0 + r) * Hp, H * sizeof *y);

@@ -1,8 +1,9 @@
 #!/bin/sh
 # The float frames' bits do not depend on how the library is built:
 # tests/frame_bits.c, with the implementation, is compiled in several ways
-# (gcc and clang; -O1, -O2, -O3 -march=native with contraction on, and
-# without AVX2 or intrinsics, so that the portable path with fmaf runs)
+# (gcc and clang; -O1, -O2, -O3 -march=native with contraction on;
+# without AVX-512 (the AVX2 path), without AVX2 or intrinsics (the portable
+# path with fmaf))
 # and every build must print the same bits. Prints a summary line like the
 # test programs; a compiler that is missing is a skip.
 cd "$(dirname "$0")/.." || exit 1
@@ -37,6 +38,7 @@ build() { # name compiler flags...
 }
 build gcc-O2 gcc -std=c99 -O2
 build gcc-O3-native-contract gcc -std=gnu99 -O3 -march=native -ffp-contract=fast
+build gcc-O2-noavx512 gcc -std=c99 -O2 -DPARRNN_NO_AVX512
 build gcc-O2-noavx2-native gcc -std=gnu99 -O2 -march=native -ffp-contract=fast -DPARRNN_NO_AVX2
 build gcc-O1-nointrinsics gcc -std=c99 -O1 -DPARRNN_NO_INTRINSICS
 build clang-O3-native-contract clang -std=gnu99 -O3 -march=native -ffp-contract=fast
