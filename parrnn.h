@@ -7143,39 +7143,33 @@ PRN__DEF prn_status prn_rnn_frame_reset_row(prn_rnn_frame *f, size_t row) {
  * units, each gate padded to Hp (a multiple of 8) so that a register of
  * eight holds eight units of one gate, stored by blocks of eight columns:
  * block v is [K][8], contiguous, so a tile of blocks streams through memory
- * in order. The preactivation of unit i is one chain bias[i] + W[0][i] x0 +
- * W[1][i] x1 + ... of fused multiply-adds in the order of k, whichever path
- * computes it. GRU's columns are r, z (K rows), n's input part (the input
- * rows only) and n's hidden part (the hidden rows only), because n applies
- * r to the hidden part alone: three regions of blocks. Padded units have
- * zero weights and biases, so their state stays zero. */
+ * in order. Each unit has two preactivations, as in PyTorch: the input's,
+ * b_ih[i] + W[0][i] x0 + ..., and the state's, b_hh[i] + W[nin][i] h0 + ...,
+ * each one chain of fused multiply-adds in the order of k, whichever path
+ * computes it. Padded units have zero weights and biases, so their state
+ * stays zero. */
 struct prn_rnn_framef {
     const prn_rnn *rnn;
-    size_t B, bytes, In, H, Hp, N, O, Op, bw; /* bw: block width, 8 or 16 (AVX-512) */
+    size_t B, bytes, In, H, Hp, N, O, Op, bw; /* N = G Hp; bw: block width, 8 or 16 (AVX-512) */
     int L, kind, relu, path;                  /* path: 0 portable, 1 AVX2, 2 AVX-512 */
     void *mem;            /* owns everything below                           */
-    float *w, *bias;      /* layer l at w + woff(l) [K_l, N], bias + l N     */
+    float *w, *bias;      /* layer l at w + woff(l) [K_l, N], bias + 2 l N (b_ih, b_hh) */
     float *wo, *bo;       /* readout [H, Op], [Op]                           */
     float *h, *c;         /* state [L, B, Hp] each (c: LSTM only)            */
-    float *a;             /* workspace [4, N] (the preactivations of a tile) */
+    float *a;             /* workspace [4, 2N] (a tile's input and state preactivations) */
     float *yo;            /* workspace [4, Op]                               */
 };
 
-/* Floats of layer l's weights: GRU 3 Hp K (r, z: 2 Hp K; n: Hp nin + Hp H), else N K. */
+/* Floats of layer l's weights: N K. */
 PRN__FN size_t prn__fr_wsize(const prn_rnn_framef *f, int l) {
-    size_t K = (l == 0 ? f->In : f->H) + f->H;
-    return (f->kind == PRN_RNN_GRU || f->kind == PRN_RNN_MHGRU ? 3 * f->Hp : f->N) * K;
+    return f->N * ((l == 0 ? f->In : f->H) + f->H);
 }
 PRN__FN size_t prn__fr_woff(const prn_rnn_framef *f, int l) {
     return l == 0 ? 0 : prn__fr_wsize(f, 0) + (size_t)(l - 1) * prn__fr_wsize(f, 1);
 }
 /* Where W[k][col] of layer l (nin inputs) is stored, relative to its weights. */
 PRN__FN size_t prn__fr_at(const prn_rnn_framef *f, size_t nin, size_t k, size_t col) {
-    size_t K = nin + f->H, Hp = f->Hp, w = f->bw;
-    if ((f->kind == PRN_RNN_GRU || f->kind == PRN_RNN_MHGRU) && col >= 2 * Hp) {
-        if (col < 3 * Hp) return 2 * Hp * K + ((col - 2 * Hp) / w * nin + k) * w + col % w;
-        return 2 * Hp * K + Hp * nin + ((col - 3 * Hp) / w * f->H + (k - nin)) * w + col % w;
-    }
+    size_t K = nin + f->H, w = f->bw;
     return (col / w * K + k) * w + col % w;
 }
 PRN__FN int prn__fr_finite(float v) {
@@ -7232,42 +7226,46 @@ PRN__FN_INLINE float prn__fr_tanh(float x) {
     prn__fr_exp(x, 1, &p, &s);
     return fmaf(p, s, -1.0f) / fmaf(p, s, 1.0f);
 }
-/* a[r][i] = (bias[i] + sum_k<nx W[k][i] x_r[k]) + (sum_k<nh W[nx+k][i] h_r[k])
- * for R rows and nb blocks of bw columns ([nx + nh][bw] each, contiguous):
- * two chains of fused multiply-adds in k order (the input's from the bias,
- * the state's from zero; two chains halve the latency of a small layer's
- * step) and one addition, whichever path computes it. */
-PRN__FN void prn__fr_mv_ref(size_t bw, const float *W, size_t nb, const float *bias, const float *x, size_t xs, size_t nx,
-                            const float *h, size_t hs, size_t nh, size_t R, float *a, size_t as) {
+/* a[r][i] = bias[i] + sum_k<nx W[k][i] x_r[k] and a2[r][i] = bias2[i] +
+ * sum_k<nh W[nx+k][i] h_r[k] for R rows and nb blocks of bw columns
+ * ([nx + nh][bw] each, contiguous): two chains of fused multiply-adds in k
+ * order (bias2 NULL: from zero), whichever path computes them; a2 NULL:
+ * a = their sum. */
+PRN__FN void prn__fr_mv_ref(size_t bw, const float *W, size_t nb, const float *bias, const float *bias2, const float *x,
+                            size_t xs, size_t nx, const float *h, size_t hs, size_t nh, size_t R, float *a, float *a2,
+                            size_t as) {
     size_t r, v, i, k;
     for (r = 0; r < R; ++r)
         for (v = 0; v < nb; ++v) {
             const float *w = W + v * (nx + nh) * bw;
             float acc[16], acc2[16];
-            for (i = 0; i < bw; ++i) acc[i] = bias[bw * v + i], acc2[i] = 0.0f;
+            for (i = 0; i < bw; ++i) acc[i] = bias[bw * v + i], acc2[i] = bias2 ? bias2[bw * v + i] : 0.0f;
             for (k = 0; k < nx; ++k, w += bw)
                 for (i = 0; i < bw; ++i) acc[i] = fmaf(w[i], x[r * xs + k], acc[i]);
             for (k = 0; k < nh; ++k, w += bw)
                 for (i = 0; i < bw; ++i) acc2[i] = fmaf(w[i], h[r * hs + k], acc2[i]);
-            for (i = 0; i < bw; ++i) a[r * as + bw * v + i] = acc[i] + acc2[i];
+            for (i = 0; i < bw; ++i)
+                if (a2) a[r * as + bw * v + i] = acc[i], a2[r * as + bw * v + i] = acc2[i];
+                else a[r * as + bw * v + i] = acc[i] + acc2[i];
         }
 }
-/* The gates of one row: a [N] preactivations, h and c [Hp] updated in place. */
-PRN__FN void prn__fr_gates_ref(int kind, int relu, size_t Hp, const float *a, float *h, float *c) {
+/* The gates of one row: a [N] the input's preactivations, q [N] the
+ * state's; h and c [Hp] updated in place. */
+PRN__FN void prn__fr_gates_ref(int kind, int relu, size_t Hp, const float *a, const float *q, float *h, float *c) {
     size_t i;
     for (i = 0; i < Hp; ++i) {
         if (kind == PRN_RNN_ELMAN) {
-            float p = a[i];
+            float p = a[i] + q[i];
             h[i] = relu ? (p > 0.0f ? p : 0.0f) : prn__fr_tanh(p);
         } else if (kind == PRN_RNN_LSTM) {
-            float ig = prn__fr_sigm(a[i]), fg = prn__fr_sigm(a[Hp + i]);
-            float gg = prn__fr_tanh(a[2 * Hp + i]), og = prn__fr_sigm(a[3 * Hp + i]);
+            float ig = prn__fr_sigm(a[i] + q[i]), fg = prn__fr_sigm(a[Hp + i] + q[Hp + i]);
+            float gg = prn__fr_tanh(a[2 * Hp + i] + q[2 * Hp + i]), og = prn__fr_sigm(a[3 * Hp + i] + q[3 * Hp + i]);
             float cn = fmaf(fg, c[i], ig * gg);
             c[i] = cn;
             h[i] = og * prn__fr_tanh(cn);
         } else { /* GRU, MHGRU */
-            float rg = prn__fr_sigm(a[i]), zg = prn__fr_sigm(a[Hp + i]);
-            float n = prn__fr_tanh(fmaf(rg, a[3 * Hp + i], a[2 * Hp + i]));
+            float rg = prn__fr_sigm(a[i] + q[i]), zg = prn__fr_sigm(a[Hp + i] + q[Hp + i]);
+            float n = prn__fr_tanh(fmaf(rg, q[2 * Hp + i], a[2 * Hp + i]));
             h[i] = fmaf(zg, h[i] - n, n);
         }
     }
@@ -7307,21 +7305,21 @@ PRN__FN_INLINE PRN__AVX2 __m256 prn__fr_tanh8(__m256 x) {
     prn__fr_exp8(x, 1, &p, &s);
     return _mm256_div_ps(_mm256_fmadd_ps(p, s, _mm256_set1_ps(-1.0f)), _mm256_fmadd_ps(p, s, _mm256_set1_ps(1.0f)));
 }
-PRN__FN PRN__AVX2 void prn__fr_gates8(int kind, int relu, size_t Hp, const float *a, float *h, float *c) {
+PRN__FN PRN__AVX2 void prn__fr_gates8(int kind, int relu, size_t Hp, const float *a, const float *q, float *h, float *c) {
     size_t i;
     for (i = 0; i < Hp; i += 8) {
         if (kind == PRN_RNN_ELMAN) {
-            __m256 p = _mm256_loadu_ps(a + i);
+            __m256 p = _mm256_add_ps(_mm256_loadu_ps(a + i), _mm256_loadu_ps(q + i));
             _mm256_storeu_ps(h + i, relu ? _mm256_max_ps(p, _mm256_setzero_ps()) : prn__fr_tanh8(p));
         } else if (kind == PRN_RNN_LSTM) {
-            __m256 ig = prn__fr_sigm8(_mm256_loadu_ps(a + i)), fg = prn__fr_sigm8(_mm256_loadu_ps(a + Hp + i));
-            __m256 gg = prn__fr_tanh8(_mm256_loadu_ps(a + 2 * Hp + i)), og = prn__fr_sigm8(_mm256_loadu_ps(a + 3 * Hp + i));
+            __m256 ig = prn__fr_sigm8(_mm256_add_ps(_mm256_loadu_ps(a + i), _mm256_loadu_ps(q + i))), fg = prn__fr_sigm8(_mm256_add_ps(_mm256_loadu_ps(a + Hp + i), _mm256_loadu_ps(q + Hp + i)));
+            __m256 gg = prn__fr_tanh8(_mm256_add_ps(_mm256_loadu_ps(a + 2 * Hp + i), _mm256_loadu_ps(q + 2 * Hp + i))), og = prn__fr_sigm8(_mm256_add_ps(_mm256_loadu_ps(a + 3 * Hp + i), _mm256_loadu_ps(q + 3 * Hp + i)));
             __m256 cn = _mm256_fmadd_ps(fg, _mm256_loadu_ps(c + i), _mm256_mul_ps(ig, gg));
             _mm256_storeu_ps(c + i, cn);
             _mm256_storeu_ps(h + i, _mm256_mul_ps(og, prn__fr_tanh8(cn)));
         } else {
-            __m256 rg = prn__fr_sigm8(_mm256_loadu_ps(a + i)), zg = prn__fr_sigm8(_mm256_loadu_ps(a + Hp + i));
-            __m256 n = prn__fr_tanh8(_mm256_fmadd_ps(rg, _mm256_loadu_ps(a + 3 * Hp + i), _mm256_loadu_ps(a + 2 * Hp + i)));
+            __m256 rg = prn__fr_sigm8(_mm256_add_ps(_mm256_loadu_ps(a + i), _mm256_loadu_ps(q + i))), zg = prn__fr_sigm8(_mm256_add_ps(_mm256_loadu_ps(a + Hp + i), _mm256_loadu_ps(q + Hp + i)));
+            __m256 n = prn__fr_tanh8(_mm256_fmadd_ps(rg, _mm256_loadu_ps(q + 2 * Hp + i), _mm256_loadu_ps(a + 2 * Hp + i)));
             _mm256_storeu_ps(h + i, _mm256_fmadd_ps(zg, _mm256_sub_ps(_mm256_loadu_ps(h + i), n), n));
         }
     }
@@ -7331,19 +7329,19 @@ PRN__FN PRN__AVX2 void prn__fr_gates8(int kind, int relu, size_t Hp, const float
  * each row's chains as prn__fr_mv_ref's. */
 #define PRN__FR_RV(M) M(0, 0) M(0, 1) M(0, 2) M(0, 3) M(0, 4) M(0, 5) M(0, 6) M(0, 7) \
                       M(1, 0) M(1, 1) M(1, 2) M(1, 3) M(2, 0) M(2, 1) M(3, 0) M(3, 1)
-#define PRN__FR_INIT(r, v) if ((r) < NR_ && (v) < NV_) acc[r][v] = _mm256_loadu_ps(bias + 8 * (v)), acc2[r][v] = _mm256_setzero_ps();
+#define PRN__FR_INIT(r, v) if ((r) < NR_ && (v) < NV_) acc[r][v] = _mm256_loadu_ps(bias + 8 * (v)), acc2[r][v] = bias2 ? _mm256_loadu_ps(bias2 + 8 * (v)) : _mm256_setzero_ps();
 #define PRN__FR_FMA(r, v) if ((r) < NR_ && (v) < NV_) acc[r][v] = _mm256_fmadd_ps(_mm256_load_ps(w + (v) * bs), s[r], acc[r][v]);
 #define PRN__FR_FMA2(r, v) if ((r) < NR_ && (v) < NV_) acc2[r][v] = _mm256_fmadd_ps(_mm256_load_ps(w + (v) * bs), s[r], acc2[r][v]);
-#define PRN__FR_STORE(r, v) if ((r) < NR_ && (v) < NV_) _mm256_storeu_ps(a + (r) * as + 8 * (v), _mm256_add_ps(acc[r][v], acc2[r][v]));
+#define PRN__FR_STORE(r, v) if ((r) < NR_ && (v) < NV_) { if (a2) _mm256_storeu_ps(a + (r) * as + 8 * (v), acc[r][v]), _mm256_storeu_ps(a2 + (r) * as + 8 * (v), acc2[r][v]); else _mm256_storeu_ps(a + (r) * as + 8 * (v), _mm256_add_ps(acc[r][v], acc2[r][v])); }
 #define PRN__FR_BCAST(src, ss) \
     s[0] = _mm256_set1_ps(src[k]);                  \
     if (NR_ > 1) s[1] = _mm256_set1_ps(src[ss + k]); \
     if (NR_ > 2) s[2] = _mm256_set1_ps(src[2 * ss + k]); \
     if (NR_ > 3) s[3] = _mm256_set1_ps(src[3 * ss + k]);
 #define PRN__DEFINE_FR_TILE(NV, NR)                                                                           \
-    PRN__FN PRN__AVX2 void prn__fr_tile_##NV##x##NR(const float *W, size_t bs, const float *bias, const float *x, \
+    PRN__FN PRN__AVX2 void prn__fr_tile_##NV##x##NR(const float *W, size_t bs, const float *bias, const float *bias2, const float *x, \
                                                     size_t xs, size_t nx, const float *h, size_t hs, size_t nh,  \
-                                                    float *a, size_t as) {                                       \
+                                                    float *a, float *a2, size_t as) {                                       \
         enum { NV_ = NV, NR_ = NR };                                                                          \
         __m256 acc[4][8], acc2[4][8], s[4];                                                                   \
         const float *w = W;                                                                                   \
@@ -7363,11 +7361,11 @@ PRN__DEFINE_FR_TILE(1, 1) PRN__DEFINE_FR_TILE(2, 1) PRN__DEFINE_FR_TILE(3, 1) PR
 PRN__DEFINE_FR_TILE(5, 1) PRN__DEFINE_FR_TILE(6, 1) PRN__DEFINE_FR_TILE(7, 1) PRN__DEFINE_FR_TILE(8, 1)
 PRN__DEFINE_FR_TILE(1, 2) PRN__DEFINE_FR_TILE(2, 2) PRN__DEFINE_FR_TILE(3, 2) PRN__DEFINE_FR_TILE(4, 2)
 PRN__DEFINE_FR_TILE(1, 4) PRN__DEFINE_FR_TILE(2, 4)
-typedef void (*prn__fr_tile_fn)(const float *, size_t, const float *, const float *, size_t, size_t, const float *,
-                                size_t, size_t, float *, size_t);
+typedef void (*prn__fr_tile_fn)(const float *, size_t, const float *, const float *, const float *, size_t, size_t, const float *,
+                                size_t, size_t, float *, float *, size_t);
 /* R rows (1, 2 or 4) in tiles of at most 8 / R blocks of columns. */
-PRN__FN PRN__AVX2 void prn__fr_mv8(const float *W, size_t nv, const float *bias, const float *x, size_t xs, size_t nx,
-                                   const float *h, size_t hs, size_t nh, size_t R, float *a, size_t as) {
+PRN__FN PRN__AVX2 void prn__fr_mv8(const float *W, size_t nv, const float *bias, const float *bias2, const float *x, size_t xs, size_t nx,
+                                   const float *h, size_t hs, size_t nh, size_t R, float *a, float *a2, size_t as) {
     static const prn__fr_tile_fn t1[8] = {prn__fr_tile_1x1, prn__fr_tile_2x1, prn__fr_tile_3x1, prn__fr_tile_4x1,
                                           prn__fr_tile_5x1, prn__fr_tile_6x1, prn__fr_tile_7x1, prn__fr_tile_8x1};
     static const prn__fr_tile_fn t2[4] = {prn__fr_tile_1x2, prn__fr_tile_2x2, prn__fr_tile_3x2, prn__fr_tile_4x2};
@@ -7376,7 +7374,8 @@ PRN__FN PRN__AVX2 void prn__fr_mv8(const float *W, size_t nv, const float *bias,
     size_t bs = (nx + nh) * 8, maxv = R == 4 ? 1 : R == 2 ? 2 : 4, v0, m;
     for (v0 = 0; v0 < nv; v0 += m) {
         m = nv - v0 < maxv ? nv - v0 : maxv;
-        (R == 4 ? t4 : R == 2 ? t2 : t1)[m - 1](W + bs * v0, bs, bias + 8 * v0, x, xs, nx, h, hs, nh, a + 8 * v0, as);
+        (R == 4 ? t4 : R == 2 ? t2 : t1)[m - 1](W + bs * v0, bs, bias + 8 * v0, bias2 ? bias2 + 8 * v0 : NULL, x, xs, nx, h, hs, nh, a + 8 * v0,
+                                                a2 ? a2 + 8 * v0 : NULL, as);
     }
 }
 #undef PRN__FR_RV
@@ -7421,21 +7420,21 @@ PRN__FN_INLINE PRN__AVX512 __m512 prn__fr_tanh16(__m512 x) {
     prn__fr_exp16(x, 1, &p, &s);
     return _mm512_div_ps(_mm512_fmadd_ps(p, s, _mm512_set1_ps(-1.0f)), _mm512_fmadd_ps(p, s, _mm512_set1_ps(1.0f)));
 }
-PRN__FN PRN__AVX512 void prn__fr_gates16(int kind, int relu, size_t Hp, const float *a, float *h, float *c) {
+PRN__FN PRN__AVX512 void prn__fr_gates16(int kind, int relu, size_t Hp, const float *a, const float *q, float *h, float *c) {
     size_t i;
     for (i = 0; i < Hp; i += 16) {
         if (kind == PRN_RNN_ELMAN) {
-            __m512 p = _mm512_loadu_ps(a + i);
+            __m512 p = _mm512_add_ps(_mm512_loadu_ps(a + i), _mm512_loadu_ps(q + i));
             _mm512_storeu_ps(h + i, relu ? _mm512_max_ps(p, _mm512_setzero_ps()) : prn__fr_tanh16(p));
         } else if (kind == PRN_RNN_LSTM) {
-            __m512 ig = prn__fr_sigm16(_mm512_loadu_ps(a + i)), fg = prn__fr_sigm16(_mm512_loadu_ps(a + Hp + i));
-            __m512 gg = prn__fr_tanh16(_mm512_loadu_ps(a + 2 * Hp + i)), og = prn__fr_sigm16(_mm512_loadu_ps(a + 3 * Hp + i));
+            __m512 ig = prn__fr_sigm16(_mm512_add_ps(_mm512_loadu_ps(a + i), _mm512_loadu_ps(q + i))), fg = prn__fr_sigm16(_mm512_add_ps(_mm512_loadu_ps(a + Hp + i), _mm512_loadu_ps(q + Hp + i)));
+            __m512 gg = prn__fr_tanh16(_mm512_add_ps(_mm512_loadu_ps(a + 2 * Hp + i), _mm512_loadu_ps(q + 2 * Hp + i))), og = prn__fr_sigm16(_mm512_add_ps(_mm512_loadu_ps(a + 3 * Hp + i), _mm512_loadu_ps(q + 3 * Hp + i)));
             __m512 cn = _mm512_fmadd_ps(fg, _mm512_loadu_ps(c + i), _mm512_mul_ps(ig, gg));
             _mm512_storeu_ps(c + i, cn);
             _mm512_storeu_ps(h + i, _mm512_mul_ps(og, prn__fr_tanh16(cn)));
         } else {
-            __m512 rg = prn__fr_sigm16(_mm512_loadu_ps(a + i)), zg = prn__fr_sigm16(_mm512_loadu_ps(a + Hp + i));
-            __m512 n = prn__fr_tanh16(_mm512_fmadd_ps(rg, _mm512_loadu_ps(a + 3 * Hp + i), _mm512_loadu_ps(a + 2 * Hp + i)));
+            __m512 rg = prn__fr_sigm16(_mm512_add_ps(_mm512_loadu_ps(a + i), _mm512_loadu_ps(q + i))), zg = prn__fr_sigm16(_mm512_add_ps(_mm512_loadu_ps(a + Hp + i), _mm512_loadu_ps(q + Hp + i)));
+            __m512 n = prn__fr_tanh16(_mm512_fmadd_ps(rg, _mm512_loadu_ps(q + 2 * Hp + i), _mm512_loadu_ps(a + 2 * Hp + i)));
             _mm512_storeu_ps(h + i, _mm512_fmadd_ps(zg, _mm512_sub_ps(_mm512_loadu_ps(h + i), n), n));
         }
     }
@@ -7445,19 +7444,19 @@ PRN__FN PRN__AVX512 void prn__fr_gates16(int kind, int relu, size_t Hp, const fl
  * each row's chains as prn__fr_mv_ref's. */
 #define PRN__FR_RV(M) M(0, 0) M(0, 1) M(0, 2) M(0, 3) M(0, 4) M(0, 5) M(0, 6) M(0, 7) \
                       M(1, 0) M(1, 1) M(1, 2) M(1, 3) M(2, 0) M(2, 1) M(3, 0) M(3, 1)
-#define PRN__FR_INIT(r, v) if ((r) < NR_ && (v) < NV_) acc[r][v] = _mm512_loadu_ps(bias + 16 * (v)), acc2[r][v] = _mm512_setzero_ps();
+#define PRN__FR_INIT(r, v) if ((r) < NR_ && (v) < NV_) acc[r][v] = _mm512_loadu_ps(bias + 16 * (v)), acc2[r][v] = bias2 ? _mm512_loadu_ps(bias2 + 16 * (v)) : _mm512_setzero_ps();
 #define PRN__FR_FMA(r, v) if ((r) < NR_ && (v) < NV_) acc[r][v] = _mm512_fmadd_ps(_mm512_load_ps(w + (v) * bs), s[r], acc[r][v]);
 #define PRN__FR_FMA2(r, v) if ((r) < NR_ && (v) < NV_) acc2[r][v] = _mm512_fmadd_ps(_mm512_load_ps(w + (v) * bs), s[r], acc2[r][v]);
-#define PRN__FR_STORE(r, v) if ((r) < NR_ && (v) < NV_) _mm512_storeu_ps(a + (r) * as + 16 * (v), _mm512_add_ps(acc[r][v], acc2[r][v]));
+#define PRN__FR_STORE(r, v) if ((r) < NR_ && (v) < NV_) { if (a2) _mm512_storeu_ps(a + (r) * as + 16 * (v), acc[r][v]), _mm512_storeu_ps(a2 + (r) * as + 16 * (v), acc2[r][v]); else _mm512_storeu_ps(a + (r) * as + 16 * (v), _mm512_add_ps(acc[r][v], acc2[r][v])); }
 #define PRN__FR_BCAST(src, ss) \
     s[0] = _mm512_set1_ps(src[k]);                  \
     if (NR_ > 1) s[1] = _mm512_set1_ps(src[ss + k]); \
     if (NR_ > 2) s[2] = _mm512_set1_ps(src[2 * ss + k]); \
     if (NR_ > 3) s[3] = _mm512_set1_ps(src[3 * ss + k]);
 #define PRN__DEFINE_FR_TILE(NV, NR)                                                                           \
-    PRN__FN PRN__AVX512 void prn__fr_tile16_##NV##x##NR(const float *W, size_t bs, const float *bias, const float *x, \
+    PRN__FN PRN__AVX512 void prn__fr_tile16_##NV##x##NR(const float *W, size_t bs, const float *bias, const float *bias2, const float *x, \
                                                     size_t xs, size_t nx, const float *h, size_t hs, size_t nh,  \
-                                                    float *a, size_t as) {                                       \
+                                                    float *a, float *a2, size_t as) {                                       \
         enum { NV_ = NV, NR_ = NR };                                                                          \
         __m512 acc[4][8], acc2[4][8], s[4];                                                                   \
         const float *w = W;                                                                                   \
@@ -7477,11 +7476,11 @@ PRN__DEFINE_FR_TILE(1, 1) PRN__DEFINE_FR_TILE(2, 1) PRN__DEFINE_FR_TILE(3, 1) PR
 PRN__DEFINE_FR_TILE(5, 1) PRN__DEFINE_FR_TILE(6, 1) PRN__DEFINE_FR_TILE(7, 1) PRN__DEFINE_FR_TILE(8, 1)
 PRN__DEFINE_FR_TILE(1, 2) PRN__DEFINE_FR_TILE(2, 2) PRN__DEFINE_FR_TILE(3, 2) PRN__DEFINE_FR_TILE(4, 2)
 PRN__DEFINE_FR_TILE(1, 4) PRN__DEFINE_FR_TILE(2, 4)
-typedef void (*prn__fr_tile16_fn)(const float *, size_t, const float *, const float *, size_t, size_t, const float *,
-                                size_t, size_t, float *, size_t);
+typedef void (*prn__fr_tile16_fn)(const float *, size_t, const float *, const float *, const float *, size_t, size_t, const float *,
+                                size_t, size_t, float *, float *, size_t);
 /* R rows (1, 2 or 4) in tiles of at most 8 / R blocks of columns. */
-PRN__FN PRN__AVX512 void prn__fr_mv16(const float *W, size_t nv, const float *bias, const float *x, size_t xs, size_t nx,
-                                   const float *h, size_t hs, size_t nh, size_t R, float *a, size_t as) {
+PRN__FN PRN__AVX512 void prn__fr_mv16(const float *W, size_t nv, const float *bias, const float *bias2, const float *x, size_t xs, size_t nx,
+                                   const float *h, size_t hs, size_t nh, size_t R, float *a, float *a2, size_t as) {
     static const prn__fr_tile16_fn t1[8] = {prn__fr_tile16_1x1, prn__fr_tile16_2x1, prn__fr_tile16_3x1, prn__fr_tile16_4x1,
                                           prn__fr_tile16_5x1, prn__fr_tile16_6x1, prn__fr_tile16_7x1, prn__fr_tile16_8x1};
     static const prn__fr_tile16_fn t2[4] = {prn__fr_tile16_1x2, prn__fr_tile16_2x2, prn__fr_tile16_3x2, prn__fr_tile16_4x2};
@@ -7489,7 +7488,8 @@ PRN__FN PRN__AVX512 void prn__fr_mv16(const float *W, size_t nv, const float *bi
     size_t bs = (nx + nh) * 16, maxv = R == 4 ? 2 : R == 2 ? 4 : 8, v0, m;
     for (v0 = 0; v0 < nv; v0 += m) {
         m = nv - v0 < maxv ? nv - v0 : maxv;
-        (R == 4 ? t4 : R == 2 ? t2 : t1)[m - 1](W + bs * v0, bs, bias + 16 * v0, x, xs, nx, h, hs, nh, a + 16 * v0, as);
+        (R == 4 ? t4 : R == 2 ? t2 : t1)[m - 1](W + bs * v0, bs, bias + 16 * v0, bias2 ? bias2 + 16 * v0 : NULL, x, xs, nx, h, hs, nh, a + 16 * v0,
+                                                a2 ? a2 + 16 * v0 : NULL, as);
     }
 }
 #undef PRN__FR_RV
@@ -7502,24 +7502,24 @@ PRN__FN PRN__AVX512 void prn__fr_mv16(const float *W, size_t nv, const float *bi
 #endif
 
 /* nb: blocks of f->bw columns */
-PRN__FN_INLINE void prn__fr_mv(const prn_rnn_framef *f, const float *W, size_t nb, const float *bias, const float *x, size_t xs,
-                        size_t nx, const float *h, size_t hs, size_t nh, size_t R, float *a, size_t as) {
+PRN__FN_INLINE void prn__fr_mv(const prn_rnn_framef *f, const float *W, size_t nb, const float *bias, const float *bias2, const float *x, size_t xs,
+                        size_t nx, const float *h, size_t hs, size_t nh, size_t R, float *a, float *a2, size_t as) {
 #ifdef PRN__HAVE_AVX512
-    if (f->path == 2) { prn__fr_mv16(W, nb, bias, x, xs, nx, h, hs, nh, R, a, as); return; }
+    if (f->path == 2) { prn__fr_mv16(W, nb, bias, bias2, x, xs, nx, h, hs, nh, R, a, a2, as); return; }
 #endif
 #ifdef PRN__HAVE_AVX2
-    if (f->path == 1) { prn__fr_mv8(W, nb, bias, x, xs, nx, h, hs, nh, R, a, as); return; }
+    if (f->path == 1) { prn__fr_mv8(W, nb, bias, bias2, x, xs, nx, h, hs, nh, R, a, a2, as); return; }
 #endif
-    prn__fr_mv_ref(f->bw, W, nb, bias, x, xs, nx, h, hs, nh, R, a, as);
+    prn__fr_mv_ref(f->bw, W, nb, bias, bias2, x, xs, nx, h, hs, nh, R, a, a2, as);
 }
-PRN__FN void prn__fr_gates(const prn_rnn_framef *f, const float *a, float *h, float *c) {
+PRN__FN void prn__fr_gates(const prn_rnn_framef *f, const float *a, const float *q, float *h, float *c) {
 #ifdef PRN__HAVE_AVX512
-    if (f->path == 2) { prn__fr_gates16(f->kind, f->relu, f->Hp, a, h, c); return; }
+    if (f->path == 2) { prn__fr_gates16(f->kind, f->relu, f->Hp, a, q, h, c); return; }
 #endif
 #ifdef PRN__HAVE_AVX2
-    if (f->path == 1) { prn__fr_gates8(f->kind, f->relu, f->Hp, a, h, c); return; }
+    if (f->path == 1) { prn__fr_gates8(f->kind, f->relu, f->Hp, a, q, h, c); return; }
 #endif
-    prn__fr_gates_ref(f->kind, f->relu, f->Hp, a, h, c);
+    prn__fr_gates_ref(f->kind, f->relu, f->Hp, a, q, h, c);
 }
 
 PRN__DEF void prn_rnn_framef_free(prn_rnn_framef *f) {
@@ -7559,12 +7559,12 @@ PRN__DEF prn_status prn_rnn_framef_sync(prn_rnn_framef *f) {
     if (st != PRN_OK) { prn_free(ctx, tmp); return st; }
     H = f->H, Hp = f->Hp, N = f->N, In = f->In;
     G = f->kind == PRN_RNN_LSTM ? 4 : f->kind == PRN_RNN_ELMAN ? 1 : 3;
-    memset(f->w, 0, (prn__fr_woff(f, f->L) + (size_t)f->L * N) * sizeof *f->w); /* bias follows w */
+    memset(f->w, 0, (prn__fr_woff(f, f->L) + 2 * (size_t)f->L * N) * sizeof *f->w); /* bias follows w */
 #define PRN__FR_W(k_, col_) W[prn__fr_at(f, nin, (k_), (col_))]
     for (l = 0; l < f->L; ++l) {
         size_t nin = l == 0 ? In : H, k = r->hk;
         const double *role[PRN__R_COUNT];
-        float *W = f->w + prn__fr_woff(f, l), *b = f->bias + (size_t)l * N;
+        float *W = f->w + prn__fr_woff(f, l), *b = f->bias + 2 * (size_t)l * N;
         int q;
         for (q = 0; q < PRN__R_COUNT; ++q) {
             role[q] = NULL;
@@ -7572,8 +7572,7 @@ PRN__DEF prn_status prn_rnn_framef_sync(prn_rnn_framef *f) {
                 if (r->role[l][q] == r->p[p]) role[q] = tmp + off;
         }
         for (g = 0; g < G; ++g) {
-            /* GRU's n gate: input part in column block 2, hidden part in 3 */
-            size_t cx = g * Hp, ch = (G == 3 && g == 2) ? 3 * Hp : g * Hp;
+            size_t cx = g * Hp, ch = cx;
             for (i = 0; i < H; ++i) {
                 /* the row of unit i of gate g: gate-major (torch) within each
                  * head; MHGRU's weight_hh is [heads, 3k, k] */
@@ -7583,12 +7582,8 @@ PRN__DEF prn_status prn_rnn_framef_sync(prn_rnn_framef *f) {
                     for (j = 0; j < k; ++j) PRN__FR_W(nin + hd * k + j, ch + i) = (float)role[PRN__R_WHH][row * k + j];
                 else
                     for (j = 0; j < H; ++j) PRN__FR_W(nin + j, ch + i) = (float)role[PRN__R_WHH][row * H + j];
-                if (ch == cx) {
-                    b[cx + i] = (float)(role[PRN__R_BIN][row] + role[PRN__R_BHH][row]);
-                } else {
-                    b[cx + i] = (float)role[PRN__R_BIN][row];
-                    b[ch + i] = (float)role[PRN__R_BHH][row];
-                }
+                b[cx + i] = (float)role[PRN__R_BIN][row];
+                b[N + cx + i] = (float)role[PRN__R_BHH][row];
             }
         }
     }
@@ -7636,7 +7631,7 @@ PRN__DEF prn_status prn_rnn_framef_create(const prn_rnn *rnn, size_t batch, prn_
     f->In = rnn->cfg.input_size;
     f->H = rnn->H;
     f->Hp = (rnn->H + 7) / 8 * 8;
-    G = rnn->cfg.kind == PRN_RNN_LSTM ? 4 : rnn->cfg.kind == PRN_RNN_ELMAN ? 1 : 4; /* GRU: r, z, n (x), n (h) */
+    G = rnn->cfg.kind == PRN_RNN_LSTM ? 4 : rnn->cfg.kind == PRN_RNN_ELMAN ? 1 : 3;
     f->N = G * f->Hp;
     f->O = rnn->cfg.output_size;
     f->bw = 8;
@@ -7648,9 +7643,9 @@ PRN__DEF prn_status prn_rnn_framef_create(const prn_rnn *rnn, size_t batch, prn_
     if (f->path == 1 && f->Hp % 16 == 0 && __builtin_cpu_supports("avx512f")) f->path = 2, f->bw = 16;
 #endif
     f->Op = (f->O + f->bw - 1) / f->bw * f->bw;
-    nw = prn__fr_woff(f, f->L) + (size_t)f->L * f->N + (f->O ? (f->H + 1) * f->Op : 0);
+    nw = prn__fr_woff(f, f->L) + 2 * (size_t)f->L * f->N + (f->O ? (f->H + 1) * f->Op : 0);
     nst = (size_t)f->L * batch * f->Hp * (rnn->cfg.kind == PRN_RNN_LSTM ? 2 : 1);
-    nf = nw + nst + 4 * f->N + 4 * f->Op;
+    nf = nw + nst + 8 * f->N + 4 * f->Op;
     f->mem = prn_alloc(ctx, nf * sizeof(float) + 64);
     if (!f->mem) {
         prn_free(ctx, f);
@@ -7660,12 +7655,12 @@ PRN__DEF prn_status prn_rnn_framef_create(const prn_rnn *rnn, size_t batch, prn_
     f->bytes = sizeof *f + nf * sizeof(float) + 64;
     f->w = (float *)(((uintptr_t)f->mem + 63) & ~(uintptr_t)63); /* every block a multiple of bw floats: aligned */
     f->bias = f->w + prn__fr_woff(f, f->L);
-    f->wo = f->bias + (size_t)f->L * f->N;
+    f->wo = f->bias + 2 * (size_t)f->L * f->N;
     f->bo = f->wo + f->H * f->Op;
     f->h = f->w + nw;
     f->c = rnn->cfg.kind == PRN_RNN_LSTM ? f->h + (size_t)f->L * batch * f->Hp : NULL;
     f->a = f->h + nst;
-    f->yo = f->a + 4 * f->N;
+    f->yo = f->a + 8 * f->N;
     prn_rnn_framef_reset(f);
     st = prn_rnn_framef_sync(f);
     if (st != PRN_OK) {
@@ -7734,23 +7729,17 @@ PRN__DEF prn_status prn_rnn_framef_step(prn_rnn_framef *f, const float *x, float
             return PRN__ERR(f->rnn->ctx, PRN_ERR_NONFINITE, "%s: argument 'x' [%lu] (row %lu) is %g", fn, (unsigned long)i,
                             (unsigned long)(i / In), (double)x[i]);
     for (l = 0; l < f->L; ++l) {
-        const float *W = f->w + prn__fr_woff(f, l), *bias = f->bias + (size_t)l * N;
+        const float *W = f->w + prn__fr_woff(f, l), *bias = f->bias + 2 * (size_t)l * N;
         float *hl = f->h + (size_t)l * B * Hp, *cl = f->c ? f->c + (size_t)l * B * Hp : NULL;
         const float *in = l == 0 ? x : f->h + (size_t)(l - 1) * B * Hp;
         size_t nin = l == 0 ? In : H, is = l == 0 ? In : Hp;
         for (b0 = 0; b0 < B; b0 += R) {
             R = B - b0 >= 4 ? 4 : B - b0 >= 2 ? 2 : 1;
             const float *xr = in ? in + b0 * is : NULL, *hr = hl + b0 * Hp;
-            if (f->kind == PRN_RNN_GRU || f->kind == PRN_RNN_MHGRU) {
-                size_t K = nin + H;
-                prn__fr_mv(f, W, 2 * Hp / f->bw, bias, xr, is, nin, hr, Hp, H, R, f->a, N);
-                prn__fr_mv(f, W + 2 * Hp * K, Hp / f->bw, bias + 2 * Hp, xr, is, nin, NULL, 0, 0, R, f->a + 2 * Hp, N);
-                prn__fr_mv(f, W + 2 * Hp * K + Hp * nin, Hp / f->bw, bias + 3 * Hp, NULL, 0, 0, hr, Hp, H, R, f->a + 3 * Hp, N);
-            } else {
-                prn__fr_mv(f, W, N / f->bw, bias, xr, is, nin, hr, Hp, H, R, f->a, N);
-            }
+            /* a [R, N] the input's preactivations, then [R, N] the state's */
+            prn__fr_mv(f, W, N / f->bw, bias, bias + N, xr, is, nin, hr, Hp, H, R, f->a, f->a + 4 * N, N);
             for (r = 0; r < R; ++r)
-                prn__fr_gates(f, f->a + r * N, hl + (b0 + r) * Hp, cl ? cl + (b0 + r) * Hp : NULL);
+                prn__fr_gates(f, f->a + r * N, f->a + (4 + r) * N, hl + (b0 + r) * Hp, cl ? cl + (b0 + r) * Hp : NULL);
         }
     }
     if (y) {
@@ -7758,7 +7747,7 @@ PRN__DEF prn_status prn_rnn_framef_step(prn_rnn_framef *f, const float *x, float
         for (b0 = 0; b0 < B; b0 += R) {
             R = B - b0 >= 4 ? 4 : B - b0 >= 2 ? 2 : 1;
             if (f->O) {
-                prn__fr_mv(f, f->wo, f->Op / f->bw, f->bo, top + b0 * Hp, Hp, H, NULL, 0, 0, R, f->yo, f->Op);
+                prn__fr_mv(f, f->wo, f->Op / f->bw, f->bo, NULL, top + b0 * Hp, Hp, H, NULL, 0, 0, R, f->yo, NULL, f->Op);
                 for (r = 0; r < R; ++r) memcpy(y + (b0 + r) * f->O, f->yo + r * f->Op, f->O * sizeof *y);
             } else {
                 for (r = 0; r < R; ++r) memcpy(y + (b0 + r) * H, top + (b0 + r) * Hp, H * sizeof *y);
