@@ -714,19 +714,21 @@ PRNDEF prn_status prn_rnn_frame_step(prn_rnn_frame *frame, const double *x, doub
  * networks, one direction, any depth, with or without a readout; other
  * kinds give PRN_ERR_UNSUPPORTED (their double frames serve them). Creation
  * converts the parameters to float once and repacks each layer's weights as
- * one matrix of eight-unit column blocks; prn_rnn_framef_sync does it again
- * after training. Both refuse (PRN_ERR_NONFINITE) a parameter that is NaN,
- * Inf or beyond FLT_MAX, leaving the frame as it was. prn_rnn_framef_step
- * allocates nothing, makes no backend call and runs on the calling thread,
- * with AVX2 and FMA when the processor has them (prn_rnn_framef_path says
- * "avx2" or "portable"); a row of x that is NaN or Inf makes it return
- * PRN_ERR_NONFINITE with nothing changed (state, y), as set_state does for
- * such a state. Rows of the batch are stepped four at a time, each weight
- * block loaded once for the four. Memory (prn_rnn_framef_memory), in bytes,
- * with Hp = H rounded up to 8, N = Hp (Elman) or 4 Hp, Op = O rounded up
- * to 8 (0 without a readout):
- *     4 * (N * (I + H + (L-1) * 2H + L) + (H + 1) * Op + L*B*Hp*(2 for LSTM,
- *     else 1) + 4 * (N + Op)) + 32 + sizeof(frame)
+ * one matrix of column blocks of 8 (16 with AVX-512); prn_rnn_framef_sync
+ * does it again after training. Both refuse (PRN_ERR_NONFINITE) a parameter
+ * that is NaN, Inf or beyond FLT_MAX, leaving the frame as it was.
+ * prn_rnn_framef_step allocates nothing, makes no backend call and runs on
+ * the calling thread, with AVX-512F, or AVX2 and FMA, when the processor
+ * has them (prn_rnn_framef_path says "avx512", "avx2" or "portable"); a
+ * value of x that is NaN or Inf makes it return PRN_ERR_NONFINITE with
+ * nothing changed (state, y), as set_state does for such a state. Rows of
+ * the batch are stepped up to four at a time, each weight block loaded once
+ * for them (the AVX-512 path runs where Hp is a multiple of 16). Memory
+ * (prn_rnn_framef_memory), in bytes, with Hp = H rounded up to 8, G the
+ * gates (LSTM 4, GRU 3, Elman 1), N = G Hp, Op = O rounded up to 8 (16 on
+ * the AVX-512 path; 0 without a readout):
+ *     4 * (N * (I + H + (L-1) * 2H + 2L) + (H + 1) * Op + L*B*Hp*(2 for LSTM,
+ *     else 1) + 8N + 4 Op) + 64 + sizeof(frame)
  *
  * Bits. The step's outputs and state are a function of the parameters'
  * float values, the state and x alone: the same bits from the AVX2 path and
@@ -735,10 +737,11 @@ PRNDEF prn_status prn_rnn_frame_step(prn_rnn_frame *frame, const double *x, doub
  * or without -march=native or -ffp-contract=fast, on any processor where
  * float is IEEE binary32 evaluated in float (FLT_EVAL_METHOD 0, as on
  * x86-64 and AArch64) and fmaf is correctly rounded (C99 requires it). The
- * reason: each unit's preactivation is one chain of fused multiply-adds in
- * a fixed order, every other product that meets a sum is an explicit fused
- * multiply-add too (so a compiler finds nothing to contract), e^x is the
- * header's own polynomial, and division is IEEE division. Not guaranteed
+ * reason: each unit's two preactivations (the input's, the state's) are
+ * each one chain of fused multiply-adds in a fixed order, every other
+ * product that meets a sum is an explicit fused multiply-add too (so a
+ * compiler finds nothing to contract), e^x is the header's own polynomial
+ * (no libm call), and division is IEEE division. Not guaranteed
  * under -ffast-math, -Ofast, -ffp-model=fast or -freciprocal-math, which
  * license the compiler to reorder or approximate (tests/frame_bits.sh
  * builds tests/frame_bits.c in several ways and compares the bits). The

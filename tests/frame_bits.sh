@@ -23,8 +23,8 @@ build() { # name compiler flags...
     if ! "$tmp/$name" >"$tmp/$name.out" 2>"$tmp/err"; then
         echo "FAIL $name: exit status $?"; head -n 5 "$tmp/err"; failed=$((failed + 1)); return
     fi
-    path=$(head -n 1 "$tmp/$name.out")
-    tail -n +2 "$tmp/$name.out" >"$tmp/$name.bits"
+    path=$(tail -n 1 "$tmp/$name.out")
+    sed '$d' "$tmp/$name.out" >"$tmp/$name.bits"
     if [ -z "$ref" ]; then
         ref=$name
         echo "ok   $name ($path; $(wc -l <"$tmp/$name.bits") lines: the reference)"; passed=$((passed + 1))
