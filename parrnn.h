@@ -7373,8 +7373,8 @@ PRN__FN PRN__AVX2 void prn__fr_mv8(const float *W, size_t nv, const float *bias,
                                           prn__fr_tile_5x1, prn__fr_tile_6x1, prn__fr_tile_7x1, prn__fr_tile_8x1};
     static const prn__fr_tile_fn t2[4] = {prn__fr_tile_1x2, prn__fr_tile_2x2, prn__fr_tile_3x2, prn__fr_tile_4x2};
     static const prn__fr_tile_fn t4[2] = {prn__fr_tile_1x4, prn__fr_tile_2x4};
-    /* at most 8 accumulators of each chain (16 registers) */
-    size_t bs = (nx + nh) * 8, maxv = R == 4 ? 1 : R == 2 ? 2 : 4, v0, m;
+    /* at most 6 accumulators of each chain: 12 of the 16 registers */
+    size_t bs = (nx + nh) * 8, maxv = R == 4 ? 1 : R == 2 ? 3 : 6, v0, m;
     for (v0 = 0; v0 < nv; v0 += m) {
         m = nv - v0 < maxv ? nv - v0 : maxv;
         (R == 4 ? t4 : R == 2 ? t2 : t1)[m - 1](W + bs * v0, bs, bias + 8 * v0, bias2 ? bias2 + 8 * v0 : NULL, x, xs, nx, h, hs, nh, a + 8 * v0,

@@ -65,7 +65,7 @@ int main(int argc, char **argv) {
     static const prn_rnn_kind kinds[3] = {PRN_RNN_GRU, PRN_RNN_LSTM, PRN_RNN_ELMAN};
     static const size_t Hs[4] = {8, 16, 32, 64}, Bs[3] = {1, 8, 64};
     double tf[3][4][3], td[3][4], trt[3][4], tpair[3][4];
-    const char *path = "?";
+    const char *path[3][4];
     char rtn[4096];
     prn_context *ctx = NULL;
     prn_config cfg;
@@ -107,7 +107,7 @@ int main(int argc, char **argv) {
                 memset(&j, 0, sizeof j);
                 j.B = Bs[b], j.H = Hs[h], j.xf = xf, j.yf = yf;
                 if (prn_rnn_framef_create(r, j.B, &j.ff) != PRN_OK) { fprintf(stderr, "bench_frames: %s\n", prn_last_error(ctx)); return 1; }
-                path = prn_rnn_framef_path(j.ff);
+                path[k][h] = prn_rnn_framef_path(j.ff);
                 tf[k][h][b] = run_job(&j);
                 prn_rnn_framef_free(j.ff);
             }
@@ -150,7 +150,7 @@ int main(int argc, char **argv) {
             snprintf(rtn, sizeof rtn, "  rtneural: %s not built (make bench-frames RTNEURAL_DIR=/path/to/RTNeural)\n", exe);
         }
     }
-    printf("bench_frames: per-step time, input %d, one layer, float frames' path: %s\n", NIN, path);
+    printf("bench_frames: per-step time, input %d, one layer (float frames' path per row)\n", NIN);
     {
         char model[256];
         cpu_model(model, sizeof model);
@@ -159,7 +159,7 @@ int main(int argc, char **argv) {
     bench_print_compiler();
     if (rtn[0]) printf("%s", rtn);
     printf("  ns per agent step      B=1                                      B=8      B=64\n");
-    printf("  kind   H     float   double    float'  rtneural  float'/rtn      float    float\n");
+    printf("  kind   H     float   double    float'  rtneural  float'/rtn      float    float  path\n");
     for (k = 0; k < 3; ++k)
         for (h = 0; h < 4; ++h) {
             char rt[32], pr[32], ratio[32];
@@ -172,14 +172,14 @@ int main(int argc, char **argv) {
                 snprintf(pr, sizeof pr, "%8s", "-");
                 snprintf(ratio, sizeof ratio, "%8s", "-");
             }
-            printf("  %-5s %2lu  %8.1f %8.1f  %s  %s    %s   %8.1f %8.1f\n", kind_name(kinds[k]), (unsigned long)Hs[h],
-                   tf[k][h][0], td[k][h], pr, rt, ratio, tf[k][h][1], tf[k][h][2]);
+            printf("  %-5s %2lu  %8.1f %8.1f  %s  %s    %s   %8.1f %8.1f  %s\n", kind_name(kinds[k]), (unsigned long)Hs[h],
+                   tf[k][h][0], td[k][h], pr, rt, ratio, tf[k][h][1], tf[k][h][2], path[k][h]);
         }
     for (k = 0; k < 3; ++k)
         for (h = 0; h < 4; ++h) {
             for (b = 0; b < 3; ++b)
                 printf("BENCH name=frame_%s api=float hidden=%lu input=%d batch=%lu ns_per_agent_step=%.2f path=%s\n",
-                       kind_name(kinds[k]), (unsigned long)Hs[h], NIN, (unsigned long)Bs[b], tf[k][h][b], path);
+                       kind_name(kinds[k]), (unsigned long)Hs[h], NIN, (unsigned long)Bs[b], tf[k][h][b], path[k][h]);
             printf("BENCH name=frame_%s api=double hidden=%lu input=%d batch=1 ns_per_agent_step=%.2f\n", kind_name(kinds[k]),
                    (unsigned long)Hs[h], NIN, td[k][h]);
             if (trt[k][h] > 0)
