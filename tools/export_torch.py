@@ -188,9 +188,13 @@ def main(argv=None):
     import torch
     try:
         try:
-            obj = torch.load(a.model, map_location="cpu", weights_only=False)
-        except TypeError:  # torch before 1.13 has no weights_only
-            obj = torch.load(a.model, map_location="cpu")
+            try:
+                obj = torch.load(a.model, map_location="cpu", weights_only=False)
+            except TypeError:  # torch before 1.13 has no weights_only
+                obj = torch.load(a.model, map_location="cpu")
+        except (AttributeError, ModuleNotFoundError) as e:
+            raise ExportError("%s holds a pickled module whose class cannot be imported here (%s); save its "
+                              "state_dict instead: torch.save(model.state_dict(), path)" % (a.model, e))
         cfg = export_torch(obj, a.out, kind=a.kind, readout=a.readout, dtype=a.dtype, prefix=a.prefix,
                            no_readout=a.no_readout)
     except (ExportError, OSError) as e:
