@@ -88,10 +88,10 @@ endif
 MPI_NPS      ?= 1 2 4
 MPI_BINS      = $(BUILD)/tests/test_mpi $(BUILD)/examples/mpi_deer $(BUILD)/bench/bench_mpi
 
-TESTS    = test_ops test_autodiff test_scan test_scan_sse2 test_scan_plain test_conformance test_conformance_sse2 test_bad_input test_alloc_fail test_cells test_opencl test_cuda test_rnn test_rnn_golden test_deer \
+TESTS    = test_frames test_ops test_autodiff test_scan test_scan_sse2 test_scan_plain test_conformance test_conformance_sse2 test_bad_input test_alloc_fail test_cells test_opencl test_cuda test_rnn test_rnn_golden test_deer \
            test_pwl_parse test_scyfi test_tape_prop
-EXAMPLES = mlp_train scan_explain char_rnn game_agent deer_demo
-BENCHES  = bench_ops bench_scan scan_error bench_rnn bench_deer bench_scyfi bench_jax
+EXAMPLES = mlp_train scan_explain char_rnn game_agent deer_demo engine_frames
+BENCHES  = bench_ops bench_scan scan_error bench_rnn bench_deer bench_scyfi bench_jax bench_frames
 ifeq ($(LAPACK),1)
 TESTS   += test_eig test_eig_lapack
 endif
@@ -100,7 +100,7 @@ TOOLS        = $(BUILD)/parrnn-scyfi
 EXAMPLE_BINS = $(addprefix $(BUILD)/examples/,$(EXAMPLES))
 BENCH_BINS   = $(addprefix $(BUILD)/bench/,$(BENCHES))
 
-.PHONY: all test test-mpi test-sanitize test-valgrind demo bench examples clean fuzz fuzz-replay fuzz-corpus-rnn teach teach-shots
+.PHONY: all test test-mpi test-sanitize test-valgrind demo bench examples clean fuzz fuzz-replay fuzz-corpus-rnn teach teach-shots bench-frames
 all: $(TEST_BINS) $(BUILD)/tests/backend_probe $(BUILD)/tests/fuzz_corpus_rnn_gen $(EXAMPLE_BINS) $(BENCH_BINS) $(TOOLS) $(if $(filter 1,$(MPI)),$(MPI_BINS))
 examples: $(EXAMPLE_BINS)
 
@@ -223,13 +223,14 @@ $(BUILD)/parrnn_opencl.o: backends/parrnn_opencl.h $(OCL_HEADER) parrnn.h
 # with PARRNN_BACKEND=opencl (skipped, and counted so, where no device is).
 # Then the conformance test and test_cuda run on the CUDA backend built
 # against the CUDA emulator (cuda.mk; `make test-cuda-emu`: every test).
-test: $(TEST_BINS) $(BUILD)/tests/backend_probe $(TOOLS) $(BUILD)/examples/scan_explain
+test: $(TEST_BINS) $(BUILD)/tests/backend_probe $(TOOLS) $(BUILD)/examples/scan_explain $(BUILD)/tests/export_check
 	@$(if $(filter 1,$(OPENCL)),,echo "note: the OpenCL backend is not built (no OpenCL headers, ICD loader or CLBlast); its tests are skipped";) \
 	$(if $(filter 1,$(LAPACK)),,echo "note: LAPACK (liblapack-dev) is not installed: test_eig, which compares prn_eigenvalues with dgeev, is not built";) \
 	$(if $(filter 1,$(CUDA_EMU)),,echo "note: no C++ compiler ($(CXX)): the CUDA backend is not run on the CUDA emulator";) \
 	PRNT_PROBE=$(BUILD)/tests/backend_probe PRNT_BACKENDS="$(EXTRA_BACKENDS)" PRNT_SCYFI=$(BUILD)/parrnn-scyfi \
 	    PRNT_SCAN_EXPLAIN=$(BUILD)/examples/scan_explain PRNT_ALSO="$(addprefix cuda:,$(EMU_IN_TEST))" PRNT_JOBS=$${PRNT_JOBS:-$(NPROC)} \
-	    sh tests/run.sh tests/compile_check.sh tests/tool_scyfi.sh tests/teach_page.sh $(TEST_BINS) $(if $(filter 1,$(CUDA_EMU)),tests/gpu_check_flow.sh)
+	    sh tests/run.sh tests/compile_check.sh tests/tool_scyfi.sh tests/teach_page.sh tests/frame_bits.sh tests/export_torch.sh \
+	    $(TEST_BINS) $(if $(filter 1,$(CUDA_EMU)),tests/gpu_check_flow.sh)
 
 # The MPI tests: tests/test_mpi under `mpirun -np N` for N in MPI_NPS (each
 # run limited to 300 s; one that dies or hangs counts as a failure); the
@@ -257,6 +258,19 @@ test-valgrind:
 	@PRNT_QUICK=1 PRNT_JOBS=$(NPROC) PRNT_WRAP="valgrind -q --leak-check=full --show-leak-kinds=definite,indirect --errors-for-leak-kinds=definite,indirect --error-exitcode=99" \
 	    sh tests/run.sh $(addprefix build-vg/tests/,$(TESTS))
 
+# The float and double frames' per-step table (bench/bench_frames.c); with
+# RTNEURAL_DIR (a checkout of RTNeural, which ships Eigen in modules/Eigen)
+# also RTNeural's GRU and LSTM at the same shapes, side by side. RTNeural is
+# compiled here only, never part of parrnn.
+RTNEURAL_FLAGS = -std=c++17 -O3 -march=native -DNDEBUG -DRTNEURAL_USE_EIGEN=1 -DRTNEURAL_DEFAULT_ALIGNMENT=32 \
+                 -I$(RTNEURAL_DIR)/RTNeural -I$(RTNEURAL_DIR) -I$(RTNEURAL_DIR)/modules/Eigen
+$(BUILD)/bench/bench_rtneural: bench/bench_rtneural.cpp $(IMPL) $(BACKEND_OBJS) $(API_STAMP)
+	@test -n "$(RTNEURAL_DIR)" || { echo "set RTNEURAL_DIR to a checkout of RTNeural"; exit 1; }
+	@mkdir -p $(@D)
+	$(CXX) $(RTNEURAL_FLAGS) -I. -o $@ $< $(IMPL) $(BACKEND_OBJS) $(LDLIBS_ALL)
+bench-frames: $(BUILD)/bench/bench_frames $(if $(RTNEURAL_DIR),$(BUILD)/bench/bench_rtneural)
+	$(BUILD)/bench/bench_frames
+
 demo: $(BUILD)/examples/deer_demo
 	$(BUILD)/examples/deer_demo
 
@@ -275,6 +289,7 @@ bench: $(BENCH_BINS)
 	$(BUILD)/bench/bench_rnn
 	$(BUILD)/bench/bench_deer
 	$(BUILD)/bench/bench_scyfi
+	$(BUILD)/bench/bench_frames
 
 # Fuzzing the two loaders with libFuzzer: the model-file parser
 # (prn_pwl_parse, tests/fuzz_pwl_parse.c) and the network loader

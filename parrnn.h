@@ -29,6 +29,9 @@
  *                      x86, the one-channel diagonal scan and the fused RNN
  *                      layers' f32 products and gates use AVX2 and FMA when
  *                      the processor has them (checked at run time).
+ *   PARRNN_NO_AVX512   no AVX-512 functions (the float frames use AVX-512F
+ *                      when the processor has it and the hidden size,
+ *                      rounded up to 8, is a multiple of 16).
  *   PARRNN_WITH_OPENCL / PARRNN_WITH_CUDA  "opencl" / "cuda" are built-in
  *                      backend names; link the backend of
  *                      backends/parrnn_opencl.h / backends/parrnn_cuda.h
@@ -766,6 +769,59 @@ PRNDEF prn_status prn_rnn_frame_set_state(prn_rnn_frame *frame, const double *st
 PRNDEF prn_status prn_rnn_frame_get_state(const prn_rnn_frame *frame, double *state);
 PRNDEF prn_status prn_rnn_frame_step(prn_rnn_frame *frame, const double *x, double *y);
 
+/* Per-frame inference in f32 (the engine path). The same network as
+ * prn_rnn_frame, stepped in float with float inputs and outputs: x [B, I]
+ * (NULL when I = 0), y [B, O] or [B, H] (or NULL), the state [L, B, S]
+ * floats in prn_rnn_frame's layout. Elman (tanh, relu), GRU, MHGRU and LSTM
+ * networks, one direction, any depth, with or without a readout; other
+ * kinds give PRN_ERR_UNSUPPORTED (their double frames serve them). Creation
+ * converts the parameters to float once and repacks each layer's weights as
+ * one matrix of column blocks of 8 (16 with AVX-512); prn_rnn_framef_sync
+ * does it again after training. Both refuse (PRN_ERR_NONFINITE) a parameter
+ * that is NaN, Inf or beyond FLT_MAX, leaving the frame as it was.
+ * prn_rnn_framef_step allocates nothing, makes no backend call and runs on
+ * the calling thread, with AVX-512F, or AVX2 and FMA, when the processor
+ * has them (prn_rnn_framef_path says "avx512", "avx2" or "portable"); a
+ * value of x that is NaN or Inf makes it return PRN_ERR_NONFINITE with
+ * nothing changed (state, y), as set_state does for such a state. Rows of
+ * the batch are stepped up to four at a time, each weight block loaded once
+ * for them (the AVX-512 path runs where Hp is a multiple of 16). Memory
+ * (prn_rnn_framef_memory), in bytes, with Hp = H rounded up to 8, G the
+ * gates (LSTM 4, GRU 3, Elman 1), N = G Hp, Op = O rounded up to 8 (16 on
+ * the AVX-512 path; 0 without a readout):
+ *     4 * (N * (I + H + (L-1) * 2H + 2L) + (H + 1) * Op + L*B*Hp*(2 for LSTM,
+ *     else 1) + 8N + 4 Op) + 64 + sizeof(frame)
+ *
+ * Bits. The step's outputs and state are a function of the parameters'
+ * float values, the state and x alone: the same bits from the AVX2 path and
+ * the portable one (a processor without AVX2, PARRNN_NO_AVX2,
+ * PARRNN_NO_INTRINSICS), at any optimisation level, with gcc or clang, with
+ * or without -march=native or -ffp-contract=fast, on any processor where
+ * float is IEEE binary32 evaluated in float (FLT_EVAL_METHOD 0, as on
+ * x86-64 and AArch64) and fmaf is correctly rounded (C99 requires it). The
+ * reason: each unit's two preactivations (the input's, the state's) are
+ * each one chain of fused multiply-adds in a fixed order, every other
+ * product that meets a sum is an explicit fused multiply-add too (so a
+ * compiler finds nothing to contract), e^x is the header's own polynomial
+ * (no libm call), and division is IEEE division. Not guaranteed
+ * under -ffast-math, -Ofast, -ffp-model=fast or -freciprocal-math, which
+ * license the compiler to reorder or approximate (tests/frame_bits.sh
+ * builds tests/frame_bits.c in several ways and compares the bits). The
+ * portable path calls fmaf, which is slow where the compiler cannot emit an
+ * FMA instruction; the double frames' bits are a different function.
+ * ---------------------------------------------------------------------- */
+typedef struct prn_rnn_framef prn_rnn_framef;
+PRNDEF prn_status prn_rnn_framef_create(const prn_rnn *rnn, size_t batch, prn_rnn_framef **out);
+PRNDEF void prn_rnn_framef_free(prn_rnn_framef *frame);
+PRNDEF size_t prn_rnn_framef_memory(const prn_rnn_framef *frame);
+PRNDEF const char *prn_rnn_framef_path(const prn_rnn_framef *frame);
+PRNDEF prn_status prn_rnn_framef_sync(prn_rnn_framef *frame);
+PRNDEF void prn_rnn_framef_reset(prn_rnn_framef *frame);
+PRNDEF prn_status prn_rnn_framef_reset_row(prn_rnn_framef *frame, size_t row);
+PRNDEF prn_status prn_rnn_framef_set_state(prn_rnn_framef *frame, const float *state);
+PRNDEF prn_status prn_rnn_framef_get_state(const prn_rnn_framef *frame, float *state);
+PRNDEF prn_status prn_rnn_framef_step(prn_rnn_framef *frame, const float *x, float *y);
+
 /* ------------------------------------------------------------------------
  * Model files
  *
@@ -1459,6 +1515,10 @@ PRN__MATH_INLINE float prn__tanhf(float x) { return 1.0f - 2.0f / (1.0f + prn__e
 #include <immintrin.h>
 #define PRN__HAVE_AVX2 1
 #define PRN__AVX2 __attribute__((target("avx2,fma")))
+#if !defined(PARRNN_NO_AVX512)
+#define PRN__HAVE_AVX512 1
+#define PRN__AVX512 __attribute__((target("avx512f,avx2,fma")))
+#endif
 #endif
 #endif
 
@@ -7683,6 +7743,626 @@ PRN__DEF prn_status prn_rnn_frame_reset_row(prn_rnn_frame *f, size_t row) {
     S = f->rnn->S;
     for (l = 0; l < (size_t)f->rnn->L; ++l)
         for (i = 0; i < S; ++i) f->state[(l * f->B + row) * S + i] = 0.0;
+    return PRN_OK;
+}
+
+/* --- per-frame inference in f32 ------------------------------------------ */
+/* A layer's weights are repacked at creation as a [K, N] matrix, K = the
+ * layer's inputs then its hidden units (x rows, then h rows), N = the gates'
+ * units, each gate padded to Hp (a multiple of 8) so that a register of
+ * eight holds eight units of one gate, stored by blocks of eight columns:
+ * block v is [K][8], contiguous, so a tile of blocks streams through memory
+ * in order. Each unit has two preactivations, as in PyTorch: the input's,
+ * b_ih[i] + W[0][i] x0 + ..., and the state's, b_hh[i] + W[nin][i] h0 + ...,
+ * each one chain of fused multiply-adds in the order of k, whichever path
+ * computes it. Padded units have zero weights and biases, so their state
+ * stays zero. */
+struct prn_rnn_framef {
+    const prn_rnn *rnn;
+    size_t B, bytes, In, H, Hp, N, O, Op, bw; /* N = G Hp; bw: block width, 8 or 16 (AVX-512) */
+    int L, kind, relu, path;                  /* path: 0 portable, 1 AVX2, 2 AVX-512 */
+    void *mem;            /* owns everything below                           */
+    float *w, *bias;      /* layer l at w + woff(l) [K_l, N], bias + 2 l N (b_ih, b_hh) */
+    float *wo, *bo;       /* readout [H, Op], [Op]                           */
+    float *h, *c;         /* state [L, B, Hp] each (c: LSTM only)            */
+    float *a;             /* workspace [4, 2N] (a tile's input and state preactivations) */
+    float *yo;            /* workspace [4, Op]                               */
+};
+
+/* Floats of layer l's weights: N K. */
+PRN__FN size_t prn__fr_wsize(const prn_rnn_framef *f, int l) {
+    return f->N * ((l == 0 ? f->In : f->H) + f->H);
+}
+PRN__FN size_t prn__fr_woff(const prn_rnn_framef *f, int l) {
+    return l == 0 ? 0 : prn__fr_wsize(f, 0) + (size_t)(l - 1) * prn__fr_wsize(f, 1);
+}
+/* Where W[k][col] of layer l (nin inputs) is stored, relative to its weights. */
+PRN__FN size_t prn__fr_at(const prn_rnn_framef *f, size_t nin, size_t k, size_t col) {
+    size_t K = nin + f->H, w = f->bw;
+    return (col / w * K + k) * w + col % w;
+}
+PRN__FN int prn__fr_finite(float v) {
+    uint32_t u;
+    memcpy(&u, &v, sizeof u);
+    return (u & 0x7f800000u) != 0x7f800000u;
+}
+
+/* e^x, sigmoid and tanh for the float frames, written so that they give
+ * the same bits in the AVX2 path and the portable one under any compiler
+ * flags short of -ffast-math: every product that meets a sum is an explicit
+ * fused multiply-add (fmaf, _mm256_fmadd_ps), so there is nothing left for
+ * a compiler to contract, and the comparisons are written as MAXPS/MINPS
+ * evaluate them. e^x = p 2^n, returned as its two factors: the callers add
+ * 1 to p 2^n by one more fused multiply-add. Reduction and polynomial as
+ * prn__expf's (within 1 ulp on [-87, 87]; x is clamped there). */
+/* e^(-x) (dbl = 0) or e^(2x) (dbl = 1): the clamp acts on x (+-87, +-43.5),
+ * and -x or 2x (exact) is formed beside the rounding to n, off the chain
+ * of dependent operations that the step waits on. */
+PRN__FN_INLINE void prn__fr_exp(float x, int dbl, float *p_out, float *s_out) {
+    const float magic = 12582912.0f, lim = dbl ? 43.5f : 87.0f;
+    float t, n, r, r2, a, b, c, p, sc, kx;
+    uint32_t ut, um, e;
+    x = x > -lim ? x : -lim;
+    x = x < lim ? x : lim;
+    t = fmaf(x, dbl ? 2.0f * 1.44269504088896341f : -1.44269504088896341f, magic);
+    kx = dbl ? x + x : -x;
+    n = t - magic;
+    r = fmaf(n, -0.693359375f, kx);
+    r = fmaf(n, 2.12194440e-4f, r);
+    /* e^r = 1 + r + r^2 (a + r^2 (b + r^2 c)) by Estrin's scheme: a shorter
+     * chain of dependent operations than Horner's (the step waits on it) */
+    r2 = r * r;
+    a = fmaf(1.6666665459e-1f, r, 5.0000001201e-1f);
+    b = fmaf(8.3334519073e-3f, r, 4.1665795894e-2f);
+    c = fmaf(1.9875691500e-4f, r, 1.3981999507e-3f);
+    p = fmaf(r2, fmaf(r2, c, b), a);
+    p = fmaf(r2, p, r + 1.0f);
+    memcpy(&ut, &t, sizeof ut);
+    memcpy(&um, &magic, sizeof um);
+    e = (ut - um + 127u) << 23;
+    memcpy(&sc, &e, sizeof sc);
+    *p_out = p;
+    *s_out = sc;
+}
+PRN__FN_INLINE float prn__fr_sigm(float x) {
+    float p, s;
+    prn__fr_exp(x, 0, &p, &s);
+    return 1.0f / fmaf(p, s, 1.0f);
+}
+/* (e^2x - 1) / (e^2x + 1): numerator and denominator side by side */
+PRN__FN_INLINE float prn__fr_tanh(float x) {
+    float p, s;
+    prn__fr_exp(x, 1, &p, &s);
+    return fmaf(p, s, -1.0f) / fmaf(p, s, 1.0f);
+}
+/* a[r][i] = bias[i] + sum_k<nx W[k][i] x_r[k] and a2[r][i] = bias2[i] +
+ * sum_k<nh W[nx+k][i] h_r[k] for R rows and nb blocks of bw columns
+ * ([nx + nh][bw] each, contiguous): two chains of fused multiply-adds in k
+ * order (bias2 NULL: from zero), whichever path computes them; a2 NULL:
+ * a = their sum. */
+PRN__FN void prn__fr_mv_ref(size_t bw, const float *W, size_t nb, const float *bias, const float *bias2, const float *x,
+                            size_t xs, size_t nx, const float *h, size_t hs, size_t nh, size_t R, float *a, float *a2,
+                            size_t as) {
+    size_t r, v, i, k;
+    for (r = 0; r < R; ++r)
+        for (v = 0; v < nb; ++v) {
+            const float *w = W + v * (nx + nh) * bw;
+            float acc[16], acc2[16];
+            for (i = 0; i < bw; ++i) acc[i] = bias[bw * v + i], acc2[i] = bias2 ? bias2[bw * v + i] : 0.0f;
+            for (k = 0; k < nx; ++k, w += bw)
+                for (i = 0; i < bw; ++i) acc[i] = fmaf(w[i], x[r * xs + k], acc[i]);
+            for (k = 0; k < nh; ++k, w += bw)
+                for (i = 0; i < bw; ++i) acc2[i] = fmaf(w[i], h[r * hs + k], acc2[i]);
+            for (i = 0; i < bw; ++i)
+                if (a2) a[r * as + bw * v + i] = acc[i], a2[r * as + bw * v + i] = acc2[i];
+                else a[r * as + bw * v + i] = acc[i] + acc2[i];
+        }
+}
+/* The gates of one row: a [N] the input's preactivations, q [N] the
+ * state's; h and c [Hp] updated in place. */
+PRN__FN void prn__fr_gates_ref(int kind, int relu, size_t Hp, const float *a, const float *q, float *h, float *c) {
+    size_t i;
+    for (i = 0; i < Hp; ++i) {
+        if (kind == PRN_RNN_ELMAN) {
+            float p = a[i] + q[i];
+            h[i] = relu ? (p > 0.0f ? p : 0.0f) : prn__fr_tanh(p);
+        } else if (kind == PRN_RNN_LSTM) {
+            float ig = prn__fr_sigm(a[i] + q[i]), fg = prn__fr_sigm(a[Hp + i] + q[Hp + i]);
+            float gg = prn__fr_tanh(a[2 * Hp + i] + q[2 * Hp + i]), og = prn__fr_sigm(a[3 * Hp + i] + q[3 * Hp + i]);
+            float cn = fmaf(fg, c[i], ig * gg);
+            c[i] = cn;
+            h[i] = og * prn__fr_tanh(cn);
+        } else { /* GRU, MHGRU */
+            float rg = prn__fr_sigm(a[i] + q[i]), zg = prn__fr_sigm(a[Hp + i] + q[Hp + i]);
+            float n = prn__fr_tanh(fmaf(rg, q[2 * Hp + i], a[2 * Hp + i]));
+            h[i] = fmaf(zg, h[i] - n, n);
+        }
+    }
+}
+
+#ifdef PRN__HAVE_AVX2
+/* The same operations eight units at a time. */
+PRN__FN_INLINE PRN__AVX2 void prn__fr_exp8(__m256 x, int dbl, __m256 *p_out, __m256 *s_out) {
+    const __m256 magic = _mm256_set1_ps(12582912.0f), lim = _mm256_set1_ps(dbl ? 43.5f : 87.0f);
+    __m256 t, n, r, r2, a, b, c, p, kx;
+    __m256i e;
+    x = _mm256_max_ps(x, _mm256_sub_ps(_mm256_setzero_ps(), lim));
+    x = _mm256_min_ps(x, lim);
+    t = _mm256_fmadd_ps(x, _mm256_set1_ps(dbl ? 2.0f * 1.44269504088896341f : -1.44269504088896341f), magic);
+    kx = dbl ? _mm256_add_ps(x, x) : _mm256_castsi256_ps(_mm256_xor_si256(_mm256_castps_si256(x), _mm256_set1_epi32((int)0x80000000u)));
+    n = _mm256_sub_ps(t, magic);
+    r = _mm256_fmadd_ps(n, _mm256_set1_ps(-0.693359375f), kx);
+    r = _mm256_fmadd_ps(n, _mm256_set1_ps(2.12194440e-4f), r);
+    r2 = _mm256_mul_ps(r, r);
+    a = _mm256_fmadd_ps(_mm256_set1_ps(1.6666665459e-1f), r, _mm256_set1_ps(5.0000001201e-1f));
+    b = _mm256_fmadd_ps(_mm256_set1_ps(8.3334519073e-3f), r, _mm256_set1_ps(4.1665795894e-2f));
+    c = _mm256_fmadd_ps(_mm256_set1_ps(1.9875691500e-4f), r, _mm256_set1_ps(1.3981999507e-3f));
+    p = _mm256_fmadd_ps(r2, _mm256_fmadd_ps(r2, c, b), a);
+    p = _mm256_fmadd_ps(r2, p, _mm256_add_ps(r, _mm256_set1_ps(1.0f)));
+    e = _mm256_slli_epi32(_mm256_add_epi32(_mm256_sub_epi32(_mm256_castps_si256(t), _mm256_castps_si256(magic)),
+                                           _mm256_set1_epi32(127)), 23);
+    *p_out = p;
+    *s_out = _mm256_castsi256_ps(e);
+}
+PRN__FN_INLINE PRN__AVX2 __m256 prn__fr_sigm8(__m256 x) {
+    __m256 p, s;
+    prn__fr_exp8(x, 0, &p, &s);
+    return _mm256_div_ps(_mm256_set1_ps(1.0f), _mm256_fmadd_ps(p, s, _mm256_set1_ps(1.0f)));
+}
+PRN__FN_INLINE PRN__AVX2 __m256 prn__fr_tanh8(__m256 x) {
+    __m256 p, s;
+    prn__fr_exp8(x, 1, &p, &s);
+    return _mm256_div_ps(_mm256_fmadd_ps(p, s, _mm256_set1_ps(-1.0f)), _mm256_fmadd_ps(p, s, _mm256_set1_ps(1.0f)));
+}
+PRN__FN PRN__AVX2 void prn__fr_gates8(int kind, int relu, size_t Hp, const float *a, const float *q, float *h, float *c) {
+    size_t i;
+    for (i = 0; i < Hp; i += 8) {
+        if (kind == PRN_RNN_ELMAN) {
+            __m256 p = _mm256_add_ps(_mm256_loadu_ps(a + i), _mm256_loadu_ps(q + i));
+            _mm256_storeu_ps(h + i, relu ? _mm256_max_ps(p, _mm256_setzero_ps()) : prn__fr_tanh8(p));
+        } else if (kind == PRN_RNN_LSTM) {
+            __m256 ig = prn__fr_sigm8(_mm256_add_ps(_mm256_loadu_ps(a + i), _mm256_loadu_ps(q + i))), fg = prn__fr_sigm8(_mm256_add_ps(_mm256_loadu_ps(a + Hp + i), _mm256_loadu_ps(q + Hp + i)));
+            __m256 gg = prn__fr_tanh8(_mm256_add_ps(_mm256_loadu_ps(a + 2 * Hp + i), _mm256_loadu_ps(q + 2 * Hp + i))), og = prn__fr_sigm8(_mm256_add_ps(_mm256_loadu_ps(a + 3 * Hp + i), _mm256_loadu_ps(q + 3 * Hp + i)));
+            __m256 cn = _mm256_fmadd_ps(fg, _mm256_loadu_ps(c + i), _mm256_mul_ps(ig, gg));
+            _mm256_storeu_ps(c + i, cn);
+            _mm256_storeu_ps(h + i, _mm256_mul_ps(og, prn__fr_tanh8(cn)));
+        } else {
+            __m256 rg = prn__fr_sigm8(_mm256_add_ps(_mm256_loadu_ps(a + i), _mm256_loadu_ps(q + i))), zg = prn__fr_sigm8(_mm256_add_ps(_mm256_loadu_ps(a + Hp + i), _mm256_loadu_ps(q + Hp + i)));
+            __m256 n = prn__fr_tanh8(_mm256_fmadd_ps(rg, _mm256_loadu_ps(q + 2 * Hp + i), _mm256_loadu_ps(a + 2 * Hp + i)));
+            _mm256_storeu_ps(h + i, _mm256_fmadd_ps(zg, _mm256_sub_ps(_mm256_loadu_ps(h + i), n), n));
+        }
+    }
+}
+/* A tile of NR rows x NV registers of eight columns, its accumulators in
+ * registers (the conditions on the constants fold away at any -O level):
+ * each row's chains as prn__fr_mv_ref's. */
+#define PRN__FR_RV(M) M(0, 0) M(0, 1) M(0, 2) M(0, 3) M(0, 4) M(0, 5) M(0, 6) M(0, 7) \
+                      M(1, 0) M(1, 1) M(1, 2) M(1, 3) M(2, 0) M(2, 1) M(3, 0) M(3, 1)
+#define PRN__FR_INIT(r, v) if ((r) < NR_ && (v) < NV_) acc[r][v] = _mm256_loadu_ps(bias + 8 * (v)), acc2[r][v] = bias2 ? _mm256_loadu_ps(bias2 + 8 * (v)) : _mm256_setzero_ps();
+#define PRN__FR_FMA(r, v) if ((r) < NR_ && (v) < NV_) acc[r][v] = _mm256_fmadd_ps(_mm256_load_ps(w + (v) * bs), s[r], acc[r][v]);
+#define PRN__FR_FMA2(r, v) if ((r) < NR_ && (v) < NV_) acc2[r][v] = _mm256_fmadd_ps(_mm256_load_ps(w + (v) * bs), s[r], acc2[r][v]);
+#define PRN__FR_STORE(r, v) if ((r) < NR_ && (v) < NV_) { if (a2) _mm256_storeu_ps(a + (r) * as + 8 * (v), acc[r][v]), _mm256_storeu_ps(a2 + (r) * as + 8 * (v), acc2[r][v]); else _mm256_storeu_ps(a + (r) * as + 8 * (v), _mm256_add_ps(acc[r][v], acc2[r][v])); }
+#define PRN__FR_BCAST(src, ss) \
+    s[0] = _mm256_set1_ps(src[k]);                  \
+    if (NR_ > 1) s[1] = _mm256_set1_ps(src[ss + k]); \
+    if (NR_ > 2) s[2] = _mm256_set1_ps(src[2 * ss + k]); \
+    if (NR_ > 3) s[3] = _mm256_set1_ps(src[3 * ss + k]);
+#define PRN__DEFINE_FR_TILE(NV, NR)                                                                           \
+    PRN__FN PRN__AVX2 void prn__fr_tile_##NV##x##NR(const float *W, size_t bs, const float *bias, const float *bias2, const float *x, \
+                                                    size_t xs, size_t nx, const float *h, size_t hs, size_t nh,  \
+                                                    float *a, float *a2, size_t as) {                                       \
+        enum { NV_ = NV, NR_ = NR };                                                                          \
+        __m256 acc[4][8], acc2[4][8], s[4];                                                                   \
+        const float *w = W;                                                                                   \
+        size_t k;                                                                                             \
+        PRN__FR_RV(PRN__FR_INIT)                                                                              \
+        for (k = 0; k < nx; ++k, w += 8) {                                                                    \
+            PRN__FR_BCAST(x, xs)                                                                              \
+            PRN__FR_RV(PRN__FR_FMA)                                                                           \
+        }                                                                                                     \
+        for (k = 0; k < nh; ++k, w += 8) {                                                                    \
+            PRN__FR_BCAST(h, hs)                                                                              \
+            PRN__FR_RV(PRN__FR_FMA2)                                                                          \
+        }                                                                                                     \
+        PRN__FR_RV(PRN__FR_STORE)                                                                             \
+    }
+PRN__DEFINE_FR_TILE(1, 1) PRN__DEFINE_FR_TILE(2, 1) PRN__DEFINE_FR_TILE(3, 1) PRN__DEFINE_FR_TILE(4, 1)
+PRN__DEFINE_FR_TILE(5, 1) PRN__DEFINE_FR_TILE(6, 1) PRN__DEFINE_FR_TILE(7, 1) PRN__DEFINE_FR_TILE(8, 1)
+PRN__DEFINE_FR_TILE(1, 2) PRN__DEFINE_FR_TILE(2, 2) PRN__DEFINE_FR_TILE(3, 2) PRN__DEFINE_FR_TILE(4, 2)
+PRN__DEFINE_FR_TILE(1, 4) PRN__DEFINE_FR_TILE(2, 4)
+typedef void (*prn__fr_tile_fn)(const float *, size_t, const float *, const float *, const float *, size_t, size_t, const float *,
+                                size_t, size_t, float *, float *, size_t);
+/* R rows (1, 2 or 4) in tiles of at most 8 / R blocks of columns. */
+PRN__FN PRN__AVX2 void prn__fr_mv8(const float *W, size_t nv, const float *bias, const float *bias2, const float *x, size_t xs, size_t nx,
+                                   const float *h, size_t hs, size_t nh, size_t R, float *a, float *a2, size_t as) {
+    static const prn__fr_tile_fn t1[8] = {prn__fr_tile_1x1, prn__fr_tile_2x1, prn__fr_tile_3x1, prn__fr_tile_4x1,
+                                          prn__fr_tile_5x1, prn__fr_tile_6x1, prn__fr_tile_7x1, prn__fr_tile_8x1};
+    static const prn__fr_tile_fn t2[4] = {prn__fr_tile_1x2, prn__fr_tile_2x2, prn__fr_tile_3x2, prn__fr_tile_4x2};
+    static const prn__fr_tile_fn t4[2] = {prn__fr_tile_1x4, prn__fr_tile_2x4};
+    /* at most 6 accumulators of each chain: 12 of the 16 registers */
+    size_t bs = (nx + nh) * 8, maxv = R == 4 ? 1 : R == 2 ? 3 : 6, v0, m;
+    for (v0 = 0; v0 < nv; v0 += m) {
+        m = nv - v0 < maxv ? nv - v0 : maxv;
+        (R == 4 ? t4 : R == 2 ? t2 : t1)[m - 1](W + bs * v0, bs, bias + 8 * v0, bias2 ? bias2 + 8 * v0 : NULL, x, xs, nx, h, hs, nh, a + 8 * v0,
+                                                a2 ? a2 + 8 * v0 : NULL, as);
+    }
+}
+#undef PRN__FR_RV
+#undef PRN__FR_INIT
+#undef PRN__FR_FMA
+#undef PRN__FR_FMA2
+#undef PRN__FR_STORE
+#undef PRN__FR_BCAST
+#undef PRN__DEFINE_FR_TILE
+#endif
+#ifdef PRN__HAVE_AVX512
+/* The same, sixteen units at a time (blocks of sixteen columns). */
+PRN__FN_INLINE PRN__AVX512 void prn__fr_exp16(__m512 x, int dbl, __m512 *p_out, __m512 *s_out) {
+    const __m512 magic = _mm512_set1_ps(12582912.0f), lim = _mm512_set1_ps(dbl ? 43.5f : 87.0f);
+    __m512 t, n, r, r2, a, b, c, p, kx;
+    __m512i e;
+    x = _mm512_max_ps(x, _mm512_sub_ps(_mm512_setzero_ps(), lim));
+    x = _mm512_min_ps(x, lim);
+    t = _mm512_fmadd_ps(x, _mm512_set1_ps(dbl ? 2.0f * 1.44269504088896341f : -1.44269504088896341f), magic);
+    kx = dbl ? _mm512_add_ps(x, x) : _mm512_castsi512_ps(_mm512_xor_si512(_mm512_castps_si512(x), _mm512_set1_epi32((int)0x80000000u)));
+    n = _mm512_sub_ps(t, magic);
+    r = _mm512_fmadd_ps(n, _mm512_set1_ps(-0.693359375f), kx);
+    r = _mm512_fmadd_ps(n, _mm512_set1_ps(2.12194440e-4f), r);
+    r2 = _mm512_mul_ps(r, r);
+    a = _mm512_fmadd_ps(_mm512_set1_ps(1.6666665459e-1f), r, _mm512_set1_ps(5.0000001201e-1f));
+    b = _mm512_fmadd_ps(_mm512_set1_ps(8.3334519073e-3f), r, _mm512_set1_ps(4.1665795894e-2f));
+    c = _mm512_fmadd_ps(_mm512_set1_ps(1.9875691500e-4f), r, _mm512_set1_ps(1.3981999507e-3f));
+    p = _mm512_fmadd_ps(r2, _mm512_fmadd_ps(r2, c, b), a);
+    p = _mm512_fmadd_ps(r2, p, _mm512_add_ps(r, _mm512_set1_ps(1.0f)));
+    e = _mm512_slli_epi32(_mm512_add_epi32(_mm512_sub_epi32(_mm512_castps_si512(t), _mm512_castps_si512(magic)),
+                                           _mm512_set1_epi32(127)), 23);
+    *p_out = p;
+    *s_out = _mm512_castsi512_ps(e);
+}
+PRN__FN_INLINE PRN__AVX512 __m512 prn__fr_sigm16(__m512 x) {
+    __m512 p, s;
+    prn__fr_exp16(x, 0, &p, &s);
+    return _mm512_div_ps(_mm512_set1_ps(1.0f), _mm512_fmadd_ps(p, s, _mm512_set1_ps(1.0f)));
+}
+PRN__FN_INLINE PRN__AVX512 __m512 prn__fr_tanh16(__m512 x) {
+    __m512 p, s;
+    prn__fr_exp16(x, 1, &p, &s);
+    return _mm512_div_ps(_mm512_fmadd_ps(p, s, _mm512_set1_ps(-1.0f)), _mm512_fmadd_ps(p, s, _mm512_set1_ps(1.0f)));
+}
+PRN__FN PRN__AVX512 void prn__fr_gates16(int kind, int relu, size_t Hp, const float *a, const float *q, float *h, float *c) {
+    size_t i;
+    for (i = 0; i < Hp; i += 16) {
+        if (kind == PRN_RNN_ELMAN) {
+            __m512 p = _mm512_add_ps(_mm512_loadu_ps(a + i), _mm512_loadu_ps(q + i));
+            _mm512_storeu_ps(h + i, relu ? _mm512_max_ps(p, _mm512_setzero_ps()) : prn__fr_tanh16(p));
+        } else if (kind == PRN_RNN_LSTM) {
+            __m512 ig = prn__fr_sigm16(_mm512_add_ps(_mm512_loadu_ps(a + i), _mm512_loadu_ps(q + i))), fg = prn__fr_sigm16(_mm512_add_ps(_mm512_loadu_ps(a + Hp + i), _mm512_loadu_ps(q + Hp + i)));
+            __m512 gg = prn__fr_tanh16(_mm512_add_ps(_mm512_loadu_ps(a + 2 * Hp + i), _mm512_loadu_ps(q + 2 * Hp + i))), og = prn__fr_sigm16(_mm512_add_ps(_mm512_loadu_ps(a + 3 * Hp + i), _mm512_loadu_ps(q + 3 * Hp + i)));
+            __m512 cn = _mm512_fmadd_ps(fg, _mm512_loadu_ps(c + i), _mm512_mul_ps(ig, gg));
+            _mm512_storeu_ps(c + i, cn);
+            _mm512_storeu_ps(h + i, _mm512_mul_ps(og, prn__fr_tanh16(cn)));
+        } else {
+            __m512 rg = prn__fr_sigm16(_mm512_add_ps(_mm512_loadu_ps(a + i), _mm512_loadu_ps(q + i))), zg = prn__fr_sigm16(_mm512_add_ps(_mm512_loadu_ps(a + Hp + i), _mm512_loadu_ps(q + Hp + i)));
+            __m512 n = prn__fr_tanh16(_mm512_fmadd_ps(rg, _mm512_loadu_ps(q + 2 * Hp + i), _mm512_loadu_ps(a + 2 * Hp + i)));
+            _mm512_storeu_ps(h + i, _mm512_fmadd_ps(zg, _mm512_sub_ps(_mm512_loadu_ps(h + i), n), n));
+        }
+    }
+}
+/* A tile of NR rows x NV registers of eight columns, its accumulators in
+ * registers (the conditions on the constants fold away at any -O level):
+ * each row's chains as prn__fr_mv_ref's. */
+#define PRN__FR_RV(M) M(0, 0) M(0, 1) M(0, 2) M(0, 3) M(0, 4) M(0, 5) M(0, 6) M(0, 7) \
+                      M(1, 0) M(1, 1) M(1, 2) M(1, 3) M(2, 0) M(2, 1) M(3, 0) M(3, 1)
+#define PRN__FR_INIT(r, v) if ((r) < NR_ && (v) < NV_) acc[r][v] = _mm512_loadu_ps(bias + 16 * (v)), acc2[r][v] = bias2 ? _mm512_loadu_ps(bias2 + 16 * (v)) : _mm512_setzero_ps();
+#define PRN__FR_FMA(r, v) if ((r) < NR_ && (v) < NV_) acc[r][v] = _mm512_fmadd_ps(_mm512_load_ps(w + (v) * bs), s[r], acc[r][v]);
+#define PRN__FR_FMA2(r, v) if ((r) < NR_ && (v) < NV_) acc2[r][v] = _mm512_fmadd_ps(_mm512_load_ps(w + (v) * bs), s[r], acc2[r][v]);
+#define PRN__FR_STORE(r, v) if ((r) < NR_ && (v) < NV_) { if (a2) _mm512_storeu_ps(a + (r) * as + 16 * (v), acc[r][v]), _mm512_storeu_ps(a2 + (r) * as + 16 * (v), acc2[r][v]); else _mm512_storeu_ps(a + (r) * as + 16 * (v), _mm512_add_ps(acc[r][v], acc2[r][v])); }
+#define PRN__FR_BCAST(src, ss) \
+    s[0] = _mm512_set1_ps(src[k]);                  \
+    if (NR_ > 1) s[1] = _mm512_set1_ps(src[ss + k]); \
+    if (NR_ > 2) s[2] = _mm512_set1_ps(src[2 * ss + k]); \
+    if (NR_ > 3) s[3] = _mm512_set1_ps(src[3 * ss + k]);
+#define PRN__DEFINE_FR_TILE(NV, NR)                                                                           \
+    PRN__FN PRN__AVX512 void prn__fr_tile16_##NV##x##NR(const float *W, size_t bs, const float *bias, const float *bias2, const float *x, \
+                                                    size_t xs, size_t nx, const float *h, size_t hs, size_t nh,  \
+                                                    float *a, float *a2, size_t as) {                                       \
+        enum { NV_ = NV, NR_ = NR };                                                                          \
+        __m512 acc[4][8], acc2[4][8], s[4];                                                                   \
+        const float *w = W;                                                                                   \
+        size_t k;                                                                                             \
+        PRN__FR_RV(PRN__FR_INIT)                                                                              \
+        for (k = 0; k < nx; ++k, w += 16) {                                                                    \
+            PRN__FR_BCAST(x, xs)                                                                              \
+            PRN__FR_RV(PRN__FR_FMA)                                                                           \
+        }                                                                                                     \
+        for (k = 0; k < nh; ++k, w += 16) {                                                                    \
+            PRN__FR_BCAST(h, hs)                                                                              \
+            PRN__FR_RV(PRN__FR_FMA2)                                                                          \
+        }                                                                                                     \
+        PRN__FR_RV(PRN__FR_STORE)                                                                             \
+    }
+PRN__DEFINE_FR_TILE(1, 1) PRN__DEFINE_FR_TILE(2, 1) PRN__DEFINE_FR_TILE(3, 1) PRN__DEFINE_FR_TILE(4, 1)
+PRN__DEFINE_FR_TILE(5, 1) PRN__DEFINE_FR_TILE(6, 1) PRN__DEFINE_FR_TILE(7, 1) PRN__DEFINE_FR_TILE(8, 1)
+PRN__DEFINE_FR_TILE(1, 2) PRN__DEFINE_FR_TILE(2, 2) PRN__DEFINE_FR_TILE(3, 2) PRN__DEFINE_FR_TILE(4, 2)
+PRN__DEFINE_FR_TILE(1, 4) PRN__DEFINE_FR_TILE(2, 4)
+typedef void (*prn__fr_tile16_fn)(const float *, size_t, const float *, const float *, const float *, size_t, size_t, const float *,
+                                size_t, size_t, float *, float *, size_t);
+/* R rows (1, 2 or 4) in tiles of at most 8 / R blocks of columns. */
+PRN__FN PRN__AVX512 void prn__fr_mv16(const float *W, size_t nv, const float *bias, const float *bias2, const float *x, size_t xs, size_t nx,
+                                   const float *h, size_t hs, size_t nh, size_t R, float *a, float *a2, size_t as) {
+    static const prn__fr_tile16_fn t1[8] = {prn__fr_tile16_1x1, prn__fr_tile16_2x1, prn__fr_tile16_3x1, prn__fr_tile16_4x1,
+                                          prn__fr_tile16_5x1, prn__fr_tile16_6x1, prn__fr_tile16_7x1, prn__fr_tile16_8x1};
+    static const prn__fr_tile16_fn t2[4] = {prn__fr_tile16_1x2, prn__fr_tile16_2x2, prn__fr_tile16_3x2, prn__fr_tile16_4x2};
+    static const prn__fr_tile16_fn t4[2] = {prn__fr_tile16_1x4, prn__fr_tile16_2x4};
+    size_t bs = (nx + nh) * 16, maxv = R == 4 ? 2 : R == 2 ? 4 : 8, v0, m;
+    for (v0 = 0; v0 < nv; v0 += m) {
+        m = nv - v0 < maxv ? nv - v0 : maxv;
+        (R == 4 ? t4 : R == 2 ? t2 : t1)[m - 1](W + bs * v0, bs, bias + 16 * v0, bias2 ? bias2 + 16 * v0 : NULL, x, xs, nx, h, hs, nh, a + 16 * v0,
+                                                a2 ? a2 + 16 * v0 : NULL, as);
+    }
+}
+#undef PRN__FR_RV
+#undef PRN__FR_INIT
+#undef PRN__FR_FMA
+#undef PRN__FR_FMA2
+#undef PRN__FR_STORE
+#undef PRN__FR_BCAST
+#undef PRN__DEFINE_FR_TILE
+#endif
+
+/* nb: blocks of f->bw columns */
+PRN__FN_INLINE void prn__fr_mv(const prn_rnn_framef *f, const float *W, size_t nb, const float *bias, const float *bias2, const float *x, size_t xs,
+                        size_t nx, const float *h, size_t hs, size_t nh, size_t R, float *a, float *a2, size_t as) {
+#ifdef PRN__HAVE_AVX512
+    if (f->path == 2) { prn__fr_mv16(W, nb, bias, bias2, x, xs, nx, h, hs, nh, R, a, a2, as); return; }
+#endif
+#ifdef PRN__HAVE_AVX2
+    if (f->path == 1) { prn__fr_mv8(W, nb, bias, bias2, x, xs, nx, h, hs, nh, R, a, a2, as); return; }
+#endif
+    prn__fr_mv_ref(f->bw, W, nb, bias, bias2, x, xs, nx, h, hs, nh, R, a, a2, as);
+}
+PRN__FN void prn__fr_gates(const prn_rnn_framef *f, const float *a, const float *q, float *h, float *c) {
+#ifdef PRN__HAVE_AVX512
+    if (f->path == 2) { prn__fr_gates16(f->kind, f->relu, f->Hp, a, q, h, c); return; }
+#endif
+#ifdef PRN__HAVE_AVX2
+    if (f->path == 1) { prn__fr_gates8(f->kind, f->relu, f->Hp, a, q, h, c); return; }
+#endif
+    prn__fr_gates_ref(f->kind, f->relu, f->Hp, a, q, h, c);
+}
+
+PRN__DEF void prn_rnn_framef_free(prn_rnn_framef *f) {
+    if (!f) return;
+    prn_free(f->rnn->ctx, f->mem);
+    prn_free(f->rnn->ctx, f);
+}
+PRN__DEF size_t prn_rnn_framef_memory(const prn_rnn_framef *f) { return f ? f->bytes : 0; }
+PRN__DEF const char *prn_rnn_framef_path(const prn_rnn_framef *f) {
+    return !f ? "" : f->path == 2 ? "avx512" : f->path == 1 ? "avx2" : "portable";
+}
+
+/* Downloads every parameter as doubles (an allocation: sync is not a
+ * per-frame call), checks them, and repacks them; nothing changes unless
+ * every value is finite and fits a float. */
+PRN__DEF prn_status prn_rnn_framef_sync(prn_rnn_framef *f) {
+    static const char fn[] = "prn_rnn_framef_sync";
+    const prn_rnn *r;
+    prn_context *ctx;
+    double *tmp;
+    size_t n = 0, off, i, j, g, G, H, Hp, N, In;
+    int p, l;
+    prn_status st = PRN_OK;
+    if (!f) return PRN_ERR_NULL_ARGUMENT;
+    r = f->rnn;
+    ctx = r->ctx;
+    for (p = 0; p < r->np; ++p) n += r->p[p]->numel;
+    tmp = (double *)prn_alloc(ctx, (n ? n : 1) * sizeof *tmp);
+    if (!tmp) return PRN__ERR(ctx, PRN_ERR_OUT_OF_MEMORY, "%s: out of memory for a host copy of %lu parameters", fn, (unsigned long)n);
+    for (p = 0, off = 0; p < r->np && st == PRN_OK; off += r->p[p]->numel, ++p) {
+        st = prn__in_fn(ctx, fn, prn__download_f64(r->p[p], tmp + off));
+        for (i = 0; st == PRN_OK && i < r->p[p]->numel; ++i)
+            if (!(fabs(tmp[off + i]) <= (double)FLT_MAX))
+                st = PRN__ERR(ctx, PRN_ERR_NONFINITE, "%s: parameter '%s' [%lu] is %g: not a finite float", fn, r->names[p],
+                              (unsigned long)i, tmp[off + i]);
+    }
+    if (st != PRN_OK) { prn_free(ctx, tmp); return st; }
+    H = f->H, Hp = f->Hp, N = f->N, In = f->In;
+    G = f->kind == PRN_RNN_LSTM ? 4 : f->kind == PRN_RNN_ELMAN ? 1 : 3;
+    memset(f->w, 0, (prn__fr_woff(f, f->L) + 2 * (size_t)f->L * N) * sizeof *f->w); /* bias follows w */
+#define PRN__FR_W(k_, col_) W[prn__fr_at(f, nin, (k_), (col_))]
+    for (l = 0; l < f->L; ++l) {
+        size_t nin = l == 0 ? In : H, k = r->hk;
+        const double *role[PRN__R_COUNT];
+        float *W = f->w + prn__fr_woff(f, l), *b = f->bias + 2 * (size_t)l * N;
+        int q;
+        for (q = 0; q < PRN__R_COUNT; ++q) {
+            role[q] = NULL;
+            for (p = 0, off = 0; p < r->np; off += r->p[p]->numel, ++p)
+                if (r->role[l][q] == r->p[p]) role[q] = tmp + off;
+        }
+        for (g = 0; g < G; ++g) {
+            size_t cx = g * Hp, ch = cx;
+            for (i = 0; i < H; ++i) {
+                /* the row of unit i of gate g: gate-major (torch) within each
+                 * head; MHGRU's weight_hh is [heads, 3k, k] */
+                size_t hd = i / k, row = hd * G * k + g * k + i % k;
+                for (j = 0; j < nin; ++j) PRN__FR_W(j, cx + i) = (float)role[PRN__R_WIN][row * nin + j];
+                if (f->kind == PRN_RNN_MHGRU)
+                    for (j = 0; j < k; ++j) PRN__FR_W(nin + hd * k + j, ch + i) = (float)role[PRN__R_WHH][row * k + j];
+                else
+                    for (j = 0; j < H; ++j) PRN__FR_W(nin + j, ch + i) = (float)role[PRN__R_WHH][row * H + j];
+                b[cx + i] = (float)role[PRN__R_BIN][row];
+                b[N + cx + i] = (float)role[PRN__R_BHH][row];
+            }
+        }
+    }
+    if (f->O) {
+        const double *ro_w = NULL, *ro_b = NULL;
+        for (p = 0, off = 0; p < r->np; off += r->p[p]->numel, ++p) {
+            if (r->p[p] == r->ro_w) ro_w = tmp + off;
+            if (r->p[p] == r->ro_b) ro_b = tmp + off;
+        }
+#undef PRN__FR_W
+        memset(f->wo, 0, (H + 1) * f->Op * sizeof *f->wo); /* bo follows wo */
+        for (i = 0; i < f->O; ++i) {
+            for (j = 0; j < H; ++j) f->wo[(i / f->bw * H + j) * f->bw + i % f->bw] = (float)ro_w[i * H + j];
+            f->bo[i] = ro_b ? (float)ro_b[i] : 0.0f;
+        }
+    }
+    prn_free(ctx, tmp);
+    return PRN_OK;
+}
+
+PRN__DEF prn_status prn_rnn_framef_create(const prn_rnn *rnn, size_t batch, prn_rnn_framef **out) {
+    static const char fn[] = "prn_rnn_framef_create";
+    prn_context *ctx;
+    prn_rnn_framef *f;
+    size_t nw, nst, nf, G;
+    prn_status st;
+    if (!rnn) return PRN_ERR_NULL_ARGUMENT;
+    ctx = rnn->ctx;
+    PRN__CHECK_OUT(ctx, fn, out);
+    if (rnn->D != 1)
+        return PRN__ERR(ctx, PRN_ERR_INVALID_ARGUMENT, "%s: argument 'rnn' is bidirectional; frames step forward in time only", fn);
+    if (!prn__rnn_torch(rnn->cfg.kind))
+        return PRN__ERR(ctx, PRN_ERR_UNSUPPORTED, "%s: argument 'rnn' is a %s; float frames step Elman, GRU, MHGRU and LSTM "
+                        "networks (prn_rnn_frame_create steps every kind in doubles)", fn, prn_rnn_kind_name(rnn->cfg.kind));
+    if (batch < 1 || batch > ((size_t)1 << 32))
+        return PRN__ERR(ctx, PRN_ERR_INVALID_ARGUMENT, "%s: argument 'batch' is %lu; must be 1 .. 2^32", fn, (unsigned long)batch);
+    f = (prn_rnn_framef *)prn_alloc(ctx, sizeof *f);
+    if (!f) return PRN__ERR(ctx, PRN_ERR_OUT_OF_MEMORY, "%s: out of memory", fn);
+    memset(f, 0, sizeof *f);
+    f->rnn = rnn;
+    f->B = batch;
+    f->L = rnn->L;
+    f->kind = (int)rnn->cfg.kind;
+    f->relu = rnn->cfg.relu;
+    f->In = rnn->cfg.input_size;
+    f->H = rnn->H;
+    f->Hp = (rnn->H + 7) / 8 * 8;
+    G = rnn->cfg.kind == PRN_RNN_LSTM ? 4 : rnn->cfg.kind == PRN_RNN_ELMAN ? 1 : 3;
+    f->N = G * f->Hp;
+    f->O = rnn->cfg.output_size;
+    f->bw = 8;
+#ifdef PRN__HAVE_AVX2
+    if (prn__cpu_avx2()) f->path = 1;
+#endif
+#ifdef PRN__HAVE_AVX512
+    /* sixteen-unit blocks where the padded gates are whole blocks of 16 */
+    if (f->path == 1 && f->Hp % 16 == 0 && __builtin_cpu_supports("avx512f")) f->path = 2, f->bw = 16;
+#endif
+    f->Op = (f->O + f->bw - 1) / f->bw * f->bw;
+    nw = prn__fr_woff(f, f->L) + 2 * (size_t)f->L * f->N + (f->O ? (f->H + 1) * f->Op : 0);
+    nst = (size_t)f->L * batch * f->Hp * (rnn->cfg.kind == PRN_RNN_LSTM ? 2 : 1);
+    nf = nw + nst + 8 * f->N + 4 * f->Op;
+    f->mem = prn_alloc(ctx, nf * sizeof(float) + 64);
+    if (!f->mem) {
+        prn_free(ctx, f);
+        return PRN__ERR(ctx, PRN_ERR_OUT_OF_MEMORY, "%s: out of memory for %lu floats of weights, state and workspace", fn,
+                        (unsigned long)nf);
+    }
+    f->bytes = sizeof *f + nf * sizeof(float) + 64;
+    f->w = (float *)(((uintptr_t)f->mem + 63) & ~(uintptr_t)63); /* every block a multiple of bw floats: aligned */
+    f->bias = f->w + prn__fr_woff(f, f->L);
+    f->wo = f->bias + 2 * (size_t)f->L * f->N;
+    f->bo = f->wo + f->H * f->Op;
+    f->h = f->w + nw;
+    f->c = rnn->cfg.kind == PRN_RNN_LSTM ? f->h + (size_t)f->L * batch * f->Hp : NULL;
+    f->a = f->h + nst;
+    f->yo = f->a + 8 * f->N;
+    prn_rnn_framef_reset(f);
+    st = prn_rnn_framef_sync(f);
+    if (st != PRN_OK) {
+        prn_rnn_framef_free(f);
+        return prn__in_fn(ctx, fn, st);
+    }
+    *out = f;
+    return PRN_OK;
+}
+
+PRN__DEF void prn_rnn_framef_reset(prn_rnn_framef *f) {
+    if (!f) return;
+    memset(f->h, 0, (size_t)f->L * f->B * f->Hp * (f->c ? 2 : 1) * sizeof *f->h);
+}
+PRN__DEF prn_status prn_rnn_framef_reset_row(prn_rnn_framef *f, size_t row) {
+    int l;
+    if (!f) return PRN_ERR_NULL_ARGUMENT;
+    if (row >= f->B)
+        return PRN__ERR(f->rnn->ctx, PRN_ERR_INVALID_ARGUMENT, "prn_rnn_framef_reset_row: argument 'row' is %lu; the batch has %lu",
+                        (unsigned long)row, (unsigned long)f->B);
+    for (l = 0; l < f->L; ++l) {
+        size_t o = ((size_t)l * f->B + row) * f->Hp;
+        memset(f->h + o, 0, f->Hp * sizeof *f->h);
+        if (f->c) memset(f->c + o, 0, f->Hp * sizeof *f->c);
+    }
+    return PRN_OK;
+}
+/* The state in the double frames' layout: [L, B, S], S = H (h) or 2H (h, c). */
+PRN__DEF prn_status prn_rnn_framef_set_state(prn_rnn_framef *f, const float *state) {
+    size_t n, i, lb, H;
+    if (!f) return PRN_ERR_NULL_ARGUMENT;
+    if (!state) return PRN__ERR(f->rnn->ctx, PRN_ERR_NULL_ARGUMENT, "prn_rnn_framef_set_state: argument 'state' is NULL");
+    H = f->H;
+    n = (size_t)f->L * f->B * f->rnn->S;
+    for (i = 0; i < n; ++i)
+        if (!prn__fr_finite(state[i]))
+            return PRN__ERR(f->rnn->ctx, PRN_ERR_NONFINITE, "prn_rnn_framef_set_state: argument 'state' [%lu] is %g", (unsigned long)i,
+                            (double)state[i]);
+    for (lb = 0; lb < (size_t)f->L * f->B; ++lb) {
+        memcpy(f->h + lb * f->Hp, state + lb * f->rnn->S, H * sizeof *state);
+        if (f->c) memcpy(f->c + lb * f->Hp, state + lb * f->rnn->S + H, H * sizeof *state);
+    }
+    return PRN_OK;
+}
+PRN__DEF prn_status prn_rnn_framef_get_state(const prn_rnn_framef *f, float *state) {
+    size_t lb, H;
+    if (!f) return PRN_ERR_NULL_ARGUMENT;
+    if (!state) return PRN__ERR(f->rnn->ctx, PRN_ERR_NULL_ARGUMENT, "prn_rnn_framef_get_state: argument 'state' is NULL");
+    H = f->H;
+    for (lb = 0; lb < (size_t)f->L * f->B; ++lb) {
+        memcpy(state + lb * f->rnn->S, f->h + lb * f->Hp, H * sizeof *state);
+        if (f->c) memcpy(state + lb * f->rnn->S + H, f->c + lb * f->Hp, H * sizeof *state);
+    }
+    return PRN_OK;
+}
+
+PRN__DEF prn_status prn_rnn_framef_step(prn_rnn_framef *f, const float *x, float *y) {
+    static const char fn[] = "prn_rnn_framef_step";
+    size_t In, H, Hp, N, B, b0, R, i, r;
+    int l;
+    if (!f) return PRN_ERR_NULL_ARGUMENT;
+    In = f->In, H = f->H, Hp = f->Hp, N = f->N, B = f->B;
+    if (!x && In) return PRN__ERR(f->rnn->ctx, PRN_ERR_NULL_ARGUMENT, "%s: argument 'x' is NULL but input_size is %lu", fn, (unsigned long)In);
+    for (i = 0; i < B * In; ++i) /* before any change: a refused frame leaves the state as it was */
+        if (!prn__fr_finite(x[i]))
+            return PRN__ERR(f->rnn->ctx, PRN_ERR_NONFINITE, "%s: argument 'x' [%lu] (row %lu) is %g", fn, (unsigned long)i,
+                            (unsigned long)(i / In), (double)x[i]);
+    for (l = 0; l < f->L; ++l) {
+        const float *W = f->w + prn__fr_woff(f, l), *bias = f->bias + 2 * (size_t)l * N;
+        float *hl = f->h + (size_t)l * B * Hp, *cl = f->c ? f->c + (size_t)l * B * Hp : NULL;
+        const float *in = l == 0 ? x : f->h + (size_t)(l - 1) * B * Hp;
+        size_t nin = l == 0 ? In : H, is = l == 0 ? In : Hp;
+        for (b0 = 0; b0 < B; b0 += R) {
+            R = B - b0 >= 4 ? 4 : B - b0 >= 2 ? 2 : 1;
+            const float *xr = in ? in + b0 * is : NULL, *hr = hl + b0 * Hp;
+            /* a [R, N] the input's preactivations, then [R, N] the state's */
+            prn__fr_mv(f, W, N / f->bw, bias, bias + N, xr, is, nin, hr, Hp, H, R, f->a, f->a + 4 * N, N);
+            for (r = 0; r < R; ++r)
+                prn__fr_gates(f, f->a + r * N, f->a + (4 + r) * N, hl + (b0 + r) * Hp, cl ? cl + (b0 + r) * Hp : NULL);
+        }
+    }
+    if (y) {
+        const float *top = f->h + (size_t)(f->L - 1) * B * Hp;
+        for (b0 = 0; b0 < B; b0 += R) {
+            R = B - b0 >= 4 ? 4 : B - b0 >= 2 ? 2 : 1;
+            if (f->O) {
+                prn__fr_mv(f, f->wo, f->Op / f->bw, f->bo, NULL, top + b0 * Hp, Hp, H, NULL, 0, 0, R, f->yo, NULL, f->Op);
+                for (r = 0; r < R; ++r) memcpy(y + (b0 + r) * f->O, f->yo + r * f->Op, f->O * sizeof *y);
+            } else {
+                for (r = 0; r < R; ++r) memcpy(y + (b0 + r) * H, top + (b0 + r) * Hp, H * sizeof *y);
+            }
+        }
+    }
     return PRN_OK;
 }
 

@@ -1197,6 +1197,33 @@ static long af_run(long fail_at, double *grads, size_t ngrads, int *completed) {
             PRNT_CHECK(f.count == before, "frame steps allocated %ld times", f.count - before);
             prn_rnn_frame_free(fr);
         }
+        /* the float frames likewise (a readout, two rows: the AVX2 tiles) */
+        {
+            prn_rnn_config c2 = cfg_of(PRN_RNN_LSTM, PRN_F32, 2, 3, 2, 0, 3);
+            prn_rnn *rg = NULL;
+            prn_rnn_framef *ff = NULL;
+            float xff[4] = {0.5f, -0.5f, 0.25f, 1.0f}, yff[6];
+            AF_CALL("prn_rnn_create", &rg, prn_rnn_create(ctx, &c2, &rg));
+            {
+                int att;
+                for (att = 0; att < 2; ++att) {
+                    ff = (prn_rnn_framef *)SENT;
+                    if (prn_rnn_framef_create(rg, 2, &ff) == PRN_OK) break;
+                    PRNT_CHECK(ff == (prn_rnn_framef *)SENT && strstr(prn_last_error(ctx), "prn_rnn_framef_create"),
+                               "n=%ld: float frame create: %s", fail_at, prn_last_error(ctx));
+                    failed_calls++;
+                    ff = NULL;
+                }
+            }
+            if (ff) {
+                before = f.count;
+                for (k = 0; k < 5; ++k) PRNT_OK(ctx, prn_rnn_framef_step(ff, xff, yff));
+                PRNT_OK(ctx, prn_rnn_framef_reset_row(ff, 1));
+                PRNT_CHECK(f.count == before, "float frame steps allocated %ld times", f.count - before);
+                prn_rnn_framef_free(ff);
+            }
+            prn_rnn_free(rg);
+        }
         prn_rnn_free(rf);
     }
     /* model files */

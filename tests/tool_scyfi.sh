@@ -24,6 +24,11 @@ W 0.2 0
   0   0.2
 h 1 -1
 EOF
+# a saddle: z' = diag(0.5, 1.5) z + (1, 1): z* = (2, -2), eigenvalues 0.5 and 1.5;
+# unstable: diag(1.5, 2): z* = (-2, -1); none: A = 1, W = 0, h = 1 (z' = z + 1)
+printf 'kind plrnn\nM 2\nA 0.5 1.5\nW 0 0\n  0 0\nh 1 1\n' > "$tmp/saddle.txt"
+printf 'kind plrnn\nM 2\nA 1.5 2\nW 0 0\n  0 0\nh 1 1\n' > "$tmp/unstable.txt"
+printf 'kind plrnn\nM 2\nA 1 1\nW 0 0\n  0 0\nh 1 1\n' > "$tmp/nocycle.txt"
 # W has 3 numbers: line 6
 printf 'kind plrnn\nM 2\nA 0.5 0.5\n# c\n\nW 1 2 3\nh 1 2\n' > "$tmp/bad.txt"
 # H = 12: order 2 needs 2^24 sequences, more than the exhaustive limit
@@ -57,8 +62,22 @@ check() { # NAME CONDITION-STATUS
     else echo "FAIL $1"; sed 's/^/    /' "$tmp/out" | head -n 5; failed=$((failed + 1)); fi
 }
 
+# json_valid NAME: $tmp/out parses as one JSON document (when a Python is here)
+json_valid() {
+    py=""
+    for p in python3 /usr/bin/python3; do command -v "$p" >/dev/null 2>&1 && { py=$p; break; }; done
+    if [ -z "$py" ]; then echo "skip $1: valid JSON (no python3)"; skipped=$((skipped + 1)); return; fi
+    "$py" -c 'import json,sys; json.load(open(sys.argv[1]))' "$tmp/out" 2>"$tmp/jerr"
+    check "$1: valid JSON" $?
+}
+
 expect "--help" 0 "" -- --help
 grep -q "^usage:" "$tmp/out"; check "--help prints the usage on stdout" $?
+# every option, each with its default
+for o in --kmax --outer --inner --seed --backend --threads --exhaustive --json --help; do
+    grep -E -- "^  $o( |,).*\(default" "$tmp/out" >/dev/null || [ "$o" = --help ] && grep -q -- "^  $o" "$tmp/out"
+    check "--help lists $o$([ "$o" = --help ] || echo ' with its default')" $?
+done
 expect "no model file" 2 "usage:" --
 expect "two model files" 2 "usage:" -- "$tmp/fp.txt" "$tmp/fp.txt"
 expect "unknown option" 2 "--frob" -- --frob "$tmp/fp.txt"
@@ -92,13 +111,26 @@ expect "search failure (exhaustive limit)" 1 "prn_scyfi" -- --exhaustive --kmax 
 
 for mode in "" "--exhaustive"; do
     if expect "--json $mode" 0 "" -- --json $mode --kmax 3 --seed 5 --threads 1 "$tmp/fp.txt"; then
-        lines=$(wc -l < "$tmp/out")
-        [ "$lines" -eq 1 ]; check "--json $mode: one line (got $lines)" $?
+        json_valid "--json $mode"
+        grep -q '^{"kmax": 3, "counts": \[1, 0, 0\], "cycles": \[$' "$tmp/out"; check "--json $mode: kmax and counts" $?
         # the numbers to about 1e-10 (%.17g: the last digits may differ)
         n1='3\.3333333333[0-9]*'; n2='-(2|2\.0000000000[0-9]*|1\.9999999999[0-9]*)'
         e1='0\.(6999999999|7000000000)[0-9]*'; e2='0\.(5|50000000000[0-9]*|49999999999[0-9]*)'; z='-?0'
-        grep -Eq "^\{\"k\": 1, \"points\": \[\[$n1, $n2\]\], \"eigenvalues\": \[\[$e1, $z\], \[$e2, $z\]\], \"stable\": true\}\$" "$tmp/out"
+        grep -Eq "^\{\"k\": 1, \"type\": \"stable\", \"stable\": true, \"max_abs_eigenvalue\": $e1, \"points\": \[\[$n1, $n2\]\], \"eigenvalues\": \[\[$e1, $z\], \[$e2, $z\]\]\}\$" "$tmp/out"
         check "--json $mode: the fixed point, its eigenvalues, stable" $?
+    fi
+done
+for t in saddle unstable; do
+    if expect "--json $t" 0 "" -- --json --exhaustive --kmax 2 "$tmp/$t.txt"; then
+        json_valid "--json $t"
+        grep -q "^{\"k\": 1, \"type\": \"$t\", \"stable\": false," "$tmp/out"; check "--json: the fixed point's type is $t" $?
+    fi
+done
+for mode in "" "--exhaustive"; do
+    if expect "--json $mode, no cycle" 0 "" -- --json $mode --kmax 2 "$tmp/nocycle.txt"; then
+        json_valid "--json $mode, no cycle"
+        [ "$(cat "$tmp/out")" = '{"kmax": 2, "counts": [0, 0], "cycles": []}' ]
+        check "--json $mode, no cycle: an empty result ($(cat "$tmp/out"))" $?
     fi
 done
 if expect "table" 0 "" -- --kmax 2 "$tmp/fp.txt"; then

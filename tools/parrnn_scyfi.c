@@ -20,10 +20,13 @@
  *                    may come from a pipe (/dev/stdin)
  *   --exhaustive     enumerate every pattern sequence instead of searching
  *                    (the complete set of cycles; refused when too many)
- *   --json           one JSON object per cycle per line on stdout, nothing
- *                    else: {"k": K, "points": [[...], ...], "eigenvalues":
- *                    [[re, im], ...], "stable": true|false}
- *   --help           this text
+ *   --json           one JSON document on stdout, nothing else:
+ *                    {"kmax": K, "counts": [n1, ..., nK], "cycles": [
+ *                    {"k": k, "type": "stable"|"saddle"|"unstable",
+ *                     "stable": true|false, "max_abs_eigenvalue": v,
+ *                     "points": [[...], ...], "eigenvalues": [[re, im], ...]},
+ *                    ...]} (a cycle per line; "cycles": [] when none)
+ *   --help           every option with its default, on stdout
  * Options take their value as the next argument or after '=' (--kmax=3).
  *
  * Exit status: 0 on success; 1 when the backend cannot be used or the
@@ -54,6 +57,32 @@ static void print_usage(FILE *f) {
             "usage: %s [--kmax K] [--outer N] [--inner N] [--seed S] [--backend NAME] [--threads N]\n"
             "       %*s [--max-bytes N] [--exhaustive] [--json] MODEL_FILE\n",
             g_prog, (int)strlen(g_prog), "");
+}
+
+/* --help: the usage, then every option with its default. */
+static void print_help(FILE *f) {
+    print_usage(f);
+    fprintf(f,
+            "\nFinds the fixed points and cycles of a piecewise-linear RNN (SCYFI) in the\n"
+            "model file (prn_pwl_parse's format) for the orders 1 .. K.\n\n"
+            "options (a value follows as the next argument or after '='):\n"
+            "  --kmax K        orders 1 .. K                               (default 1)\n"
+            "  --outer N       fruitless chains that end an order; 0: the  (default 0)\n"
+            "                  library's choice by order\n"
+            "  --inner N       steps of one chain; 0: by order             (default 0)\n"
+            "  --seed S        seed of the search                          (default 0)\n"
+            "  --backend NAME  e.g. reference, opencl                      (default: $PARRNN_BACKEND,\n"
+            "                                                               else reference)\n"
+            "  --threads N     at most N threads per call                  (default: all)\n"
+            "  --exhaustive    enumerate every pattern sequence instead    (default: off, search)\n"
+            "                  of searching (refused when too many)\n"
+            "  --json          one JSON document on stdout: {\"kmax\", \"counts\",  (default: off, a table)\n"
+            "                  \"cycles\": [{\"k\", \"type\" (stable|saddle|unstable), \"stable\",\n"
+            "                  \"max_abs_eigenvalue\", \"points\", \"eigenvalues\"}, ...]}; \"cycles\": []\n"
+            "                  when none is found\n"
+            "  --help, -h      this text\n\n"
+            "exit status: 0 success (also when no cycle is found); 1 the backend or the search\n"
+            "failed; 2 bad usage or a model file that cannot be read or parsed\n");
 }
 
 static int usage_error(const char *fmt, const char *a, const char *b) {
@@ -123,11 +152,22 @@ static void json_num(double v) {
     else printf("%.17g", v);
 }
 
-static void print_json(const prn_scyfi_result *r) {
-    int c, i, j, M = r->M;
+static void print_json(const prn_scyfi_result *r, int kmax) {
+    int c, i, j, k, M = r->M;
+    printf("{\"kmax\": %d, \"counts\": [", kmax);
+    for (k = 1; k <= kmax; ++k) printf("%s%d", k > 1 ? ", " : "", r->count[k]);
+    printf("], \"cycles\": [%s", r->num_cycles ? "\n" : "");
     for (c = 0; c < r->num_cycles; ++c) {
         const prn_scyfi_cycle *cy = &r->cycles[c];
-        printf("{\"k\": %d, \"points\": [", cy->k);
+        double mx = 0;
+        for (j = 0; j < M; ++j) {
+            double a = hypot(cy->eig_re[j], cy->eig_im[j]);
+            if (!(a <= mx)) mx = a;
+        }
+        printf("{\"k\": %d, \"type\": \"%s\", \"stable\": %s, \"max_abs_eigenvalue\": ", cy->k, type_name(cy->type),
+               cy->type == PRN_CYCLE_STABLE ? "true" : "false");
+        json_num(mx);
+        fputs(", \"points\": [", stdout);
         for (i = 0; i < cy->k; ++i) {
             printf(i ? ", [" : "[");
             for (j = 0; j < M; ++j) {
@@ -144,8 +184,9 @@ static void print_json(const prn_scyfi_result *r) {
             json_num(cy->eig_im[j]);
             putchar(']');
         }
-        printf("], \"stable\": %s}\n", cy->type == PRN_CYCLE_STABLE ? "true" : "false");
+        printf("]}%s\n", c + 1 < r->num_cycles ? "," : "");
     }
+    printf("]}\n");
 }
 
 static void print_point(const double *z, int M) {
@@ -233,7 +274,7 @@ int main(int argc, char **argv) {
         const char *a = argv[i];
         int missing = 0;
         if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
-            print_usage(stdout);
+            print_help(stdout);
             return 0;
         } else if (strcmp(a, "--json") == 0) {
             json = 1;
@@ -326,7 +367,7 @@ int main(int argc, char **argv) {
     }
 
     if (json) {
-        print_json(res);
+        print_json(res, opt.kmax);
     } else {
         print_table(res, opt.kmax);
         int empty = 0, first = 1;
