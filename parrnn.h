@@ -3476,13 +3476,14 @@ typedef struct prn__dz {
 PRN__FN_INLINE FT prn__dz_sig_##SFX(FT x) { return (FT)1 / ((FT)1 + EXPF(-x)); }     \
 /* f [S][W] and J [S][kb][W] (row i's block starts at column (i / kb) kb) at  \
  * the previous state s [S][W] and the projections x [P][W]; wk scratch */     \
-PRN__FN_INLINE ATTR void prn__dz_cell_##SFX(const prn_deer_fused *a, size_t kb, const FT *s, const FT *x, FT *F, FT *J, \
+PRN__FN_INLINE ATTR void prn__dz_cell_##SFX(const prn_deer_fused *a, const int kind, const size_t S, const size_t H, \
+                                            const size_t hk, const size_t kb, const FT *s, const FT *x, FT *F, FT *J, \
                                             FT *wk) {                             \
-    const size_t S = a->S, H = a->H, W = PRN__DZW;                               \
+    const size_t W = PRN__DZW;                                                   \
     size_t i, jj, u, v, l, h;                                                    \
-    switch (a->kind) {                                                           \
+    switch (kind) {                                                              \
     case PRN_RNN_GRU: case PRN_RNN_MHGRU: {                                      \
-        const size_t k = a->hk, nh = H / k;                                      \
+        const size_t k = hk, nh = H / k;                                         \
         const FT *Wh = (const FT *)a->w[0], *bh = (const FT *)a->w[1];              \
         FT *q = wk, *cz = q + 3 * k * W, *ca = cz + k * W, *cb = ca + k * W, *cc = cb + k * W; \
         for (h = 0; h < nh; ++h) {                                               \
@@ -3598,12 +3599,12 @@ PRN__FN_INLINE ATTR void prn__dz_cell_##SFX(const prn_deer_fused *a, size_t kb, 
     case PRN_RNN_PLRNN: case PRN_RNN_ALRNN: { /* f = A s + W phi(s) + xp */      \
         const FT *A = (const FT *)a->w[0], *Wm = (const FT *)a->w[1];               \
         FT *m = wk, *ph = m + S * W;                                              \
-        const size_t lin = a->kind == PRN_RNN_ALRNN ? S - a->L : 0;              \
+        const size_t lin = kind == PRN_RNN_ALRNN ? S - a->L : 0;                 \
         for (v = 0; v < S; ++v) {                                                \
             const FT *sv = s + v * W;                                             \
             FT *mv = m + v * W, *pv = ph + v * W;                                 \
             if (v < lin) { PRN__SIMD for (l = 0; l < W; ++l) { mv[l] = 1; pv[l] = sv[l]; } } \
-            else if (a->kind == PRN_RNN_ALRNN) { PRN__SIMD for (l = 0; l < W; ++l) { mv[l] = sv[l] > 0 ? (FT)1 : (FT)0; pv[l] = sv[l] * mv[l]; } } \
+            else if (kind == PRN_RNN_ALRNN) { PRN__SIMD for (l = 0; l < W; ++l) { mv[l] = sv[l] > 0 ? (FT)1 : (FT)0; pv[l] = sv[l] * mv[l]; } } \
             else { PRN__SIMD for (l = 0; l < W; ++l) { mv[l] = sv[l] > 0 ? (FT)1 : (FT)0; pv[l] = sv[l] > 0 ? sv[l] : (FT)0; } } \
         }                                                                        \
         for (i = 0; i < S; ++i) {                                                \
@@ -3627,7 +3628,7 @@ PRN__FN_INLINE ATTR void prn__dz_cell_##SFX(const prn_deer_fused *a, size_t kb, 
     }                                                                            \
     default: { /* shallow: f = A s + W1 rho(W2 s) + xp */                        \
         const size_t Lh = a->L;                                                  \
-        const int clipped = a->kind == PRN_RNN_CLIPPED_SHPLRNN;                  \
+        const int clipped = kind == PRN_RNN_CLIPPED_SHPLRNN;                     \
         const FT *A = (const FT *)a->w[0], *W1 = (const FT *)a->w[1], *W2 = (const FT *)a->w[2], *h2 = (const FT *)a->w[3]; \
         FT *m = wk, *rho = m + Lh * W, *vv = rho + Lh * W;                        \
         for (v = 0; v < Lh; ++v) {                                               \
@@ -3674,11 +3675,15 @@ PRN__FN_INLINE ATTR void prn__dz_cell_##SFX(const prn_deer_fused *a, size_t kb, 
     }                                                                            \
     }                                                                            \
 }                                                                                \
-/* One group of lanes (batch rows b0 ..): the iteration, or the adjoint. */      \
-PRN__FN ATTR void prn__dz_group_##SFX(const prn__dz *z, size_t b0, FT *ws, double *res, int *bad) { \
+/* One group of lanes (batch rows b0 ..): the iteration, or the adjoint. The  \
+ * sizes are arguments so that the common small cells get copies of their own \
+ * (constant trip counts: the short loops unroll). */                          \
+PRN__FN_INLINE ATTR void prn__dz_body_##SFX(const prn__dz *z, size_t b0, FT *ws, double *res, int *bad, const int kind, \
+                                            const size_t S, const size_t H, const size_t hk, const size_t P, \
+                                            const size_t kb) {                   \
     const prn_deer_fused *a = z->a;                                              \
-    const size_t B = a->B, TT = a->T, S = a->S, P = z->P, kb = z->kb, Tc = z->Tc, W = PRN__DZW; \
-    const FT *XP = (const FT *)a->xp, *Y = (const FT *)a->y, *H0 = (const FT *)a->h0; \
+    const size_t B = a->B, TT = a->T, Tc = z->Tc, W = PRN__DZW;                  \
+    const FT *XP = (const FT *)a->xp, *Y = (const FT *)a->y, *H0 = (const FT *)a->h0; /* Y NULL: h0 at every step */ \
     const FT *G = (const FT *)a->g;                                                \
     FT *YN = (FT *)(z->adj ? a->lam : a->ynew);                                    \
     const FT one_k = (FT)(1.0 - a->damping), atol = (FT)a->atol, rtol = (FT)a->rtol, clip = (FT)a->clip; \
@@ -3693,22 +3698,27 @@ PRN__FN ATTR void prn__dz_group_##SFX(const prn__dz *z, size_t b0, FT *ws, doubl
             for (l = 0; l < W; ++l) Yc[i * W + l] = cy[i * W + l] = H0[bl[l] * S + i]; \
         for (c0 = 0; c0 < TT; c0 += Tc) {                                        \
             const size_t n = TT - c0 < Tc ? TT - c0 : Tc;                        \
-            for (l = 0; l < W; ++l)                                              \
-                for (r = 0; r < n; ++r) {                                        \
-                    const size_t t = rev ? TT - 1 - (c0 + r) : c0 + r, row = bl[l] * TT + t; \
-                    for (p = 0; p < P; ++p) Xc[(r * P + p) * W + l] = XP[row * P + p]; \
-                    for (i = 0; i < S; ++i) Yc[((r + 1) * S + i) * W + l] = Y[row * S + i]; \
+            for (l = 0; l < W; ++l) { /* a run of rows of each lane, into lane order */ \
+                const size_t t0 = rev ? TT - 1 - c0 : c0;                        \
+                const FT *xs = XP + (bl[l] * TT + t0) * P, *ys = Y ? Y + (bl[l] * TT + t0) * S : H0 + bl[l] * S; \
+                const ptrdiff_t xst = rev ? -(ptrdiff_t)P : (ptrdiff_t)P, yst = !Y ? 0 : rev ? -(ptrdiff_t)S : (ptrdiff_t)S; \
+                FT *xd = Xc + l, *yd = Yc + S * W + l;                           \
+                for (r = 0; r < n; ++r, xs += xst, ys += yst, xd += P * W, yd += S * W) { \
+                    for (p = 0; p < P; ++p) xd[p * W] = xs[p];                   \
+                    for (i = 0; i < S; ++i) yd[i * W] = ys[i];                   \
                 }                                                                \
+            }                                                                    \
             for (r = 0; r < n; ++r) {                                            \
                 const FT *sp = Yc + r * S * W, *yc = sp + S * W;                  \
                 FT *yn = Yn + r * S * W;                                          \
-                prn__dz_cell_##SFX(a, kb, sp, Xc + r * P * W, F, J, wk);         \
+                prn__dz_cell_##SFX(a, kind, S, H, hk, kb, sp, Xc + r * P * W, F, J, wk); \
                 for (i = 0; i < S; ++i)                                          \
                     PRN__SIMD for (l = 0; l < W; ++l) {                          \
                         const FT fv = F[i * W + l], d = yc[i * W + l] - fv;       \
                         const FT q = (d < 0 ? -d : d) / (atol + rtol * (fv < 0 ? -fv : fv)); \
                         mx[l] = q > mx[l] ? q : mx[l];                           \
-                        nf[l] += q == q && q - q == 0 ? (FT)0 : (FT)1;             \
+                        const FT u = q - q; /* NaN for NaN and Inf */            \
+                        nf[l] += u == u ? (FT)0 : (FT)1;                         \
                     }                                                            \
                 if (!YN) continue;                                               \
                 /* y'_t = A (y'_{t-1} - y_{t-1}) + f: the same as A y' + (f - A y) */ \
@@ -3724,18 +3734,23 @@ PRN__FN ATTR void prn__dz_group_##SFX(const prn__dz *z, size_t b0, FT *ws, doubl
                     }                                                            \
                     PRN__SIMD for (l = 0; l < W; ++l) ti[l] = acc[l] + (fi[l] - ay[l]); \
                 }                                                                \
-                for (i = 0; i < S * W; ++i) {                                    \
-                    const FT v = tmp[i];                                          \
+                PRN__SIMD for (i = 0; i < S * W; ++i) {                          \
+                    FT v = tmp[i];                                                \
                     cy[i] = v;                                                   \
-                    yn[i] = v != v ? (FT)0 : v > clip ? clip : v < -clip ? -clip : v; \
+                    v = v > clip ? clip : v;                                     \
+                    v = v < -clip ? -clip : v;                                   \
+                    yn[i] = v == v ? v : (FT)0;                                  \
                 }                                                                \
             }                                                                    \
             if (YN)                                                              \
-                for (l = 0; l < W && b0 + l < B; ++l)                            \
-                    for (r = 0; r < n; ++r) {                                    \
-                        const size_t t = rev ? TT - 1 - (c0 + r) : c0 + r, row = bl[l] * TT + t; \
-                        for (i = 0; i < S; ++i) YN[row * S + i] = Yn[(r * S + i) * W + l]; \
-                    }                                                            \
+                for (l = 0; l < W && b0 + l < B; ++l) {                          \
+                    const size_t t0 = rev ? TT - 1 - c0 : c0;                    \
+                    const ptrdiff_t yst = rev ? -(ptrdiff_t)S : (ptrdiff_t)S;    \
+                    FT *yo = YN + (bl[l] * TT + t0) * S;                          \
+                    const FT *ysrc = Yn + l;                                      \
+                    for (r = 0; r < n; ++r, yo += yst, ysrc += S * W)            \
+                        for (i = 0; i < S; ++i) yo[i] = ysrc[i * W];             \
+                }                                                                \
             memcpy(Yc, Yc + n * S * W, S * W * sizeof(FT));                       \
         }                                                                        \
         for (l = 0; l < W; ++l) {                                                \
@@ -3761,7 +3776,7 @@ PRN__FN ATTR void prn__dz_group_##SFX(const prn__dz *z, size_t b0, FT *ws, doubl
         for (r = n; r-- > 0;) {                                                  \
             const FT *gc = Gc + r * S * W;                                        \
             FT *yn = Yn + r * S * W;                                              \
-            prn__dz_cell_##SFX(a, kb, Yc + r * S * W, Xc + r * P * W, F, J, wk); \
+            prn__dz_cell_##SFX(a, kind, S, H, hk, kb, Yc + r * S * W, Xc + r * P * W, F, J, wk); \
             for (i = 0; i < S * W; ++i) { yn[i] = gc[i] + cy[i]; cy[i] = 0; }    \
             for (i = 0; i < S; ++i) {                                            \
                 const size_t j0 = kb == 1 ? i : i / kb * kb;                     \
@@ -3781,11 +3796,30 @@ PRN__FN ATTR void prn__dz_group_##SFX(const prn__dz *z, size_t b0, FT *ws, doubl
         c0 = w0;                                                                 \
     }                                                                            \
     (void)res; (void)bad;                                                        \
+}                                                                                \
+PRN__FN ATTR void prn__dz_group_##SFX(const prn__dz *z, size_t b0, FT *ws, double *res, int *bad) { \
+    const prn_deer_fused *a = z->a;                                              \
+    const size_t S = a->S, kb = z->kb;                                           \
+    const int gru = a->kind == PRN_RNN_GRU;                                      \
+    if (gru && S == 1) prn__dz_body_##SFX(z, b0, ws, res, bad, PRN_RNN_GRU, 1, 1, 1, 3, 1); \
+    else if (gru && S == 2 && kb == 2) prn__dz_body_##SFX(z, b0, ws, res, bad, PRN_RNN_GRU, 2, 2, 2, 6, 2); \
+    else if (gru && S == 2) prn__dz_body_##SFX(z, b0, ws, res, bad, PRN_RNN_GRU, 2, 2, 2, 6, 1); \
+    else if (gru && S == 4 && kb == 4) prn__dz_body_##SFX(z, b0, ws, res, bad, PRN_RNN_GRU, 4, 4, 4, 12, 4); \
+    else if (gru && S == 4) prn__dz_body_##SFX(z, b0, ws, res, bad, PRN_RNN_GRU, 4, 4, 4, 12, 1); \
+    else if (gru && S == 8 && kb == 8) prn__dz_body_##SFX(z, b0, ws, res, bad, PRN_RNN_GRU, 8, 8, 8, 24, 8); \
+    else if (gru && S == 8) prn__dz_body_##SFX(z, b0, ws, res, bad, PRN_RNN_GRU, 8, 8, 8, 24, 1); \
+    else prn__dz_body_##SFX(z, b0, ws, res, bad, a->kind, S, a->H, a->hk, z->P, kb); \
 }
 PRN__DEFINE_DEER(float, f32, , prn__expf, prn__tanhf)
 PRN__DEFINE_DEER(double, f64, , exp, tanh)
 #ifdef PRN__HAVE_AVX2
-PRN__DEFINE_DEER(float, f32x, PRN__AVX2, prn__expf, prn__tanhf)
+/* gcc keeps a * b + c unfused under -std=c99; clang fuses it by default */
+#if defined(__clang__)
+#define PRN__DZ_AVX2 PRN__AVX2
+#else
+#define PRN__DZ_AVX2 __attribute__((target("avx2,fma"), optimize("fp-contract=fast")))
+#endif
+PRN__DEFINE_DEER(float, f32x, PRN__DZ_AVX2, prn__expf, prn__tanhf)
 #endif
 
 PRN__FN prn_status prn__ref_deer_run(prn_context *ctx, const char *fn, const prn_deer_fused *a, int adj) {
@@ -7921,6 +7955,18 @@ PRN__FN void prn__deer_stats_merge(prn_deer_stats *to, const prn_deer_stats *s, 
  * call evaluates the residual of y and the Newton step from y in one pass,
  * with the k the step takes when it is accepted; the decisions (converged,
  * rejected, accepted) are prn__deer_solve's, in the same order. */
+/* y = h0 at every step, [B, T, S] */
+PRN__FN prn_status prn__deer_h0_guess(prn__deer *d, prn_tensor *h0, prn_tensor **y) {
+    prn_tensor *h3 = NULL;
+    size_t shape[3];
+    prn_status st = prn__deer_view(d, h0, d->B, 1, d->S, 0, 3, &h3);
+    shape[0] = d->B; shape[1] = d->T; shape[2] = d->S;
+    if (st == PRN_OK) st = prn__expand_raw(d->ctx, d->fn, h3, 3, shape, y);
+    prn_tensor_free(h3);
+    return st;
+}
+/* *yio NULL: the default guess, which deer_iterate takes as y = NULL (made
+ * only when it is kept) */
 PRN__FN prn_status prn__deer_iters_fused(prn__deer *d, prn_tensor *x, prn_tensor *h0, prn_tensor **yio, int *itp,
                                          double *rp, int *finp, double *kp, prn_deer_stats *stats) {
     prn_context *ctx = d->ctx;
@@ -7939,14 +7985,25 @@ PRN__FN prn_status prn__deer_iters_fused(prn__deer *d, prn_tensor *x, prn_tensor
         /* a success halves k, except right after a rejection (as prn__deer_solve) */
         double kacc = d->o.adaptive && ysave && !rejected ? (0.5 * kappa > d->o.damping + 1e-3 ? 0.5 * kappa : d->o.damping)
                                                           : kappa;
-        if (step) st = prn__tensor_like(ctx, d->fn, y, &yn);
+        if (step) {
+            size_t shape[3];
+            shape[0] = d->B; shape[1] = d->T; shape[2] = d->S;
+            st = prn__tensor_new(ctx, d->fn, d->dt, 3, shape, &yn);
+        }
         if (st != PRN_OK) break;
-        a.y = y->st->buf; a.ynew = yn ? yn->st->buf : NULL; a.damping = kacc;
+        a.y = y ? y->st->buf : NULL; a.ynew = yn ? yn->st->buf : NULL; a.damping = kacc;
         st = prn__in_fn(ctx, d->fn, ctx->be->deer_iterate(ctx, &a));
         if (st != PRN_OK) { prn_tensor_free(yn); break; }
         r = a.residual; fin = a.finite;
         if (!fin) stats->nonfinite = 1;
-        if ((fin && r <= 1) || !step) { stats->converged = fin && r <= 1; prn_tensor_free(yn); break; }
+        if ((fin && r <= 1) || !step) {
+            stats->converged = fin && r <= 1;
+            prn_tensor_free(yn);
+            if (!y) st = prn__deer_h0_guess(d, h0, &y);
+            break;
+        }
+        if (!y && d->o.adaptive) st = prn__deer_h0_guess(d, h0, &y); /* kept as the last accepted iterate */
+        if (st != PRN_OK) { prn_tensor_free(yn); break; }
         if (d->o.adaptive && ysave && (!fin || r > PRN__DEER_GROWTH * rprev) && kappa < 1) {
             prn_tensor_free(yn);
             prn_tensor_free(y);
@@ -7982,20 +8039,20 @@ PRN__FN prn_status prn__deer_solve(prn__deer *d, prn_tensor *x, prn_tensor *h0, 
     prn_tensor *y = NULL, *ysave = NULL, *xr = NULL, *yprev = NULL, *fy = NULL, *J = NULL, *h3 = NULL;
     double kappa = d->o.damping, rprev = 0, r = 0;
     prn_status st;
-    int it = 0, fin = 1, rejected = 0;
+    int it = 0, fin = 1, rejected = 0, fused = d->fz && ctx->be->deer_iterate;
     memset(stats, 0, sizeof *stats);
     *Jx = NULL;
     shape[0] = B; shape[1] = T; shape[2] = S;
     if (guess) st = prn__tensor_like(ctx, d->fn, guess, &y);
     else st = prn__deer_view(d, h0, B, 1, S, 0, 3, &h3);
     if (st == PRN_OK && guess) st = prn__in_fn(ctx, d->fn, ctx->be->buf_copy(ctx, y->st->buf, 0, guess->st->buf, 0, y->st->bytes));
-    if (st == PRN_OK && !guess) st = prn__expand_raw(ctx, d->fn, h3, 3, shape, &y);
+    if (st == PRN_OK && !guess && !fused) st = prn__expand_raw(ctx, d->fn, h3, 3, shape, &y);
     if (st == PRN_OK) st = prn__deer_view(d, x, N, x->shape[2], 0, 0, 2, &xr);
-    if (st == PRN_OK && d->fz && ctx->be->deer_iterate) {
+    if (st == PRN_OK && fused) {
         st = prn__deer_iters_fused(d, x, h0, &y, &it, &r, &fin, &kappa, stats);
         if (st != PRN_OK) { prn_tensor_free(y); y = NULL; }
     }
-    while (st == PRN_OK && !(d->fz && ctx->be->deer_iterate)) {
+    while (st == PRN_OK && !fused) {
         st = prn__deer_prev(d, y, h0, &yprev);
         if (st == PRN_OK) st = prn__deer_jac(d, xr, yprev, d->o.mode, &fy, &J);
         if (st == PRN_OK) st = prn__deer_resid(d, y, fy, &r, &fin);

@@ -2345,8 +2345,8 @@ static double deer_dev(const double *a, const double *b, size_t n) {
     return m / (s > 1 ? s : 1);
 }
 static void deer_case(prn_context *gen, prn_rnn_kind kind, prn_dtype dt, prn_jacobian_mode mode, int use_h0,
-                      int newton_only) {
-    const size_t B = 11, T = 37, I = 3, H = 4; /* B: a lane group of 8 and a partial one */
+                      int newton_only, size_t H) {
+    const size_t B = 11, T = 37, I = 3; /* B: a lane group of 8 and a partial one */
     prn_rnn_config c;
     prn_rnn *r = NULL;
     prn_tensor *p[64];
@@ -2383,7 +2383,7 @@ static void deer_case(prn_context *gen, prn_rnn_kind kind, prn_dtype dt, prn_jac
     o.mode = mode;
     if (newton_only) { o.max_iter = 2; o.no_fallback = 1; }
     else if (dt == PRN_F64) o.atol = o.rtol = 1e-12;
-    snprintf(desc, sizeof desc, "%s %s %s%s%s", prn_rnn_kind_name(kind), dname(dt),
+    snprintf(desc, sizeof desc, "%s H=%lu %s %s%s%s", prn_rnn_kind_name(kind), ZU(H), dname(dt),
              mode == PRN_JACOBIAN_DENSE ? "dense" : mode == PRN_JACOBIAN_BLOCK ? "block" : "diag",
              use_h0 ? " state0" : "", newton_only ? " two iterations" : "");
     if (deer_side(g_side[0].ctx, &c, pv, xv, use_h0 ? s0v : NULL, ryv, rsv, B, T, &o, 1, &got) &&
@@ -2433,9 +2433,17 @@ static void t_deer(void) {
             for (m = 0; m < 3; ++m)
                 for (h = 0; h < 2; ++h)
                     for (nw = 0; nw < 2; ++nw) {
-                        deer_case(gen, kinds[kk], d ? PRN_F64 : PRN_F32, (prn_jacobian_mode)m, h, nw);
+                        deer_case(gen, kinds[kk], d ? PRN_F64 : PRN_F32, (prn_jacobian_mode)m, h, nw, 4);
                         case_end();
                     }
+    /* the GRU sizes the reference backend compiles copies for */
+    for (kk = 0; kk < 3; ++kk)
+        for (d = 0; d < 2; ++d)
+            for (m = 0; m < 3; ++m)
+                for (nw = 0; nw < 2; ++nw) {
+                    deer_case(gen, PRN_RNN_GRU, d ? PRN_F64 : PRN_F32, (prn_jacobian_mode)m, 1, nw, kk == 0 ? 1 : kk == 1 ? 2 : 8);
+                    case_end();
+                }
     prn_context_destroy(gen);
 }
 
