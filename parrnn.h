@@ -782,11 +782,28 @@ PRNDEF prn_status prn_rnn_load(prn_context *ctx, const char *path, prn_rnn **out
  *     lam_t = g_t + J_{t+1}^T lam_{t+1}
  * at the solution with one reverse scan (exact Jacobians, whatever the
  * mode: DIAG recomputes them, O(T S^2) memory, and needs S <= 64 unless
- * the cell's Jacobian is block-diagonal), followed by one recorded,
+ * the cell's Jacobian is block-diagonal; with fused iterations, below,
+ * the Jacobians are made row by row in the reverse pass instead: no S
+ * limit and no O(T S^2) memory), followed by one recorded,
  * batched step of f over all T x B rows, whose backward is the
  * vector-Jacobian product with respect to the parameters, x and h0. The
  * iterations themselves are not differentiated. Up to the tolerance this
  * equals backpropagation through time of the sequential evaluation.
+ *
+ * Fused iterations (prn_deer_rnn on a backend with deer_iterate and
+ * deer_adjoint: the reference backend): each iteration is one pass over
+ * the rows that evaluates f and its Jacobian step by step, checks the
+ * residual and solves the linear recurrence, without storing Jacobians;
+ * the adjoint likewise. The results are those of the composed iterations
+ * above up to rounding (tests/test_conformance.c holds them to it), with
+ * the same options, decisions and statistics. Memory of a call beyond its
+ * input, projections and output: two trajectories [B, T, S] (three with
+ * adaptive, one more with a warm start) and a scratch of a few steps per
+ * thread, independent of T: O(B T S) where the composed iterations need
+ * O(B T S k) (DENSE: k = S) plus about ten temporaries of B T S. With
+ * gradients, the recorded step over all rows keeps its gates as well
+ * (about G H values per row). prn_deer and user cells take the composed
+ * path.
  *
  * Warm start: *warm, when warm is not NULL and *warm is, is the initial
  * guess (the trajectory of a previous call with the same shapes, e.g. the
