@@ -7988,7 +7988,7 @@ PRN__FN prn_status prn__deer_iters_fused(prn__deer *d, prn_tensor *x, prn_tensor
                                          double *rp, int *finp, double *kp, prn_deer_stats *stats) {
     prn_context *ctx = d->ctx;
     prn_deer_fused a = *d->fz;
-    prn_tensor *y = *yio, *ysave = NULL;
+    prn_tensor *y = *yio, *ysave = NULL, *spare = NULL; /* spare: the iterate before, written again */
     double kappa = *kp, rprev = 0, r = 0;
     int it = 0, fin = 1, rejected = 0;
     prn_status st = PRN_OK;
@@ -8002,7 +8002,8 @@ PRN__FN prn_status prn__deer_iters_fused(prn__deer *d, prn_tensor *x, prn_tensor
         /* a success halves k, except right after a rejection (as prn__deer_solve) */
         double kacc = d->o.adaptive && ysave && !rejected ? (0.5 * kappa > d->o.damping + 1e-3 ? 0.5 * kappa : d->o.damping)
                                                           : kappa;
-        if (step) {
+        if (step && spare) { yn = spare; spare = NULL; }
+        else if (step) {
             size_t shape[3];
             shape[0] = d->B; shape[1] = d->T; shape[2] = d->S;
             st = prn__tensor_new(ctx, d->fn, d->dt, 3, shape, &yn);
@@ -8036,11 +8037,13 @@ PRN__FN prn_status prn__deer_iters_fused(prn__deer *d, prn_tensor *x, prn_tensor
                 ysave = prn_tensor_retain(y);
                 rprev = r;
             }
-            prn_tensor_free(y);
+            if (d->o.adaptive || !y) prn_tensor_free(y);
+            else spare = y; /* only this loop holds it */
             y = yn;
         }
         ++it;
     }
+    prn_tensor_free(spare);
     prn_tensor_free(ysave);
     *yio = y; *itp = it; *rp = r; *finp = fin; *kp = kappa;
     return st;
