@@ -905,11 +905,28 @@ PRNDEF prn_status prn_rnn_load(prn_context *ctx, const char *path, prn_rnn **out
  *     lam_t = g_t + J_{t+1}^T lam_{t+1}
  * at the solution with one reverse scan (exact Jacobians, whatever the
  * mode: DIAG recomputes them, O(T S^2) memory, and needs S <= 64 unless
- * the cell's Jacobian is block-diagonal), followed by one recorded,
+ * the cell's Jacobian is block-diagonal; with fused iterations, below,
+ * the Jacobians are made row by row in the reverse pass instead: no S
+ * limit and no O(T S^2) memory), followed by one recorded,
  * batched step of f over all T x B rows, whose backward is the
  * vector-Jacobian product with respect to the parameters, x and h0. The
  * iterations themselves are not differentiated. Up to the tolerance this
  * equals backpropagation through time of the sequential evaluation.
+ *
+ * Fused iterations (prn_deer_rnn on a backend with deer_iterate and
+ * deer_adjoint: the reference backend): each iteration is one pass over
+ * the rows that evaluates f and its Jacobian step by step, checks the
+ * residual and solves the linear recurrence, without storing Jacobians;
+ * the adjoint likewise. The results are those of the composed iterations
+ * above up to rounding (tests/test_conformance.c holds them to it), with
+ * the same options, decisions and statistics. Memory of a call beyond its
+ * input, projections and output: two trajectories [B, T, S] (three with
+ * adaptive, one more with a warm start) and a scratch of a few steps per
+ * thread, independent of T: O(B T S) where the composed iterations need
+ * O(B T S k) (DENSE: k = S) plus about ten temporaries of B T S. With
+ * gradients, the recorded step over all rows keeps its gates as well
+ * (about G H values per row). prn_deer and user cells take the composed
+ * path.
  *
  * Warm start: *warm, when warm is not NULL and *warm is, is the initial
  * guess (the trajectory of a previous call with the same shapes, e.g. the
@@ -1255,6 +1272,50 @@ typedef struct prn_optim_params {
     int nesterov, decoupled;
 } prn_optim_params;
 
+/* One fused DEER iteration or adjoint solve of a built-in cell (the
+ * optional entries deer_iterate and deer_adjoint; prn_deer_rnn fills it).
+ * The cell is one layer-direction of a prn_rnn: f(s, xp_t) as in the API
+ * section, P = G H input projections per step (G: ELMAN 1, LSTM 4, GRU and
+ * MHGRU 3; the PLRNN family 1, P = M). Every array is contiguous, in the
+ * dtype; rows of a [B, T, .] array are b * T + t. */
+typedef struct prn_deer_fused {
+    int kind;               /* prn_rnn_kind                                     */
+    int relu;               /* ELMAN: relu instead of tanh                      */
+    prn_dtype dtype;        /* PRN_F32 or PRN_F64                               */
+    prn_jacobian_mode mode; /* the Jacobians of deer_iterate's linear recurrence */
+    int reverse;            /* t runs T-1 .. 0; the state before t is at t + 1  */
+    size_t B, T;
+    size_t H;               /* hidden size (PLRNN family: M)                    */
+    size_t S;               /* state size: LSTM 2H, else H                      */
+    size_t hk;              /* GRU, MHGRU: head size (GRU: H); BLOCK mode's k    */
+    size_t L;               /* SHPLRNN, CLIPPED_SHPLRNN: shallow size; ALRNN: P
+                             * (relu units, the last P of M)                    */
+    /* recurrent parameters: torch kinds w_hh [G H, H] (MHGRU [heads, 3k, k]),
+     * b_hh [G H]; PLRNN, ALRNN: A [M], W [M, M]; shallow: A, W1 [M, L],
+     * W2 [L, M], h2 [L] */
+    const void *w[4];
+    const void *xp;         /* [B, T, P] input projections (b_ih, h, C x in)   */
+    const void *h0;         /* [B, S]                                          */
+    const void *y;          /* [B, T, S] the iterate (deer_adjoint: solution)  */
+    double damping;         /* k: the recurrence's Jacobians are (1 - k) J     */
+    double clip, atol, rtol;
+    /* deer_iterate's results: ynew [B, T, S] (unless NULL): the solution of
+     * y'_t = A_t y'_{t-1} + (f_t - A_t y_{t-1}), A_t = (1 - k) J_t as mode
+     * says, J_t and f_t at (y_{t-1}, xp_t), y'_{-1} = y_{-1} = h0, each
+     * value then sanitised as PRN_UNARY_CLAMP with clip (the recurrence
+     * carries the values before it); residual = max |y_t - f_t| / (atol +
+     * rtol |f_t|) over all elements, finite = 0 when any term is NaN or Inf
+     * (residual then unspecified) */
+    void *ynew;
+    double residual;
+    int finite;
+    /* deer_adjoint: g [B, T, S] -> lam [B, T, S], lam_t = g_t + J_{t'}^T
+     * lam_{t'} with t' the step after t (t + 1, reverse: t - 1; none at the
+     * end) and J the exact Jacobians at the solution y (mode not read) */
+    const void *g;
+    void *lam;
+} prn_deer_fused;
+
 struct prn_backend {
     const char *name;
     int abi_version;               /* PARRNN_BACKEND_ABI */
@@ -1384,8 +1445,17 @@ struct prn_backend {
                                      size_t T, size_t H, const void *g, const void *w_hh, const void *s0,
                                      const void *states, const void *saved, void *dxp, void *dq, void *ds0);
 
+    /* Optional, both or neither (NULL: DEER composes its iterations from the
+     * entries above). One Newton iteration of prn_deer_rnn's built-in cells
+     * in one pass over the rows, the Jacobians never stored for all rows
+     * (see prn_deer_fused for the contract), and the adjoint solve of its
+     * backward. prn_deer_rnn calls them with S <= 64 in DENSE and BLOCK mode
+     * (the block scan's limit, which the generic path has). */
+    prn_status (*deer_iterate)(prn_context *ctx, prn_deer_fused *a);
+    prn_status (*deer_adjoint)(prn_context *ctx, const prn_deer_fused *a);
+
     /* Room for the primitives of later versions: keep NULL. */
-    void (*reserved[25])(void);
+    void (*reserved[23])(void);
 };
 
 /* The backend table the context runs on. */
@@ -3791,6 +3861,453 @@ PRN__FN prn_status prn__ref_solve_batched(prn_context *ctx, prn_dtype dtype, siz
     return PRN_OK;
 }
 
+/* --- fused DEER iterations (deer_iterate / deer_adjoint) ----------------
+ * A thread takes PRN__DZW batch rows at once (lanes; the last group repeats
+ * its first row in the unused lanes and writes nothing from them) and walks
+ * their sequences in time: every value of a step is a [.][PRN__DZW] array,
+ * so the cell's loops vectorise across the lanes, and the recurrence's
+ * latency is hidden behind the lanes' independent chains. Nothing of a row
+ * is kept beyond the row after it: f and J of step t are made, used for the
+ * residual and the new iterate (or the adjoint), and forgotten, so memory is
+ * a few rows per thread whatever T is. Chunks of rows are gathered into
+ * lane order (and scattered back) so that memory sees contiguous runs.
+ * Lanes never mix, so the result does not depend on the thread count. */
+#define PRN__DZW 8
+typedef struct prn__dz {
+    const prn_deer_fused *a;
+    size_t P, kb, Tc, per, nwk; /* per: scratch values per thread */
+    int adj;
+    void *ws;
+    double *res;                /* per thread: largest residual, and */
+    int *bad;                   /* a non-finite one seen             */
+} prn__dz;
+
+#define PRN__DEFINE_DEER(FT, SFX, ATTR, EXPF, TANHF)                              \
+PRN__FN_INLINE FT prn__dz_sig_##SFX(FT x) { return (FT)1 / ((FT)1 + EXPF(-x)); }     \
+/* f [S][W] and J [S][kb][W] (row i's block starts at column (i / kb) kb) at  \
+ * the previous state s [S][W] and the projections x [P][W]; wk scratch */     \
+PRN__FN_INLINE ATTR void prn__dz_cell_##SFX(const prn_deer_fused *a, const int kind, const size_t S, const size_t H, \
+                                            const size_t hk, const size_t kb, const FT *s, const FT *x, FT *F, FT *J, \
+                                            FT *wk) {                             \
+    const size_t W = PRN__DZW;                                                   \
+    size_t i, jj, u, v, l, h;                                                    \
+    switch (kind) {                                                              \
+    case PRN_RNN_GRU: case PRN_RNN_MHGRU: {                                      \
+        const size_t k = hk, nh = H / k;                                         \
+        const FT *Wh = (const FT *)a->w[0], *bh = (const FT *)a->w[1];              \
+        FT *q = wk, *cz = q + 3 * k * W, *ca = cz + k * W, *cb = ca + k * W, *cc = cb + k * W; \
+        for (h = 0; h < nh; ++h) {                                               \
+            const FT *Wg = Wh + h * 3 * k * k;                                    \
+            for (u = 0; u < 3 * k; ++u) {                                        \
+                const FT *wr = Wg + u * k, bb = bh[h * 3 * k + u];                \
+                FT *qu = q + u * W;                                               \
+                PRN__SIMD for (l = 0; l < W; ++l) qu[l] = bb;                    \
+                for (v = 0; v < k; ++v) {                                        \
+                    const FT wv = wr[v], *sv = s + (h * k + v) * W;               \
+                    PRN__SIMD for (l = 0; l < W; ++l) qu[l] += wv * sv[l];       \
+                }                                                                \
+            }                                                                    \
+            for (u = 0; u < k; ++u) {                                            \
+                const FT *xr = x + (h * 3 * k + u) * W, *xz = xr + k * W, *xn = xz + k * W, *si = s + (h * k + u) * W; \
+                const FT *qr = q + u * W, *qz = q + (k + u) * W, *qn = q + (2 * k + u) * W; \
+                FT *fi = F + (h * k + u) * W, *za = cz + u * W, *aa = ca + u * W, *ba = cb + u * W, *ccu = cc + u * W; \
+                PRN__SIMD for (l = 0; l < W; ++l) {                              \
+                    const FT r = prn__dz_sig_##SFX(xr[l] + qr[l]), z = prn__dz_sig_##SFX(xz[l] + qz[l]); \
+                    const FT hn = qn[l], n = TANHF(xn[l] + r * hn), d = si[l] - n; \
+                    const FT tz = ((FT)1 - z) * ((FT)1 - n * n);                    \
+                    fi[l] = n + z * d;                                           \
+                    za[l] = z; aa[l] = d * z * ((FT)1 - z); ba[l] = tz * hn * r * ((FT)1 - r); ccu[l] = tz * r; \
+                }                                                                \
+            }                                                                    \
+            for (u = 0; u < k; ++u) {                                            \
+                const size_t row = h * k + u, j0 = row / kb * kb;                \
+                const FT *za = cz + u * W, *aa = ca + u * W, *ba = cb + u * W, *ccu = cc + u * W; \
+                for (jj = 0; jj < kb; ++jj) {                                    \
+                    const size_t j = j0 + jj;                                    \
+                    FT *Jp = J + (row * kb + jj) * W;                             \
+                    if (kb == 1) v = u;                                          \
+                    else if (j < h * k || j >= h * k + k) { PRN__SIMD for (l = 0; l < W; ++l) Jp[l] = 0; continue; } \
+                    else v = j - h * k;                                          \
+                    {                                                            \
+                        const FT wr = Wg[u * k + v], wz = Wg[(k + u) * k + v], wn = Wg[(2 * k + u) * k + v]; \
+                        if (v == u) { PRN__SIMD for (l = 0; l < W; ++l) Jp[l] = za[l] + aa[l] * wz + ba[l] * wr + ccu[l] * wn; } \
+                        else { PRN__SIMD for (l = 0; l < W; ++l) Jp[l] = aa[l] * wz + ba[l] * wr + ccu[l] * wn; } \
+                    }                                                            \
+                }                                                                \
+            }                                                                    \
+        }                                                                        \
+        break;                                                                   \
+    }                                                                            \
+    case PRN_RNN_ELMAN: {                                                        \
+        const FT *Wh = (const FT *)a->w[0], *bh = (const FT *)a->w[1];              \
+        FT *dd = wk;                                                              \
+        for (i = 0; i < H; ++i) {                                                \
+            FT *fi = F + i * W, *di = dd + i * W;                                 \
+            const FT *xi = x + i * W, bb = bh[i];                                 \
+            PRN__SIMD for (l = 0; l < W; ++l) fi[l] = xi[l] + bb;                \
+            for (v = 0; v < H; ++v) {                                            \
+                const FT wv = Wh[i * H + v], *sv = s + v * W;                     \
+                PRN__SIMD for (l = 0; l < W; ++l) fi[l] += wv * sv[l];           \
+            }                                                                    \
+            if (a->relu) { PRN__SIMD for (l = 0; l < W; ++l) { fi[l] = fi[l] > 0 ? fi[l] : 0; di[l] = fi[l] > 0 ? (FT)1 : (FT)0; } } \
+            else { PRN__SIMD for (l = 0; l < W; ++l) { fi[l] = TANHF(fi[l]); di[l] = (FT)1 - fi[l] * fi[l]; } } \
+            for (jj = 0; jj < kb; ++jj) {                                        \
+                const FT wv = Wh[i * H + (kb == 1 ? i : i / kb * kb + jj)];       \
+                FT *Jp = J + (i * kb + jj) * W;                                   \
+                PRN__SIMD for (l = 0; l < W; ++l) Jp[l] = di[l] * wv;            \
+            }                                                                    \
+        }                                                                        \
+        break;                                                                   \
+    }                                                                            \
+    case PRN_RNN_LSTM: { /* gates i f g o; s = [h, c] */                         \
+        const FT *Wh = (const FT *)a->w[0], *bh = (const FT *)a->w[1];              \
+        FT *pre = wk, *ai = pre + 4 * H * W, *af = ai + H * W, *ag = af + H * W, *ao = ag + H * W, *qq = ao + H * W, *fg = qq + H * W; \
+        for (u = 0; u < 4 * H; ++u) {                                            \
+            FT *pu = pre + u * W;                                                 \
+            const FT *xu = x + u * W, bb = bh[u];                                 \
+            PRN__SIMD for (l = 0; l < W; ++l) pu[l] = xu[l] + bb;                \
+            for (v = 0; v < H; ++v) {                                            \
+                const FT wv = Wh[u * H + v], *sv = s + v * W;                     \
+                PRN__SIMD for (l = 0; l < W; ++l) pu[l] += wv * sv[l];           \
+            }                                                                    \
+        }                                                                        \
+        for (u = 0; u < H; ++u) {                                                \
+            const FT *pi = pre + u * W, *pf = pre + (H + u) * W, *pg = pre + (2 * H + u) * W, *po = pre + (3 * H + u) * W; \
+            const FT *cp = s + (H + u) * W;                                       \
+            FT *fh = F + u * W, *fc = F + (H + u) * W;                            \
+            FT *a1 = ai + u * W, *a2 = af + u * W, *a3 = ag + u * W, *a4 = ao + u * W, *a5 = qq + u * W, *a6 = fg + u * W; \
+            PRN__SIMD for (l = 0; l < W; ++l) {                                  \
+                const FT ig = prn__dz_sig_##SFX(pi[l]), ff = prn__dz_sig_##SFX(pf[l]), gg = TANHF(pg[l]); \
+                const FT og = prn__dz_sig_##SFX(po[l]), cn = ff * cp[l] + ig * gg, tc = TANHF(cn); \
+                fh[l] = og * tc; fc[l] = cn;                                     \
+                a1[l] = gg * ig * ((FT)1 - ig); a2[l] = cp[l] * ff * ((FT)1 - ff); a3[l] = ig * ((FT)1 - gg * gg); \
+                a4[l] = tc * og * ((FT)1 - og); a5[l] = og * ((FT)1 - tc * tc); a6[l] = ff; \
+            }                                                                    \
+        }                                                                        \
+        for (i = 0; i < S; ++i) {                                                \
+            const size_t u0 = i < H ? i : i - H, j0 = i / kb * kb;               \
+            const FT *a1 = ai + u0 * W, *a2 = af + u0 * W, *a3 = ag + u0 * W, *a4 = ao + u0 * W, *a5 = qq + u0 * W, *a6 = fg + u0 * W; \
+            for (jj = 0; jj < kb; ++jj) {                                        \
+                const size_t j = kb == 1 ? i : j0 + jj;                          \
+                FT *Jp = J + (i * kb + jj) * W;                                   \
+                if (j >= H) { /* d / d c: diagonal */                            \
+                    if (j - H != u0) { PRN__SIMD for (l = 0; l < W; ++l) Jp[l] = 0; } \
+                    else if (i < H) { PRN__SIMD for (l = 0; l < W; ++l) Jp[l] = a5[l] * a6[l]; } \
+                    else { PRN__SIMD for (l = 0; l < W; ++l) Jp[l] = a6[l]; }    \
+                } else {                                                         \
+                    const FT wi = Wh[u0 * H + j], wf = Wh[(H + u0) * H + j], wg = Wh[(2 * H + u0) * H + j]; \
+                    if (i >= H) { PRN__SIMD for (l = 0; l < W; ++l) Jp[l] = a1[l] * wi + a2[l] * wf + a3[l] * wg; } \
+                    else {                                                       \
+                        const FT wo = Wh[(3 * H + u0) * H + j];                   \
+                        PRN__SIMD for (l = 0; l < W; ++l) Jp[l] = a4[l] * wo + a5[l] * (a1[l] * wi + a2[l] * wf + a3[l] * wg); \
+                    }                                                            \
+                }                                                                \
+            }                                                                    \
+        }                                                                        \
+        break;                                                                   \
+    }                                                                            \
+    case PRN_RNN_PLRNN: case PRN_RNN_ALRNN: { /* f = A s + W phi(s) + xp */      \
+        const FT *A = (const FT *)a->w[0], *Wm = (const FT *)a->w[1];               \
+        FT *m = wk, *ph = m + S * W;                                              \
+        const size_t lin = kind == PRN_RNN_ALRNN ? S - a->L : 0;                 \
+        for (v = 0; v < S; ++v) {                                                \
+            const FT *sv = s + v * W;                                             \
+            FT *mv = m + v * W, *pv = ph + v * W;                                 \
+            if (v < lin) { PRN__SIMD for (l = 0; l < W; ++l) { mv[l] = 1; pv[l] = sv[l]; } } \
+            else if (kind == PRN_RNN_ALRNN) { PRN__SIMD for (l = 0; l < W; ++l) { mv[l] = sv[l] > 0 ? (FT)1 : (FT)0; pv[l] = sv[l] * mv[l]; } } \
+            else { PRN__SIMD for (l = 0; l < W; ++l) { mv[l] = sv[l] > 0 ? (FT)1 : (FT)0; pv[l] = sv[l] > 0 ? sv[l] : (FT)0; } } \
+        }                                                                        \
+        for (i = 0; i < S; ++i) {                                                \
+            const FT ai_ = A[i], *si = s + i * W, *xi = x + i * W;                \
+            FT *fi = F + i * W;                                                   \
+            PRN__SIMD for (l = 0; l < W; ++l) fi[l] = 0;                         \
+            for (v = 0; v < S; ++v) {                                            \
+                const FT wv = Wm[i * S + v], *pv = ph + v * W;                    \
+                PRN__SIMD for (l = 0; l < W; ++l) fi[l] += wv * pv[l];           \
+            }                                                                    \
+            PRN__SIMD for (l = 0; l < W; ++l) fi[l] = ai_ * si[l] + fi[l] + xi[l]; \
+            for (jj = 0; jj < kb; ++jj) {                                        \
+                const size_t j = kb == 1 ? i : i / kb * kb + jj;                 \
+                const FT wv = Wm[i * S + j], *mj = m + j * W;                     \
+                FT *Jp = J + (i * kb + jj) * W;                                   \
+                if (j == i) { PRN__SIMD for (l = 0; l < W; ++l) Jp[l] = ai_ + wv * mj[l]; } \
+                else { PRN__SIMD for (l = 0; l < W; ++l) Jp[l] = wv * mj[l]; }   \
+            }                                                                    \
+        }                                                                        \
+        break;                                                                   \
+    }                                                                            \
+    default: { /* shallow: f = A s + W1 rho(W2 s) + xp */                        \
+        const size_t Lh = a->L;                                                  \
+        const int clipped = kind == PRN_RNN_CLIPPED_SHPLRNN;                     \
+        const FT *A = (const FT *)a->w[0], *W1 = (const FT *)a->w[1], *W2 = (const FT *)a->w[2], *h2 = (const FT *)a->w[3]; \
+        FT *m = wk, *rho = m + Lh * W, *vv = rho + Lh * W;                        \
+        for (v = 0; v < Lh; ++v) {                                               \
+            FT *mv = m + v * W, *rv = rho + v * W;                                \
+            const FT hb = h2[v];                                                  \
+            PRN__SIMD for (l = 0; l < W; ++l) vv[l] = 0;                         \
+            for (u = 0; u < S; ++u) {                                            \
+                const FT wv = W2[v * S + u], *su = s + u * W;                     \
+                PRN__SIMD for (l = 0; l < W; ++l) vv[l] += wv * su[l];           \
+            }                                                                    \
+            if (clipped) {                                                       \
+                PRN__SIMD for (l = 0; l < W; ++l) {                              \
+                    const FT uu = vv[l] + hb;                                     \
+                    rv[l] = (uu > 0 ? uu : (FT)0) - (vv[l] > 0 ? vv[l] : (FT)0);   \
+                    mv[l] = (uu > 0 ? (FT)1 : (FT)0) - (vv[l] > 0 ? (FT)1 : (FT)0);  \
+                }                                                                \
+            } else {                                                             \
+                PRN__SIMD for (l = 0; l < W; ++l) {                              \
+                    const FT uu = vv[l] + hb;                                     \
+                    rv[l] = uu > 0 ? uu : (FT)0; mv[l] = uu > 0 ? (FT)1 : (FT)0;    \
+                }                                                                \
+            }                                                                    \
+        }                                                                        \
+        for (i = 0; i < S; ++i) {                                                \
+            const FT ai_ = A[i], *si = s + i * W, *xi = x + i * W;                \
+            FT *fi = F + i * W;                                                   \
+            PRN__SIMD for (l = 0; l < W; ++l) fi[l] = 0;                         \
+            for (v = 0; v < Lh; ++v) {                                           \
+                const FT wv = W1[i * Lh + v], *rv = rho + v * W;                  \
+                PRN__SIMD for (l = 0; l < W; ++l) fi[l] += wv * rv[l];           \
+            }                                                                    \
+            PRN__SIMD for (l = 0; l < W; ++l) fi[l] = ai_ * si[l] + fi[l] + xi[l]; \
+            for (jj = 0; jj < kb; ++jj) {                                        \
+                const size_t j = kb == 1 ? i : i / kb * kb + jj;                 \
+                FT *Jp = J + (i * kb + jj) * W;                                   \
+                PRN__SIMD for (l = 0; l < W; ++l) Jp[l] = j == i ? ai_ : (FT)0;   \
+                for (v = 0; v < Lh; ++v) {                                       \
+                    const FT wv = W1[i * Lh + v] * W2[v * S + j], *mv = m + v * W; \
+                    PRN__SIMD for (l = 0; l < W; ++l) Jp[l] += wv * mv[l];       \
+                }                                                                \
+            }                                                                    \
+        }                                                                        \
+        break;                                                                   \
+    }                                                                            \
+    }                                                                            \
+}                                                                                \
+/* One group of lanes (batch rows b0 ..): the iteration, or the adjoint. The  \
+ * sizes are arguments so that the common small cells get copies of their own \
+ * (constant trip counts: the short loops unroll). */                          \
+PRN__FN_INLINE ATTR void prn__dz_body_##SFX(const prn__dz *z, size_t b0, FT *ws, double *res, int *bad, const int kind, \
+                                            const size_t S, const size_t H, const size_t hk, const size_t P, \
+                                            const size_t kb) {                   \
+    const prn_deer_fused *a = z->a;                                              \
+    const size_t B = a->B, TT = a->T, Tc = z->Tc, W = PRN__DZW;                  \
+    const FT *XP = (const FT *)a->xp, *Y = (const FT *)a->y, *H0 = (const FT *)a->h0; /* Y NULL: h0 at every step */ \
+    const FT *G = (const FT *)a->g;                                                \
+    FT *YN = (FT *)(z->adj ? a->lam : a->ynew);                                    \
+    const FT one_k = (FT)(1.0 - a->damping), atol = (FT)a->atol, rtol = (FT)a->rtol, clip = (FT)a->clip; \
+    FT *Xc = ws, *Yc = Xc + Tc * P * W, *Gc = Yc + (Tc + 1) * S * W, *Yn = Gc + Tc * S * W; \
+    FT *F = Yn + Tc * S * W, *J = F + S * W, *cy = J + S * kb * W, *tmp = cy + S * W, *wk = tmp + S * W; \
+    FT mx[PRN__DZW], nf[PRN__DZW];                                                \
+    size_t bl[PRN__DZW], l, c0, r, i, jj, p;                                     \
+    const int rev = a->reverse;                                                  \
+    for (l = 0; l < W; ++l) { bl[l] = b0 + l < B ? b0 + l : b0; mx[l] = 0; nf[l] = 0; } \
+    if (!z->adj) {                                                               \
+        for (i = 0; i < S; ++i)                                                  \
+            for (l = 0; l < W; ++l) Yc[i * W + l] = cy[i * W + l] = H0[bl[l] * S + i]; \
+        for (c0 = 0; c0 < TT; c0 += Tc) {                                        \
+            const size_t n = TT - c0 < Tc ? TT - c0 : Tc;                        \
+            for (l = 0; l < W; ++l) { /* a run of rows of each lane, into lane order */ \
+                const size_t t0 = rev ? TT - 1 - c0 : c0;                        \
+                const FT *xs = XP + (bl[l] * TT + t0) * P, *ys = Y ? Y + (bl[l] * TT + t0) * S : H0 + bl[l] * S; \
+                const ptrdiff_t xst = rev ? -(ptrdiff_t)P : (ptrdiff_t)P, yst = !Y ? 0 : rev ? -(ptrdiff_t)S : (ptrdiff_t)S; \
+                FT *xd = Xc + l, *yd = Yc + S * W + l;                           \
+                for (r = 0; r < n; ++r, xs += xst, ys += yst, xd += P * W, yd += S * W) { \
+                    for (p = 0; p < P; ++p) xd[p * W] = xs[p];                   \
+                    for (i = 0; i < S; ++i) yd[i * W] = ys[i];                   \
+                }                                                                \
+            }                                                                    \
+            for (r = 0; r < n; ++r) {                                            \
+                const FT *sp = Yc + r * S * W, *yc = sp + S * W;                  \
+                FT *yn = Yn + r * S * W;                                          \
+                prn__dz_cell_##SFX(a, kind, S, H, hk, kb, sp, Xc + r * P * W, F, J, wk); \
+                for (i = 0; i < S; ++i)                                          \
+                    PRN__SIMD for (l = 0; l < W; ++l) {                          \
+                        const FT fv = F[i * W + l], d = yc[i * W + l] - fv;       \
+                        const FT q = (d < 0 ? -d : d) / (atol + rtol * (fv < 0 ? -fv : fv)); \
+                        mx[l] = q > mx[l] ? q : mx[l];                           \
+                        const FT u = q - q; /* NaN for NaN and Inf */            \
+                        nf[l] += u == u ? (FT)0 : (FT)1;                         \
+                    }                                                            \
+                if (!YN) continue;                                               \
+                /* y'_t = A (y'_{t-1} - y_{t-1}) + f: the same as A y' + (f - A y) */ \
+                for (i = 0; i < S; ++i) {                                        \
+                    const size_t j0 = kb == 1 ? i : i / kb * kb;                 \
+                    FT *ti = tmp + i * W;                                         \
+                    const FT *fi = F + i * W;                                     \
+                    FT acc[PRN__DZW], ay[PRN__DZW];                               \
+                    PRN__SIMD for (l = 0; l < W; ++l) { acc[l] = 0; ay[l] = 0; } \
+                    for (jj = 0; jj < kb; ++jj) {                                \
+                        const FT *Jp = J + (i * kb + jj) * W, *cj = cy + (j0 + jj) * W, *pj = sp + (j0 + jj) * W; \
+                        PRN__SIMD for (l = 0; l < W; ++l) { const FT aj = one_k * Jp[l]; acc[l] += aj * cj[l]; ay[l] += aj * pj[l]; } \
+                    }                                                            \
+                    PRN__SIMD for (l = 0; l < W; ++l) ti[l] = acc[l] + (fi[l] - ay[l]); \
+                }                                                                \
+                PRN__SIMD for (i = 0; i < S * W; ++i) {                          \
+                    FT v = tmp[i];                                                \
+                    cy[i] = v;                                                   \
+                    v = v > clip ? clip : v;                                     \
+                    v = v < -clip ? -clip : v;                                   \
+                    yn[i] = v == v ? v : (FT)0;                                  \
+                }                                                                \
+            }                                                                    \
+            if (YN)                                                              \
+                for (l = 0; l < W && b0 + l < B; ++l) {                          \
+                    const size_t t0 = rev ? TT - 1 - c0 : c0;                    \
+                    const ptrdiff_t yst = rev ? -(ptrdiff_t)S : (ptrdiff_t)S;    \
+                    FT *yo = YN + (bl[l] * TT + t0) * S;                          \
+                    const FT *ysrc = Yn + l;                                      \
+                    for (r = 0; r < n; ++r, yo += yst, ysrc += S * W)            \
+                        for (i = 0; i < S; ++i) yo[i] = ysrc[i * W];             \
+                }                                                                \
+            memcpy(Yc, Yc + n * S * W, S * W * sizeof(FT));                       \
+        }                                                                        \
+        for (l = 0; l < W; ++l) {                                                \
+            if (nf[l] != 0) *bad = 1;                                            \
+            if ((double)mx[l] > *res) *res = (double)mx[l];                      \
+        }                                                                        \
+        return;                                                                  \
+    }                                                                            \
+    /* the adjoint: walk back; lam_t = g_t + c, then c = J_t^FT lam_t */          \
+    for (i = 0; i < S * W; ++i) cy[i] = 0;                                       \
+    for (c0 = TT; c0 > 0;) {                                                     \
+        const size_t n = c0 < Tc ? c0 : Tc, w0 = c0 - n;                         \
+        for (l = 0; l < W; ++l)                                                  \
+            for (r = 0; r < n; ++r) {                                            \
+                const size_t w = w0 + r, t = rev ? TT - 1 - w : w, row = bl[l] * TT + t; \
+                const size_t tp = rev ? t + 1 : t - 1;                           \
+                for (p = 0; p < P; ++p) Xc[(r * P + p) * W + l] = XP[row * P + p]; \
+                for (i = 0; i < S; ++i) {                                        \
+                    Yc[(r * S + i) * W + l] = w ? Y[(bl[l] * TT + tp) * S + i] : H0[bl[l] * S + i]; \
+                    Gc[(r * S + i) * W + l] = G[row * S + i];                    \
+                }                                                                \
+            }                                                                    \
+        for (r = n; r-- > 0;) {                                                  \
+            const FT *gc = Gc + r * S * W;                                        \
+            FT *yn = Yn + r * S * W;                                              \
+            prn__dz_cell_##SFX(a, kind, S, H, hk, kb, Yc + r * S * W, Xc + r * P * W, F, J, wk); \
+            for (i = 0; i < S * W; ++i) { yn[i] = gc[i] + cy[i]; cy[i] = 0; }    \
+            for (i = 0; i < S; ++i) {                                            \
+                const size_t j0 = kb == 1 ? i : i / kb * kb;                     \
+                const FT *li = yn + i * W;                                        \
+                for (jj = 0; jj < kb; ++jj) {                                    \
+                    const FT *Jp = J + (i * kb + jj) * W;                         \
+                    FT *cj = cy + (j0 + jj) * W;                                  \
+                    PRN__SIMD for (l = 0; l < W; ++l) cj[l] += Jp[l] * li[l];    \
+                }                                                                \
+            }                                                                    \
+        }                                                                        \
+        for (l = 0; l < W && b0 + l < B; ++l)                                    \
+            for (r = 0; r < n; ++r) {                                            \
+                const size_t w = w0 + r, t = rev ? TT - 1 - w : w, row = bl[l] * TT + t; \
+                for (i = 0; i < S; ++i) YN[row * S + i] = Yn[(r * S + i) * W + l]; \
+            }                                                                    \
+        c0 = w0;                                                                 \
+    }                                                                            \
+    (void)res; (void)bad;                                                        \
+}                                                                                \
+PRN__FN ATTR void prn__dz_group_##SFX(const prn__dz *z, size_t b0, FT *ws, double *res, int *bad) { \
+    const prn_deer_fused *a = z->a;                                              \
+    const size_t S = a->S, kb = z->kb;                                           \
+    const int gru = a->kind == PRN_RNN_GRU;                                      \
+    if (gru && S == 1) prn__dz_body_##SFX(z, b0, ws, res, bad, PRN_RNN_GRU, 1, 1, 1, 3, 1); \
+    else if (gru && S == 2 && kb == 2) prn__dz_body_##SFX(z, b0, ws, res, bad, PRN_RNN_GRU, 2, 2, 2, 6, 2); \
+    else if (gru && S == 2) prn__dz_body_##SFX(z, b0, ws, res, bad, PRN_RNN_GRU, 2, 2, 2, 6, 1); \
+    else if (gru && S == 4 && kb == 4) prn__dz_body_##SFX(z, b0, ws, res, bad, PRN_RNN_GRU, 4, 4, 4, 12, 4); \
+    else if (gru && S == 4) prn__dz_body_##SFX(z, b0, ws, res, bad, PRN_RNN_GRU, 4, 4, 4, 12, 1); \
+    else if (gru && S == 8 && kb == 8) prn__dz_body_##SFX(z, b0, ws, res, bad, PRN_RNN_GRU, 8, 8, 8, 24, 8); \
+    else if (gru && S == 8) prn__dz_body_##SFX(z, b0, ws, res, bad, PRN_RNN_GRU, 8, 8, 8, 24, 1); \
+    else prn__dz_body_##SFX(z, b0, ws, res, bad, a->kind, S, a->H, a->hk, z->P, kb); \
+}
+PRN__DEFINE_DEER(float, f32, , prn__expf, prn__tanhf)
+PRN__DEFINE_DEER(double, f64, , exp, tanh)
+#ifdef PRN__HAVE_AVX2
+/* gcc keeps a * b + c unfused under -std=c99; clang fuses it by default */
+#if defined(__clang__)
+#define PRN__DZ_AVX2 PRN__AVX2
+#else
+#define PRN__DZ_AVX2 __attribute__((target("avx2,fma"), optimize("fp-contract=fast")))
+#endif
+PRN__DEFINE_DEER(float, f32x, PRN__DZ_AVX2, prn__expf, prn__tanhf)
+#endif
+
+PRN__FN prn_status prn__ref_deer_run(prn_context *ctx, const char *fn, const prn_deer_fused *a, int adj) {
+    prn__dz z;
+    size_t ng, g, es, kb, G, S, wkn, rowv;
+    int nt, j, bad = 0;
+    void *raw;
+    double res = 0;
+    if (!a) return prn_set_error(ctx, PRN_ERR_NULL_ARGUMENT, "%s: argument 'a' is NULL", fn);
+    if (a->dtype != PRN_F32 && a->dtype != PRN_F64)
+        return prn_set_error(ctx, PRN_ERR_DTYPE, "%s: dtype %s is not f32 or f64", fn, prn_dtype_name(a->dtype));
+    if (a->kind < 0 || a->kind >= PRN_RNN_KIND_COUNT || (int)a->mode < 0 || a->mode > PRN_JACOBIAN_DIAG)
+        return prn_set_error(ctx, PRN_ERR_INVALID_ARGUMENT, "%s: kind %d or mode %d is not valid", fn, a->kind, (int)a->mode);
+    S = a->S;
+    if (!a->H || S != (a->kind == PRN_RNN_LSTM ? 2 * a->H : a->H) ||
+        ((a->kind == PRN_RNN_GRU || a->kind == PRN_RNN_MHGRU) && (!a->hk || a->H % a->hk)) ||
+        (a->kind == PRN_RNN_GRU && a->hk != a->H) || ((a->kind == PRN_RNN_SHPLRNN || a->kind == PRN_RNN_CLIPPED_SHPLRNN) && !a->L) ||
+        (a->kind == PRN_RNN_ALRNN && a->L > a->H))
+        return prn_set_error(ctx, PRN_ERR_INVALID_ARGUMENT, "%s: sizes H %lu, S %lu, hk %lu, L %lu do not fit kind %d", fn,
+                             (unsigned long)a->H, (unsigned long)S, (unsigned long)a->hk, (unsigned long)a->L, a->kind);
+    if (!a->B || !a->T) {
+        if (!adj) { ((prn_deer_fused *)(uintptr_t)a)->residual = 0; ((prn_deer_fused *)(uintptr_t)a)->finite = 1; }
+        return PRN_OK;
+    }
+    memset(&z, 0, sizeof z);
+    z.a = a; z.adj = adj;
+    G = a->kind == PRN_RNN_LSTM ? 4 : a->kind == PRN_RNN_GRU || a->kind == PRN_RNN_MHGRU ? 3 : 1;
+    z.P = G * a->H;
+    /* the adjoint needs the exact Jacobian: MHGRU's blocks, the others' all */
+    if (adj) kb = a->kind == PRN_RNN_MHGRU ? a->hk : S;
+    else kb = a->mode == PRN_JACOBIAN_DIAG ? 1 : a->mode == PRN_JACOBIAN_BLOCK && a->kind == PRN_RNN_MHGRU ? a->hk : S;
+    z.kb = kb;
+    es = prn_dtype_size(a->dtype);
+    /* rows of a chunk: its gathered values (about 64 KiB) stay in L2 */
+    rowv = (z.P + 4 * S) * PRN__DZW;
+    z.Tc = ((size_t)65536 / es) / rowv;
+    if (z.Tc < 4) z.Tc = 4;
+    if (z.Tc > 1024) z.Tc = 1024;
+    wkn = (9 * S + 3 * a->L + z.P + 8) * PRN__DZW;
+    z.per = z.Tc * rowv + S * PRN__DZW + (2 + kb) * S * PRN__DZW + S * PRN__DZW + wkn + 16;
+    ng = (a->B + PRN__DZW - 1) / PRN__DZW;
+    nt = prn_context_num_threads(ctx);
+    if ((size_t)nt > ng) nt = (int)ng;
+    if (nt < 1) nt = 1;
+    raw = prn_alloc(ctx, (size_t)nt * z.per * es + 64 + (size_t)nt * (sizeof(double) + sizeof(int)));
+    if (!raw) return prn_set_error(ctx, PRN_ERR_OUT_OF_MEMORY, "%s: out of memory for the workspace", fn);
+    z.res = (double *)raw;
+    z.bad = (int *)(z.res + nt);
+    z.ws = (char *)raw + (size_t)nt * (sizeof(double) + sizeof(int));
+    z.ws = (char *)z.ws + (64 - (uintptr_t)z.ws % 64) % 64;
+    for (j = 0; j < nt; ++j) { z.res[j] = 0; z.bad[j] = 0; }
+    {
+#ifdef PRN__HAVE_AVX2
+        const int avx = a->dtype == PRN_F32 && prn__cpu_avx2();
+#endif
+        PRN__OMP(omp parallel for num_threads(nt) schedule(dynamic, 1) if(nt > 1))
+        for (g = 0; g < ng; ++g) {
+            const int th = PRN__THREAD_NUM();
+            char *w = (char *)z.ws + (size_t)th * z.per * es;
+            if (a->dtype == PRN_F64) prn__dz_group_f64(&z, g * PRN__DZW, (double *)w, &z.res[th], &z.bad[th]);
+#ifdef PRN__HAVE_AVX2
+            else if (avx) prn__dz_group_f32x(&z, g * PRN__DZW, (float *)w, &z.res[th], &z.bad[th]);
+#endif
+            else prn__dz_group_f32(&z, g * PRN__DZW, (float *)w, &z.res[th], &z.bad[th]);
+        }
+    }
+    for (j = 0; j < nt; ++j) { if (z.res[j] > res) res = z.res[j]; bad |= z.bad[j]; }
+    prn_free(ctx, raw);
+    if (!adj) { ((prn_deer_fused *)(uintptr_t)a)->residual = res; ((prn_deer_fused *)(uintptr_t)a)->finite = !bad; }
+    return PRN_OK;
+}
+PRN__FN prn_status prn__ref_deer_iterate(prn_context *ctx, prn_deer_fused *a) {
+    return prn__ref_deer_run(ctx, "deer_iterate", a, 0);
+}
+PRN__FN prn_status prn__ref_deer_adjoint(prn_context *ctx, const prn_deer_fused *a) {
+    return prn__ref_deer_run(ctx, "deer_adjoint", a, 1);
+}
+
 #define PRN__REFERENCE_TABLE(NAME, GEMM)                                         \
     { NAME, PARRNN_BACKEND_ABI, prn__ref_create, prn__ref_destroy,              \
       prn__ref_buf_alloc, prn__ref_buf_free, prn__ref_buf_upload,                \
@@ -3799,7 +4316,8 @@ PRN__FN prn_status prn__ref_solve_batched(prn_context *ctx, prn_dtype dtype, siz
       prn__ref_argmax, prn__ref_softmax, prn__ref_random, prn__ref_sgd_update,   \
       prn__ref_adam_update, prn__ref_scan_diag, prn__ref_scan_block,             \
       prn__ref_rnn_cell_forward, prn__ref_rnn_cell_backward, prn__ref_solve_batched,   \
-      prn__ref_rnn_layer_forward, prn__ref_rnn_layer_backward, { NULL } }
+      prn__ref_rnn_layer_forward, prn__ref_rnn_layer_backward,                   \
+      prn__ref_deer_iterate, prn__ref_deer_adjoint, { NULL } }
 
 PRN__DEF const prn_backend *prn_reference_noblas_backend(void) {
     static const prn_backend b = PRN__REFERENCE_TABLE("reference-noblas", prn__ref_gemm_loops);
@@ -8646,6 +9164,11 @@ typedef struct prn__deer {
     size_t B, T, S, k;  /* k: the exact Jacobian's block size (S: dense) */
     prn_dtype dt;
     prn_deer_options o;  /* defaults filled in */
+    /* a built-in cell that the backend's deer_iterate / deer_adjoint can run
+     * (NULL: the cell's callbacks): the cell's part of the arguments, and
+     * the recurrent parameters that fz->w points into */
+    const prn_deer_fused *fz;
+    prn_tensor *fzp[4];
 } prn__deer;
 
 PRN__FN prn_status prn__deer_view(prn__deer *d, prn_tensor *x, size_t d0, size_t d1, size_t d2, size_t d3, int nd,
@@ -8811,9 +9334,90 @@ PRN__FN void prn__deer_stats_merge(prn_deer_stats *to, const prn_deer_stats *s, 
     if (s->damping > to->damping) to->damping = s->damping;
 }
 
+/* The iterations of prn__deer_solve by the backend's deer_iterate: each
+ * call evaluates the residual of y and the Newton step from y in one pass,
+ * with the k the step takes when it is accepted; the decisions (converged,
+ * rejected, accepted) are prn__deer_solve's, in the same order. */
+/* y = h0 at every step, [B, T, S] */
+PRN__FN prn_status prn__deer_h0_guess(prn__deer *d, prn_tensor *h0, prn_tensor **y) {
+    prn_tensor *h3 = NULL;
+    size_t shape[3];
+    prn_status st = prn__deer_view(d, h0, d->B, 1, d->S, 0, 3, &h3);
+    shape[0] = d->B; shape[1] = d->T; shape[2] = d->S;
+    if (st == PRN_OK) st = prn__expand_raw(d->ctx, d->fn, h3, 3, shape, y);
+    prn_tensor_free(h3);
+    return st;
+}
+/* *yio NULL: the default guess, which deer_iterate takes as y = NULL (made
+ * only when it is kept) */
+PRN__FN prn_status prn__deer_iters_fused(prn__deer *d, prn_tensor *x, prn_tensor *h0, prn_tensor **yio, int *itp,
+                                         double *rp, int *finp, double *kp, prn_deer_stats *stats) {
+    prn_context *ctx = d->ctx;
+    prn_deer_fused a = *d->fz;
+    prn_tensor *y = *yio, *ysave = NULL, *spare = NULL; /* spare: the iterate before, written again */
+    double kappa = *kp, rprev = 0, r = 0;
+    int it = 0, fin = 1, rejected = 0;
+    prn_status st = PRN_OK;
+    a.dtype = d->dt; a.mode = d->o.mode; a.reverse = d->rev; a.B = d->B; a.T = d->T;
+    a.xp = x->st->buf; a.h0 = h0->st->buf;
+    a.clip = d->o.clip; a.atol = d->o.atol; a.rtol = d->o.rtol;
+    a.g = NULL; a.lam = NULL;
+    for (;;) {
+        prn_tensor *yn = NULL;
+        int step = it < d->o.max_iter;
+        /* a success halves k, except right after a rejection (as prn__deer_solve) */
+        double kacc = d->o.adaptive && ysave && !rejected ? (0.5 * kappa > d->o.damping + 1e-3 ? 0.5 * kappa : d->o.damping)
+                                                          : kappa;
+        if (step && spare) { yn = spare; spare = NULL; }
+        else if (step) {
+            size_t shape[3];
+            shape[0] = d->B; shape[1] = d->T; shape[2] = d->S;
+            st = prn__tensor_new(ctx, d->fn, d->dt, 3, shape, &yn);
+        }
+        if (st != PRN_OK) break;
+        a.y = y ? y->st->buf : NULL; a.ynew = yn ? yn->st->buf : NULL; a.damping = kacc;
+        st = prn__in_fn(ctx, d->fn, ctx->be->deer_iterate(ctx, &a));
+        if (st != PRN_OK) { prn_tensor_free(yn); break; }
+        r = a.residual; fin = a.finite;
+        if (!fin) stats->nonfinite = 1;
+        if ((fin && r <= 1) || !step) {
+            stats->converged = fin && r <= 1;
+            prn_tensor_free(yn);
+            if (!y) st = prn__deer_h0_guess(d, h0, &y);
+            break;
+        }
+        if (!y && d->o.adaptive) st = prn__deer_h0_guess(d, h0, &y); /* kept as the last accepted iterate */
+        if (st != PRN_OK) { prn_tensor_free(yn); break; }
+        if (d->o.adaptive && ysave && (!fin || r > PRN__DEER_GROWTH * rprev) && kappa < 1) {
+            prn_tensor_free(yn);
+            prn_tensor_free(y);
+            y = prn_tensor_retain(ysave);
+            kappa = kappa > 0.999 ? 1.0 : 0.5 * (1.0 + kappa);
+            stats->rejected++;
+            rejected = 1;
+        } else {
+            if (d->o.adaptive) {
+                kappa = kacc;
+                rejected = 0;
+                prn_tensor_free(ysave);
+                ysave = prn_tensor_retain(y);
+                rprev = r;
+            }
+            if (d->o.adaptive || !y) prn_tensor_free(y);
+            else spare = y; /* only this loop holds it */
+            y = yn;
+        }
+        ++it;
+    }
+    prn_tensor_free(spare);
+    prn_tensor_free(ysave);
+    *yio = y; *itp = it; *rp = r; *finp = fin; *kp = kappa;
+    return st;
+}
+
 /* The iterations (tape off): y [B, T, S] from x [B, T, X], h0 [B, S] and an
  * optional guess; *Jx gets the exact Jacobians at y ([B, T, S, k]) when the
- * last iteration computed them, else NULL. */
+ * last iteration computed them, else NULL (always with deer_iterate). */
 PRN__FN prn_status prn__deer_solve(prn__deer *d, prn_tensor *x, prn_tensor *h0, prn_tensor *guess, prn_tensor **out,
                                    prn_tensor **Jx, prn_deer_stats *stats) {
     prn_context *ctx = d->ctx;
@@ -8821,16 +9425,20 @@ PRN__FN prn_status prn__deer_solve(prn__deer *d, prn_tensor *x, prn_tensor *h0, 
     prn_tensor *y = NULL, *ysave = NULL, *xr = NULL, *yprev = NULL, *fy = NULL, *J = NULL, *h3 = NULL;
     double kappa = d->o.damping, rprev = 0, r = 0;
     prn_status st;
-    int it = 0, fin = 1, rejected = 0;
+    int it = 0, fin = 1, rejected = 0, fused = d->fz && ctx->be->deer_iterate;
     memset(stats, 0, sizeof *stats);
     *Jx = NULL;
     shape[0] = B; shape[1] = T; shape[2] = S;
     if (guess) st = prn__tensor_like(ctx, d->fn, guess, &y);
     else st = prn__deer_view(d, h0, B, 1, S, 0, 3, &h3);
     if (st == PRN_OK && guess) st = prn__in_fn(ctx, d->fn, ctx->be->buf_copy(ctx, y->st->buf, 0, guess->st->buf, 0, y->st->bytes));
-    if (st == PRN_OK && !guess) st = prn__expand_raw(ctx, d->fn, h3, 3, shape, &y);
+    if (st == PRN_OK && !guess && !fused) st = prn__expand_raw(ctx, d->fn, h3, 3, shape, &y);
     if (st == PRN_OK) st = prn__deer_view(d, x, N, x->shape[2], 0, 0, 2, &xr);
-    while (st == PRN_OK) {
+    if (st == PRN_OK && fused) {
+        st = prn__deer_iters_fused(d, x, h0, &y, &it, &r, &fin, &kappa, stats);
+        if (st != PRN_OK) { prn_tensor_free(y); y = NULL; }
+    }
+    while (st == PRN_OK && !fused) {
         st = prn__deer_prev(d, y, h0, &yprev);
         if (st == PRN_OK) st = prn__deer_jac(d, xr, yprev, d->o.mode, &fy, &J);
         if (st == PRN_OK) st = prn__deer_resid(d, y, fy, &r, &fin);
@@ -8864,7 +9472,7 @@ PRN__FN prn_status prn__deer_solve(prn__deer *d, prn_tensor *x, prn_tensor *h0, 
     stats->iterations = it;
     stats->residual = fin ? r : HUGE_VAL;
     stats->damping = kappa;
-    if (st == PRN_OK && stats->converged && (d->o.mode != PRN_JACOBIAN_DIAG || S == 1))
+    if (st == PRN_OK && stats->converged && J && (d->o.mode != PRN_JACOBIAN_DIAG || S == 1))
         st = prn__deer_view(d, J, B, T, S, prn__deer_kb(d, d->o.mode), 4, Jx);
     prn_tensor_free(yprev); prn_tensor_free(fy); prn_tensor_free(J); prn_tensor_free(ysave); prn_tensor_free(xr);
     prn_tensor_free(h3);
@@ -8897,6 +9505,34 @@ PRN__FN prn_status prn__bw_deer(prn_context *ctx, const prn_op *op, prn_tensor *
                              (size_t)op->i[2], (size_t)op->i[3], (size_t)op->i[4], g, &gin[0]);
 }
 
+/* The adjoint op by the backend's deer_adjoint: op->user holds the
+ * arguments and references to what they point into. */
+typedef struct prn__deer_adj {
+    prn_context *ctx;
+    prn_deer_fused a;
+    prn_tensor *keep[7]; /* xp rows, h0, the solution, the parameters */
+} prn__deer_adj;
+PRN__FN void prn__deer_adj_free(void *p) {
+    prn__deer_adj *u = (prn__deer_adj *)p;
+    int i;
+    if (!u) return;
+    for (i = 0; i < 7; ++i) prn_tensor_free(u->keep[i]);
+    prn_free(u->ctx, u);
+}
+PRN__FN prn_status prn__bw_deer_fused(prn_context *ctx, const prn_op *op, prn_tensor *g, prn_tensor **gin) {
+    static const char fn[] = "prn_backward";
+    prn__deer_adj *u = (prn__deer_adj *)op->user;
+    prn_deer_fused a = u->a;
+    prn_tensor *lam = NULL;
+    prn_status st = prn__tensor_like(ctx, fn, g, &lam);
+    if (st != PRN_OK) return st;
+    a.g = g->st->buf; a.lam = lam->st->buf;
+    st = prn__in_fn(ctx, fn, ctx->be->deer_adjoint(ctx, &a));
+    if (st != PRN_OK) { prn_tensor_free(lam); return st; }
+    gin[0] = lam;
+    return PRN_OK;
+}
+
 /* Records the solution ystar for gradients: fy = f(y_prev, x) as one
  * batched recorded step (y_prev from ystar, h0 first, recorded through h0),
  * then the adjoint op from fy to ystar. Nothing is recorded when nothing
@@ -8907,8 +9543,22 @@ PRN__FN prn_status prn__deer_record(prn__deer *d, prn_tensor *xr, prn_tensor *h0
     prn_tensor *J = prn_tensor_retain(Jx), *h3 = NULL, *part = NULL, *yp3 = NULL, *yp = NULL, *fy = NULL;
     int iv[6], rec = 0;
     prn_status st = PRN_OK;
+    prn__deer_adj *adj = NULL;
     if (!prn_grad_enabled(ctx) || !d->cell->step) { prn_tensor_free(J); return PRN_OK; }
-    if (!J) { /* the iterations did not leave the exact Jacobians at the solution */
+    if (d->fz && ctx->be->deer_adjoint && ctx->be->deer_iterate) { /* the adjoint recomputes the Jacobians row by row */
+        int i;
+        prn_tensor_free(J);
+        J = NULL;
+        adj = (prn__deer_adj *)prn_alloc(ctx, sizeof *adj);
+        if (!adj) return PRN__ERR(ctx, PRN_ERR_OUT_OF_MEMORY, "%s: out of memory", d->fn);
+        memset(adj, 0, sizeof *adj);
+        adj->ctx = ctx;
+        adj->a = *d->fz;
+        adj->a.dtype = d->dt; adj->a.mode = d->o.mode; adj->a.reverse = d->rev; adj->a.B = B; adj->a.T = T;
+        adj->a.xp = xr->st->buf; adj->a.h0 = h0->st->buf; adj->a.y = ystar->st->buf;
+        adj->keep[0] = prn_tensor_retain(xr); adj->keep[1] = prn_tensor_retain(h0); adj->keep[2] = prn_tensor_retain(ystar);
+        for (i = 0; i < 4; ++i) adj->keep[3 + i] = prn_tensor_retain(d->fzp[i]);
+    } else if (!J) { /* the iterations did not leave the exact Jacobians at the solution */
         prn_tensor *yprev = NULL, *fv = NULL, *Jr = NULL;
         prn_jacobian_mode m = k == S ? PRN_JACOBIAN_DENSE : PRN_JACOBIAN_BLOCK;
         if (k > 64)
@@ -8943,9 +9593,15 @@ PRN__FN prn_status prn__deer_record(prn__deer *d, prn_tensor *xr, prn_tensor *h0
         st = PRN__ERR(ctx, PRN_ERR_SHAPE, "%s: the cell's step callback returned a next state of the wrong dtype or size", d->fn);
     if (st == PRN_OK) {
         iv[0] = d->rev; iv[1] = (int)B; iv[2] = (int)T; iv[3] = (int)S; iv[4] = (int)k; iv[5] = (int)d->o.algo;
-        st = prn__record(ctx, d->fn, "deer", &fy, 1, ystar, prn__bw_deer, J, prn__deer_free_user, NULL, 0, iv, 6, &rec);
-        if (st == PRN_OK && rec) J = NULL; /* the tape owns it now */
+        if (adj) {
+            st = prn__record(ctx, d->fn, "deer", &fy, 1, ystar, prn__bw_deer_fused, adj, prn__deer_adj_free, NULL, 0, iv, 6, &rec);
+            if (st == PRN_OK && rec) adj = NULL;
+        } else {
+            st = prn__record(ctx, d->fn, "deer", &fy, 1, ystar, prn__bw_deer, J, prn__deer_free_user, NULL, 0, iv, 6, &rec);
+            if (st == PRN_OK && rec) J = NULL; /* the tape owns it now */
+        }
     }
+    prn__deer_adj_free(adj);
     prn_tensor_free(J); prn_tensor_free(h3); prn_tensor_free(part); prn_tensor_free(yp3); prn_tensor_free(yp);
     prn_tensor_free(fy);
     return st;
@@ -9144,6 +9800,7 @@ PRN__DEF prn_status prn_deer_rnn(prn_context *ctx, const prn_rnn *rnn, prn_tenso
             int ld = l * rnn->D + dir;
             prn__deer_rnn_cell rc;
             prn_deer_cell cell;
+            prn_deer_fused fz;
             prn__deer d;
             prn_deer_stats sd;
             prn_tensor *s0, *xp, *xr, *ys = NULL, *Jx = NULL, *g = NULL, *Yd, *f;
@@ -9161,6 +9818,17 @@ PRN__DEF prn_status prn_deer_rnn(prn_context *ctx, const prn_rnn *rnn, prn_tenso
             d.ctx = ctx; d.fn = fn; d.cell = &cell; d.seq = prn__deer_rnn_seq; d.rev = dir;
             d.B = B; d.T = T; d.S = S; d.k = cell.block;
             d.dt = rnn->cfg.dtype; d.o = o;
+            {
+                prn_tensor *prm[4] = {NULL, NULL, NULL, NULL};
+                int np = prn__rnn_rprm(rnn, ld, prm), i;
+                memset(&fz, 0, sizeof fz);
+                fz.kind = (int)rnn->cfg.kind; fz.relu = rnn->cfg.relu;
+                fz.H = rnn->H; fz.S = S; fz.hk = rnn->cfg.kind == PRN_RNN_MHGRU ? rnn->hk : rnn->H;
+                fz.L = prn__rnn_shallow(rnn->cfg.kind) ? rnn->cfg.shallow_size
+                       : rnn->cfg.kind == PRN_RNN_ALRNN ? rnn->cfg.num_relu : 0;
+                for (i = 0; i < np; ++i) { fz.w[i] = prm[i]->st->buf; d.fzp[i] = prm[i]; }
+                d.fz = &fz;
+            }
             if (l == 0 && dir == 0) w.st = prn__deer_check(&d, X, state0);
             if (w.st == PRN_OK && guess) g = prn__cw_v3(&w, prn__cw_slice(&w, prn__cw_v2(&w, guess, LD, B * T * S), 0, (size_t)ld, 1), B, T, S);
             if (w.st != PRN_OK) break;

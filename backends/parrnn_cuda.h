@@ -961,6 +961,7 @@ PRN__CU_DEF const prn_backend *prn_cuda_backend(void) {
         prn__cu_rnn_cell_forward, prn__cu_rnn_cell_backward,
         prn__cu_solve_batched,
         prn__cu_rnn_layer_forward, prn__cu_rnn_layer_backward,
+        NULL, NULL, /* deer_iterate/_adjoint: DEER composes its iterations */
         {NULL}};
     return &b;
 }

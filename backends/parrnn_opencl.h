@@ -1136,6 +1136,7 @@ PRN__OCL_DEF const prn_backend *prn_opencl_backend(void) {
         prn__ocl_rnn_cell_forward, prn__ocl_rnn_cell_backward,
         prn__ocl_solve_batched,
         NULL, NULL, /* rnn_layer_forward/_backward: the generic code steps through time */
+        NULL, NULL, /* deer_iterate/_adjoint: DEER composes its iterations */
         {NULL}};
     return &b;
 }

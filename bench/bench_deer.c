@@ -34,8 +34,10 @@
  * physical memory). Estimates in bytes, generous (f32 values): sequential
  * 10 B T n * 4; quasi-DEER 56 B T n * 4; DEER 12 B T n^2 * 4 + 56 B T n * 4
  * (the GRU's dense Jacobian is built from about ten temporaries of B T n^2
- * values); each plus 0.6 GB for the reference backend's cache of freed
- * buffers. Peaks measured on the reference backend are 7.8 B T n * 4,
+ * values); on a backend with fused DEER iterations (deer_iterate: the
+ * reference) DEER and quasi-DEER 16 B T n * 4; --grad doubles B T n; each
+ * plus 0.6 GB for the reference backend's cache of freed buffers. Peaks measured on the
+ * reference backend (generic iterations) are 7.8 B T n * 4,
  * 44 B T n * 4 and 9-12 B T n^2 * 4 + 45 B T n * 4. A method is also skipped
  * when one call of it is predicted, linearly in T from its time at the next
  * smaller T of the same n, to take more than --time-budget seconds (default
@@ -46,8 +48,9 @@
  * configuration, then the speed-ups as n x T matrices), then for scripts
  * one line per measurement (skipped ones have none):
  *   BENCH name=deer_gru backend=<b> hidden=<n> batch=16 T=<T>
- *         method=<sequential|deer|quasi> threads=<t> seconds=<s>
- *         iterations=<k> speedup=<seq/this> max_abs_dev=<d>
+ *         method=<sequential|deer|quasi> grad=<0|1> threads=<t> seconds=<s>
+ *         iterations=<k> ns_per_row_iteration=<s / (B T k), k = 1 for
+ *         sequential> speedup=<seq/this> max_abs_dev=<d>
  *         converged=<0|1> fell_back=<0|1>
  * (each on one line; sequential: iterations=0 speedup=1 max_abs_dev=0).
  * With --plot PREFIX: PREFIX.dat (a block per n, see write_dat), the
@@ -57,7 +60,11 @@
  * the .dat and .gp are still written: `gnuplot PREFIX.gp` later.
  *
  * Usage: bench_deer [--quick] [--threads N] [--backend NAME] [--max-n N]
- *                   [--max-T T] [--mem-gb G] [--time-budget S] [--plot PREFIX]
+ *                   [--max-T T] [--n N] [--T T] [--grad] [--mem-gb G]
+ *                   [--time-budget S] [--plot PREFIX]
+ *   --n N, --T T     only this hidden size / this T (of the grid)
+ *   --grad           every timed call (every method) also runs the backward
+ *                    of sum(y) through the tape: forward plus gradients
  *   --quick          n in {1, 4}, T = 1000 only: a CI smoke run of a few seconds
  *   --threads N      prn_config.num_threads, OpenMP and OpenBLAS (default:
  *                    what OpenMP offers)
@@ -102,6 +109,9 @@ static size_t g_max_n = 64, g_max_T = 1000000;
 static double g_mem_budget = 0.0; /* bytes */
 static double g_time_budget = 120.0;
 static const char *g_plot = NULL;
+static int g_grad = 0;              /* --grad: each call also runs the backward of sum(y) */
+static size_t g_only_n = 0, g_only_T = 0; /* --n, --T: one hidden size / length only */
+static int g_fused = 0;             /* the backend has deer_iterate (prn_deer_rnn's fused iterations) */
 
 /* One (n, T, method). */
 typedef struct result {
@@ -140,7 +150,9 @@ static double physical_memory(void) {
  * covers x and the sequential output, alive throughout. */
 static double estimate_bytes(int method, size_t n, size_t T) {
     double btn = (double)DEER_BATCH * (double)T * (double)n, kept = 0.6e9;
+    if (g_grad) btn *= 2.0; /* the tape's saved values (fused DEER: the step's gates) */
     if (method == 0) return 10.0 * btn * 4.0 + kept;
+    if (g_fused) return 16.0 * btn * 4.0 + kept; /* x, projections, two iterates, output */
     if (method == 2) return 56.0 * btn * 4.0 + kept;
     return 12.0 * btn * (double)n * 4.0 + 56.0 * btn * 4.0 + kept;
 }
@@ -184,12 +196,12 @@ typedef struct deer_case {
 static int run_call(void *user) {
     deer_case *c = (deer_case *)user;
     prn_context *ctx = c->ctx;
-    prn_tensor *y = NULL;
+    prn_tensor *y = NULL, *l = NULL;
     double v = 0.0;
     int rc = 1;
     prn_tensor_free(c->y); /* before the call: one output alive at a time */
     c->y = NULL;
-    prn_no_grad_begin(ctx);
+    if (!g_grad) prn_no_grad_begin(ctx);
     if (c->method == 0) {
         CHECK(prn_rnn_forward(ctx, c->rnn, c->x, NULL, &y, NULL));
     } else {
@@ -199,12 +211,22 @@ static int run_call(void *user) {
         memset(&c->stats, 0, sizeof c->stats);
         CHECK(prn_deer_rnn(ctx, c->rnn, c->x, NULL, &o, &y, NULL, &c->stats));
     }
+    if (g_grad) { /* the backward of sum(y): every parameter's gradient */
+        prn_tensor *p[8];
+        int np = prn_rnn_params(c->rnn, p, 8), i;
+        CHECK(prn_sum(ctx, y, PRN_ALL_AXES, 0, &l));
+        CHECK(prn_backward(ctx, l));
+        CHECK(prn_tensor_item(prn_tensor_grad(p[0]), &v));
+        for (i = 0; i < np; ++i) prn_tensor_zero_grad(p[i]);
+    }
     CHECK(prn_tensor_item(y, &v)); /* waits for queued work on device backends */
     c->y = y;
     y = NULL;
     rc = 0;
 fail:
-    prn_no_grad_end(ctx);
+    if (g_grad) prn_tape_clear(ctx);
+    else prn_no_grad_end(ctx);
+    prn_tensor_free(l);
     prn_tensor_free(y);
     return rc;
 }
@@ -256,11 +278,13 @@ static void print_row(size_t n, size_t T, int m, const result *r, const result *
 }
 
 static void print_bench_line(size_t n, size_t T, int m, const result *r, const result *seq, int threads) {
-    printf("BENCH name=deer_gru backend=%s hidden=%lu batch=%d T=%lu method=%s threads=%d seconds=%.6g iterations=%d "
-           "speedup=%.6g max_abs_dev=%.3g converged=%d fell_back=%d\n",
-           g_backend, (unsigned long)n, DEER_BATCH, (unsigned long)T, g_mnames[m], threads, r->seconds,
-           m ? r->iterations : 0, m ? seq->seconds / r->seconds : 1.0, m ? r->dev : 0.0, m ? r->converged : 1,
-           m ? r->fell_back : 0);
+    /* ns per row-iteration: the call's time over B T rows times the Newton iterations */
+    double rows = (double)DEER_BATCH * (double)T * (m && r->iterations ? r->iterations : 1);
+    printf("BENCH name=deer_gru backend=%s hidden=%lu batch=%d T=%lu method=%s grad=%d threads=%d seconds=%.6g "
+           "iterations=%d ns_per_row_iteration=%.4g speedup=%.6g max_abs_dev=%.3g converged=%d fell_back=%d\n",
+           g_backend, (unsigned long)n, DEER_BATCH, (unsigned long)T, g_mnames[m], g_grad, threads, r->seconds,
+           m ? r->iterations : 0, r->seconds * 1e9 / rows, m ? seq->seconds / r->seconds : 1.0, m ? r->dev : 0.0,
+           m ? r->converged : 1, m ? r->fell_back : 0);
 }
 
 /* PREFIX.dat: one block per hidden size (gnuplot's "index", blocks
@@ -459,8 +483,11 @@ static int bench_grid(int threads) {
         return 1;
     }
     c.ctx = ctx;
-    printf("  parrnn:    backend %s, prn_context_num_threads = %d%s\n", prn_context_backend_name(ctx),
-           prn_context_num_threads(ctx), bench_is_device(g_backend) ? " (calls end with a one-element read back)" : "");
+    g_fused = prn_context_backend(ctx)->deer_iterate != NULL;
+    printf("  parrnn:    backend %s, prn_context_num_threads = %d%s%s%s\n", prn_context_backend_name(ctx),
+           prn_context_num_threads(ctx), bench_is_device(g_backend) ? " (calls end with a one-element read back)" : "",
+           g_fused ? ", fused DEER iterations (deer_iterate)" : ", generic DEER iterations",
+           g_grad ? "; every call also runs the backward of sum(y)" : "");
     printf("\nGRU, B = %d, input = hidden = n, f32; seconds = best call (time_best); speed-up = sequential / this;\n"
            "dev = max |y - y_sequential|; peak = peak RSS of the measurement in GB\n",
            DEER_BATCH);
@@ -469,7 +496,7 @@ static int bench_grid(int threads) {
     for (ni = 0; ni < NUM_N; ++ni) {
         size_t n = g_ns[ni];
         prn_rnn_config rcfg;
-        if (n > g_max_n || (g_quick && n != 1 && n != 4)) continue;
+        if (n > g_max_n || (g_quick && n != 1 && n != 4) || (g_only_n && n != g_only_n)) continue;
         memset(&rcfg, 0, sizeof rcfg);
         rcfg.kind = PRN_RNN_GRU;
         rcfg.dtype = PRN_F32;
@@ -481,7 +508,7 @@ static int bench_grid(int threads) {
         for (ti = 0; ti < NUM_T; ++ti) {
             size_t T = g_Ts[ti], xs[3];
             result *r = g_res[ni][ti];
-            if (T > g_max_T || (g_quick && T != 1000)) continue;
+            if (T > g_max_T || (g_quick && T != 1000) || (g_only_T && T != g_only_T)) continue;
             if (check_budgets(ni, ti, 0, &r[0])) {
                 for (m = 1; m < NUM_M; ++m) {
                     r[m].state = 2;
@@ -564,7 +591,7 @@ static int parse_double(const char *s, double lo, double *v) {
 
 static int usage(void) {
     fprintf(stderr, "usage: bench_deer [--quick] [--threads N] [--backend NAME] [--max-n N] [--max-T T]\n"
-                    "                  [--mem-gb G] [--time-budget S] [--plot PREFIX]\n");
+                    "                  [--n N] [--T T] [--grad] [--mem-gb G] [--time-budget S] [--plot PREFIX]\n");
     return 2;
 }
 
@@ -594,6 +621,14 @@ int main(int argc, char **argv) {
             if (parse_double(argv[++i], 0, &g_time_budget)) return usage();
         } else if (strcmp(argv[i], "--plot") == 0 && i + 1 < argc) {
             g_plot = argv[++i];
+        } else if (strcmp(argv[i], "--grad") == 0) {
+            g_grad = 1;
+        } else if (strcmp(argv[i], "--n") == 0 && i + 1 < argc) {
+            if (parse_double(argv[++i], 1, &v)) return usage();
+            g_only_n = (size_t)v;
+        } else if (strcmp(argv[i], "--T") == 0 && i + 1 < argc) {
+            if (parse_double(argv[++i], 1, &v)) return usage();
+            g_only_T = (size_t)v;
         } else if (nargs < 63) {
             args[nargs++] = argv[i];
         } else {

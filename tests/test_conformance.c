@@ -441,6 +441,7 @@ static void t_table(void) {
     NOTE_NULL(random) NOTE_NULL(sgd_update) NOTE_NULL(adam_update)
     NOTE_NULL(scan_diag) NOTE_NULL(scan_block) NOTE_NULL(rnn_cell_forward) NOTE_NULL(rnn_cell_backward)
     NOTE_NULL(solve_batched) NOTE_NULL(rnn_layer_forward) NOTE_NULL(rnn_layer_backward)
+    NOTE_NULL(deer_iterate) NOTE_NULL(deer_adjoint)
 #undef NOTE_NULL
     if (nnull) printf("    note: backend '%s' leaves %d primitive(s) NULL:%s\n", g_side[0].name, nnull, missing);
     g_cases++;
@@ -2257,6 +2258,215 @@ typedef struct prim_test {
     void (*fn)(void);
 } prim_test;
 
+/* --- deer_iterate + deer_adjoint -----------------------------------------
+ * Through prn_deer_rnn: the backend with its fused entries against the
+ * generic composition (the oracle's table with the two entries NULL, as a
+ * backend without them runs), for every built-in cell, Jacobian mode,
+ * dtype, direction (a bidirectional network), with and without state0:
+ * the converged y, final state and the gradients of every parameter, x and
+ * state0; then two Newton iterations without fall-back (the iterate itself,
+ * and the residual the statistics report). */
+static prn_backend g_generic_be;
+typedef struct deer_run {
+    double *y, *fin, *grad;
+    size_t ny, nfin, ngrad;
+    prn_deer_stats stats;
+} deer_run;
+static void deer_run_free(deer_run *r) { free(r->y); free(r->fin); free(r->grad); memset(r, 0, sizeof *r); }
+static double *deer_host(const prn_tensor *t, size_t *n) {
+    size_t m = t ? prn_tensor_numel(t) : 0;
+    double *v = (double *)calloc(m ? m : 1, sizeof *v);
+    if (t && prnt_download_f64(t, v) != PRN_OK) m = 0;
+    *n = m;
+    return v;
+}
+/* One network (parameters from host values pv), loss = sum(y Ry) + sum(state Rs). */
+static int deer_side(prn_context *ctx, const prn_rnn_config *c, const double *pv, const double *xv, const double *s0v,
+                     const double *ryv, const double *rsv, size_t B, size_t T, const prn_deer_options *o, int grads,
+                     deer_run *out) {
+    prn_rnn *r = NULL;
+    prn_tensor *p[64], *x = NULL, *s0 = NULL, *Ry = NULL, *Rs = NULL, *y = NULL, *f = NULL, *a = NULL, *b = NULL;
+    prn_tensor *sa = NULL, *sb = NULL, *l = NULL;
+    size_t sh[3], LD, S, k, off = 0, n;
+    int np, i, ok = 0;
+    prn_status st = prn_rnn_create(ctx, c, &r);
+    memset(out, 0, sizeof *out);
+    if (st != PRN_OK) goto done;
+    np = prn_rnn_params(r, p, 64);
+    for (i = 0; i < np && st == PRN_OK; ++i) { st = prnt_upload_f64(p[i], pv + off); off += prn_tensor_numel(p[i]); }
+    LD = (size_t)(c->num_layers ? c->num_layers : 1) * (c->bidirectional ? 2 : 1);
+    S = prn_rnn_state_size(r);
+    sh[0] = B; sh[1] = T; sh[2] = c->input_size;
+    if (st == PRN_OK) st = prn_tensor_create(ctx, c->dtype, 3, sh, &x);
+    if (st == PRN_OK) st = prnt_upload_f64(x, xv);
+    sh[0] = LD; sh[1] = B; sh[2] = S;
+    if (st == PRN_OK && s0v) st = prn_tensor_create(ctx, c->dtype, 3, sh, &s0);
+    if (st == PRN_OK && s0v) st = prnt_upload_f64(s0, s0v);
+    if (st == PRN_OK) st = prn_tensor_create(ctx, c->dtype, 3, sh, &Rs);
+    if (st == PRN_OK) st = prnt_upload_f64(Rs, rsv);
+    sh[0] = B; sh[1] = T; sh[2] = prn_rnn_output_size(r);
+    if (st == PRN_OK) st = prn_tensor_create(ctx, c->dtype, 3, sh, &Ry);
+    if (st == PRN_OK) st = prnt_upload_f64(Ry, ryv);
+    if (st != PRN_OK) goto done;
+    if (grads) {
+        prn_tensor_set_requires_grad(x, 1);
+        if (s0) prn_tensor_set_requires_grad(s0, 1);
+    } else {
+        prn_no_grad_begin(ctx);
+    }
+    st = prn_deer_rnn(ctx, r, x, s0, o, &y, &f, &out->stats);
+    if (st == PRN_OK && grads) {
+        st = prn_mul(ctx, y, Ry, &a);
+        if (st == PRN_OK) st = prn_sum(ctx, a, PRN_ALL_AXES, 0, &sa);
+        if (st == PRN_OK) st = prn_mul(ctx, f, Rs, &b);
+        if (st == PRN_OK) st = prn_sum(ctx, b, PRN_ALL_AXES, 0, &sb);
+        if (st == PRN_OK) st = prn_add(ctx, sa, sb, &l);
+        if (st == PRN_OK) st = prn_backward(ctx, l);
+    }
+    if (!grads) prn_no_grad_end(ctx);
+    if (st != PRN_OK) goto done;
+    out->y = deer_host(y, &out->ny);
+    out->fin = deer_host(f, &out->nfin);
+    if (grads) {
+        size_t total = 0;
+        for (i = 0; i < np; ++i) total += prn_tensor_numel(p[i]);
+        total += prn_tensor_numel(x) + (s0 ? prn_tensor_numel(s0) : 0);
+        out->grad = (double *)calloc(total, sizeof *out->grad);
+        for (i = 0, off = 0; i < np + 2; ++i) {
+            prn_tensor *t = i < np ? p[i] : i == np ? x : s0, *g = t ? prn_tensor_grad(t) : NULL;
+            double *v;
+            if (!t) continue;
+            v = deer_host(g, &n);
+            for (k = 0; k < prn_tensor_numel(t); ++k) out->grad[off + k] = g ? v[k] : 0.0;
+            off += prn_tensor_numel(t);
+            free(v);
+        }
+        out->ngrad = off;
+    }
+    ok = 1;
+done:
+    if (!ok) failf("%s on %s: %s", prn_rnn_kind_name(c->kind), prn_context_backend_name(ctx), prn_last_error(ctx));
+    prn_tape_clear(ctx);
+    prn_tensor_free(x); prn_tensor_free(s0); prn_tensor_free(Ry); prn_tensor_free(Rs); prn_tensor_free(y);
+    prn_tensor_free(f); prn_tensor_free(a); prn_tensor_free(b); prn_tensor_free(sa); prn_tensor_free(sb);
+    prn_tensor_free(l);
+    prn_rnn_free(r);
+    return ok;
+}
+/* largest |a - b| relative to the largest |b| (NaN: infinite) */
+static double deer_dev(const double *a, const double *b, size_t n) {
+    double m = 0, s = 0;
+    size_t i;
+    for (i = 0; i < n; ++i) if (fabs(b[i]) > s) s = fabs(b[i]);
+    for (i = 0; i < n; ++i) {
+        double e = fabs(a[i] - b[i]);
+        if (!(e <= m)) m = e == e ? e : HUGE_VAL;
+    }
+    return m / (s > 1 ? s : 1);
+}
+static void deer_case(prn_context *gen, prn_rnn_kind kind, prn_dtype dt, prn_jacobian_mode mode, int use_h0,
+                      int newton_only, size_t H) {
+    const size_t B = 11, T = 37, I = 3; /* B: a lane group of 8 and a partial one */
+    prn_rnn_config c;
+    prn_rnn *r = NULL;
+    prn_tensor *p[64];
+    prn_deer_options o;
+    deer_run got, want;
+    double *pv, *xv, *s0v, *ryv, *rsv, e[4], tol;
+    size_t np_vals = 0, S, i;
+    int np, j;
+    char desc[160];
+    memset(&c, 0, sizeof c);
+    c.kind = kind; c.dtype = dt; c.input_size = I; c.hidden_size = H; c.bidirectional = 1;
+    if (kind == PRN_RNN_MHGRU) c.num_heads = 2;
+    if (kind == PRN_RNN_SHPLRNN || kind == PRN_RNN_CLIPPED_SHPLRNN) c.shallow_size = 6;
+    if (kind == PRN_RNN_ALRNN) c.num_relu = 2;
+    if (prn_rnn_create(g_side[0].ctx, &c, &r) != PRN_OK) { failf("prn_rnn_create: %s", prn_last_error(g_side[0].ctx)); return; }
+    np = prn_rnn_params(r, p, 64);
+    S = prn_rnn_state_size(r);
+    for (j = 0; j < np; ++j) np_vals += prn_tensor_numel(p[j]);
+    pv = hd(np_vals); xv = hd(B * T * I); s0v = hd(2 * B * S); ryv = hd(B * T * 2 * H); rsv = hd(2 * B * S);
+    for (i = 0; i < np_vals; ++i) pv[i] = kind >= PRN_RNN_PLRNN ? rng_range(-0.3, 0.3) : rng_range(-0.6, 0.6);
+    for (i = 0; i < B * T * I; ++i) xv[i] = rng_range(-1, 1);
+    for (i = 0; i < 2 * B * S; ++i) { s0v[i] = rng_range(-0.5, 0.5); rsv[i] = rng_range(-1, 1); }
+    for (i = 0; i < B * T * 2 * H; ++i) ryv[i] = rng_range(-1, 1);
+    if (kind >= PRN_RNN_PLRNN) /* A in [0.5, 0.9] keeps the PLRNN family contracting */
+        for (j = 0; j < np; ++j)
+            if (strncmp(prn_rnn_param_name(r, j), "A_", 2) == 0) {
+                size_t off = 0;
+                int q;
+                for (q = 0; q < j; ++q) off += prn_tensor_numel(p[q]);
+                for (i = 0; i < prn_tensor_numel(p[j]); ++i) pv[off + i] = rng_range(0.5, 0.9);
+            }
+    prn_rnn_free(r);
+    memset(&o, 0, sizeof o);
+    o.mode = mode;
+    if (newton_only) { o.max_iter = 2; o.no_fallback = 1; }
+    else if (dt == PRN_F64) o.atol = o.rtol = 1e-12;
+    snprintf(desc, sizeof desc, "%s H=%lu %s %s%s%s", prn_rnn_kind_name(kind), ZU(H), dname(dt),
+             mode == PRN_JACOBIAN_DENSE ? "dense" : mode == PRN_JACOBIAN_BLOCK ? "block" : "diag",
+             use_h0 ? " state0" : "", newton_only ? " two iterations" : "");
+    if (deer_side(g_side[0].ctx, &c, pv, xv, use_h0 ? s0v : NULL, ryv, rsv, B, T, &o, 1, &got) &&
+        deer_side(gen, &c, pv, xv, use_h0 ? s0v : NULL, ryv, rsv, B, T, &o, 1, &want)) {
+        tol = dt == PRN_F64 ? 1e-9 : newton_only ? 2e-3 : 2e-4;
+        e[0] = got.ny == want.ny ? deer_dev(got.y, want.y, got.ny) : HUGE_VAL;
+        e[1] = got.nfin == want.nfin ? deer_dev(got.fin, want.fin, got.nfin) : HUGE_VAL;
+        e[2] = got.ngrad == want.ngrad ? deer_dev(got.grad, want.grad, got.ngrad) : HUGE_VAL;
+        e[3] = newton_only ? fabs(got.stats.residual - want.stats.residual) / (1 + want.stats.residual) : 0;
+        for (j = 0; j < 4; ++j) if (e[j] / tol > g_worst) g_worst = e[j] / tol;
+        if (!(e[0] <= tol && e[1] <= tol && e[2] <= 10 * tol && e[3] <= 10 * tol))
+            failf("%s: deviation y %g, state %g, gradients %g, residual %g (tolerance %g)", desc, e[0], e[1], e[2], e[3], tol);
+        if (got.stats.converged != want.stats.converged || got.stats.fell_back != want.stats.fell_back ||
+            (!newton_only && abs(got.stats.iterations - want.stats.iterations) > 1) ||
+            (newton_only && got.stats.iterations != want.stats.iterations))
+            failf("%s: stats differ: iterations %d/%d converged %d/%d fell_back %d/%d", desc, got.stats.iterations,
+                  want.stats.iterations, got.stats.converged, want.stats.converged, got.stats.fell_back, want.stats.fell_back);
+        if (!newton_only && !got.stats.converged) failf("%s: did not converge", desc);
+    }
+    deer_run_free(&got);
+    deer_run_free(&want);
+    g_cases++;
+}
+static void t_deer(void) {
+    static const prn_rnn_kind kinds[] = {PRN_RNN_ELMAN, PRN_RNN_LSTM, PRN_RNN_GRU, PRN_RNN_MHGRU, PRN_RNN_PLRNN,
+                                         PRN_RNN_SHPLRNN, PRN_RNN_CLIPPED_SHPLRNN, PRN_RNN_ALRNN};
+    prn_config cfg;
+    const prn_backend *tbl[1];
+    prn_context *gen = NULL;
+    char err[256];
+    int kk, d, m, h, nw;
+    NEED(deer_iterate);
+    NEED(deer_adjoint);
+    g_generic_be = *prn_reference_noblas_backend();
+    g_generic_be.name = "reference-noblas-generic-deer";
+    g_generic_be.deer_iterate = NULL;
+    g_generic_be.deer_adjoint = NULL;
+    tbl[0] = &g_generic_be;
+    memset(&cfg, 0, sizeof cfg);
+    cfg.backend = g_generic_be.name;
+    cfg.backends = tbl;
+    cfg.num_backends = 1;
+    cfg.seed = 7;
+    if (prn_context_create(&cfg, &gen, err, sizeof err) != PRN_OK) { failf("generic context: %s", err); return; }
+    for (kk = 0; kk < (int)(sizeof kinds / sizeof *kinds); ++kk)
+        for (d = 0; d < 2; ++d)
+            for (m = 0; m < 3; ++m)
+                for (h = 0; h < 2; ++h)
+                    for (nw = 0; nw < 2; ++nw) {
+                        deer_case(gen, kinds[kk], d ? PRN_F64 : PRN_F32, (prn_jacobian_mode)m, h, nw, 4);
+                        case_end();
+                    }
+    /* the GRU sizes the reference backend compiles copies for */
+    for (kk = 0; kk < 3; ++kk)
+        for (d = 0; d < 2; ++d)
+            for (m = 0; m < 3; ++m)
+                for (nw = 0; nw < 2; ++nw) {
+                    deer_case(gen, PRN_RNN_GRU, d ? PRN_F64 : PRN_F32, (prn_jacobian_mode)m, 1, nw, kk == 0 ? 1 : kk == 1 ? 2 : 8);
+                    case_end();
+                }
+    prn_context_destroy(gen);
+}
+
 static const prim_test k_prims[] = {
     {"table", t_table},
     {"buf_alloc+buf_free+buf_upload+buf_download", t_buffers},
@@ -2277,6 +2487,7 @@ static const prim_test k_prims[] = {
     {"rnn_cell_forward+rnn_cell_backward", t_rnn_cell},
     {"rnn_layer_forward+rnn_layer_backward", t_rnn_layer},
     {"solve_batched", t_solve_batched},
+    {"deer_iterate+deer_adjoint", t_deer},
     {"public_random", t_public_random},
 };
 
