@@ -321,7 +321,7 @@ $(addprefix $(BUILD)/fuzz/,$(FUZZ_TARGETS)): $(BUILD)/fuzz/%: $(BUILD)/fuzz/%.o 
 $(BUILD)/fuzz/replay/parrnn.o: parrnn_impl.c parrnn.h
 	@mkdir -p $(@D)
 	$(CC) $(FUZZ_FLAGS) -c -o $@ $<
-$(BUILD)/fuzz/replay/%.o: tests/%.c $(API_STAMP)
+$(BUILD)/fuzz/replay/%.o: tests/%.c tests/fuzz_replay.h $(API_STAMP)
 	@mkdir -p $(@D)
 	$(CC) $(FUZZ_FLAGS) -DPRN_FUZZ_STANDALONE -c -o $@ $<
 $(BUILD)/fuzz/%_replay: $(BUILD)/fuzz/replay/%.o $(BUILD)/fuzz/replay/parrnn.o

@@ -21,12 +21,10 @@
 #define _POSIX_C_SOURCE 200809L /* getpid, opendir, stat */
 #include "parrnn.h"
 
-#include <dirent.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 static prn_context *g_ctx;
@@ -168,73 +166,6 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
 }
 
 #ifdef PRN_FUZZ_STANDALONE
-/* Replay: runs the target on each file given, and on each file of each
- * directory given. */
-static int run_file(const char *path) {
-    FILE *f = fopen(path, "rb");
-    unsigned char *buf = NULL, *exact;
-    size_t len = 0, cap = 0, n;
-    if (!f) {
-        fprintf(stderr, "fuzz_rnn_load: cannot open %s\n", path);
-        return 1;
-    }
-    for (;;) {
-        if (len == cap) {
-            unsigned char *q;
-            cap = cap ? 2 * cap : 4096;
-            q = (unsigned char *)realloc(buf, cap);
-            if (!q) { fclose(f); free(buf); return 1; }
-            buf = q;
-        }
-        n = fread(buf + len, 1, cap - len, f);
-        len += n;
-        if (n == 0) break;
-    }
-    fclose(f);
-    exact = (unsigned char *)malloc(len ? len : 1);
-    if (!exact) { free(buf); return 1; }
-    if (len) memcpy(exact, buf, len);
-    free(buf);
-    LLVMFuzzerTestOneInput(exact, len);
-    free(exact);
-    return 0;
-}
-static int run_path(const char *path, int *count) {
-    struct stat s;
-    if (stat(path, &s) != 0) {
-        fprintf(stderr, "fuzz_rnn_load: cannot stat %s\n", path);
-        return 1;
-    }
-    if (S_ISDIR(s.st_mode)) {
-        DIR *d = opendir(path);
-        struct dirent *e;
-        int bad = 0;
-        if (!d) return 1;
-        while ((e = readdir(d)) != NULL) {
-            char sub[4096];
-            struct stat ss;
-            if (e->d_name[0] == '.') continue;
-            snprintf(sub, sizeof sub, "%s/%s", path, e->d_name);
-            if (stat(sub, &ss) == 0 && S_ISREG(ss.st_mode)) {
-                bad |= run_file(sub);
-                ++*count;
-            }
-        }
-        closedir(d);
-        return bad;
-    }
-    ++*count;
-    return run_file(path);
-}
-int main(int argc, char **argv) {
-    int i, bad = 0, count = 0;
-    if (argc < 2) {
-        fprintf(stderr, "usage: %s FILE_OR_DIR...\n", argv[0]);
-        return 2;
-    }
-    for (i = 1; i < argc; ++i) bad |= run_path(argv[i], &count);
-    printf("fuzz_rnn_load: %d input%s replayed%s\n", count, count == 1 ? "" : "s", bad ? ", some unreadable" : "");
-    prn_context_destroy(g_ctx);
-    return bad;
-}
+#define PRNF_NAME "fuzz_rnn_load"
+#include "fuzz_replay.h"
 #endif
