@@ -8501,7 +8501,10 @@ PRN__FN PRN__AVX2 void prn__fr_mv8(const float *W, size_t nv, const float *bias,
     size_t bs = (nx + nh) * 8, maxv = R == 4 ? 1 : R == 2 ? 3 : 6, v0, m;
     for (v0 = 0; v0 < nv; v0 += m) {
         m = nv - v0 < maxv ? nv - v0 : maxv;
-        (R == 4 ? t4 : R == 2 ? t2 : t1)[m - 1](W + bs * v0, bs, bias + 8 * v0, bias2 ? bias2 + 8 * v0 : NULL, x, xs, nx, h, hs, nh, a + 8 * v0,
+        /* the tile from its own table: indexing a ?: of arrays of different
+         * lengths reads as out of bounds to UBSan's object-size check */
+        const prn__fr_tile_fn fn = R == 4 ? t4[m - 1] : R == 2 ? t2[m - 1] : t1[m - 1];
+        fn(W + bs * v0, bs, bias + 8 * v0, bias2 ? bias2 + 8 * v0 : NULL, x, xs, nx, h, hs, nh, a + 8 * v0,
                                                 a2 ? a2 + 8 * v0 : NULL, as);
     }
 }
@@ -8615,7 +8618,10 @@ PRN__FN PRN__AVX512 void prn__fr_mv16(const float *W, size_t nv, const float *bi
     size_t bs = (nx + nh) * 16, maxv = R == 4 ? 2 : R == 2 ? 4 : 8, v0, m;
     for (v0 = 0; v0 < nv; v0 += m) {
         m = nv - v0 < maxv ? nv - v0 : maxv;
-        (R == 4 ? t4 : R == 2 ? t2 : t1)[m - 1](W + bs * v0, bs, bias + 16 * v0, bias2 ? bias2 + 16 * v0 : NULL, x, xs, nx, h, hs, nh, a + 16 * v0,
+        /* the tile from its own table: indexing a ?: of arrays of different
+         * lengths reads as out of bounds to UBSan's object-size check */
+        const prn__fr_tile16_fn fn = R == 4 ? t4[m - 1] : R == 2 ? t2[m - 1] : t1[m - 1];
+        fn(W + bs * v0, bs, bias + 16 * v0, bias2 ? bias2 + 16 * v0 : NULL, x, xs, nx, h, hs, nh, a + 16 * v0,
                                                 a2 ? a2 + 16 * v0 : NULL, as);
     }
 }
