@@ -145,10 +145,10 @@ ops_scyfi() {
     local rc=0
     if [ "$SMOKE" = 1 ]; then
         "$BUNDLE/bench/bench_ops" --quick || rc=1
-        "$BUNDLE/bench/bench_scyfi" --quick --backend cuda || rc=1
+        "$BUNDLE/bench/bench_scyfi" --quick --no-naive || rc=1
     else
         "$BUNDLE/bench/bench_ops" || rc=1
-        "$BUNDLE/bench/bench_scyfi" --backend cuda --max-m 500 --time-budget 3 || rc=1
+        "$BUNDLE/bench/bench_scyfi" --max-m 500 --time-budget 3 --no-naive || rc=1  # the reference and CUDA, side by side
     fi
     return $rc
 }
