@@ -382,6 +382,14 @@ static void test_scale_balance(void) {
     static const double cyc_p[] = {1e200, 1, 1, 1e30}, cyc_d[] = {0, 0, 1, 0};
     double a[100], b[100], re[10], im[10], wr[10], wi[10];
     int t, n, i, j, k;
+#ifdef PARRNN_USE_LAPACK
+    /* prn_eigenvalues is dgeev here, and under valgrind (PRNT_QUICK)
+     * OpenBLAS's x87 kernels lose entries of 1e-200 (as in test_tiny_scales) */
+    if (g_quick) {
+        PRNT_SKIP("PARRNN_USE_LAPACK with PRNT_QUICK: dgeev is not reliable on tiny entries under valgrind");
+        return;
+    }
+#endif
     for (t = 0; t < (int)(sizeof cyc / sizeof cyc[0]); ++t) {
         double r = cbrt(cyc_p[t]), lmax = 0, err;
         prn_status st = prn_eigenvalues(g_ctx, 3, cyc[t], re, im);
