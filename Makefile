@@ -123,7 +123,7 @@ API_STAMP    = $(BUILD)/parrnn_api.stamp
 VFLAGS_sse2   = -DPARRNN_NO_AVX2
 VFLAGS_plain  = -DPARRNN_NO_INTRINSICS
 VFLAGS_lapack = -DPARRNN_USE_LAPACK
-TEST_DEPS    = tests/prn_test.h tests/prn_test_device.h
+TEST_DEPS    = tests/prn_test.h tests/prn_test_device.h tests/prn_crc32.h
 
 $(API_STAMP): parrnn.h
 	@mkdir -p $(@D)
@@ -313,7 +313,7 @@ FUZZ_TARGETS = fuzz_pwl_parse fuzz_rnn_load
 $(BUILD)/fuzz/parrnn.o: parrnn_impl.c parrnn.h
 	@mkdir -p $(@D)
 	$(FUZZ_CC) $(FUZZ_FLAGS) -fsanitize=fuzzer-no-link -c -o $@ $<
-$(BUILD)/fuzz/%.o: tests/%.c $(API_STAMP)
+$(BUILD)/fuzz/%.o: tests/%.c tests/prn_crc32.h $(API_STAMP)
 	@mkdir -p $(@D)
 	$(FUZZ_CC) $(FUZZ_FLAGS) -fsanitize=fuzzer-no-link -c -o $@ $<
 $(addprefix $(BUILD)/fuzz/,$(FUZZ_TARGETS)): $(BUILD)/fuzz/%: $(BUILD)/fuzz/%.o $(BUILD)/fuzz/parrnn.o
@@ -321,7 +321,7 @@ $(addprefix $(BUILD)/fuzz/,$(FUZZ_TARGETS)): $(BUILD)/fuzz/%: $(BUILD)/fuzz/%.o 
 $(BUILD)/fuzz/replay/parrnn.o: parrnn_impl.c parrnn.h
 	@mkdir -p $(@D)
 	$(CC) $(FUZZ_FLAGS) -c -o $@ $<
-$(BUILD)/fuzz/replay/%.o: tests/%.c tests/fuzz_replay.h $(API_STAMP)
+$(BUILD)/fuzz/replay/%.o: tests/%.c tests/fuzz_replay.h tests/prn_crc32.h $(API_STAMP)
 	@mkdir -p $(@D)
 	$(CC) $(FUZZ_FLAGS) -DPRN_FUZZ_STANDALONE -c -o $@ $<
 $(BUILD)/fuzz/%_replay: $(BUILD)/fuzz/replay/%.o $(BUILD)/fuzz/replay/parrnn.o

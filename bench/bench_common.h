@@ -272,6 +272,19 @@ static void bench_report_idle(void) {
 
 /* Options shared by the benchmarks: --quick and --threads N (default: what
  * OpenMP offers). Returns nonzero on a bad argument. */
+/* A parrnn call that must succeed: on failure prints the call and the
+ * context's message and jumps to the caller's fail label (ctx: the
+ * caller's context). */
+#define BENCH_CHECK(call)                                                                           \
+    do {                                                                                            \
+        prn_status st_ = (call);                                                                    \
+        if (st_ != PRN_OK) {                                                                        \
+            fprintf(stderr, "%s: %s failed: %s (%s)\n", bench_prog, #call, prn_status_string(st_), \
+                    prn_last_error(ctx));                                                           \
+            goto fail;                                                                              \
+        }                                                                                           \
+    } while (0)
+
 static int bench_parse_args(int argc, char **argv) {
     int i, threads_given = 0;
     for (i = 1; i < argc; ++i) {

@@ -125,15 +125,7 @@ typedef struct result {
 
 static result g_res[NUM_N][NUM_T][NUM_M];
 
-#define CHECK(call)                                                                                 \
-    do {                                                                                            \
-        prn_status st_ = (call);                                                                    \
-        if (st_ != PRN_OK) {                                                                        \
-            fprintf(stderr, "%s: %s failed: %s (%s)\n", bench_prog, #call, prn_status_string(st_), \
-                    prn_last_error(ctx));                                                           \
-            goto fail;                                                                              \
-        }                                                                                           \
-    } while (0)
+#define CHECK(call) BENCH_CHECK(call)
 
 /* ------------------------------------------------------------------------
  * Memory: the budget, the estimates, the measured peak

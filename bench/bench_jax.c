@@ -186,15 +186,7 @@ static int jax_start(char *why, size_t size) {
 /* ------------------------------------------------------------------------
  * parrnn's side
  * ---------------------------------------------------------------------- */
-#define CHECK(call)                                                                                 \
-    do {                                                                                            \
-        prn_status st_ = (call);                                                                    \
-        if (st_ != PRN_OK) {                                                                        \
-            fprintf(stderr, "%s: %s failed: %s (%s)\n", bench_prog, #call, prn_status_string(st_), \
-                    prn_last_error(ctx));                                                           \
-            goto fail;                                                                              \
-        }                                                                                           \
-    } while (0)
+#define CHECK(call) BENCH_CHECK(call)
 
 static const char *const g_pnames[4] = {"weight_ih_l0", "weight_hh_l0", "bias_ih_l0", "bias_hh_l0"};
 

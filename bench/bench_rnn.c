@@ -83,15 +83,7 @@ static int g_torch_threads = 0;
 /* ------------------------------------------------------------------------
  * parrnn side
  * ---------------------------------------------------------------------- */
-#define CHECK(call)                                                                                 \
-    do {                                                                                            \
-        prn_status st_ = (call);                                                                    \
-        if (st_ != PRN_OK) {                                                                        \
-            fprintf(stderr, "%s: %s failed: %s (%s)\n", bench_prog, #call, prn_status_string(st_), \
-                    prn_last_error(ctx));                                                           \
-            goto fail;                                                                              \
-        }                                                                                           \
-    } while (0)
+#define CHECK(call) BENCH_CHECK(call)
 
 typedef struct rnn_case {
     prn_context *ctx;

@@ -20,6 +20,7 @@
  */
 #define _POSIX_C_SOURCE 200809L /* getpid, opendir, stat */
 #include "parrnn.h"
+#include "prn_crc32.h"
 
 #include <stdint.h>
 #include <stdio.h>
@@ -58,16 +59,6 @@ static prn_context *context(void) {
     return g_ctx;
 }
 
-static uint32_t crc32_of(const unsigned char *p, size_t n) {
-    uint32_t c = 0xFFFFFFFFu;
-    size_t i;
-    int k;
-    for (i = 0; i < n; ++i) {
-        c ^= p[i];
-        for (k = 0; k < 8; ++k) c = (c >> 1) ^ (0xEDB88320u & (0u - (c & 1u)));
-    }
-    return ~c;
-}
 
 static double *params_of(const prn_rnn *r, size_t *total) {
     prn_tensor *p[1024];

@@ -3,6 +3,7 @@
  * family against a direct formula, gradients against finite differences,
  * model files, bad input. PyTorch equivalence: test_rnn_golden.c. */
 #include "../parrnn.h"
+#include "prn_crc32.h"
 #include "prn_test.h"
 
 static prn_context *g_ctx;
@@ -583,16 +584,6 @@ static void peak_free(void *user, void *q) {
         ((peak_al *)user)->cur -= b[0];
         free(b);
     }
-}
-static uint32_t crc32_of(const unsigned char *p, size_t n) {
-    uint32_t c = 0xFFFFFFFFu;
-    size_t i;
-    int k;
-    for (i = 0; i < n; ++i) {
-        c ^= p[i];
-        for (k = 0; k < 8; ++k) c = (c >> 1) ^ (0xEDB88320u & (0u - (c & 1u)));
-    }
-    return ~c;
 }
 static void put_le(unsigned char *p, uint64_t v, int bytes) {
     int i;
