@@ -47,4 +47,11 @@ __device__ __forceinline__ double ppow(double x, double y) { return pow(x, y); }
 __device__ __forceinline__ float pabs(float x) { return fabsf(x); }
 __device__ __forceinline__ double pabs(double x) { return fabs(x); }
 
+/* 16 bytes of R, 16-byte aligned: one 128-bit load or store (ld.global.v4 /
+ * .v2) where the address allows. */
+template <typename R> struct alignas(16) prn_vec {
+    enum { N = 16 / sizeof(R) };
+    R v[16 / sizeof(R)];
+};
+
 #endif

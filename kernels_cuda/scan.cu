@@ -168,11 +168,194 @@ __global__ void k_scan_block_expand(size_t batch, size_t T, size_t C, size_t k, 
  * forms. */
 template <typename R> __device__ __forceinline__ R prn_lb_apply(R m, R x, R o) { return x == (R)0 ? o : m * x + o; }
 
+/* Shared-memory row of the tile's row r (in the order of the recurrence).
+ * A tile of one group is stored in memory order (a contiguous copy), so
+ * reversed, its first nr rows are flipped; rows past nr are padding. */
+__device__ __forceinline__ unsigned prn_lb_srow(unsigned r, unsigned nr, bool flip) {
+    return flip && r < nr ? nr - 1 - r : r;
+}
+
+/* Phase 1 of the look-back: a and b of the tile into sa, sb, with the
+ * identity (1, 0) in rows past nr and channels past w. All of a thread's
+ * global loads are issued before its first shared store, so they are in
+ * flight together (up to 2 x 9 x 4 bytes per thread for f32 scalars, 2 x 3
+ * x 16 with vectors). No run-time division: a one-group tile (span: C <=
+ * PRN_LB_CW) is a contiguous run [s0, s0 + nr C) of memory copied as it is,
+ * 128-bit loads in the middle, a scalar head up to the first 16-byte
+ * boundary and a scalar tail; a tile of a group of PRN_LB_CW = 8 channels
+ * has rows of 8, indexed by shifts, loaded in 16-byte pieces when C is a
+ * multiple of the vector (then so is w). vec: a, b and h are 16-byte
+ * aligned (the host checks). */
 template <typename R>
-__global__ void __launch_bounds__(PRN_LB_TPB, 4) /* <= 64 registers: registers leave room for 4 blocks per SM */
+__device__ __forceinline__ void prn_lb_load(unsigned tid, bool span, int vec, int rev, size_t T, size_t C, size_t n,
+                                            size_t c0, size_t t0, size_t s0, unsigned nr, unsigned w, unsigned tot,
+                                            const R *a, const R *b, R *sa, R *sb) {
+    typedef prn_vec<R> V;
+    const unsigned NV = V::N, UV = (PRN_LB_ITEMS + V::N - 1) / V::N;
+    if (span) {
+        const unsigned cnt = nr * (unsigned)C;
+        if (vec) {
+            const unsigned hd = (unsigned)prn_min((NV - (unsigned)(s0 & (NV - 1))) & (NV - 1), cnt);
+            const unsigned nv = (cnt - hd) / NV, tl = hd + nv * NV; /* NV: a power of two, a shift */
+            const V *va = (const V *)(a + s0 + hd), *vb = (const V *)(b + s0 + hd);
+            V xa[UV], xb[UV];
+            R ya = 1, yb = 0;
+            /* the head (thread tid < hd) and the tail (threads NV..): one scalar each */
+            const unsigned se = tid < hd ? tid : tid >= NV && tid - NV < cnt - tl ? tl + tid - NV : ~0u;
+#pragma unroll
+            for (unsigned u = 0; u < UV; ++u)
+                if (tid + u * PRN_LB_TPB < nv) {
+                    xa[u] = va[tid + u * PRN_LB_TPB];
+                    xb[u] = vb[tid + u * PRN_LB_TPB];
+                }
+            if (se != ~0u) {
+                ya = a[s0 + se];
+                yb = b[s0 + se];
+            }
+#pragma unroll
+            for (unsigned u = 0; u < UV; ++u)
+                if (tid + u * PRN_LB_TPB < nv) {
+                    const unsigned e = hd + (tid + u * PRN_LB_TPB) * NV;
+#pragma unroll
+                    for (unsigned k = 0; k < NV; ++k) {
+                        sa[e + k] = xa[u].v[k];
+                        sb[e + k] = xb[u].v[k];
+                    }
+                }
+            if (se != ~0u) {
+                sa[se] = ya;
+                sb[se] = yb;
+            }
+        } else {
+            R xa[PRN_LB_ITEMS], xb[PRN_LB_ITEMS];
+#pragma unroll
+            for (unsigned u = 0; u < PRN_LB_ITEMS; ++u)
+                if (tid + u * PRN_LB_TPB < cnt) {
+                    xa[u] = a[s0 + tid + u * PRN_LB_TPB];
+                    xb[u] = b[s0 + tid + u * PRN_LB_TPB];
+                }
+#pragma unroll
+            for (unsigned u = 0; u < PRN_LB_ITEMS; ++u)
+                if (tid + u * PRN_LB_TPB < cnt) {
+                    sa[tid + u * PRN_LB_TPB] = xa[u];
+                    sb[tid + u * PRN_LB_TPB] = xb[u];
+                }
+        }
+        for (unsigned e = cnt + tid; e < tot; e += PRN_LB_TPB) {
+            sa[e] = 1;
+            sb[e] = 0;
+        }
+        return;
+    }
+    /* groups of PRN_LB_CW channels: tot = PRN_LB_TPB * PRN_LB_ITEMS */
+    if (vec && C % NV == 0) {
+        const unsigned VR = PRN_LB_CW / V::N; /* vectors per row */
+        V xa[UV], xb[UV];
+#pragma unroll
+        for (unsigned u = 0; u < UV; ++u) {
+            const unsigned vi = tid + u * PRN_LB_TPB, r = vi / VR, q = vi % VR * NV;
+            if (vi < tot / NV && r < nr && q < w) {
+                const size_t i = (n * T + PRN_ROW(t0 + r)) * C + c0 + q;
+                xa[u] = *(const V *)(a + i);
+                xb[u] = *(const V *)(b + i);
+            }
+        }
+#pragma unroll
+        for (unsigned u = 0; u < UV; ++u) {
+            const unsigned vi = tid + u * PRN_LB_TPB, r = vi / VR, q = vi % VR * NV;
+            if (vi < tot / NV) {
+                const bool in = r < nr && q < w;
+#pragma unroll
+                for (unsigned k = 0; k < NV; ++k) {
+                    sa[vi * NV + k] = in ? xa[u].v[k] : (R)1;
+                    sb[vi * NV + k] = in ? xb[u].v[k] : (R)0;
+                }
+            }
+        }
+        return;
+    }
+    R xa[PRN_LB_ITEMS], xb[PRN_LB_ITEMS];
+#pragma unroll
+    for (unsigned u = 0; u < PRN_LB_ITEMS; ++u) {
+        const unsigned e = tid + u * PRN_LB_TPB, r = e / PRN_LB_CW, q = e % PRN_LB_CW;
+        xa[u] = 1;
+        xb[u] = 0;
+        if (r < nr && q < w) {
+            const size_t i = (n * T + PRN_ROW(t0 + r)) * C + c0 + q;
+            xa[u] = a[i];
+            xb[u] = b[i];
+        }
+    }
+#pragma unroll
+    for (unsigned u = 0; u < PRN_LB_ITEMS; ++u) {
+        sa[tid + u * PRN_LB_TPB] = xa[u];
+        sb[tid + u * PRN_LB_TPB] = xb[u];
+    }
+}
+
+/* The last phase: h from sa, in the layout of prn_lb_load; 128-bit stores
+ * where it used 128-bit loads. */
+template <typename R>
+__device__ __forceinline__ void prn_lb_store(unsigned tid, bool span, int vec, int rev, size_t T, size_t C, size_t n,
+                                             size_t c0, size_t t0, size_t s0, unsigned nr, unsigned w, const R *sa,
+                                             R *h) {
+    typedef prn_vec<R> V;
+    const unsigned NV = V::N, UV = (PRN_LB_ITEMS + V::N - 1) / V::N;
+    if (span) {
+        const unsigned cnt = nr * (unsigned)C;
+        if (vec) {
+            const unsigned hd = (unsigned)prn_min((NV - (unsigned)(s0 & (NV - 1))) & (NV - 1), cnt);
+            const unsigned nv = (cnt - hd) / NV, tl = hd + nv * NV;
+            V *vh = (V *)(h + s0 + hd);
+            const unsigned se = tid < hd ? tid : tid >= NV && tid - NV < cnt - tl ? tl + tid - NV : ~0u;
+#pragma unroll
+            for (unsigned u = 0; u < UV; ++u)
+                if (tid + u * PRN_LB_TPB < nv) {
+                    const unsigned e = hd + (tid + u * PRN_LB_TPB) * NV;
+                    V x;
+#pragma unroll
+                    for (unsigned k = 0; k < NV; ++k) x.v[k] = sa[e + k];
+                    vh[tid + u * PRN_LB_TPB] = x;
+                }
+            if (se != ~0u) h[s0 + se] = sa[se];
+        } else {
+#pragma unroll
+            for (unsigned u = 0; u < PRN_LB_ITEMS; ++u)
+                if (tid + u * PRN_LB_TPB < cnt) h[s0 + tid + u * PRN_LB_TPB] = sa[tid + u * PRN_LB_TPB];
+        }
+        return;
+    }
+    if (vec && C % NV == 0) {
+        const unsigned VR = PRN_LB_CW / V::N;
+#pragma unroll
+        for (unsigned u = 0; u < UV; ++u) {
+            const unsigned vi = tid + u * PRN_LB_TPB, r = vi / VR, q = vi % VR * NV;
+            if (vi < PRN_LB_TPB * PRN_LB_ITEMS / NV && r < nr && q < w) {
+                V x;
+#pragma unroll
+                for (unsigned k = 0; k < NV; ++k) x.v[k] = sa[vi * NV + k];
+                *(V *)(h + (n * T + PRN_ROW(t0 + r)) * C + c0 + q) = x;
+            }
+        }
+        return;
+    }
+#pragma unroll
+    for (unsigned u = 0; u < PRN_LB_ITEMS; ++u) {
+        const unsigned e = tid + u * PRN_LB_TPB, r = e / PRN_LB_CW, q = e % PRN_LB_CW;
+        if (r < nr && q < w) h[(n * T + PRN_ROW(t0 + r)) * C + c0 + q] = sa[e];
+    }
+}
+
+/* MODE: 2 = a tile is one run of memory (C <= PRN_LB_CW), 1 = 128-bit
+ * accesses; each combination is a kernel of its own, so that registers are
+ * allocated for its one load path (one kernel with all four spilled). */
+template <typename R, int MODE>
+/* f32: <= 64 registers, room for 4 blocks per SM; f64: its 40 KB of shared
+ * memory fit 2 to 5 blocks, and its loads in flight need more registers */
+__global__ void __launch_bounds__(PRN_LB_TPB, sizeof(R) == 4 ? 4 : 2)
     k_scan_diag_lookback(size_t batch, size_t T, size_t C, size_t cw, size_t ng, size_t nt, int rev,
-                         const R *__restrict__ a, const R *b, const R *h0, R *h, unsigned *ticket, unsigned *flag,
-                         R *val) {
+                         const R *__restrict__ a, const R *b, const R *h0, R *h, unsigned *ticket,
+                         unsigned *flag, R *val) {
     __shared__ R sa[PRN_LB_TPB * PRN_LB_ITEMS], sb[PRN_LB_TPB * PRN_LB_ITEMS];
     __shared__ R sm[PRN_LB_TPB], so[PRN_LB_TPB];
     __shared__ size_t s_tile;
@@ -193,27 +376,18 @@ __global__ void __launch_bounds__(PRN_LB_TPB, 4) /* <= 64 registers: registers l
         const unsigned w = (unsigned)prn_min(cw, C - c0), nr = (unsigned)prn_min(rows, T - t0);
         const unsigned jw = (unsigned)(j % tn); /* position in the window */
         const bool last = jw == tn - 1;
-        /* 1. load (a fixed count per thread: the loads unroll and overlap);
-         * steps past T and channels past C are the identity */
-#pragma unroll
-        for (unsigned u = 0; u < PRN_LB_ITEMS; ++u) {
-            const unsigned e = tid + u * PRN_LB_TPB, r = e / cu, q = e % cu;
-            if (e >= rows * cu) break;
-            if (r < nr && q < w) {
-                const size_t i = (n * T + PRN_ROW(t0 + r)) * C + c0 + q;
-                sa[e] = a[i];
-                sb[e] = b[i];
-            } else {
-                sa[e] = 1;
-                sb[e] = 0;
-            }
-        }
+        /* 1. load a and b into shared memory: every load of the thread is
+         * issued before its first store, 128-bit where aligned (lb_load) */
+        const bool span = (MODE & 2) != 0; /* one group: the tile is one run of memory */
+        const int vec = MODE & 1;
+        const size_t s0 = span ? (n * T + (rev ? T - t0 - nr : t0)) * C : 0;
+        prn_lb_load<R>(tid, span, vec, rev, T, C, n, c0, t0, s0, nr, w, rows * cu, a, b, sa, sb);
         __syncthreads();
         /* 2. fold the slice into h -> m h + o, then scan the slices' maps */
         R m = 1, o = 0;
         if (act)
             for (unsigned i = 0; i < PRN_LB_ITEMS; ++i) {
-                const unsigned e = (tt * PRN_LB_ITEMS + i) * cu + tc;
+                const unsigned e = prn_lb_srow(tt * PRN_LB_ITEMS + i, nr, span && rev) * cu + tc;
                 o = sa[e] * o + sb[e];
                 m *= sa[e];
             }
@@ -291,18 +465,13 @@ __global__ void __launch_bounds__(PRN_LB_TPB, 4) /* <= 64 registers: registers l
         if (act) {
             R x = prn_lb_apply(pm, so[tc], po);
             for (unsigned i = 0; i < PRN_LB_ITEMS; ++i) {
-                const unsigned e = (tt * PRN_LB_ITEMS + i) * cu + tc;
+                const unsigned e = prn_lb_srow(tt * PRN_LB_ITEMS + i, nr, span && rev) * cu + tc;
                 x = sa[e] * x + sb[e];
                 sa[e] = x;
             }
         }
         __syncthreads();
-#pragma unroll
-        for (unsigned u = 0; u < PRN_LB_ITEMS; ++u) {
-            const unsigned e = tid + u * PRN_LB_TPB, r = e / cu, q = e % cu;
-            if (e >= rows * cu) break;
-            if (r < nr && q < w) h[(n * T + PRN_ROW(t0 + r)) * C + c0 + q] = sa[e];
-        }
+        prn_lb_store<R>(tid, span, vec, rev, T, C, n, c0, t0, s0, nr, w, sa, h);
         __syncthreads(); /* shared memory is the next tile's */
     }
 }
@@ -371,6 +540,23 @@ extern "C" int prn_cu_scan_block_expand(cudaStream_t s, int f64, size_t batch, s
     return prn_launched();
 }
 
+template <typename R, int MODE>
+static void prn_lb_launch1(unsigned grid, cudaStream_t s, size_t batch, size_t T, size_t C, size_t cw, size_t ng,
+                           size_t nt, int rev, const void *a, const void *b, const void *h0, void *h,
+                           unsigned *ticket, unsigned *flag, void *val) {
+    k_scan_diag_lookback<R, MODE><<<grid, PRN_LB_TPB, 0, s>>>(batch, T, C, cw, ng, nt, rev, (const R *)a, (const R *)b,
+                                                              (const R *)h0, (R *)h, ticket, flag, (R *)val);
+}
+template <typename R>
+static void prn_lb_launch(int mode, unsigned grid, cudaStream_t s, size_t batch, size_t T, size_t C, size_t cw,
+                          size_t ng, size_t nt, int rev, const void *a, const void *b, const void *h0, void *h,
+                          unsigned *ticket, unsigned *flag, void *val) {
+    if (mode == 3) prn_lb_launch1<R, 3>(grid, s, batch, T, C, cw, ng, nt, rev, a, b, h0, h, ticket, flag, val);
+    else if (mode == 2) prn_lb_launch1<R, 2>(grid, s, batch, T, C, cw, ng, nt, rev, a, b, h0, h, ticket, flag, val);
+    else if (mode == 1) prn_lb_launch1<R, 1>(grid, s, batch, T, C, cw, ng, nt, rev, a, b, h0, h, ticket, flag, val);
+    else prn_lb_launch1<R, 0>(grid, s, batch, T, C, cw, ng, nt, rev, a, b, h0, h, ticket, flag, val);
+}
+
 /* Geometry of the look-back scan: channels per tile, groups, tiles per
  * chain, the bytes of the ticket and flags (zeroed before the launch; the
  * values follow them), and the bytes of all its status -- 0 when the tiles
@@ -404,13 +590,15 @@ extern "C" int prn_cu_scan_diag_lookback(cudaStream_t s, int f64, size_t batch, 
     cudaError_t e = cudaMemsetAsync(base, 0, zeroed, s);
     if (e != cudaSuccess) return (int)e;
     const unsigned grid = (unsigned)prn_min(batch * ng * nt, PRN_MAX_GRID);
+    /* 128-bit accesses need a, b and h at 16-byte boundaries (device
+     * allocations are; views into them may not be), and for groups of
+     * channels, rows of whole vectors */
+    const int span = C <= PRN_LB_CW;
+    const int vec = (((uintptr_t)a | (uintptr_t)b | (uintptr_t)h) & 15) == 0 && (span || C % (f64 ? 2 : 4) == 0);
+    const int mode = span * 2 + vec;
     if (f64)
-        k_scan_diag_lookback<double><<<grid, PRN_LB_TPB, 0, s>>>(batch, T, C, cw, ng, nt, rev, (const double *)a,
-                                                                 (const double *)b, (const double *)h0, (double *)h,
-                                                                 ticket, flag, (double *)val);
+        prn_lb_launch<double>(mode, grid, s, batch, T, C, cw, ng, nt, rev, a, b, h0, h, ticket, flag, val);
     else
-        k_scan_diag_lookback<float><<<grid, PRN_LB_TPB, 0, s>>>(batch, T, C, cw, ng, nt, rev, (const float *)a,
-                                                                (const float *)b, (const float *)h0, (float *)h,
-                                                                ticket, flag, (float *)val);
+        prn_lb_launch<float>(mode, grid, s, batch, T, C, cw, ng, nt, rev, a, b, h0, h, ticket, flag, val);
     return prn_launched();
 }
