@@ -40,12 +40,17 @@
  *
  * SCANS
  *   Diagonal, AUTO: when batch x channels alone fill the device, a thread
- *   per (sequence, channel) walks time (one read of a and b); otherwise a
- *   single pass with look-back (kernels_cuda/scan.cu): tiles of time x
+ *   per (sequence, channel) walks time (one read of a and b); otherwise,
+ *   where enough (sequence, channel group) chains run side by side to hide
+ *   the look-back's serial hop per window (prn_cu_scan_diag_lookback_pays,
+ *   kernels_cuda/scan.cu: f32 at C = 8 from 7 sequences, at C = 1 or
+ *   C >= 64 from one), a single pass with look-back: tiles of time x
  *   channels, handed out in order by an atomic ticket, publish their affine
  *   maps, compose those of the earlier tiles of their window with the state
  *   the window before passed on, in a fixed order (the same bits on every
- *   run), and write h -- a and b read once.
+ *   run), and write h -- a and b read once. Fewer chains: the chunked scan
+ *   below. The environment variable PARRNN_CUDA_SCAN=lookback or =chunked,
+ *   read at context creation, overrides that choice (tests, benchmarks).
  *   CHUNKED and TREE, and every block scan: reduce / scan / expand, parallel
  *   along the sequence: time is cut into chunks, each chunk is folded into
  *   one affine map, the maps are scanned (by the same code, recursively),
@@ -125,6 +130,7 @@ typedef struct prn__cu_state {
     int device;
     int sm_count;           /* multiprocessors: sizes grids and chunk counts */
     size_t scan_items;      /* threads that fill the device */
+    int scan_force;         /* PARRNN_CUDA_SCAN: 0 auto, 1 look-back, 2 chunked (for AUTO) */
     cudaStream_t stream;
     cublasHandle_t blas;
     cudaMemPool_t pool;     /* NULL where the device has no memory pools */
@@ -279,6 +285,10 @@ PRN__CU_FN prn_status prn__cu_create(prn_context *ctx, void **state) {
         /* enough threads to fill every multiprocessor */
         s->scan_items = (size_t)s->sm_count * (prop.maxThreadsPerMultiProcessor > 0 ? prop.maxThreadsPerMultiProcessor : 1024);
         if (s->scan_items < 4096) s->scan_items = 4096;
+    }
+    {
+        const char *force = getenv("PARRNN_CUDA_SCAN");
+        s->scan_force = force && !strcmp(force, "lookback") ? 1 : force && !strcmp(force, "chunked") ? 2 : 0;
     }
     if ((e = cudaStreamCreateWithFlags(&s->stream, cudaStreamNonBlocking)) != cudaSuccess) {
         s->stream = NULL;
@@ -906,6 +916,8 @@ PRN__CU_FN prn_status prn__cu_scan_diag(prn_context *ctx, prn_dtype dtype, int r
         return prn_set_error(ctx, PRN_ERR_INVALID_ARGUMENT, "scan_diag: unknown algorithm %d", (int)algo);
     if ((st = prn__cu_begin(ctx, "scan_diag", dtype, &s)) != PRN_OK) return st;
     if (algo == PRN_SCAN_AUTO && prn__cu_scan_chunks(T, batch * C, s->scan_items, 0, &L) > 1 &&
+        s->scan_force != 2 &&
+        (s->scan_force == 1 || prn_cu_scan_diag_lookback_pays(dtype == PRN_F64, batch, T, C)) &&
         (bytes = prn_cu_scan_diag_lookback_bytes(dtype == PRN_F64, batch, T, C)) != 0) {
         /* the device needs parallelism along time: one pass, a and b read once */
         if ((st = prn__cu_malloc(ctx, s, bytes, &scratch, "scan_diag: look-back status")) != PRN_OK) return st;

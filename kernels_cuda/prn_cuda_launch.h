@@ -98,6 +98,10 @@ int prn_cu_scan_diag_expand(cudaStream_t s, int f64, size_t batch, size_t T, siz
  * holds prn_cu_scan_diag_lookback_bytes(f64, batch, T, C) bytes, 0 when the
  * shape has too many tiles for it (then the chunked scan serves). */
 size_t prn_cu_scan_diag_lookback_bytes(int f64, size_t batch, size_t T, size_t C);
+/* 1 when PRN_SCAN_AUTO should take the look-back for this shape, 0 when
+ * its serial chain of windows would leave the chunked scan faster (the
+ * model is at the function, kernels_cuda/scan.cu) */
+int prn_cu_scan_diag_lookback_pays(int f64, size_t batch, size_t T, size_t C);
 int prn_cu_scan_diag_lookback(cudaStream_t s, int f64, size_t batch, size_t T, size_t C, int rev, const void *a,
                               const void *b, const void *h0, void *h, void *scratch);
 /* block fold: M [batch, nm, C, k] and v [batch, nm, C] of chunks 0..nm-1;

@@ -578,6 +578,29 @@ extern "C" size_t prn_cu_scan_diag_lookback_bytes(int f64, size_t batch, size_t 
     return batch && T && C ? prn_lb_geometry(f64, batch, T, C, &cw, &ng, &nt, &zeroed) : 0;
 }
 
+/* Does the look-back pay for this shape? Each (sequence, channel group)
+ * is a chain: window w + 1 of it starts its composition only when window
+ * w has published its outgoing state, one round trip of poll, fence, tree
+ * and publish per window -- about 2-4 us on an A100/H100. A chain thus
+ * moves at most W bytes (a window's tiles: a and b read, h written) per
+ * round trip, and all chains together about chains x W / latency. The
+ * chunked scan moves 5/3 of the bytes (a and b read twice), so it reaches
+ * about 0.6 of the copy bandwidth wherever it is bandwidth bound. The
+ * look-back wins where chains x W / latency >= 0.6 x bandwidth, i.e.
+ * chains x W >= PRN_LB_PAYS_BYTES = 0.6 x 3.35 TB/s (H100 SXM) x 3 us,
+ * about 6 MB. A chain of one window has no hop: always the look-back.
+ * f32 examples: C = 1 (W = 7 MB): look-back from one sequence; C = 8
+ * (W = 0.9 MB): from 7 sequences; C >= 64: 8 groups, from one sequence. */
+#define PRN_LB_PAYS_BYTES ((size_t)6000000)
+extern "C" int prn_cu_scan_diag_lookback_pays(int f64, size_t batch, size_t T, size_t C) {
+    size_t cw, ng, nt, zeroed;
+    if (!batch || !T || !C || !prn_lb_geometry(f64, batch, T, C, &cw, &ng, &nt, &zeroed)) return 0;
+    const size_t tn = PRN_LB_TPB / cw, rows = tn * PRN_LB_ITEMS;
+    if (nt <= tn) return 1; /* one window */
+    const size_t window = tn * rows * cw * 3 * (f64 ? 8 : 4);
+    return batch * ng * window >= PRN_LB_PAYS_BYTES;
+}
+
 /* scratch: prn_cu_scan_diag_lookback_bytes of device memory */
 extern "C" int prn_cu_scan_diag_lookback(cudaStream_t s, int f64, size_t batch, size_t T, size_t C, int rev,
                                          const void *a, const void *b, const void *h0, void *h, void *scratch) {

@@ -159,7 +159,66 @@ static void lookback_zero_state(prn_dtype dt, size_t C, size_t T) {
     free(raw);
 }
 
+/* The look-back through the backend table with a, b and h one element
+ * past a 16-byte boundary (as views into buffers may be): the kernels'
+ * scalar load paths (the 128-bit ones need alignment). Exact data: decays
+ * +-1, integer inputs. */
+static void lookback_offset_case(prn_dtype dt, size_t B, size_t T, size_t C, int rev) {
+    const size_t n = B * T * C, es = dt == PRN_F64 ? 8 : 4;
+    unsigned long long seed = 0x51ed27ULL + T + C;
+    double *want = (double *)malloc(n * sizeof(double));
+    char *ha = (char *)malloc(n * es), *hb = (char *)malloc(n * es), *hh = (char *)malloc(n * es);
+    void *da = NULL, *db = NULL, *dh = NULL;
+    prn_context *ctx = NULL;
+    const prn_backend *be;
+    char err[512];
+    size_t q, t, c, bad = 0;
+    if (!want || !ha || !hb || !hh || make(NULL, &ctx, err, sizeof err) != PRN_OK) {
+        PRNT_CHECK(0, "setup: %s", err);
+        goto done;
+    }
+    for (q = 0; q < B; ++q)
+        for (c = 0; c < C; ++c) {
+            double st = 0;
+            for (t = 0; t < T; ++t) {
+                const size_t i = (q * T + (rev ? T - 1 - t : t)) * C + c;
+                const double av = lb_rand(&seed) < 0.1 ? -1.0 : 1.0, bv = (double)((int)(lb_rand(&seed) * 5) - 2);
+                if (dt == PRN_F64) { ((double *)ha)[i] = av; ((double *)hb)[i] = bv; }
+                else { ((float *)ha)[i] = (float)av; ((float *)hb)[i] = (float)bv; }
+                want[i] = st = av * st + bv;
+            }
+        }
+    be = prn_context_backend(ctx);
+    PRNT_OK(ctx, be->buf_alloc(ctx, (n + 1) * es, &da));
+    PRNT_OK(ctx, be->buf_alloc(ctx, (n + 1) * es, &db));
+    PRNT_OK(ctx, be->buf_alloc(ctx, (n + 1) * es, &dh));
+    if (!da || !db || !dh) goto done;
+    PRNT_OK(ctx, be->buf_upload(ctx, da, es, ha, n * es));
+    PRNT_OK(ctx, be->buf_upload(ctx, db, es, hb, n * es));
+    PRNT_OK(ctx, be->scan_diag(ctx, dt, rev, PRN_SCAN_AUTO, B, T, C, (char *)da + es, (char *)db + es, NULL,
+                               (char *)dh + es));
+    PRNT_OK(ctx, be->buf_download(ctx, dh, es, hh, n * es));
+    for (q = 0; q < n; ++q) bad += (dt == PRN_F64 ? ((double *)hh)[q] : (double)((float *)hh)[q]) != want[q];
+    PRNT_CHECK(bad == 0, "%s batch=%lu T=%lu C=%lu reverse=%d, pointers off 16 bytes: %lu values differ",
+               dt == PRN_F64 ? "f64" : "f32", (unsigned long)B, (unsigned long)T, (unsigned long)C, rev,
+               (unsigned long)bad);
+done:
+    if (ctx) {
+        be = prn_context_backend(ctx);
+        if (da) be->buf_free(ctx, da);
+        if (db) be->buf_free(ctx, db);
+        if (dh) be->buf_free(ctx, dh);
+    }
+    prn_context_destroy(ctx);
+    free(want); free(ha); free(hb); free(hh);
+}
+
+static void set_env(const char *name, const char *value);
+
+/* PARRNN_CUDA_SCAN=lookback: AUTO takes the look-back whatever the shape
+ * (few sequences would otherwise go to the chunked scan). */
 static void run_lookback_cases(void) {
+    set_env("PARRNN_CUDA_SCAN", "lookback");
     lookback_case(PRN_F32, 2, 700001, 1, 0, 1); /* 304 tiles of 2304 steps per sequence */
     lookback_case(PRN_F64, 1, 600000, 1, 1, 0);
     lookback_case(PRN_F32, 1, 100003, 3, 1, 1); /* 85 slices of 3 channels: 131 tiles */
@@ -168,6 +227,71 @@ static void run_lookback_cases(void) {
     lookback_case(PRN_F64, 1, 20000, 130, 1, 1); /* 16 groups of 8 and one of 2 */
     lookback_zero_state(PRN_F32, 1, 23040);    /* decays 1.05: a tile's product overflows f32 */
     lookback_zero_state(PRN_F64, 40, 20000);
+    /* the load paths: 128-bit rows of groups with a part group (12 = 8 + 4),
+     * scalar rows where C is no multiple of the vector (10, 21), a span of
+     * 2 channels whose tiles start off 16-byte boundaries */
+    lookback_case(PRN_F32, 1, 20011, 12, 1, 1);
+    lookback_case(PRN_F32, 1, 20011, 10, 0, 1);
+    lookback_case(PRN_F64, 1, 9001, 21, 1, 0);
+    lookback_case(PRN_F32, 1, 50021, 2, 1, 1);
+    lookback_case(PRN_F64, 1, 30011, 6, 0, 1);
+    lookback_offset_case(PRN_F32, 2, 30011, 3, 1); /* one group, scalar */
+    lookback_offset_case(PRN_F64, 1, 40009, 1, 0);
+    lookback_offset_case(PRN_F32, 1, 9001, 12, 1); /* groups, scalar */
+    set_env("PARRNN_CUDA_SCAN", NULL);
+}
+
+#ifdef PARRNN_WITH_CUDA
+int prn_cu_scan_diag_lookback_pays(int f64, size_t batch, size_t T, size_t C); /* kernels_cuda/scan.cu */
+#endif
+
+/* AUTO with few sequences of few channels: the look-back's serial chain of
+ * windows would bound it, so the chunked scan runs -- same bits as
+ * PRN_SCAN_CHUNKED. With many sequences, the look-back (other bits). */
+static void test_scan_auto_choice(void) {
+    const size_t T = 60000, C = 8;
+    size_t sh[3], i, n;
+    unsigned long long seed = 77;
+    float *raw, *g1, *g2;
+    prn_context *ctx = NULL;
+    prn_tensor *ta = NULL, *tb = NULL, *h1 = NULL, *h2 = NULL;
+    char err[512];
+    int B;
+    if (g_skip[0]) { PRNT_SKIP("%s", g_skip); return; }
+#ifdef PARRNN_WITH_CUDA
+    PRNT_CHECK(!prn_cu_scan_diag_lookback_pays(0, 1, 16000000, 8), "f32 B=1 C=8 T=1.6e7: the look-back chosen");
+    PRNT_CHECK(!prn_cu_scan_diag_lookback_pays(0, 4, 1000000, 8), "f32 B=4 C=8 T=1e6: the look-back chosen");
+    PRNT_CHECK(prn_cu_scan_diag_lookback_pays(0, 16, 1000000, 8), "f32 B=16 C=8: the chunked scan chosen");
+    PRNT_CHECK(prn_cu_scan_diag_lookback_pays(0, 1, 1000000, 1), "f32 B=1 C=1 (7 MB windows): the chunked scan chosen");
+    PRNT_CHECK(prn_cu_scan_diag_lookback_pays(0, 1, 1000000, 128), "f32 B=1 C=128 (16 chains): the chunked scan chosen");
+    PRNT_CHECK(prn_cu_scan_diag_lookback_pays(0, 1, 2000, 8), "f32 T=2000 C=8 (one window): the chunked scan chosen");
+#endif
+    for (B = 1; B <= 8; B += 7) {
+        n = (size_t)B * T * C;
+        sh[0] = (size_t)B; sh[1] = T; sh[2] = C;
+        raw = (float *)malloc(n * sizeof(float));
+        g1 = (float *)malloc(n * sizeof(float));
+        g2 = (float *)malloc(n * sizeof(float));
+        if (!raw || !g1 || !g2 || make(NULL, &ctx, err, sizeof err) != PRN_OK) {
+            PRNT_CHECK(0, "setup: %s", err);
+            free(raw); free(g1); free(g2);
+            return;
+        }
+        for (i = 0; i < n; ++i) raw[i] = (float)(0.5 + 0.49 * lb_rand(&seed));
+        PRNT_OK(ctx, prn_tensor_from_host(ctx, PRN_F32, 3, sh, raw, &ta));
+        for (i = 0; i < n; ++i) raw[i] = (float)(2 * lb_rand(&seed) - 1);
+        PRNT_OK(ctx, prn_tensor_from_host(ctx, PRN_F32, 3, sh, raw, &tb));
+        PRNT_OK(ctx, prn_scan_diag(ctx, ta, tb, NULL, 0, PRN_SCAN_AUTO, &h1));
+        PRNT_OK(ctx, prn_scan_diag(ctx, ta, tb, NULL, 0, PRN_SCAN_CHUNKED, &h2));
+        if (h1) PRNT_OK(ctx, prn_tensor_download(h1, g1, n));
+        if (h2) PRNT_OK(ctx, prn_tensor_download(h2, g2, n));
+        PRNT_CHECK(h1 && h2 && (memcmp(g1, g2, n * sizeof(float)) == 0) == (B == 1),
+                   "B=%d T=%lu C=%lu: AUTO %s the chunked scan's bits", B, (unsigned long)T, (unsigned long)C,
+                   B == 1 ? "differs from" : "equals");
+        prn_context_destroy(ctx);
+        ctx = NULL;
+        free(raw); free(g1); free(g2);
+    }
 }
 
 static void test_scan_lookback(void) {
@@ -444,6 +568,7 @@ int main(void) {
     PRNT_RUN(test_runtime_failures);
     PRNT_RUN(test_two_contexts);
     PRNT_RUN(test_scan_lookback);
+    PRNT_RUN(test_scan_auto_choice);
 #ifdef PRNT_CUDA_EMU
     PRNT_RUN(test_scan_lookback_resident);
     PRNT_RUN(test_no_device);
