@@ -70,63 +70,124 @@ __global__ void k_scan_diag_expand(size_t batch, size_t T, size_t C, size_t L, s
 /* Entry (i, m) of block j0's matrix in row ar of a, honouring transpose. */
 #define PRN_AM(ar, i, m) (tr ? (ar)[(j0 + (m)) * k + (i)] : (ar)[(j0 + (i)) * k + (m)])
 
+/* The block scans' sizes: kernels are instantiated for a bound KB on the
+ * block size k (1, 2, 4, 8, 16, 32, 64; k <= KB), so every per-thread
+ * array has a compile-time size and compile-time indices (the loops over
+ * KB unroll, guarded by i < k): registers, not local memory. */
+#define PRN_KB_REG 8 /* up to here a fold thread's column lives in registers */
+/* threads per block of the fold at KB: its columns in shared memory above
+ * PRN_KB_REG, 2 x KB x threads values */
+#define PRN_FOLD_TPB(KB) ((KB) <= 16 ? 128 : (KB) == 32 ? 64 : 32)
+#define PRN_EXPAND_TPB 128
+
 /* Column q of [M | v] of chunk j of block jb of sequence n: x = e_q (q < k)
  * or 0 (q == k, plus b at each step). M: [batch, nm, C, k] with row j0+i
  * holding row i of the chunk's matrix (the layout of a, untransposed);
- * v: [batch, nm, C]. */
-template <typename R>
-__global__ void k_scan_block_fold(size_t batch, size_t T, size_t C, size_t k, size_t L, size_t nm, int rev, int tr,
-                                  const R *__restrict__ a, const R *__restrict__ b, R *M, R *v) {
+ * v: [batch, nm, C]. A thread per column; its column in registers (KB <=
+ * PRN_KB_REG, fully unrolled) or in shared memory, one slot per thread
+ * (consecutive threads, consecutive banks) and two buffers, old and new. */
+template <typename R, int KB>
+__global__ void __launch_bounds__(PRN_FOLD_TPB(KB))
+    k_scan_block_fold(size_t batch, size_t T, size_t C, size_t k, size_t L, size_t nm, int rev, int tr,
+                      const R *__restrict__ a, const R *__restrict__ b, R *M, R *v) {
     const size_t nblk = C / k;
+    const unsigned TP = PRN_FOLD_TPB(KB), ku = (unsigned)k;
+    const bool sh = KB > PRN_KB_REG;
+    __shared__ R xs[sh ? 2 * KB * PRN_FOLD_TPB(KB) : 1];
+    R xr[sh ? 1 : KB], nr[sh ? 1 : KB];
+    const unsigned tid = threadIdx.x;
     PRN_FOR(g, batch * nm * nblk * (k + 1)) {
         const size_t q = g % (k + 1), u = g / (k + 1);
         const size_t jb = u % nblk, j = u / nblk % nm, n = u / nblk / nm, j0 = jb * k;
         const size_t t1 = prn_min((j + 1) * L, T);
-        R x[PRN_KMAX], nx[PRN_KMAX];
-        for (size_t i = 0; i < k; ++i) x[i] = (R)(i == q);
+        unsigned cur = 0;
+        if (sh) {
+            for (unsigned i = 0; i < ku; ++i) xs[i * TP + tid] = (R)(i == q);
+        } else {
+#pragma unroll
+            for (unsigned i = 0; i < (unsigned)KB; ++i) xr[i] = (R)(i == q);
+        }
         for (size_t t = j * L; t < t1; ++t) {
             const size_t r = PRN_ROW(t);
             const R *ar = a + (n * T + r) * C * k, *br = b + (n * T + r) * C + j0;
-            for (size_t i = 0; i < k; ++i) {
-                R acc = q == k ? br[i] : (R)0;
-                for (size_t mm = 0; mm < k; ++mm) acc += PRN_AM(ar, i, mm) * x[mm];
-                nx[i] = acc;
+            if (sh) {
+                const R *xo = xs + cur * KB * TP;
+                R *xn = xs + (cur ^ 1) * KB * TP;
+                for (unsigned i = 0; i < ku; ++i) {
+                    R acc = q == k ? br[i] : (R)0;
+                    for (unsigned mm = 0; mm < ku; ++mm) acc += PRN_AM(ar, i, mm) * xo[mm * TP + tid];
+                    xn[i * TP + tid] = acc;
+                }
+                cur ^= 1;
+            } else {
+#pragma unroll
+                for (unsigned i = 0; i < (unsigned)KB; ++i)
+                    if (i < ku) {
+                        R acc = q == k ? br[i] : (R)0;
+#pragma unroll
+                        for (unsigned mm = 0; mm < (unsigned)KB; ++mm)
+                            if (mm < ku) acc += PRN_AM(ar, i, mm) * xr[mm];
+                        nr[i] = acc;
+                    }
+#pragma unroll
+                for (unsigned i = 0; i < (unsigned)KB; ++i)
+                    if (i < ku) xr[i] = nr[i];
             }
-            for (size_t i = 0; i < k; ++i) x[i] = nx[i];
         }
         const size_t row = (n * nm + j) * C + j0;
-        if (q < k)
-            for (size_t i = 0; i < k; ++i) M[(row + i) * k + q] = x[i];
-        else
-            for (size_t i = 0; i < k; ++i) v[row + i] = x[i];
+        R *dst = q < k ? M + row * k + q : v + row;
+        const size_t step = q < k ? k : 1;
+        if (sh) {
+            for (unsigned i = 0; i < ku; ++i) dst[i * step] = xs[cur * KB * TP + i * TP + tid];
+        } else {
+#pragma unroll
+            for (unsigned i = 0; i < (unsigned)KB; ++i)
+                if (i < ku) dst[i * step] = xr[i];
+        }
     }
 }
 
-/* carry: [batch, nch-1, C] (NULL when nch == 1); h0: [batch, C] or NULL. */
+/* carry: [batch, nch-1, C] (NULL when nch == 1); h0: [batch, C] or NULL.
+ * A group of k threads per (sequence, chunk, block) -- as many threads as
+ * the fold has per block, less one -- thread i computing row i of each
+ * step's state from the group's state in shared memory (two buffers: one
+ * barrier per step). Groups of a block walk their chunks in step, so every
+ * thread meets the same barriers (the last chunk, shorter, idles). */
 template <typename R>
-__global__ void k_scan_block_expand(size_t batch, size_t T, size_t C, size_t k, size_t L, size_t nch, int rev,
-                                    int tr, const R *a, const R *b, const R *h0, const R *carry, R *h) {
-    const size_t nblk = C / k;
-    PRN_FOR(g, batch * nch * nblk) {
-        const size_t jb = g % nblk, j = g / nblk % nch, n = g / nblk / nch, j0 = jb * k;
-        const size_t t1 = prn_min((j + 1) * L, T);
-        const R *init = j ? carry + (n * (nch - 1) + j - 1) * C + j0 : h0 ? h0 + n * C + j0 : NULL;
-        R st[PRN_KMAX], nx[PRN_KMAX];
-        for (size_t i = 0; i < k; ++i) st[i] = init ? init[i] : (R)0;
-        for (size_t t = j * L; t < t1; ++t) {
-            const size_t r = PRN_ROW(t);
-            const R *ar = a + (n * T + r) * C * k;
-            const size_t hr = (n * T + r) * C + j0;
-            for (size_t i = 0; i < k; ++i) {
+__global__ void __launch_bounds__(PRN_EXPAND_TPB)
+    k_scan_block_expand(size_t batch, size_t T, size_t C, size_t k, size_t L, size_t nch, int rev, int tr,
+                        const R *a, const R *b, const R *h0, const R *carry, R *h) {
+    __shared__ R st[2 * PRN_EXPAND_TPB];
+    const size_t nblk = C / k, units = batch * nch * nblk;
+    const unsigned tid = threadIdx.x, ku = (unsigned)k, gpb = PRN_EXPAND_TPB / ku, gl = tid / ku, i = tid % ku;
+    const unsigned gb = gl * ku; /* the group's first slot */
+    for (size_t u0 = (size_t)blockIdx.x * gpb; u0 < units; u0 += (size_t)gridDim.x * gpb) {
+        const size_t u = u0 + gl;
+        const bool act = gl < gpb && u < units;
+        size_t jb = 0, j = 0, n = 0, j0 = 0, t0 = 0, t1 = 0;
+        if (act) {
+            jb = u % nblk;
+            j = u / nblk % nch;
+            n = u / nblk / nch;
+            j0 = jb * k;
+            t0 = j * L;
+            t1 = prn_min(t0 + L, T);
+            const R *init = j ? carry + (n * (nch - 1) + j - 1) * C + j0 : h0 ? h0 + n * C + j0 : NULL;
+            st[tid] = init ? init[i] : (R)0;
+        }
+        __syncthreads();
+        for (size_t s = 0; s < L; ++s) {
+            const unsigned cur = (unsigned)(s & 1) * PRN_EXPAND_TPB, nxt = PRN_EXPAND_TPB - cur;
+            if (act && t0 + s < t1) {
+                const size_t r = PRN_ROW(t0 + s);
+                const R *ar = a + (n * T + r) * C * k;
+                const size_t hr = (n * T + r) * C + j0;
                 R acc = b[hr + i];
-                for (size_t mm = 0; mm < k; ++mm) acc += PRN_AM(ar, i, mm) * st[mm];
-                nx[i] = acc;
+                for (unsigned mm = 0; mm < ku; ++mm) acc += PRN_AM(ar, i, mm) * st[cur + gb + mm];
+                st[nxt + tid] = acc;
+                h[hr + i] = acc; /* b[hr + i] was read by this thread alone */
             }
-            /* all of this block's b row is read before h (maybe b) is written */
-            for (size_t i = 0; i < k; ++i) {
-                st[i] = nx[i];
-                h[hr + i] = nx[i];
-            }
+            __syncthreads();
         }
     }
 }
@@ -476,9 +537,6 @@ __global__ void __launch_bounds__(PRN_LB_TPB, sizeof(R) == 4 ? 4 : 2)
     }
 }
 
-/* Block scans keep k-vectors per thread: smaller blocks leave more
- * registers and local memory per multiprocessor. */
-#define PRN_TPB_BLOCK 128
 
 extern "C" int prn_cu_scan_diag_fold(cudaStream_t s, int f64, size_t batch, size_t T, size_t C, size_t L, size_t nm,
                                      int rev, const void *a, const void *b, void *m, void *o) {
@@ -509,17 +567,31 @@ extern "C" int prn_cu_scan_diag_expand(cudaStream_t s, int f64, size_t batch, si
     return prn_launched();
 }
 
+template <typename R, int KB>
+static void prn_block_fold_launch(cudaStream_t s, size_t n, size_t batch, size_t T, size_t C, size_t k, size_t L,
+                                  size_t nm, int rev, int tr, const void *a, const void *b, void *M, void *v) {
+    k_scan_block_fold<R, KB><<<prn_grid(n, PRN_FOLD_TPB(KB)), PRN_FOLD_TPB(KB), 0, s>>>(
+        batch, T, C, k, L, nm, rev, tr, (const R *)a, (const R *)b, (R *)M, (R *)v);
+}
+template <typename R>
+static void prn_block_fold_kb(cudaStream_t s, size_t n, size_t batch, size_t T, size_t C, size_t k, size_t L,
+                              size_t nm, int rev, int tr, const void *a, const void *b, void *M, void *v) {
+    if (k <= 1) prn_block_fold_launch<R, 1>(s, n, batch, T, C, k, L, nm, rev, tr, a, b, M, v);
+    else if (k <= 2) prn_block_fold_launch<R, 2>(s, n, batch, T, C, k, L, nm, rev, tr, a, b, M, v);
+    else if (k <= 4) prn_block_fold_launch<R, 4>(s, n, batch, T, C, k, L, nm, rev, tr, a, b, M, v);
+    else if (k <= 8) prn_block_fold_launch<R, 8>(s, n, batch, T, C, k, L, nm, rev, tr, a, b, M, v);
+    else if (k <= 16) prn_block_fold_launch<R, 16>(s, n, batch, T, C, k, L, nm, rev, tr, a, b, M, v);
+    else if (k <= 32) prn_block_fold_launch<R, 32>(s, n, batch, T, C, k, L, nm, rev, tr, a, b, M, v);
+    else prn_block_fold_launch<R, 64>(s, n, batch, T, C, k, L, nm, rev, tr, a, b, M, v);
+}
+
 extern "C" int prn_cu_scan_block_fold(cudaStream_t s, int f64, size_t batch, size_t T, size_t C, size_t k, size_t L,
                                       size_t nm, int rev, int tr, const void *a, const void *b, void *M, void *v) {
     if (k == 0 || k > PRN_KMAX) return (int)cudaErrorInvalidValue;
     const size_t n = batch * nm * (C / k) * (k + 1);
     if (n == 0) return 0;
-    if (f64)
-        k_scan_block_fold<double><<<prn_grid(n, PRN_TPB_BLOCK), PRN_TPB_BLOCK, 0, s>>>(
-            batch, T, C, k, L, nm, rev, tr, (const double *)a, (const double *)b, (double *)M, (double *)v);
-    else
-        k_scan_block_fold<float><<<prn_grid(n, PRN_TPB_BLOCK), PRN_TPB_BLOCK, 0, s>>>(
-            batch, T, C, k, L, nm, rev, tr, (const float *)a, (const float *)b, (float *)M, (float *)v);
+    if (f64) prn_block_fold_kb<double>(s, n, batch, T, C, k, L, nm, rev, tr, a, b, M, v);
+    else prn_block_fold_kb<float>(s, n, batch, T, C, k, L, nm, rev, tr, a, b, M, v);
     return prn_launched();
 }
 
@@ -527,16 +599,17 @@ extern "C" int prn_cu_scan_block_expand(cudaStream_t s, int f64, size_t batch, s
                                         size_t L, size_t nch, int rev, int tr, const void *a, const void *b,
                                         const void *h0, const void *carry, void *h) {
     if (k == 0 || k > PRN_KMAX) return (int)cudaErrorInvalidValue;
-    const size_t n = batch * nch * (C / k);
-    if (n == 0) return 0;
+    const size_t units = batch * nch * (C / k);
+    if (units == 0) return 0;
+    const unsigned grid = prn_grid(units, PRN_EXPAND_TPB / k); /* groups of k threads */
     if (f64)
-        k_scan_block_expand<double><<<prn_grid(n, PRN_TPB_BLOCK), PRN_TPB_BLOCK, 0, s>>>(
-            batch, T, C, k, L, nch, rev, tr, (const double *)a, (const double *)b, (const double *)h0,
-            (const double *)carry, (double *)h);
+        k_scan_block_expand<double><<<grid, PRN_EXPAND_TPB, 0, s>>>(batch, T, C, k, L, nch, rev, tr, (const double *)a,
+                                                                    (const double *)b, (const double *)h0,
+                                                                    (const double *)carry, (double *)h);
     else
-        k_scan_block_expand<float><<<prn_grid(n, PRN_TPB_BLOCK), PRN_TPB_BLOCK, 0, s>>>(
-            batch, T, C, k, L, nch, rev, tr, (const float *)a, (const float *)b, (const float *)h0,
-            (const float *)carry, (float *)h);
+        k_scan_block_expand<float><<<grid, PRN_EXPAND_TPB, 0, s>>>(batch, T, C, k, L, nch, rev, tr, (const float *)a,
+                                                                   (const float *)b, (const float *)h0,
+                                                                   (const float *)carry, (float *)h);
     return prn_launched();
 }
 

@@ -213,6 +213,96 @@ done:
     free(want); free(ha); free(hb); free(hh);
 }
 
+/* The block scans through the backend table, chunked (few sequences:
+ * fold, carries, expand), at every compiled bound on the block size (k of
+ * 1 to 64: registers up to 8, shared memory beyond), transposed or not,
+ * reversed or not, against a host loop in double. Matrices with entries in
+ * +-0.9/k keep the state bounded. */
+static void block_case(prn_dtype dt, size_t B, size_t T, size_t C, size_t k, int rev, int tr) {
+    const size_t n = B * T * C, na = n * k, es = dt == PRN_F64 ? 8 : 4;
+    unsigned long long seed = 0xb10cULL + T * 3 + C * 5 + k;
+    double *A = (double *)malloc(na * sizeof(double)), *bv = (double *)malloc(n * sizeof(double));
+    double *want = (double *)malloc(n * sizeof(double)), *x = (double *)malloc(k * sizeof(double) * 2);
+    char *ha = (char *)malloc(na * es), *hb = (char *)malloc(n * es), *hh = (char *)malloc(n * es);
+    void *da = NULL, *db = NULL, *dh = NULL;
+    prn_context *ctx = NULL;
+    const prn_backend *be;
+    char err[512];
+    size_t q, t, jb, i, m;
+    double worst = 0;
+    if (!A || !bv || !want || !x || !ha || !hb || !hh || make(NULL, &ctx, err, sizeof err) != PRN_OK) {
+        PRNT_CHECK(0, "setup: %s", err);
+        goto done;
+    }
+    for (i = 0; i < na; ++i) {
+        A[i] = (2 * lb_rand(&seed) - 1) * 0.9 / (double)k;
+        if (dt == PRN_F32) A[i] = (double)(float)A[i];
+    }
+    for (i = 0; i < n; ++i) {
+        bv[i] = 2 * lb_rand(&seed) - 1;
+        if (dt == PRN_F32) bv[i] = (double)(float)bv[i];
+    }
+    for (i = 0; i < na; ++i)
+        if (dt == PRN_F64) ((double *)ha)[i] = A[i];
+        else ((float *)ha)[i] = (float)A[i];
+    for (i = 0; i < n; ++i)
+        if (dt == PRN_F64) ((double *)hb)[i] = bv[i];
+        else ((float *)hb)[i] = (float)bv[i];
+    for (q = 0; q < B; ++q)
+        for (jb = 0; jb < C / k; ++jb) {
+            const size_t j0 = jb * k;
+            for (i = 0; i < k; ++i) x[i] = 0;
+            for (t = 0; t < T; ++t) {
+                const size_t r = rev ? T - 1 - t : t, row = q * T + r;
+                const double *ar = A + row * C * k;
+                for (i = 0; i < k; ++i) {
+                    double acc = bv[row * C + j0 + i];
+                    for (m = 0; m < k; ++m) acc += (tr ? ar[(j0 + m) * k + i] : ar[(j0 + i) * k + m]) * x[m];
+                    x[k + i] = acc;
+                }
+                for (i = 0; i < k; ++i) want[row * C + j0 + i] = x[i] = x[k + i];
+            }
+        }
+    be = prn_context_backend(ctx);
+    PRNT_OK(ctx, be->buf_alloc(ctx, na * es, &da));
+    PRNT_OK(ctx, be->buf_alloc(ctx, n * es, &db));
+    PRNT_OK(ctx, be->buf_alloc(ctx, n * es, &dh));
+    if (!da || !db || !dh) goto done;
+    PRNT_OK(ctx, be->buf_upload(ctx, da, 0, ha, na * es));
+    PRNT_OK(ctx, be->buf_upload(ctx, db, 0, hb, n * es));
+    PRNT_OK(ctx, be->scan_block(ctx, dt, rev, tr, PRN_SCAN_CHUNKED, B, T, C, k, da, db, NULL, dh));
+    PRNT_OK(ctx, be->buf_download(ctx, dh, 0, hh, n * es));
+    for (i = 0; i < n; ++i) {
+        const double g = dt == PRN_F64 ? ((double *)hh)[i] : (double)((float *)hh)[i];
+        if (!(fabs(g - want[i]) <= worst)) worst = fabs(g - want[i]);
+    }
+    PRNT_CHECK(worst <= (dt == PRN_F64 ? 1e-12 : 2e-5), "%s scan_block batch=%lu T=%lu C=%lu k=%lu reverse=%d transpose=%d: error %g",
+               dt == PRN_F64 ? "f64" : "f32", (unsigned long)B, (unsigned long)T, (unsigned long)C, (unsigned long)k, rev,
+               tr, worst);
+done:
+    if (ctx) {
+        be = prn_context_backend(ctx);
+        if (da) be->buf_free(ctx, da);
+        if (db) be->buf_free(ctx, db);
+        if (dh) be->buf_free(ctx, dh);
+    }
+    prn_context_destroy(ctx);
+    free(A); free(bv); free(want); free(x); free(ha); free(hb); free(hh);
+}
+
+static void test_scan_block_sizes(void) {
+    if (g_skip[0]) { PRNT_SKIP("%s", g_skip); return; }
+    block_case(PRN_F32, 1, 700, 3, 1, 0, 0);
+    block_case(PRN_F64, 2, 400, 4, 2, 1, 1);
+    block_case(PRN_F32, 1, 500, 9, 3, 0, 1);
+    block_case(PRN_F64, 1, 300, 16, 8, 1, 0);
+    block_case(PRN_F32, 1, 300, 32, 16, 0, 1); /* shared memory from here */
+    block_case(PRN_F64, 1, 200, 26, 13, 1, 1);
+    block_case(PRN_F32, 1, 200, 24, 24, 1, 0);
+    block_case(PRN_F64, 1, 100, 37, 37, 0, 1);
+    block_case(PRN_F32, 1, 100, 64, 64, 1, 1);
+}
+
 static void set_env(const char *name, const char *value);
 
 /* PARRNN_CUDA_SCAN=lookback: AUTO takes the look-back whatever the shape
@@ -569,6 +659,7 @@ int main(void) {
     PRNT_RUN(test_two_contexts);
     PRNT_RUN(test_scan_lookback);
     PRNT_RUN(test_scan_auto_choice);
+    PRNT_RUN(test_scan_block_sizes);
 #ifdef PRNT_CUDA_EMU
     PRNT_RUN(test_scan_lookback_resident);
     PRNT_RUN(test_no_device);
