@@ -47,6 +47,35 @@ __device__ __forceinline__ double ppow(double x, double y) { return pow(x, y); }
 __device__ __forceinline__ float pabs(float x) { return fabsf(x); }
 __device__ __forceinline__ double pabs(double x) { return fabs(x); }
 
+/* Division by a run-time divisor d < 2^32 of x < 2^32 without a divide
+ * instruction: q = (mulhi(x, m) + x) >> l with l = ceil(log2 d) and
+ * m = floor(2^32 (2^l - d) / d) + 1 (Granlund and Montgomery, "Division by
+ * invariant integers using multiplication", 1994, Theorem 4.2), exact for
+ * every such x and d >= 1; the sum is taken in 64 bits. Made on the host,
+ * once per launch. */
+struct prn_fdiv {
+    uint32_t d, m, l;
+};
+static inline prn_fdiv prn_fdiv_make(size_t d) {
+    prn_fdiv f;
+    uint32_t l = 0;
+    while (l < 32 && ((uint64_t)1 << l) < d) ++l;
+    f.d = (uint32_t)d;
+    f.l = l;
+    f.m = (uint32_t)((((uint64_t)1 << 32) * (((uint64_t)1 << l) - d)) / d + 1);
+    return f;
+}
+__device__ __forceinline__ uint32_t prn_umulhi(uint32_t x, uint32_t y) {
+#ifdef __CUDA_ARCH__
+    return __umulhi(x, y);
+#else
+    return (uint32_t)(((uint64_t)x * y) >> 32);
+#endif
+}
+__device__ __forceinline__ uint32_t prn_fdiv_q(uint32_t x, const prn_fdiv &f) {
+    return (uint32_t)(((uint64_t)prn_umulhi(x, f.m) + x) >> f.l);
+}
+
 /* 16 bytes of R, 16-byte aligned: one 128-bit load or store (ld.global.v4 /
  * .v2) where the address allows. */
 template <typename R> struct alignas(16) prn_vec {

@@ -1,6 +1,7 @@
 /* elementwise.cu - fill, unary, binary, strided copy, GEMM's K == 0 case,
  * random numbers and the fused optimiser updates of the CUDA backend.
- * One element per thread of a grid-stride loop; 64-bit indices. */
+ * One element per thread of a grid-stride loop; multi-dimensional indices
+ * split without divide instructions below 2^32 elements (prn_fdiv). */
 #include "common.cuh"
 
 __global__ void k_probe(void) {}
@@ -54,7 +55,11 @@ extern "C" int prn_cu_unary(cudaStream_t s, int f64, int op, size_t n, const voi
     return prn_launched();
 }
 
-/* ---- binary: 4-D broadcast walk; element i of y is index (i0,i1,i2,i3) ---- */
+/* ---- binary: 4-D broadcast walk; element i of y is index (i0,i1,i2,i3) ----
+ * The index is split once for both operands. MODE 0: every operand is
+ * laid out as y (row-major, no broadcast), offset i; MODE 1: fewer than
+ * 2^32 elements, 32-bit indices split by multiplication (prn_fdiv, no
+ * divide instruction); MODE 2: 64-bit division (2^32 elements and more). */
 struct prn_dims4 {
     size_t v[4];
 };
@@ -63,20 +68,62 @@ static prn_dims4 prn_dims(const size_t *p) {
     for (int i = 0; i < 4; ++i) d.v[i] = p[i];
     return d;
 }
-
-/* Offset of element i (row-major over shape) under strides st. */
-__device__ __forceinline__ size_t prn_offset(size_t i, const prn_dims4 &sh, const prn_dims4 &st) {
-    size_t i3 = i % sh.v[3], r = i / sh.v[3];
-    size_t i2 = r % sh.v[2];
-    r /= sh.v[2];
-    size_t i1 = r % sh.v[1], i0 = r / sh.v[1];
-    return i0 * st.v[0] + i1 * st.v[1] + i2 * st.v[2] + i3 * st.v[3];
+/* The divisors of a 4-D index split: shape[3], shape[2], shape[1]. */
+struct prn_split4 {
+    prn_fdiv f3, f2, f1;
+};
+static prn_split4 prn_split(const size_t *sh) {
+    prn_split4 s;
+    s.f3 = prn_fdiv_make(sh[3]);
+    s.f2 = prn_fdiv_make(sh[2]);
+    s.f1 = prn_fdiv_make(sh[1]);
+    return s;
+}
+/* Is st the row-major layout of sh (sizes of 1 may have any stride)? */
+static int prn_dense(const size_t *sh, const size_t *st) {
+    size_t want = 1;
+    for (int k = 3; k >= 0; --k) {
+        if (sh[k] != 1 && st[k] != want) return 0;
+        want *= sh[k];
+    }
+    return 1;
 }
 
-template <typename T>
-__global__ void k_binary(int op, size_t n, prn_dims4 sh, const T *a, prn_dims4 as, const T *b, prn_dims4 bs, T *y) {
+template <int MODE>
+__device__ __forceinline__ void prn_index4(size_t i, const prn_dims4 &sh, const prn_split4 &sp, size_t ix[4]) {
+    if (MODE == 1) {
+        const uint32_t x = (uint32_t)i, r3 = prn_fdiv_q(x, sp.f3), r2 = prn_fdiv_q(r3, sp.f2), r1 = prn_fdiv_q(r2, sp.f1);
+        ix[3] = x - r3 * sp.f3.d;
+        ix[2] = r3 - r2 * sp.f2.d;
+        ix[1] = r2 - r1 * sp.f1.d;
+        ix[0] = r1;
+    } else {
+        size_t r = i / sh.v[3];
+        ix[3] = i - r * sh.v[3];
+        size_t r2 = r / sh.v[2];
+        ix[2] = r - r2 * sh.v[2];
+        ix[0] = r2 / sh.v[1];
+        ix[1] = r2 - ix[0] * sh.v[1];
+    }
+}
+__device__ __forceinline__ size_t prn_off4(const size_t ix[4], const prn_dims4 &st) {
+    return ix[0] * st.v[0] + ix[1] * st.v[1] + ix[2] * st.v[2] + ix[3] * st.v[3];
+}
+
+template <typename T, int MODE>
+__global__ void k_binary(int op, size_t n, prn_dims4 sh, prn_split4 sp, const T *a, prn_dims4 as, const T *b,
+                         prn_dims4 bs, T *y) {
     PRN_FOR(i, n) {
-        const T A = a[prn_offset(i, sh, as)], B = b[prn_offset(i, sh, bs)];
+        T A, B;
+        if (MODE == 0) {
+            A = a[i];
+            B = b[i];
+        } else {
+            size_t ix[4];
+            prn_index4<MODE>(i, sh, sp, ix);
+            A = a[prn_off4(ix, as)];
+            B = b[prn_off4(ix, bs)];
+        }
         T r;
         switch (op) {
         case PRN_BINARY_ADD: r = A + B; break;
@@ -95,35 +142,56 @@ __global__ void k_binary(int op, size_t n, prn_dims4 sh, const T *a, prn_dims4 a
     }
 }
 
+template <typename T, int MODE>
+static void prn_binary_launch(cudaStream_t s, int op, size_t n, const size_t shape[4], const void *a, const size_t as[4],
+                              const void *b, const size_t bs[4], void *y) {
+    k_binary<T, MODE><<<prn_grid(n, PRN_TPB), PRN_TPB, 0, s>>>(op, n, prn_dims(shape), prn_split(shape), (const T *)a,
+                                                               prn_dims(as), (const T *)b, prn_dims(bs), (T *)y);
+}
+template <typename T>
+static void prn_binary_mode(cudaStream_t s, int op, size_t n, const size_t shape[4], const void *a, const size_t as[4],
+                            const void *b, const size_t bs[4], void *y) {
+    if (prn_dense(shape, as) && prn_dense(shape, bs)) prn_binary_launch<T, 0>(s, op, n, shape, a, as, b, bs, y);
+    else if (n <= 0xFFFFFFFFu) prn_binary_launch<T, 1>(s, op, n, shape, a, as, b, bs, y);
+    else prn_binary_launch<T, 2>(s, op, n, shape, a, as, b, bs, y);
+}
+
 extern "C" int prn_cu_binary(cudaStream_t s, int f64, int op, const size_t shape[4], const void *a,
                              const size_t as[4], const void *b, const size_t bs[4], void *y) {
     size_t n = shape[0] * shape[1] * shape[2] * shape[3];
     if (n == 0) return 0;
-    if (f64)
-        k_binary<double><<<prn_grid(n, PRN_TPB), PRN_TPB, 0, s>>>(op, n, prn_dims(shape), (const double *)a, prn_dims(as),
-                                                                  (const double *)b, prn_dims(bs), (double *)y);
-    else
-        k_binary<float><<<prn_grid(n, PRN_TPB), PRN_TPB, 0, s>>>(op, n, prn_dims(shape), (const float *)a, prn_dims(as),
-                                                                 (const float *)b, prn_dims(bs), (float *)y);
+    if (f64) prn_binary_mode<double>(s, op, n, shape, a, as, b, bs, y);
+    else prn_binary_mode<float>(s, op, n, shape, a, as, b, bs, y);
     return prn_launched();
 }
 
-/* ---- strided copy: type-blind ---- */
+/* ---- strided copy: type-blind; index split as binary's ---- */
+template <typename U, int MODE>
+__global__ void k_strided_copy(size_t n, prn_dims4 sh, prn_split4 sp, const U *x, prn_dims4 xs, U *y, prn_dims4 ys) {
+    PRN_FOR(i, n) {
+        size_t ix[4];
+        prn_index4<MODE>(i, sh, sp, ix);
+        y[prn_off4(ix, ys)] = x[prn_off4(ix, xs)];
+    }
+}
+
 template <typename U>
-__global__ void k_strided_copy(size_t n, prn_dims4 sh, const U *x, prn_dims4 xs, U *y, prn_dims4 ys) {
-    PRN_FOR(i, n) y[prn_offset(i, sh, ys)] = x[prn_offset(i, sh, xs)];
+static void prn_copy_mode(cudaStream_t s, size_t n, const size_t shape[4], const U *x, const size_t xs[4], U *y,
+                          const size_t ys[4]) {
+    if (n <= 0xFFFFFFFFu)
+        k_strided_copy<U, 1><<<prn_grid(n, PRN_TPB), PRN_TPB, 0, s>>>(n, prn_dims(shape), prn_split(shape), x,
+                                                                      prn_dims(xs), y, prn_dims(ys));
+    else
+        k_strided_copy<U, 2><<<prn_grid(n, PRN_TPB), PRN_TPB, 0, s>>>(n, prn_dims(shape), prn_split(shape), x,
+                                                                      prn_dims(xs), y, prn_dims(ys));
 }
 
 extern "C" int prn_cu_strided_copy(cudaStream_t s, int esize, const size_t shape[4], const void *x, size_t xoff,
                                    const size_t xs[4], void *y, size_t yoff, const size_t ys[4]) {
     size_t n = shape[0] * shape[1] * shape[2] * shape[3];
     if (n == 0) return 0;
-    if (esize == 8)
-        k_strided_copy<uint64_t><<<prn_grid(n, PRN_TPB), PRN_TPB, 0, s>>>(n, prn_dims(shape), (const uint64_t *)x + xoff,
-                                                                          prn_dims(xs), (uint64_t *)y + yoff, prn_dims(ys));
-    else
-        k_strided_copy<uint32_t><<<prn_grid(n, PRN_TPB), PRN_TPB, 0, s>>>(n, prn_dims(shape), (const uint32_t *)x + xoff,
-                                                                          prn_dims(xs), (uint32_t *)y + yoff, prn_dims(ys));
+    if (esize == 8) prn_copy_mode<uint64_t>(s, n, shape, (const uint64_t *)x + xoff, xs, (uint64_t *)y + yoff, ys);
+    else prn_copy_mode<uint32_t>(s, n, shape, (const uint32_t *)x + xoff, xs, (uint32_t *)y + yoff, ys);
     return prn_launched();
 }
 
