@@ -44,7 +44,13 @@ CUDA_TEST_BINS    = $(addprefix $(CUDA_BUILD)/tests/,$(CUDA_TESTS)) $(CUDA_BUILD
 CUDA_EXAMPLE_BINS = $(addprefix $(CUDA_BUILD)/examples/,$(EXAMPLES))
 CUDA_BENCH_BINS   = $(addprefix $(CUDA_BUILD)/bench/,$(BENCHES))
 
-.PHONY: cuda test-cuda
+.PHONY: cuda test-cuda cuda-resources cuda-resources-check
+# the kernels' registers, spills, shared memory and blocks per SM (ptxas -v,
+# sm_80 and sm_90) into kernels_cuda/README.md; -check: fail on spills
+cuda-resources:
+	NVCC=$(NVCC) python3 tools/cuda_resources.py --write
+cuda-resources-check:
+	NVCC=$(NVCC) python3 tools/cuda_resources.py --check > /dev/null
 cuda: $(CUDA_LIB) $(CUDA_TEST_BINS) $(CUDA_EXAMPLE_BINS) $(CUDA_BENCH_BINS)
 
 $(CUDA_KDIR)/%.o: kernels_cuda/%.cu kernels_cuda/common.cuh $(CUDA_DEPS)

@@ -121,17 +121,18 @@ __global__ void __launch_bounds__(PRN_FOLD_TPB(KB))
                 cur ^= 1;
             } else {
 #pragma unroll
-                for (unsigned i = 0; i < (unsigned)KB; ++i)
+                for (unsigned i = 0; i < (unsigned)KB; ++i) {
+                    R acc = 0;
                     if (i < ku) {
-                        R acc = q == k ? br[i] : (R)0;
+                        acc = q == k ? br[i] : (R)0; /* column k carries b */
 #pragma unroll
                         for (unsigned mm = 0; mm < (unsigned)KB; ++mm)
                             if (mm < ku) acc += PRN_AM(ar, i, mm) * xr[mm];
-                        nr[i] = acc;
                     }
+                    nr[i] = acc;
+                }
 #pragma unroll
-                for (unsigned i = 0; i < (unsigned)KB; ++i)
-                    if (i < ku) xr[i] = nr[i];
+                for (unsigned i = 0; i < (unsigned)KB; ++i) xr[i] = nr[i];
             }
         }
         const size_t row = (n * nm + j) * C + j0;
