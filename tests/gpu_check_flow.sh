@@ -15,7 +15,7 @@ if [ ! -x "$B/tools/gpu_probe" ] || ! command -v bash >/dev/null 2>&1; then
 fi
 tmp=${TMPDIR:-/tmp}/prn_gpuflow_$$
 mkdir -p "$tmp"
-steps=env,probe,sanitize,bench_scan
+steps=env,probe,sanitize,bench_scan,deer_targets,scan_choice
 export GPU_CHECK_BUNDLE=$B GPU_CHECK_STATE=$tmp/done GPU_CHECK_SMOKE=1 GPU_CHECK_STEPS=$steps PARRNN_BACKEND=cuda
 # run 1: 40 s leave 25 after the summary's 15: env and probe (limits 20
 # and 30, at least 10 s each) start; the benchmarks (limit 90: at least 30) do not
@@ -30,7 +30,11 @@ GPU_CHECK_BUDGET=300 bash tools/gpu_check.sh "$tmp/out2" >"$tmp/stdout2" 2>&1
 ok "second run: env and probe not run again" \
     "grep -q '^env  *done in an earlier run' $tmp/stdout2 && grep -q '^probe  *done in an earlier run' $tmp/stdout2 && ! [ -f $tmp/out2/01_core.log ]"
 ok "second run: the skipped steps ran" \
-    "grep -q '^bench_scan  *ok' $tmp/stdout2"
+    "grep -q '^bench_scan  *ok' $tmp/stdout2 && grep -q '^deer_targets  *ok' $tmp/stdout2 && grep -q '^scan_choice  *ok' $tmp/stdout2"
+ok "second run: DEER beside the sequential layer, two hidden sizes, with gradients (1 and 32 on a GPU)" \
+    "grep -q '^BENCH name=deer_gru backend=cuda hidden=1 .*method=sequential grad=1' $tmp/out2/05_bench_deer.log && grep -q '^BENCH name=deer_gru backend=cuda hidden=4 .*method=deer grad=1' $tmp/out2/05_bench_deer.log"
+ok "second run: the scan grid with each algorithm forced" \
+    "grep -q '^BENCH forced=lookback name=scan_diag' $tmp/out2/04_bench_scan.log && grep -q '^BENCH forced=chunked name=scan_diag' $tmp/out2/04_bench_scan.log"
 ok "second run: no compute-sanitizer here is reported, not failed" \
     "command -v compute-sanitizer >/dev/null || grep -q '^sanitize  *UNAVAILABLE' $tmp/stdout2"
 ok "second run: the scan's device rows are in the summary" "grep -q '^BENCH name=device_copy backend=cuda' $tmp/stdout2"

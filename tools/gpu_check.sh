@@ -15,6 +15,18 @@
 #   05_bench_deer.log   06_bench_ops_scyfi.log  bench_ops and bench_scyfi
 #   (CUDA beside the reference, M up to 500)   07_rnn_cudnn.log  the GRU and
 #   LSTM layers beside PyTorch's cuDNN nn.GRU / nn.LSTM on the same GPU
+# The issue's H100 targets, each a step of its own (first, after the tests):
+#   deer_targets  (05) DEER and quasi-DEER of a GRU, n = 1 and n = 32,
+#                 T = 10^6, B = 16, with gradients, beside the sequential
+#                 layer (bench_deer --n --T --grad: speedup= on its BENCH lines)
+#   cudnn_targets (07) cuDNN's nn.GRU at those shapes (input = hidden = n, to
+#                 set beside deer_targets) and nn.GRU / nn.LSTM at hidden 64
+#                 and 512 (bench_rnn covers 128 and 256 on both sides)
+#   scan_choice   (04) the device scan grid again with PARRNN_CUDA_SCAN=
+#                 lookback and =chunked (BENCH lines tagged forced=...): is
+#                 AUTO's choice the faster one at every shape?
+# The channels-only serial baseline at C <= 128, T = 10^6 is the sequential
+# row of bench_scan's device grid at (1, 10^6, 128) and (4, 10^6, 32).
 #
 # Every step runs under its own timeout, cut to what is left of the budget.
 # A step that ran to its end (passed or failed) is written to
@@ -24,8 +36,9 @@
 # Environment:
 #   GPU_CHECK_BUDGET  seconds for the whole run (default 540)
 #   GPU_CHECK_STEPS   comma list of steps to consider (default: all of
-#                     env,probe,test_cuda,conformance,suite,sanitize,
-#                     bench_scan,bench_deer,bench_ops_scyfi,rnn_cudnn)
+#                     env,probe,test_cuda,conformance,bench_scan,
+#                     deer_targets,rnn_cudnn,cudnn_targets,suite,sanitize,
+#                     bench_deer,bench_ops_scyfi,scan_choice)
 #   GPU_CHECK_REDO=1  run steps that already ran
 #   GPU_CHECK_BUNDLE  the bundle (default build-gpu)
 #   GPU_CHECK_STATE   the list of steps done (default $GPU_CHECK_BUNDLE/.gpucheck-done)
@@ -38,7 +51,7 @@ export LC_ALL=C
 LOGDIR=${1:-${GPU_CHECK_OUT:-${OUT:-./gpucheck-out}}}
 BUNDLE=${GPU_CHECK_BUNDLE:-build-gpu}
 BUDGET=${GPU_CHECK_BUDGET:-540}
-ALL_STEPS=env,probe,test_cuda,conformance,suite,sanitize,bench_scan,bench_deer,bench_ops_scyfi,rnn_cudnn
+ALL_STEPS=env,probe,test_cuda,conformance,bench_scan,deer_targets,rnn_cudnn,cudnn_targets,suite,sanitize,bench_deer,bench_ops_scyfi,scan_choice
 STEPS=${GPU_CHECK_STEPS:-$ALL_STEPS}
 SMOKE=${GPU_CHECK_SMOKE:-0}
 DONE=${GPU_CHECK_STATE:-$BUNDLE/.gpucheck-done}
@@ -160,20 +173,64 @@ rnn_cudnn() {
     else PARRNN_PYTHON=$PY "$BUNDLE/bench/bench_rnn" --backend cuda; fi
 }
 
-export BUNDLE SMOKE SANITIZER PY LD_LIBRARY_PATH
-export -f env_report suite sanitize ops_scyfi rnn_cudnn
+# DEER vs the sequential layer at the issue's shapes: n = 1 and 32, T = 10^6,
+# B = 16 (bench_deer's batch), with gradients
+deer_targets() {
+    local n ns="1 32" rc=0
+    [ "$SMOKE" = 1 ] && ns="1 4" # --quick measures n = 1 and 4 only
+    for n in $ns; do
+        if [ "$SMOKE" = 1 ]; then "$BUNDLE/bench/bench_deer" --backend cuda --quick --n "$n" --T 1000 --grad || rc=1
+        else "$BUNDLE/bench/bench_deer" --backend cuda --n "$n" --T 1000000 --grad --time-budget 100 --mem-gb 60 || rc=1; fi
+    done
+    return $rc
+}
+
+# cuDNN at the DEER shapes (GRU, B = 16, input = hidden = n) and at hidden
+# 64 and 512 (GRU and LSTM, bench_rnn's shapes otherwise)
+cudnn_targets() {
+    local script=bench/bench_rnn_torch.py rc=0
+    "$PY" -c 'import torch, sys; sys.exit(0 if torch.cuda.is_available() else 1)' >/dev/null 2>&1 ||
+        { echo "PyTorch with CUDA not importable by $PY: skipped"; return 3; }
+    if [ "$SMOKE" = 1 ]; then
+        "$PY" "$script" --device cuda --T 200 --batch 16 --input 4 --hidden 4 --kinds gru --repeats 2 || rc=1
+        return $rc
+    fi
+    for n in 1 32; do
+        "$PY" "$script" --device cuda --T 1000000 --batch 16 --input "$n" --hidden "$n" --kinds gru --repeats 2 || rc=1
+    done
+    "$PY" "$script" --device cuda --T 1000 --batch 16 --input 64 --hidden 64,512 --kinds gru,lstm --repeats 5 || rc=1
+    return $rc
+}
+
+# the device scan grid with the look-back and the chunked scan forced
+scan_choice() {
+    local f rc=0
+    set -o pipefail
+    for f in lookback chunked; do
+        PARRNN_CUDA_SCAN=$f "$BUNDLE/bench/bench_scan" --device-only $Q | sed "s/^BENCH /BENCH forced=$f /" || rc=1
+    done
+    return $rc
+}
+
 Q=""
 [ "$SMOKE" = 1 ] && Q=--quick
+export BUNDLE SMOKE SANITIZER PY LD_LIBRARY_PATH Q
+export -f env_report suite sanitize ops_scyfi rnn_cudnn deer_targets cudnn_targets scan_choice
+# the order: correctness first, then the targets' figures, then the rest
+# (a second run, the machine still warm, does what the budget left out)
 step env 01_core.log 20 env_report
 step probe 01_core.log 30 "$BUNDLE/tests/backend_probe" cuda
 step test_cuda 01_core.log 90 "$BUNDLE/tests/test_cuda"
 step conformance 01_core.log 150 env PARRNN_BACKEND=cuda "$BUNDLE/tests/test_conformance"
+step bench_scan 04_bench_scan.log 90 "$BUNDLE/bench/bench_scan" --device-only $Q
+step deer_targets 05_bench_deer.log 240 deer_targets
+step rnn_cudnn 07_rnn_cudnn.log 90 rnn_cudnn
+step cudnn_targets 07_rnn_cudnn.log 90 cudnn_targets
 step suite 02_suite.log 200 suite
 step sanitize 03_sanitizer.log 150 sanitize
-step bench_scan 04_bench_scan.log 90 "$BUNDLE/bench/bench_scan" --device-only $Q
 step bench_deer 05_bench_deer.log 90 "$BUNDLE/bench/bench_deer" --backend cuda $( [ "$SMOKE" = 1 ] && echo --quick || echo --max-n 64 --time-budget 3 --mem-gb 40)
 step bench_ops_scyfi 06_bench_ops_scyfi.log 90 ops_scyfi
-step rnn_cudnn 07_rnn_cudnn.log 90 rnn_cudnn
+step scan_choice 04_bench_scan.log 150 scan_choice
 
 # ---------------------------------------------------------------------------
 # The summary: printed first (and only), kept as 00_summary.txt
@@ -188,7 +245,7 @@ step rnn_cudnn 07_rnn_cudnn.log 90 rnn_cudnn
     echo "--- sanitizers"
     grep -hE 'ERROR SUMMARY|RACECHECK SUMMARY|skipped' "$LOGDIR/03_sanitizer.log" 2>/dev/null | head -n 10
     echo "--- key figures (BENCH lines)"
-    grep -hE '^BENCH .*(device_copy|scan_diag|backend=cuda|backend=torch)' "$LOGDIR"/0[4567]_*.log 2>/dev/null | head -n 60
+    grep -hE '^BENCH .*(device_copy|scan_diag|backend=cuda|backend=torch)|^TORCH kind' "$LOGDIR"/0[4567]_*.log 2>/dev/null | head -n 90
 } >"$SUM"
 cat "$SUM"
 exit 0
