@@ -62,10 +62,12 @@
  *   fail with PRN_ERR_INVALID_ARGUMENT. f32 accumulates in f32.
  *
  * RNN LAYERS
- *   rnn_layer_forward / _backward queue a layer's T steps in one call: per
- *   step a cuBLAS GEMM (the hidden projection; in the backward, d h_prev +=
- *   dq W_hh) and the cell kernel of rnn_cell_forward / _backward, reading
+ *   rnn_layer_forward / _backward: small layers (G H <= 1024) in ONE kernel
+ *   per layer, a block per sequence walking the T steps; larger ones queue
+ *   per step a cuBLAS GEMM (the hidden projection; in the backward, d h_prev
+ *   += dq W_hh) and the cell kernel of rnn_cell_forward / _backward, reading
  *   and writing the layer's [B, T, X] arrays in place.
+ *   PARRNN_CUDA_LAYER=steps (read at context creation) forces the latter.
  *
  * ERRORS
  *   Every CUDA and cuBLAS failure becomes PRN_ERR_BACKEND, or
@@ -131,6 +133,7 @@ typedef struct prn__cu_state {
     int sm_count;           /* multiprocessors: sizes grids and chunk counts */
     size_t scan_items;      /* threads that fill the device */
     int scan_force;         /* PARRNN_CUDA_SCAN: 0 auto, 1 look-back, 2 chunked (for AUTO) */
+    int layer_steps;        /* PARRNN_CUDA_LAYER=steps: layers as a GEMM and a cell kernel per step */
     cudaStream_t stream;
     cublasHandle_t blas;
     cudaMemPool_t pool;     /* NULL where the device has no memory pools */
@@ -289,6 +292,8 @@ PRN__CU_FN prn_status prn__cu_create(prn_context *ctx, void **state) {
     {
         const char *force = getenv("PARRNN_CUDA_SCAN");
         s->scan_force = force && !strcmp(force, "lookback") ? 1 : force && !strcmp(force, "chunked") ? 2 : 0;
+        force = getenv("PARRNN_CUDA_LAYER");
+        s->layer_steps = force && !strcmp(force, "steps");
     }
     if ((e = cudaStreamCreateWithFlags(&s->stream, cudaStreamNonBlocking)) != cudaSuccess) {
         s->stream = NULL;
@@ -683,9 +688,13 @@ PRN__CU_FN prn_status prn__cu_rnn_cell_backward(prn_context *ctx, prn_dtype dtyp
  * then the cell kernel, which reads and writes the layer's [B, T, X]
  * arrays in place (row pitches). There are no per-step tensors, copies or
  * host synchronisations; the backward's carry (d loss / d state) is
- * double-buffered, and the GEMM adds its W_hh part (beta = 1). A persistent
- * kernel keeping W_hh on chip would save the two launches per step; it
- * needs a GPU to tune and to check, and none was at hand.
+ * double-buffered, and the GEMM adds its W_hh part (beta = 1).
+ * Small layers (prn_cu_rnn_layer_fits: G H <= 1024, so LSTM and GRU up to
+ * H = 256 and 341) instead run as ONE kernel per layer, a block per
+ * sequence walking all T steps (kernels_cuda/rnn_cell.cu): no launch per
+ * step. Where the per-step GEMMs would be faster (large B at the top of
+ * that range) has not been measured on a GPU; PARRNN_CUDA_LAYER=steps
+ * forces the per-step path (benchmarks, tests).
  * ---------------------------------------------------------------------- */
 PRN__CU_FN prn_status prn__cu_layer_begin(prn_context *ctx, const char *fn, prn_dtype dtype, int kind, int bw,
                                           const void *saved, prn__cu_state **s) {
@@ -703,6 +712,10 @@ PRN__CU_FN prn_status prn__cu_rnn_layer_forward(prn_context *ctx, prn_dtype dtyp
     void *q = NULL;
     prn_status st = prn__cu_layer_begin(ctx, fn, dtype, kind, 0, saved, &cs);
     if (st != PRN_OK || B == 0 || T == 0 || H == 0) return st;
+    if (!cs->layer_steps && prn_cu_rnn_layer_fits(kind, H))
+        return prn__cu_launched(ctx, fn, "layer_fwd",
+                                prn_cu_rnn_layer_fwd(cs->stream, dtype == PRN_F64, kind, relu != 0, reverse != 0, B, T,
+                                                     H, xp, w_hh, b_hh, s0, states, saved));
     prn__cu_rows_of_step(&rows, kind, H);
     es = prn_dtype_size(dtype);
     P = rows.xp;
@@ -747,6 +760,10 @@ PRN__CU_FN prn_status prn__cu_rnn_layer_backward(prn_context *ctx, prn_dtype dty
     S = rows.s;
     V = rows.saved;
     if (T == 0) return prn__cu_fill(ctx, dtype, ds0, B * S, 0.0); /* no steps: s0 reaches nothing */
+    if (!cs->layer_steps && prn_cu_rnn_layer_fits(kind, H))
+        return prn__cu_launched(ctx, fn, "layer_bwd",
+                                prn_cu_rnn_layer_bwd(cs->stream, dtype == PRN_F64, kind, relu != 0, reverse != 0, B, T,
+                                                     H, g, w_hh, s0, states, saved, dxp, dq, ds0));
     rows.xp = rows.q = T * P;
     rows.next = rows.g = T * S;
     rows.saved = T * V;

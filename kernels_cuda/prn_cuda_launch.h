@@ -68,6 +68,15 @@ int prn_cu_rnn_cell_fwd(cudaStream_t s, int f64, int kind, int relu, size_t B, s
 int prn_cu_rnn_cell_bwd(cudaStream_t s, int f64, int kind, int relu, size_t B, size_t H, size_t k,
                         const prn_cu_rows *rows, const void *g, const void *carry, const void *st, const void *next,
                         const void *saved, void *dxp, void *dq, void *ds);
+/* A whole layer in one launch (rnn_cell.cu), where prn_cu_rnn_layer_fits:
+ * ELMAN, LSTM, GRU with G H <= 1024 and states of at most 512 values.
+ * Arrays as the table's rnn_layer_forward / _backward ([B, T, X]). */
+int prn_cu_rnn_layer_fits(int kind, size_t H);
+int prn_cu_rnn_layer_fwd(cudaStream_t s, int f64, int kind, int relu, int rev, size_t B, size_t T, size_t H,
+                         const void *xp, const void *w, const void *bias, const void *s0, void *states, void *saved);
+int prn_cu_rnn_layer_bwd(cudaStream_t s, int f64, int kind, int relu, int rev, size_t B, size_t T, size_t H,
+                         const void *g, const void *w, const void *s0, const void *states, const void *saved,
+                         void *dxp, void *dq, void *ds0);
 
 /* Batched dense solves (solve.cu; the table's solve_batched): a [batch, n,
  * n] and r [batch, n] in place, info [batch] int32 on the device. */

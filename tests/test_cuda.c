@@ -331,6 +331,94 @@ static void run_lookback_cases(void) {
     set_env("PARRNN_CUDA_SCAN", NULL);
 }
 
+/* The two paths of the fused layers: one kernel per layer (small H) and,
+ * with PARRNN_CUDA_LAYER=steps, a GEMM and a cell kernel per step. Same
+ * inputs through each, forward and backward, every output compared. */
+static void layer_paths_case(prn_dtype dt, int kind, int rev, size_t B, size_t T, size_t H) {
+    const size_t G = kind == PRN_RNN_LSTM ? 4 : kind == PRN_RNN_ELMAN ? 1 : 3, P = G * H;
+    const size_t S = kind == PRN_RNN_LSTM ? 2 * H : H, V = (kind == PRN_RNN_LSTM ? 5 : kind == PRN_RNN_ELMAN ? 0 : 4) * H;
+    const size_t es = dt == PRN_F64 ? 8 : 4;
+    /* inputs: xp, w, bias, s0, g; outputs: states, saved, dxp, dq, ds0 */
+    const size_t cnt[10] = {B * T * P, P * H, P, B * S, B * T * S, B * T * S, B * T * V + 1, B * T * P, B * T * P, B * S};
+    unsigned long long seed = 0x1a7e5ULL + H * 7 + T + (size_t)kind;
+    char *host[10], *out[2][10];
+    void *dev[2][10];
+    prn_context *ctx[2] = {NULL, NULL};
+    char err[512];
+    size_t i, q;
+    int side, bad = 0;
+    double worst = 0;
+    memset(host, 0, sizeof host);
+    memset(out, 0, sizeof out);
+    memset(dev, 0, sizeof dev);
+    for (side = 0; side < 2; ++side) {
+        set_env("PARRNN_CUDA_LAYER", side ? "steps" : NULL);
+        if (make(NULL, &ctx[side], err, sizeof err) != PRN_OK) {
+            PRNT_CHECK(0, "context: %s", err);
+            goto done;
+        }
+    }
+    set_env("PARRNN_CUDA_LAYER", NULL);
+    for (q = 0; q < 10; ++q) {
+        host[q] = (char *)malloc(cnt[q] * es);
+        if (!host[q]) goto done;
+        for (i = 0; q < 5 && i < cnt[q]; ++i) {
+            const double v = (2 * lb_rand(&seed) - 1) * (q == 1 ? 1.0 / sqrt((double)H) : 1.0);
+            if (dt == PRN_F64) ((double *)host[q])[i] = v;
+            else ((float *)host[q])[i] = (float)v;
+        }
+    }
+    for (side = 0; side < 2; ++side) {
+        const prn_backend *be = prn_context_backend(ctx[side]);
+        for (q = 0; q < 10; ++q) {
+            PRNT_OK(ctx[side], be->buf_alloc(ctx[side], cnt[q] * es, &dev[side][q]));
+            if (!dev[side][q]) goto done;
+            if (q < 5) PRNT_OK(ctx[side], be->buf_upload(ctx[side], dev[side][q], 0, host[q], cnt[q] * es));
+        }
+        PRNT_OK(ctx[side], be->rnn_layer_forward(ctx[side], dt, kind, 0, rev, B, T, H, dev[side][0], dev[side][1],
+                                                 dev[side][2], dev[side][3], dev[side][5], V ? dev[side][6] : NULL));
+        PRNT_OK(ctx[side], be->rnn_layer_backward(ctx[side], dt, kind, 0, rev, B, T, H, dev[side][4], dev[side][1],
+                                                  dev[side][3], dev[side][5], V ? dev[side][6] : NULL, dev[side][7],
+                                                  dev[side][8], dev[side][9]));
+        for (q = 5; q < 10; ++q) {
+            out[side][q] = (char *)malloc(cnt[q] * es);
+            if (!out[side][q]) goto done;
+            if (q == 6 && !V) continue;
+            PRNT_OK(ctx[side], be->buf_download(ctx[side], dev[side][q], 0, out[side][q], (cnt[q] - (q == 6)) * es));
+        }
+    }
+    for (q = 5; q < 10; ++q)
+        for (i = 0; i + (q == 6) < cnt[q] && (q != 6 || V); ++i) {
+            const double a = dt == PRN_F64 ? ((double *)out[0][q])[i] : ((float *)out[0][q])[i];
+            const double b = dt == PRN_F64 ? ((double *)out[1][q])[i] : ((float *)out[1][q])[i];
+            const double d = fabs(a - b) / (1 + fabs(b));
+            if (!(d <= worst)) worst = d;
+            bad += a != a;
+        }
+    PRNT_CHECK(!bad && worst <= (dt == PRN_F64 ? 1e-12 : 2e-5),
+               "%s kind=%d reverse=%d B=%lu T=%lu H=%lu: one kernel per layer vs per step: %d NaNs, worst %g",
+               dt == PRN_F64 ? "f64" : "f32", kind, rev, (unsigned long)B, (unsigned long)T, (unsigned long)H, bad,
+               worst);
+done:
+    set_env("PARRNN_CUDA_LAYER", NULL);
+    for (side = 0; side < 2; ++side) {
+        for (q = 0; q < 10; ++q) {
+            if (ctx[side] && dev[side][q]) prn_context_backend(ctx[side])->buf_free(ctx[side], dev[side][q]);
+            free(out[side][q]);
+        }
+        prn_context_destroy(ctx[side]);
+    }
+    for (q = 0; q < 10; ++q) free(host[q]);
+}
+
+static void test_layer_paths(void) {
+    if (g_skip[0]) { PRNT_SKIP("%s", g_skip); return; }
+    layer_paths_case(PRN_F32, PRN_RNN_GRU, 0, 3, 20, 33);
+    layer_paths_case(PRN_F64, PRN_RNN_LSTM, 1, 2, 15, 20);
+    layer_paths_case(PRN_F32, PRN_RNN_ELMAN, 1, 1, 9, 70);
+    layer_paths_case(PRN_F64, PRN_RNN_GRU, 1, 1, 5, 300); /* 900 rows of W_hh: threads loop */
+}
+
 #ifdef PARRNN_WITH_CUDA
 int prn_cu_scan_diag_lookback_pays(int f64, size_t batch, size_t T, size_t C); /* kernels_cuda/scan.cu */
 #endif
@@ -660,6 +748,7 @@ int main(void) {
     PRNT_RUN(test_scan_lookback);
     PRNT_RUN(test_scan_auto_choice);
     PRNT_RUN(test_scan_block_sizes);
+    PRNT_RUN(test_layer_paths);
 #ifdef PRNT_CUDA_EMU
     PRNT_RUN(test_scan_lookback_resident);
     PRNT_RUN(test_no_device);
