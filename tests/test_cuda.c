@@ -303,7 +303,11 @@ static void test_scan_block_sizes(void) {
     block_case(PRN_F32, 1, 100, 64, 64, 1, 1);
 }
 
-static void set_env(const char *name, const char *value);
+/* Sets or (value NULL) removes an environment variable. */
+static void set_env(const char *name, const char *value) {
+    if (value) setenv(name, value, 1);
+    else unsetenv(name);
+}
 
 /* PARRNN_CUDA_SCAN=lookback: AUTO takes the look-back whatever the shape
  * (few sequences would otherwise go to the chunked scan). */
@@ -527,11 +531,6 @@ static void test_two_contexts(void) {
 }
 
 #ifdef PRNT_CUDA_EMU
-/* Sets or (value NULL) removes an environment variable. */
-static void set_env(const char *name, const char *value) {
-    if (value) setenv(name, value, 1);
-    else unsetenv(name);
-}
 
 static void test_no_device(void) {
     prn_context *ctx = (prn_context *)&g_skip;
