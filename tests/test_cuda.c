@@ -11,7 +11,12 @@
  * and the live tensors as they were; a retry must give results bitwise
  * equal to the run without failures; no device memory may outlive the
  * context. On any device: the single-pass diagonal scan over hundreds of
- * tiles, exactly; under the emulator again with 64 blocks running at once.
+ * tiles, exactly, through each of its load paths (128-bit and scalar,
+ * pointers off 16-byte boundaries); AUTO's choice between it and the
+ * chunked scan; the chunked block scans at every compiled bound on k; the
+ * one-kernel RNN layers against the per-step path (PARRNN_CUDA_LAYER=
+ * steps); under the emulator again with 64 (the look-back) or 8 (block
+ * scans, layers) blocks running at once.
  * Its primitives are checked by test_conformance, and the whole
  * suite runs on it with PARRNN_BACKEND=cuda. Skipped when the backend is
  * not built in or no device exists. */
@@ -545,6 +550,18 @@ static void test_no_device(void) {
 
 /* The same with 64 blocks running at once on host threads, so that tiles
  * find the tiles they need still running (the wait). */
+/* The block scans' expand (groups of k threads meeting barriers) and the
+ * one-kernel layers (a block per sequence) with 8 blocks running at once. */
+static void test_blocks_resident(void) {
+    if (g_skip[0]) { PRNT_SKIP("%s", g_skip); return; }
+    set_env("PRN_CUDA_EMU_RESIDENT", "8");
+    block_case(PRN_F32, 3, 300, 9, 3, 1, 0);
+    block_case(PRN_F64, 2, 200, 32, 16, 0, 1);
+    layer_paths_case(PRN_F32, PRN_RNN_GRU, 1, 9, 12, 20);
+    layer_paths_case(PRN_F64, PRN_RNN_LSTM, 0, 10, 8, 12);
+    set_env("PRN_CUDA_EMU_RESIDENT", NULL);
+}
+
 static void test_scan_lookback_resident(void) {
     if (g_skip[0]) { PRNT_SKIP("%s", g_skip); return; }
     set_env("PRN_CUDA_EMU_RESIDENT", "64");
@@ -750,6 +767,7 @@ int main(void) {
     PRNT_RUN(test_layer_paths);
 #ifdef PRNT_CUDA_EMU
     PRNT_RUN(test_scan_lookback_resident);
+    PRNT_RUN(test_blocks_resident);
     PRNT_RUN(test_no_device);
     PRNT_RUN(test_device_memory_failures);
 #endif
