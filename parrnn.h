@@ -151,7 +151,15 @@ typedef void (*prn_log_fn)(void *user, prn_log_level level, const char *message)
  *   backends     extra backends (user-written) searched by name before the
  *                built-in ones; num_backends entries.
  *   allocator    host allocations of this context and the reference
- *                backend's buffers.
+ *                backend's buffers. The reference backend keeps freed
+ *                buffers of 64 KiB and more (at most 32) for reuse by an
+ *                allocation of the same size, as a training loop repeats
+ *                them: it holds at most the larger of 512 MiB and the peak
+ *                of its live buffers' bytes (so at most about twice what the
+ *                computation needed at once), returns them to the allocator
+ *                before an allocation would fail, and frees them in
+ *                prn_context_destroy. Every buffer still comes from the
+ *                allocator once.
  *   seed         seed of the counter-based random generator.
  *   num_threads  upper bound on threads per call (0: backend default).
  *   log          receives errors (as they are set) and diagnostics; NULL: silent.
@@ -1867,16 +1875,21 @@ PRN__FN double prn__random_value(prn_random_dist dist, prn_dtype dtype, uint64_t
  * afresh, and memory the C library returns to the kernel comes back as page
  * faults on every call (4x slower elementwise ops on 64 MiB tensors). Only
  * exact sizes are reused, which is what a training loop repeats; the cache
- * is bounded and emptied before an allocation is allowed to fail. */
+ * is bounded and emptied before an allocation is allowed to fail. The bound
+ * scales with the peak of the live buffers: a fixed one (512 MiB before)
+ * made every output above it fresh pages on each call, a scan of 819 MB per
+ * array then ran at 0.15 of the memory bandwidth (200k page faults a call). */
 #define PRN__CACHE_SLOTS 32
 #define PRN__CACHE_MIN ((size_t)1 << 16)
-#define PRN__CACHE_MAX ((size_t)512 << 20)
+#define PRN__CACHE_MAX ((size_t)512 << 20) /* the bound's floor */
 #define PRN__HDR 32 /* bytes before each buffer: its size; keeps the allocator's alignment */
 typedef struct prn__ref_state {
     void *block[PRN__CACHE_SLOTS]; /* oldest first */
     int n;
-    size_t bytes;
+    size_t bytes;       /* in the cache */
+    size_t live, peak;  /* of the buffers handed out (not in the cache), and their peak */
 } prn__ref_state;
+PRN__FN size_t prn__ref_cache_bound(const prn__ref_state *s) { return s->peak > PRN__CACHE_MAX ? s->peak : PRN__CACHE_MAX; }
 
 PRN__FN prn_status prn__ref_create(prn_context *ctx, void **state) {
     prn__ref_state *s = (prn__ref_state *)prn_alloc(ctx, sizeof *s);
@@ -1908,6 +1921,7 @@ PRN__FN prn_status prn__ref_buf_alloc(prn_context *ctx, size_t bytes, void **buf
                 s->bytes -= bytes;
                 memmove(s->block + i, s->block + i + 1, (size_t)(s->n - i - 1) * sizeof s->block[0]);
                 s->n--;
+                s->live += bytes;
                 return PRN_OK;
             }
     p = bytes <= (size_t)-1 - PRN__HDR ? (char *)prn__alloc_quiet(ctx, bytes + PRN__HDR) : NULL;
@@ -1920,6 +1934,10 @@ PRN__FN prn_status prn__ref_buf_alloc(prn_context *ctx, size_t bytes, void **buf
                             (unsigned long)bytes);
     *(size_t *)p = bytes;
     *buf = p + PRN__HDR;
+    if (s) {
+        s->live += bytes;
+        if (s->live > s->peak) s->peak = s->live;
+    }
     return PRN_OK;
 }
 PRN__FN void prn__ref_buf_free(prn_context *ctx, void *buf) {
@@ -1927,8 +1945,9 @@ PRN__FN void prn__ref_buf_free(prn_context *ctx, void *buf) {
     size_t bytes;
     if (!buf) return;
     bytes = prn__ref_size(buf);
-    if (!s || bytes < PRN__CACHE_MIN || bytes > PRN__CACHE_MAX) { prn_free(ctx, (char *)buf - PRN__HDR); return; }
-    while (s->n && (s->n == PRN__CACHE_SLOTS || s->bytes + bytes > PRN__CACHE_MAX)) prn__ref_drop_oldest(ctx, s);
+    if (s) s->live -= bytes;
+    if (!s || bytes < PRN__CACHE_MIN || bytes > prn__ref_cache_bound(s)) { prn_free(ctx, (char *)buf - PRN__HDR); return; }
+    while (s->n && (s->n == PRN__CACHE_SLOTS || s->bytes + bytes > prn__ref_cache_bound(s))) prn__ref_drop_oldest(ctx, s);
     s->block[s->n++] = buf;
     s->bytes += bytes;
 }
