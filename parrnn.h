@@ -2144,12 +2144,26 @@ PRN__FN prn_status prn__ref_gemm_loops(prn_context *ctx, prn_dtype dtype, int tr
 }
 
 #ifdef PARRNN_USE_CBLAS
+#ifdef PRN__HAVE_AVX2
+PRN__FN int prn__cblas_weak_f32(prn_context *ctx, size_t M, size_t N, size_t K, size_t batch);
+PRN__FN prn_status prn__gemm_f32x(prn_context *ctx, int trans_b, size_t M, size_t N, size_t K, float alpha,
+                                  const float *A, size_t lda, size_t sa, const float *B, size_t ldb, size_t sb,
+                                  float beta, float *C, size_t ldc, size_t sc, size_t batch);
+#endif
 PRN__FN prn_status prn__ref_gemm_cblas(prn_context *ctx, prn_dtype dtype, int trans_a, int trans_b,
                                        size_t M, size_t N, size_t K, double alpha,
                                        const void *A, size_t lda, size_t sa,
                                        const void *B, size_t ldb, size_t sb,
                                        double beta, void *C, size_t ldc, size_t sc, size_t batch) {
     size_t b;
+#ifdef PRN__HAVE_AVX2
+    /* f32 on a CBLAS that runs SSE kernels on an AVX2 machine: parrnn's
+     * AVX2 kernel (prn__gemm_f32x; no fallback when it fails, so that a
+     * product's rounding never depends on an allocation) */
+    if (dtype == PRN_F32 && !trans_a && prn__cblas_weak_f32(ctx, M, N, K, batch))
+        return prn__gemm_f32x(ctx, trans_b, M, N, K, (float)alpha, (const float *)A, lda, sa, (const float *)B, ldb,
+                              sb, (float)beta, (float *)C, ldc, sc, batch);
+#endif
     if (M > 2147483647u || N > 2147483647u || K > 2147483647u || lda > 2147483647u ||
         ldb > 2147483647u || ldc > 2147483647u || K == 0)
         return prn__ref_gemm_loops(ctx, dtype, trans_a, trans_b, M, N, K, alpha, A, lda, sa, B, ldb,
@@ -3510,6 +3524,79 @@ PRN__DEFINE_LAYER(float, f32, f32, , prn__panel_mm_f32)
 PRN__DEFINE_LAYER(double, f64, f64, , prn__panel_mm_f64)
 #ifdef PRN__HAVE_AVX2
 PRN__DEFINE_LAYER(float, f32x, f32x, PRN__AVX2, prn__panel_mm_f32x)
+#endif
+
+#if defined(PARRNN_USE_CBLAS) && defined(PRN__HAVE_AVX2)
+/* OpenBLAS built with DYNAMIC_ARCH picks its kernels by the processor's
+ * model, and on one it does not know (a virtual machine's "Intel Xeon
+ * Processor", AVX-512 inside) falls back to its SSE3 kernels (core
+ * "Prescott"): 26 GFLOP/s on one core where its AVX-512 ones run 80 and
+ * this AVX2 panel kernel about 50, and the RNN layers' input projection is
+ * such a product. A product of f32 with op(A) = A then runs here, when it
+ * is large enough to matter (M N K >= 2^18) and the processor has AVX2 and
+ * FMA. PARRNN_CBLAS_ALWAYS=1 in the environment keeps CBLAS. */
+PRN__FN int prn__cblas_weak_f32(prn_context *ctx, size_t M, size_t N, size_t K, size_t batch) {
+#ifdef OPENBLAS_VERSION
+    static const char *const weak[] = {"Prescott", "Core2", "Penryn", "Dunnington", "Nehalem", "Atom", "Katmai",
+                                       "Coppermine", "Northwood", "Banias", "Sandybridge", "Unknown"};
+    const char *core = openblas_get_corename(), *env = getenv("PARRNN_CBLAS_ALWAYS");
+    size_t i;
+    (void)ctx;
+    if ((double)M * (double)N * (double)K * (double)batch < 262144.0 || K < 8 || !prn__cpu_avx2() ||
+        (env && env[0] == '1') || !core)
+        return 0;
+    for (i = 0; i < sizeof weak / sizeof weak[0]; ++i)
+        if (strcmp(core, weak[i]) == 0) return 1;
+#else
+    (void)ctx; (void)M; (void)N; (void)K; (void)batch;
+#endif
+    return 0;
+}
+/* C = alpha A op(B) + beta C by prn__panel_mm_f32x: op(B) packed once per
+ * matrix into blocks of 16 columns [K][16] (zero past N), then tiles of 64
+ * rows x 16 columns over the threads, each combined into C. Fails (C
+ * untouched) when the packing buffer cannot be allocated. */
+PRN__FN PRN__AVX2 prn_status prn__gemm_f32x(prn_context *ctx, int trans_b, size_t M, size_t N, size_t K, float alpha,
+                                            const float *A, size_t lda, size_t sa, const float *B, size_t ldb,
+                                            size_t sb, float beta, float *C, size_t ldc, size_t sc, size_t batch) {
+    const size_t nb = (N + 15) / 16, nr = (M + 63) / 64;
+    float *pan = (float *)prn__alloc_quiet(ctx, nb * K * 16 * sizeof(float));
+    size_t bi;
+    PRN__PAR_SETUP(ctx, M * N * K / 8);
+    if (!pan) return PRN__ERR(ctx, PRN_ERR_OUT_OF_MEMORY, "gemm: out of memory for the packed matrix (%lu bytes)",
+                              (unsigned long)(nb * K * 16 * sizeof(float)));
+    for (bi = 0; bi < batch; ++bi) {
+        const float *Bb = B + bi * sb, *Ab = A + bi * sa;
+        float *Cb = C + bi * sc;
+        size_t blk, task;
+        for (blk = 0; blk < nb; ++blk) {
+            size_t k, c;
+            for (k = 0; k < K; ++k)
+                for (c = 0; c < 16; ++c) {
+                    const size_t j = blk * 16 + c;
+                    pan[(blk * K + k) * 16 + c] = j >= N ? 0.0f : trans_b ? Bb[j * ldb + k] : Bb[k * ldb + j];
+                }
+        }
+        PRN__PARFOR
+        for (task = 0; task < nr; ++task) {
+            float tile[64 * 16];
+            const size_t i0 = task * 64, rows = M - i0 < 64 ? M - i0 : 64;
+            size_t r, c, jb;
+            for (jb = 0; jb < nb; ++jb) {
+                const size_t j0 = jb * 16, cols = N - j0 < 16 ? N - j0 : 16;
+                prn__panel_mm_f32x(rows, K, Ab + i0 * lda, lda, pan + jb * K * 16, tile, 16);
+                for (r = 0; r < rows; ++r) {
+                    float *cr = Cb + (i0 + r) * ldc + j0;
+                    const float *tr = tile + r * 16;
+                    if (beta == 0.0f) { for (c = 0; c < cols; ++c) cr[c] = alpha * tr[c]; }
+                    else { for (c = 0; c < cols; ++c) cr[c] = alpha * tr[c] + beta * cr[c]; }
+                }
+            }
+        }
+    }
+    prn_free(ctx, pan);
+    return PRN_OK;
+}
 #endif
 
 /* Small steps: one thread, the batch across the vector lanes. A step whose
