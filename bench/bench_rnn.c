@@ -48,6 +48,7 @@
  *                (default: what OpenMP offers, as the library uses)
  *   --backend B  the parrnn backend to measure (default "reference")
  *   --hidden, --batch  a subset of the shapes (e.g. --hidden 128,256)
+ *   --no-torch-fallback  Debian's PyTorch not measured beside a current one
  */
 #define _POSIX_C_SOURCE 200809L /* clock_gettime, popen under -std=c99 */
 
@@ -112,6 +113,7 @@ static size_t g_T = RNN_T_FULL;
 static int g_timed = 5;
 static int g_rounds = 1;
 static int g_no_torch = 0;
+static int g_no_fallback = 0; /* --no-torch-fallback */
 static const char *g_backend = "reference";
 static const char *g_torch_python = NULL; /* --torch-python */
 static int g_hmask = (1 << NH) - 1, g_bmask = (1 << NB) - 1; /* --hidden / --batch subsets */
@@ -375,7 +377,7 @@ static int find_torch_pythons(void) {
         } else {
             printf("  torch:     %s: no `import torch` there\n", cand[i]);
         }
-    if (has_torch("/usr/bin/python3") && !(n && strcmp(g_torch[0].python, "/usr/bin/python3") == 0)) {
+    if (!(g_no_fallback && n) && has_torch("/usr/bin/python3") && !(n && strcmp(g_torch[0].python, "/usr/bin/python3") == 0)) {
         snprintf(g_torch[n].python, sizeof g_torch[n].python, "/usr/bin/python3");
         snprintf(g_torch[n].label, sizeof g_torch[n].label, n ? "torch-fallback" : "torch-fallback");
         ++n;
@@ -491,7 +493,7 @@ static double children_cpu_seconds(void) {
 
 static int usage(void) {
     fprintf(stderr, "usage: bench_rnn [--quick] [--no-torch] [--threads N] [--backend NAME] [--rounds R]\n"
-                    "                 [--torch-python PATH] [--hidden H,...] [--batch B,...]\n");
+                    "                 [--torch-python PATH] [--no-torch-fallback] [--hidden H,...] [--batch B,...]\n");
     return 2;
 }
 
@@ -528,6 +530,8 @@ int main(int argc, char **argv) {
     for (i = 1; i < argc; ++i) {
         if (strcmp(argv[i], "--no-torch") == 0) {
             g_no_torch = 1;
+        } else if (strcmp(argv[i], "--no-torch-fallback") == 0) {
+            g_no_fallback = 1;
         } else if (strcmp(argv[i], "--backend") == 0 && i + 1 < argc) {
             g_backend = argv[++i];
         } else if (strcmp(argv[i], "--torch-python") == 0 && i + 1 < argc) {
