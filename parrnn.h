@@ -3228,6 +3228,7 @@ typedef struct prn__layer {
     void *states, *saved, *dxp, *dq, *ds0;
     void *ws; /* cache-line aligned */
     size_t lanes_C, lanes_Bp; /* the one-thread loop over lanes (prn__lanes_plan) when lanes_C > 0 */
+    int rows; /* forward: each thread runs its own batch rows, every unit, without barriers (prn__layer_rows) */
 } prn__layer;
 /* Thread j of m: units [*u0, *u1) -- nu per thread, a multiple of 8 -- and
  * the thread's 16-column blocks per gate; returns the elements of its
@@ -3462,7 +3463,7 @@ PRN__FN ATTR void prn__layer_fw_##SFX(const prn__layer *L, size_t j, size_t m) {
             else prn__gru_fw_##UNIT(n, x, H, q, qs, bb, H, sp + u0, nx + u0, v, H); \
             memcpy(hn + b * H + u0, nx + u0, n * sizeof(T));                    \
         }                                                                        \
-        PRN__OMP(omp barrier)                                                    \
+        if (!L->rows) { PRN__OMP(omp barrier) }                                  \
     }                                                                            \
 }                                                                                \
 PRN__FN ATTR void prn__layer_bw_##SFX(const prn__layer *L, size_t j, size_t m) { \
@@ -3815,6 +3816,25 @@ PRN__DEFINE_LANES(float, f32x, f32x, f32x, PRN__AVX2)
 #endif
 
 /* Checks and workspace shared by both entries; *run is the thread body. */
+/* The forward split by batch rows rather than units: a step of a row needs
+ * only that row's previous h, so threads that own rows need no barrier per
+ * step (1000 of them in a sequence of T = 1000, each a wait for the slowest
+ * thread, and for a thread the system took away on a busy machine). Each
+ * thread then multiplies by all of W_hh: taken where it fits a core's L2
+ * cache with room (G H^2 <= 1 MiB: LSTM H <= 256, GRU H <= 295) and each
+ * thread gets 4 rows or more (the product's tile). Elements of one thread's
+ * workspace of `rows` rows: its panel and tile (prn__layer_plan with B =
+ * rows, m = 1) and its h buffer [2][rows, H]. */
+PRN__FN int prn__layer_rows(const prn__layer *L, int bw, int nt, size_t es) {
+    return !bw && nt > 1 && L->B >= 4 * (size_t)nt && L->G * L->H * L->H * es <= ((size_t)1 << 20);
+}
+PRN__FN size_t prn__layer_rows_per(const prn__layer *L, size_t rows) {
+    prn__layer Lr = *L;
+    size_t u0, u1, nb, per;
+    Lr.B = rows;
+    per = prn__layer_plan(&Lr, 0, 1, 0, &u0, &u1, &nb) + 2 * rows * L->H;
+    return (per + 15) / 16 * 16; /* each thread's part starts on a cache line */
+}
 PRN__FN prn_status prn__layer_begin(prn_context *ctx, const char *fn, prn__layer *L, int bw, prn_dtype dtype, int *nt,
                                     void **raw) {
     size_t m, need = 0, es = prn_dtype_size(dtype), u0, u1, nb;
@@ -3834,9 +3854,11 @@ PRN__FN prn_status prn__layer_begin(prn_context *ctx, const char *fn, prn__layer
      * to 16: at H = 8 one row in 8 lanes is slower (36 vs 31 ms, T = 1e5) */
     if (*nt == 1 && L->H <= PRN__LANES_MAX_H && (L->H < 8 || L->B >= 8) && L->B && L->Tn)
         need = prn__lanes_plan(L, bw, &L->lanes_C, &L->lanes_Bp);
+    L->rows = !L->lanes_C && prn__layer_rows(L, bw, *nt, es);
     /* OpenMP may give fewer threads than asked: room for any team size */
     for (m = 1; !L->lanes_C && m <= (size_t)*nt; ++m) {
         size_t per = prn__layer_plan(L, bw, m, 0, &u0, &u1, &nb), all = m * per + 2 * L->B * (bw ? L->P : L->H);
+        if (L->rows) all = m * prn__layer_rows_per(L, (L->B + m - 1) / m);
         if (all > need) need = all;
     }
     *raw = prn_alloc(ctx, need * es + 64);
@@ -3860,6 +3882,25 @@ PRN__FN void prn__layer_run(const prn__layer *L, int bw, prn_dtype dtype, int nt
         if (dtype == PRN_F32 && prn__cpu_avx2()) lanes = bw ? prn__lanes_bw_f32x : prn__lanes_fw_f32x;
 #endif
         lanes(L, L->lanes_C, L->lanes_Bp);
+        return;
+    }
+    if (L->rows) { /* thread j: rows [b0, b0 + rows) as a layer of its own, with one thread */
+        const size_t es = prn_dtype_size(dtype);
+        PRN__OMP(omp parallel num_threads(nt) if(nt > 1))
+        {
+            const size_t j = (size_t)PRN__THREAD_NUM(), m = (size_t)PRN__NUM_THREADS(), rows = (L->B + m - 1) / m;
+            const size_t b0 = j * rows;
+            prn__layer Lj = *L;
+            if (b0 < L->B) {
+                Lj.B = L->B - b0 < rows ? L->B - b0 : rows;
+                Lj.xp = (const char *)L->xp + b0 * L->Tn * L->P * es;
+                Lj.s0 = (const char *)L->s0 + b0 * L->S * es;
+                Lj.states = (char *)L->states + b0 * L->Tn * L->S * es;
+                if (L->saved) Lj.saved = (char *)L->saved + b0 * L->Tn * L->V * L->H * es;
+                Lj.ws = (char *)L->ws + j * prn__layer_rows_per(L, rows) * es;
+                run(&Lj, 0, 1);
+            }
+        }
         return;
     }
     PRN__OMP(omp parallel num_threads(nt) if(nt > 1))
