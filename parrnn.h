@@ -2146,9 +2146,9 @@ PRN__FN prn_status prn__ref_gemm_loops(prn_context *ctx, prn_dtype dtype, int tr
 #ifdef PARRNN_USE_CBLAS
 #ifdef PRN__HAVE_AVX2
 PRN__FN int prn__cblas_weak_f32(prn_context *ctx, size_t M, size_t N, size_t K, size_t batch);
-PRN__FN prn_status prn__gemm_f32x(prn_context *ctx, int trans_b, size_t M, size_t N, size_t K, float alpha,
-                                  const float *A, size_t lda, size_t sa, const float *B, size_t ldb, size_t sb,
-                                  float beta, float *C, size_t ldc, size_t sc, size_t batch);
+PRN__FN PRN__AVX2 prn_status prn__gemm_f32x(prn_context *ctx, int trans_b, size_t M, size_t N, size_t K, float alpha,
+                                            const float *A, size_t lda, size_t sa, const float *B, size_t ldb,
+                                            size_t sb, float beta, float *C, size_t ldc, size_t sc, size_t batch);
 #endif
 PRN__FN prn_status prn__ref_gemm_cblas(prn_context *ctx, prn_dtype dtype, int trans_a, int trans_b,
                                        size_t M, size_t N, size_t K, double alpha,
@@ -3209,7 +3209,9 @@ PRN__FN prn_status prn__ref_rnn_cell_backward(prn_context *ctx, prn_dtype dtype,
 }
 
 /* --- fused layers (rnn_layer_forward / _backward) ----------------------- */
-/* A layer's T steps in one parallel region, so that a step costs a matrix
+/* (The forward with 4 batch rows or more per thread and a small enough W_hh
+ * splits the batch rows instead, without barriers: prn__layer_rows.)
+ * A layer's T steps in one parallel region, so that a step costs a matrix
  * product and a barrier rather than a team of threads, a CBLAS call that
  * packs the weights again, and tensors. Each thread owns a range of units
  * (hidden positions): forward, it multiplies the previous h by the rows of
