@@ -3209,8 +3209,8 @@ PRN__FN prn_status prn__ref_rnn_cell_backward(prn_context *ctx, prn_dtype dtype,
 }
 
 /* --- fused layers (rnn_layer_forward / _backward) ----------------------- */
-/* (The forward with 4 batch rows or more per thread and a small enough W_hh
- * splits the batch rows instead, without barriers: prn__layer_rows.)
+/* (With 4 batch rows or more per thread and a small enough W_hh, the
+ * threads split the batch rows instead, without barriers: prn__layer_rows.)
  * A layer's T steps in one parallel region, so that a step costs a matrix
  * product and a barrier rather than a team of threads, a CBLAS call that
  * packs the weights again, and tensors. Each thread owns a range of units
@@ -3230,7 +3230,7 @@ typedef struct prn__layer {
     void *states, *saved, *dxp, *dq, *ds0;
     void *ws; /* cache-line aligned */
     size_t lanes_C, lanes_Bp; /* the one-thread loop over lanes (prn__lanes_plan) when lanes_C > 0 */
-    int rows; /* forward: each thread runs its own batch rows, every unit, without barriers (prn__layer_rows) */
+    int rows; /* each thread runs its own batch rows, every unit, without barriers (prn__layer_rows) */
 } prn__layer;
 /* Thread j of m: units [*u0, *u1) -- nu per thread, a multiple of 8 -- and
  * the thread's 16-column blocks per gate; returns the elements of its
@@ -3505,7 +3505,7 @@ PRN__FN ATTR void prn__layer_bw_##SFX(const prn__layer *L, size_t j, size_t m) {
             }                                                                    \
             for (g = 0; g < G; ++g) memcpy(DQ + (b * TT + t) * P + g * H + u0, dq + g * H, n * sizeof(T)); \
         }                                                                        \
-        PRN__OMP(omp barrier)                                                    \
+        if (!L->rows) { PRN__OMP(omp barrier) }                                  \
         for (b = 0; n && step + 1 < TT && b < B; ++b) {                          \
             const size_t tn = L->rev ? t + 1 : t - 1;                            \
             prn__prefetch_run(Gr + (b * TT + tn) * S + u0, n * sizeof(T));       \
@@ -3818,23 +3818,23 @@ PRN__DEFINE_LANES(float, f32x, f32x, f32x, PRN__AVX2)
 #endif
 
 /* Checks and workspace shared by both entries; *run is the thread body. */
-/* The forward split by batch rows rather than units: a step of a row needs
- * only that row's previous h, so threads that own rows need no barrier per
- * step (1000 of them in a sequence of T = 1000, each a wait for the slowest
+/* The layer split by batch rows rather than units: a step of a row needs
+ * only that row's previous h (backward: its later step's d q), so threads
+ * that own rows need no barrier per step (1000 of them in a sequence of T = 1000, each a wait for the slowest
  * thread, and for a thread the system took away on a busy machine). Each
  * thread then multiplies by all of W_hh: taken where it fits a core's L2
  * cache with room (G H^2 <= 1 MiB: LSTM H <= 256, GRU H <= 295) and each
  * thread gets 4 rows or more (the product's tile). Elements of one thread's
  * workspace of `rows` rows: its panel and tile (prn__layer_plan with B =
- * rows, m = 1) and its h buffer [2][rows, H]. */
-PRN__FN int prn__layer_rows(const prn__layer *L, int bw, int nt, size_t es) {
-    return !bw && nt > 1 && L->B >= 4 * (size_t)nt && L->G * L->H * L->H * es <= ((size_t)1 << 20);
+ * rows, m = 1) and its buffer of h [2][rows, H] (backward: d q [2][rows, P]). */
+PRN__FN int prn__layer_rows(const prn__layer *L, int nt, size_t es) {
+    return nt > 1 && L->B >= 4 * (size_t)nt && L->G * L->H * L->H * es <= ((size_t)1 << 20);
 }
-PRN__FN size_t prn__layer_rows_per(const prn__layer *L, size_t rows) {
+PRN__FN size_t prn__layer_rows_per(const prn__layer *L, int bw, size_t rows) {
     prn__layer Lr = *L;
     size_t u0, u1, nb, per;
     Lr.B = rows;
-    per = prn__layer_plan(&Lr, 0, 1, 0, &u0, &u1, &nb) + 2 * rows * L->H;
+    per = prn__layer_plan(&Lr, bw, 1, 0, &u0, &u1, &nb) + 2 * rows * (bw ? L->P : L->H);
     return (per + 15) / 16 * 16; /* each thread's part starts on a cache line */
 }
 PRN__FN prn_status prn__layer_begin(prn_context *ctx, const char *fn, prn__layer *L, int bw, prn_dtype dtype, int *nt,
@@ -3856,11 +3856,11 @@ PRN__FN prn_status prn__layer_begin(prn_context *ctx, const char *fn, prn__layer
      * to 16: at H = 8 one row in 8 lanes is slower (36 vs 31 ms, T = 1e5) */
     if (*nt == 1 && L->H <= PRN__LANES_MAX_H && (L->H < 8 || L->B >= 8) && L->B && L->Tn)
         need = prn__lanes_plan(L, bw, &L->lanes_C, &L->lanes_Bp);
-    L->rows = !L->lanes_C && prn__layer_rows(L, bw, *nt, es);
+    L->rows = !L->lanes_C && prn__layer_rows(L, *nt, es);
     /* OpenMP may give fewer threads than asked: room for any team size */
     for (m = 1; !L->lanes_C && m <= (size_t)*nt; ++m) {
         size_t per = prn__layer_plan(L, bw, m, 0, &u0, &u1, &nb), all = m * per + 2 * L->B * (bw ? L->P : L->H);
-        if (L->rows) all = m * prn__layer_rows_per(L, (L->B + m - 1) / m);
+        if (L->rows) all = m * prn__layer_rows_per(L, bw, (L->B + m - 1) / m);
         if (all > need) need = all;
     }
     *raw = prn_alloc(ctx, need * es + 64);
@@ -3895,11 +3895,18 @@ PRN__FN void prn__layer_run(const prn__layer *L, int bw, prn_dtype dtype, int nt
             prn__layer Lj = *L;
             if (b0 < L->B) {
                 Lj.B = L->B - b0 < rows ? L->B - b0 : rows;
-                Lj.xp = (const char *)L->xp + b0 * L->Tn * L->P * es;
                 Lj.s0 = (const char *)L->s0 + b0 * L->S * es;
                 Lj.states = (char *)L->states + b0 * L->Tn * L->S * es;
                 if (L->saved) Lj.saved = (char *)L->saved + b0 * L->Tn * L->V * L->H * es;
-                Lj.ws = (char *)L->ws + j * prn__layer_rows_per(L, rows) * es;
+                if (bw) {
+                    Lj.g = (const char *)L->g + b0 * L->Tn * L->S * es;
+                    Lj.dxp = (char *)L->dxp + b0 * L->Tn * L->P * es;
+                    Lj.dq = (char *)L->dq + b0 * L->Tn * L->P * es;
+                    Lj.ds0 = (char *)L->ds0 + b0 * L->S * es;
+                } else {
+                    Lj.xp = (const char *)L->xp + b0 * L->Tn * L->P * es;
+                }
+                Lj.ws = (char *)L->ws + j * prn__layer_rows_per(L, bw, rows) * es;
                 run(&Lj, 0, 1);
             }
         }
