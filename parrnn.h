@@ -151,7 +151,15 @@ typedef void (*prn_log_fn)(void *user, prn_log_level level, const char *message)
  *   backends     extra backends (user-written) searched by name before the
  *                built-in ones; num_backends entries.
  *   allocator    host allocations of this context and the reference
- *                backend's buffers.
+ *                backend's buffers. The reference backend keeps freed
+ *                buffers of 64 KiB and more (at most 32) for reuse by an
+ *                allocation of the same size, as a training loop repeats
+ *                them: it holds at most the larger of 512 MiB and the peak
+ *                of its live buffers' bytes (so at most about twice what the
+ *                computation needed at once), returns them to the allocator
+ *                before an allocation would fail, and frees them in
+ *                prn_context_destroy. Every buffer still comes from the
+ *                allocator once.
  *   seed         seed of the counter-based random generator.
  *   num_threads  upper bound on threads per call (0: backend default).
  *   log          receives errors (as they are set) and diagnostics; NULL: silent.
@@ -1867,16 +1875,21 @@ PRN__FN double prn__random_value(prn_random_dist dist, prn_dtype dtype, uint64_t
  * afresh, and memory the C library returns to the kernel comes back as page
  * faults on every call (4x slower elementwise ops on 64 MiB tensors). Only
  * exact sizes are reused, which is what a training loop repeats; the cache
- * is bounded and emptied before an allocation is allowed to fail. */
+ * is bounded and emptied before an allocation is allowed to fail. The bound
+ * scales with the peak of the live buffers: a fixed one (512 MiB before)
+ * made every output above it fresh pages on each call, a scan of 819 MB per
+ * array then ran at 0.15 of the memory bandwidth (200k page faults a call). */
 #define PRN__CACHE_SLOTS 32
 #define PRN__CACHE_MIN ((size_t)1 << 16)
-#define PRN__CACHE_MAX ((size_t)512 << 20)
+#define PRN__CACHE_MAX ((size_t)512 << 20) /* the bound's floor */
 #define PRN__HDR 32 /* bytes before each buffer: its size; keeps the allocator's alignment */
 typedef struct prn__ref_state {
     void *block[PRN__CACHE_SLOTS]; /* oldest first */
     int n;
-    size_t bytes;
+    size_t bytes;       /* in the cache */
+    size_t live, peak;  /* of the buffers handed out (not in the cache), and their peak */
 } prn__ref_state;
+PRN__FN size_t prn__ref_cache_bound(const prn__ref_state *s) { return s->peak > PRN__CACHE_MAX ? s->peak : PRN__CACHE_MAX; }
 
 PRN__FN prn_status prn__ref_create(prn_context *ctx, void **state) {
     prn__ref_state *s = (prn__ref_state *)prn_alloc(ctx, sizeof *s);
@@ -1908,6 +1921,7 @@ PRN__FN prn_status prn__ref_buf_alloc(prn_context *ctx, size_t bytes, void **buf
                 s->bytes -= bytes;
                 memmove(s->block + i, s->block + i + 1, (size_t)(s->n - i - 1) * sizeof s->block[0]);
                 s->n--;
+                s->live += bytes;
                 return PRN_OK;
             }
     p = bytes <= (size_t)-1 - PRN__HDR ? (char *)prn__alloc_quiet(ctx, bytes + PRN__HDR) : NULL;
@@ -1920,6 +1934,10 @@ PRN__FN prn_status prn__ref_buf_alloc(prn_context *ctx, size_t bytes, void **buf
                             (unsigned long)bytes);
     *(size_t *)p = bytes;
     *buf = p + PRN__HDR;
+    if (s) {
+        s->live += bytes;
+        if (s->live > s->peak) s->peak = s->live;
+    }
     return PRN_OK;
 }
 PRN__FN void prn__ref_buf_free(prn_context *ctx, void *buf) {
@@ -1927,8 +1945,9 @@ PRN__FN void prn__ref_buf_free(prn_context *ctx, void *buf) {
     size_t bytes;
     if (!buf) return;
     bytes = prn__ref_size(buf);
-    if (!s || bytes < PRN__CACHE_MIN || bytes > PRN__CACHE_MAX) { prn_free(ctx, (char *)buf - PRN__HDR); return; }
-    while (s->n && (s->n == PRN__CACHE_SLOTS || s->bytes + bytes > PRN__CACHE_MAX)) prn__ref_drop_oldest(ctx, s);
+    if (s) s->live -= bytes;
+    if (!s || bytes < PRN__CACHE_MIN || bytes > prn__ref_cache_bound(s)) { prn_free(ctx, (char *)buf - PRN__HDR); return; }
+    while (s->n && (s->n == PRN__CACHE_SLOTS || s->bytes + bytes > prn__ref_cache_bound(s))) prn__ref_drop_oldest(ctx, s);
     s->block[s->n++] = buf;
     s->bytes += bytes;
 }
@@ -2125,12 +2144,26 @@ PRN__FN prn_status prn__ref_gemm_loops(prn_context *ctx, prn_dtype dtype, int tr
 }
 
 #ifdef PARRNN_USE_CBLAS
+#ifdef PRN__HAVE_AVX2
+PRN__FN int prn__cblas_weak_f32(prn_context *ctx, size_t M, size_t N, size_t K, size_t batch);
+PRN__FN PRN__AVX2 prn_status prn__gemm_f32x(prn_context *ctx, int trans_b, size_t M, size_t N, size_t K, float alpha,
+                                            const float *A, size_t lda, size_t sa, const float *B, size_t ldb,
+                                            size_t sb, float beta, float *C, size_t ldc, size_t sc, size_t batch);
+#endif
 PRN__FN prn_status prn__ref_gemm_cblas(prn_context *ctx, prn_dtype dtype, int trans_a, int trans_b,
                                        size_t M, size_t N, size_t K, double alpha,
                                        const void *A, size_t lda, size_t sa,
                                        const void *B, size_t ldb, size_t sb,
                                        double beta, void *C, size_t ldc, size_t sc, size_t batch) {
     size_t b;
+#ifdef PRN__HAVE_AVX2
+    /* f32 on a CBLAS that runs SSE kernels on an AVX2 machine: parrnn's
+     * AVX2 kernel (prn__gemm_f32x; no fallback when it fails, so that a
+     * product's rounding never depends on an allocation) */
+    if (dtype == PRN_F32 && !trans_a && prn__cblas_weak_f32(ctx, M, N, K, batch))
+        return prn__gemm_f32x(ctx, trans_b, M, N, K, (float)alpha, (const float *)A, lda, sa, (const float *)B, ldb,
+                              sb, (float)beta, (float *)C, ldc, sc, batch);
+#endif
     if (M > 2147483647u || N > 2147483647u || K > 2147483647u || lda > 2147483647u ||
         ldb > 2147483647u || ldc > 2147483647u || K == 0)
         return prn__ref_gemm_loops(ctx, dtype, trans_a, trans_b, M, N, K, alpha, A, lda, sa, B, ldb,
@@ -3176,7 +3209,9 @@ PRN__FN prn_status prn__ref_rnn_cell_backward(prn_context *ctx, prn_dtype dtype,
 }
 
 /* --- fused layers (rnn_layer_forward / _backward) ----------------------- */
-/* A layer's T steps in one parallel region, so that a step costs a matrix
+/* (With 4 batch rows or more per thread and a small enough W_hh, the
+ * threads split the batch rows instead, without barriers: prn__layer_rows.)
+ * A layer's T steps in one parallel region, so that a step costs a matrix
  * product and a barrier rather than a team of threads, a CBLAS call that
  * packs the weights again, and tensors. Each thread owns a range of units
  * (hidden positions): forward, it multiplies the previous h by the rows of
@@ -3195,6 +3230,7 @@ typedef struct prn__layer {
     void *states, *saved, *dxp, *dq, *ds0;
     void *ws; /* cache-line aligned */
     size_t lanes_C, lanes_Bp; /* the one-thread loop over lanes (prn__lanes_plan) when lanes_C > 0 */
+    int rows; /* each thread runs its own batch rows, every unit, without barriers (prn__layer_rows) */
 } prn__layer;
 /* Thread j of m: units [*u0, *u1) -- nu per thread, a multiple of 8 -- and
  * the thread's 16-column blocks per gate; returns the elements of its
@@ -3429,7 +3465,7 @@ PRN__FN ATTR void prn__layer_fw_##SFX(const prn__layer *L, size_t j, size_t m) {
             else prn__gru_fw_##UNIT(n, x, H, q, qs, bb, H, sp + u0, nx + u0, v, H); \
             memcpy(hn + b * H + u0, nx + u0, n * sizeof(T));                    \
         }                                                                        \
-        PRN__OMP(omp barrier)                                                    \
+        if (!L->rows) { PRN__OMP(omp barrier) }                                  \
     }                                                                            \
 }                                                                                \
 PRN__FN ATTR void prn__layer_bw_##SFX(const prn__layer *L, size_t j, size_t m) { \
@@ -3469,7 +3505,7 @@ PRN__FN ATTR void prn__layer_bw_##SFX(const prn__layer *L, size_t j, size_t m) {
             }                                                                    \
             for (g = 0; g < G; ++g) memcpy(DQ + (b * TT + t) * P + g * H + u0, dq + g * H, n * sizeof(T)); \
         }                                                                        \
-        PRN__OMP(omp barrier)                                                    \
+        if (!L->rows) { PRN__OMP(omp barrier) }                                  \
         for (b = 0; n && step + 1 < TT && b < B; ++b) {                          \
             const size_t tn = L->rev ? t + 1 : t - 1;                            \
             prn__prefetch_run(Gr + (b * TT + tn) * S + u0, n * sizeof(T));       \
@@ -3491,6 +3527,79 @@ PRN__DEFINE_LAYER(float, f32, f32, , prn__panel_mm_f32)
 PRN__DEFINE_LAYER(double, f64, f64, , prn__panel_mm_f64)
 #ifdef PRN__HAVE_AVX2
 PRN__DEFINE_LAYER(float, f32x, f32x, PRN__AVX2, prn__panel_mm_f32x)
+#endif
+
+#if defined(PARRNN_USE_CBLAS) && defined(PRN__HAVE_AVX2)
+/* OpenBLAS built with DYNAMIC_ARCH picks its kernels by the processor's
+ * model, and on one it does not know (a virtual machine's "Intel Xeon
+ * Processor", AVX-512 inside) falls back to its SSE3 kernels (core
+ * "Prescott"): 26 GFLOP/s on one core where its AVX-512 ones run 80 and
+ * this AVX2 panel kernel about 50, and the RNN layers' input projection is
+ * such a product. A product of f32 with op(A) = A then runs here, when it
+ * is large enough to matter (M N K >= 2^18) and the processor has AVX2 and
+ * FMA. PARRNN_CBLAS_ALWAYS=1 in the environment keeps CBLAS. */
+PRN__FN int prn__cblas_weak_f32(prn_context *ctx, size_t M, size_t N, size_t K, size_t batch) {
+#ifdef OPENBLAS_VERSION
+    static const char *const weak[] = {"Prescott", "Core2", "Penryn", "Dunnington", "Nehalem", "Atom", "Katmai",
+                                       "Coppermine", "Northwood", "Banias", "Sandybridge", "Unknown"};
+    const char *core = openblas_get_corename(), *env = getenv("PARRNN_CBLAS_ALWAYS");
+    size_t i;
+    (void)ctx;
+    if ((double)M * (double)N * (double)K * (double)batch < 262144.0 || K < 8 || !prn__cpu_avx2() ||
+        (env && env[0] == '1') || !core)
+        return 0;
+    for (i = 0; i < sizeof weak / sizeof weak[0]; ++i)
+        if (strcmp(core, weak[i]) == 0) return 1;
+#else
+    (void)ctx; (void)M; (void)N; (void)K; (void)batch;
+#endif
+    return 0;
+}
+/* C = alpha A op(B) + beta C by prn__panel_mm_f32x: op(B) packed once per
+ * matrix into blocks of 16 columns [K][16] (zero past N), then tiles of 64
+ * rows x 16 columns over the threads, each combined into C. Fails (C
+ * untouched) when the packing buffer cannot be allocated. */
+PRN__FN PRN__AVX2 prn_status prn__gemm_f32x(prn_context *ctx, int trans_b, size_t M, size_t N, size_t K, float alpha,
+                                            const float *A, size_t lda, size_t sa, const float *B, size_t ldb,
+                                            size_t sb, float beta, float *C, size_t ldc, size_t sc, size_t batch) {
+    const size_t nb = (N + 15) / 16, nr = (M + 63) / 64;
+    float *pan = (float *)prn__alloc_quiet(ctx, nb * K * 16 * sizeof(float));
+    size_t bi;
+    PRN__PAR_SETUP(ctx, M * N * K / 8);
+    if (!pan) return PRN__ERR(ctx, PRN_ERR_OUT_OF_MEMORY, "gemm: out of memory for the packed matrix (%lu bytes)",
+                              (unsigned long)(nb * K * 16 * sizeof(float)));
+    for (bi = 0; bi < batch; ++bi) {
+        const float *Bb = B + bi * sb, *Ab = A + bi * sa;
+        float *Cb = C + bi * sc;
+        size_t blk, task;
+        for (blk = 0; blk < nb; ++blk) {
+            size_t k, c;
+            for (k = 0; k < K; ++k)
+                for (c = 0; c < 16; ++c) {
+                    const size_t j = blk * 16 + c;
+                    pan[(blk * K + k) * 16 + c] = j >= N ? 0.0f : trans_b ? Bb[j * ldb + k] : Bb[k * ldb + j];
+                }
+        }
+        PRN__PARFOR
+        for (task = 0; task < nr; ++task) {
+            float tile[64 * 16];
+            const size_t i0 = task * 64, rows = M - i0 < 64 ? M - i0 : 64;
+            size_t r, c, jb;
+            for (jb = 0; jb < nb; ++jb) {
+                const size_t j0 = jb * 16, cols = N - j0 < 16 ? N - j0 : 16;
+                prn__panel_mm_f32x(rows, K, Ab + i0 * lda, lda, pan + jb * K * 16, tile, 16);
+                for (r = 0; r < rows; ++r) {
+                    float *cr = Cb + (i0 + r) * ldc + j0;
+                    const float *tr = tile + r * 16;
+                    if (beta == 0.0f) { for (c = 0; c < cols; ++c) cr[c] = alpha * tr[c]; }
+                    else { for (c = 0; c < cols; ++c) cr[c] = alpha * tr[c] + beta * cr[c]; }
+                }
+            }
+        }
+    }
+    prn_free(ctx, pan);
+    return PRN_OK;
+}
 #endif
 
 /* Small steps: one thread, the batch across the vector lanes. A step whose
@@ -3709,6 +3818,25 @@ PRN__DEFINE_LANES(float, f32x, f32x, f32x, PRN__AVX2)
 #endif
 
 /* Checks and workspace shared by both entries; *run is the thread body. */
+/* The layer split by batch rows rather than units: a step of a row needs
+ * only that row's previous h (backward: its later step's d q), so threads
+ * that own rows need no barrier per step (1000 of them in a sequence of T = 1000, each a wait for the slowest
+ * thread, and for a thread the system took away on a busy machine). Each
+ * thread then multiplies by all of W_hh: taken where it fits a core's L2
+ * cache with room (G H^2 <= 1 MiB: LSTM H <= 256, GRU H <= 295) and each
+ * thread gets 4 rows or more (the product's tile). Elements of one thread's
+ * workspace of `rows` rows: its panel and tile (prn__layer_plan with B =
+ * rows, m = 1) and its buffer of h [2][rows, H] (backward: d q [2][rows, P]). */
+PRN__FN int prn__layer_rows(const prn__layer *L, int nt, size_t es) {
+    return nt > 1 && L->B >= 4 * (size_t)nt && L->G * L->H * L->H * es <= ((size_t)1 << 20);
+}
+PRN__FN size_t prn__layer_rows_per(const prn__layer *L, int bw, size_t rows) {
+    prn__layer Lr = *L;
+    size_t u0, u1, nb, per;
+    Lr.B = rows;
+    per = prn__layer_plan(&Lr, bw, 1, 0, &u0, &u1, &nb) + 2 * rows * (bw ? L->P : L->H);
+    return (per + 15) / 16 * 16; /* each thread's part starts on a cache line */
+}
 PRN__FN prn_status prn__layer_begin(prn_context *ctx, const char *fn, prn__layer *L, int bw, prn_dtype dtype, int *nt,
                                     void **raw) {
     size_t m, need = 0, es = prn_dtype_size(dtype), u0, u1, nb;
@@ -3728,9 +3856,11 @@ PRN__FN prn_status prn__layer_begin(prn_context *ctx, const char *fn, prn__layer
      * to 16: at H = 8 one row in 8 lanes is slower (36 vs 31 ms, T = 1e5) */
     if (*nt == 1 && L->H <= PRN__LANES_MAX_H && (L->H < 8 || L->B >= 8) && L->B && L->Tn)
         need = prn__lanes_plan(L, bw, &L->lanes_C, &L->lanes_Bp);
+    L->rows = !L->lanes_C && prn__layer_rows(L, *nt, es);
     /* OpenMP may give fewer threads than asked: room for any team size */
     for (m = 1; !L->lanes_C && m <= (size_t)*nt; ++m) {
         size_t per = prn__layer_plan(L, bw, m, 0, &u0, &u1, &nb), all = m * per + 2 * L->B * (bw ? L->P : L->H);
+        if (L->rows) all = m * prn__layer_rows_per(L, bw, (L->B + m - 1) / m);
         if (all > need) need = all;
     }
     *raw = prn_alloc(ctx, need * es + 64);
@@ -3754,6 +3884,32 @@ PRN__FN void prn__layer_run(const prn__layer *L, int bw, prn_dtype dtype, int nt
         if (dtype == PRN_F32 && prn__cpu_avx2()) lanes = bw ? prn__lanes_bw_f32x : prn__lanes_fw_f32x;
 #endif
         lanes(L, L->lanes_C, L->lanes_Bp);
+        return;
+    }
+    if (L->rows) { /* thread j: rows [b0, b0 + rows) as a layer of its own, with one thread */
+        const size_t es = prn_dtype_size(dtype);
+        PRN__OMP(omp parallel num_threads(nt) if(nt > 1))
+        {
+            const size_t j = (size_t)PRN__THREAD_NUM(), m = (size_t)PRN__NUM_THREADS(), rows = (L->B + m - 1) / m;
+            const size_t b0 = j * rows;
+            prn__layer Lj = *L;
+            if (b0 < L->B) {
+                Lj.B = L->B - b0 < rows ? L->B - b0 : rows;
+                Lj.s0 = (const char *)L->s0 + b0 * L->S * es;
+                Lj.states = (char *)L->states + b0 * L->Tn * L->S * es;
+                if (L->saved) Lj.saved = (char *)L->saved + b0 * L->Tn * L->V * L->H * es;
+                if (bw) {
+                    Lj.g = (const char *)L->g + b0 * L->Tn * L->S * es;
+                    Lj.dxp = (char *)L->dxp + b0 * L->Tn * L->P * es;
+                    Lj.dq = (char *)L->dq + b0 * L->Tn * L->P * es;
+                    Lj.ds0 = (char *)L->ds0 + b0 * L->S * es;
+                } else {
+                    Lj.xp = (const char *)L->xp + b0 * L->Tn * L->P * es;
+                }
+                Lj.ws = (char *)L->ws + j * prn__layer_rows_per(L, bw, rows) * es;
+                run(&Lj, 0, 1);
+            }
+        }
         return;
     }
     PRN__OMP(omp parallel num_threads(nt) if(nt > 1))

@@ -1,8 +1,9 @@
 /* bench_rnn.c - throughput of parrnn's GRU and LSTM (prn_rnn), beside
  * PyTorch's nn.GRU / nn.LSTM on the CPU at the same thread count.
  *
- * Shapes: batch B = 16, input I = 64, hidden H = 128 and 256, T = 1000
- * steps, f32, one layer, one direction, no readout. Modes:
+ * Shapes: batch B = 1, 16 and 64, input I = 64, hidden H = 64, 128, 256
+ * and 512, T = 1000 steps, f32, one layer, one direction, no readout (the
+ * input projection and the recurrence both counted, on both sides). Modes:
  *   fwd      prn_rnn_forward inside prn_no_grad_begin/end (nothing recorded)
  *   fwdbwd   prn_rnn_forward recorded on the tape, loss = sum(y * R) with R
  *            a fixed random tensor shaped like y, prn_backward, then
@@ -12,27 +13,42 @@
  * --quick), CLOCK_MONOTONIC; seconds = the best call (median shown in the
  * table); tokens/s = B * T / seconds. For fwdbwd the table also splits the
  * best call into its forward (prn_rnn_forward + loss) and backward
- * (prn_backward + zeroing) parts.
+ * (prn_backward + zeroing) parts. --rounds R repeats parrnn's and
+ * PyTorch's measurements R times in turn (interleaved: the machine's load
+ * changes) and keeps each one's best.
  *
  * PyTorch: bench/bench_rnn_torch.py runs the same shapes and modes
  * (batch_first, float32, torch.set_num_threads(N), forward under
  * torch.no_grad(), the same loss) and prints one TORCH line per
- * measurement. It is run with popen, after parrnn's measurements, by the
- * interpreter $PARRNN_PYTHON (else python3), when `<python> -c "import torch"`
- * works; otherwise the program says how to install torch and the lines
- * carry no vs_torch.
+ * measurement. It is run with popen, after parrnn's measurements of the
+ * round, by
+ *   1. current PyTorch (the primary, the ratios and the TARGET): the
+ *      interpreter --torch-python PATH, else $PARRNN_PYTHON, else
+ *      /work/venv-torch/bin/python or ~/venv-torch/bin/python (a venv with
+ *      the PyPI CPU wheel, see bench/README.md), when it imports torch;
+ *   2. Debian's python3-torch (1.13) through /usr/bin/python3, labelled
+ *      torch-fallback: measured too when present, its ratios printed
+ *      beside; the primary when no venv has torch.
+ * Without either the program says how to install torch and the lines carry
+ * no vs_torch.
  *
  * Output: a table for people, then one line per measurement (one line each):
- *   BENCH name=rnn_<gru|lstm>_<fwd|fwdbwd> backend=<b> hidden=<H> batch=16
+ *   BENCH name=rnn_<gru|lstm>_<fwd|fwdbwd> backend=<b> hidden=<H> batch=<B>
  *         input=64 T=<T> threads=<n> seconds=<s> tokens_per_s=<v>
- *         [vs_torch=<parrnn tokens/s / PyTorch tokens/s>]
- * and the same for PyTorch with backend=torch (see bench/README.md).
+ *         [vs_torch=<parrnn tokens/s / PyTorch tokens/s> torch_version=<v>]
+ * and the same for PyTorch with backend=torch or torch-fallback and its
+ * torch_version (see bench/README.md). TARGET (issue 28): vs_torch >= 1.2
+ * for lstm fwd, >= 1.5 for every other line, against PyTorch 2.x.
  *
  * Usage: bench_rnn [--quick] [--no-torch] [--threads N] [--backend NAME]
+ *                  [--rounds R] [--torch-python PATH] [--hidden H,...]
+ *                  [--batch B,...]
  *   --quick      T = 100, 3 timed calls: a CI smoke run of a few seconds
  *   --threads N  prn_config.num_threads, OpenMP, OpenBLAS and torch
  *                (default: what OpenMP offers, as the library uses)
  *   --backend B  the parrnn backend to measure (default "reference")
+ *   --hidden, --batch  a subset of the shapes (e.g. --hidden 128,256)
+ *   --no-torch-fallback  Debian's PyTorch not measured beside a current one
  */
 #define _POSIX_C_SOURCE 200809L /* clock_gettime, popen under -std=c99 */
 
@@ -52,33 +68,55 @@
 #include <cblas.h>
 #endif
 
-#define RNN_BATCH 16
 #define RNN_INPUT 64
 #define RNN_T_FULL 1000
 #define RNN_T_QUICK 100
 #define RNN_MAX_PARAMS 8
 
 static const prn_rnn_kind g_kinds[2] = {PRN_RNN_GRU, PRN_RNN_LSTM};
-static const size_t g_hidden[2] = {128, 256};
+#define NH 4
+#define NB 3
+static const size_t g_hidden[NH] = {64, 128, 256, 512};
+static const size_t g_batch[NB] = {1, 16, 64};
 static const char *const g_modes[2] = {"fwd", "fwdbwd"};
+/* the TARGET of each line (issue 28): LSTM forward 1.2x current PyTorch,
+ * every other line 1.5x */
+static double target_ratio(int k, int mode) { return g_kinds[k] == PRN_RNN_LSTM && mode == 0 ? 1.2 : 1.5; }
 
 /* One measurement (parrnn or torch). */
 typedef struct measurement {
     int kind;      /* index into g_kinds  */
     int hidden;    /* index into g_hidden */
+    int batch;     /* index into g_batch  */
     int mode;      /* index into g_modes  */
     double best, median;
     double fwd_part, bwd_part; /* fwdbwd on parrnn: the parts of the best call */
     int have;
 } measurement;
 
-static measurement g_prn[2][2][2], g_torch[2][2][2];
+/* PyTorch installations: [0] the primary (current PyTorch, normally the
+ * PyPI wheel in a venv), [1] the labelled fallback (Debian's python3-torch
+ * through /usr/bin/python3), measured too when it is a different one. */
+#define NTORCH 2
+typedef struct torch_run {
+    char python[512];
+    char label[32];   /* "pypi" / "fallback" */
+    char version[64];
+    int threads;
+    int have;         /* measurements read */
+    measurement m[2][NH][NB][2];
+} torch_run;
+
+static measurement g_prn[2][NH][NB][2];
+static torch_run g_torch[NTORCH];
 static size_t g_T = RNN_T_FULL;
 static int g_timed = 5;
+static int g_rounds = 1;
 static int g_no_torch = 0;
+static int g_no_fallback = 0; /* --no-torch-fallback */
 static const char *g_backend = "reference";
-static char g_torch_version[64] = "";
-static int g_torch_threads = 0;
+static const char *g_torch_python = NULL; /* --torch-python */
+static int g_hmask = (1 << NH) - 1, g_bmask = (1 << NB) - 1; /* --hidden / --batch subsets */
 
 /* ------------------------------------------------------------------------
  * parrnn side
@@ -156,8 +194,10 @@ static int cmp_double(const void *a, const void *b) {
 }
 
 /* Warm-up, then g_timed calls: best and median into m. */
+/* Warm-up, then g_timed calls: best and median into m; a later round keeps
+ * the better best (and its median and parts). */
 static int measure_prn(rnn_case *c, int mode, measurement *m) {
-    double times[16], fwd_best = 0.0, bwd_best = 0.0, t;
+    double times[16], fwd_best = 0.0, bwd_best = 0.0, t, best = 0.0;
     int r;
     if ((mode ? run_fwdbwd(c) : run_fwd(c)) != 0) return 1; /* warm-up */
     if (!isfinite(c->check)) {
@@ -168,13 +208,15 @@ static int measure_prn(rnn_case *c, int mode, measurement *m) {
         t = now();
         if ((mode ? run_fwdbwd(c) : run_fwd(c)) != 0) return 1;
         times[r] = now() - t;
-        if (r == 0 || times[r] < m->best) {
-            m->best = times[r];
+        if (r == 0 || times[r] < best) {
+            best = times[r];
             fwd_best = c->t_fwd;
             bwd_best = c->t_bwd;
         }
     }
+    if (m->have && m->best <= best) return 0;
     qsort(times, (size_t)r, sizeof times[0], cmp_double);
+    m->best = best;
     m->median = r % 2 ? times[r / 2] : 0.5 * (times[r / 2 - 1] + times[r / 2]);
     m->fwd_part = mode ? fwd_best : m->best;
     m->bwd_part = mode ? bwd_best : 0.0;
@@ -182,22 +224,26 @@ static int measure_prn(rnn_case *c, int mode, measurement *m) {
     return 0;
 }
 
-static void print_row(const char *backend, int k, int h, int mode, const measurement *m, const measurement *ref) {
-    char split[48] = "", ratio[16] = "";
+static double tokens(const measurement *m) { return (double)g_batch[m->batch] * (double)g_T / m->best; }
+
+static void print_row(const char *backend, const measurement *m, const measurement *ref, const measurement *ref2) {
+    char split[48] = "", ratio[40] = "";
     if (m->bwd_part > 0.0) snprintf(split, sizeof split, "%7.3f + %7.3f", m->fwd_part, m->bwd_part);
     if (ref && ref->have) snprintf(ratio, sizeof ratio, "%6.2fx", ref->best / m->best);
-    printf("  %-5s %-7s %4lu  %-10s %9.4f %9.4f %12.0f  %-17s %s\n", prn_rnn_kind_name(g_kinds[k]), g_modes[mode],
-           (unsigned long)g_hidden[h], backend, m->best, m->median, (double)RNN_BATCH * (double)g_T / m->best, split,
-           ratio);
+    if (ref2 && ref2->have)
+        snprintf(ratio + strlen(ratio), sizeof ratio - strlen(ratio), "  %6.2fx", ref2->best / m->best);
+    printf("  %-5s %-7s %4lu %3lu  %-16s %9.4f %9.4f %12.0f  %-17s %s\n", prn_rnn_kind_name(g_kinds[m->kind]),
+           g_modes[m->mode], (unsigned long)g_hidden[m->hidden], (unsigned long)g_batch[m->batch], backend, m->best,
+           m->median, tokens(m), split, ratio);
     fflush(stdout);
 }
 
-static int bench_parrnn(int threads) {
+static int bench_parrnn(int threads, int round) {
     prn_config cfg;
     prn_context *ctx = NULL;
     char err[512];
     rnn_case c;
-    int k, h, mode, rc = 1;
+    int k, h, bi, mode, rc = 1;
     size_t live0;
     memset(&c, 0, sizeof c);
     memset(&cfg, 0, sizeof cfg);
@@ -209,52 +255,54 @@ static int bench_parrnn(int threads) {
         return 1;
     }
     c.ctx = ctx;
-    printf("  parrnn:    backend %s, prn_context_num_threads = %d\n", prn_context_backend_name(ctx),
-           prn_context_num_threads(ctx));
-    printf("\nparrnn (B = %d, I = %d, T = %lu, f32; best of %d calls after a warm-up)\n", RNN_BATCH, RNN_INPUT,
+    printf("\nparrnn round %d of %d: backend %s, prn_context_num_threads = %d (I = %d, T = %lu, f32; best of %d "
+           "calls after a warm-up)\n",
+           round + 1, g_rounds, prn_context_backend_name(ctx), prn_context_num_threads(ctx), RNN_INPUT,
            (unsigned long)g_T, g_timed);
-    printf("  %-5s %-7s %4s  %-10s %9s %9s %12s  %-17s\n", "kind", "mode", "H", "backend", "best s", "median s",
-           "tokens/s", "fwd + bwd s");
+    printf("  %-5s %-7s %4s %3s  %-16s %9s %9s %12s  %-17s\n", "kind", "mode", "H", "B", "backend", "best s",
+           "median s", "tokens/s", "fwd + bwd s");
     for (k = 0; k < 2; ++k)
-        for (h = 0; h < 2; ++h) {
-            prn_rnn_config rc_cfg;
-            size_t xs[3], ys[3];
-            live0 = prn_live_tensors(ctx);
-            memset(&rc_cfg, 0, sizeof rc_cfg);
-            rc_cfg.kind = g_kinds[k];
-            rc_cfg.dtype = PRN_F32;
-            rc_cfg.input_size = RNN_INPUT;
-            rc_cfg.hidden_size = g_hidden[h];
-            rc_cfg.num_layers = 1;
-            CHECK(prn_rnn_create(ctx, &rc_cfg, &c.rnn));
-            c.num_params = prn_rnn_params(c.rnn, c.params, RNN_MAX_PARAMS);
-            if (c.num_params != 4) {
-                fprintf(stderr, "%s: expected 4 parameters, prn_rnn_params says %d\n", bench_prog, c.num_params);
-                goto fail;
+        for (h = 0; h < NH; ++h)
+            for (bi = 0; bi < NB; ++bi) {
+                prn_rnn_config rc_cfg;
+                size_t xs[3], ys[3];
+                if (!(g_hmask >> h & 1) || !(g_bmask >> bi & 1)) continue;
+                live0 = prn_live_tensors(ctx);
+                memset(&rc_cfg, 0, sizeof rc_cfg);
+                rc_cfg.kind = g_kinds[k];
+                rc_cfg.dtype = PRN_F32;
+                rc_cfg.input_size = RNN_INPUT;
+                rc_cfg.hidden_size = g_hidden[h];
+                rc_cfg.num_layers = 1;
+                CHECK(prn_rnn_create(ctx, &rc_cfg, &c.rnn));
+                c.num_params = prn_rnn_params(c.rnn, c.params, RNN_MAX_PARAMS);
+                if (c.num_params != 4) {
+                    fprintf(stderr, "%s: expected 4 parameters, prn_rnn_params says %d\n", bench_prog, c.num_params);
+                    goto fail;
+                }
+                if (prn_rnn_output_size(c.rnn) != g_hidden[h]) {
+                    fprintf(stderr, "%s: prn_rnn_output_size is %lu, expected %lu\n", bench_prog,
+                            (unsigned long)prn_rnn_output_size(c.rnn), (unsigned long)g_hidden[h]);
+                    goto fail;
+                }
+                xs[0] = g_batch[bi]; xs[1] = g_T; xs[2] = RNN_INPUT;
+                ys[0] = g_batch[bi]; ys[1] = g_T; ys[2] = g_hidden[h];
+                CHECK(prn_tensor_normal(ctx, PRN_F32, 3, xs, 0.0, 1.0, &c.x));
+                CHECK(prn_tensor_normal(ctx, PRN_F32, 3, ys, 0.0, 1.0, &c.R));
+                for (mode = 0; mode < 2; ++mode) {
+                    measurement *m = &g_prn[k][h][bi][mode];
+                    m->kind = k; m->hidden = h; m->batch = bi; m->mode = mode;
+                    if (measure_prn(&c, mode, m)) goto fail;
+                    print_row(g_backend, m, NULL, NULL);
+                }
+                prn_tensor_free(c.x); c.x = NULL;
+                prn_tensor_free(c.R); c.R = NULL;
+                prn_rnn_free(c.rnn); c.rnn = NULL;
+                if (prn_live_tensors(ctx) != live0) /* reported, not fatal: the timings still stand */
+                    printf("  warning:   %lu tensors still alive after the %s H=%lu B=%lu case (%d calls): a leak\n",
+                           (unsigned long)(prn_live_tensors(ctx) - live0), prn_rnn_kind_name(g_kinds[k]),
+                           (unsigned long)g_hidden[h], (unsigned long)g_batch[bi], 2 * (g_timed + 1));
             }
-            if (prn_rnn_output_size(c.rnn) != g_hidden[h]) {
-                fprintf(stderr, "%s: prn_rnn_output_size is %lu, expected %lu\n", bench_prog,
-                        (unsigned long)prn_rnn_output_size(c.rnn), (unsigned long)g_hidden[h]);
-                goto fail;
-            }
-            xs[0] = RNN_BATCH; xs[1] = g_T; xs[2] = RNN_INPUT;
-            ys[0] = RNN_BATCH; ys[1] = g_T; ys[2] = g_hidden[h];
-            CHECK(prn_tensor_normal(ctx, PRN_F32, 3, xs, 0.0, 1.0, &c.x));
-            CHECK(prn_tensor_normal(ctx, PRN_F32, 3, ys, 0.0, 1.0, &c.R));
-            for (mode = 0; mode < 2; ++mode) {
-                measurement *m = &g_prn[k][h][mode];
-                m->kind = k; m->hidden = h; m->mode = mode;
-                if (measure_prn(&c, mode, m)) goto fail;
-                print_row(g_backend, k, h, mode, m, NULL);
-            }
-            prn_tensor_free(c.x); c.x = NULL;
-            prn_tensor_free(c.R); c.R = NULL;
-            prn_rnn_free(c.rnn); c.rnn = NULL;
-            if (prn_live_tensors(ctx) != live0) /* reported, not fatal: the timings still stand */
-                printf("  warning:   %lu tensors still alive after the %s H=%lu case (%d calls): a leak\n",
-                       (unsigned long)(prn_live_tensors(ctx) - live0), prn_rnn_kind_name(g_kinds[k]),
-                       (unsigned long)g_hidden[h], 2 * (g_timed + 1));
-        }
     rc = 0;
 fail:
     prn_tensor_free(c.x);
@@ -298,12 +346,51 @@ static int find_torch_script(const char *argv0, char *path, size_t size) {
 
 static int shell_safe(const char *s) { return strchr(s, '\'') == NULL; }
 
-static void print_install_hint(const char *why) {
-    printf("  torch:     not measured: %s\n", why);
-    printf("             install PyTorch for the CPU with\n"
-           "               python3 -m pip install torch --index-url https://download.pytorch.org/whl/cpu\n"
-           "             (or in a venv: python3 -m venv ~/torchenv && ~/torchenv/bin/pip install torch\n"
-           "               --index-url https://download.pytorch.org/whl/cpu; then PARRNN_PYTHON=~/torchenv/bin/python)\n");
+/* `python -c "import torch"` works */
+static int has_torch(const char *python) {
+    char cmd[700];
+    if (!shell_safe(python) || strlen(python) > 500) return 0;
+    snprintf(cmd, sizeof cmd, "'%s' -c 'import torch' >/dev/null 2>&1", python);
+    return system(cmd) == 0;
+}
+
+/* The interpreters to measure: the primary, current PyTorch, from
+ * --torch-python, else $PARRNN_PYTHON, else the first of the default venvs
+ * (/work/venv-torch, $HOME/venv-torch) that imports torch; then Debian's
+ * /usr/bin/python3 as the labelled fallback (also the primary's place when
+ * no venv has torch). Returns how many (0-2). */
+static int find_torch_pythons(void) {
+    const char *home = getenv("HOME"), *env = getenv("PARRNN_PYTHON");
+    char cand[3][512];
+    int nc = 0, i, n = 0;
+    if (g_torch_python && *g_torch_python) snprintf(cand[nc++], sizeof cand[0], "%s", g_torch_python);
+    else if (env && *env) snprintf(cand[nc++], sizeof cand[0], "%s", env);
+    else {
+        snprintf(cand[nc++], sizeof cand[0], "/work/venv-torch/bin/python");
+        if (home && *home) snprintf(cand[nc++], sizeof cand[0], "%s/venv-torch/bin/python", home);
+    }
+    for (i = 0; i < nc && !n; ++i)
+        if (has_torch(cand[i])) {
+            snprintf(g_torch[n].python, sizeof g_torch[n].python, "%s", cand[i]);
+            snprintf(g_torch[n].label, sizeof g_torch[n].label, "torch");
+            ++n;
+        } else {
+            printf("  torch:     %s: no `import torch` there\n", cand[i]);
+        }
+    if (!(g_no_fallback && n) && has_torch("/usr/bin/python3") && !(n && strcmp(g_torch[0].python, "/usr/bin/python3") == 0)) {
+        snprintf(g_torch[n].python, sizeof g_torch[n].python, "/usr/bin/python3");
+        snprintf(g_torch[n].label, sizeof g_torch[n].label, n ? "torch-fallback" : "torch-fallback");
+        ++n;
+    }
+    if (!n) {
+        printf("  torch:     not measured: no interpreter with torch found\n");
+        printf("             install the current CPU wheel in a venv (see bench/README.md):\n"
+               "               python3 -m venv /work/venv-torch\n"
+               "               /work/venv-torch/bin/pip install torch --index-url https://download.pytorch.org/whl/cpu\n"
+               "             (or from PyPI: /work/venv-torch/bin/pip install torch); bench_rnn looks there and in\n"
+               "             ~/venv-torch; elsewhere: --torch-python PATH or PARRNN_PYTHON=PATH\n");
+    }
+    return n;
 }
 
 static int lookup_index(const char *v, const char *const *names, int n) {
@@ -312,35 +399,32 @@ static int lookup_index(const char *v, const char *const *names, int n) {
         if (strcmp(v, names[i]) == 0) return i;
     return -1;
 }
+static int lookup_size(size_t v, const size_t *vals, int n) {
+    int i;
+    for (i = 0; i < n; ++i)
+        if (vals[i] == v) return i;
+    return -1;
+}
 
-/* Runs the script; fills g_torch. Returns the number of measurements read. */
-static int bench_torch(const char *argv0, int threads) {
-    const char *python = getenv("PARRNN_PYTHON");
-    char script[1024], cmd[2600], line[512];
+/* Runs the script with tr's interpreter; fills tr (a later round keeps the
+ * better best). Returns the number of measurements read. */
+static int bench_torch(const char *argv0, int threads, torch_run *tr) {
+    char script[1024], cmd[8192], line[512], hs[64] = "", bs[64] = "";
     FILE *p;
-    int n = 0, status;
-    if (!python || !*python) python = "python3";
-    if (!shell_safe(python)) {
-        print_install_hint("PARRNN_PYTHON contains a single quote");
-        return 0;
-    }
-    snprintf(cmd, sizeof cmd, "'%s' -c 'import torch' >/dev/null 2>&1", python);
-    status = system(cmd);
-    if (status != 0) {
-        char why[1200];
-        snprintf(why, sizeof why, "`%s -c \"import torch\"` fails", python);
-        print_install_hint(why);
-        return 0;
-    }
+    int n = 0, status, i;
     if (!find_torch_script(argv0, script, sizeof script) || !shell_safe(script)) {
         printf("  torch:     not measured: bench_rnn_torch.py not found (set PARRNN_TORCH_SCRIPT to its path)\n");
         return 0;
     }
+    for (i = 0; i < NH; ++i)
+        if (g_hmask >> i & 1) snprintf(hs + strlen(hs), sizeof hs - strlen(hs), "%s%lu", hs[0] ? "," : "", (unsigned long)g_hidden[i]);
+    for (i = 0; i < NB; ++i)
+        if (g_bmask >> i & 1) snprintf(bs + strlen(bs), sizeof bs - strlen(bs), "%s%lu", bs[0] ? "," : "", (unsigned long)g_batch[i]);
     /* a CUDA backend is compared with PyTorch on the GPU (cuDNN) */
-    snprintf(cmd, sizeof cmd, "'%s' '%s' --threads %d --T %lu --batch %d --input %d --hidden %lu,%lu --repeats %d%s",
-             python, script, threads, (unsigned long)g_T, RNN_BATCH, RNN_INPUT, (unsigned long)g_hidden[0],
-             (unsigned long)g_hidden[1], g_timed, strcmp(g_backend, "cuda") == 0 ? " --device cuda" : "");
-    printf("\nPyTorch: %s\n", cmd);
+    snprintf(cmd, sizeof cmd, "'%s' '%s' --threads %d --T %lu --batch %s --input %d --hidden %s --repeats %d%s",
+             tr->python, script, threads, (unsigned long)g_T, bs, RNN_INPUT, hs, g_timed,
+             strcmp(g_backend, "cuda") == 0 ? " --device cuda" : "");
+    printf("\nPyTorch (%s): %s\n", tr->label, cmd);
     fflush(stdout);
     p = popen(cmd, "r");
     if (!p) {
@@ -349,12 +433,13 @@ static int bench_torch(const char *argv0, int threads) {
     }
     while (fgets(line, sizeof line, p)) {
         char kind[16], mode[16], version[64];
-        int hidden, batch, input, T, thr, k, h, md;
+        int hidden, batch, input, T, thr, k, h, bi, md;
         double seconds, median, tps;
+        measurement *m;
         if (sscanf(line, "TORCH_INFO version=%63s threads=%d", version, &thr) == 2) {
-            snprintf(g_torch_version, sizeof g_torch_version, "%s", version);
-            g_torch_threads = thr;
-            printf("  torch %s, torch.get_num_threads() = %d\n", version, thr);
+            snprintf(tr->version, sizeof tr->version, "%s", version);
+            tr->threads = thr;
+            printf("  torch %s (%s), torch.get_num_threads() = %d\n", version, tr->python, thr);
             continue;
         }
         if (sscanf(line,
@@ -363,17 +448,19 @@ static int bench_torch(const char *argv0, int threads) {
                    kind, mode, &hidden, &batch, &input, &T, &thr, &seconds, &median, &tps) != 10)
             continue;
         k = strcmp(kind, "gru") == 0 ? 0 : strcmp(kind, "lstm") == 0 ? 1 : -1;
-        h = (size_t)hidden == g_hidden[0] ? 0 : (size_t)hidden == g_hidden[1] ? 1 : -1;
+        h = lookup_size((size_t)hidden, g_hidden, NH);
+        bi = lookup_size((size_t)batch, g_batch, NB);
         md = lookup_index(mode, g_modes, 2);
-        if (k < 0 || h < 0 || md < 0 || batch != RNN_BATCH || input != RNN_INPUT || (size_t)T != g_T ||
-            seconds <= 0.0)
+        if (k < 0 || h < 0 || bi < 0 || md < 0 || input != RNN_INPUT || (size_t)T != g_T || seconds <= 0.0)
             continue;
-        g_torch[k][h][md].kind = k;
-        g_torch[k][h][md].hidden = h;
-        g_torch[k][h][md].mode = md;
-        g_torch[k][h][md].best = seconds;
-        g_torch[k][h][md].median = median;
-        g_torch[k][h][md].have = 1;
+        m = &tr->m[k][h][bi][md];
+        m->kind = k; m->hidden = h; m->batch = bi; m->mode = md;
+        if (!m->have || seconds < m->best) {
+            m->best = seconds;
+            m->median = median;
+        }
+        m->have = 1;
+        printf("  %s", line);
         ++n;
     }
     status = pclose(p);
@@ -384,13 +471,15 @@ static int bench_torch(const char *argv0, int threads) {
 /* ------------------------------------------------------------------------
  * Report
  * ---------------------------------------------------------------------- */
-static void print_bench_line(const char *backend, const measurement *m, int threads, const measurement *ref) {
-    double tps = (double)RNN_BATCH * (double)g_T / m->best;
-    printf("BENCH name=rnn_%s_%s backend=%s hidden=%lu batch=%d input=%d T=%lu threads=%d seconds=%.6g "
+static void print_bench_line(const char *backend, const measurement *m, int threads, const torch_run *ref,
+                             const char *extra) {
+    const measurement *r = ref ? &ref->m[m->kind][m->hidden][m->batch][m->mode] : NULL;
+    printf("BENCH name=rnn_%s_%s backend=%s hidden=%lu batch=%lu input=%d T=%lu threads=%d seconds=%.6g "
            "tokens_per_s=%.6g",
            prn_rnn_kind_name(g_kinds[m->kind]), g_modes[m->mode], backend, (unsigned long)g_hidden[m->hidden],
-           RNN_BATCH, RNN_INPUT, (unsigned long)g_T, threads, m->best, tps);
-    if (ref && ref->have) printf(" vs_torch=%.4g", tps / ((double)RNN_BATCH * (double)g_T / ref->best));
+           (unsigned long)g_batch[m->batch], RNN_INPUT, (unsigned long)g_T, threads, m->best, tokens(m));
+    if (r && r->have) printf(" vs_torch=%.4g torch_version=%s", tokens(m) / tokens(r), ref->version);
+    if (extra) printf("%s", extra);
     printf("\n");
 }
 
@@ -403,14 +492,30 @@ static double children_cpu_seconds(void) {
 }
 
 static int usage(void) {
-    fprintf(stderr, "usage: bench_rnn [--quick] [--no-torch] [--threads N] [--backend NAME]\n");
+    fprintf(stderr, "usage: bench_rnn [--quick] [--no-torch] [--threads N] [--backend NAME] [--rounds R]\n"
+                    "                 [--torch-python PATH] [--no-torch-fallback] [--hidden H,...] [--batch B,...]\n");
     return 2;
+}
+
+/* "64,256" -> bit mask over vals; 0 on an unknown value */
+static int parse_mask(const char *s, const size_t *vals, int n) {
+    int mask = 0;
+    while (*s) {
+        char *end;
+        long v = strtol(s, &end, 10);
+        int i = end != s ? lookup_size((size_t)v, vals, n) : -1;
+        if (i < 0) return 0;
+        mask |= 1 << i;
+        s = *end == ',' ? end + 1 : end;
+        if (*end && *end != ',') return 0;
+    }
+    return mask;
 }
 
 int main(int argc, char **argv) {
     char *args[64], model[256];
-    int nargs = 0, i, k, h, mode, threads, have_torch = 0;
-    double t_start = now();
+    int nargs = 0, i, k, h, bi, mode, threads, ntorch = 0, round;
+    double t_start = now(), c0;
     cpu_sample run_start, run_end;
     bench_prog = "bench_rnn";
     /* bench_common.h's batched timer and triad probe are not used: each call
@@ -425,8 +530,19 @@ int main(int argc, char **argv) {
     for (i = 1; i < argc; ++i) {
         if (strcmp(argv[i], "--no-torch") == 0) {
             g_no_torch = 1;
+        } else if (strcmp(argv[i], "--no-torch-fallback") == 0) {
+            g_no_fallback = 1;
         } else if (strcmp(argv[i], "--backend") == 0 && i + 1 < argc) {
             g_backend = argv[++i];
+        } else if (strcmp(argv[i], "--torch-python") == 0 && i + 1 < argc) {
+            g_torch_python = argv[++i];
+        } else if (strcmp(argv[i], "--rounds") == 0 && i + 1 < argc) {
+            g_rounds = atoi(argv[++i]);
+            if (g_rounds < 1 || g_rounds > 20) return usage();
+        } else if (strcmp(argv[i], "--hidden") == 0 && i + 1 < argc) {
+            if (!(g_hmask = parse_mask(argv[++i], g_hidden, NH))) return usage();
+        } else if (strcmp(argv[i], "--batch") == 0 && i + 1 < argc) {
+            if (!(g_bmask = parse_mask(argv[++i], g_batch, NB))) return usage();
         } else if (nargs < 63) {
             args[nargs++] = argv[i];
         } else {
@@ -451,58 +567,76 @@ int main(int argc, char **argv) {
     bench_print_compiler();
     bench_print_cblas();
     bench_report_idle();
-    run_start = cpu_sample_now();
+    if (g_no_torch) printf("  torch:     not measured (--no-torch)\n");
+    else ntorch = find_torch_pythons();
 
-    if (bench_parrnn(threads)) return 1;
-    run_end = cpu_sample_now();
-    print_background("during parrnn's measurements", cpu_background(run_start, run_end));
-
-    if (g_no_torch) {
-        printf("\nPyTorch: not measured (--no-torch)\n");
-    } else {
-        double c0 = children_cpu_seconds();
+    /* rounds: parrnn, then each PyTorch, in turn; each keeps its best */
+    for (round = 0; round < g_rounds; ++round) {
         run_start = cpu_sample_now();
-        have_torch = bench_torch(argv[0], threads) > 0;
+        if (bench_parrnn(threads, round)) return 1;
         run_end = cpu_sample_now();
-        run_end.own += children_cpu_seconds() - c0; /* PyTorch's own time is not background */
-        if (have_torch) print_background("during PyTorch's measurements", cpu_background(run_start, run_end));
+        print_background("during parrnn's measurements", cpu_background(run_start, run_end));
+        for (i = 0; i < ntorch; ++i) {
+            c0 = children_cpu_seconds();
+            run_start = cpu_sample_now();
+            if (bench_torch(argv[0], threads, &g_torch[i]) > 0) g_torch[i].have = 1;
+            run_end = cpu_sample_now();
+            run_end.own += children_cpu_seconds() - c0; /* PyTorch's own time is not background */
+            print_background("during PyTorch's measurements", cpu_background(run_start, run_end));
+        }
     }
 
-    if (have_torch) {
-        printf("\nparrnn against PyTorch (tokens/s = B*T / best seconds; ratio = parrnn / torch)\n");
-        printf("  %-5s %-7s %4s  %-10s %9s %9s %12s  %-17s %s\n", "kind", "mode", "H", "backend", "best s",
-               "median s", "tokens/s", "fwd + bwd s", "vs torch");
-        for (k = 0; k < 2; ++k)
-            for (h = 0; h < 2; ++h)
-                for (mode = 0; mode < 2; ++mode) {
-                    print_row(g_backend, k, h, mode, &g_prn[k][h][mode], &g_torch[k][h][mode]);
-                    if (g_torch[k][h][mode].have) print_row("torch", k, h, mode, &g_torch[k][h][mode], NULL);
-                }
-    }
-
-    if (have_torch) {
+    if (g_torch[0].have) {
+        const torch_run *t0 = &g_torch[0], *t1 = ntorch > 1 && g_torch[1].have ? &g_torch[1] : NULL;
         int met = 0, total = 0;
         double worst = 1e300;
+        printf("\nparrnn against PyTorch (tokens/s = B*T / best seconds; ratio = parrnn / torch %s%s%s%s)\n",
+               t0->version, t1 ? ", then / torch " : "", t1 ? t1->version : "", t1 ? " (fallback)" : "");
+        printf("  %-5s %-7s %4s %3s  %-16s %9s %9s %12s  %-17s %s\n", "kind", "mode", "H", "B", "backend", "best s",
+               "median s", "tokens/s", "fwd + bwd s", "vs torch");
         for (k = 0; k < 2; ++k)
-            for (h = 0; h < 2; ++h)
-                for (mode = 0; mode < 2; ++mode)
-                    if (g_torch[k][h][mode].have) {
-                        double ratio = g_torch[k][h][mode].best / g_prn[k][h][mode].best;
-                        ++total;
-                        met += ratio >= 1.0;
-                        if (ratio < worst) worst = ratio;
+            for (h = 0; h < NH; ++h)
+                for (bi = 0; bi < NB; ++bi)
+                    for (mode = 0; mode < 2; ++mode) {
+                        const measurement *m = &g_prn[k][h][bi][mode], *r0 = &t0->m[k][h][bi][mode];
+                        char lab[96];
+                        if (!m->have) continue;
+                        print_row(g_backend, m, r0, t1 ? &t1->m[k][h][bi][mode] : NULL);
+                        snprintf(lab, sizeof lab, "torch %s", t0->version);
+                        if (r0->have) print_row(lab, r0, NULL, NULL);
+                        if (t1 && t1->m[k][h][bi][mode].have) {
+                            snprintf(lab, sizeof lab, "torch %s", t1->version);
+                            print_row(lab, &t1->m[k][h][bi][mode], NULL, NULL);
+                        }
+                        if (r0->have) {
+                            double ratio = r0->best / m->best;
+                            ++total;
+                            met += ratio >= target_ratio(k, mode);
+                            if (ratio / target_ratio(k, mode) < worst) worst = ratio / target_ratio(k, mode);
+                        }
                     }
-        printf("  TARGET vs_torch >= 1.0: %d of %d measurements meet it (lowest %.2fx)\n", met, total, worst);
+        printf("  TARGET vs torch %s >= 1.2 (lstm fwd), >= 1.5 (the others): %d of %d measurements meet it "
+               "(lowest ratio / target %.2f)\n",
+               t0->version, met, total, worst);
     }
 
     printf("\n");
     for (k = 0; k < 2; ++k)
-        for (h = 0; h < 2; ++h)
-            for (mode = 0; mode < 2; ++mode) {
-                print_bench_line(g_backend, &g_prn[k][h][mode], threads, have_torch ? &g_torch[k][h][mode] : NULL);
-                if (g_torch[k][h][mode].have)
-                    print_bench_line("torch", &g_torch[k][h][mode], g_torch_threads ? g_torch_threads : threads, NULL);
-            }
+        for (h = 0; h < NH; ++h)
+            for (bi = 0; bi < NB; ++bi)
+                for (mode = 0; mode < 2; ++mode) {
+                    const measurement *m = &g_prn[k][h][bi][mode];
+                    if (!m->have) continue;
+                    print_bench_line(g_backend, m, threads, g_torch[0].have ? &g_torch[0] : NULL, NULL);
+                    for (i = 0; i < ntorch; ++i)
+                        if (g_torch[i].m[k][h][bi][mode].have) {
+                            char be[48], extra[96];
+                            snprintf(be, sizeof be, "%s", g_torch[i].label);
+                            snprintf(extra, sizeof extra, " torch_version=%s", g_torch[i].version);
+                            print_bench_line(be, &g_torch[i].m[k][h][bi][mode],
+                                             g_torch[i].threads ? g_torch[i].threads : threads, NULL, extra);
+                        }
+                }
     printf("\nbench_rnn: done in %.1f s\n", now() - t_start);
     return 0;
 }

@@ -14,7 +14,7 @@ One line per measurement, for bench_rnn (which runs this with popen):
         T=<T> threads=<n> seconds=<best> median=<s> tokens_per_s=<v>
 (on one line), preceded by "TORCH_INFO version=<v> threads=<n>".
 
-Usage: bench_rnn_torch.py [--threads N] [--T T] [--batch B] [--input I]
+Usage: bench_rnn_torch.py [--threads N] [--T T] [--batch B[,B...]] [--input I]
                           [--hidden H[,H...]] [--kinds gru,lstm]
                           [--modes fwd,fwdbwd] [--repeats R]
 """
@@ -29,7 +29,7 @@ def main():
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--threads", type=int, default=0, help="torch.set_num_threads (0: torch's default)")
     p.add_argument("--T", type=int, default=1000)
-    p.add_argument("--batch", type=int, default=16)
+    p.add_argument("--batch", default="16")
     p.add_argument("--input", type=int, default=64)
     p.add_argument("--hidden", default="128,256")
     p.add_argument("--kinds", default="gru,lstm")
@@ -53,11 +53,11 @@ def main():
            torch.backends.cudnn.version() if dev.type == "cuda" else "-"), flush=True)
 
     for kind in a.kinds.split(","):
-        for H in [int(h) for h in a.hidden.split(",")]:
+        for H, B in [(int(h), int(b)) for h in a.hidden.split(",") for b in a.batch.split(",")]:
             cls = {"gru": torch.nn.GRU, "lstm": torch.nn.LSTM}[kind]
             rnn = cls(a.input, H, num_layers=1, batch_first=True).float().to(dev)
-            x = torch.randn(a.batch, a.T, a.input, dtype=torch.float32).to(dev)
-            R = torch.randn(a.batch, a.T, H, dtype=torch.float32).to(dev)
+            x = torch.randn(B, a.T, a.input, dtype=torch.float32).to(dev)
+            R = torch.randn(B, a.T, H, dtype=torch.float32).to(dev)
             for mode in a.modes.split(","):
                 def call():
                     if mode == "fwd":
@@ -80,8 +80,8 @@ def main():
                 best = min(times)
                 print("TORCH kind=%s mode=%s hidden=%d batch=%d input=%d T=%d threads=%d "
                       "seconds=%.6g median=%.6g tokens_per_s=%.6g" %
-                      (kind, mode, H, a.batch, a.input, a.T, threads, best,
-                       statistics.median(times), a.batch * a.T / best), flush=True)
+                      (kind, mode, H, B, a.input, a.T, threads, best,
+                       statistics.median(times), B * a.T / best), flush=True)
     return 0
 
 

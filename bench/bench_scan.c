@@ -69,7 +69,22 @@
  *         [picked=<algo>]    (AUTO rows only)
  * (on one line; see bench/README.md).
  *
- * Usage: bench_scan [--quick] [--threads N]
+ * Large arrays, f32, B = 16, C = 128, T = 10^5 (0.82 GB per array, the
+ * shape where a fixed 512 MiB cache of freed buffers once cost 200k page
+ * faults a call), 131072, 262144, 524288 (1, 2 and 4 GiB per array):
+ * prn_scan_diag AUTO in a fresh context, as a training loop runs it:
+ *   scan_first   its first call (its output is fresh memory: page faults,
+ *                the kernel zeroing the pages); frac_bw against the triad
+ *                of the first round after it
+ *   scan_steady  the repeated calls (each output freed before the next
+ *                call, as a loop's are), timed in rounds with the triad;
+ *                frac_bw as for the other shapes (paired_frac)
+ * each beside a `triad` row (its best in those rounds). A shape is skipped
+ * with a message when MemAvailable is under its three arrays plus 1 GB
+ * (4 GiB: 13.9 GB). --quick: T = 131 only.
+ *
+ * Usage: bench_scan [--quick] [--threads N] [--device-only] [--large-only]
+ *   --large-only  the triad and the large arrays alone (about a minute)
  */
 #define _POSIX_C_SOURCE 199309L /* clock_gettime under -std=c99 */
 
@@ -527,6 +542,78 @@ static void bench_shape(prn_context *ctx, const char *name, int block, size_t T,
 }
 
 /* ------------------------------------------------------------------------
+ * Large arrays: the first call and the steady state
+ * ---------------------------------------------------------------------- */
+/* MemAvailable of /proc/meminfo in bytes (0: unknown, not Linux). */
+static double mem_available(void) {
+    FILE *f = fopen("/proc/meminfo", "r");
+    char line[256];
+    double kb = 0;
+    if (!f) return 0;
+    while (fgets(line, sizeof line, f))
+        if (sscanf(line, "MemAvailable: %lf kB", &kb) == 1) break;
+    fclose(f);
+    return kb * 1024.0;
+}
+
+/* prn_scan_diag AUTO on B x T x C f32 (B = 16, C = 128) as a training loop
+ * repeats it: a fresh context, so that its first call allocates its output
+ * (page faults, the kernel zeroing fresh pages) as a program's first step
+ * does; then the steady state, calls timed in rounds with the triad
+ * (time_interleaved, each output freed before the next call, so that the
+ * next call can reuse its buffer). Skipped with a message when MemAvailable
+ * is under the three arrays plus 1 GB. Rows: scan_first (the first call)
+ * and scan_steady (the best of the rounds; frac_bw the median of the
+ * rounds' paired ratios with the triad). */
+static void bench_large(size_t B, size_t T, size_t C) {
+    size_t shape[3], n = B * T * C;
+    double bytes = 12.0 * (double)n, need = 3.0 * 4.0 * (double)n + 1e9, avail = mem_available(), t0, first;
+    double best[2], samples[2 * 64] = {0};
+    bench_fn fns[2];
+    void *users[2];
+    int rounds = 0;
+    prn_context *ctx;
+    prn_tensor *a = NULL, *b = NULL, *y = NULL;
+    scan_job sj;
+    char name[32];
+    snprintf(name, sizeof name, "scan_diag_b%lu", (unsigned long)B);
+    if (avail > 0 && avail < need) {
+        printf("  %-15s skipped: T = %lu, C = %lu (%.2f GB per array) needs %.1f GB, MemAvailable is %.1f GB\n", name,
+               (unsigned long)T, (unsigned long)C, 4.0 * (double)n * 1e-9, need * 1e-9, avail * 1e-9);
+        return;
+    }
+    ctx = make_context();
+    shape[0] = B; shape[1] = T; shape[2] = C;
+    if (prn_tensor_uniform(ctx, PRN_F32, 3, shape, 0.999, 0.9999, &a) != PRN_OK ||
+        prn_tensor_uniform(ctx, PRN_F32, 3, shape, -1.0, 1.0, &b) != PRN_OK)
+        die_prn(ctx, "large inputs");
+    t0 = now();
+    if (prn_scan_diag(ctx, a, b, NULL, 0, PRN_SCAN_AUTO, &y) != PRN_OK) die_prn(ctx, "large scan");
+    first = now() - t0;
+    prn_tensor_free(y);
+    memset(&sj, 0, sizeof sj);
+    sj.ctx = ctx;
+    sj.a = a;
+    sj.b = b;
+    sj.algo = PRN_SCAN_AUTO;
+    fns[0] = run_triad; users[0] = &g_triad_job;
+    fns[1] = run_scan; users[1] = &sj;
+    if (time_interleaved(2, fns, users, best, samples, &rounds)) die_prn(ctx, "large scan");
+    g_triad = 24.0 * (double)g_triad_job.n / best[0] * 1e-9;
+    {
+        /* the first call against the triad of its round-neighbour, the first round's */
+        double tri0 = 24.0 * (double)g_triad_job.n / (samples[0] > 0 ? samples[0] : best[0]) * 1e-9;
+        record("triad", "c", "triad", NULL, T, C, 1, best[0], 24.0 * (double)g_triad_job.n, 0, 1.0);
+        record("scan_first", "reference", "auto", NULL, T, C, 1, first, bytes, 0, bytes / first * 1e-9 / tri0);
+        record("scan_steady", "reference", "auto", NULL, T, C, 1, best[1], bytes, 0,
+               paired_frac(samples, 2, rounds, 1, bytes));
+    }
+    prn_tensor_free(a);
+    prn_tensor_free(b);
+    prn_context_destroy(ctx);
+}
+
+/* ------------------------------------------------------------------------
  * Main
  * ---------------------------------------------------------------------- */
 /* How busy the CPUs are, from /proc/stat (Linux; elsewhere unknown): the
@@ -550,7 +637,7 @@ static void print_machine(void) {
 }
 
 static int usage(void) {
-    fprintf(stderr, "usage: bench_scan [--quick] [--threads N] [--device-only]\n");
+    fprintf(stderr, "usage: bench_scan [--quick] [--threads N] [--device-only] [--large-only]\n");
     return 2;
 }
 
@@ -565,7 +652,7 @@ int main(int argc, char **argv) {
     const size_t (*diag)[3];
     size_t triad_n, block_T, i;
     double t_start = now();
-    int ai, device_only = 0;
+    int ai, device_only = 0, large_only = 0;
     prn_context *ctx;
     cpu_sample run_start;
     /* the device grid {B, T, C}: T x C x B >= 10^8 f32 elements (1.2 GB of
@@ -576,12 +663,14 @@ int main(int argc, char **argv) {
 
     /* --device-only: the device table alone (a GPU machine's minutes are
      * scarce: tools/gpu_check.sh runs this) */
+    /* --large-only: the triad and the large arrays alone */
     for (ai = 1; ai < argc; ++ai)
-        if (strcmp(argv[ai], "--device-only") == 0) {
-            device_only = 1;
+        if (strcmp(argv[ai], "--device-only") == 0 || strcmp(argv[ai], "--large-only") == 0) {
+            if (argv[ai][2] == 'd') device_only = 1;
+            else large_only = 1;
             memmove(argv + ai, argv + ai + 1, (size_t)(argc - ai) * sizeof *argv);
             --argc;
-            break;
+            --ai;
         }
     if (bench_parse_args(argc, argv)) return usage();
     if (g_quick) {
@@ -615,11 +704,22 @@ int main(int argc, char **argv) {
     ctx = make_context();
     g_dev = bench_device_context(2026);
 
-    table_header("Diagonal scans, f32, forward, batch 1: 12 bytes per element (frac_bw: vs triad; speedup: vs loop)");
-    for (i = 0; i < 4; ++i) bench_shape(ctx, "scan_diag", 0, diag[i][0], diag[i][1], 1, diag[i][2] != 0);
+    if (!large_only)
+        table_header("Diagonal scans, f32, forward, batch 1: 12 bytes per element (frac_bw: vs triad; speedup: vs loop)");
+    for (i = 0; i < 4 && !large_only; ++i) bench_shape(ctx, "scan_diag", 0, diag[i][0], diag[i][1], 1, diag[i][2] != 0);
+
+    /* Large arrays, B = 16, C = 128: 0.82 GB (T = 10^5, the shape of the
+     * issue), 1, 2 and 4 GiB per array; T / 1000 with --quick */
+    table_header("Large arrays: prn_scan_diag AUTO, f32, B = 16, C = 128 (T the column), a fresh context: the first "
+                 "call, then the steady state (frac_bw: vs the triad of the same rounds)");
+    if (g_quick) bench_large(16, 131, 128);
+    else {
+        static const size_t large_T[4] = {100000, 131072, 262144, 524288};
+        for (i = 0; i < 4; ++i) bench_large(16, large_T[i], 128);
+    }
 
 device_table:
-    if (g_dev) {
+    if (g_dev && !large_only) {
         table_header("Device: diagonal scan vs the device's copy bandwidth (read + write; speedup: vs its "
                      "SEQUENTIAL kernel, parallel over channels, serial in time)");
         if (g_quick)
@@ -629,6 +729,12 @@ device_table:
     }
     if (device_only) {
         prn_context_destroy(g_dev);
+        goto report;
+    }
+    if (large_only) {
+        prn_context_destroy(ctx);
+        prn_context_destroy(g_dev);
+        triad_job_free(&g_triad_job);
         goto report;
     }
 
