@@ -56,6 +56,35 @@
  * THREADS
  *   No global mutable state. A context is used by one thread at a time; two
  *   contexts on two threads never interfere.
+ *
+ * THREADS AND BUSY MACHINES (the reference backend with OpenMP)
+ *   Library threads do not spin-wait for long, whatever OMP_WAIT_POLICY
+ *   says, so that a program's own busy threads (an engine's) cost the
+ *   library no more than their share of the cores:
+ *   - The fused RNN layers split the batch between threads (each runs
+ *     every time step of its rows: no barrier per step); only a batch of
+ *     one row with a large step splits the hidden units, and the chunked
+ *     scan of one long sequence splits time: their threads meet at the
+ *     library's own barrier, which spins for tens of microseconds and
+ *     then sleeps on a condition variable (POSIX threads; elsewhere the
+ *     OpenMP barrier).
+ *   - A parallel region ends when its last thread does, and a thread that
+ *     another process has preempted arrives a time slice (milliseconds)
+ *     late. So every 20 ms of calls a context opens an empty region and
+ *     times its threads' arrival; one later than 0.3 ms makes the
+ *     context's regions (its elementwise ops, reductions, fused layers,
+ *     and OpenBLAS's GEMMs, whose OpenMP build follows the calling
+ *     thread's nthreads-var, set for the call and restored) run on one
+ *     thread until the next look (after 20 ms, doubling to 0.5 s while
+ *     the machine stays busy). Results are the same bits with any
+ *     number of threads there. (The chunked scan and DEER's fused
+ *     iteration keep prn_config.num_threads: their results or layout
+ *     depend on it.)
+ *   - The OpenMP runtime's own waits between regions are its own: with
+ *     libgomp an idle team thread spins for a while (GOMP_SPINCOUNT)
+ *     before it sleeps; OMP_WAIT_POLICY=passive, set by the program's
+ *     user, stops that too. bench/bench_contended.c measures a training
+ *     step and DEER with 2 threads beside a spinning process.
  */
 #ifndef PARRNN_H
 #define PARRNN_H
