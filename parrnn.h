@@ -1841,7 +1841,7 @@ PRN__FN int prn__team(prn_context *ctx) {
     int nt = prn_context_num_threads(ctx);
 #ifdef _OPENMP
     double now;
-    if (nt < 2 || omp_in_parallel()) return nt;
+    if (!ctx || nt < 2 || omp_in_parallel()) return nt;
     now = omp_get_wtime();
     if (now >= ctx->team_next) {
         double late = 0, t0 = omp_get_wtime();

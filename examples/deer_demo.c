@@ -494,12 +494,14 @@ done:
 typedef struct sweep {
     size_t hidden[SWEEP_NH], T[SWEEP_NT];
     double t[SWEEP_NH][SWEEP_NT][3]; /* seconds: sequential, DEER, quasi-DEER */
+    int it[SWEEP_NH][SWEEP_NT][3];   /* Newton iterations (DEER, quasi-DEER) */
     int nT;
 } sweep;
 
 /* Best seconds of one method (0 sequential, 1 DEER, 2 quasi-DEER) over a
  * few calls (up to 5, until 0.3 s are spent). */
-static prn_status time_method(prn_context *ctx, const prn_rnn *rnn, prn_tensor *x, int method, double *best) {
+static prn_status time_method(prn_context *ctx, const prn_rnn *rnn, prn_tensor *x, int method, double *best,
+                              int *iters) {
     prn_tensor *y = NULL;
     prn_deer_options opt;
     prn_deer_stats stats;
@@ -515,6 +517,7 @@ static prn_status time_method(prn_context *ctx, const prn_rnn *rnn, prn_tensor *
             memset(&opt, 0, sizeof opt);
             opt.mode = method == 1 ? PRN_JACOBIAN_DENSE : PRN_JACOBIAN_DIAG;
             CHECK(prn_deer_rnn(ctx, rnn, x, NULL, &opt, &y, NULL, &stats));
+            *iters = stats.iterations;
             if (!stats.converged) {
                 st = prn_set_error(ctx, PRN_ERR_STATE, "deer_demo: DEER did not converge in the sweep");
                 goto done;
@@ -593,7 +596,8 @@ static prn_status part3_where(prn_context *ctx, const sizes *z, const char *pref
     printf("\n3. Where DEER pays on this machine: one sequence (batch 1), GRU, %lu inputs, f32, %d thread(s);\n"
            "   best of a few calls each; 'faster' names the faster of sequential and the better DEER\n",
            (unsigned long)z->input, prn_context_num_threads(ctx));
-    printf("%7s %8s %12s %12s %12s   %s\n", "hidden", "T", "sequential", "DEER", "quasi-DEER", "faster");
+    printf("%7s %8s %12s %17s %17s   %s\n", "hidden", "T", "sequential", "DEER (iters)", "quasi-DEER (iters)",
+           "faster");
     shape[0] = 1; shape[1] = w.T[w.nT - 1]; shape[2] = z->input;
     CHECK(prn_tensor_uniform(ctx, PRN_F32, 3, shape, -1.0, 1.0, &x));
     memset(&rc, 0, sizeof rc);
@@ -605,15 +609,16 @@ static prn_status part3_where(prn_context *ctx, const sizes *z, const char *pref
         for (i = 0; i < w.nT; ++i) {
             double deer_best, ratio;
             CHECK(prn_slice(ctx, x, 1, 0, w.T[i], &xt));
-            for (m = 0; m < 3; ++m) CHECK(time_method(ctx, rnn, xt, m, &w.t[h][i][m]));
+            for (m = 0; m < 3; ++m) CHECK(time_method(ctx, rnn, xt, m, &w.t[h][i][m], &w.it[h][i][m]));
             prn_tensor_free(xt); xt = NULL;
             deer_best = w.t[h][i][1] < w.t[h][i][2] ? w.t[h][i][1] : w.t[h][i][2];
             ratio = deer_best / w.t[h][i][0];
             ++cases;
             if (ratio < 1.0) ++wins;
             if (ratio < best_ratio) { best_ratio = ratio; best_h = w.hidden[h]; best_T = w.T[i]; }
-            printf("%7lu %8lu %10.2f ms %9.2f ms %9.2f ms   %s (%s %.1fx)\n", (unsigned long)w.hidden[h],
-                   (unsigned long)w.T[i], 1e3 * w.t[h][i][0], 1e3 * w.t[h][i][1], 1e3 * w.t[h][i][2],
+            printf("%7lu %8lu %10.2f ms %9.2f ms (%3d) %9.2f ms (%3d)   %s (%s %.1fx)\n", (unsigned long)w.hidden[h],
+                   (unsigned long)w.T[i], 1e3 * w.t[h][i][0], 1e3 * w.t[h][i][1], w.it[h][i][1], 1e3 * w.t[h][i][2],
+                   w.it[h][i][2],
                    ratio < 1.0 ? names[w.t[h][i][1] < w.t[h][i][2] ? 1 : 2] : "sequential",
                    ratio < 1.0 ? "by" : "DEER's best takes", ratio < 1.0 ? 1.0 / ratio : ratio);
         }
