@@ -3333,7 +3333,10 @@ PRN__FN prn_status prn__ref_rnn_cell_backward(prn_context *ctx, prn_dtype dtype,
  * (backward) of the step complete, in a compact buffer [B, *] that
  * alternates between two halves. The weights each thread needs are packed
  * once per call into blocks of 16 columns [K][16] that its L2 cache holds
- * (W_hh of H = 256 is 1 MiB in f32, half of it per thread on 2). */
+ * (W_hh of H = 256 is 1 MiB in f32, half of it per thread on 2).
+ * With two rows or more (by_rows, prn__layer_begin) the threads split the
+ * batch instead: each runs the loop above with every unit (m = 1) over
+ * rows of its own, and no thread waits for another until the end. */
 typedef struct prn__layer {
     int kind, relu, rev;
     size_t B, Tn, H, G, P, S, V; /* Tn: steps */
