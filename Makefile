@@ -90,8 +90,8 @@ MPI_BINS      = $(BUILD)/tests/test_mpi $(BUILD)/examples/mpi_deer $(BUILD)/benc
 
 TESTS    = test_frames test_ops test_autodiff test_scan test_scan_sse2 test_scan_plain test_conformance test_conformance_sse2 test_bad_input test_alloc_fail test_buf_cache test_gemm_f32 test_cells test_opencl test_cuda test_rnn test_rnn_golden test_deer \
            test_pwl_parse test_scyfi test_tape_prop
-EXAMPLES = mlp_train scan_explain char_rnn game_agent deer_demo engine_frames
-BENCHES  = bench_ops bench_scan scan_error bench_rnn bench_deer bench_scyfi bench_jax bench_frames
+EXAMPLES = mlp_train scan_explain char_rnn game_agent deer_demo engine_frames rnn_train_small
+BENCHES  = bench_ops bench_scan scan_error bench_rnn bench_deer bench_scyfi bench_jax bench_frames bench_contended
 ifeq ($(LAPACK),1)
 TESTS   += test_eig test_eig_lapack
 endif
@@ -219,16 +219,18 @@ $(BUILD)/parrnn_opencl.o: backends/parrnn_opencl.h $(OCL_HEADER) parrnn.h
 	$(CC) $(CFLAGS_ALL) -x c -DPARRNN_OPENCL_IMPLEMENTATION -c -o $@ backends/parrnn_opencl.h
 
 # The whole suite; the last line reads "N passed, N failed, N skipped".
+# It builds every example too (the README's commands run them after the
+# two set-up commands) and runs examples/rnn_train_small (compile_check.sh).
 # With the OpenCL backend built, every test program runs a second time
 # with PARRNN_BACKEND=opencl (skipped, and counted so, where no device is).
 # Then the conformance test and test_cuda run on the CUDA backend built
 # against the CUDA emulator (cuda.mk; `make test-cuda-emu`: every test).
-test: $(TEST_BINS) $(BUILD)/tests/backend_probe $(TOOLS) $(BUILD)/examples/scan_explain $(BUILD)/tests/export_check
+test: $(TEST_BINS) $(BUILD)/tests/backend_probe $(TOOLS) $(EXAMPLE_BINS) $(BUILD)/tests/export_check
 	@$(if $(filter 1,$(OPENCL)),,echo "note: the OpenCL backend is not built (no OpenCL headers, ICD loader or CLBlast); its tests are skipped";) \
 	$(if $(filter 1,$(LAPACK)),,echo "note: LAPACK (liblapack-dev) is not installed: test_eig, which compares prn_eigenvalues with dgeev, is not built";) \
 	$(if $(filter 1,$(CUDA_EMU)),,echo "note: no C++ compiler ($(CXX)): the CUDA backend is not run on the CUDA emulator";) \
 	PRNT_PROBE=$(BUILD)/tests/backend_probe PRNT_BACKENDS="$(EXTRA_BACKENDS)" PRNT_SCYFI=$(BUILD)/parrnn-scyfi \
-	    PRNT_SCAN_EXPLAIN=$(BUILD)/examples/scan_explain PRNT_ALSO="$(addprefix cuda:,$(EMU_IN_TEST))" PRNT_JOBS=$${PRNT_JOBS:-$(NPROC)} \
+	    PRNT_SCAN_EXPLAIN=$(BUILD)/examples/scan_explain PRNT_RNN_TRAIN_SMALL=$(BUILD)/examples/rnn_train_small PRNT_ALSO="$(addprefix cuda:,$(EMU_IN_TEST))" PRNT_JOBS=$${PRNT_JOBS:-$(NPROC)} \
 	    sh tests/run.sh tests/compile_check.sh tests/tool_scyfi.sh tests/teach_page.sh tests/frame_bits.sh tests/export_torch.sh \
 	    $(TEST_BINS) $(if $(filter 1,$(CUDA_EMU)),tests/gpu_check_flow.sh)
 

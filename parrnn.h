@@ -56,6 +56,37 @@
  * THREADS
  *   No global mutable state. A context is used by one thread at a time; two
  *   contexts on two threads never interfere.
+ *
+ * THREADS AND BUSY MACHINES (the reference backend with OpenMP)
+ *   Library threads do not spin-wait for long, whatever OMP_WAIT_POLICY
+ *   says, so that a program's own busy threads (an engine's) cost the
+ *   library no more than their share of the cores:
+ *   - The fused RNN layers split the batch between threads (each runs
+ *     every time step of its rows: no barrier per step); only a batch of
+ *     one row with a large step splits the hidden units, and the chunked
+ *     scan of one long sequence splits time: their threads meet at the
+ *     library's own barrier, which spins for tens of microseconds and
+ *     then sleeps on a condition variable (POSIX threads; elsewhere the
+ *     OpenMP barrier).
+ *   - A parallel region ends when its last thread does, and a thread that
+ *     another process has preempted arrives a time slice (milliseconds)
+ *     late. So every 20 ms of calls a context opens an empty region and
+ *     times its threads' arrival; one later than 0.3 ms makes the
+ *     context's regions (its elementwise ops, reductions, fused layers)
+ *     run on one thread until the next look (after 20 ms, doubling to
+ *     0.5 s while the machine stays busy). Results are the same bits with
+ *     any number of threads there. (The chunked scan and DEER's fused
+ *     iteration keep prn_config.num_threads: their results or layout
+ *     depend on it. So do the GEMMs of a CBLAS: OpenBLAS's OpenMP build
+ *     follows the calling thread's nthreads-var, set to num_threads for
+ *     the call and restored, and its f32 products can differ in the last
+ *     bits between thread counts; the built-in products, backend
+ *     "reference-noblas", do not.)
+ *   - The OpenMP runtime's own waits between regions are its own: with
+ *     libgomp an idle team thread spins for a while (GOMP_SPINCOUNT)
+ *     before it sleeps; OMP_WAIT_POLICY=passive, set by the program's
+ *     user, stops that too. bench/bench_contended.c measures a training
+ *     step and DEER with 2 threads beside a spinning process.
  */
 #ifndef PARRNN_H
 #define PARRNN_H
@@ -1653,8 +1684,8 @@ PRN__MATH_INLINE float prn__tanhf(float x) { return 1.0f - 2.0f / (1.0f + prn__e
 #endif
 #define PRN__PAR_MIN 32768
 #define PRN__PAR_SETUP(ctx, work)                                              \
-    int prn__nt = prn_context_num_threads(ctx);                                \
-    int prn__par = (work) >= PRN__PAR_MIN && prn__nt > 1;                      \
+    int prn__nt = (work) >= PRN__PAR_MIN ? prn__team(ctx) : 1;                 \
+    int prn__par = prn__nt > 1;                                                \
     (void)prn__nt; (void)prn__par
 
 /* ------------------------------------------------------------------------
@@ -1720,6 +1751,8 @@ struct prn_context {
     int in_backward;
     prn_tensor *live;
     size_t n_live;
+    double team_next, team_wait; /* prn__team: when to look again (omp_get_wtime), and how long it waits then */
+    int team_one;                /* prn__team: the last look found a thread that was not running */
 };
 
 /* ------------------------------------------------------------------------
@@ -1800,6 +1833,43 @@ PRN__DEF int prn_context_num_threads(const prn_context *ctx) {
 #else
     (void)ctx;
     return 1;
+#endif
+}
+/* The threads a parallel region of the library takes now: the context's
+ * cap, or one while the machine is busy. A region's threads meet at its
+ * end, so one that another process has preempted holds up the others
+ * for the rest of its time slice (milliseconds), and a region costs that
+ * much more than it saves whenever it is short. So now and then (every
+ * 20 ms of calls) the context opens an empty region and looks at how late
+ * its threads arrive: one later than PRN__TEAM_LATE was not running, and
+ * the context's regions take one thread until the next look, which comes
+ * after 20 ms, then 40 ms, ... up to 0.5 s while it keeps finding the
+ * machine busy. Results do not depend on it: every region that uses it
+ * computes the same bits with any number of threads. */
+#define PRN__TEAM_LATE 3e-4
+PRN__FN int prn__team(prn_context *ctx) {
+    int nt = prn_context_num_threads(ctx);
+#ifdef _OPENMP
+    double now;
+    if (!ctx || nt < 2 || omp_in_parallel()) return nt;
+    now = omp_get_wtime();
+    if (now >= ctx->team_next) {
+        double late = 0, t0 = omp_get_wtime();
+        PRN__PRAGMA(omp parallel num_threads(nt) reduction(max:late))
+        late = omp_get_wtime() - t0;
+        if (late > PRN__TEAM_LATE) {
+            ctx->team_one = 1;
+            ctx->team_wait = ctx->team_wait < 0.02 ? 0.02 : ctx->team_wait < 0.25 ? 2 * ctx->team_wait : 0.5;
+        } else {
+            ctx->team_one = 0;
+            ctx->team_wait = 0.02;
+        }
+        ctx->team_next = omp_get_wtime() + ctx->team_wait;
+    }
+    return ctx->team_one ? 1 : nt;
+#else
+    (void)ctx;
+    return nt;
 #endif
 }
 PRN__DEF const char *prn_context_backend_name(const prn_context *ctx) { return ctx ? ctx->be->name : ""; }
@@ -2164,10 +2234,23 @@ PRN__FN prn_status prn__ref_gemm_cblas(prn_context *ctx, prn_dtype dtype, int tr
         return prn__gemm_f32x(ctx, trans_b, M, N, K, (float)alpha, (const float *)A, lda, sa, (const float *)B, ldb,
                               sb, (float)beta, (float *)C, ldc, sc, batch);
 #endif
+#ifdef _OPENMP
+    /* OpenBLAS's OpenMP build takes as many threads as the caller's
+     * nthreads-var says: prn_config.num_threads, restored after. Not
+     * prn__team's load-dependent count: OpenBLAS's f32 products differ in
+     * their last bits between 1 and 2 threads, and a result must not
+     * depend on how busy the machine was. */
+    const int was = omp_get_max_threads(), nt = batch * M * N * K >= PRN__PAR_MIN ? prn_context_num_threads(ctx) : 1;
+    if (nt != was) omp_set_num_threads(nt);
+#endif
     if (M > 2147483647u || N > 2147483647u || K > 2147483647u || lda > 2147483647u ||
-        ldb > 2147483647u || ldc > 2147483647u || K == 0)
+        ldb > 2147483647u || ldc > 2147483647u || K == 0) {
+#ifdef _OPENMP
+        if (nt != was) omp_set_num_threads(was);
+#endif
         return prn__ref_gemm_loops(ctx, dtype, trans_a, trans_b, M, N, K, alpha, A, lda, sa, B, ldb,
                                    sb, beta, C, ldc, sc, batch);
+    }
     for (b = 0; b < batch; ++b) {
         if (dtype == PRN_F32)
             cblas_sgemm(CblasRowMajor, trans_a ? CblasTrans : CblasNoTrans,
@@ -2180,6 +2263,9 @@ PRN__FN prn_status prn__ref_gemm_cblas(prn_context *ctx, prn_dtype dtype, int tr
                         (const double *)A + b * sa, (int)lda, (const double *)B + b * sb, (int)ldb,
                         beta, (double *)C + b * sc, (int)ldc);
     }
+#ifdef _OPENMP
+    if (nt != was) omp_set_num_threads(was);
+#endif
     return PRN_OK;
 }
 #endif
@@ -2326,6 +2412,68 @@ PRN__FN prn_status prn__ref_adam_update(prn_context *ctx, prn_dtype dtype, size_
 #define PRN__OMP(x)
 #define PRN__THREAD_NUM() 0
 #define PRN__NUM_THREADS() 1
+#endif
+/* Waiting threads (see "Threads and busy machines" in the API section).
+ * The OpenMP runtime's barrier spins for a long time by default (libgomp:
+ * 300000 pauses, milliseconds on recent x86, unless OMP_WAIT_POLICY says
+ * otherwise -- which a library cannot set). A waiter that spins while the
+ * thread it waits for has been preempted by another process holds a core
+ * that thread needs; with a barrier per time step that cost 10-50x. So
+ * the barriers inside the library's parallel regions are its own: a spin
+ * of PRN__SPIN pauses (tens of microseconds: a step's imbalance), then a
+ * sleep on a condition variable, woken by the last thread to arrive.
+ * Without POSIX threads (or OpenMP), the OpenMP barrier. The object lives
+ * on the stack of the function that opens the region; m: the team's size,
+ * the same in every thread. */
+#if defined(_OPENMP) && (defined(__GNUC__) || defined(__clang__)) && (defined(__unix__) || defined(__APPLE__))
+#include <pthread.h>
+#define PRN__SPIN 2000
+typedef struct prn__barrier {
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    int count, sleepers; /* arrived in this round; asleep on cv */
+    unsigned gen;        /* rounds completed */
+} prn__barrier;
+PRN__FN void prn__barrier_init(prn__barrier *b) {
+    memset(b, 0, sizeof *b);
+    pthread_mutex_init(&b->mu, NULL);
+    pthread_cond_init(&b->cv, NULL);
+}
+PRN__FN void prn__barrier_destroy(prn__barrier *b) {
+    pthread_cond_destroy(&b->cv);
+    pthread_mutex_destroy(&b->mu);
+}
+PRN__FN void prn__barrier_wait(prn__barrier *b, size_t m) {
+    unsigned g;
+    int i;
+    if (m < 2) return;
+    g = __atomic_load_n(&b->gen, __ATOMIC_ACQUIRE);
+    if ((size_t)__atomic_add_fetch(&b->count, 1, __ATOMIC_ACQ_REL) == m) { /* the last: release the others */
+        __atomic_store_n(&b->count, 0, __ATOMIC_RELAXED);
+        pthread_mutex_lock(&b->mu);
+        __atomic_store_n(&b->gen, g + 1, __ATOMIC_RELEASE);
+        if (b->sleepers) pthread_cond_broadcast(&b->cv);
+        pthread_mutex_unlock(&b->mu);
+        return;
+    }
+    for (i = 0; i < PRN__SPIN; ++i) {
+        if (__atomic_load_n(&b->gen, __ATOMIC_ACQUIRE) != g) return;
+#ifdef PRN__HAVE_SSE2
+        _mm_pause();
+#endif
+    }
+    pthread_mutex_lock(&b->mu);
+    ++b->sleepers;
+    while (__atomic_load_n(&b->gen, __ATOMIC_ACQUIRE) == g) pthread_cond_wait(&b->cv, &b->mu);
+    --b->sleepers;
+    pthread_mutex_unlock(&b->mu);
+}
+#define PRN__BARRIER(b, m) prn__barrier_wait((b), (m))
+#else
+typedef struct prn__barrier { int unused; } prn__barrier;
+#define prn__barrier_init(b) ((void)(b))
+#define prn__barrier_destroy(b) ((void)(b))
+#define PRN__BARRIER(b, m) do { if ((m) > 1) { PRN__OMP(omp barrier) } } while (0)
 #endif
 #define PRN__SCAN_MIN_CHUNKED 4096
 /* Bytes of a and b in a chunk that is reduced and then expanded: read
@@ -2686,7 +2834,9 @@ PRN__FN void prn__scan_chunked_##SFX(int rev, size_t T, size_t C, const T_ *an, 
     const size_t Cp = (C + 15) / 16 * 16; /* rows of a cache line or more */    \
     const ptrdiff_t ds = rev ? -(ptrdiff_t)C : (ptrdiff_t)C;                     \
     T_ *Pm = ws, *Bm = Pm + 2 * (size_t)nt * Cp, *E = Bm + 2 * (size_t)nt * Cp, *St = E + 2 * Cp; \
+    prn__barrier bar;                                                            \
     (void)nt;                                                                    \
+    prn__barrier_init(&bar);                                                     \
     PRN__OMP(omp parallel num_threads(nt) if(nt > 1))                            \
     {                                                                            \
         const size_t j = (size_t)PRN__THREAD_NUM(), m = (size_t)PRN__NUM_THREADS(); \
@@ -2738,10 +2888,11 @@ PRN__FN void prn__scan_chunked_##SFX(int rev, size_t T, size_t C, const T_ *an, 
                     else prn__rows_reduce_##SFX(C, len, ds, an + row * C, bn + row * C, P, B); \
                 }                                                                \
             }                                                                    \
-            PRN__OMP(omp barrier)                                                \
+            PRN__BARRIER(&bar, m);                                               \
         }                                                                        \
         if (stream) prn__stream_fence();                                         \
     }                                                                            \
+    prn__barrier_destroy(&bar);                                                  \
 }
 PRN__DEFINE_DIAG_CHUNKED(float, f32)
 PRN__DEFINE_DIAG_CHUNKED(double, f64)
@@ -3209,9 +3360,7 @@ PRN__FN prn_status prn__ref_rnn_cell_backward(prn_context *ctx, prn_dtype dtype,
 }
 
 /* --- fused layers (rnn_layer_forward / _backward) ----------------------- */
-/* (With 4 batch rows or more per thread and a small enough W_hh, the
- * threads split the batch rows instead, without barriers: prn__layer_rows.)
- * A layer's T steps in one parallel region, so that a step costs a matrix
+/* A layer's T steps in one parallel region, so that a step costs a matrix
  * product and a barrier rather than a team of threads, a CBLAS call that
  * packs the weights again, and tensors. Each thread owns a range of units
  * (hidden positions): forward, it multiplies the previous h by the rows of
@@ -3222,7 +3371,10 @@ PRN__FN prn_status prn__ref_rnn_cell_backward(prn_context *ctx, prn_dtype dtype,
  * (backward) of the step complete, in a compact buffer [B, *] that
  * alternates between two halves. The weights each thread needs are packed
  * once per call into blocks of 16 columns [K][16] that its L2 cache holds
- * (W_hh of H = 256 is 1 MiB in f32, half of it per thread on 2). */
+ * (W_hh of H = 256 is 1 MiB in f32, half of it per thread on 2).
+ * With two rows or more (by_rows, prn__layer_begin) the threads split the
+ * batch instead: each runs the loop above with every unit (m = 1) over
+ * rows of its own, and no thread waits for another until the end. */
 typedef struct prn__layer {
     int kind, relu, rev;
     size_t B, Tn, H, G, P, S, V; /* Tn: steps */
@@ -3230,7 +3382,8 @@ typedef struct prn__layer {
     void *states, *saved, *dxp, *dq, *ds0;
     void *ws; /* cache-line aligned */
     size_t lanes_C, lanes_Bp; /* the one-thread loop over lanes (prn__lanes_plan) when lanes_C > 0 */
-    int rows; /* each thread runs its own batch rows, every unit, without barriers (prn__layer_rows) */
+    int by_rows;              /* threads split the batch: each runs every step of its rows, no barriers */
+    prn__barrier *bar;        /* the per-step barrier when threads split the units */
 } prn__layer;
 /* Thread j of m: units [*u0, *u1) -- nu per thread, a multiple of 8 -- and
  * the thread's 16-column blocks per gate; returns the elements of its
@@ -3465,7 +3618,7 @@ PRN__FN ATTR void prn__layer_fw_##SFX(const prn__layer *L, size_t j, size_t m) {
             else prn__gru_fw_##UNIT(n, x, H, q, qs, bb, H, sp + u0, nx + u0, v, H); \
             memcpy(hn + b * H + u0, nx + u0, n * sizeof(T));                    \
         }                                                                        \
-        if (!L->rows) { PRN__OMP(omp barrier) }                                  \
+        PRN__BARRIER(L->bar, m);                                                 \
     }                                                                            \
 }                                                                                \
 PRN__FN ATTR void prn__layer_bw_##SFX(const prn__layer *L, size_t j, size_t m) { \
@@ -3505,7 +3658,7 @@ PRN__FN ATTR void prn__layer_bw_##SFX(const prn__layer *L, size_t j, size_t m) {
             }                                                                    \
             for (g = 0; g < G; ++g) memcpy(DQ + (b * TT + t) * P + g * H + u0, dq + g * H, n * sizeof(T)); \
         }                                                                        \
-        if (!L->rows) { PRN__OMP(omp barrier) }                                  \
+        PRN__BARRIER(L->bar, m);                                                 \
         for (b = 0; n && step + 1 < TT && b < B; ++b) {                          \
             const size_t tn = L->rev ? t + 1 : t - 1;                            \
             prn__prefetch_run(Gr + (b * TT + tn) * S + u0, n * sizeof(T));       \
@@ -3817,26 +3970,29 @@ PRN__DEFINE_LANES(double, f64, f64, f64, )
 PRN__DEFINE_LANES(float, f32x, f32x, f32x, PRN__AVX2)
 #endif
 
+/* The threads' split of the batch (prn__layer.by_rows): rows [r0, r1) of
+ * L as a layer of their own (its buffers moved to row r0, ws not set), and
+ * the elements of workspace a thread needs for r rows, a multiple of 16
+ * (each thread's part starts on a cache line). */
+#define PRN__LAYER_ROWS_MIN ((size_t)1 << 20) /* B T P H: a fork per call pays */
+PRN__FN void prn__layer_rows(const prn__layer *L, size_t es, size_t r0, size_t r1, prn__layer *R) {
+    const size_t T = L->Tn;
+#define PRN__MOVE(p, per) ((p) ? (void *)((char *)(uintptr_t)(p) + r0 * (per) * es) : NULL)
+    *R = *L;
+    R->B = r1 - r0;
+    R->by_rows = 0;
+    R->xp = PRN__MOVE(L->xp, T * L->P); R->s0 = PRN__MOVE(L->s0, L->S); R->g = PRN__MOVE(L->g, T * L->S);
+    R->states = PRN__MOVE(L->states, T * L->S); R->saved = PRN__MOVE(L->saved, T * L->V * L->H);
+    R->dxp = PRN__MOVE(L->dxp, T * L->P); R->dq = PRN__MOVE(L->dq, T * L->P); R->ds0 = PRN__MOVE(L->ds0, L->S);
+#undef PRN__MOVE
+}
+PRN__FN size_t prn__layer_rows_ws(const prn__layer *L, int bw, size_t r) {
+    prn__layer R = *L;
+    size_t u0, u1, nb;
+    R.B = r;
+    return (prn__layer_plan(&R, bw, 1, 0, &u0, &u1, &nb) + 2 * r * (bw ? L->P : L->H) + 15) / 16 * 16;
+}
 /* Checks and workspace shared by both entries; *run is the thread body. */
-/* The layer split by batch rows rather than units: a step of a row needs
- * only that row's previous h (backward: its later step's d q), so threads
- * that own rows need no barrier per step (1000 of them in a sequence of T = 1000, each a wait for the slowest
- * thread, and for a thread the system took away on a busy machine). Each
- * thread then multiplies by all of W_hh: taken where it fits a core's L2
- * cache with room (G H^2 <= 1 MiB: LSTM H <= 256, GRU H <= 295) and each
- * thread gets 4 rows or more (the product's tile). Elements of one thread's
- * workspace of `rows` rows: its panel and tile (prn__layer_plan with B =
- * rows, m = 1) and its buffer of h [2][rows, H] (backward: d q [2][rows, P]). */
-PRN__FN int prn__layer_rows(const prn__layer *L, int nt, size_t es) {
-    return nt > 1 && L->B >= 4 * (size_t)nt && L->G * L->H * L->H * es <= ((size_t)1 << 20);
-}
-PRN__FN size_t prn__layer_rows_per(const prn__layer *L, int bw, size_t rows) {
-    prn__layer Lr = *L;
-    size_t u0, u1, nb, per;
-    Lr.B = rows;
-    per = prn__layer_plan(&Lr, bw, 1, 0, &u0, &u1, &nb) + 2 * rows * (bw ? L->P : L->H);
-    return (per + 15) / 16 * 16; /* each thread's part starts on a cache line */
-}
 PRN__FN prn_status prn__layer_begin(prn_context *ctx, const char *fn, prn__layer *L, int bw, prn_dtype dtype, int *nt,
                                     void **raw) {
     size_t m, need = 0, es = prn_dtype_size(dtype), u0, u1, nb;
@@ -3847,20 +4003,29 @@ PRN__FN prn_status prn__layer_begin(prn_context *ctx, const char *fn, prn__layer
     L->P = L->G * L->H;
     L->S = L->kind == PRN_RNN_LSTM ? 2 * L->H : L->H;
     L->V = prn__cell_saved(L->kind);
-    /* a thread per 16 units at most, and none but one for small steps: a
-     * barrier costs about what 10^4 multiply-adds do */
-    *nt = prn_context_num_threads(ctx);
-    if ((size_t)*nt > L->H / 16) *nt = (int)(L->H / 16);
-    if (*nt < 1 || L->B * L->P * L->H < 32768) *nt = 1;
+    /* With rows enough, the threads split the batch: each runs every step
+     * of its rows, with no barrier (a barrier per step stalls for as long
+     * as another process holds the thread it waits for). Else a thread per
+     * 16 units at most, and none but one for small steps: a barrier costs
+     * about what 10^4 multiply-adds do. The lanes loop (below) keeps its
+     * one thread. Every split computes the same bits. */
+    *nt = prn__team(ctx);
+    L->by_rows = *nt > 1 && L->B >= 2 && !(L->H <= PRN__LANES_MAX_H && (L->H < 8 || L->B >= 8)) &&
+                 L->B * L->Tn * L->P * L->H >= PRN__LAYER_ROWS_MIN;
+    if (L->by_rows) {
+        if ((size_t)*nt > L->B) *nt = (int)L->B;
+    } else {
+        if ((size_t)*nt > L->H / 16) *nt = (int)(L->H / 16);
+        if (*nt < 1 || L->B * L->P * L->H < 32768) *nt = 1;
+    }
     /* the lanes loop pads the batch to 8 lanes, the threaded loop the units
      * to 16: at H = 8 one row in 8 lanes is slower (36 vs 31 ms, T = 1e5) */
     if (*nt == 1 && L->H <= PRN__LANES_MAX_H && (L->H < 8 || L->B >= 8) && L->B && L->Tn)
         need = prn__lanes_plan(L, bw, &L->lanes_C, &L->lanes_Bp);
-    L->rows = !L->lanes_C && prn__layer_rows(L, *nt, es);
     /* OpenMP may give fewer threads than asked: room for any team size */
     for (m = 1; !L->lanes_C && m <= (size_t)*nt; ++m) {
         size_t per = prn__layer_plan(L, bw, m, 0, &u0, &u1, &nb), all = m * per + 2 * L->B * (bw ? L->P : L->H);
-        if (L->rows) all = m * prn__layer_rows_per(L, bw, (L->B + m - 1) / m);
+        if (L->by_rows) all = m * prn__layer_rows_ws(L, bw, (L->B + m - 1) / m);
         if (all > need) need = all;
     }
     *raw = prn_alloc(ctx, need * es + 64);
@@ -3886,34 +4051,28 @@ PRN__FN void prn__layer_run(const prn__layer *L, int bw, prn_dtype dtype, int nt
         lanes(L, L->lanes_C, L->lanes_Bp);
         return;
     }
-    if (L->rows) { /* thread j: rows [b0, b0 + rows) as a layer of its own, with one thread */
+    if (L->by_rows) {
         const size_t es = prn_dtype_size(dtype);
         PRN__OMP(omp parallel num_threads(nt) if(nt > 1))
         {
-            const size_t j = (size_t)PRN__THREAD_NUM(), m = (size_t)PRN__NUM_THREADS(), rows = (L->B + m - 1) / m;
-            const size_t b0 = j * rows;
-            prn__layer Lj = *L;
-            if (b0 < L->B) {
-                Lj.B = L->B - b0 < rows ? L->B - b0 : rows;
-                Lj.s0 = (const char *)L->s0 + b0 * L->S * es;
-                Lj.states = (char *)L->states + b0 * L->Tn * L->S * es;
-                if (L->saved) Lj.saved = (char *)L->saved + b0 * L->Tn * L->V * L->H * es;
-                if (bw) {
-                    Lj.g = (const char *)L->g + b0 * L->Tn * L->S * es;
-                    Lj.dxp = (char *)L->dxp + b0 * L->Tn * L->P * es;
-                    Lj.dq = (char *)L->dq + b0 * L->Tn * L->P * es;
-                    Lj.ds0 = (char *)L->ds0 + b0 * L->S * es;
-                } else {
-                    Lj.xp = (const char *)L->xp + b0 * L->Tn * L->P * es;
-                }
-                Lj.ws = (char *)L->ws + j * prn__layer_rows_per(L, bw, rows) * es;
-                run(&Lj, 0, 1);
-            }
+            const size_t j = (size_t)PRN__THREAD_NUM(), m = (size_t)PRN__NUM_THREADS(), r = (L->B + m - 1) / m;
+            const size_t r0 = j * r < L->B ? j * r : L->B, r1 = r0 + r < L->B ? r0 + r : L->B;
+            prn__layer R;
+            prn__layer_rows(L, es, r0, r1, &R);
+            R.ws = (char *)L->ws + j * prn__layer_rows_ws(L, bw, r) * es;
+            if (r1 > r0) run(&R, 0, 1);
         }
         return;
     }
-    PRN__OMP(omp parallel num_threads(nt) if(nt > 1))
-    run(L, (size_t)PRN__THREAD_NUM(), (size_t)PRN__NUM_THREADS());
+    {
+        prn__barrier bar;
+        prn__layer U = *L;
+        prn__barrier_init(&bar);
+        U.bar = &bar;
+        PRN__OMP(omp parallel num_threads(nt) if(nt > 1))
+        run(&U, (size_t)PRN__THREAD_NUM(), (size_t)PRN__NUM_THREADS());
+        prn__barrier_destroy(&bar);
+    }
 }
 /* Both entries: checks, workspace, the threads' run, its release. */
 PRN__FN prn_status prn__layer_call(prn_context *ctx, const char *fn, prn__layer *L, int bw, prn_dtype dtype) {

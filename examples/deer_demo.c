@@ -35,16 +35,26 @@
  *    steps need fewer. The gradients of the first step (identical weights)
  *    are compared too.
  *
+ * 3. Where DEER pays, and where not. One sequence (batch 1) through GRUs
+ *    of hidden 2 (T = 10^3 .. 10^5) and 8 (to 3 10^4): sequential, DEER and
+ *    quasi-DEER timed side by side; the table names the faster at each
+ *    size and a summary line says whether DEER won anywhere on this
+ *    machine. The times go to PREFIX.dat with a gnuplot script PREFIX.gp,
+ *    and, when gnuplot is installed, to the plot PREFIX.png of time
+ *    against T (PREFIX: build/deer_demo_T when run from the repository,
+ *    as make demo does, else deer_demo_T; --plot PREFIX chooses).
+ *
  * On a CPU with two cores DEER is SLOWER than the sequential loop: it does
  * several times the arithmetic (Jacobians, matrix products, scans) to win
  * depth, which pays off only on hardware with thousands of parallel lanes
  * (the DEER paper reports large speed-ups on GPUs). The program says so
  * in its output rather than hide it; bench/bench_deer.c measures it.
  *
- * Usage:  deer_demo [--quick] [--backend NAME]
+ * Usage:  deer_demo [--quick] [--backend NAME] [--plot PREFIX]
  *   --quick          tiny sizes (a smoke test: a second or two)
  *   --backend NAME   e.g. "reference" or "opencl"; by default the
  *                    PARRNN_BACKEND environment variable, else "reference"
+ *   --plot PREFIX    where part 3 writes PREFIX.dat, .gp and .png
  *
  * Exit status: 0 on success; 1 on a parrnn error (the message from
  * prn_last_error is printed), when a DEER evaluation did not converge or
@@ -52,8 +62,8 @@
  * happen), or when tensors are still alive at exit (a leak); 2 on bad
  * usage.
  *
- * It takes about 30 s on an idle 2-core machine (the evaluations about
- * 20 s, the training about 5 s).
+ * It takes about 30 s on a 2-core machine that other jobs load (the
+ * evaluations about 20 s, the training 1 s, part 3 about 3 s); less when idle.
  *
  * Build and run:  make demo   (or: make build/examples/deer_demo)
  */
@@ -86,6 +96,8 @@ typedef struct sizes {
     size_t train_batch, train_T; /* part 2                                   */
     size_t train_hidden;
     int train_steps;
+    size_t sweep_T0;             /* part 3: T = T0, 3 T0, 10 T0, ...        */
+    int sweep_nT;
 } sizes;
 
 /* What the run found, for the summary and the exit status. */
@@ -469,11 +481,176 @@ done:
     return st;
 }
 
+
+/* ------------------------------------------------------------------------
+ * Part 3: where DEER pays on this machine, and where not. One sequence
+ * (batch 1: nothing for threads to split across sequences), GRUs of
+ * hidden n, T from 10^3 to 10^5 steps: sequential, DEER and quasi-DEER,
+ * best of a few calls each. The table says which is faster at each
+ * size; the plot (gnuplot, when installed) shows time against T.
+ * ---------------------------------------------------------------------- */
+#define SWEEP_NH 2
+#define SWEEP_NT 5
+typedef struct sweep {
+    size_t hidden[SWEEP_NH], T[SWEEP_NT];
+    double t[SWEEP_NH][SWEEP_NT][3]; /* seconds: sequential, DEER, quasi-DEER */
+    int it[SWEEP_NH][SWEEP_NT][3];   /* Newton iterations (DEER, quasi-DEER) */
+    int nT, nTh[SWEEP_NH]; /* sizes of T in all; measured for hidden h */
+} sweep;
+
+/* Best seconds of one method (0 sequential, 1 DEER, 2 quasi-DEER) over a
+ * few calls (up to 5, until 0.3 s are spent). */
+static prn_status time_method(prn_context *ctx, const prn_rnn *rnn, prn_tensor *x, int method, double *best,
+                              int *iters) {
+    prn_tensor *y = NULL;
+    prn_deer_options opt;
+    prn_deer_stats stats;
+    prn_status st = PRN_OK;
+    double first, t0, t, spent = 0.0;
+    int r;
+    *best = 1e300;
+    prn_no_grad_begin(ctx);
+    for (r = 0; r < 5 && (r < 1 || spent < 0.3); ++r) {
+        t0 = seconds_now();
+        if (method == 0) CHECK(prn_rnn_forward(ctx, rnn, x, NULL, &y, NULL));
+        else {
+            memset(&opt, 0, sizeof opt);
+            opt.mode = method == 1 ? PRN_JACOBIAN_DENSE : PRN_JACOBIAN_DIAG;
+            CHECK(prn_deer_rnn(ctx, rnn, x, NULL, &opt, &y, NULL, &stats));
+            *iters = stats.iterations;
+            if (!stats.converged) {
+                st = prn_set_error(ctx, PRN_ERR_STATE, "deer_demo: DEER did not converge in the sweep");
+                goto done;
+            }
+        }
+        CHECK(prn_tensor_item(y, &first));
+        t = seconds_now() - t0;
+        spent += t;
+        if (t < *best) *best = t;
+        prn_tensor_free(y); y = NULL;
+    }
+done:
+    prn_no_grad_end(ctx);
+    prn_tensor_free(y);
+    return st;
+}
+
+/* Writes prefix.dat and prefix.gp, and runs gnuplot on the latter when it
+ * is installed (prefix.png). Returns 1 when the PNG was written. */
+static int write_plot(const sweep *w, const char *prefix) {
+    static const char *names[3] = {"sequential", "DEER", "quasi-DEER"};
+    char path[512], cmd[1200];
+    FILE *fp;
+    int h, i, m;
+    snprintf(path, sizeof path, "%s.dat", prefix);
+    if (!(fp = fopen(path, "w"))) return 0;
+    fprintf(fp, "# deer_demo part 3: seconds per call, batch 1, GRU; columns: T, then sequential, DEER, quasi-DEER\n");
+    for (h = 0; h < SWEEP_NH; ++h) {
+        fprintf(fp, "# hidden %lu\n", (unsigned long)w->hidden[h]);
+        for (i = 0; i < w->nTh[h]; ++i)
+            fprintf(fp, "%lu %.6g %.6g %.6g\n", (unsigned long)w->T[i], w->t[h][i][0], w->t[h][i][1], w->t[h][i][2]);
+        fprintf(fp, "\n\n");
+    }
+    fclose(fp);
+    snprintf(path, sizeof path, "%s.gp", prefix);
+    if (!(fp = fopen(path, "w"))) return 0;
+    fprintf(fp, "set terminal pngcairo size 900,600 noenhanced\nset output '%s.png'\n", prefix);
+    fprintf(fp, "set title 'parrnn deer_demo: one sequence (batch 1), GRU, f32, best of a few calls'\n");
+    fprintf(fp, "set xrange [%g:%g]\n", 0.7 * (double)w->T[0], 1.4 * (double)w->T[w->nT - 1]);
+    fprintf(fp, "set logscale xy\nset xlabel 'T (steps)'\nset ylabel 'seconds per call'\nset key left top\nset grid\n");
+    fprintf(fp, "plot");
+    for (h = 0; h < SWEEP_NH; ++h)
+        for (m = 0; m < 3; ++m)
+            fprintf(fp, "%s '%s.dat' index %d using 1:%d with linespoints lw 2 dt %d lc %d title '%s, hidden %lu'",
+                    h || m ? ", \\\n    " : " ", prefix, h, m + 2, h + 1, m + 1, names[m], (unsigned long)w->hidden[h]);
+    fprintf(fp, "\n");
+    fclose(fp);
+    if (system("gnuplot --version >/dev/null 2>&1") != 0) return 0;
+    snprintf(cmd, sizeof cmd, "gnuplot '%s.gp' 2>/dev/null", prefix);
+    if (system(cmd) != 0) { /* no cairo terminal: the plain PNG one */
+        snprintf(cmd, sizeof cmd, "sed -i 's/pngcairo/png/' '%s.gp' && gnuplot '%s.gp' 2>/dev/null", prefix, prefix);
+        if (system(cmd) != 0) return 0;
+    }
+    snprintf(path, sizeof path, "%s.png", prefix);
+    if (!(fp = fopen(path, "rb"))) return 0;
+    fclose(fp);
+    return 1;
+}
+
+static prn_status part3_where(prn_context *ctx, const sizes *z, const char *prefix) {
+    static const char *names[3] = {"sequential", "DEER", "quasi-DEER"};
+    sweep w;
+    prn_rnn_config rc;
+    prn_rnn *rnn = NULL;
+    prn_tensor *x = NULL, *xt = NULL;
+    prn_status st = PRN_OK;
+    size_t shape[3];
+    int h, i, m, wins = 0, cases = 0;
+    double best_ratio = 1e300;
+    size_t best_h = 0, best_T = 0;
+
+    memset(&w, 0, sizeof w);
+    w.hidden[0] = 2; w.hidden[1] = 8;
+    w.nT = z->sweep_nT;
+    /* the larger network stops at 3 10^4 steps: its T = 10^5 calls would
+     * take seconds and say nothing the smaller one's do not */
+    w.nTh[0] = w.nT; w.nTh[1] = w.nT > 4 ? 4 : w.nT;
+    for (i = 0; i < w.nT; ++i) w.T[i] = z->sweep_T0 * (size_t)(i % 2 ? 3 : 1) * (size_t)pow(10.0, i / 2);
+    printf("\n3. Where DEER pays on this machine: one sequence (batch 1), GRU, %lu inputs, f32, %d thread(s);\n"
+           "   best of a few calls each; 'faster' names the faster of sequential and the better DEER\n",
+           (unsigned long)z->input, prn_context_num_threads(ctx));
+    printf("%7s %8s %12s %17s %17s   %s\n", "hidden", "T", "sequential", "DEER (iters)", "quasi-DEER (iters)",
+           "faster");
+    shape[0] = 1; shape[1] = w.T[w.nT - 1]; shape[2] = z->input;
+    CHECK(prn_tensor_uniform(ctx, PRN_F32, 3, shape, -1.0, 1.0, &x));
+    memset(&rc, 0, sizeof rc);
+    rc.kind = PRN_RNN_GRU;
+    rc.input_size = z->input;
+    for (h = 0; h < SWEEP_NH; ++h) {
+        rc.hidden_size = w.hidden[h];
+        CHECK(prn_rnn_create(ctx, &rc, &rnn));
+        for (i = 0; i < w.nTh[h]; ++i) {
+            double deer_best, ratio;
+            CHECK(prn_slice(ctx, x, 1, 0, w.T[i], &xt));
+            for (m = 0; m < 3; ++m) CHECK(time_method(ctx, rnn, xt, m, &w.t[h][i][m], &w.it[h][i][m]));
+            prn_tensor_free(xt); xt = NULL;
+            deer_best = w.t[h][i][1] < w.t[h][i][2] ? w.t[h][i][1] : w.t[h][i][2];
+            ratio = deer_best / w.t[h][i][0];
+            ++cases;
+            if (ratio < 1.0) ++wins;
+            if (ratio < best_ratio) { best_ratio = ratio; best_h = w.hidden[h]; best_T = w.T[i]; }
+            printf("%7lu %8lu %10.2f ms %9.2f ms (%3d) %9.2f ms (%3d)   %s (%s %.1fx)\n", (unsigned long)w.hidden[h],
+                   (unsigned long)w.T[i], 1e3 * w.t[h][i][0], 1e3 * w.t[h][i][1], w.it[h][i][1], 1e3 * w.t[h][i][2],
+                   w.it[h][i][2],
+                   ratio < 1.0 ? names[w.t[h][i][1] < w.t[h][i][2] ? 1 : 2] : "sequential",
+                   ratio < 1.0 ? "by" : "DEER's best takes", ratio < 1.0 ? 1.0 / ratio : ratio);
+        }
+        prn_rnn_free(rnn); rnn = NULL;
+    }
+    if (wins)
+        printf("DEER beat sequential evaluation in %d of %d cases here (at best %.1fx faster: hidden %lu, T %lu).\n",
+               wins, cases, 1.0 / best_ratio, (unsigned long)best_h, (unsigned long)best_T);
+    else
+        printf("DEER beat sequential evaluation in none of these %d cases here: at best it took %.1fx as long\n"
+               "(hidden %lu, T %lu). On %d CPU thread(s) its extra arithmetic is not paid back.\n",
+               cases, best_ratio, (unsigned long)best_h, (unsigned long)best_T, prn_context_num_threads(ctx));
+    if (write_plot(&w, prefix))
+        printf("plot of time against T: %s.png (data %s.dat, gnuplot script %s.gp)\n", prefix, prefix, prefix);
+    else
+        printf("no plot: gnuplot is not installed (or failed); the data is in %s.dat, the script in %s.gp\n"
+               "(Debian: apt-get install gnuplot-nox, then: gnuplot %s.gp)\n", prefix, prefix, prefix);
+done:
+    prn_rnn_free(rnn);
+    prn_tensor_free(x);
+    prn_tensor_free(xt);
+    return st;
+}
+
 /* ------------------------------------------------------------------------
  * Command line
  * ---------------------------------------------------------------------- */
 static int usage(const char *prog) {
-    fprintf(stderr, "usage: %s [--quick] [--backend NAME]\n", prog);
+    fprintf(stderr, "usage: %s [--quick] [--backend NAME] [--plot PREFIX]\n", prog);
     return 2;
 }
 
@@ -486,11 +663,13 @@ int main(int argc, char **argv) {
     char err[256];
     int i, quick = 0, exit_code = 1;
     double t0 = seconds_now();
+    const char *plot = NULL;
 
     memset(&config, 0, sizeof config);
     for (i = 1; i < argc; ++i) {
         if (strcmp(argv[i], "--quick") == 0) quick = 1;
         else if (strcmp(argv[i], "--backend") == 0 && i + 1 < argc) config.backend = argv[++i];
+        else if (strcmp(argv[i], "--plot") == 0 && i + 1 < argc) plot = argv[++i];
         else return usage(argv[0]);
     }
 
@@ -506,6 +685,13 @@ int main(int argc, char **argv) {
     z.train_T = quick ? 300 : 1000;
     z.train_hidden = 8;
     z.train_steps = quick ? 4 : 25;
+    z.sweep_T0 = 1000;
+    z.sweep_nT = quick ? 2 : 5;
+    if (!plot) { /* build/ when run from the repository (make demo), else here */
+        FILE *probe = fopen("build/parrnn.o", "rb");
+        plot = probe ? "build/deer_demo_T" : "deer_demo_T";
+        if (probe) fclose(probe);
+    }
 
     /* backend NULL: $PARRNN_BACKEND, else "reference" */
     config.seed = SEED;
@@ -531,6 +717,7 @@ int main(int argc, char **argv) {
         printf("Speed: DEER took %.2g-%.2gx as long as the sequential loop here.\n", f.min_ratio, f.max_ratio);
 
     CHECK(part2_training(ctx, &z, &f));
+    CHECK(part3_where(ctx, &z, plot));
 
     exit_code = 0;
     if (!(f.worst_deviation <= FAIL_DEVIATION) || f.not_converged) {

@@ -1304,6 +1304,74 @@ static void test_frame_create_oom(void) {
     PRNT_CHECK(f.live == 0, "%ld blocks alive at the end", f.live);
 }
 
+/* The fused layers split the work between threads by rows of the batch
+ * (several rows) or by hidden units (one row, a large step): either way
+ * the same bits as one thread, forward and backward (outputs, final
+ * states, every gradient), for LSTM, GRU and Elman in f32 and f64. */
+static void run_threads(int threads, prn_rnn_kind kind, prn_dtype dt, size_t B, size_t T, size_t H, double *out,
+                        size_t *n_out) {
+    prn_config cfg;
+    prn_context *ctx;
+    prn_rnn_config rc = cfg_of(kind, dt, 8, H, 1, 0, 0);
+    prn_rnn *rnn = NULL;
+    prn_tensor *x = NULL, *y = NULL, *st = NULL, *loss = NULL, *sq = NULL, *p[16];
+    size_t xs[3] = {B, T, 8}, n = 0, k;
+    int np, i;
+    char err[256];
+    memset(&cfg, 0, sizeof cfg);
+    cfg.seed = 5;
+    cfg.num_threads = threads;
+    /* the built-in products: a CBLAS's own threads may change the last bits
+     * of the weight gradients (the header's THREADS AND BUSY MACHINES) */
+    cfg.backend = "reference-noblas";
+    *n_out = 0;
+    if (prn_context_create(&cfg, &ctx, err, sizeof err) != PRN_OK) { PRNT_CHECK(0, "%s", err); return; }
+    PRNT_OK(ctx, prn_rnn_create(ctx, &rc, &rnn));
+    PRNT_OK(ctx, prn_tensor_uniform(ctx, dt, 3, xs, -1, 1, &x));
+    PRNT_OK(ctx, prn_rnn_forward(ctx, rnn, x, NULL, &y, &st));
+    PRNT_OK(ctx, prn_mul(ctx, y, y, &sq));
+    PRNT_OK(ctx, prn_sum(ctx, sq, PRN_ALL_AXES, 0, &loss));
+    PRNT_OK(ctx, prn_backward(ctx, loss));
+    k = prn_tensor_numel(y); PRNT_OK(ctx, prn_tensor_download(y, out + n, k)); n += k;
+    k = prn_tensor_numel(st); PRNT_OK(ctx, prn_tensor_download(st, out + n, k)); n += k;
+    np = prn_rnn_params(rnn, p, 16);
+    for (i = 0; i < np; ++i) {
+        prn_tensor *g = prn_tensor_grad(p[i]);
+        PRNT_CHECK(g != NULL, "parameter %d has no gradient", i);
+        if (!g) continue;
+        k = prn_tensor_numel(g); PRNT_OK(ctx, prn_tensor_download(g, out + n, k)); n += k;
+    }
+    *n_out = n;
+    prn_rnn_free(rnn);
+    prn_context_destroy(ctx);
+}
+static void test_threads_same_bits(void) {
+    static const prn_rnn_kind kinds[3] = {PRN_RNN_LSTM, PRN_RNN_GRU, PRN_RNN_ELMAN};
+    static const size_t shapes[3][3] = {{16, 80, 48}, {3, 200, 40}, {1, 40, 160}}; /* B, T, H */
+    size_t cap = 1 << 21, n1, n2, i;
+    double *a = (double *)malloc(cap * sizeof(double)), *b = (double *)malloc(cap * sizeof(double));
+    int k, s, d;
+    PRNT_CHECK(a && b, "out of memory");
+    for (k = 0; a && b && k < 3; ++k)
+        for (s = 0; s < 3; ++s)
+            for (d = 0; d < 2; ++d) {
+                const prn_dtype dt = d ? PRN_F64 : PRN_F32;
+                size_t diff = 0;
+                memset(a, 0, cap * sizeof(double)); /* f32 values fill half of each slot */
+                memset(b, 0, cap * sizeof(double));
+                run_threads(1, kinds[k], dt, shapes[s][0], shapes[s][1], shapes[s][2], a, &n1);
+                run_threads(2, kinds[k], dt, shapes[s][0], shapes[s][1], shapes[s][2], b, &n2);
+                PRNT_CHECK(n1 == n2 && n1 > 0, "%lu and %lu values", (unsigned long)n1, (unsigned long)n2);
+                for (i = 0; i < n1 && i < n2; ++i) diff += memcmp(&a[i], &b[i], sizeof(double)) != 0;
+                PRNT_CHECK(diff == 0, "%s %s B %lu T %lu H %lu: %lu of %lu values differ between 1 and 2 threads",
+                           prn_rnn_kind_name(kinds[k]), d ? "f64" : "f32", (unsigned long)shapes[s][0],
+                           (unsigned long)shapes[s][1], (unsigned long)shapes[s][2], (unsigned long)diff,
+                           (unsigned long)n1);
+            }
+    free(a);
+    free(b);
+}
+
 static void test_no_leaks(void) {
     PRNT_CHECK(prn_live_tensors(g_ctx) == 0, "live tensors: %lu", (unsigned long)prn_live_tensors(g_ctx));
 }
@@ -1323,6 +1391,7 @@ int main(void) {
     PRNT_RUN(test_nan);
     PRNT_RUN(test_fused_vs_composed);
     PRNT_RUN(test_mhgru_one_head);
+    PRNT_RUN(test_threads_same_bits);
     PRNT_RUN(test_alloc_failures);
     PRNT_RUN(test_frame_create_oom);
     PRNT_RUN(test_no_leaks);

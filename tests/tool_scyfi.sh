@@ -74,7 +74,7 @@ json_valid() {
 expect "--help" 0 "" -- --help
 grep -q "^usage:" "$tmp/out"; check "--help prints the usage on stdout" $?
 # every option, each with its default
-for o in --kmax --outer --inner --seed --backend --threads --exhaustive --json --help; do
+for o in --kmax --outer --inner --seed --backend --threads --max-bytes --exhaustive --json --help; do
     grep -E -- "^  $o( |,).*\(default" "$tmp/out" >/dev/null || [ "$o" = --help ] && grep -q -- "^  $o" "$tmp/out"
     check "--help lists $o$([ "$o" = --help ] || echo ' with its default')" $?
 done

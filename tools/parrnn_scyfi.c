@@ -74,6 +74,8 @@ static void print_help(FILE *f) {
             "  --backend NAME  e.g. reference, opencl                      (default: $PARRNN_BACKEND,\n"
             "                                                               else reference)\n"
             "  --threads N     at most N threads per call                  (default: all)\n"
+            "  --max-bytes N   read at most N bytes of the model file      (default 1073741824, 1 GiB)\n"
+            "                  (it may be a pipe: /dev/stdin)\n"
             "  --exhaustive    enumerate every pattern sequence instead    (default: off, search)\n"
             "                  of searching (refused when too many)\n"
             "  --json          one JSON document on stdout: {\"kmax\", \"counts\",  (default: off, a table)\n"
