@@ -924,9 +924,12 @@ PRNDEF prn_status prn_rnn_load(prn_context *ctx, const char *path, prn_rnn **out
  * adaptive, one more with a warm start) and a scratch of a few steps per
  * thread, independent of T: O(B T S) where the composed iterations need
  * O(B T S k) (DENSE: k = S) plus about ten temporaries of B T S. With
- * gradients, the recorded step over all rows keeps its gates as well
- * (about G H values per row). prn_deer and user cells take the composed
- * path.
+ * gradients: ELMAN, LSTM, GRU and MHGRU record no step at all; their
+ * backward is one fused pass (adjoint, d/d xp, d/d W_hh's rows and d/d h0)
+ * plus a GEMM over the rows for W_hh, and needs 2 S + 2 P values per row
+ * for its duration (P = G H). The PLRNN family records one step of f
+ * over all rows, which keeps its activations (about L or M values per
+ * row). prn_deer and user cells take the composed path.
  *
  * Warm start: *warm, when warm is not NULL and *warm is, is the initial
  * guess (the trajectory of a previous call with the same shapes, e.g. the
@@ -1314,6 +1317,18 @@ typedef struct prn_deer_fused {
      * end) and J the exact Jacobians at the solution y (mode not read) */
     const void *g;
     void *lam;
+    /* deer_adjoint, when dxp is not NULL (torch kinds: ELMAN, LSTM, GRU,
+     * MHGRU): also the rest of the backward in the same pass, with lam_t
+     * as the gradient of f_t: dxp [B, T, P] = (d f_t / d xp_t)^T lam_t,
+     * dq [B, T, P] the same for the recurrent term q_t = W_hh h_{t-1} +
+     * b_hh of each gate (as rnn_layer_backward's dq), and dh0 [B, S] =
+     * J_first^T lam_first, the gradient of h0 (the first step: t = 0,
+     * reverse: T - 1). The weight gradients are then dq's sums over rows,
+     * whose order the caller fixes. dh0 alone (dxp NULL) is allowed for
+     * every kind. */
+    void *dxp;
+    void *dq;
+    void *dh0;
 } prn_deer_fused;
 
 struct prn_backend {
@@ -3876,7 +3891,8 @@ PRN__FN prn_status prn__ref_solve_batched(prn_context *ctx, prn_dtype dtype, siz
 typedef struct prn__dz {
     const prn_deer_fused *a;
     size_t P, kb, Tc, per, nwk; /* per: scratch values per thread */
-    int adj;
+    size_t wkn;                 /* the cell's scratch values             */
+    int adj, dxq;               /* dxq: the adjoint writes dxp and dq    */
     void *ws;
     double *res;                /* per thread: largest residual, and */
     int *bad;                   /* a non-finite one seen             */
@@ -3888,14 +3904,14 @@ PRN__FN_INLINE FT prn__dz_sig_##SFX(FT x) { return (FT)1 / ((FT)1 + EXPF(-x)); }
  * the previous state s [S][W] and the projections x [P][W]; wk scratch */     \
 PRN__FN_INLINE ATTR void prn__dz_cell_##SFX(const prn_deer_fused *a, const int kind, const size_t S, const size_t H, \
                                             const size_t hk, const size_t kb, const FT *s, const FT *x, FT *F, FT *J, \
-                                            FT *wk) {                             \
+                                            FT *wk, const FT *lam, FT *DX, FT *DQ) {                             \
     const size_t W = PRN__DZW;                                                   \
     size_t i, jj, u, v, l, h;                                                    \
     switch (kind) {                                                              \
     case PRN_RNN_GRU: case PRN_RNN_MHGRU: {                                      \
         const size_t k = hk, nh = H / k;                                         \
         const FT *Wh = (const FT *)a->w[0], *bh = (const FT *)a->w[1];              \
-        FT *q = wk, *cz = q + 3 * k * W, *ca = cz + k * W, *cb = ca + k * W, *cc = cb + k * W; \
+        FT *q = wk, *cz = q + 3 * k * W, *ca = cz + k * W, *cb = ca + k * W, *cc = cb + k * W, *cd = cc + k * W; \
         for (h = 0; h < nh; ++h) {                                               \
             const FT *Wg = Wh + h * 3 * k * k;                                    \
             for (u = 0; u < 3 * k; ++u) {                                        \
@@ -3910,15 +3926,26 @@ PRN__FN_INLINE ATTR void prn__dz_cell_##SFX(const prn_deer_fused *a, const int k
             for (u = 0; u < k; ++u) {                                            \
                 const FT *xr = x + (h * 3 * k + u) * W, *xz = xr + k * W, *xn = xz + k * W, *si = s + (h * k + u) * W; \
                 const FT *qr = q + u * W, *qz = q + (k + u) * W, *qn = q + (2 * k + u) * W; \
-                FT *fi = F + (h * k + u) * W, *za = cz + u * W, *aa = ca + u * W, *ba = cb + u * W, *ccu = cc + u * W; \
+                FT *fi = F + (h * k + u) * W, *za = cz + u * W, *aa = ca + u * W, *ba = cb + u * W, *ccu = cc + u * W, *cdu = cd + u * W; \
                 PRN__SIMD for (l = 0; l < W; ++l) {                              \
                     const FT r = prn__dz_sig_##SFX(xr[l] + qr[l]), z = prn__dz_sig_##SFX(xz[l] + qz[l]); \
                     const FT hn = qn[l], n = TANHF(xn[l] + r * hn), d = si[l] - n; \
                     const FT tz = ((FT)1 - z) * ((FT)1 - n * n);                    \
                     fi[l] = n + z * d;                                           \
                     za[l] = z; aa[l] = d * z * ((FT)1 - z); ba[l] = tz * hn * r * ((FT)1 - r); ccu[l] = tz * r; \
+                    cdu[l] = tz;                                                 \
                 }                                                                \
             }                                                                    \
+            if (lam) /* the gates' gradients: d f / d (x + q) of r and z; n: x and r q apart */ \
+                for (u = 0; u < k; ++u) {                                        \
+                    const FT *lm = lam + (h * k + u) * W, *aa = ca + u * W, *ba = cb + u * W, *ccu = cc + u * W, *cdu = cd + u * W; \
+                    FT *dxr = DX + (h * 3 * k + u) * W, *dxz = dxr + k * W, *dxn = dxz + k * W; \
+                    FT *dqr = DQ + (h * 3 * k + u) * W, *dqz = dqr + k * W, *dqn = dqz + k * W; \
+                    PRN__SIMD for (l = 0; l < W; ++l) {                          \
+                        dxr[l] = dqr[l] = lm[l] * ba[l]; dxz[l] = dqz[l] = lm[l] * aa[l]; \
+                        dxn[l] = lm[l] * cdu[l]; dqn[l] = lm[l] * ccu[l];        \
+                    }                                                            \
+                }                                                                \
             for (u = 0; u < k; ++u) {                                            \
                 const size_t row = h * k + u, j0 = row / kb * kb;                \
                 const FT *za = cz + u * W, *aa = ca + u * W, *ba = cb + u * W, *ccu = cc + u * W; \
@@ -3951,6 +3978,7 @@ PRN__FN_INLINE ATTR void prn__dz_cell_##SFX(const prn_deer_fused *a, const int k
             }                                                                    \
             if (a->relu) { PRN__SIMD for (l = 0; l < W; ++l) { fi[l] = fi[l] > 0 ? fi[l] : 0; di[l] = fi[l] > 0 ? (FT)1 : (FT)0; } } \
             else { PRN__SIMD for (l = 0; l < W; ++l) { fi[l] = TANHF(fi[l]); di[l] = (FT)1 - fi[l] * fi[l]; } } \
+            if (lam) { FT *dx = DX + i * W, *dq = DQ + i * W; const FT *lm = lam + i * W; PRN__SIMD for (l = 0; l < W; ++l) dx[l] = dq[l] = lm[l] * di[l]; } \
             for (jj = 0; jj < kb; ++jj) {                                        \
                 const FT wv = Wh[i * H + (kb == 1 ? i : i / kb * kb + jj)];       \
                 FT *Jp = J + (i * kb + jj) * W;                                   \
@@ -3982,6 +4010,16 @@ PRN__FN_INLINE ATTR void prn__dz_cell_##SFX(const prn_deer_fused *a, const int k
                 fh[l] = og * tc; fc[l] = cn;                                     \
                 a1[l] = gg * ig * ((FT)1 - ig); a2[l] = cp[l] * ff * ((FT)1 - ff); a3[l] = ig * ((FT)1 - gg * gg); \
                 a4[l] = tc * og * ((FT)1 - og); a5[l] = og * ((FT)1 - tc * tc); a6[l] = ff; \
+            }                                                                    \
+            if (lam) { /* through c: the h gradient by tanh(c) and the c gradient */ \
+                const FT *lh = lam + u * W, *lc = lam + (H + u) * W;              \
+                FT *d1 = DX + u * W, *d2 = DX + (H + u) * W, *d3 = DX + (2 * H + u) * W, *d4 = DX + (3 * H + u) * W; \
+                FT *e1 = DQ + u * W, *e2 = DQ + (H + u) * W, *e3 = DQ + (2 * H + u) * W, *e4 = DQ + (3 * H + u) * W; \
+                PRN__SIMD for (l = 0; l < W; ++l) {                              \
+                    const FT dc = lc[l] + lh[l] * a5[l];                          \
+                    e1[l] = d1[l] = dc * a1[l]; e2[l] = d2[l] = dc * a2[l]; e3[l] = d3[l] = dc * a3[l]; \
+                    e4[l] = d4[l] = lh[l] * a4[l];                               \
+                }                                                                \
             }                                                                    \
         }                                                                        \
         for (i = 0; i < S; ++i) {                                                \
@@ -4099,6 +4137,9 @@ PRN__FN_INLINE ATTR void prn__dz_body_##SFX(const prn__dz *z, size_t b0, FT *ws,
     const FT one_k = (FT)(1.0 - a->damping), atol = (FT)a->atol, rtol = (FT)a->rtol, clip = (FT)a->clip; \
     FT *Xc = ws, *Yc = Xc + Tc * P * W, *Gc = Yc + (Tc + 1) * S * W, *Yn = Gc + Tc * S * W; \
     FT *F = Yn + Tc * S * W, *J = F + S * W, *cy = J + S * kb * W, *tmp = cy + S * W, *wk = tmp + S * W; \
+    FT *Dx = wk + z->wkn, *Dq = Dx + Tc * P * W; /* the adjoint's dxp, dq (z->dxq) */ \
+    FT *DXP = (FT *)a->dxp, *DQP = (FT *)a->dq, *DH0 = (FT *)a->dh0;             \
+    const int dxq = z->adj && z->dxq;                                            \
     FT mx[PRN__DZW], nf[PRN__DZW];                                                \
     size_t bl[PRN__DZW], l, c0, r, i, jj, p;                                     \
     const int rev = a->reverse;                                                  \
@@ -4121,7 +4162,7 @@ PRN__FN_INLINE ATTR void prn__dz_body_##SFX(const prn__dz *z, size_t b0, FT *ws,
             for (r = 0; r < n; ++r) {                                            \
                 const FT *sp = Yc + r * S * W, *yc = sp + S * W;                  \
                 FT *yn = Yn + r * S * W;                                          \
-                prn__dz_cell_##SFX(a, kind, S, H, hk, kb, sp, Xc + r * P * W, F, J, wk); \
+                prn__dz_cell_##SFX(a, kind, S, H, hk, kb, sp, Xc + r * P * W, F, J, wk, NULL, NULL, NULL); \
                 for (i = 0; i < S; ++i)                                          \
                     PRN__SIMD for (l = 0; l < W; ++l) {                          \
                         const FT fv = F[i * W + l], d = yc[i * W + l] - fv;       \
@@ -4186,8 +4227,9 @@ PRN__FN_INLINE ATTR void prn__dz_body_##SFX(const prn__dz *z, size_t b0, FT *ws,
         for (r = n; r-- > 0;) {                                                  \
             const FT *gc = Gc + r * S * W;                                        \
             FT *yn = Yn + r * S * W;                                              \
-            prn__dz_cell_##SFX(a, kind, S, H, hk, kb, Yc + r * S * W, Xc + r * P * W, F, J, wk); \
             for (i = 0; i < S * W; ++i) { yn[i] = gc[i] + cy[i]; cy[i] = 0; }    \
+            prn__dz_cell_##SFX(a, kind, S, H, hk, kb, Yc + r * S * W, Xc + r * P * W, F, J, wk, dxq ? yn : NULL, \
+                               Dx + r * P * W, Dq + r * P * W);                   \
             for (i = 0; i < S; ++i) {                                            \
                 const size_t j0 = kb == 1 ? i : i / kb * kb;                     \
                 const FT *li = yn + i * W;                                        \
@@ -4202,9 +4244,17 @@ PRN__FN_INLINE ATTR void prn__dz_body_##SFX(const prn__dz *z, size_t b0, FT *ws,
             for (r = 0; r < n; ++r) {                                            \
                 const size_t w = w0 + r, t = rev ? TT - 1 - w : w, row = bl[l] * TT + t; \
                 for (i = 0; i < S; ++i) YN[row * S + i] = Yn[(r * S + i) * W + l]; \
+                if (dxq)                                                         \
+                    for (p = 0; p < P; ++p) {                                    \
+                        DXP[row * P + p] = Dx[(r * P + p) * W + l];              \
+                        DQP[row * P + p] = Dq[(r * P + p) * W + l];              \
+                    }                                                            \
             }                                                                    \
         c0 = w0;                                                                 \
     }                                                                            \
+    if (DH0) /* the carry past the first step: d loss / d h0 */                 \
+        for (l = 0; l < W && b0 + l < B; ++l)                                    \
+            for (i = 0; i < S; ++i) DH0[bl[l] * S + i] = cy[i * W + l];          \
     (void)res; (void)bad;                                                        \
 }                                                                                \
 PRN__FN ATTR void prn__dz_group_##SFX(const prn__dz *z, size_t b0, FT *ws, double *res, int *bad) { \
@@ -4258,6 +4308,9 @@ PRN__FN prn_status prn__ref_deer_run(prn_context *ctx, const char *fn, const prn
     z.a = a; z.adj = adj;
     G = a->kind == PRN_RNN_LSTM ? 4 : a->kind == PRN_RNN_GRU || a->kind == PRN_RNN_MHGRU ? 3 : 1;
     z.P = G * a->H;
+    z.dxq = adj && a->dxp && a->dq && a->kind <= PRN_RNN_MHGRU; /* the torch kinds */
+    if (adj && a->dxp && !z.dxq)
+        return prn_set_error(ctx, PRN_ERR_INVALID_ARGUMENT, "%s: dxp and dq are for the torch kinds, and both or neither", fn);
     /* the adjoint needs the exact Jacobian: MHGRU's blocks, the others' all */
     if (adj) kb = a->kind == PRN_RNN_MHGRU ? a->hk : S;
     else kb = a->mode == PRN_JACOBIAN_DIAG ? 1 : a->mode == PRN_JACOBIAN_BLOCK && a->kind == PRN_RNN_MHGRU ? a->hk : S;
@@ -4269,7 +4322,9 @@ PRN__FN prn_status prn__ref_deer_run(prn_context *ctx, const char *fn, const prn
     if (z.Tc < 4) z.Tc = 4;
     if (z.Tc > 1024) z.Tc = 1024;
     wkn = (9 * S + 3 * a->L + z.P + 8) * PRN__DZW;
+    z.wkn = wkn;
     z.per = z.Tc * rowv + S * PRN__DZW + (2 + kb) * S * PRN__DZW + S * PRN__DZW + wkn + 16;
+    if (z.dxq) z.per += 2 * z.Tc * z.P * PRN__DZW;
     ng = (a->B + PRN__DZW - 1) / PRN__DZW;
     nt = prn_context_num_threads(ctx);
     if ((size_t)nt > ng) nt = (int)ng;
@@ -9539,6 +9594,51 @@ PRN__FN prn_status prn__bw_deer_fused(prn_context *ctx, const prn_op *op, prn_te
     return PRN_OK;
 }
 
+/* The whole backward by the backend's deer_adjoint (the torch kinds): lam,
+ * and in the same pass dxp, dq and dh0; the weight gradients are then dq's
+ * sums over the rows (a GEMM and a sum: a fixed order whatever the
+ * threads). op->inputs: xp rows [B*T, P], h0 [B, S], w_hh, b_hh; the
+ * output is the solution. No step of f is recorded or evaluated again. */
+PRN__FN prn_status prn__bw_deer_fgrad(prn_context *ctx, const prn_op *op, prn_tensor *g, prn_tensor **gin) {
+    static const char fn[] = "prn_backward";
+    const prn__deer_adj *u = (const prn__deer_adj *)op->user;
+    prn_deer_fused a = u->a;
+    const size_t B = a.B, T = a.T, S = a.S, H = a.H, N = B * T, P = op->inputs[0]->shape[1];
+    const size_t nh = a.kind == PRN_RNN_MHGRU ? H / a.hk : 1;
+    prn_tensor *ys = op->output, *h0 = op->inputs[1], *lam, *DXP, *DQ, *DH, *res[2] = {NULL, NULL};
+    int j;
+    prn__cw w;
+    memset(&w, 0, sizeof w);
+    w.ctx = ctx;
+    lam = prn__cw_empty(&w, a.dtype, N, S);
+    DXP = prn__cw_empty(&w, a.dtype, N, P);
+    DQ = prn__cw_empty(&w, a.dtype, N, P);
+    DH = prn__cw_empty(&w, a.dtype, B, S);
+    if (w.st == PRN_OK) {
+        a.g = g->st->buf; a.lam = lam->st->buf; a.dxp = DXP->st->buf; a.dq = DQ->st->buf; a.dh0 = DH->st->buf;
+        w.st = prn__in_fn(ctx, fn, ctx->be->deer_adjoint(ctx, &a));
+    }
+    if (w.st == PRN_OK && op->needs_grad[0]) w.st = prn__view(ctx, fn, DXP, 2, op->inputs[0]->shape, &gin[0]);
+    if (w.st == PRN_OK && op->needs_grad[1]) w.st = prn__view(ctx, fn, DH, h0->ndim, h0->shape, &gin[1]);
+    if (w.st == PRN_OK && op->needs_grad[2]) { /* sum over rows of dq_t h_{t-1}^T (MHGRU: per head) */
+        prn_tensor *s03 = prn__cw_v3(&w, h0, B, 1, S), *Sp, *Hp;
+        Sp = T == 1 ? s03
+             : a.reverse ? prn__cw_cat(&w, prn__cw_slice(&w, ys, 1, 1, T - 1), s03, 1)
+                         : prn__cw_cat(&w, s03, prn__cw_slice(&w, ys, 1, 0, T - 1), 1);
+        Sp = prn__cw_v2(&w, Sp, N, S);
+        Hp = a.kind == PRN_RNN_LSTM ? prn__cw_slice(&w, Sp, 1, 0, H) : Sp;
+        if (nh == 1) res[0] = prn__cw_mm(&w, DQ, 1, Hp, 0);
+        else res[0] = prn__cw_mm(&w, prn__cw_tr(&w, prn__cw_v3(&w, DQ, N, nh, 3 * a.hk), 0, 1), 1,
+                                 prn__cw_tr(&w, prn__cw_v3(&w, Hp, N, nh, a.hk), 0, 1), 0);
+    }
+    if (w.st == PRN_OK && op->needs_grad[3]) res[1] = prn__cw_sum0(&w, DQ);
+    for (j = 0; j < 2 && w.st == PRN_OK; ++j)
+        if (res[j]) w.st = prn__view(ctx, fn, res[j], op->inputs[2 + j]->ndim, op->inputs[2 + j]->shape, &gin[2 + j]);
+    prn__cw_release(&w, 0);
+    prn_free(ctx, w.t);
+    return w.st;
+}
+
 /* Records the solution ystar for gradients: fy = f(y_prev, x) as one
  * batched recorded step (y_prev from ystar, h0 first, recorded through h0),
  * then the adjoint op from fy to ystar. Nothing is recorded when nothing
@@ -9564,6 +9664,15 @@ PRN__FN prn_status prn__deer_record(prn__deer *d, prn_tensor *xr, prn_tensor *h0
         adj->a.xp = xr->st->buf; adj->a.h0 = h0->st->buf; adj->a.y = ystar->st->buf;
         adj->keep[0] = prn_tensor_retain(xr); adj->keep[1] = prn_tensor_retain(h0); adj->keep[2] = prn_tensor_retain(ystar);
         for (i = 0; i < 4; ++i) adj->keep[3 + i] = prn_tensor_retain(d->fzp[i]);
+        if (d->fz->kind <= (int)PRN_RNN_MHGRU) { /* the torch kinds: one op, its backward fused whole */
+            prn_tensor *in[4];
+            in[0] = xr; in[1] = h0; in[2] = d->fzp[0]; in[3] = d->fzp[1];
+            iv[0] = d->rev; iv[1] = (int)B; iv[2] = (int)T; iv[3] = (int)S; iv[4] = (int)k; iv[5] = (int)d->o.algo;
+            st = prn__record(ctx, d->fn, "deer", in, 4, ystar, prn__bw_deer_fgrad, adj, prn__deer_adj_free, NULL, 0, iv, 6, &rec);
+            if (st == PRN_OK && rec) adj = NULL;
+            prn__deer_adj_free(adj);
+            return st;
+        }
     } else if (!J) { /* the iterations did not leave the exact Jacobians at the solution */
         prn_tensor *yprev = NULL, *fv = NULL, *Jr = NULL;
         prn_jacobian_mode m = k == S ? PRN_JACOBIAN_DENSE : PRN_JACOBIAN_BLOCK;
