@@ -929,7 +929,14 @@ PRNDEF prn_status prn_rnn_load(prn_context *ctx, const char *path, prn_rnn **out
  * plus a GEMM over the rows for W_hh, and needs 2 S + 2 P values per row
  * for its duration (P = G H). The PLRNN family records one step of f
  * over all rows, which keeps its activations (about L or M values per
- * row). prn_deer and user cells take the composed path.
+ * row). prn_deer and user cells take the composed path. With fewer
+ * batch rows than the 8 SIMD lanes (B < 8, S <= 8, T >= 1024), an
+ * iteration splits each row's time into segments (16 in all, each at
+ * least 512 steps, a function of B and T only) that fill the lanes and the
+ * threads: each segment is solved from a zero carry while its A_t are
+ * multiplied, the carries are chained across segments, and each segment
+ * is solved again from its true carry (f and J are evaluated twice; no
+ * Jacobian is stored). This is what makes DEER at B = 1 use the machine.
  *
  * Warm start: *warm, when warm is not NULL and *warm is, is the initial
  * guess (the trajectory of a previous call with the same shapes, e.g. the
@@ -3893,6 +3900,9 @@ typedef struct prn__dz {
     size_t P, kb, Tc, per, nwk; /* per: scratch values per thread */
     size_t wkn;                 /* the cell's scratch values             */
     int adj, dxq;               /* dxq: the adjoint writes dxp and dq    */
+    size_t C, Ls, ntask;        /* time segments: C per row of Ls steps  */
+    int pass;                   /* time segments: 1 or 2                 */
+    void *tv;                   /* per task: v [S], M [S, S], carry [S]  */
     void *ws;
     double *res;                /* per thread: largest residual, and */
     int *bad;                   /* a non-finite one seen             */
@@ -4270,8 +4280,158 @@ PRN__FN ATTR void prn__dz_group_##SFX(const prn__dz *z, size_t b0, FT *ws, doubl
     else if (gru && S == 8) prn__dz_body_##SFX(z, b0, ws, res, bad, PRN_RNN_GRU, 8, 8, 8, 24, 1); \
     else prn__dz_body_##SFX(z, b0, ws, res, bad, a->kind, S, a->H, a->hk, z->P, kb); \
 }
+#define PRN__DEFINE_DEER_TS(FT, SFX, ATTR)                                        \
+/* Time segments (prn__ref_deer_run with B < PRN__DZW): a lane takes one   \
+ * segment of one row's time, so a few rows still fill the lanes and the   \
+ * threads. Pass 1 solves each segment's recurrence from a zero carry (v)   \
+ * and multiplies its A_t (M) and takes the residual; the carries are then \
+ * chained across the segments of a row; pass 2 solves each segment again \
+ * from its true carry and writes it. Task j is row j / C, segment j % C.  */ \
+PRN__FN_INLINE ATTR void prn__dz_ts_body_##SFX(const prn__dz *z, size_t j0, FT *ws, double *res, int *bad, const int kind, \
+                                               const size_t S, const size_t H, const size_t hk, const size_t P, \
+                                               const size_t kb) {                \
+    const prn_deer_fused *a = z->a;                                              \
+    const size_t TT = a->T, W = PRN__DZW, Ls = z->Ls, SS = S + S * S + S;         \
+    const FT *XP = (const FT *)a->xp, *Y = (const FT *)a->y, *H0 = (const FT *)a->h0; \
+    FT *YN = (FT *)a->ynew, *TV = (FT *)z->tv;                                    \
+    const FT one_k = (FT)(1.0 - a->damping), atol = (FT)a->atol, rtol = (FT)a->rtol, clip = (FT)a->clip; \
+    const size_t Tc = z->Tc;                                                     \
+    FT *Pc = ws, *Cc = Pc + Tc * S * W, *Xc = Cc + Tc * S * W, *On = Xc + Tc * P * W, *F = On + Tc * S * W; \
+    FT *J = F + S * W, *cy = J + S * kb * W;                                      \
+    FT *tmp = cy + S * W, *M = tmp + S * W, *Mn = M + S * S * W, *wk = Mn + S * S * W; \
+    FT mx[PRN__DZW], nf[PRN__DZW], vl[PRN__DZW];                                  \
+    size_t bl[PRN__DZW], sl[PRN__DZW], nl[PRN__DZW], jl[PRN__DZW], l, r, i, jj, c, p, nmax = 0, r0, rr, nc; \
+    const FT *pxl[PRN__DZW], *pcl[PRN__DZW], *psl[PRN__DZW];                      \
+    FT *pol[PRN__DZW];                                                            \
+    const int rev = a->reverse, pass = z->pass;                                  \
+    const ptrdiff_t ost = rev ? -(ptrdiff_t)S : (ptrdiff_t)S;                    \
+    const ptrdiff_t xst = rev ? -(ptrdiff_t)P : (ptrdiff_t)P, yst = !Y ? 0 : rev ? -(ptrdiff_t)S : (ptrdiff_t)S; \
+    for (l = 0; l < W; ++l) {                                                    \
+        const size_t j = j0 + l < z->ntask ? j0 + l : j0;                        \
+        size_t t;                                                                \
+        jl[l] = j; bl[l] = j / z->C; sl[l] = (j % z->C) * Ls;                    \
+        nl[l] = j0 + l < z->ntask && sl[l] < TT ? (TT - sl[l] < Ls ? TT - sl[l] : Ls) : 0; \
+        if (nl[l] > nmax) nmax = nl[l];                                          \
+        mx[l] = 0; nf[l] = 0;                                                    \
+        t = rev ? TT - 1 - sl[l] : sl[l]; /* the lane's first step, its inputs */ \
+        pxl[l] = XP + (bl[l] * TT + t) * P;                                      \
+        pcl[l] = Y ? Y + (bl[l] * TT + t) * S : H0 + bl[l] * S;                   \
+        psl[l] = !Y || sl[l] == 0 ? H0 + bl[l] * S : pcl[l] - yst;               \
+        pol[l] = YN ? YN + (bl[l] * TT + t) * S : NULL;                          \
+    }                                                                            \
+    for (i = 0; i < S; ++i)                                                      \
+        for (l = 0; l < W; ++l) cy[i * W + l] = pass == 1 ? (FT)0 : TV[jl[l] * SS + S + S * S + i]; \
+    if (pass == 1)                                                               \
+        for (i = 0; i < S * S; ++i)                                              \
+            for (l = 0; l < W; ++l) M[i * W + l] = i % (S + 1) == 0 ? (FT)1 : (FT)0; \
+    for (r0 = 0; r0 < nmax; r0 += nc) {                                          \
+      nc = nmax - r0 < Tc ? nmax - r0 : Tc;                                      \
+      for (l = 0; l < W; ++l) /* a run of steps of each lane's segment, in lane order */ \
+        for (rr = 0, r = r0; rr < nc; ++rr, ++r) {                               \
+            const FT *ps = psl[l], *pc = pcl[l], *px = pxl[l];                    \
+            FT *sd = Pc + rr * S * W + l, *cd = Cc + rr * S * W + l, *xd = Xc + rr * P * W + l; \
+            for (i = 0; i < S; ++i) { sd[i * W] = ps[i]; cd[i * W] = pc[i]; }   \
+            for (p = 0; p < P; ++p) xd[p * W] = px[p];                           \
+            if (r + 1 < nl[l]) { psl[l] = Y ? pc : ps; pcl[l] = pc + yst; pxl[l] = px + xst; } \
+        }                                                                        \
+      for (rr = 0, r = r0; rr < nc; ++rr, ++r) {                                 \
+        const FT *sp = Pc + rr * S * W, *yc = Cc + rr * S * W, *x = Xc + rr * P * W; \
+        FT *on = On + rr * S * W;                                                 \
+        for (l = 0; l < W; ++l) vl[l] = r < nl[l] ? (FT)1 : (FT)0;               \
+        prn__dz_cell_##SFX(a, kind, S, H, hk, kb, sp, x, F, J, wk, NULL, NULL, NULL); \
+        if (pass == 1)                                                           \
+            for (i = 0; i < S; ++i)                                              \
+                PRN__SIMD for (l = 0; l < W; ++l) {                              \
+                    const FT fv = F[i * W + l], d = yc[i * W + l] - fv;           \
+                    FT q = (d < 0 ? -d : d) / (atol + rtol * (fv < 0 ? -fv : fv)); \
+                    const FT u = q - q;                                          \
+                    q = vl[l] != 0 ? q : (FT)0;                                  \
+                    mx[l] = q > mx[l] ? q : mx[l];                               \
+                    nf[l] += vl[l] != 0 && u != u ? (FT)1 : (FT)0;               \
+                }                                                                \
+        if (!YN) continue;                                                       \
+        for (i = 0; i < S; ++i) { /* y'_t = A (y'_{t-1} - y_{t-1}) + f */        \
+            const size_t j0b = kb == 1 ? i : i / kb * kb;                        \
+            FT acc[PRN__DZW];                                                    \
+            PRN__SIMD for (l = 0; l < W; ++l) acc[l] = F[i * W + l];             \
+            for (jj = 0; jj < kb; ++jj) {                                        \
+                const FT *Jp = J + (i * kb + jj) * W, *cj = cy + (j0b + jj) * W, *pj = sp + (j0b + jj) * W; \
+                PRN__SIMD for (l = 0; l < W; ++l) acc[l] += one_k * Jp[l] * (cj[l] - pj[l]); \
+            }                                                                    \
+            PRN__SIMD for (l = 0; l < W; ++l) tmp[i * W + l] = vl[l] != 0 ? acc[l] : cy[i * W + l]; \
+        }                                                                        \
+        if (pass == 1) { /* M = A M (held where the lane has ended) */         \
+            for (i = 0; i < S; ++i) {                                            \
+                const size_t j0b = kb == 1 ? i : i / kb * kb;                    \
+                for (c = 0; c < S; ++c) {                                        \
+                    FT acc[PRN__DZW];                                            \
+                    PRN__SIMD for (l = 0; l < W; ++l) acc[l] = 0;                \
+                    for (jj = 0; jj < kb; ++jj) {                                \
+                        const FT *Jp = J + (i * kb + jj) * W, *mj = M + ((j0b + jj) * S + c) * W; \
+                        PRN__SIMD for (l = 0; l < W; ++l) acc[l] += one_k * Jp[l] * mj[l]; \
+                    }                                                            \
+                    PRN__SIMD for (l = 0; l < W; ++l) Mn[(i * S + c) * W + l] = vl[l] != 0 ? acc[l] : M[(i * S + c) * W + l]; \
+                }                                                                \
+            }                                                                    \
+            memcpy(M, Mn, S * S * W * sizeof(FT));                               \
+        } else {                                                                 \
+            PRN__SIMD for (i = 0; i < S * W; ++i) {                              \
+                FT v = tmp[i];                                                    \
+                v = v > clip ? clip : v;                                         \
+                v = v < -clip ? -clip : v;                                       \
+                on[i] = v == v ? v : (FT)0;                                      \
+            }                                                                    \
+        }                                                                        \
+        memcpy(cy, tmp, S * W * sizeof(FT));                                     \
+      }                                                                          \
+      if (pass == 2)                                                             \
+        for (l = 0; l < W; ++l)                                                  \
+            for (rr = 0, r = r0; rr < nc && r < nl[l]; ++rr, ++r, pol[l] += ost) \
+                for (i = 0; i < S; ++i) pol[l][i] = On[(rr * S + i) * W + l];    \
+    }                                                                            \
+    if (pass == 1) {                                                             \
+        for (l = 0; l < W; ++l) {                                                \
+            if (nf[l] != 0) *bad = 1;                                            \
+            if ((double)mx[l] > *res) *res = (double)mx[l];                      \
+            if (j0 + l >= z->ntask || !YN) continue;                             \
+            for (i = 0; i < S; ++i) TV[jl[l] * SS + i] = cy[i * W + l];          \
+            for (i = 0; i < S * S; ++i) TV[jl[l] * SS + S + i] = M[i * W + l];   \
+        }                                                                        \
+    }                                                                            \
+}                                                                                \
+/* The carries into each segment: chained along each row from h0. */        \
+PRN__FN void prn__dz_ts_chain_##SFX(const prn__dz *z) {                          \
+    const prn_deer_fused *a = z->a;                                              \
+    const size_t S = a->S, SS = S + S * S + S, C = z->C;                          \
+    FT *TV = (FT *)z->tv, cur[64], nx[64];                                        \
+    size_t b, c, i, k;                                                           \
+    for (b = 0; b < a->B; ++b) {                                                 \
+        for (i = 0; i < S; ++i) cur[i] = ((const FT *)a->h0)[b * S + i];          \
+        for (c = 0; c < C; ++c) {                                                \
+            FT *e = TV + (b * C + c) * SS;                                        \
+            for (i = 0; i < S; ++i) e[S + S * S + i] = cur[i];                   \
+            for (i = 0; i < S; ++i) {                                            \
+                FT v = e[i];                                                      \
+                for (k = 0; k < S; ++k) v += e[S + i * S + k] * cur[k];          \
+                nx[i] = v;                                                       \
+            }                                                                    \
+            for (i = 0; i < S; ++i) cur[i] = nx[i];                              \
+        }                                                                        \
+    }                                                                            \
+}                                                                                \
+PRN__FN ATTR void prn__dz_ts_group_##SFX(const prn__dz *z, size_t j0, FT *ws, double *res, int *bad) { \
+    const prn_deer_fused *a = z->a;                                              \
+    const size_t S = a->S, kb = z->kb;                                           \
+    const int gru = a->kind == PRN_RNN_GRU;                                      \
+    if (gru && S == 1) prn__dz_ts_body_##SFX(z, j0, ws, res, bad, PRN_RNN_GRU, 1, 1, 1, 3, 1); \
+    else if (gru && S == 2 && kb == 2) prn__dz_ts_body_##SFX(z, j0, ws, res, bad, PRN_RNN_GRU, 2, 2, 2, 6, 2); \
+    else if (gru && S == 2) prn__dz_ts_body_##SFX(z, j0, ws, res, bad, PRN_RNN_GRU, 2, 2, 2, 6, 1); \
+    else prn__dz_ts_body_##SFX(z, j0, ws, res, bad, a->kind, S, a->H, a->hk, z->P, kb); \
+}
 PRN__DEFINE_DEER(float, f32, , prn__expf, prn__tanhf)
+PRN__DEFINE_DEER_TS(float, f32, )
 PRN__DEFINE_DEER(double, f64, , exp, tanh)
+PRN__DEFINE_DEER_TS(double, f64, )
 #ifdef PRN__HAVE_AVX2
 /* gcc keeps a * b + c unfused under -std=c99; clang fuses it by default */
 #if defined(__clang__)
@@ -4280,6 +4440,7 @@ PRN__DEFINE_DEER(double, f64, , exp, tanh)
 #define PRN__DZ_AVX2 __attribute__((target("avx2,fma"), optimize("fp-contract=fast")))
 #endif
 PRN__DEFINE_DEER(float, f32x, PRN__DZ_AVX2, prn__expf, prn__tanhf)
+PRN__DEFINE_DEER_TS(float, f32x, PRN__DZ_AVX2)
 #endif
 
 PRN__FN prn_status prn__ref_deer_run(prn_context *ctx, const char *fn, const prn_deer_fused *a, int adj) {
@@ -4326,21 +4487,57 @@ PRN__FN prn_status prn__ref_deer_run(prn_context *ctx, const char *fn, const prn
     z.per = z.Tc * rowv + S * PRN__DZW + (2 + kb) * S * PRN__DZW + S * PRN__DZW + wkn + 16;
     if (z.dxq) z.per += 2 * z.Tc * z.P * PRN__DZW;
     ng = (a->B + PRN__DZW - 1) / PRN__DZW;
+    /* a few rows: lanes (and threads) over time segments too, at least 512
+     * steps each, 16 tasks in all (a function of B and T alone, so the
+     * result does not depend on the threads) */
+    if (!adj && a->B < PRN__DZW && S <= 8 && a->T >= 1024) {
+        size_t C = (16 + a->B - 1) / a->B;
+        if (C > a->T / 512) C = a->T / 512;
+        if (C >= 2) {
+            z.Ls = (a->T + C - 1) / C;
+            z.C = (a->T + z.Ls - 1) / z.Ls;
+            z.ntask = a->B * z.C;
+            ng = (z.ntask + PRN__DZW - 1) / PRN__DZW;
+            z.per = (z.Tc * (z.P + 3 * S) + 3 * S + S * kb + 2 * S * S) * PRN__DZW + wkn + 16;
+        }
+    }
     nt = prn_context_num_threads(ctx);
     if ((size_t)nt > ng) nt = (int)ng;
     if (nt < 1) nt = 1;
-    raw = prn_alloc(ctx, (size_t)nt * z.per * es + 64 + (size_t)nt * (sizeof(double) + sizeof(int)));
+    raw = prn_alloc(ctx, (size_t)nt * z.per * es + 64 + (size_t)nt * (sizeof(double) + sizeof(int)) +
+                             z.ntask * (2 * S + S * S) * es);
     if (!raw) return prn_set_error(ctx, PRN_ERR_OUT_OF_MEMORY, "%s: out of memory for the workspace", fn);
     z.res = (double *)raw;
     z.bad = (int *)(z.res + nt);
     z.ws = (char *)raw + (size_t)nt * (sizeof(double) + sizeof(int));
     z.ws = (char *)z.ws + (64 - (uintptr_t)z.ws % 64) % 64;
+    z.tv = (char *)z.ws + (size_t)nt * z.per * es;
     for (j = 0; j < nt; ++j) { z.res[j] = 0; z.bad[j] = 0; }
     {
 #ifdef PRN__HAVE_AVX2
         const int avx = a->dtype == PRN_F32 && prn__cpu_avx2();
 #endif
-        PRN__OMP(omp parallel for num_threads(nt) schedule(dynamic, 1) if(nt > 1))
+        for (z.pass = 1; z.C && z.pass <= (a->ynew ? 2 : 1); ++z.pass) {
+            if (z.pass == 2) {
+                if (a->dtype == PRN_F64) prn__dz_ts_chain_f64(&z);
+#ifdef PRN__HAVE_AVX2
+                else if (avx) prn__dz_ts_chain_f32x(&z);
+#endif
+                else prn__dz_ts_chain_f32(&z);
+            }
+            PRN__OMP(omp parallel for num_threads(nt) schedule(dynamic, 1) if(nt > 1))
+            for (g = 0; g < ng; ++g) {
+                const int th = PRN__THREAD_NUM();
+                char *w = (char *)z.ws + (size_t)th * z.per * es;
+                if (a->dtype == PRN_F64) prn__dz_ts_group_f64(&z, g * PRN__DZW, (double *)w, &z.res[th], &z.bad[th]);
+#ifdef PRN__HAVE_AVX2
+                else if (avx) prn__dz_ts_group_f32x(&z, g * PRN__DZW, (float *)w, &z.res[th], &z.bad[th]);
+#endif
+                else prn__dz_ts_group_f32(&z, g * PRN__DZW, (float *)w, &z.res[th], &z.bad[th]);
+            }
+        }
+        if (z.C) ng = 0; /* done above */
+        PRN__OMP(omp parallel for num_threads(nt) schedule(dynamic, 1) if(nt > 1 && ng > 1))
         for (g = 0; g < ng; ++g) {
             const int th = PRN__THREAD_NUM();
             char *w = (char *)z.ws + (size_t)th * z.per * es;
