@@ -925,9 +925,11 @@ PRNDEF prn_status prn_rnn_load(prn_context *ctx, const char *path, prn_rnn **out
  * thread, independent of T: O(B T S) where the composed iterations need
  * O(B T S k) (DENSE: k = S) plus about ten temporaries of B T S. With
  * gradients: ELMAN, LSTM, GRU and MHGRU record no step at all; their
- * backward is one fused pass (adjoint, d/d xp, d/d W_hh's rows and d/d h0)
- * plus a GEMM over the rows for W_hh, and needs 2 S + 2 P values per row
- * for its duration (P = G H). The PLRNN family records one step of f
+ * backward is one fused pass (adjoint, d/d xp, d/d h0, and W_hh's and
+ * b_hh's gradients summed in the pass when W_hh has at most 1024 values
+ * per head-block row set, P x H <= 1024, else by a GEMM over the rows), in
+ * an order fixed by B and T; it needs S + P values per row for its
+ * duration (P = G H; past that size 2 S + 2 P). The PLRNN family records one step of f
  * over all rows, which keeps its activations (about L or M values per
  * row). prn_deer and user cells take the composed path. With fewer
  * batch rows than the 8 SIMD lanes (B < 8, S <= 8, T >= 1024), an
@@ -1332,10 +1334,15 @@ typedef struct prn_deer_fused {
      * J_first^T lam_first, the gradient of h0 (the first step: t = 0,
      * reverse: T - 1). The weight gradients are then dq's sums over rows,
      * whose order the caller fixes. dh0 alone (dxp NULL) is allowed for
-     * every kind. */
+     * every kind. dw (the shape of w_hh) and db (of b_hh), when not NULL
+     * (with dxp; dq may then be NULL): the sums over all rows of dq_t
+     * h_{t-1}^T (MHGRU: within each head) and of dq_t, in an order fixed by
+     * B and T alone. */
     void *dxp;
     void *dq;
     void *dh0;
+    void *dw;
+    void *db;
 } prn_deer_fused;
 
 struct prn_backend {
@@ -3900,6 +3907,9 @@ typedef struct prn__dz {
     size_t P, kb, Tc, per, nwk; /* per: scratch values per thread */
     size_t wkn;                 /* the cell's scratch values             */
     int adj, dxq;               /* dxq: the adjoint writes dxp and dq    */
+    int dwb;                    /* the adjoint sums dw and db itself     */
+    size_t wc;                  /* dw's columns: H (MHGRU: k)            */
+    double *gpart;              /* dwb: per lane group, dw then db       */
     size_t C, Ls, ntask;        /* time segments: C per row of Ls steps  */
     int pass;                   /* time segments: 1 or 2                 */
     void *tv;                   /* per task: v [S], M [S, S], carry [S]  */
@@ -4148,6 +4158,10 @@ PRN__FN_INLINE ATTR void prn__dz_body_##SFX(const prn__dz *z, size_t b0, FT *ws,
     FT *Xc = ws, *Yc = Xc + Tc * P * W, *Gc = Yc + (Tc + 1) * S * W, *Yn = Gc + Tc * S * W; \
     FT *F = Yn + Tc * S * W, *J = F + S * W, *cy = J + S * kb * W, *tmp = cy + S * W, *wk = tmp + S * W; \
     FT *Dx = wk + z->wkn, *Dq = Dx + Tc * P * W; /* the adjoint's dxp, dq (z->dxq) */ \
+    FT *aW = Dq + Tc * P * W, *aB = aW + P * z->wc * W; /* z->dwb: dw, db of this chunk per lane */ \
+    const int dwb = z->adj && z->dwb;                                            \
+    const size_t wc = z->wc;                                                     \
+    double *gp = dwb ? z->gpart + b0 / W * (P * wc + P) : NULL;                   \
     FT *DXP = (FT *)a->dxp, *DQP = (FT *)a->dq, *DH0 = (FT *)a->dh0;             \
     const int dxq = z->adj && z->dxq;                                            \
     FT mx[PRN__DZW], nf[PRN__DZW];                                                \
@@ -4222,6 +4236,7 @@ PRN__FN_INLINE ATTR void prn__dz_body_##SFX(const prn__dz *z, size_t b0, FT *ws,
     }                                                                            \
     /* the adjoint: walk back; lam_t = g_t + c, then c = J_t^FT lam_t */          \
     for (i = 0; i < S * W; ++i) cy[i] = 0;                                       \
+    if (dwb) for (i = 0; i < (P * wc + P) * W; ++i) aW[i] = 0;                   \
     for (c0 = TT; c0 > 0;) {                                                     \
         const size_t n = c0 < Tc ? c0 : Tc, w0 = c0 - n;                         \
         for (l = 0; l < W; ++l)                                                  \
@@ -4240,6 +4255,17 @@ PRN__FN_INLINE ATTR void prn__dz_body_##SFX(const prn__dz *z, size_t b0, FT *ws,
             for (i = 0; i < S * W; ++i) { yn[i] = gc[i] + cy[i]; cy[i] = 0; }    \
             prn__dz_cell_##SFX(a, kind, S, H, hk, kb, Yc + r * S * W, Xc + r * P * W, F, J, wk, dxq ? yn : NULL, \
                                Dx + r * P * W, Dq + r * P * W);                   \
+            if (dwb) /* dw += dq h_prev^T (MHGRU: gate rows of head h with its k states), db += dq */ \
+                for (p = 0; p < P; ++p) {                                        \
+                    const FT *dqp = Dq + (r * P + p) * W, *hp = Yc + (r * S + (wc == H ? 0 : p / (3 * wc) * wc)) * W; \
+                    FT *ap = aW + p * wc * W, *bp = aB + p * W;                   \
+                    PRN__SIMD for (l = 0; l < W; ++l) bp[l] += dqp[l];           \
+                    for (jj = 0; jj < wc; ++jj) {                                \
+                        const FT *hv = hp + jj * W;                               \
+                        FT *av = ap + jj * W;                                     \
+                        PRN__SIMD for (l = 0; l < W; ++l) av[l] += dqp[l] * hv[l]; \
+                    }                                                            \
+                }                                                                \
             for (i = 0; i < S; ++i) {                                            \
                 const size_t j0 = kb == 1 ? i : i / kb * kb;                     \
                 const FT *li = yn + i * W;                                        \
@@ -4255,10 +4281,15 @@ PRN__FN_INLINE ATTR void prn__dz_body_##SFX(const prn__dz *z, size_t b0, FT *ws,
                 const size_t w = w0 + r, t = rev ? TT - 1 - w : w, row = bl[l] * TT + t; \
                 for (i = 0; i < S; ++i) YN[row * S + i] = Yn[(r * S + i) * W + l]; \
                 if (dxq)                                                         \
-                    for (p = 0; p < P; ++p) {                                    \
-                        DXP[row * P + p] = Dx[(r * P + p) * W + l];              \
-                        DQP[row * P + p] = Dq[(r * P + p) * W + l];              \
-                    }                                                            \
+                    for (p = 0; p < P; ++p) DXP[row * P + p] = Dx[(r * P + p) * W + l]; \
+                if (dxq && DQP)                                                  \
+                    for (p = 0; p < P; ++p) DQP[row * P + p] = Dq[(r * P + p) * W + l]; \
+            }                                                                    \
+        if (dwb) /* the chunk's sums, lanes in order, into the group's partials */ \
+            for (i = 0; i < P * wc + P; ++i) {                                   \
+                FT *av = aW + i * W;                                              \
+                for (l = 0; l < W && b0 + l < B; ++l) gp[i] += (double)av[l];    \
+                for (l = 0; l < W; ++l) av[l] = 0;                               \
             }                                                                    \
         c0 = w0;                                                                 \
     }                                                                            \
@@ -4469,7 +4500,9 @@ PRN__FN prn_status prn__ref_deer_run(prn_context *ctx, const char *fn, const prn
     z.a = a; z.adj = adj;
     G = a->kind == PRN_RNN_LSTM ? 4 : a->kind == PRN_RNN_GRU || a->kind == PRN_RNN_MHGRU ? 3 : 1;
     z.P = G * a->H;
-    z.dxq = adj && a->dxp && a->dq && a->kind <= PRN_RNN_MHGRU; /* the torch kinds */
+    z.dxq = adj && a->dxp && (a->dq || (a->dw && a->db)) && a->kind <= PRN_RNN_MHGRU; /* the torch kinds */
+    z.dwb = z.dxq && a->dw && a->db;
+    z.wc = a->kind == PRN_RNN_MHGRU ? a->hk : a->H;
     if (adj && a->dxp && !z.dxq)
         return prn_set_error(ctx, PRN_ERR_INVALID_ARGUMENT, "%s: dxp and dq are for the torch kinds, and both or neither", fn);
     /* the adjoint needs the exact Jacobian: MHGRU's blocks, the others' all */
@@ -4486,6 +4519,7 @@ PRN__FN prn_status prn__ref_deer_run(prn_context *ctx, const char *fn, const prn
     z.wkn = wkn;
     z.per = z.Tc * rowv + S * PRN__DZW + (2 + kb) * S * PRN__DZW + S * PRN__DZW + wkn + 16;
     if (z.dxq) z.per += 2 * z.Tc * z.P * PRN__DZW;
+    if (z.dwb) z.per += (z.P * z.wc + z.P) * PRN__DZW;
     ng = (a->B + PRN__DZW - 1) / PRN__DZW;
     /* a few rows: lanes (and threads) over time segments too, at least 512
      * steps each, 16 tasks in all (a function of B and T alone, so the
@@ -4505,13 +4539,17 @@ PRN__FN prn_status prn__ref_deer_run(prn_context *ctx, const char *fn, const prn
     if ((size_t)nt > ng) nt = (int)ng;
     if (nt < 1) nt = 1;
     raw = prn_alloc(ctx, (size_t)nt * z.per * es + 64 + (size_t)nt * (sizeof(double) + sizeof(int)) +
-                             z.ntask * (2 * S + S * S) * es);
+                             z.ntask * (2 * S + S * S) * es + (z.dwb ? ng * (z.P * z.wc + z.P) * sizeof(double) + 8 : 0));
     if (!raw) return prn_set_error(ctx, PRN_ERR_OUT_OF_MEMORY, "%s: out of memory for the workspace", fn);
     z.res = (double *)raw;
     z.bad = (int *)(z.res + nt);
     z.ws = (char *)raw + (size_t)nt * (sizeof(double) + sizeof(int));
     z.ws = (char *)z.ws + (64 - (uintptr_t)z.ws % 64) % 64;
     z.tv = (char *)z.ws + (size_t)nt * z.per * es;
+    if (z.dwb) { /* doubles: the workspace before them is a multiple of 8 bytes past 64-byte alignment */
+        z.gpart = (double *)(void *)((char *)z.ws + (((size_t)nt * z.per * es + 7) & ~(size_t)7));
+        memset(z.gpart, 0, ng * (z.P * z.wc + z.P) * sizeof(double));
+    }
     for (j = 0; j < nt; ++j) { z.res[j] = 0; z.bad[j] = 0; }
     {
 #ifdef PRN__HAVE_AVX2
@@ -4549,6 +4587,21 @@ PRN__FN prn_status prn__ref_deer_run(prn_context *ctx, const char *fn, const prn
         }
     }
     for (j = 0; j < nt; ++j) { if (z.res[j] > res) res = z.res[j]; bad |= z.bad[j]; }
+    if (z.dwb) { /* the groups' partials in group order: the same sums whatever the threads */
+        const size_t nv = z.P * z.wc + z.P;
+        size_t q;
+        for (q = 0; q < nv; ++q) {
+            double v = 0;
+            for (g = 0; g < ng; ++g) v += z.gpart[g * nv + q];
+            if (q < z.P * z.wc) {
+                if (a->dtype == PRN_F64) ((double *)a->dw)[q] = v;
+                else ((float *)a->dw)[q] = (float)v;
+            } else {
+                if (a->dtype == PRN_F64) ((double *)a->db)[q - z.P * z.wc] = v;
+                else ((float *)a->db)[q - z.P * z.wc] = (float)v;
+            }
+        }
+    }
     prn_free(ctx, raw);
     if (!adj) { ((prn_deer_fused *)(uintptr_t)a)->residual = res; ((prn_deer_fused *)(uintptr_t)a)->finite = !bad; }
     return PRN_OK;
@@ -9802,22 +9855,31 @@ PRN__FN prn_status prn__bw_deer_fgrad(prn_context *ctx, const prn_op *op, prn_te
     prn_deer_fused a = u->a;
     const size_t B = a.B, T = a.T, S = a.S, H = a.H, N = B * T, P = op->inputs[0]->shape[1];
     const size_t nh = a.kind == PRN_RNN_MHGRU ? H / a.hk : 1;
-    prn_tensor *ys = op->output, *h0 = op->inputs[1], *lam, *DXP, *DQ, *DH, *res[2] = {NULL, NULL};
+    prn_tensor *ys = op->output, *h0 = op->inputs[1], *lam, *DXP, *DQ = NULL, *DH, *res[2] = {NULL, NULL};
+    /* small weights: the pass sums them itself (per lane group, in a fixed order) */
+    const int sums = P * (a.kind == PRN_RNN_MHGRU ? a.hk : H) <= 1024;
     int j;
     prn__cw w;
     memset(&w, 0, sizeof w);
     w.ctx = ctx;
     lam = prn__cw_empty(&w, a.dtype, N, S);
     DXP = prn__cw_empty(&w, a.dtype, N, P);
-    DQ = prn__cw_empty(&w, a.dtype, N, P);
+    if (!sums) DQ = prn__cw_empty(&w, a.dtype, N, P);
     DH = prn__cw_empty(&w, a.dtype, B, S);
+    if (sums) {
+        res[0] = prn__cw_empty(&w, a.dtype, op->inputs[2]->numel, 1);
+        res[1] = prn__cw_empty(&w, a.dtype, op->inputs[3]->numel, 1);
+    }
     if (w.st == PRN_OK) {
-        a.g = g->st->buf; a.lam = lam->st->buf; a.dxp = DXP->st->buf; a.dq = DQ->st->buf; a.dh0 = DH->st->buf;
+        a.g = g->st->buf; a.lam = lam->st->buf; a.dxp = DXP->st->buf; a.dh0 = DH->st->buf;
+        a.dq = sums ? NULL : DQ->st->buf;
+        a.dw = sums ? res[0]->st->buf : NULL;
+        a.db = sums ? res[1]->st->buf : NULL;
         w.st = prn__in_fn(ctx, fn, ctx->be->deer_adjoint(ctx, &a));
     }
     if (w.st == PRN_OK && op->needs_grad[0]) w.st = prn__view(ctx, fn, DXP, 2, op->inputs[0]->shape, &gin[0]);
     if (w.st == PRN_OK && op->needs_grad[1]) w.st = prn__view(ctx, fn, DH, h0->ndim, h0->shape, &gin[1]);
-    if (w.st == PRN_OK && op->needs_grad[2]) { /* sum over rows of dq_t h_{t-1}^T (MHGRU: per head) */
+    if (w.st == PRN_OK && op->needs_grad[2] && !sums) { /* sum over rows of dq_t h_{t-1}^T (MHGRU: per head) */
         prn_tensor *s03 = prn__cw_v3(&w, h0, B, 1, S), *Sp, *Hp;
         Sp = T == 1 ? s03
              : a.reverse ? prn__cw_cat(&w, prn__cw_slice(&w, ys, 1, 1, T - 1), s03, 1)
@@ -9828,9 +9890,9 @@ PRN__FN prn_status prn__bw_deer_fgrad(prn_context *ctx, const prn_op *op, prn_te
         else res[0] = prn__cw_mm(&w, prn__cw_tr(&w, prn__cw_v3(&w, DQ, N, nh, 3 * a.hk), 0, 1), 1,
                                  prn__cw_tr(&w, prn__cw_v3(&w, Hp, N, nh, a.hk), 0, 1), 0);
     }
-    if (w.st == PRN_OK && op->needs_grad[3]) res[1] = prn__cw_sum0(&w, DQ);
+    if (w.st == PRN_OK && op->needs_grad[3] && !sums) res[1] = prn__cw_sum0(&w, DQ);
     for (j = 0; j < 2 && w.st == PRN_OK; ++j)
-        if (res[j]) w.st = prn__view(ctx, fn, res[j], op->inputs[2 + j]->ndim, op->inputs[2 + j]->shape, &gin[2 + j]);
+        if (res[j] && op->needs_grad[2 + j]) w.st = prn__view(ctx, fn, res[j], op->inputs[2 + j]->ndim, op->inputs[2 + j]->shape, &gin[2 + j]);
     prn__cw_release(&w, 0);
     prn_free(ctx, w.t);
     return w.st;

@@ -2480,6 +2480,11 @@ static void t_deer(void) {
                 deer_case_bt(gen, kinds[kk], d ? PRN_F64 : PRN_F32, (prn_jacobian_mode)m, 1, 0, 2, 3, 2701);
                 case_end();
             }
+    /* weights past the fused sums' limit (P x H > 1024): the backward's GEMM */
+    deer_case(gen, PRN_RNN_GRU, PRN_F32, PRN_JACOBIAN_DENSE, 1, 0, 20);
+    case_end();
+    deer_case(gen, PRN_RNN_LSTM, PRN_F64, PRN_JACOBIAN_DENSE, 1, 0, 17);
+    case_end();
     for (m = 0; m < 3; ++m)
         for (kk = 1; kk <= 2; ++kk) {
             deer_case_bt(gen, PRN_RNN_GRU, PRN_F32, (prn_jacobian_mode)m, m != 1, m == 2, (size_t)kk, 1, 2701);
