@@ -926,10 +926,10 @@ PRNDEF prn_status prn_rnn_load(prn_context *ctx, const char *path, prn_rnn **out
  * O(B T S k) (DENSE: k = S) plus about ten temporaries of B T S. With
  * gradients: ELMAN, LSTM, GRU and MHGRU record no step at all; their
  * backward is one fused pass (adjoint, d/d xp, d/d h0, and W_hh's and
- * b_hh's gradients summed in the pass when W_hh has at most 1024 values
- * per head-block row set, P x H <= 1024, else by a GEMM over the rows), in
- * an order fixed by B and T; it needs S + P values per row for its
- * duration (P = G H; past that size 2 S + 2 P). The PLRNN family records one step of f
+ * b_hh's gradients summed in the pass when W_hh is small, at most 1024
+ * values, else by a GEMM over the rows), in an order fixed by B and T; it
+ * needs S + P values per row for its duration (P = G H; 2 S + 2 P with
+ * the GEMM). The PLRNN family records one step of f
  * over all rows, which keeps its activations (about L or M values per
  * row). prn_deer and user cells take the composed path. With fewer
  * batch rows than the 8 SIMD lanes (B < 8, S <= 8, T >= 1024), an
