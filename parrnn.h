@@ -963,9 +963,21 @@ PRNDEF prn_status prn_rnn_load(prn_context *ctx, const char *path, prn_rnn **out
  * adaptive, one more with a warm start) and a scratch of a few steps per
  * thread, independent of T: O(B T S) where the composed iterations need
  * O(B T S k) (DENSE: k = S) plus about ten temporaries of B T S. With
- * gradients, the recorded step over all rows keeps its gates as well
- * (about G H values per row). prn_deer and user cells take the composed
- * path.
+ * gradients: ELMAN, LSTM, GRU and MHGRU record no step at all; their
+ * backward is one fused pass (adjoint, d/d xp, d/d h0, and W_hh's and
+ * b_hh's gradients summed in the pass when W_hh is small, at most 1024
+ * values, else by a GEMM over the rows), in an order fixed by B and T; it
+ * needs S + P values per row for its duration (P = G H; 2 S + 2 P with
+ * the GEMM). The PLRNN family records one step of f
+ * over all rows, which keeps its activations (about L or M values per
+ * row). prn_deer and user cells take the composed path. With fewer
+ * batch rows than the 8 SIMD lanes (B < 8, S <= 8, T >= 1024), an
+ * iteration splits each row's time into segments (16 in all, each at
+ * least 512 steps, a function of B and T only) that fill the lanes and the
+ * threads: each segment is solved from a zero carry while its A_t are
+ * multiplied, the carries are chained across segments, and each segment
+ * is solved again from its true carry (f and J are evaluated twice; no
+ * Jacobian is stored). This is what makes DEER at B = 1 use the machine.
  *
  * Warm start: *warm, when warm is not NULL and *warm is, is the initial
  * guess (the trajectory of a previous call with the same shapes, e.g. the
@@ -1353,6 +1365,23 @@ typedef struct prn_deer_fused {
      * end) and J the exact Jacobians at the solution y (mode not read) */
     const void *g;
     void *lam;
+    /* deer_adjoint, when dxp is not NULL (torch kinds: ELMAN, LSTM, GRU,
+     * MHGRU): also the rest of the backward in the same pass, with lam_t
+     * as the gradient of f_t: dxp [B, T, P] = (d f_t / d xp_t)^T lam_t,
+     * dq [B, T, P] the same for the recurrent term q_t = W_hh h_{t-1} +
+     * b_hh of each gate (as rnn_layer_backward's dq), and dh0 [B, S] =
+     * J_first^T lam_first, the gradient of h0 (the first step: t = 0,
+     * reverse: T - 1). The weight gradients are then dq's sums over rows,
+     * whose order the caller fixes. dh0 alone (dxp NULL) is allowed for
+     * every kind. dw (the shape of w_hh) and db (of b_hh), when not NULL
+     * (with dxp; dq may then be NULL): the sums over all rows of dq_t
+     * h_{t-1}^T (MHGRU: within each head) and of dq_t, in an order fixed by
+     * B and T alone. */
+    void *dxp;
+    void *dq;
+    void *dh0;
+    void *dw;
+    void *db;
 } prn_deer_fused;
 
 struct prn_backend {
@@ -4191,7 +4220,14 @@ PRN__FN prn_status prn__ref_solve_batched(prn_context *ctx, prn_dtype dtype, siz
 typedef struct prn__dz {
     const prn_deer_fused *a;
     size_t P, kb, Tc, per, nwk; /* per: scratch values per thread */
-    int adj;
+    size_t wkn;                 /* the cell's scratch values             */
+    int adj, dxq;               /* dxq: the adjoint writes dxp and dq    */
+    int dwb;                    /* the adjoint sums dw and db itself     */
+    size_t wc;                  /* dw's columns: H (MHGRU: k)            */
+    double *gpart;              /* dwb: per lane group, dw then db       */
+    size_t C, Ls, ntask;        /* time segments: C per row of Ls steps  */
+    int pass;                   /* time segments: 1 or 2                 */
+    void *tv;                   /* per task: v [S], M [S, S], carry [S]  */
     void *ws;
     double *res;                /* per thread: largest residual, and */
     int *bad;                   /* a non-finite one seen             */
@@ -4203,14 +4239,14 @@ PRN__FN_INLINE FT prn__dz_sig_##SFX(FT x) { return (FT)1 / ((FT)1 + EXPF(-x)); }
  * the previous state s [S][W] and the projections x [P][W]; wk scratch */     \
 PRN__FN_INLINE ATTR void prn__dz_cell_##SFX(const prn_deer_fused *a, const int kind, const size_t S, const size_t H, \
                                             const size_t hk, const size_t kb, const FT *s, const FT *x, FT *F, FT *J, \
-                                            FT *wk) {                             \
+                                            FT *wk, const FT *lam, FT *DX, FT *DQ) {                             \
     const size_t W = PRN__DZW;                                                   \
     size_t i, jj, u, v, l, h;                                                    \
     switch (kind) {                                                              \
     case PRN_RNN_GRU: case PRN_RNN_MHGRU: {                                      \
         const size_t k = hk, nh = H / k;                                         \
         const FT *Wh = (const FT *)a->w[0], *bh = (const FT *)a->w[1];              \
-        FT *q = wk, *cz = q + 3 * k * W, *ca = cz + k * W, *cb = ca + k * W, *cc = cb + k * W; \
+        FT *q = wk, *cz = q + 3 * k * W, *ca = cz + k * W, *cb = ca + k * W, *cc = cb + k * W, *cd = cc + k * W; \
         for (h = 0; h < nh; ++h) {                                               \
             const FT *Wg = Wh + h * 3 * k * k;                                    \
             for (u = 0; u < 3 * k; ++u) {                                        \
@@ -4225,15 +4261,26 @@ PRN__FN_INLINE ATTR void prn__dz_cell_##SFX(const prn_deer_fused *a, const int k
             for (u = 0; u < k; ++u) {                                            \
                 const FT *xr = x + (h * 3 * k + u) * W, *xz = xr + k * W, *xn = xz + k * W, *si = s + (h * k + u) * W; \
                 const FT *qr = q + u * W, *qz = q + (k + u) * W, *qn = q + (2 * k + u) * W; \
-                FT *fi = F + (h * k + u) * W, *za = cz + u * W, *aa = ca + u * W, *ba = cb + u * W, *ccu = cc + u * W; \
+                FT *fi = F + (h * k + u) * W, *za = cz + u * W, *aa = ca + u * W, *ba = cb + u * W, *ccu = cc + u * W, *cdu = cd + u * W; \
                 PRN__SIMD for (l = 0; l < W; ++l) {                              \
                     const FT r = prn__dz_sig_##SFX(xr[l] + qr[l]), z = prn__dz_sig_##SFX(xz[l] + qz[l]); \
                     const FT hn = qn[l], n = TANHF(xn[l] + r * hn), d = si[l] - n; \
                     const FT tz = ((FT)1 - z) * ((FT)1 - n * n);                    \
                     fi[l] = n + z * d;                                           \
                     za[l] = z; aa[l] = d * z * ((FT)1 - z); ba[l] = tz * hn * r * ((FT)1 - r); ccu[l] = tz * r; \
+                    cdu[l] = tz;                                                 \
                 }                                                                \
             }                                                                    \
+            if (lam) /* the gates' gradients: d f / d (x + q) of r and z; n: x and r q apart */ \
+                for (u = 0; u < k; ++u) {                                        \
+                    const FT *lm = lam + (h * k + u) * W, *aa = ca + u * W, *ba = cb + u * W, *ccu = cc + u * W, *cdu = cd + u * W; \
+                    FT *dxr = DX + (h * 3 * k + u) * W, *dxz = dxr + k * W, *dxn = dxz + k * W; \
+                    FT *dqr = DQ + (h * 3 * k + u) * W, *dqz = dqr + k * W, *dqn = dqz + k * W; \
+                    PRN__SIMD for (l = 0; l < W; ++l) {                          \
+                        dxr[l] = dqr[l] = lm[l] * ba[l]; dxz[l] = dqz[l] = lm[l] * aa[l]; \
+                        dxn[l] = lm[l] * cdu[l]; dqn[l] = lm[l] * ccu[l];        \
+                    }                                                            \
+                }                                                                \
             for (u = 0; u < k; ++u) {                                            \
                 const size_t row = h * k + u, j0 = row / kb * kb;                \
                 const FT *za = cz + u * W, *aa = ca + u * W, *ba = cb + u * W, *ccu = cc + u * W; \
@@ -4266,6 +4313,7 @@ PRN__FN_INLINE ATTR void prn__dz_cell_##SFX(const prn_deer_fused *a, const int k
             }                                                                    \
             if (a->relu) { PRN__SIMD for (l = 0; l < W; ++l) { fi[l] = fi[l] > 0 ? fi[l] : 0; di[l] = fi[l] > 0 ? (FT)1 : (FT)0; } } \
             else { PRN__SIMD for (l = 0; l < W; ++l) { fi[l] = TANHF(fi[l]); di[l] = (FT)1 - fi[l] * fi[l]; } } \
+            if (lam) { FT *dx = DX + i * W, *dq = DQ + i * W; const FT *lm = lam + i * W; PRN__SIMD for (l = 0; l < W; ++l) dx[l] = dq[l] = lm[l] * di[l]; } \
             for (jj = 0; jj < kb; ++jj) {                                        \
                 const FT wv = Wh[i * H + (kb == 1 ? i : i / kb * kb + jj)];       \
                 FT *Jp = J + (i * kb + jj) * W;                                   \
@@ -4297,6 +4345,16 @@ PRN__FN_INLINE ATTR void prn__dz_cell_##SFX(const prn_deer_fused *a, const int k
                 fh[l] = og * tc; fc[l] = cn;                                     \
                 a1[l] = gg * ig * ((FT)1 - ig); a2[l] = cp[l] * ff * ((FT)1 - ff); a3[l] = ig * ((FT)1 - gg * gg); \
                 a4[l] = tc * og * ((FT)1 - og); a5[l] = og * ((FT)1 - tc * tc); a6[l] = ff; \
+            }                                                                    \
+            if (lam) { /* through c: the h gradient by tanh(c) and the c gradient */ \
+                const FT *lh = lam + u * W, *lc = lam + (H + u) * W;              \
+                FT *d1 = DX + u * W, *d2 = DX + (H + u) * W, *d3 = DX + (2 * H + u) * W, *d4 = DX + (3 * H + u) * W; \
+                FT *e1 = DQ + u * W, *e2 = DQ + (H + u) * W, *e3 = DQ + (2 * H + u) * W, *e4 = DQ + (3 * H + u) * W; \
+                PRN__SIMD for (l = 0; l < W; ++l) {                              \
+                    const FT dc = lc[l] + lh[l] * a5[l];                          \
+                    e1[l] = d1[l] = dc * a1[l]; e2[l] = d2[l] = dc * a2[l]; e3[l] = d3[l] = dc * a3[l]; \
+                    e4[l] = d4[l] = lh[l] * a4[l];                               \
+                }                                                                \
             }                                                                    \
         }                                                                        \
         for (i = 0; i < S; ++i) {                                                \
@@ -4414,6 +4472,13 @@ PRN__FN_INLINE ATTR void prn__dz_body_##SFX(const prn__dz *z, size_t b0, FT *ws,
     const FT one_k = (FT)(1.0 - a->damping), atol = (FT)a->atol, rtol = (FT)a->rtol, clip = (FT)a->clip; \
     FT *Xc = ws, *Yc = Xc + Tc * P * W, *Gc = Yc + (Tc + 1) * S * W, *Yn = Gc + Tc * S * W; \
     FT *F = Yn + Tc * S * W, *J = F + S * W, *cy = J + S * kb * W, *tmp = cy + S * W, *wk = tmp + S * W; \
+    FT *Dx = wk + z->wkn, *Dq = Dx + Tc * P * W; /* the adjoint's dxp, dq (z->dxq) */ \
+    FT *aW = Dq + Tc * P * W, *aB = aW + P * z->wc * W; /* z->dwb: dw, db of this chunk per lane */ \
+    const int dwb = z->adj && z->dwb;                                            \
+    const size_t wc = z->wc;                                                     \
+    double *gp = dwb ? z->gpart + b0 / W * (P * wc + P) : NULL;                   \
+    FT *DXP = (FT *)a->dxp, *DQP = (FT *)a->dq, *DH0 = (FT *)a->dh0;             \
+    const int dxq = z->adj && z->dxq;                                            \
     FT mx[PRN__DZW], nf[PRN__DZW];                                                \
     size_t bl[PRN__DZW], l, c0, r, i, jj, p;                                     \
     const int rev = a->reverse;                                                  \
@@ -4436,7 +4501,7 @@ PRN__FN_INLINE ATTR void prn__dz_body_##SFX(const prn__dz *z, size_t b0, FT *ws,
             for (r = 0; r < n; ++r) {                                            \
                 const FT *sp = Yc + r * S * W, *yc = sp + S * W;                  \
                 FT *yn = Yn + r * S * W;                                          \
-                prn__dz_cell_##SFX(a, kind, S, H, hk, kb, sp, Xc + r * P * W, F, J, wk); \
+                prn__dz_cell_##SFX(a, kind, S, H, hk, kb, sp, Xc + r * P * W, F, J, wk, NULL, NULL, NULL); \
                 for (i = 0; i < S; ++i)                                          \
                     PRN__SIMD for (l = 0; l < W; ++l) {                          \
                         const FT fv = F[i * W + l], d = yc[i * W + l] - fv;       \
@@ -4486,6 +4551,7 @@ PRN__FN_INLINE ATTR void prn__dz_body_##SFX(const prn__dz *z, size_t b0, FT *ws,
     }                                                                            \
     /* the adjoint: walk back; lam_t = g_t + c, then c = J_t^FT lam_t */          \
     for (i = 0; i < S * W; ++i) cy[i] = 0;                                       \
+    if (dwb) for (i = 0; i < (P * wc + P) * W; ++i) aW[i] = 0;                   \
     for (c0 = TT; c0 > 0;) {                                                     \
         const size_t n = c0 < Tc ? c0 : Tc, w0 = c0 - n;                         \
         for (l = 0; l < W; ++l)                                                  \
@@ -4501,8 +4567,20 @@ PRN__FN_INLINE ATTR void prn__dz_body_##SFX(const prn__dz *z, size_t b0, FT *ws,
         for (r = n; r-- > 0;) {                                                  \
             const FT *gc = Gc + r * S * W;                                        \
             FT *yn = Yn + r * S * W;                                              \
-            prn__dz_cell_##SFX(a, kind, S, H, hk, kb, Yc + r * S * W, Xc + r * P * W, F, J, wk); \
             for (i = 0; i < S * W; ++i) { yn[i] = gc[i] + cy[i]; cy[i] = 0; }    \
+            prn__dz_cell_##SFX(a, kind, S, H, hk, kb, Yc + r * S * W, Xc + r * P * W, F, J, wk, dxq ? yn : NULL, \
+                               Dx + r * P * W, Dq + r * P * W);                   \
+            if (dwb) /* dw += dq h_prev^T (MHGRU: gate rows of head h with its k states), db += dq */ \
+                for (p = 0; p < P; ++p) {                                        \
+                    const FT *dqp = Dq + (r * P + p) * W, *hp = Yc + (r * S + (wc == H ? 0 : p / (3 * wc) * wc)) * W; \
+                    FT *ap = aW + p * wc * W, *bp = aB + p * W;                   \
+                    PRN__SIMD for (l = 0; l < W; ++l) bp[l] += dqp[l];           \
+                    for (jj = 0; jj < wc; ++jj) {                                \
+                        const FT *hv = hp + jj * W;                               \
+                        FT *av = ap + jj * W;                                     \
+                        PRN__SIMD for (l = 0; l < W; ++l) av[l] += dqp[l] * hv[l]; \
+                    }                                                            \
+                }                                                                \
             for (i = 0; i < S; ++i) {                                            \
                 const size_t j0 = kb == 1 ? i : i / kb * kb;                     \
                 const FT *li = yn + i * W;                                        \
@@ -4517,9 +4595,22 @@ PRN__FN_INLINE ATTR void prn__dz_body_##SFX(const prn__dz *z, size_t b0, FT *ws,
             for (r = 0; r < n; ++r) {                                            \
                 const size_t w = w0 + r, t = rev ? TT - 1 - w : w, row = bl[l] * TT + t; \
                 for (i = 0; i < S; ++i) YN[row * S + i] = Yn[(r * S + i) * W + l]; \
+                if (dxq)                                                         \
+                    for (p = 0; p < P; ++p) DXP[row * P + p] = Dx[(r * P + p) * W + l]; \
+                if (dxq && DQP)                                                  \
+                    for (p = 0; p < P; ++p) DQP[row * P + p] = Dq[(r * P + p) * W + l]; \
+            }                                                                    \
+        if (dwb) /* the chunk's sums, lanes in order, into the group's partials */ \
+            for (i = 0; i < P * wc + P; ++i) {                                   \
+                FT *av = aW + i * W;                                              \
+                for (l = 0; l < W && b0 + l < B; ++l) gp[i] += (double)av[l];    \
+                for (l = 0; l < W; ++l) av[l] = 0;                               \
             }                                                                    \
         c0 = w0;                                                                 \
     }                                                                            \
+    if (DH0) /* the carry past the first step: d loss / d h0 */                 \
+        for (l = 0; l < W && b0 + l < B; ++l)                                    \
+            for (i = 0; i < S; ++i) DH0[bl[l] * S + i] = cy[i * W + l];          \
     (void)res; (void)bad;                                                        \
 }                                                                                \
 PRN__FN ATTR void prn__dz_group_##SFX(const prn__dz *z, size_t b0, FT *ws, double *res, int *bad) { \
@@ -4535,8 +4626,158 @@ PRN__FN ATTR void prn__dz_group_##SFX(const prn__dz *z, size_t b0, FT *ws, doubl
     else if (gru && S == 8) prn__dz_body_##SFX(z, b0, ws, res, bad, PRN_RNN_GRU, 8, 8, 8, 24, 1); \
     else prn__dz_body_##SFX(z, b0, ws, res, bad, a->kind, S, a->H, a->hk, z->P, kb); \
 }
+#define PRN__DEFINE_DEER_TS(FT, SFX, ATTR)                                        \
+/* Time segments (prn__ref_deer_run with B < PRN__DZW): a lane takes one   \
+ * segment of one row's time, so a few rows still fill the lanes and the   \
+ * threads. Pass 1 solves each segment's recurrence from a zero carry (v)   \
+ * and multiplies its A_t (M) and takes the residual; the carries are then \
+ * chained across the segments of a row; pass 2 solves each segment again \
+ * from its true carry and writes it. Task j is row j / C, segment j % C.  */ \
+PRN__FN_INLINE ATTR void prn__dz_ts_body_##SFX(const prn__dz *z, size_t j0, FT *ws, double *res, int *bad, const int kind, \
+                                               const size_t S, const size_t H, const size_t hk, const size_t P, \
+                                               const size_t kb) {                \
+    const prn_deer_fused *a = z->a;                                              \
+    const size_t TT = a->T, W = PRN__DZW, Ls = z->Ls, SS = S + S * S + S;         \
+    const FT *XP = (const FT *)a->xp, *Y = (const FT *)a->y, *H0 = (const FT *)a->h0; \
+    FT *YN = (FT *)a->ynew, *TV = (FT *)z->tv;                                    \
+    const FT one_k = (FT)(1.0 - a->damping), atol = (FT)a->atol, rtol = (FT)a->rtol, clip = (FT)a->clip; \
+    const size_t Tc = z->Tc;                                                     \
+    FT *Pc = ws, *Cc = Pc + Tc * S * W, *Xc = Cc + Tc * S * W, *On = Xc + Tc * P * W, *F = On + Tc * S * W; \
+    FT *J = F + S * W, *cy = J + S * kb * W;                                      \
+    FT *tmp = cy + S * W, *M = tmp + S * W, *Mn = M + S * S * W, *wk = Mn + S * S * W; \
+    FT mx[PRN__DZW], nf[PRN__DZW], vl[PRN__DZW];                                  \
+    size_t bl[PRN__DZW], sl[PRN__DZW], nl[PRN__DZW], jl[PRN__DZW], l, r, i, jj, c, p, nmax = 0, r0, rr, nc; \
+    const FT *pxl[PRN__DZW], *pcl[PRN__DZW], *psl[PRN__DZW];                      \
+    FT *pol[PRN__DZW];                                                            \
+    const int rev = a->reverse, pass = z->pass;                                  \
+    const ptrdiff_t ost = rev ? -(ptrdiff_t)S : (ptrdiff_t)S;                    \
+    const ptrdiff_t xst = rev ? -(ptrdiff_t)P : (ptrdiff_t)P, yst = !Y ? 0 : rev ? -(ptrdiff_t)S : (ptrdiff_t)S; \
+    for (l = 0; l < W; ++l) {                                                    \
+        const size_t j = j0 + l < z->ntask ? j0 + l : j0;                        \
+        size_t t;                                                                \
+        jl[l] = j; bl[l] = j / z->C; sl[l] = (j % z->C) * Ls;                    \
+        nl[l] = j0 + l < z->ntask && sl[l] < TT ? (TT - sl[l] < Ls ? TT - sl[l] : Ls) : 0; \
+        if (nl[l] > nmax) nmax = nl[l];                                          \
+        mx[l] = 0; nf[l] = 0;                                                    \
+        t = rev ? TT - 1 - sl[l] : sl[l]; /* the lane's first step, its inputs */ \
+        pxl[l] = XP + (bl[l] * TT + t) * P;                                      \
+        pcl[l] = Y ? Y + (bl[l] * TT + t) * S : H0 + bl[l] * S;                   \
+        psl[l] = !Y || sl[l] == 0 ? H0 + bl[l] * S : pcl[l] - yst;               \
+        pol[l] = YN ? YN + (bl[l] * TT + t) * S : NULL;                          \
+    }                                                                            \
+    for (i = 0; i < S; ++i)                                                      \
+        for (l = 0; l < W; ++l) cy[i * W + l] = pass == 1 ? (FT)0 : TV[jl[l] * SS + S + S * S + i]; \
+    if (pass == 1)                                                               \
+        for (i = 0; i < S * S; ++i)                                              \
+            for (l = 0; l < W; ++l) M[i * W + l] = i % (S + 1) == 0 ? (FT)1 : (FT)0; \
+    for (r0 = 0; r0 < nmax; r0 += nc) {                                          \
+      nc = nmax - r0 < Tc ? nmax - r0 : Tc;                                      \
+      for (l = 0; l < W; ++l) /* a run of steps of each lane's segment, in lane order */ \
+        for (rr = 0, r = r0; rr < nc; ++rr, ++r) {                               \
+            const FT *ps = psl[l], *pc = pcl[l], *px = pxl[l];                    \
+            FT *sd = Pc + rr * S * W + l, *cd = Cc + rr * S * W + l, *xd = Xc + rr * P * W + l; \
+            for (i = 0; i < S; ++i) { sd[i * W] = ps[i]; cd[i * W] = pc[i]; }   \
+            for (p = 0; p < P; ++p) xd[p * W] = px[p];                           \
+            if (r + 1 < nl[l]) { psl[l] = Y ? pc : ps; pcl[l] = pc + yst; pxl[l] = px + xst; } \
+        }                                                                        \
+      for (rr = 0, r = r0; rr < nc; ++rr, ++r) {                                 \
+        const FT *sp = Pc + rr * S * W, *yc = Cc + rr * S * W, *x = Xc + rr * P * W; \
+        FT *on = On + rr * S * W;                                                 \
+        for (l = 0; l < W; ++l) vl[l] = r < nl[l] ? (FT)1 : (FT)0;               \
+        prn__dz_cell_##SFX(a, kind, S, H, hk, kb, sp, x, F, J, wk, NULL, NULL, NULL); \
+        if (pass == 1)                                                           \
+            for (i = 0; i < S; ++i)                                              \
+                PRN__SIMD for (l = 0; l < W; ++l) {                              \
+                    const FT fv = F[i * W + l], d = yc[i * W + l] - fv;           \
+                    FT q = (d < 0 ? -d : d) / (atol + rtol * (fv < 0 ? -fv : fv)); \
+                    const FT u = q - q;                                          \
+                    q = vl[l] != 0 ? q : (FT)0;                                  \
+                    mx[l] = q > mx[l] ? q : mx[l];                               \
+                    nf[l] += vl[l] != 0 && u != u ? (FT)1 : (FT)0;               \
+                }                                                                \
+        if (!YN) continue;                                                       \
+        for (i = 0; i < S; ++i) { /* y'_t = A (y'_{t-1} - y_{t-1}) + f */        \
+            const size_t j0b = kb == 1 ? i : i / kb * kb;                        \
+            FT acc[PRN__DZW];                                                    \
+            PRN__SIMD for (l = 0; l < W; ++l) acc[l] = F[i * W + l];             \
+            for (jj = 0; jj < kb; ++jj) {                                        \
+                const FT *Jp = J + (i * kb + jj) * W, *cj = cy + (j0b + jj) * W, *pj = sp + (j0b + jj) * W; \
+                PRN__SIMD for (l = 0; l < W; ++l) acc[l] += one_k * Jp[l] * (cj[l] - pj[l]); \
+            }                                                                    \
+            PRN__SIMD for (l = 0; l < W; ++l) tmp[i * W + l] = vl[l] != 0 ? acc[l] : cy[i * W + l]; \
+        }                                                                        \
+        if (pass == 1) { /* M = A M (held where the lane has ended) */         \
+            for (i = 0; i < S; ++i) {                                            \
+                const size_t j0b = kb == 1 ? i : i / kb * kb;                    \
+                for (c = 0; c < S; ++c) {                                        \
+                    FT acc[PRN__DZW];                                            \
+                    PRN__SIMD for (l = 0; l < W; ++l) acc[l] = 0;                \
+                    for (jj = 0; jj < kb; ++jj) {                                \
+                        const FT *Jp = J + (i * kb + jj) * W, *mj = M + ((j0b + jj) * S + c) * W; \
+                        PRN__SIMD for (l = 0; l < W; ++l) acc[l] += one_k * Jp[l] * mj[l]; \
+                    }                                                            \
+                    PRN__SIMD for (l = 0; l < W; ++l) Mn[(i * S + c) * W + l] = vl[l] != 0 ? acc[l] : M[(i * S + c) * W + l]; \
+                }                                                                \
+            }                                                                    \
+            memcpy(M, Mn, S * S * W * sizeof(FT));                               \
+        } else {                                                                 \
+            PRN__SIMD for (i = 0; i < S * W; ++i) {                              \
+                FT v = tmp[i];                                                    \
+                v = v > clip ? clip : v;                                         \
+                v = v < -clip ? -clip : v;                                       \
+                on[i] = v == v ? v : (FT)0;                                      \
+            }                                                                    \
+        }                                                                        \
+        memcpy(cy, tmp, S * W * sizeof(FT));                                     \
+      }                                                                          \
+      if (pass == 2)                                                             \
+        for (l = 0; l < W; ++l)                                                  \
+            for (rr = 0, r = r0; rr < nc && r < nl[l]; ++rr, ++r, pol[l] += ost) \
+                for (i = 0; i < S; ++i) pol[l][i] = On[(rr * S + i) * W + l];    \
+    }                                                                            \
+    if (pass == 1) {                                                             \
+        for (l = 0; l < W; ++l) {                                                \
+            if (nf[l] != 0) *bad = 1;                                            \
+            if ((double)mx[l] > *res) *res = (double)mx[l];                      \
+            if (j0 + l >= z->ntask || !YN) continue;                             \
+            for (i = 0; i < S; ++i) TV[jl[l] * SS + i] = cy[i * W + l];          \
+            for (i = 0; i < S * S; ++i) TV[jl[l] * SS + S + i] = M[i * W + l];   \
+        }                                                                        \
+    }                                                                            \
+}                                                                                \
+/* The carries into each segment: chained along each row from h0. */        \
+PRN__FN void prn__dz_ts_chain_##SFX(const prn__dz *z) {                          \
+    const prn_deer_fused *a = z->a;                                              \
+    const size_t S = a->S, SS = S + S * S + S, C = z->C;                          \
+    FT *TV = (FT *)z->tv, cur[64], nx[64];                                        \
+    size_t b, c, i, k;                                                           \
+    for (b = 0; b < a->B; ++b) {                                                 \
+        for (i = 0; i < S; ++i) cur[i] = ((const FT *)a->h0)[b * S + i];          \
+        for (c = 0; c < C; ++c) {                                                \
+            FT *e = TV + (b * C + c) * SS;                                        \
+            for (i = 0; i < S; ++i) e[S + S * S + i] = cur[i];                   \
+            for (i = 0; i < S; ++i) {                                            \
+                FT v = e[i];                                                      \
+                for (k = 0; k < S; ++k) v += e[S + i * S + k] * cur[k];          \
+                nx[i] = v;                                                       \
+            }                                                                    \
+            for (i = 0; i < S; ++i) cur[i] = nx[i];                              \
+        }                                                                        \
+    }                                                                            \
+}                                                                                \
+PRN__FN ATTR void prn__dz_ts_group_##SFX(const prn__dz *z, size_t j0, FT *ws, double *res, int *bad) { \
+    const prn_deer_fused *a = z->a;                                              \
+    const size_t S = a->S, kb = z->kb;                                           \
+    const int gru = a->kind == PRN_RNN_GRU;                                      \
+    if (gru && S == 1) prn__dz_ts_body_##SFX(z, j0, ws, res, bad, PRN_RNN_GRU, 1, 1, 1, 3, 1); \
+    else if (gru && S == 2 && kb == 2) prn__dz_ts_body_##SFX(z, j0, ws, res, bad, PRN_RNN_GRU, 2, 2, 2, 6, 2); \
+    else if (gru && S == 2) prn__dz_ts_body_##SFX(z, j0, ws, res, bad, PRN_RNN_GRU, 2, 2, 2, 6, 1); \
+    else prn__dz_ts_body_##SFX(z, j0, ws, res, bad, a->kind, S, a->H, a->hk, z->P, kb); \
+}
 PRN__DEFINE_DEER(float, f32, , prn__expf, prn__tanhf)
+PRN__DEFINE_DEER_TS(float, f32, )
 PRN__DEFINE_DEER(double, f64, , exp, tanh)
+PRN__DEFINE_DEER_TS(double, f64, )
 #ifdef PRN__HAVE_AVX2
 /* gcc keeps a * b + c unfused under -std=c99; clang fuses it by default */
 #if defined(__clang__)
@@ -4545,6 +4786,7 @@ PRN__DEFINE_DEER(double, f64, , exp, tanh)
 #define PRN__DZ_AVX2 __attribute__((target("avx2,fma"), optimize("fp-contract=fast")))
 #endif
 PRN__DEFINE_DEER(float, f32x, PRN__DZ_AVX2, prn__expf, prn__tanhf)
+PRN__DEFINE_DEER_TS(float, f32x, PRN__DZ_AVX2)
 #endif
 
 PRN__FN prn_status prn__ref_deer_run(prn_context *ctx, const char *fn, const prn_deer_fused *a, int adj) {
@@ -4573,6 +4815,11 @@ PRN__FN prn_status prn__ref_deer_run(prn_context *ctx, const char *fn, const prn
     z.a = a; z.adj = adj;
     G = a->kind == PRN_RNN_LSTM ? 4 : a->kind == PRN_RNN_GRU || a->kind == PRN_RNN_MHGRU ? 3 : 1;
     z.P = G * a->H;
+    z.dxq = adj && a->dxp && (a->dq || (a->dw && a->db)) && a->kind <= PRN_RNN_MHGRU; /* the torch kinds */
+    z.dwb = z.dxq && a->dw && a->db;
+    z.wc = a->kind == PRN_RNN_MHGRU ? a->hk : a->H;
+    if (adj && a->dxp && !z.dxq)
+        return prn_set_error(ctx, PRN_ERR_INVALID_ARGUMENT, "%s: dxp and dq are for the torch kinds, and both or neither", fn);
     /* the adjoint needs the exact Jacobian: MHGRU's blocks, the others' all */
     if (adj) kb = a->kind == PRN_RNN_MHGRU ? a->hk : S;
     else kb = a->mode == PRN_JACOBIAN_DIAG ? 1 : a->mode == PRN_JACOBIAN_BLOCK && a->kind == PRN_RNN_MHGRU ? a->hk : S;
@@ -4584,23 +4831,66 @@ PRN__FN prn_status prn__ref_deer_run(prn_context *ctx, const char *fn, const prn
     if (z.Tc < 4) z.Tc = 4;
     if (z.Tc > 1024) z.Tc = 1024;
     wkn = (9 * S + 3 * a->L + z.P + 8) * PRN__DZW;
+    z.wkn = wkn;
     z.per = z.Tc * rowv + S * PRN__DZW + (2 + kb) * S * PRN__DZW + S * PRN__DZW + wkn + 16;
+    if (z.dxq) z.per += 2 * z.Tc * z.P * PRN__DZW;
+    if (z.dwb) z.per += (z.P * z.wc + z.P) * PRN__DZW;
     ng = (a->B + PRN__DZW - 1) / PRN__DZW;
+    /* a few rows: lanes (and threads) over time segments too, at least 512
+     * steps each, 16 tasks in all (a function of B and T alone, so the
+     * result does not depend on the threads) */
+    if (!adj && a->B < PRN__DZW && S <= 8 && a->T >= 1024) {
+        size_t C = (16 + a->B - 1) / a->B;
+        if (C > a->T / 512) C = a->T / 512;
+        if (C >= 2) {
+            z.Ls = (a->T + C - 1) / C;
+            z.C = (a->T + z.Ls - 1) / z.Ls;
+            z.ntask = a->B * z.C;
+            ng = (z.ntask + PRN__DZW - 1) / PRN__DZW;
+            z.per = (z.Tc * (z.P + 3 * S) + 3 * S + S * kb + 2 * S * S) * PRN__DZW + wkn + 16;
+        }
+    }
     nt = prn_context_num_threads(ctx);
     if ((size_t)nt > ng) nt = (int)ng;
     if (nt < 1) nt = 1;
-    raw = prn_alloc(ctx, (size_t)nt * z.per * es + 64 + (size_t)nt * (sizeof(double) + sizeof(int)));
+    raw = prn_alloc(ctx, (size_t)nt * z.per * es + 64 + (size_t)nt * (sizeof(double) + sizeof(int)) +
+                             z.ntask * (2 * S + S * S) * es + (z.dwb ? ng * (z.P * z.wc + z.P) * sizeof(double) + 8 : 0));
     if (!raw) return prn_set_error(ctx, PRN_ERR_OUT_OF_MEMORY, "%s: out of memory for the workspace", fn);
     z.res = (double *)raw;
     z.bad = (int *)(z.res + nt);
     z.ws = (char *)raw + (size_t)nt * (sizeof(double) + sizeof(int));
     z.ws = (char *)z.ws + (64 - (uintptr_t)z.ws % 64) % 64;
+    z.tv = (char *)z.ws + (size_t)nt * z.per * es;
+    if (z.dwb) { /* doubles: the workspace before them is a multiple of 8 bytes past 64-byte alignment */
+        z.gpart = (double *)(void *)((char *)z.ws + (((size_t)nt * z.per * es + 7) & ~(size_t)7));
+        memset(z.gpart, 0, ng * (z.P * z.wc + z.P) * sizeof(double));
+    }
     for (j = 0; j < nt; ++j) { z.res[j] = 0; z.bad[j] = 0; }
     {
 #ifdef PRN__HAVE_AVX2
         const int avx = a->dtype == PRN_F32 && prn__cpu_avx2();
 #endif
-        PRN__OMP(omp parallel for num_threads(nt) schedule(dynamic, 1) if(nt > 1))
+        for (z.pass = 1; z.C && z.pass <= (a->ynew ? 2 : 1); ++z.pass) {
+            if (z.pass == 2) {
+                if (a->dtype == PRN_F64) prn__dz_ts_chain_f64(&z);
+#ifdef PRN__HAVE_AVX2
+                else if (avx) prn__dz_ts_chain_f32x(&z);
+#endif
+                else prn__dz_ts_chain_f32(&z);
+            }
+            PRN__OMP(omp parallel for num_threads(nt) schedule(dynamic, 1) if(nt > 1))
+            for (g = 0; g < ng; ++g) {
+                const int th = PRN__THREAD_NUM();
+                char *w = (char *)z.ws + (size_t)th * z.per * es;
+                if (a->dtype == PRN_F64) prn__dz_ts_group_f64(&z, g * PRN__DZW, (double *)w, &z.res[th], &z.bad[th]);
+#ifdef PRN__HAVE_AVX2
+                else if (avx) prn__dz_ts_group_f32x(&z, g * PRN__DZW, (float *)w, &z.res[th], &z.bad[th]);
+#endif
+                else prn__dz_ts_group_f32(&z, g * PRN__DZW, (float *)w, &z.res[th], &z.bad[th]);
+            }
+        }
+        if (z.C) ng = 0; /* done above */
+        PRN__OMP(omp parallel for num_threads(nt) schedule(dynamic, 1) if(nt > 1 && ng > 1))
         for (g = 0; g < ng; ++g) {
             const int th = PRN__THREAD_NUM();
             char *w = (char *)z.ws + (size_t)th * z.per * es;
@@ -4612,6 +4902,21 @@ PRN__FN prn_status prn__ref_deer_run(prn_context *ctx, const char *fn, const prn
         }
     }
     for (j = 0; j < nt; ++j) { if (z.res[j] > res) res = z.res[j]; bad |= z.bad[j]; }
+    if (z.dwb) { /* the groups' partials in group order: the same sums whatever the threads */
+        const size_t nv = z.P * z.wc + z.P;
+        size_t q;
+        for (q = 0; q < nv; ++q) {
+            double v = 0;
+            for (g = 0; g < ng; ++g) v += z.gpart[g * nv + q];
+            if (q < z.P * z.wc) {
+                if (a->dtype == PRN_F64) ((double *)a->dw)[q] = v;
+                else ((float *)a->dw)[q] = (float)v;
+            } else {
+                if (a->dtype == PRN_F64) ((double *)a->db)[q - z.P * z.wc] = v;
+                else ((float *)a->db)[q - z.P * z.wc] = (float)v;
+            }
+        }
+    }
     prn_free(ctx, raw);
     if (!adj) { ((prn_deer_fused *)(uintptr_t)a)->residual = res; ((prn_deer_fused *)(uintptr_t)a)->finite = !bad; }
     return PRN_OK;
@@ -9854,6 +10159,60 @@ PRN__FN prn_status prn__bw_deer_fused(prn_context *ctx, const prn_op *op, prn_te
     return PRN_OK;
 }
 
+/* The whole backward by the backend's deer_adjoint (the torch kinds): lam,
+ * and in the same pass dxp, dq and dh0; the weight gradients are then dq's
+ * sums over the rows (a GEMM and a sum: a fixed order whatever the
+ * threads). op->inputs: xp rows [B*T, P], h0 [B, S], w_hh, b_hh; the
+ * output is the solution. No step of f is recorded or evaluated again. */
+PRN__FN prn_status prn__bw_deer_fgrad(prn_context *ctx, const prn_op *op, prn_tensor *g, prn_tensor **gin) {
+    static const char fn[] = "prn_backward";
+    const prn__deer_adj *u = (const prn__deer_adj *)op->user;
+    prn_deer_fused a = u->a;
+    const size_t B = a.B, T = a.T, S = a.S, H = a.H, N = B * T, P = op->inputs[0]->shape[1];
+    const size_t nh = a.kind == PRN_RNN_MHGRU ? H / a.hk : 1;
+    prn_tensor *ys = op->output, *h0 = op->inputs[1], *lam, *DXP, *DQ = NULL, *DH, *res[2] = {NULL, NULL};
+    /* small weights: the pass sums them itself (per lane group, in a fixed order) */
+    const int sums = P * (a.kind == PRN_RNN_MHGRU ? a.hk : H) <= 1024;
+    int j;
+    prn__cw w;
+    memset(&w, 0, sizeof w);
+    w.ctx = ctx;
+    lam = prn__cw_empty(&w, a.dtype, N, S);
+    DXP = prn__cw_empty(&w, a.dtype, N, P);
+    if (!sums) DQ = prn__cw_empty(&w, a.dtype, N, P);
+    DH = prn__cw_empty(&w, a.dtype, B, S);
+    if (sums) {
+        res[0] = prn__cw_empty(&w, a.dtype, op->inputs[2]->numel, 1);
+        res[1] = prn__cw_empty(&w, a.dtype, op->inputs[3]->numel, 1);
+    }
+    if (w.st == PRN_OK) {
+        a.g = g->st->buf; a.lam = lam->st->buf; a.dxp = DXP->st->buf; a.dh0 = DH->st->buf;
+        a.dq = sums ? NULL : DQ->st->buf;
+        a.dw = sums ? res[0]->st->buf : NULL;
+        a.db = sums ? res[1]->st->buf : NULL;
+        w.st = prn__in_fn(ctx, fn, ctx->be->deer_adjoint(ctx, &a));
+    }
+    if (w.st == PRN_OK && op->needs_grad[0]) w.st = prn__view(ctx, fn, DXP, 2, op->inputs[0]->shape, &gin[0]);
+    if (w.st == PRN_OK && op->needs_grad[1]) w.st = prn__view(ctx, fn, DH, h0->ndim, h0->shape, &gin[1]);
+    if (w.st == PRN_OK && op->needs_grad[2] && !sums) { /* sum over rows of dq_t h_{t-1}^T (MHGRU: per head) */
+        prn_tensor *s03 = prn__cw_v3(&w, h0, B, 1, S), *Sp, *Hp;
+        Sp = T == 1 ? s03
+             : a.reverse ? prn__cw_cat(&w, prn__cw_slice(&w, ys, 1, 1, T - 1), s03, 1)
+                         : prn__cw_cat(&w, s03, prn__cw_slice(&w, ys, 1, 0, T - 1), 1);
+        Sp = prn__cw_v2(&w, Sp, N, S);
+        Hp = a.kind == PRN_RNN_LSTM ? prn__cw_slice(&w, Sp, 1, 0, H) : Sp;
+        if (nh == 1) res[0] = prn__cw_mm(&w, DQ, 1, Hp, 0);
+        else res[0] = prn__cw_mm(&w, prn__cw_tr(&w, prn__cw_v3(&w, DQ, N, nh, 3 * a.hk), 0, 1), 1,
+                                 prn__cw_tr(&w, prn__cw_v3(&w, Hp, N, nh, a.hk), 0, 1), 0);
+    }
+    if (w.st == PRN_OK && op->needs_grad[3] && !sums) res[1] = prn__cw_sum0(&w, DQ);
+    for (j = 0; j < 2 && w.st == PRN_OK; ++j)
+        if (res[j] && op->needs_grad[2 + j]) w.st = prn__view(ctx, fn, res[j], op->inputs[2 + j]->ndim, op->inputs[2 + j]->shape, &gin[2 + j]);
+    prn__cw_release(&w, 0);
+    prn_free(ctx, w.t);
+    return w.st;
+}
+
 /* Records the solution ystar for gradients: fy = f(y_prev, x) as one
  * batched recorded step (y_prev from ystar, h0 first, recorded through h0),
  * then the adjoint op from fy to ystar. Nothing is recorded when nothing
@@ -9879,6 +10238,15 @@ PRN__FN prn_status prn__deer_record(prn__deer *d, prn_tensor *xr, prn_tensor *h0
         adj->a.xp = xr->st->buf; adj->a.h0 = h0->st->buf; adj->a.y = ystar->st->buf;
         adj->keep[0] = prn_tensor_retain(xr); adj->keep[1] = prn_tensor_retain(h0); adj->keep[2] = prn_tensor_retain(ystar);
         for (i = 0; i < 4; ++i) adj->keep[3 + i] = prn_tensor_retain(d->fzp[i]);
+        if (d->fz->kind <= (int)PRN_RNN_MHGRU) { /* the torch kinds: one op, its backward fused whole */
+            prn_tensor *in[4];
+            in[0] = xr; in[1] = h0; in[2] = d->fzp[0]; in[3] = d->fzp[1];
+            iv[0] = d->rev; iv[1] = (int)B; iv[2] = (int)T; iv[3] = (int)S; iv[4] = (int)k; iv[5] = (int)d->o.algo;
+            st = prn__record(ctx, d->fn, "deer", in, 4, ystar, prn__bw_deer_fgrad, adj, prn__deer_adj_free, NULL, 0, iv, 6, &rec);
+            if (st == PRN_OK && rec) adj = NULL;
+            prn__deer_adj_free(adj);
+            return st;
+        }
     } else if (!J) { /* the iterations did not leave the exact Jacobians at the solution */
         prn_tensor *yprev = NULL, *fv = NULL, *Jr = NULL;
         prn_jacobian_mode m = k == S ? PRN_JACOBIAN_DENSE : PRN_JACOBIAN_BLOCK;

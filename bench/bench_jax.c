@@ -56,6 +56,11 @@
  *                  [--rounds R] [--mem-gb G] [--time-budget S]
  *                  [--python PATH] [--script PATH]
  *   --quick   n = 1, T = 100, one round: a CI smoke run (JAX compiles 4 functions)
+ *   --b1      then one sequence (B = 1), parrnn alone: prn_rnn_forward
+ *             against prn_deer_rnn (dense) and quasi-DEER (diagonal), n in
+ *             {1, 2}, T in {10^5, 10^6} (10^6 only when --max-T >= 10^5);
+ *             lines BENCH name=gru_b1 ... seq_over_this=<r> (> 1: faster
+ *             than the sequential layer). --b1-only: that section alone.
  */
 #define _POSIX_C_SOURCE 200809L /* setenv, mkdtemp, fdopen */
 
@@ -509,9 +514,114 @@ static void print_bench_lines(int threads) {
                 }
 }
 
+/* ------------------------------------------------------------------------
+ * --b1: one sequence (B = 1), parrnn alone: where DEER beats the
+ * sequential layer. The same GRU as the grid (n = input = hidden), x ~
+ * N(0, 1), h0 = 0, forward, tape off; interleaved rounds, best sample.
+ * DEER with default options (dense) and quasi-DEER (PRN_JACOBIAN_DIAG);
+ * ratio = sequential seconds / the method's seconds (> 1: DEER wins).
+ * ---------------------------------------------------------------------- */
+static int g_b1 = 0;
+typedef struct b1case {
+    prn_context *ctx;
+    prn_rnn *rnn;
+    prn_tensor *x, *y;
+    int method; /* 0 seq, 1 deer, 2 quasi */
+    int iterations;
+} b1case;
+static int b1_run(b1case *c) {
+    prn_context *ctx = c->ctx;
+    prn_deer_options o;
+    prn_deer_stats ds;
+    prn_tensor *y = NULL;
+    int rc = 1;
+    prn_no_grad_begin(c->ctx);
+    memset(&o, 0, sizeof o);
+    o.mode = c->method == 2 ? PRN_JACOBIAN_DIAG : PRN_JACOBIAN_DENSE;
+    if (c->method) {
+        CHECK(prn_deer_rnn(c->ctx, c->rnn, c->x, NULL, &o, &y, NULL, &ds));
+        c->iterations = ds.iterations;
+    } else {
+        CHECK(prn_rnn_forward(c->ctx, c->rnn, c->x, NULL, &y, NULL));
+    }
+    prn_tensor_free(c->y);
+    c->y = y;
+    y = NULL;
+    rc = 0;
+fail:
+    prn_no_grad_end(c->ctx);
+    prn_tensor_free(y);
+    return rc;
+}
+static int b1_section(prn_context *ctx, int threads) {
+    static const size_t ns[2] = {1, 2}, Ts[2] = {100000, 1000000};
+    static const char *const names[3] = {"seq", "deer", "quasi"};
+    size_t ni, ti, xs[3];
+    int m, r, rc = 1;
+    printf("\nB = 1 (one sequence), parrnn alone: sequential against DEER and quasi-DEER (forward)\n");
+    printf("    n        T         seq        deer (it)      quasi (it)   seq/deer  seq/quasi  max|y-y_seq|\n");
+    for (ni = 0; ni < 2; ++ni)
+        for (ti = 0; ti < 2; ++ti) {
+            b1case c;
+            prn_rnn_config rc_;
+            double best[3] = {1e30, 1e30, 1e30}, dev = 0;
+            int it[3] = {0, 0, 0};
+            float *ys = NULL, *yd = NULL;
+            size_t n = ns[ni], T = Ts[ti], k;
+            if (T > g_max_T * 10) continue;
+            memset(&c, 0, sizeof c);
+            memset(&rc_, 0, sizeof rc_);
+            c.ctx = ctx;
+            rc_.kind = PRN_RNN_GRU; rc_.dtype = PRN_F32; rc_.input_size = n; rc_.hidden_size = n; rc_.num_layers = 1;
+            prn_seed(ctx, 1234 + n);
+            CHECK(prn_rnn_create(ctx, &rc_, &c.rnn));
+            xs[0] = 1; xs[1] = T; xs[2] = n;
+            CHECK(prn_tensor_normal(ctx, PRN_F32, 3, xs, 0.0, 1.0, &c.x));
+            ys = (float *)xmalloc(T * n * sizeof *ys);
+            yd = (float *)xmalloc(T * n * sizeof *yd);
+            for (r = 0; r < g_rounds; ++r)
+                for (m = 0; m < 3; ++m) {
+                    double t0 = now(), el;
+                    long calls = 0;
+                    c.method = m;
+                    do {
+                        if (b1_run(&c)) goto fail;
+                        ++calls;
+                        el = now() - t0;
+                    } while (el < g_min_sample);
+                    if (el / (double)calls < best[m]) best[m] = el / (double)calls;
+                    it[m] = m ? c.iterations : 0;
+                    if (r == 0) {
+                        CHECK(prn_tensor_download(c.y, m ? yd : ys, T * n));
+                        if (m)
+                            for (k = 0; k < T * n; ++k) {
+                                double e = fabs((double)yd[k] - (double)ys[k]);
+                                if (e > dev) dev = e;
+                            }
+                    }
+                }
+            printf("  %3lu  %7lu  %9.2f ms  %9.2f ms (%d)  %9.2f ms (%d)  %8.2f  %9.2f  %.2g\n", (unsigned long)n,
+                   (unsigned long)T, 1e3 * best[0], 1e3 * best[1], it[1], 1e3 * best[2], it[2], best[0] / best[1],
+                   best[0] / best[2], dev);
+            for (m = 0; m < 3; ++m)
+                printf("BENCH name=gru_b1 backend=parrnn n=%lu T=%lu B=1 method=%s threads=%d seconds=%.6g "
+                       "seq_over_this=%.4g iterations=%d\n", (unsigned long)n, (unsigned long)T, names[m], threads, best[m],
+                       best[0] / best[m], it[m]);
+            fflush(stdout);
+            free(ys); free(yd);
+            prn_tensor_free(c.y); prn_tensor_free(c.x); prn_rnn_free(c.rnn);
+            continue;
+        fail:
+            free(ys); free(yd);
+            prn_tensor_free(c.y); prn_tensor_free(c.x); prn_rnn_free(c.rnn);
+            return rc;
+        }
+    return 0;
+}
+
 static int usage(void) {
     fprintf(stderr, "usage: bench_jax [--quick] [--threads N] [--max-n N] [--max-T T] [--rounds R] [--mem-gb G]\n"
-                    "                 [--time-budget S] [--python PATH] [--script PATH]\n");
+                    "                 [--time-budget S] [--python PATH] [--script PATH] [--b1 | --b1-only]\n");
     return 2;
 }
 
@@ -540,6 +650,8 @@ int main(int argc, char **argv) {
         else if (i + 1 < argc && strcmp(argv[i], "--time-budget") == 0) g_time_budget = strtod(argv[++i], &end);
         else if (i + 1 < argc && strcmp(argv[i], "--python") == 0) g_python = argv[++i];
         else if (i + 1 < argc && strcmp(argv[i], "--script") == 0) g_script = argv[++i];
+        else if (strcmp(argv[i], "--b1") == 0) g_b1 = 1;
+        else if (strcmp(argv[i], "--b1-only") == 0) g_b1 = 2;
         else if (nargs < 63) args[nargs++] = argv[i];
         else return usage();
         if (end && *end) return usage();
@@ -588,16 +700,19 @@ int main(int argc, char **argv) {
         fprintf(stderr, "%s: prn_context_create: %s\n", bench_prog, err);
         goto done;
     }
-    for (ni = 0; ni < NUM_N; ++ni)
+    for (ni = 0; ni < NUM_N && g_b1 < 2; ++ni)
         for (ti = 0; ti < NUM_T; ++ti) {
             if (g_ns[ni] > g_max_n || !g_Ts[ti] || g_Ts[ti] > g_max_T) continue;
             printf("  n=%lu T=%lu ...\n", (unsigned long)g_ns[ni], (unsigned long)g_Ts[ti]);
             fflush(stdout);
             if (run_case(ctx, ni, ti, have_jax, dir)) goto done;
         }
-    print_background("during the measurements", cpu_background(run_start, cpu_sample_now()));
-    print_table(have_jax);
-    print_bench_lines(threads);
+    if (g_b1 < 2) {
+        print_background("during the measurements", cpu_background(run_start, cpu_sample_now()));
+        print_table(have_jax);
+        print_bench_lines(threads);
+    }
+    if (g_b1 && b1_section(ctx, threads)) goto done;
     printf("\nbench_jax: done in %.1f s\n", now() - t_start);
     rc = 0;
 done:

@@ -2364,9 +2364,9 @@ static double deer_dev(const double *a, const double *b, size_t n) {
     }
     return m / (s > 1 ? s : 1);
 }
-static void deer_case(prn_context *gen, prn_rnn_kind kind, prn_dtype dt, prn_jacobian_mode mode, int use_h0,
-                      int newton_only, size_t H) {
-    const size_t B = 11, T = 37, I = 3; /* B: a lane group of 8 and a partial one */
+static void deer_case_bt(prn_context *gen, prn_rnn_kind kind, prn_dtype dt, prn_jacobian_mode mode, int use_h0,
+                         int newton_only, size_t H, size_t B, size_t T) {
+    const size_t I = 3;
     prn_rnn_config c;
     prn_rnn *r = NULL;
     prn_tensor *p[64];
@@ -2376,6 +2376,8 @@ static void deer_case(prn_context *gen, prn_rnn_kind kind, prn_dtype dt, prn_jac
     size_t np_vals = 0, S, i;
     int np, j;
     char desc[160];
+    memset(&got, 0, sizeof got); /* freed below even when a side fails first */
+    memset(&want, 0, sizeof want);
     memset(&c, 0, sizeof c);
     c.kind = kind; c.dtype = dt; c.input_size = I; c.hidden_size = H; c.bidirectional = 1;
     if (kind == PRN_RNN_MHGRU) c.num_heads = 2;
@@ -2403,7 +2405,7 @@ static void deer_case(prn_context *gen, prn_rnn_kind kind, prn_dtype dt, prn_jac
     o.mode = mode;
     if (newton_only) { o.max_iter = 2; o.no_fallback = 1; }
     else if (dt == PRN_F64) o.atol = o.rtol = 1e-12;
-    snprintf(desc, sizeof desc, "%s H=%lu %s %s%s%s", prn_rnn_kind_name(kind), ZU(H), dname(dt),
+    snprintf(desc, sizeof desc, "%s H=%lu B=%lu T=%lu %s %s%s%s", prn_rnn_kind_name(kind), ZU(H), ZU(B), ZU(T), dname(dt),
              mode == PRN_JACOBIAN_DENSE ? "dense" : mode == PRN_JACOBIAN_BLOCK ? "block" : "diag",
              use_h0 ? " state0" : "", newton_only ? " two iterations" : "");
     if (deer_side(g_side[0].ctx, &c, pv, xv, use_h0 ? s0v : NULL, ryv, rsv, B, T, &o, 1, &got) &&
@@ -2426,6 +2428,11 @@ static void deer_case(prn_context *gen, prn_rnn_kind kind, prn_dtype dt, prn_jac
     deer_run_free(&got);
     deer_run_free(&want);
     g_cases++;
+}
+/* B: a lane group of 8 and a partial one */
+static void deer_case(prn_context *gen, prn_rnn_kind kind, prn_dtype dt, prn_jacobian_mode mode, int use_h0,
+                      int newton_only, size_t H) {
+    deer_case_bt(gen, kind, dt, mode, use_h0, newton_only, H, 11, 37);
 }
 static void t_deer(void) {
     static const prn_rnn_kind kinds[] = {PRN_RNN_ELMAN, PRN_RNN_LSTM, PRN_RNN_GRU, PRN_RNN_MHGRU, PRN_RNN_PLRNN,
@@ -2464,6 +2471,25 @@ static void t_deer(void) {
                     deer_case(gen, PRN_RNN_GRU, d ? PRN_F64 : PRN_F32, (prn_jacobian_mode)m, 1, nw, kk == 0 ? 1 : kk == 1 ? 2 : 8);
                     case_end();
                 }
+    /* fewer rows than lanes and T >= 1024: lanes over time segments (B 3: 5
+     * segments of 541 steps, the last 537; B 1: GRU's own copies). Not
+     * ALRNN: H 2 with 2 relu units diverges over 2701 steps. */
+    for (kk = 0; kk < (int)(sizeof kinds / sizeof *kinds) - 1; ++kk)
+        for (d = 0; d < (kinds[kk] >= PRN_RNN_PLRNN ? 1 : 2); ++d) /* PLRNNs: f32 dense, else too many iterations */
+            for (m = 0; m < (kinds[kk] >= PRN_RNN_PLRNN ? 1 : 3); m += 2) {
+                deer_case_bt(gen, kinds[kk], d ? PRN_F64 : PRN_F32, (prn_jacobian_mode)m, 1, 0, 2, 3, 2701);
+                case_end();
+            }
+    /* weights past the fused sums' limit (P x H > 1024): the backward's GEMM */
+    deer_case(gen, PRN_RNN_GRU, PRN_F32, PRN_JACOBIAN_DENSE, 1, 0, 20);
+    case_end();
+    deer_case(gen, PRN_RNN_LSTM, PRN_F64, PRN_JACOBIAN_DENSE, 1, 0, 17);
+    case_end();
+    for (m = 0; m < 3; ++m)
+        for (kk = 1; kk <= 2; ++kk) {
+            deer_case_bt(gen, PRN_RNN_GRU, PRN_F32, (prn_jacobian_mode)m, m != 1, m == 2, (size_t)kk, 1, 2701);
+            case_end();
+        }
     prn_context_destroy(gen);
 }
 
