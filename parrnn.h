@@ -1522,8 +1522,15 @@ struct prn_backend {
     prn_status (*deer_iterate)(prn_context *ctx, prn_deer_fused *a);
     prn_status (*deer_adjoint)(prn_context *ctx, const prn_deer_fused *a);
 
+    /* Optional (NULL: the check is composed from unary AFFINE x * 0 + 0 and
+     * a reduce SUM, which keeps a NaN). *finite = 1 when none of the n
+     * values of x is NaN or Inf (i32: always), else 0. The functions that
+     * run a network check their arguments and results with it on every
+     * call: one pass, no temporaries. */
+    prn_status (*all_finite)(prn_context *ctx, prn_dtype dtype, size_t n, const void *x, int *finite);
+
     /* Room for the primitives of later versions: keep NULL. */
-    void (*reserved[23])(void);
+    void (*reserved[22])(void);
 };
 
 /* The backend table the context runs on. */
@@ -2195,6 +2202,20 @@ PRN__FN prn_status prn__ref_strided_copy(prn_context *ctx, prn_dtype dtype, cons
     rows = shp[0] * s1 * s2; nch = (s3 + PRN__TILE - 1) / PRN__TILE;
     PRN__PAR_SETUP(ctx, rows * s3);
     if (rows * s3 == 0) return PRN_OK;
+    if (shp[0] * s1 == 1 && s2 > 1 && xs[2] == 0 && xs3 == 1 && ys3 == 1 && ys[2] == s3) {
+        /* one row repeated into contiguous rows (a bias into every row of a
+         * product): the row, then copies of what is written, doubling, so
+         * that short rows cost no loop each */
+        const size_t es = dtype == PRN_F64 ? 8 : 4, row = s3 * es;
+        char *yb = (char *)y + y_off * es;
+        size_t done = 1, c;
+        memcpy(yb, (const char *)x + x_off * es, row);
+        for (; done < s2; done += c) {
+            c = done < s2 - done ? done : s2 - done;
+            memcpy(yb + done * row, yb, c * row);
+        }
+        return PRN_OK;
+    }
     if (nch == 1 && s2 > 1) {
         if (dtype == PRN_F64) PRN__SCOPY_ROWS(double)
         else if (dtype == PRN_F32) PRN__SCOPY_ROWS(float)
@@ -2231,12 +2252,70 @@ PRN__FN prn_status prn__ref_strided_copy(prn_context *ctx, prn_dtype dtype, cons
                   c[j] += al * s;                                                \
               }                                                                  \
           } } }
+#ifdef PRN__HAVE_AVX2
+PRN__FN_INLINE int prn__cpu_avx2(void);
+/* C = alpha A op(B) + beta C with K = 1 (f32), A a column (lda 1), C's rows
+ * contiguous (ldc N), N <= 64: the input projection of a layer with one
+ * input, where a BLAS call costs more than the products (rows of N values,
+ * a few per cache line). Eight rows at a time: their 8 N values of C are N
+ * vectors, lane l of vector v being row (8 v + l) / N, column
+ * (8 v + l) % N, so each is a permutation of the eight A values times a
+ * vector of weights, both tabled once. Every value is rounded as
+ * c' + alpha (a w) (alpha 1: c' + a w), c' = 0, c or beta c: the same in
+ * the vector loop and the scalar rows past the last multiple of 8. */
+#define PRN__GEMM_K1_MAXN 64
+PRN__FN int prn__gemm_k1_ok(prn_dtype dtype, int trans_a, size_t M, size_t N, size_t K, size_t lda, size_t ldc) {
+    return dtype == PRN_F32 && !trans_a && K == 1 && lda == 1 && ldc == N && N && N <= PRN__GEMM_K1_MAXN && M >= 64 &&
+           prn__cpu_avx2();
+}
+PRN__FN PRN__AVX2 void prn__gemm_k1_f32x(int trans_b, size_t M, size_t N, float alpha, const float *A, size_t sa,
+                                        const float *B, size_t ldb, size_t sb, float beta, float *C, size_t sc,
+                                        size_t batch) {
+    int32_t idx[PRN__GEMM_K1_MAXN * 8];
+    float wv[PRN__GEMM_K1_MAXN * 8], w[PRN__GEMM_K1_MAXN];
+    const __m256 al = _mm256_set1_ps(alpha), bt = _mm256_set1_ps(beta);
+    size_t bi, i, j, v;
+    for (v = 0; v < 8 * N; ++v) idx[v] = (int32_t)(v / N);
+    for (bi = 0; bi < batch; ++bi) {
+        const float *a = A + bi * sa, *b = B + bi * sb;
+        float *c = C + bi * sc;
+        for (j = 0; j < N; ++j) w[j] = trans_b ? b[j * ldb] : b[j]; /* op(B) [1, N] */
+        for (v = 0; v < 8 * N; ++v) wv[v] = w[v % N];
+        for (i = 0; i + 8 <= M; i += 8) {
+            const __m256 a8 = _mm256_loadu_ps(a + i);
+            float *ci = c + i * N;
+            for (v = 0; v < N; ++v) {
+                __m256 p = _mm256_mul_ps(_mm256_permutevar8x32_ps(a8, _mm256_loadu_si256((const __m256i *)(idx + 8 * v))),
+                                         _mm256_loadu_ps(wv + 8 * v));
+                __m256 cv = beta == 0.0f ? _mm256_setzero_ps() : _mm256_loadu_ps(ci + 8 * v);
+                if (alpha != 1.0f) p = _mm256_mul_ps(p, al);
+                if (beta != 0.0f && beta != 1.0f) cv = _mm256_mul_ps(cv, bt);
+                _mm256_storeu_ps(ci + 8 * v, _mm256_add_ps(cv, p));
+            }
+        }
+        for (; i < M; ++i)
+            for (j = 0; j < N; ++j) {
+                float p = a[i] * w[j], cv = beta == 0.0f ? 0.0f : c[i * N + j];
+                if (alpha != 1.0f) p *= alpha;
+                if (beta != 0.0f && beta != 1.0f) cv *= beta;
+                c[i * N + j] = cv + p;
+            }
+    }
+}
+#endif
 PRN__FN prn_status prn__ref_gemm_loops(prn_context *ctx, prn_dtype dtype, int trans_a, int trans_b,
                                        size_t M, size_t N, size_t K, double alpha,
                                        const void *A, size_t lda, size_t sa,
                                        const void *B, size_t ldb, size_t sb,
                                        double beta, void *C, size_t ldc, size_t sc, size_t batch) {
     PRN__PAR_SETUP(ctx, batch * M * N * (K + 1) / 8);
+#ifdef PRN__HAVE_AVX2
+    if (prn__gemm_k1_ok(dtype, trans_a, M, N, K, lda, ldc)) {
+        prn__gemm_k1_f32x(trans_b, M, N, (float)alpha, (const float *)A, sa, (const float *)B, ldb, sb, (float)beta,
+                          (float *)C, sc, batch);
+        return PRN_OK;
+    }
+#endif
     if (dtype == PRN_F32) PRN__GEMM_LOOP(float)
     else PRN__GEMM_LOOP(double)
     return PRN_OK;
@@ -2256,6 +2335,11 @@ PRN__FN prn_status prn__ref_gemm_cblas(prn_context *ctx, prn_dtype dtype, int tr
                                        double beta, void *C, size_t ldc, size_t sc, size_t batch) {
     size_t b;
 #ifdef PRN__HAVE_AVX2
+    if (prn__gemm_k1_ok(dtype, trans_a, M, N, K, lda, ldc)) { /* one input: no BLAS call (prn__gemm_k1_f32x) */
+        prn__gemm_k1_f32x(trans_b, M, N, (float)alpha, (const float *)A, sa, (const float *)B, ldb, sb, (float)beta,
+                          (float *)C, sc, batch);
+        return PRN_OK;
+    }
     /* f32 on a CBLAS that runs SSE kernels on an AVX2 machine: parrnn's
      * AVX2 kernel (prn__gemm_f32x; no fallback when it fails, so that a
      * product's rounding never depends on an allocation) */
@@ -2308,6 +2392,12 @@ PRN__FN prn_status prn__ref_gemm_cblas(prn_context *ctx, prn_dtype dtype, int tr
           if (inner == 1) { ACC acc = (INIT);                                    \
               for (k = 0; k < n; ++k) { const ACC v = xo[k]; acc = (COMBINE); }  \
               yo[0] = (T)acc;                                                    \
+          } else if (inner <= 16) { /* in registers: no store and reload per row */ \
+              T a[16];                                                           \
+              for (i = 0; i < inner; ++i) a[i] = (INIT);                         \
+              for (k = 0; k < n; ++k) { const T *xk = xo + k * inner;            \
+                  for (i = 0; i < inner; ++i) { const T acc = a[i], v = xk[i]; a[i] = (COMBINE); } } \
+              for (i = 0; i < inner; ++i) yo[i] = a[i];                          \
           } else {                                                               \
               for (i = 0; i < inner; ++i) yo[i] = (INIT);                        \
               for (k = 0; k < n; ++k) { const T *xk = xo + k * inner;            \
@@ -4927,6 +5017,26 @@ PRN__FN prn_status prn__ref_deer_iterate(prn_context *ctx, prn_deer_fused *a) {
 PRN__FN prn_status prn__ref_deer_adjoint(prn_context *ctx, const prn_deer_fused *a) {
     return prn__ref_deer_run(ctx, "deer_adjoint", a, 1);
 }
+/* An exponent of all ones is NaN or Inf: OR over the lanes of a block, by
+ * integer operations the compiler vectorises (no float compare, no
+ * temporaries), one pass at memory speed. */
+PRN__FN prn_status prn__ref_all_finite(prn_context *ctx, prn_dtype dtype, size_t n, const void *x, int *finite) {
+    size_t i;
+    (void)ctx;
+    *finite = 1;
+    if (dtype == PRN_F32) {
+        const uint32_t *u = (const uint32_t *)x, e = 0x7f800000u;
+        uint32_t bad = 0;
+        for (i = 0; i < n; ++i) bad |= (uint32_t)((u[i] & e) == e);
+        *finite = !bad;
+    } else if (dtype == PRN_F64) {
+        const uint64_t *u = (const uint64_t *)x, e = 0x7ff0000000000000ull;
+        uint64_t bad = 0;
+        for (i = 0; i < n; ++i) bad |= (uint64_t)((u[i] & e) == e);
+        *finite = !bad;
+    }
+    return PRN_OK;
+}
 
 #define PRN__REFERENCE_TABLE(NAME, GEMM)                                         \
     { NAME, PARRNN_BACKEND_ABI, prn__ref_create, prn__ref_destroy,              \
@@ -4937,7 +5047,7 @@ PRN__FN prn_status prn__ref_deer_adjoint(prn_context *ctx, const prn_deer_fused 
       prn__ref_adam_update, prn__ref_scan_diag, prn__ref_scan_block,             \
       prn__ref_rnn_cell_forward, prn__ref_rnn_cell_backward, prn__ref_solve_batched,   \
       prn__ref_rnn_layer_forward, prn__ref_rnn_layer_backward,                   \
-      prn__ref_deer_iterate, prn__ref_deer_adjoint, { NULL } }
+      prn__ref_deer_iterate, prn__ref_deer_adjoint, prn__ref_all_finite, { NULL } }
 
 PRN__DEF const prn_backend *prn_reference_noblas_backend(void) {
     static const prn_backend b = PRN__REFERENCE_TABLE("reference-noblas", prn__ref_gemm_loops);
@@ -5648,6 +5758,11 @@ PRN__FN prn_status prn__backward(prn_context *ctx, const char *fn, prn_tensor *l
         known[nd->n_in + 1] = nd->out->pending; held[nd->n_in + 1] = nd->out->pending->refs;
         st = nd->backward(ctx, &op, nd->out->pending, gin);
         prn__own_grads(gin, nd->n_in, known, held, nd->n_in + 2);
+        /* An op output's gradient is not needed once its record has run:
+         * released before the input gradients are accumulated, so that one
+         * that shares its storage (a view's or reshape's backward) is taken
+         * over by prn__accumulate rather than copied. */
+        if (st == PRN_OK) { prn_tensor_free(nd->out->pending); nd->out->pending = NULL; }
         for (k = 0; k < nd->n_in; ++k) {
             prn_tensor *x = nd->in[k], *g = gin[k];
             if (!g) continue;
@@ -5662,8 +5777,6 @@ PRN__FN prn_status prn__backward(prn_context *ctx, const char *fn, prn_tensor *l
             }
             prn_tensor_free(g);
         }
-        /* An op output's gradient is not needed once its record has run. */
-        if (st == PRN_OK) { prn_tensor_free(nd->out->pending); nd->out->pending = NULL; }
     }
     ctx->no_grad--;
     ctx->in_backward = 0;
@@ -5866,8 +5979,9 @@ PRN__FN prn_status prn__reduce_raw(prn_context *ctx, const char *fn, prn_reduce_
     return PRN_OK;
 }
 
-/* *finite = 1 when every element of x is finite, on any backend: x * 0 + 0
- * is NaN exactly where x is NaN or Inf, and a sum keeps a NaN. */
+/* *finite = 1 when every element of x is finite, on any backend: its
+ * all_finite entry, else x * 0 + 0 (NaN exactly where x is NaN or Inf)
+ * and a sum, which keeps a NaN. */
 PRN__FN prn_status prn__all_finite(prn_context *ctx, const char *fn, prn_tensor *x, int *finite) {
     prn_tensor *z = NULL, *zv = NULL, *sm = NULL;
     double v = 0;
@@ -5875,6 +5989,7 @@ PRN__FN prn_status prn__all_finite(prn_context *ctx, const char *fn, prn_tensor 
     prn_status st;
     *finite = 1;
     if (!x->numel) return PRN_OK;
+    if (ctx->be->all_finite) return prn__in_fn(ctx, fn, ctx->be->all_finite(ctx, x->dtype, x->numel, x->st->buf, finite));
     n = x->numel;
     st = prn__unary_raw(ctx, fn, PRN_UNARY_AFFINE, x, 0.0, 0.0, &z);
     if (st == PRN_OK) st = prn__view(ctx, fn, z, 1, &n, &zv);
@@ -9836,6 +9951,8 @@ PRN__FN prn_status prn__deer_finite(prn__deer *d, prn_tensor *x, int *finite) {
     prn_status st;
     *finite = 1;
     if (!x->numel) return PRN_OK;
+    if (d->ctx->be->all_finite)
+        return prn__in_fn(d->ctx, d->fn, d->ctx->be->all_finite(d->ctx, x->dtype, x->numel, x->st->buf, finite));
     st = prn__unary_raw(d->ctx, d->fn, PRN_UNARY_AFFINE, x, 0.0, 0.0, &z);
     if (st == PRN_OK) st = prn__deer_view(d, z, z->numel, 0, 0, 0, 1, &zv);
     if (st == PRN_OK) st = prn__reduce_raw(d->ctx, d->fn, PRN_REDUCE_SUM, zv, 0, 0, &sm);

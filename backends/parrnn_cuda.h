@@ -991,6 +991,7 @@ PRN__CU_DEF const prn_backend *prn_cuda_backend(void) {
         prn__cu_solve_batched,
         prn__cu_rnn_layer_forward, prn__cu_rnn_layer_backward,
         NULL, NULL, /* deer_iterate/_adjoint: DEER composes its iterations */
+        NULL,       /* all_finite: composed from unary and reduce */
         {NULL}};
     return &b;
 }

@@ -441,7 +441,7 @@ static void t_table(void) {
     NOTE_NULL(random) NOTE_NULL(sgd_update) NOTE_NULL(adam_update)
     NOTE_NULL(scan_diag) NOTE_NULL(scan_block) NOTE_NULL(rnn_cell_forward) NOTE_NULL(rnn_cell_backward)
     NOTE_NULL(solve_batched) NOTE_NULL(rnn_layer_forward) NOTE_NULL(rnn_layer_backward)
-    NOTE_NULL(deer_iterate) NOTE_NULL(deer_adjoint)
+    NOTE_NULL(deer_iterate) NOTE_NULL(deer_adjoint) NOTE_NULL(all_finite)
 #undef NOTE_NULL
     if (nnull) printf("    note: backend '%s' leaves %d primitive(s) NULL:%s\n", g_side[0].name, nnull, missing);
     g_cases++;
@@ -1029,7 +1029,9 @@ static void gemm_case(prn_dtype dt, int ta, int tb, size_t M, size_t N, size_t K
 
 static void t_gemm(void) {
     static const size_t mnk[][3] = {{1, 1, 1},   {3, 7, 17},  {17, 3, 7},  {7, 1, 33}, {1, 17, 7},
-                                    {33, 17, 100}, {100, 33, 3}, {5, 4, 0}, {50, 40, 65}};
+                                    {33, 17, 100}, {100, 33, 3}, {5, 4, 0}, {50, 40, 65},
+                                    /* K = 1 (a layer's projection of one input): rows of 8 and a tail */
+                                    {64, 3, 1}, {131, 5, 1}, {67, 64, 1}, {72, 65, 1}};
     static const gemm_variant vars[] = {
         {1, 0, 0, 0, 1.0, 0.0, 0},  {3, 1, 0, 1, -0.5, 0.75, 0}, {2, 0, 1, 1, 2.5, 1.0, 0},
         {3, 0, 0, 1, 1.0, -2.0, 0}, {2, 1, 1, 0, -1.25, 0.0, 1},
@@ -1049,6 +1051,7 @@ static void t_gemm(void) {
 static const size_t g_layouts[][3] = {
     {1, 1, 1},  {1, 7, 1},   {1, 1000, 1}, {1, 17, 33}, {7, 33, 1}, {3, 17, 7},
     {5, 1, 9},  {4, 1, 1},   {1, 1, 6},    {33, 100, 1}, {1, 3, 100}, {20, 100, 17},
+    {1, 1000, 3}, {2, 300, 16},
 };
 #define NLAYOUTS (sizeof g_layouts / sizeof *g_layouts)
 
@@ -2493,6 +2496,51 @@ static void t_deer(void) {
     prn_context_destroy(gen);
 }
 
+/* --- all_finite ---------------------------------------------------------
+ * Against the host: nothing, NaN, +Inf or -Inf at the first, a middle or
+ * the last element (f32, f64), or the largest finite value there; i32 is
+ * always finite. Sizes around the vector widths and past the threads'
+ * threshold. */
+static void t_all_finite(void) {
+    static const size_t ns[] = {1, 2, 7, 8, 9, 31, 33, 1000, BIG + 5};
+    static const prn_dtype dts[] = {PRN_F32, PRN_F64, PRN_I32};
+    size_t d, i, j, pos;
+    int kind, where, s;
+    NEED(all_finite);
+    for (d = 0; d < 3; ++d)
+        for (i = 0; i < sizeof ns / sizeof *ns; ++i)
+            for (kind = 0; kind < 5; ++kind)
+                for (where = 0; where < (kind ? 3 : 1); ++where) {
+                    prn_dtype dt = dts[d];
+                    size_t n = ns[i];
+                    double *x = hd(n), big = dt == PRN_F32 ? (double)FLT_MAX : DBL_MAX;
+                    char desc[96];
+                    pbuf *b;
+                    int want = 1;
+                    if (dt == PRN_I32 && kind) continue;
+                    pos = where == 0 ? 0 : where == 1 ? n / 2 : n - 1;
+                    for (j = 0; j < n; ++j) x[j] = quant1(dt, rng_range(-4, 4));
+                    if (dt == PRN_I32) for (j = 0; j < n; ++j) x[j] = (double)(int)(x[j] * 1000);
+                    if (kind == 1) x[pos] = NAN;
+                    if (kind == 2) x[pos] = INFINITY;
+                    if (kind == 3) x[pos] = -INFINITY;
+                    if (kind == 4) x[pos] = -big;
+                    want = kind == 0 || kind == 4;
+                    snprintf(desc, sizeof desc, "%s n=%lu value %d at %lu", dname(dt), ZU(n), kind, ZU(pos));
+                    b = pb_input(dt, x, n, desc);
+                    if (b)
+                        for (s = 0; s < nsides(); ++s) {
+                            int fin = -1;
+                            if (!g_side[s].be->all_finite) continue; /* the oracle may compose it */
+                            if (!st_ok(s, g_side[s].be->all_finite(g_side[s].ctx, dt, n, b->h[s], &fin), "all_finite", desc))
+                                break;
+                            if (fin != want) failf("%s: all_finite on side %d gives %d, want %d", desc, s, fin, want);
+                        }
+                    g_cases++;
+                    case_end();
+                }
+}
+
 static const prim_test k_prims[] = {
     {"table", t_table},
     {"buf_alloc+buf_free+buf_upload+buf_download", t_buffers},
@@ -2514,6 +2562,7 @@ static const prim_test k_prims[] = {
     {"rnn_layer_forward+rnn_layer_backward", t_rnn_layer},
     {"solve_batched", t_solve_batched},
     {"deer_iterate+deer_adjoint", t_deer},
+    {"all_finite", t_all_finite},
     {"public_random", t_public_random},
 };
 
