@@ -4088,6 +4088,62 @@ PRN__DEFINE_LANES(double, f64, f64, f64, )
 #ifdef PRN__HAVE_AVX2
 PRN__DEFINE_LANES(float, f32x, f32x, f32x, PRN__AVX2)
 #endif
+#ifdef PRN__HAVE_AVX2
+/* prn__lanes_fw_f32x for a GRU of one unit (the smallest networks, where a
+ * step is one chain of exponentials and its latency is the layer's time):
+ * each group of 8 lanes keeps its state in a register across the steps of
+ * a chunk, with no store and reload of q and h per step, and two groups'
+ * chains run interleaved. The operations are prn__gru_fw_f32x's with q =
+ * w h, in the same order: the same bits as the general loop. */
+#define PRN__GRU1_STEP(h, xg, og, vg)                                           \
+    do {                                                                        \
+        const __m256 r_ = prn__sigm8(_mm256_add_ps(_mm256_add_ps(_mm256_loadu_ps(xg), _mm256_mul_ps(w0, h)), b0)); \
+        const __m256 z_ = prn__sigm8(_mm256_add_ps(_mm256_add_ps(_mm256_loadu_ps((xg) + Bp), _mm256_mul_ps(w1, h)), b1)); \
+        const __m256 hn_ = _mm256_add_ps(_mm256_mul_ps(w2, h), b2);            \
+        const __m256 nn_ = prn__tanh8(_mm256_fmadd_ps(r_, hn_, _mm256_loadu_ps((xg) + 2 * Bp))); \
+        h = _mm256_fmadd_ps(z_, _mm256_sub_ps(h, nn_), nn_);                   \
+        _mm256_storeu_ps(og, h);                                                \
+        if (Sv) {                                                               \
+            _mm256_storeu_ps(vg, r_); _mm256_storeu_ps((vg) + Bp, z_);          \
+            _mm256_storeu_ps((vg) + 2 * Bp, nn_); _mm256_storeu_ps((vg) + 3 * Bp, hn_); \
+        }                                                                       \
+    } while (0)
+PRN__FN PRN__AVX2 void prn__lanes_gru1_fw_f32x(const prn__layer *L, size_t C, size_t Bp) {
+    const size_t B = L->B, TT = L->Tn, P = 3, VH = 4; /* S = H = 1 */
+    const float *W = (const float *)L->w, *bias = (const float *)L->bias;
+    float *xt = (float *)L->ws, *ot = xt + C * P * Bp, *vt = ot + C * Bp, *q = vt + C * VH * Bp, *bl = q + P * Bp;
+    float *pv = bl + P * Bp, *Sv = L->saved ? (float *)L->saved : NULL;
+    const __m256 w0 = _mm256_set1_ps(W[0]), w1 = _mm256_set1_ps(W[1]), w2 = _mm256_set1_ps(W[2]);
+    const __m256 b0 = _mm256_set1_ps(bias[0]), b1 = _mm256_set1_ps(bias[1]), b2 = _mm256_set1_ps(bias[2]);
+    const int rev = L->rev;
+    size_t k0, i, c, l0, cn, ta;
+    prn__lanes_get_f32x((const float *)L->s0, B, 1, 1, 0, 1, Bp, pv);
+    for (k0 = 0; k0 < TT; k0 += C) {
+        cn = TT - k0 < C ? TT - k0 : C;
+        ta = rev ? TT - k0 - cn : k0;
+        prn__lanes_get_f32x((const float *)L->xp, B, TT, P, ta, cn, Bp, xt);
+        for (l0 = 0; l0 + 16 <= Bp; l0 += 16) {
+            __m256 ha = _mm256_loadu_ps(pv + l0), hb = _mm256_loadu_ps(pv + l0 + 8);
+            for (i = 0; i < cn; ++i) {
+                float *xg = xt + (c = rev ? cn - 1 - i : i) * P * Bp + l0, *og = ot + c * Bp + l0, *vg = vt + c * VH * Bp + l0;
+                PRN__GRU1_STEP(ha, xg, og, vg);
+                PRN__GRU1_STEP(hb, xg + 8, og + 8, vg + 8);
+            }
+        }
+        for (; l0 < Bp; l0 += 8) {
+            __m256 ha = _mm256_loadu_ps(pv + l0);
+            for (i = 0; i < cn; ++i) {
+                float *xg = xt + (c = rev ? cn - 1 - i : i) * P * Bp + l0, *og = ot + c * Bp + l0, *vg = vt + c * VH * Bp + l0;
+                PRN__GRU1_STEP(ha, xg, og, vg);
+            }
+        }
+        prn__lanes_put_f32x(ot, B, TT, 1, ta, cn, Bp, (float *)L->states);
+        if (Sv) prn__lanes_put_f32x(vt, B, TT, VH, ta, cn, Bp, Sv);
+        memcpy(pv, ot + (rev ? 0 : cn - 1) * Bp, Bp * sizeof(float));
+    }
+}
+#undef PRN__GRU1_STEP
+#endif
 
 /* The threads' split of the batch (prn__layer.by_rows): rows [r0, r1) of
  * L as a layer of their own (its buffers moved to row r0, ws not set), and
@@ -4165,7 +4221,8 @@ PRN__FN void prn__layer_run(const prn__layer *L, int bw, prn_dtype dtype, int nt
         void (*lanes)(const prn__layer *, size_t, size_t) = dtype == PRN_F64 ? (bw ? prn__lanes_bw_f64 : prn__lanes_fw_f64)
                                                                              : (bw ? prn__lanes_bw_f32 : prn__lanes_fw_f32);
 #ifdef PRN__HAVE_AVX2
-        if (dtype == PRN_F32 && prn__cpu_avx2()) lanes = bw ? prn__lanes_bw_f32x : prn__lanes_fw_f32x;
+        if (dtype == PRN_F32 && prn__cpu_avx2())
+            lanes = bw ? prn__lanes_bw_f32x : L->kind == PRN_RNN_GRU && L->H == 1 ? prn__lanes_gru1_fw_f32x : prn__lanes_fw_f32x;
 #endif
         lanes(L, L->lanes_C, L->lanes_Bp);
         return;
