@@ -9011,12 +9011,13 @@ PRN__FN void prn__fr_mv_ref(size_t bw, const float *W, size_t nb, const float *b
         }
 }
 /* The gates of one row: a [N] the input's preactivations, q [N] the
- * state's; h and c [Hp] updated in place. */
+ * state's (GRU, MHGRU; Elman and LSTM: a holds their sums and q is not
+ * read); h and c [Hp] updated in place. */
 PRN__FN void prn__fr_gates_ref(int kind, int relu, size_t Hp, const float *a, const float *q, float *h, float *c) {
     size_t i;
     for (i = 0; i < Hp; ++i) {
         if (kind == PRN_RNN_ELMAN) {
-            float p = a[i] + q[i];
+            float p = a[i]; /* the two preactivations' sum (prn__fr_mv_ref with a2 NULL) */
             h[i] = relu ? (p > 0.0f ? p : 0.0f) : prn__fr_tanh(p);
         } else if (kind == PRN_RNN_LSTM) {
             /* three divisions, not five (division is the slowest operation
@@ -9026,10 +9027,10 @@ PRN__FN void prn__fr_gates_ref(int kind, int relu, size_t Hp, const float *a, co
              * Dc stay below 5e8) gives 0 where the exact value is below
              * 1.5e-30. */
             float pi, si, pf, sf, pg, sg, po, so, pc, sc, cn;
-            prn__fr_exp(a[i] + q[i], 0, &pi, &si);
-            prn__fr_exp(a[Hp + i] + q[Hp + i], 0, &pf, &sf);
-            prn__fr_exp(a[2 * Hp + i] + q[2 * Hp + i], 1, &pg, &sg);
-            prn__fr_exp(a[3 * Hp + i] + q[3 * Hp + i], 0, &po, &so);
+            prn__fr_exp(a[i], 0, &pi, &si); /* a: the sums, as for Elman */
+            prn__fr_exp(a[Hp + i], 0, &pf, &sf);
+            prn__fr_exp(a[2 * Hp + i], 1, &pg, &sg);
+            prn__fr_exp(a[3 * Hp + i], 0, &po, &so);
             cn = c[i] / fmaf(pf, sf, 1.0f) + fmaf(pg, sg, -1.0f) / (fmaf(pi, si, 1.0f) * fmaf(pg, sg, 1.0f));
             c[i] = cn;
             prn__fr_exp(cn, 1, &pc, &sc);
@@ -9080,15 +9081,15 @@ PRN__FN PRN__AVX2 void prn__fr_gates8(int kind, int relu, size_t Hp, const float
     size_t i;
     for (i = 0; i < Hp; i += 8) {
         if (kind == PRN_RNN_ELMAN) {
-            __m256 p = _mm256_add_ps(_mm256_loadu_ps(a + i), _mm256_loadu_ps(q + i));
+            __m256 p = _mm256_loadu_ps(a + i); /* the sums */
             _mm256_storeu_ps(h + i, relu ? _mm256_max_ps(p, _mm256_setzero_ps()) : prn__fr_tanh8(p));
         } else if (kind == PRN_RNN_LSTM) { /* as prn__fr_gates_ref's: three divisions */
             const __m256 one = _mm256_set1_ps(1.0f), mone = _mm256_set1_ps(-1.0f);
             __m256 pi, si, pf, sf, pg, sg, po, so, pc, sc, cn;
-            prn__fr_exp8(_mm256_add_ps(_mm256_loadu_ps(a + i), _mm256_loadu_ps(q + i)), 0, &pi, &si);
-            prn__fr_exp8(_mm256_add_ps(_mm256_loadu_ps(a + Hp + i), _mm256_loadu_ps(q + Hp + i)), 0, &pf, &sf);
-            prn__fr_exp8(_mm256_add_ps(_mm256_loadu_ps(a + 2 * Hp + i), _mm256_loadu_ps(q + 2 * Hp + i)), 1, &pg, &sg);
-            prn__fr_exp8(_mm256_add_ps(_mm256_loadu_ps(a + 3 * Hp + i), _mm256_loadu_ps(q + 3 * Hp + i)), 0, &po, &so);
+            prn__fr_exp8(_mm256_loadu_ps(a + i), 0, &pi, &si);
+            prn__fr_exp8(_mm256_loadu_ps(a + Hp + i), 0, &pf, &sf);
+            prn__fr_exp8(_mm256_loadu_ps(a + 2 * Hp + i), 1, &pg, &sg);
+            prn__fr_exp8(_mm256_loadu_ps(a + 3 * Hp + i), 0, &po, &so);
             cn = _mm256_add_ps(_mm256_div_ps(_mm256_loadu_ps(c + i), _mm256_fmadd_ps(pf, sf, one)),
                                _mm256_div_ps(_mm256_fmadd_ps(pg, sg, mone), _mm256_mul_ps(_mm256_fmadd_ps(pi, si, one), _mm256_fmadd_ps(pg, sg, one))));
             _mm256_storeu_ps(c + i, cn);
@@ -9204,15 +9205,15 @@ PRN__FN PRN__AVX512 void prn__fr_gates16(int kind, int relu, size_t Hp, const fl
     size_t i;
     for (i = 0; i < Hp; i += 16) {
         if (kind == PRN_RNN_ELMAN) {
-            __m512 p = _mm512_add_ps(_mm512_loadu_ps(a + i), _mm512_loadu_ps(q + i));
+            __m512 p = _mm512_loadu_ps(a + i); /* the sums */
             _mm512_storeu_ps(h + i, relu ? _mm512_max_ps(p, _mm512_setzero_ps()) : prn__fr_tanh16(p));
         } else if (kind == PRN_RNN_LSTM) { /* as prn__fr_gates_ref's: three divisions */
             const __m512 one = _mm512_set1_ps(1.0f), mone = _mm512_set1_ps(-1.0f);
             __m512 pi, si, pf, sf, pg, sg, po, so, pc, sc, cn;
-            prn__fr_exp16(_mm512_add_ps(_mm512_loadu_ps(a + i), _mm512_loadu_ps(q + i)), 0, &pi, &si);
-            prn__fr_exp16(_mm512_add_ps(_mm512_loadu_ps(a + Hp + i), _mm512_loadu_ps(q + Hp + i)), 0, &pf, &sf);
-            prn__fr_exp16(_mm512_add_ps(_mm512_loadu_ps(a + 2 * Hp + i), _mm512_loadu_ps(q + 2 * Hp + i)), 1, &pg, &sg);
-            prn__fr_exp16(_mm512_add_ps(_mm512_loadu_ps(a + 3 * Hp + i), _mm512_loadu_ps(q + 3 * Hp + i)), 0, &po, &so);
+            prn__fr_exp16(_mm512_loadu_ps(a + i), 0, &pi, &si);
+            prn__fr_exp16(_mm512_loadu_ps(a + Hp + i), 0, &pf, &sf);
+            prn__fr_exp16(_mm512_loadu_ps(a + 2 * Hp + i), 1, &pg, &sg);
+            prn__fr_exp16(_mm512_loadu_ps(a + 3 * Hp + i), 0, &po, &so);
             cn = _mm512_add_ps(_mm512_div_ps(_mm512_loadu_ps(c + i), _mm512_fmadd_ps(pf, sf, one)),
                                _mm512_div_ps(_mm512_fmadd_ps(pg, sg, mone), _mm512_mul_ps(_mm512_fmadd_ps(pi, si, one), _mm512_fmadd_ps(pg, sg, one))));
             _mm512_storeu_ps(c + i, cn);
@@ -9529,8 +9530,10 @@ PRN__DEF prn_status prn_rnn_framef_step(prn_rnn_framef *f, const float *x, float
         for (b0 = 0; b0 < B; b0 += R) {
             R = B - b0 >= 4 ? 4 : B - b0 >= 2 ? 2 : 1;
             const float *xr = in ? in + b0 * is : NULL, *hr = hl + b0 * Hp;
-            /* a [R, N] the input's preactivations, then [R, N] the state's */
-            prn__fr_mv(f, W, N / f->bw, bias, bias + N, xr, is, nin, hr, Hp, H, R, f->a, f->a + 4 * N, N);
+            /* a [R, N] the input's preactivations, then [R, N] the state's;
+             * Elman and LSTM need only their sums (the same additions) */
+            prn__fr_mv(f, W, N / f->bw, bias, bias + N, xr, is, nin, hr, Hp, H, R, f->a,
+                       f->kind == PRN_RNN_ELMAN || f->kind == PRN_RNN_LSTM ? NULL : f->a + 4 * N, N);
             for (r = 0; r < R; ++r)
                 prn__fr_gates(f, f->a + r * N, f->a + (4 + r) * N, hl + (b0 + r) * Hp, cl ? cl + (b0 + r) * Hp : NULL);
         }
