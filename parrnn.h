@@ -9096,6 +9096,15 @@ PRN__FN int prn__fr_finite(float v) {
     memcpy(&u, &v, sizeof u);
     return (u & 0x7f800000u) != 0x7f800000u;
 }
+PRN__FN int prn__fr_all_finite(const float *x, size_t n) {
+    uint32_t u, bad = 0;
+    size_t i;
+    for (i = 0; i < n; ++i) {
+        memcpy(&u, x + i, sizeof u);
+        bad |= (uint32_t)((u & 0x7f800000u) == 0x7f800000u);
+    }
+    return !bad;
+}
 
 /* e^x, sigmoid and tanh for the float frames, written so that they give
  * the same bits in the AVX2 path and the portable one under any compiler
@@ -9105,28 +9114,33 @@ PRN__FN int prn__fr_finite(float v) {
  * evaluate them. e^x = p 2^n, returned as its two factors: the callers add
  * 1 to p 2^n by one more fused multiply-add. Reduction and polynomial as
  * prn__expf's (within 1 ulp on [-87, 87]; x is clamped there). */
-/* e^(-x) (dbl = 0) or e^(2x) (dbl = 1): the clamp acts on x (+-87, +-43.5),
+/* e^(-x) (dbl = 0) or e^(2x) (dbl = 1): the clamp acts on x (+-87, +-10),
  * and -x or 2x (exact) is formed beside the rounding to n, off the chain
- * of dependent operations that the step waits on. */
+ * of dependent operations that the step waits on. tanh's clamp at 10
+ * gives the same tanh as a wider one (beyond 8.7, e^2x +- 1 rounds to
+ * e^2x: the quotient is exactly +-1) and keeps e^2x + 1 below 5e8, so that
+ * the LSTM's products of two denominators stay finite where they matter. */
 PRN__FN_INLINE void prn__fr_exp(float x, int dbl, float *p_out, float *s_out) {
-    const float magic = 12582912.0f, lim = dbl ? 43.5f : 87.0f;
+    const float magic = 12582912.0f, lim = dbl ? 10.0f : 87.0f;
     float t, n, r, r2, a, b, c, p, sc, kx;
     uint32_t ut, um, e;
     x = x > -lim ? x : -lim;
     x = x < lim ? x : lim;
     t = fmaf(x, dbl ? 2.0f * 1.44269504088896341f : -1.44269504088896341f, magic);
-    kx = dbl ? x + x : -x;
+    kx = dbl ? x + x : x;
     n = t - magic;
-    r = fmaf(n, -0.693359375f, kx);
-    r = fmaf(n, 2.12194440e-4f, r);
+    /* dbl = 0: r holds -r, and the odd coefficients change sign: the same
+     * bits (rounding is symmetric) without negating x first */
+    r = fmaf(n, dbl ? -0.693359375f : 0.693359375f, kx);
+    r = fmaf(n, dbl ? 2.12194440e-4f : -2.12194440e-4f, r);
     /* e^r = 1 + r + r^2 (a + r^2 (b + r^2 c)) by Estrin's scheme: a shorter
      * chain of dependent operations than Horner's (the step waits on it) */
     r2 = r * r;
-    a = fmaf(1.6666665459e-1f, r, 5.0000001201e-1f);
-    b = fmaf(8.3334519073e-3f, r, 4.1665795894e-2f);
-    c = fmaf(1.9875691500e-4f, r, 1.3981999507e-3f);
+    a = fmaf(dbl ? 1.6666665459e-1f : -1.6666665459e-1f, r, 5.0000001201e-1f);
+    b = fmaf(dbl ? 8.3334519073e-3f : -8.3334519073e-3f, r, 4.1665795894e-2f);
+    c = fmaf(dbl ? 1.9875691500e-4f : -1.9875691500e-4f, r, 1.3981999507e-3f);
     p = fmaf(r2, fmaf(r2, c, b), a);
-    p = fmaf(r2, p, r + 1.0f);
+    p = fmaf(r2, p, dbl ? r + 1.0f : 1.0f - r);
     memcpy(&ut, &t, sizeof ut);
     memcpy(&um, &magic, sizeof um);
     e = (ut - um + 127u) << 23;
@@ -9169,19 +9183,30 @@ PRN__FN void prn__fr_mv_ref(size_t bw, const float *W, size_t nb, const float *b
         }
 }
 /* The gates of one row: a [N] the input's preactivations, q [N] the
- * state's; h and c [Hp] updated in place. */
+ * state's (GRU, MHGRU; Elman and LSTM: a holds their sums and q is not
+ * read); h and c [Hp] updated in place. */
 PRN__FN void prn__fr_gates_ref(int kind, int relu, size_t Hp, const float *a, const float *q, float *h, float *c) {
     size_t i;
     for (i = 0; i < Hp; ++i) {
         if (kind == PRN_RNN_ELMAN) {
-            float p = a[i] + q[i];
+            float p = a[i]; /* the two preactivations' sum (prn__fr_mv_ref with a2 NULL) */
             h[i] = relu ? (p > 0.0f ? p : 0.0f) : prn__fr_tanh(p);
         } else if (kind == PRN_RNN_LSTM) {
-            float ig = prn__fr_sigm(a[i] + q[i]), fg = prn__fr_sigm(a[Hp + i] + q[Hp + i]);
-            float gg = prn__fr_tanh(a[2 * Hp + i] + q[2 * Hp + i]), og = prn__fr_sigm(a[3 * Hp + i] + q[3 * Hp + i]);
-            float cn = fmaf(fg, c[i], ig * gg);
+            /* three divisions, not five (division is the slowest operation
+             * of the step): with sigmoid 1 / Dx and tanh Nx / Dx,
+             * c' = c / Df + Ng / (Di Dg) and h = Nc / (Do Dc). A product
+             * of denominators beyond FLT_MAX (Di or Do above 7e29, as Dg and
+             * Dc stay below 5e8) gives 0 where the exact value is below
+             * 1.5e-30. */
+            float pi, si, pf, sf, pg, sg, po, so, pc, sc, cn;
+            prn__fr_exp(a[i], 0, &pi, &si); /* a: the sums, as for Elman */
+            prn__fr_exp(a[Hp + i], 0, &pf, &sf);
+            prn__fr_exp(a[2 * Hp + i], 1, &pg, &sg);
+            prn__fr_exp(a[3 * Hp + i], 0, &po, &so);
+            cn = c[i] / fmaf(pf, sf, 1.0f) + fmaf(pg, sg, -1.0f) / (fmaf(pi, si, 1.0f) * fmaf(pg, sg, 1.0f));
             c[i] = cn;
-            h[i] = og * prn__fr_tanh(cn);
+            prn__fr_exp(cn, 1, &pc, &sc);
+            h[i] = fmaf(pc, sc, -1.0f) / (fmaf(po, so, 1.0f) * fmaf(pc, sc, 1.0f));
         } else { /* GRU, MHGRU */
             float rg = prn__fr_sigm(a[i] + q[i]), zg = prn__fr_sigm(a[Hp + i] + q[Hp + i]);
             float n = prn__fr_tanh(fmaf(rg, q[2 * Hp + i], a[2 * Hp + i]));
@@ -9193,22 +9218,22 @@ PRN__FN void prn__fr_gates_ref(int kind, int relu, size_t Hp, const float *a, co
 #ifdef PRN__HAVE_AVX2
 /* The same operations eight units at a time. */
 PRN__FN_INLINE PRN__AVX2 void prn__fr_exp8(__m256 x, int dbl, __m256 *p_out, __m256 *s_out) {
-    const __m256 magic = _mm256_set1_ps(12582912.0f), lim = _mm256_set1_ps(dbl ? 43.5f : 87.0f);
+    const __m256 magic = _mm256_set1_ps(12582912.0f), lim = _mm256_set1_ps(dbl ? 10.0f : 87.0f);
     __m256 t, n, r, r2, a, b, c, p, kx;
     __m256i e;
     x = _mm256_max_ps(x, _mm256_sub_ps(_mm256_setzero_ps(), lim));
     x = _mm256_min_ps(x, lim);
     t = _mm256_fmadd_ps(x, _mm256_set1_ps(dbl ? 2.0f * 1.44269504088896341f : -1.44269504088896341f), magic);
-    kx = dbl ? _mm256_add_ps(x, x) : _mm256_castsi256_ps(_mm256_xor_si256(_mm256_castps_si256(x), _mm256_set1_epi32((int)0x80000000u)));
+    kx = dbl ? _mm256_add_ps(x, x) : x; /* dbl = 0: r holds -r, as in prn__fr_exp */
     n = _mm256_sub_ps(t, magic);
-    r = _mm256_fmadd_ps(n, _mm256_set1_ps(-0.693359375f), kx);
-    r = _mm256_fmadd_ps(n, _mm256_set1_ps(2.12194440e-4f), r);
+    r = _mm256_fmadd_ps(n, _mm256_set1_ps(dbl ? -0.693359375f : 0.693359375f), kx);
+    r = _mm256_fmadd_ps(n, _mm256_set1_ps(dbl ? 2.12194440e-4f : -2.12194440e-4f), r);
     r2 = _mm256_mul_ps(r, r);
-    a = _mm256_fmadd_ps(_mm256_set1_ps(1.6666665459e-1f), r, _mm256_set1_ps(5.0000001201e-1f));
-    b = _mm256_fmadd_ps(_mm256_set1_ps(8.3334519073e-3f), r, _mm256_set1_ps(4.1665795894e-2f));
-    c = _mm256_fmadd_ps(_mm256_set1_ps(1.9875691500e-4f), r, _mm256_set1_ps(1.3981999507e-3f));
+    a = _mm256_fmadd_ps(_mm256_set1_ps(dbl ? 1.6666665459e-1f : -1.6666665459e-1f), r, _mm256_set1_ps(5.0000001201e-1f));
+    b = _mm256_fmadd_ps(_mm256_set1_ps(dbl ? 8.3334519073e-3f : -8.3334519073e-3f), r, _mm256_set1_ps(4.1665795894e-2f));
+    c = _mm256_fmadd_ps(_mm256_set1_ps(dbl ? 1.9875691500e-4f : -1.9875691500e-4f), r, _mm256_set1_ps(1.3981999507e-3f));
     p = _mm256_fmadd_ps(r2, _mm256_fmadd_ps(r2, c, b), a);
-    p = _mm256_fmadd_ps(r2, p, _mm256_add_ps(r, _mm256_set1_ps(1.0f)));
+    p = _mm256_fmadd_ps(r2, p, dbl ? _mm256_add_ps(r, _mm256_set1_ps(1.0f)) : _mm256_sub_ps(_mm256_set1_ps(1.0f), r));
     e = _mm256_slli_epi32(_mm256_add_epi32(_mm256_sub_epi32(_mm256_castps_si256(t), _mm256_castps_si256(magic)),
                                            _mm256_set1_epi32(127)), 23);
     *p_out = p;
@@ -9228,14 +9253,20 @@ PRN__FN PRN__AVX2 void prn__fr_gates8(int kind, int relu, size_t Hp, const float
     size_t i;
     for (i = 0; i < Hp; i += 8) {
         if (kind == PRN_RNN_ELMAN) {
-            __m256 p = _mm256_add_ps(_mm256_loadu_ps(a + i), _mm256_loadu_ps(q + i));
+            __m256 p = _mm256_loadu_ps(a + i); /* the sums */
             _mm256_storeu_ps(h + i, relu ? _mm256_max_ps(p, _mm256_setzero_ps()) : prn__fr_tanh8(p));
-        } else if (kind == PRN_RNN_LSTM) {
-            __m256 ig = prn__fr_sigm8(_mm256_add_ps(_mm256_loadu_ps(a + i), _mm256_loadu_ps(q + i))), fg = prn__fr_sigm8(_mm256_add_ps(_mm256_loadu_ps(a + Hp + i), _mm256_loadu_ps(q + Hp + i)));
-            __m256 gg = prn__fr_tanh8(_mm256_add_ps(_mm256_loadu_ps(a + 2 * Hp + i), _mm256_loadu_ps(q + 2 * Hp + i))), og = prn__fr_sigm8(_mm256_add_ps(_mm256_loadu_ps(a + 3 * Hp + i), _mm256_loadu_ps(q + 3 * Hp + i)));
-            __m256 cn = _mm256_fmadd_ps(fg, _mm256_loadu_ps(c + i), _mm256_mul_ps(ig, gg));
+        } else if (kind == PRN_RNN_LSTM) { /* as prn__fr_gates_ref's: three divisions */
+            const __m256 one = _mm256_set1_ps(1.0f), mone = _mm256_set1_ps(-1.0f);
+            __m256 pi, si, pf, sf, pg, sg, po, so, pc, sc, cn;
+            prn__fr_exp8(_mm256_loadu_ps(a + i), 0, &pi, &si);
+            prn__fr_exp8(_mm256_loadu_ps(a + Hp + i), 0, &pf, &sf);
+            prn__fr_exp8(_mm256_loadu_ps(a + 2 * Hp + i), 1, &pg, &sg);
+            prn__fr_exp8(_mm256_loadu_ps(a + 3 * Hp + i), 0, &po, &so);
+            cn = _mm256_add_ps(_mm256_div_ps(_mm256_loadu_ps(c + i), _mm256_fmadd_ps(pf, sf, one)),
+                               _mm256_div_ps(_mm256_fmadd_ps(pg, sg, mone), _mm256_mul_ps(_mm256_fmadd_ps(pi, si, one), _mm256_fmadd_ps(pg, sg, one))));
             _mm256_storeu_ps(c + i, cn);
-            _mm256_storeu_ps(h + i, _mm256_mul_ps(og, prn__fr_tanh8(cn)));
+            prn__fr_exp8(cn, 1, &pc, &sc);
+            _mm256_storeu_ps(h + i, _mm256_div_ps(_mm256_fmadd_ps(pc, sc, mone), _mm256_mul_ps(_mm256_fmadd_ps(po, so, one), _mm256_fmadd_ps(pc, sc, one))));
         } else {
             __m256 rg = prn__fr_sigm8(_mm256_add_ps(_mm256_loadu_ps(a + i), _mm256_loadu_ps(q + i))), zg = prn__fr_sigm8(_mm256_add_ps(_mm256_loadu_ps(a + Hp + i), _mm256_loadu_ps(q + Hp + i)));
             __m256 n = prn__fr_tanh8(_mm256_fmadd_ps(rg, _mm256_loadu_ps(q + 2 * Hp + i), _mm256_loadu_ps(a + 2 * Hp + i)));
@@ -9311,22 +9342,22 @@ PRN__FN PRN__AVX2 void prn__fr_mv8(const float *W, size_t nv, const float *bias,
 #ifdef PRN__HAVE_AVX512
 /* The same, sixteen units at a time (blocks of sixteen columns). */
 PRN__FN_INLINE PRN__AVX512 void prn__fr_exp16(__m512 x, int dbl, __m512 *p_out, __m512 *s_out) {
-    const __m512 magic = _mm512_set1_ps(12582912.0f), lim = _mm512_set1_ps(dbl ? 43.5f : 87.0f);
+    const __m512 magic = _mm512_set1_ps(12582912.0f), lim = _mm512_set1_ps(dbl ? 10.0f : 87.0f);
     __m512 t, n, r, r2, a, b, c, p, kx;
     __m512i e;
     x = _mm512_max_ps(x, _mm512_sub_ps(_mm512_setzero_ps(), lim));
     x = _mm512_min_ps(x, lim);
     t = _mm512_fmadd_ps(x, _mm512_set1_ps(dbl ? 2.0f * 1.44269504088896341f : -1.44269504088896341f), magic);
-    kx = dbl ? _mm512_add_ps(x, x) : _mm512_castsi512_ps(_mm512_xor_si512(_mm512_castps_si512(x), _mm512_set1_epi32((int)0x80000000u)));
+    kx = dbl ? _mm512_add_ps(x, x) : x; /* dbl = 0: r holds -r, as in prn__fr_exp */
     n = _mm512_sub_ps(t, magic);
-    r = _mm512_fmadd_ps(n, _mm512_set1_ps(-0.693359375f), kx);
-    r = _mm512_fmadd_ps(n, _mm512_set1_ps(2.12194440e-4f), r);
+    r = _mm512_fmadd_ps(n, _mm512_set1_ps(dbl ? -0.693359375f : 0.693359375f), kx);
+    r = _mm512_fmadd_ps(n, _mm512_set1_ps(dbl ? 2.12194440e-4f : -2.12194440e-4f), r);
     r2 = _mm512_mul_ps(r, r);
-    a = _mm512_fmadd_ps(_mm512_set1_ps(1.6666665459e-1f), r, _mm512_set1_ps(5.0000001201e-1f));
-    b = _mm512_fmadd_ps(_mm512_set1_ps(8.3334519073e-3f), r, _mm512_set1_ps(4.1665795894e-2f));
-    c = _mm512_fmadd_ps(_mm512_set1_ps(1.9875691500e-4f), r, _mm512_set1_ps(1.3981999507e-3f));
+    a = _mm512_fmadd_ps(_mm512_set1_ps(dbl ? 1.6666665459e-1f : -1.6666665459e-1f), r, _mm512_set1_ps(5.0000001201e-1f));
+    b = _mm512_fmadd_ps(_mm512_set1_ps(dbl ? 8.3334519073e-3f : -8.3334519073e-3f), r, _mm512_set1_ps(4.1665795894e-2f));
+    c = _mm512_fmadd_ps(_mm512_set1_ps(dbl ? 1.9875691500e-4f : -1.9875691500e-4f), r, _mm512_set1_ps(1.3981999507e-3f));
     p = _mm512_fmadd_ps(r2, _mm512_fmadd_ps(r2, c, b), a);
-    p = _mm512_fmadd_ps(r2, p, _mm512_add_ps(r, _mm512_set1_ps(1.0f)));
+    p = _mm512_fmadd_ps(r2, p, dbl ? _mm512_add_ps(r, _mm512_set1_ps(1.0f)) : _mm512_sub_ps(_mm512_set1_ps(1.0f), r));
     e = _mm512_slli_epi32(_mm512_add_epi32(_mm512_sub_epi32(_mm512_castps_si512(t), _mm512_castps_si512(magic)),
                                            _mm512_set1_epi32(127)), 23);
     *p_out = p;
@@ -9346,14 +9377,20 @@ PRN__FN PRN__AVX512 void prn__fr_gates16(int kind, int relu, size_t Hp, const fl
     size_t i;
     for (i = 0; i < Hp; i += 16) {
         if (kind == PRN_RNN_ELMAN) {
-            __m512 p = _mm512_add_ps(_mm512_loadu_ps(a + i), _mm512_loadu_ps(q + i));
+            __m512 p = _mm512_loadu_ps(a + i); /* the sums */
             _mm512_storeu_ps(h + i, relu ? _mm512_max_ps(p, _mm512_setzero_ps()) : prn__fr_tanh16(p));
-        } else if (kind == PRN_RNN_LSTM) {
-            __m512 ig = prn__fr_sigm16(_mm512_add_ps(_mm512_loadu_ps(a + i), _mm512_loadu_ps(q + i))), fg = prn__fr_sigm16(_mm512_add_ps(_mm512_loadu_ps(a + Hp + i), _mm512_loadu_ps(q + Hp + i)));
-            __m512 gg = prn__fr_tanh16(_mm512_add_ps(_mm512_loadu_ps(a + 2 * Hp + i), _mm512_loadu_ps(q + 2 * Hp + i))), og = prn__fr_sigm16(_mm512_add_ps(_mm512_loadu_ps(a + 3 * Hp + i), _mm512_loadu_ps(q + 3 * Hp + i)));
-            __m512 cn = _mm512_fmadd_ps(fg, _mm512_loadu_ps(c + i), _mm512_mul_ps(ig, gg));
+        } else if (kind == PRN_RNN_LSTM) { /* as prn__fr_gates_ref's: three divisions */
+            const __m512 one = _mm512_set1_ps(1.0f), mone = _mm512_set1_ps(-1.0f);
+            __m512 pi, si, pf, sf, pg, sg, po, so, pc, sc, cn;
+            prn__fr_exp16(_mm512_loadu_ps(a + i), 0, &pi, &si);
+            prn__fr_exp16(_mm512_loadu_ps(a + Hp + i), 0, &pf, &sf);
+            prn__fr_exp16(_mm512_loadu_ps(a + 2 * Hp + i), 1, &pg, &sg);
+            prn__fr_exp16(_mm512_loadu_ps(a + 3 * Hp + i), 0, &po, &so);
+            cn = _mm512_add_ps(_mm512_div_ps(_mm512_loadu_ps(c + i), _mm512_fmadd_ps(pf, sf, one)),
+                               _mm512_div_ps(_mm512_fmadd_ps(pg, sg, mone), _mm512_mul_ps(_mm512_fmadd_ps(pi, si, one), _mm512_fmadd_ps(pg, sg, one))));
             _mm512_storeu_ps(c + i, cn);
-            _mm512_storeu_ps(h + i, _mm512_mul_ps(og, prn__fr_tanh16(cn)));
+            prn__fr_exp16(cn, 1, &pc, &sc);
+            _mm512_storeu_ps(h + i, _mm512_div_ps(_mm512_fmadd_ps(pc, sc, mone), _mm512_mul_ps(_mm512_fmadd_ps(po, so, one), _mm512_fmadd_ps(pc, sc, one))));
         } else {
             __m512 rg = prn__fr_sigm16(_mm512_add_ps(_mm512_loadu_ps(a + i), _mm512_loadu_ps(q + i))), zg = prn__fr_sigm16(_mm512_add_ps(_mm512_loadu_ps(a + Hp + i), _mm512_loadu_ps(q + Hp + i)));
             __m512 n = prn__fr_tanh16(_mm512_fmadd_ps(rg, _mm512_loadu_ps(q + 2 * Hp + i), _mm512_loadu_ps(a + 2 * Hp + i)));
@@ -9649,9 +9686,13 @@ PRN__DEF prn_status prn_rnn_framef_step(prn_rnn_framef *f, const float *x, float
     if (!f) return PRN_ERR_NULL_ARGUMENT;
     In = f->In, H = f->H, Hp = f->Hp, N = f->N, B = f->B;
     if (!x && In) return PRN__ERR(f->rnn->ctx, PRN_ERR_NULL_ARGUMENT, "%s: argument 'x' is NULL but input_size is %lu", fn, (unsigned long)In);
-    for (i = 0; i < B * In; ++i) /* before any change: a refused frame leaves the state as it was */
-        if (!prn__fr_finite(x[i]))
-            return PRN__ERR(f->rnn->ctx, PRN_ERR_NONFINITE, "%s: argument 'x' [%lu] (row %lu) is %g", fn, (unsigned long)i,
+    /* before any change: a refused frame leaves the state as it was. One
+     * test of the whole input (a loop the compiler can vectorise), then the
+     * search for the value to name */
+    if (!prn__fr_all_finite(x, B * In))
+        for (i = 0; i < B * In; ++i)
+            if (!prn__fr_finite(x[i]))
+                return PRN__ERR(f->rnn->ctx, PRN_ERR_NONFINITE, "%s: argument 'x' [%lu] (row %lu) is %g", fn, (unsigned long)i,
                             (unsigned long)(i / In), (double)x[i]);
     for (l = 0; l < f->L; ++l) {
         const float *W = f->w + prn__fr_woff(f, l), *bias = f->bias + 2 * (size_t)l * N;
@@ -9661,8 +9702,10 @@ PRN__DEF prn_status prn_rnn_framef_step(prn_rnn_framef *f, const float *x, float
         for (b0 = 0; b0 < B; b0 += R) {
             R = B - b0 >= 4 ? 4 : B - b0 >= 2 ? 2 : 1;
             const float *xr = in ? in + b0 * is : NULL, *hr = hl + b0 * Hp;
-            /* a [R, N] the input's preactivations, then [R, N] the state's */
-            prn__fr_mv(f, W, N / f->bw, bias, bias + N, xr, is, nin, hr, Hp, H, R, f->a, f->a + 4 * N, N);
+            /* a [R, N] the input's preactivations, then [R, N] the state's;
+             * Elman and LSTM need only their sums (the same additions) */
+            prn__fr_mv(f, W, N / f->bw, bias, bias + N, xr, is, nin, hr, Hp, H, R, f->a,
+                       f->kind == PRN_RNN_ELMAN || f->kind == PRN_RNN_LSTM ? NULL : f->a + 4 * N, N);
             for (r = 0; r < R; ++r)
                 prn__fr_gates(f, f->a + r * N, f->a + (4 + r) * N, hl + (b0 + r) * Hp, cl ? cl + (b0 + r) * Hp : NULL);
         }

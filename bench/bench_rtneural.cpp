@@ -2,7 +2,7 @@
 // bench_frames (GRU and LSTM, input 8, hidden 8/16/32/64, batch 1, float,
 // compile-time sizes, the Eigen backend), beside parrnn's float frames at
 // the same shapes in the same process: samples of 1000 steps of each, in
-// turn, 41 rounds, the best sample of each, so that load from other
+// turn, 201 rounds, the best sample of each, so that load from other
 // processes on a shared machine hits both alike. RTNeural is not part of
 // parrnn: this file is compiled only when RTNEURAL_DIR names a checkout
 // (`make bench-frames RTNEURAL_DIR=...`), and bench_frames runs it.
@@ -17,7 +17,7 @@
 #include <vector>
 
 namespace {
-constexpr int kIn = 8, kSteps = 1000, kRounds = 41, kSeq = 1024;
+constexpr int kIn = 8, kSteps = 1000, kRounds = 201, kSeq = 1024;
 
 template <typename Layer>
 void fill_layer(Layer &layer, int gates, std::mt19937 &rng) {

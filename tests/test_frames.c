@@ -2,7 +2,7 @@
  * hidden size (padded and not) and batch size (the tiles of 4, 2 and 1 row)
  * against the double frames; the state's layout, reset, the refusals (NaN
  * input, NaN state, NaN parameter, other kinds, bidirectional) and that a
- * refused call changes nothing. Same bits with other flags:
+ * refused call changes nothing; an LSTM with saturated gates. Same bits with other flags:
  * tests/frame_bits.sh. Allocation-freedom: test_rnn's allocator test. */
 #include "../parrnn.h"
 #include "prn_test.h"
@@ -113,6 +113,74 @@ static void test_against_double(void) {
                     prn_rnn_free(r);
                 }
     printf("  float vs double frames: worst difference %.3g\n", worst);
+}
+
+/* Saturated LSTM gates: the float LSTM forms c' = c / Df + Ng / (Di Dg)
+ * and h = Nc / (Do Dc) (sigmoid 1 / D, tanh N / D), and a product of two
+ * denominators must stay finite wherever the result is not negligible. No
+ * weights, only biases: the forget gate 1, the input gate e^-100, the
+ * output gate's preactivation -2 down to -80 across the units (og 0.12
+ * down to 1e-35) and the cell state +-85 down to +-5 (tanh exactly +-1 in
+ * float): h = +-og and c' = c, within float rounding, as the double frames
+ * give. (With tanh's argument clamped at 43.5, not 10, Do Dc overflowed and
+ * h[0] was 0.) */
+static void test_saturated_lstm(void) {
+    static const size_t Hs[] = {5, 16, 32}, Bs[] = {1, 3};
+    int hi, bi, p, np;
+    for (hi = 0; hi < 3; ++hi)
+        for (bi = 0; bi < 2; ++bi) {
+            size_t H = Hs[hi], B = Bs[bi], S, i, j, t, n;
+            prn_rnn *r = make_rnn(PRN_RNN_LSTM, 0, 1, H, 1, 0);
+            prn_rnn_frame *fd = NULL;
+            prn_rnn_framef *ff = NULL;
+            prn_tensor *ps[8];
+            double xd[3], yd[3 * 32], sd[3 * 64];
+            float xf[3], yf[3 * 32], sf[3 * 64], pf[4 * 32 * 32];
+            double err = 0;
+            PRNT_CHECK(r != NULL, "create");
+            if (!r) return;
+            np = prn_rnn_params(r, ps, 8); /* weight_ih, weight_hh, bias_ih, bias_hh; gates i, f, g, o */
+            PRNT_CHECK(np == 4, "params: %d", np);
+            for (p = 0; p < np; ++p) {
+                n = prn_tensor_numel(ps[p]);
+                memset(pf, 0, sizeof pf);
+                if (p == 2)
+                    for (j = 0; j < H; ++j)
+                        pf[j] = -100.0f, pf[H + j] = 30.0f, pf[2 * H + j] = 0.5f, pf[3 * H + j] = -2.0f - 78.0f * (float)j / (float)(H - 1);
+                PRNT_OK(g_ctx, prn_tensor_upload(ps[p], pf, n));
+            }
+            S = prn_rnn_state_size(r);
+            PRNT_OK(g_ctx, prn_rnn_frame_create(r, B, &fd));
+            PRNT_OK(g_ctx, prn_rnn_framef_create(r, B, &ff));
+            if (!fd || !ff) { prn_rnn_frame_free(fd); prn_rnn_framef_free(ff); prn_rnn_free(r); return; }
+            for (i = 0; i < B * S; ++i) {
+                j = i % S;
+                sf[i] = j < H ? 0.25f : (float)((j + i / S) % 2 ? 1 : -1) * (85.0f - 80.0f * (float)(j - H) / (float)(H - 1));
+                sd[i] = sf[i];
+            }
+            PRNT_OK(g_ctx, prn_rnn_frame_set_state(fd, sd));
+            PRNT_OK(g_ctx, prn_rnn_framef_set_state(ff, sf));
+            for (t = 0; t < 3; ++t) {
+                for (i = 0; i < B; ++i) xf[i] = 0.5f * (float)i - 0.25f, xd[i] = xf[i];
+                PRNT_OK(g_ctx, prn_rnn_frame_step(fd, xd, yd));
+                PRNT_OK(g_ctx, prn_rnn_framef_step(ff, xf, yf));
+                for (i = 0; i < B * H; ++i) {
+                    double d = fabs(yd[i] - (double)yf[i]);
+                    if (!(d <= err)) err = d;
+                }
+                PRNT_OK(g_ctx, prn_rnn_framef_get_state(ff, sf));
+                PRNT_OK(g_ctx, prn_rnn_frame_get_state(fd, sd));
+                for (i = 0; i < B * S; ++i) {
+                    double d = fabs(sd[i] - (double)sf[i]) / (fabs(sd[i]) > 1.0 ? fabs(sd[i]) : 1.0);
+                    if (!(d <= err)) err = d;
+                }
+            }
+            PRNT_CHECK(fabs(yd[0]) > 0.1 && err < 1e-6, "H=%lu B=%lu: h[0] %g, float vs double frames %g", (unsigned long)H,
+                       (unsigned long)B, yd[0], err);
+            prn_rnn_frame_free(fd);
+            prn_rnn_framef_free(ff);
+            prn_rnn_free(r);
+        }
 }
 
 /* NaN and Inf: refused, and nothing changes. */
@@ -231,6 +299,7 @@ int main(void) {
     g_ctx = prnt_context(2026);
     if (!g_ctx) return 1;
     PRNT_RUN(test_against_double);
+    PRNT_RUN(test_saturated_lstm);
     PRNT_RUN(test_refusals);
     PRNT_RUN(test_batch9);
     prn_context_destroy(g_ctx);
