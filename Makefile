@@ -123,7 +123,7 @@ API_STAMP    = $(BUILD)/parrnn_api.stamp
 VFLAGS_sse2   = -DPARRNN_NO_AVX2
 VFLAGS_plain  = -DPARRNN_NO_INTRINSICS
 VFLAGS_lapack = -DPARRNN_USE_LAPACK
-TEST_DEPS    = tests/prn_test.h tests/prn_test_device.h tests/prn_crc32.h
+TEST_DEPS    = tests/prn_test.h tests/prn_test_device.h tests/prn_crc32.h tests/prn_meminfo.h
 
 $(API_STAMP): parrnn.h
 	@mkdir -p $(@D)
@@ -139,7 +139,7 @@ $(BUILD)/parrnn-%.o: parrnn_impl.c parrnn.h
 $(BUILD)/obj/tests/%.o: tests/%.c $(TEST_DEPS) $(API_STAMP)
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS_ALL) -c -o $@ $<
-$(BUILD)/obj/bench/%.o: bench/%.c bench/bench_common.h $(API_STAMP)
+$(BUILD)/obj/bench/%.o: bench/%.c bench/bench_common.h tests/prn_meminfo.h $(API_STAMP)
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS_ALL) -c -o $@ $<
 $(BUILD)/obj/%.o: %.c $(API_STAMP)

@@ -99,6 +99,7 @@
 #ifdef _OPENMP
 #include <omp.h>
 #endif
+#include "../tests/prn_meminfo.h"
 
 
 /* ------------------------------------------------------------------------
@@ -544,17 +545,6 @@ static void bench_shape(prn_context *ctx, const char *name, int block, size_t T,
 /* ------------------------------------------------------------------------
  * Large arrays: the first call and the steady state
  * ---------------------------------------------------------------------- */
-/* MemAvailable of /proc/meminfo in bytes (0: unknown, not Linux). */
-static double mem_available(void) {
-    FILE *f = fopen("/proc/meminfo", "r");
-    char line[256];
-    double kb = 0;
-    if (!f) return 0;
-    while (fgets(line, sizeof line, f))
-        if (sscanf(line, "MemAvailable: %lf kB", &kb) == 1) break;
-    fclose(f);
-    return kb * 1024.0;
-}
 
 /* prn_scan_diag AUTO on B x T x C f32 (B = 16, C = 128) as a training loop
  * repeats it: a fresh context, so that its first call allocates its output
@@ -567,7 +557,7 @@ static double mem_available(void) {
  * rounds' paired ratios with the triad). */
 static void bench_large(size_t B, size_t T, size_t C) {
     size_t shape[3], n = B * T * C;
-    double bytes = 12.0 * (double)n, need = 3.0 * 4.0 * (double)n + 1e9, avail = mem_available(), t0, first;
+    double bytes = 12.0 * (double)n, need = 3.0 * 4.0 * (double)n + 1e9, avail = prn_mem_available(), t0, first;
     double best[2], samples[2 * 64] = {0};
     bench_fn fns[2];
     void *users[2];

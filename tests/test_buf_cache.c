@@ -15,6 +15,7 @@
 #include "parrnn.h"
 #include "prn_test.h"
 #include <stdint.h>
+#include "prn_meminfo.h"
 
 /* allocs and frees count the blocks of 1 MiB and more (the buffers; tensor
  * handles and the tape are small allocations of their own on every op) */
@@ -61,21 +62,10 @@ static prn_context *make_ctx(ca_state *ca) {
     return ctx;
 }
 
-/* MemAvailable in bytes (0 when unknown: not Linux). */
-static double mem_available(void) {
-    FILE *f = fopen("/proc/meminfo", "r");
-    char line[256];
-    double kb = 0;
-    if (!f) return 0;
-    while (fgets(line, sizeof line, f))
-        if (sscanf(line, "MemAvailable: %lf kB", &kb) == 1) break;
-    fclose(f);
-    return kb * 1024.0;
-}
 
 static int skip_large(double need) {
     const char *q = getenv("PRNT_QUICK");
-    double avail = mem_available();
+    double avail = prn_mem_available();
     if (q && *q == '1') {
         PRNT_SKIP("PRNT_QUICK (valgrind): arrays of 560 MB");
         return 1;
