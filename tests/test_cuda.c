@@ -164,6 +164,17 @@ static void lookback_zero_state(prn_dtype dt, size_t C, size_t T) {
     free(raw);
 }
 
+/* The device buffers a case made (NULL: not made) and its context. */
+static void free_bufs_and_context(prn_context *ctx, void *da, void *db, void *dh) {
+    if (ctx) {
+        const prn_backend *be = prn_context_backend(ctx);
+        if (da) be->buf_free(ctx, da);
+        if (db) be->buf_free(ctx, db);
+        if (dh) be->buf_free(ctx, dh);
+    }
+    prn_context_destroy(ctx);
+}
+
 /* The look-back through the backend table with a, b and h one element
  * past a 16-byte boundary (as views into buffers may be): the kernels'
  * scalar load paths (the 128-bit ones need alignment). Exact data: decays
@@ -208,13 +219,7 @@ static void lookback_offset_case(prn_dtype dt, size_t B, size_t T, size_t C, int
                dt == PRN_F64 ? "f64" : "f32", (unsigned long)B, (unsigned long)T, (unsigned long)C, rev,
                (unsigned long)bad);
 done:
-    if (ctx) {
-        be = prn_context_backend(ctx);
-        if (da) be->buf_free(ctx, da);
-        if (db) be->buf_free(ctx, db);
-        if (dh) be->buf_free(ctx, dh);
-    }
-    prn_context_destroy(ctx);
+    free_bufs_and_context(ctx, da, db, dh);
     free(want); free(ha); free(hb); free(hh);
 }
 
@@ -285,13 +290,7 @@ static void block_case(prn_dtype dt, size_t B, size_t T, size_t C, size_t k, int
                dt == PRN_F64 ? "f64" : "f32", (unsigned long)B, (unsigned long)T, (unsigned long)C, (unsigned long)k, rev,
                tr, worst);
 done:
-    if (ctx) {
-        be = prn_context_backend(ctx);
-        if (da) be->buf_free(ctx, da);
-        if (db) be->buf_free(ctx, db);
-        if (dh) be->buf_free(ctx, dh);
-    }
-    prn_context_destroy(ctx);
+    free_bufs_and_context(ctx, da, db, dh);
     free(A); free(bv); free(want); free(x); free(ha); free(hb); free(hh);
 }
 
