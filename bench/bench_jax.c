@@ -39,8 +39,9 @@
  *
  * Skipping: without python3 or jax, the JAX side is skipped with a message
  * (parrnn's side still runs). A DEER method is skipped when its memory
- * estimate, 12 B T n^2 * 4 + 56 B T n * 4 bytes (the dense Jacobians and
- * the scan's temporaries), exceeds --mem-gb (default: half the physical
+ * estimate, 5 B T n^2 * 4 + 24 B T n * 4 bytes (the dense Jacobians and
+ * the scan's temporaries; the JAX side's peak RSS was 8.4 GB at n = 16,
+ * T = 10^5, where this says 10.6 GB), exceeds --mem-gb (default: half the physical
  * memory), or when one call is predicted (linearly in T from the smaller T)
  * to take more than --time-budget seconds (default 20) on either side.
  *
@@ -52,8 +53,8 @@
  *         y_dev=<d> g_rel_dev=<d>
  * (one line each; ratio > 1 on a jax line: parrnn is faster).
  *
- * Usage: bench_jax [--quick] [--threads N] [--max-n N] [--max-T T]
- *                  [--rounds R] [--mem-gb G] [--time-budget S]
+ * Usage: bench_jax [--quick] [--threads N] [--min-n N] [--max-n N]
+ *                  [--min-T T] [--max-T T] [--rounds R] [--mem-gb G] [--time-budget S]
  *                  [--python PATH] [--script PATH]
  *   --quick   n = 1, T = 100, one round: a CI smoke run (JAX compiles 4 functions)
  *   --b1      then one sequence (B = 1), parrnn alone: prn_rnn_forward
@@ -90,7 +91,7 @@ static const size_t g_ns[NUM_N] = {1, 2, 4, 8, 16, 32};
 static size_t g_Ts[NUM_T] = {10000, 100000};
 static const char *const g_mnames[NUM_M] = {"seq", "seq_grad", "deer", "deer_grad"};
 
-static size_t g_max_n = 32, g_max_T = 100000;
+static size_t g_max_n = 32, g_max_T = 100000, g_min_n = 1, g_min_T = 1;
 static int g_rounds = 3;
 static double g_mem_budget = 0.0, g_time_budget = 20.0;
 static const char *g_python = "python3", *g_script = "bench/bench_jax.py";
@@ -319,7 +320,7 @@ static double physical_memory(void) {
 
 static double deer_bytes(size_t n, size_t T) {
     double btn = (double)BATCH * (double)T * (double)n;
-    return 12.0 * btn * (double)n * 4.0 + 56.0 * btn * 4.0;
+    return 5.0 * btn * (double)n * 4.0 + 24.0 * btn * 4.0; /* JAX's peak: 8.4 GB at n = 16, T = 1e5 */
 }
 
 /* Predicted seconds of (ni, ti, m) on side s from the smaller T; 0 none. */
@@ -620,8 +621,8 @@ static int b1_section(prn_context *ctx, int threads) {
 }
 
 static int usage(void) {
-    fprintf(stderr, "usage: bench_jax [--quick] [--threads N] [--max-n N] [--max-T T] [--rounds R] [--mem-gb G]\n"
-                    "                 [--time-budget S] [--python PATH] [--script PATH] [--b1 | --b1-only]\n");
+    fprintf(stderr, "usage: bench_jax [--quick] [--threads N] [--min-n N] [--max-n N] [--min-T T] [--max-T T] [--rounds R]\n"
+                    "                 [--mem-gb G] [--time-budget S] [--python PATH] [--script PATH] [--b1 | --b1-only]\n");
     return 2;
 }
 
@@ -644,6 +645,8 @@ int main(int argc, char **argv) {
     for (i = 1; i < argc; ++i) {
         char *end = NULL;
         if (i + 1 < argc && strcmp(argv[i], "--max-n") == 0) g_max_n = (size_t)strtod(argv[++i], &end);
+        else if (i + 1 < argc && strcmp(argv[i], "--min-n") == 0) g_min_n = (size_t)strtod(argv[++i], &end);
+        else if (i + 1 < argc && strcmp(argv[i], "--min-T") == 0) g_min_T = (size_t)strtod(argv[++i], &end);
         else if (i + 1 < argc && strcmp(argv[i], "--max-T") == 0) g_max_T = (size_t)strtod(argv[++i], &end);
         else if (i + 1 < argc && strcmp(argv[i], "--rounds") == 0) g_rounds = (int)strtol(argv[++i], &end, 10);
         else if (i + 1 < argc && strcmp(argv[i], "--mem-gb") == 0) g_mem_budget = 1e9 * strtod(argv[++i], &end);
@@ -702,7 +705,7 @@ int main(int argc, char **argv) {
     }
     for (ni = 0; ni < NUM_N && g_b1 < 2; ++ni)
         for (ti = 0; ti < NUM_T; ++ti) {
-            if (g_ns[ni] > g_max_n || !g_Ts[ti] || g_Ts[ti] > g_max_T) continue;
+            if (g_ns[ni] > g_max_n || g_ns[ni] < g_min_n || !g_Ts[ti] || g_Ts[ti] > g_max_T || g_Ts[ti] < g_min_T) continue;
             printf("  n=%lu T=%lu ...\n", (unsigned long)g_ns[ni], (unsigned long)g_Ts[ti]);
             fflush(stdout);
             if (run_case(ctx, ni, ti, have_jax, dir)) goto done;
