@@ -4816,7 +4816,7 @@ PRN__FN_INLINE ATTR void prn__dz_ts_body_##SFX(const prn__dz *z, size_t j0, FT *
     FT *tmp = cy + S * W, *M = tmp + S * W, *Mn = M + S * S * W, *wk = Mn + S * S * W; \
     FT mx[PRN__DZW], nf[PRN__DZW], vl[PRN__DZW], fm[PRN__DZW], ck[PRN__DZW], sm[PRN__DZW]; \
     size_t bl[PRN__DZW], sl[PRN__DZW], nl[PRN__DZW], jl[PRN__DZW], ne[PRN__DZW], l, r, i, jj, c, p, nmax = 0, r0, rr, nc; \
-    int dn[PRN__DZW], live = 1;                                                  \
+    int dn[PRN__DZW], live = 1, fast;                                            \
     const FT *pxl[PRN__DZW], *pcl[PRN__DZW], *psl[PRN__DZW];                     \
     FT *pol[PRN__DZW];                                                           \
     const ptrdiff_t ost = rev ? -(ptrdiff_t)S : (ptrdiff_t)S;                    \
@@ -4843,6 +4843,28 @@ PRN__FN_INLINE ATTR void prn__dz_ts_body_##SFX(const prn__dz *z, size_t j0, FT *
             for (l = 0; l < W; ++l) M[i * W + l] = i % (S + 1) == 0 ? (FT)1 : (FT)0; \
     for (r0 = 0; r0 < nmax && live; r0 += nc) {                                  \
       nc = nmax - r0 < Tc ? nmax - r0 : Tc;                                      \
+      fast = !rev; /* forward, every lane inside its segment: transposes */      \
+      for (l = 0; l < W && fast; ++l) fast = r0 + nc < nl[l] && fm[l] == (pass == 1 ? 1 : 0); \
+      if (fast) {                                                                \
+        const FT *src[PRN__DZW];                                                 \
+        for (l = 0; l < W; ++l) { src[l] = pxl[l]; pxl[l] += nc * P; }           \
+        prn__dz_tin_##SFX(Xc, src, nc * P);                                      \
+        for (l = 0; l < W; ++l)                                                  \
+            for (i = 0; i < S; ++i) Pc[i * W + l] = psl[l][i];                   \
+        if (Y) { /* the previous states: the one before, then this run's but its last */ \
+            FT *cb = pass == 1 ? Cc : On;                                        \
+            for (l = 0; l < W; ++l) { src[l] = pcl[l]; psl[l] = pcl[l] + (nc - 1) * S; pcl[l] += nc * S; } \
+            prn__dz_tin_##SFX(cb, src, nc * S);                                  \
+            memcpy(Pc + S * W, cb, (nc - 1) * S * W * sizeof(FT));               \
+        } else { /* h0 at every step */                                          \
+            for (rr = 1; rr < nc; ++rr) memcpy(Pc + rr * S * W, Pc, S * W * sizeof(FT)); \
+            if (pass == 1) memcpy(Cc, Pc, nc * S * W * sizeof(FT));              \
+        }                                                                        \
+        if (pass == 2) {                                                         \
+            for (l = 0; l < W; ++l) src[l] = pol[l];                             \
+            prn__dz_tin_##SFX(Cc, src, nc * S);                                  \
+        }                                                                        \
+      } else                                                                     \
       for (l = 0; l < W; ++l) { /* a run of steps of each lane's segment, in lane order */ \
         const int addv = pass == 2 && fm[l] == 0; /* pass 2 reads v where it adds c */ \
         for (rr = 0, r = r0; rr < nc; ++rr, ++r) {                               \
@@ -4928,7 +4950,12 @@ PRN__FN_INLINE ATTR void prn__dz_ts_body_##SFX(const prn__dz *z, size_t j0, FT *
         }                                                                        \
         memcpy(cy, tmp, S * W * sizeof(FT));                                     \
       }                                                                          \
-      if (YN)                                                                    \
+      fast = !rev;                                                               \
+      for (l = 0; l < W && fast; ++l) fast = ne[l] == nc;                        \
+      if (YN && fast) {                                                          \
+        prn__dz_tout_##SFX(pol, On, nc * S);                                     \
+        for (l = 0; l < W; ++l) pol[l] += nc * S;                                \
+      } else if (YN)                                                             \
         for (l = 0; l < W; ++l)                                                  \
             for (rr = 0; rr < ne[l]; ++rr, pol[l] += ost)                        \
                 for (i = 0; i < S; ++i) pol[l][i] = On[(rr * S + i) * W + l];    \
@@ -4973,6 +5000,62 @@ PRN__FN ATTR void prn__dz_ts_group_##SFX(const prn__dz *z, size_t j0, FT *ws, do
     else if (gru && S == 2) prn__dz_ts_body_##SFX(z, j0, ws, res, bad, PRN_RNN_GRU, 2, 2, 2, 6, 1); \
     else prn__dz_ts_body_##SFX(z, j0, ws, res, bad, a->kind, S, a->H, a->hk, z->P, kb); \
 }
+/* Lanes' contiguous runs into lane order, dst[k W + l] = src[l][k] for
+ * k < K, and back (tout: dst[l][k] = src[k W + l]). */
+PRN__FN_INLINE void prn__dz_tin_f32(float *dst, const float *const *src, size_t K) {
+    size_t l, k;
+    for (l = 0; l < PRN__DZW; ++l) for (k = 0; k < K; ++k) dst[k * PRN__DZW + l] = src[l][k];
+}
+PRN__FN_INLINE void prn__dz_tout_f32(float *const *dst, const float *src, size_t K) {
+    size_t l, k;
+    for (l = 0; l < PRN__DZW; ++l) for (k = 0; k < K; ++k) dst[l][k] = src[k * PRN__DZW + l];
+}
+PRN__FN_INLINE void prn__dz_tin_f64(double *dst, const double *const *src, size_t K) {
+    size_t l, k;
+    for (l = 0; l < PRN__DZW; ++l) for (k = 0; k < K; ++k) dst[k * PRN__DZW + l] = src[l][k];
+}
+PRN__FN_INLINE void prn__dz_tout_f64(double *const *dst, const double *src, size_t K) {
+    size_t l, k;
+    for (l = 0; l < PRN__DZW; ++l) for (k = 0; k < K; ++k) dst[l][k] = src[k * PRN__DZW + l];
+}
+#ifdef PRN__HAVE_AVX2
+/* 8 x 8 floats transposed in registers (the scalar copies cost a load and a
+ * store per value, a third of a DEER iteration at S = 2) */
+PRN__FN_INLINE PRN__AVX2 void prn__dz_t8_f32x(__m256 *r) {
+    const __m256 t0 = _mm256_unpacklo_ps(r[0], r[1]), t1 = _mm256_unpackhi_ps(r[0], r[1]);
+    const __m256 t2 = _mm256_unpacklo_ps(r[2], r[3]), t3 = _mm256_unpackhi_ps(r[2], r[3]);
+    const __m256 t4 = _mm256_unpacklo_ps(r[4], r[5]), t5 = _mm256_unpackhi_ps(r[4], r[5]);
+    const __m256 t6 = _mm256_unpacklo_ps(r[6], r[7]), t7 = _mm256_unpackhi_ps(r[6], r[7]);
+    const __m256 u0 = _mm256_shuffle_ps(t0, t2, 0x44), u1 = _mm256_shuffle_ps(t0, t2, 0xEE);
+    const __m256 u2 = _mm256_shuffle_ps(t1, t3, 0x44), u3 = _mm256_shuffle_ps(t1, t3, 0xEE);
+    const __m256 u4 = _mm256_shuffle_ps(t4, t6, 0x44), u5 = _mm256_shuffle_ps(t4, t6, 0xEE);
+    const __m256 u6 = _mm256_shuffle_ps(t5, t7, 0x44), u7 = _mm256_shuffle_ps(t5, t7, 0xEE);
+    r[0] = _mm256_permute2f128_ps(u0, u4, 0x20); r[1] = _mm256_permute2f128_ps(u1, u5, 0x20);
+    r[2] = _mm256_permute2f128_ps(u2, u6, 0x20); r[3] = _mm256_permute2f128_ps(u3, u7, 0x20);
+    r[4] = _mm256_permute2f128_ps(u0, u4, 0x31); r[5] = _mm256_permute2f128_ps(u1, u5, 0x31);
+    r[6] = _mm256_permute2f128_ps(u2, u6, 0x31); r[7] = _mm256_permute2f128_ps(u3, u7, 0x31);
+}
+PRN__FN_INLINE PRN__AVX2 void prn__dz_tin_f32x(float *dst, const float *const *src, size_t K) {
+    size_t l, k, q;
+    __m256 r[8];
+    for (k = 0; k + 8 <= K; k += 8) {
+        for (q = 0; q < 8; ++q) r[q] = _mm256_loadu_ps(src[q] + k);
+        prn__dz_t8_f32x(r);
+        for (q = 0; q < 8; ++q) _mm256_storeu_ps(dst + (k + q) * 8, r[q]);
+    }
+    for (l = 0; l < 8; ++l) for (q = k; q < K; ++q) dst[q * 8 + l] = src[l][q];
+}
+PRN__FN_INLINE PRN__AVX2 void prn__dz_tout_f32x(float *const *dst, const float *src, size_t K) {
+    size_t l, k, q;
+    __m256 r[8];
+    for (k = 0; k + 8 <= K; k += 8) {
+        for (q = 0; q < 8; ++q) r[q] = _mm256_loadu_ps(src + (k + q) * 8);
+        prn__dz_t8_f32x(r);
+        for (q = 0; q < 8; ++q) _mm256_storeu_ps(dst[q] + k, r[q]);
+    }
+    for (l = 0; l < 8; ++l) for (q = k; q < K; ++q) dst[l][q] = src[q * 8 + l];
+}
+#endif
 PRN__DEFINE_DEER(float, f32, , prn__expf, prn__tanhf)
 PRN__DEFINE_DEER_TS(float, f32, )
 PRN__DEFINE_DEER(double, f64, , exp, tanh)
