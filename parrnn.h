@@ -4899,7 +4899,7 @@ PRN__FN_INLINE ATTR void prn__dz_ts_body_##SFX(const prn__dz *z, size_t j0, FT *
                     const FT u = q - q;                                          \
                     q = vl[l] != 0 ? q : (FT)0;                                  \
                     mx[l] = q > mx[l] ? q : mx[l];                               \
-                    nf[l] += vl[l] != 0 && u != u ? (FT)1 : (FT)0;               \
+                    nf[l] += u != u ? vl[l] : (FT)0; /* no &&: it vectorises */  \
                 }                                                                \
         if (!YN) continue;                                                       \
         /* y'_t = A (y'_{t-1} - y_{t-1}) + f (full), or c_t = A c_{t-1} */       \
@@ -4932,7 +4932,7 @@ PRN__FN_INLINE ATTR void prn__dz_ts_body_##SFX(const prn__dz *z, size_t j0, FT *
                     const FT v = tmp[i * W + l];                                 \
                     FT w = v > clip ? clip : v;                                  \
                     w = w < -clip ? -clip : w;                                   \
-                    ck[l] += vl[l] != 0 && w != v ? (FT)1 : (FT)0;               \
+                    ck[l] += w != v ? vl[l] : (FT)0;                             \
                     on[i * W + l] = w == w ? w : (FT)0;                          \
                 }                                                                \
         } else {                                                                 \
