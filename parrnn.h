@@ -957,7 +957,8 @@ PRNDEF prn_status prn_rnn_load(prn_context *ctx, const char *path, prn_rnn **out
  * the rows that evaluates f and its Jacobian step by step, checks the
  * residual and solves the linear recurrence, without storing Jacobians;
  * the adjoint likewise. The results are those of the composed iterations
- * above up to rounding (tests/test_conformance.c holds them to it), with
+ * above up to rounding (and, with time segments, below, the inexact step's
+ * thousandth of the tolerance; tests/test_conformance.c holds them to it), with
  * the same options, decisions and statistics. Memory of a call beyond its
  * input, projections and output: two trajectories [B, T, S] (three with
  * adaptive, one more with a warm start) and a scratch of a few steps per

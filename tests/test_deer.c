@@ -356,7 +356,9 @@ static void threads_case(prn_rnn_kind kind, prn_jacobian_mode mode, size_t B, si
 static void test_threads(void) {
     threads_case(PRN_RNN_GRU, PRN_JACOBIAN_DENSE, 21, 700);
     threads_case(PRN_RNN_LSTM, PRN_JACOBIAN_DIAG, 21, 700);
-    /* one row, T >= 1024: lanes and threads over time segments */
+    /* one row, T >= 1024: lanes and threads over time segments (the
+     * reference backend's fused iterations) */
+    if (g_slow) return;
     threads_case(PRN_RNN_GRU, PRN_JACOBIAN_DENSE, 1, 5000);
     threads_case(PRN_RNN_GRU, PRN_JACOBIAN_DIAG, 2, 3000);
 }
@@ -426,7 +428,7 @@ static void test_discard_converged(void) {
  * segment on) and without. */
 static void test_segments_amplifying(void) {
     int d, m, s0;
-    size_t T = g_quick ? 2000 : 20000;
+    size_t T = g_quick || g_slow ? 2000 : 20000;
     for (d = 0; d < 2; ++d)
         for (m = 0; m < 3; m += 2)
             for (s0 = 0; s0 < 2; ++s0) {
