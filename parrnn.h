@@ -957,7 +957,8 @@ PRNDEF prn_status prn_rnn_load(prn_context *ctx, const char *path, prn_rnn **out
  * the rows that evaluates f and its Jacobian step by step, checks the
  * residual and solves the linear recurrence, without storing Jacobians;
  * the adjoint likewise. The results are those of the composed iterations
- * above up to rounding (tests/test_conformance.c holds them to it), with
+ * above up to rounding (and, with time segments, below, the inexact step's
+ * thousandth of the tolerance; tests/test_conformance.c holds them to it), with
  * the same options, decisions and statistics. Memory of a call beyond its
  * input, projections and output: two trajectories [B, T, S] (three with
  * adaptive, one more with a warm start) and a scratch of a few steps per
@@ -975,9 +976,14 @@ PRNDEF prn_status prn_rnn_load(prn_context *ctx, const char *path, prn_rnn **out
  * iteration splits each row's time into segments (16 in all, each at
  * least 512 steps, a function of B and T only) that fill the lanes and the
  * threads: each segment is solved from a zero carry while its A_t are
- * multiplied, the carries are chained across segments, and each segment
- * is solved again from its true carry (f and J are evaluated twice; no
- * Jacobian is stored). This is what makes DEER at B = 1 use the machine.
+ * multiplied, the carries are chained across segments, and the carry's
+ * part, A_t ... A_1 carry, is added to each segment's start until it is
+ * below a thousandth of the tolerance (an inexact Newton step: the part
+ * left out only grows where J amplifies, and the next iteration's residual
+ * still decides convergence; a segment clipped or not finite is solved
+ * again in full). No Jacobian is stored; the call that finds convergence
+ * skips the second pass (its iterate is not kept). This is what makes
+ * DEER at B = 1 use the machine.
  *
  * Warm start: *warm, when warm is not NULL and *warm is, is the initial
  * guess (the trajectory of a previous call with the same shapes, e.g. the
@@ -1382,6 +1388,10 @@ typedef struct prn_deer_fused {
     void *dh0;
     void *dw;
     void *db;
+    /* deer_iterate: 1 when the caller discards ynew if the result shows
+     * convergence (finite and residual <= 1); ynew's contents are then
+     * unspecified (a backend may skip work). 0: ynew is always written. */
+    int discard_converged;
 } prn_deer_fused;
 
 struct prn_backend {
@@ -4364,6 +4374,8 @@ PRN__FN prn_status prn__ref_solve_batched(prn_context *ctx, prn_dtype dtype, siz
  * lane order (and scattered back) so that memory sees contiguous runs.
  * Lanes never mix, so the result does not depend on the thread count. */
 #define PRN__DZW 8
+/* time segments' pass 2: where the carry's part of a lane is negligible */
+#define PRN__DZ_CUT 1e-3
 typedef struct prn__dz {
     const prn_deer_fused *a;
     size_t P, kb, Tc, per, nwk; /* per: scratch values per thread */
@@ -4774,29 +4786,40 @@ PRN__FN ATTR void prn__dz_group_##SFX(const prn__dz *z, size_t b0, FT *ws, doubl
     else prn__dz_body_##SFX(z, b0, ws, res, bad, a->kind, S, a->H, a->hk, z->P, kb); \
 }
 #define PRN__DEFINE_DEER_TS(FT, SFX, ATTR)                                        \
-/* Time segments (prn__ref_deer_run with B < PRN__DZW): a lane takes one   \
- * segment of one row's time, so a few rows still fill the lanes and the   \
- * threads. Pass 1 solves each segment's recurrence from a zero carry (v)   \
- * and multiplies its A_t (M) and takes the residual; the carries are then \
- * chained across the segments of a row; pass 2 solves each segment again \
- * from its true carry and writes it. Task j is row j / C, segment j % C.  */ \
+/* Time segments (prn__ref_deer_run with B < PRN__DZW): a lane takes one         \
+ * segment of one row's time, so a few rows still fill the lanes and the         \
+ * threads. Pass 1 solves each segment's recurrence from a zero carry (v),       \
+ * writes v, multiplies its A_t (M) and takes the residual; the carries are      \
+ * then chained across the segments of a row. Pass 2 adds the carry's part       \
+ * c_t = A_t c_{t-1} (c_{-1} the segment's true carry) to v, and stops in a      \
+ * lane once every |c_t,i| <= PRN__DZ_CUT (atol + rtol |v_t,i|): where A         \
+ * contracts, c fades within a few hundred steps, so pass 2 costs a small        \
+ * part of pass 1. The rest of the segment keeps v: an inexact Newton step       \
+ * (the correction left out is below a thousandth of the tolerance where it      \
+ * stops, and only grows again where J amplifies); the next iteration's          \
+ * residual still decides convergence. A segment whose v was clipped or not      \
+ * finite in pass 1 is solved again from its true carry instead (v is then       \
+ * not known). Task j is row j / C, segment j % C. */                            \
 PRN__FN_INLINE ATTR void prn__dz_ts_body_##SFX(const prn__dz *z, size_t j0, FT *ws, double *res, int *bad, const int kind, \
                                                const size_t S, const size_t H, const size_t hk, const size_t P, \
                                                const size_t kb) {                \
     const prn_deer_fused *a = z->a;                                              \
-    const size_t TT = a->T, W = PRN__DZW, Ls = z->Ls, SS = S + S * S + S;         \
+    const size_t TT = a->T, W = PRN__DZW, Ls = z->Ls, SS = 2 * S + S * S + 1;    \
     const FT *XP = (const FT *)a->xp, *Y = (const FT *)a->y, *H0 = (const FT *)a->h0; \
-    FT *YN = (FT *)a->ynew, *TV = (FT *)z->tv;                                    \
+    FT *YN = (FT *)a->ynew, *TV = (FT *)z->tv;                                   \
     const FT one_k = (FT)(1.0 - a->damping), atol = (FT)a->atol, rtol = (FT)a->rtol, clip = (FT)a->clip; \
-    const size_t Tc = z->Tc;                                                     \
-    FT *Pc = ws, *Cc = Pc + Tc * S * W, *Xc = Cc + Tc * S * W, *On = Xc + Tc * P * W, *F = On + Tc * S * W; \
-    FT *J = F + S * W, *cy = J + S * kb * W;                                      \
-    FT *tmp = cy + S * W, *M = tmp + S * W, *Mn = M + S * S * W, *wk = Mn + S * S * W; \
-    FT mx[PRN__DZW], nf[PRN__DZW], vl[PRN__DZW];                                  \
-    size_t bl[PRN__DZW], sl[PRN__DZW], nl[PRN__DZW], jl[PRN__DZW], l, r, i, jj, c, p, nmax = 0, r0, rr, nc; \
-    const FT *pxl[PRN__DZW], *pcl[PRN__DZW], *psl[PRN__DZW];                      \
-    FT *pol[PRN__DZW];                                                            \
+    const FT cut = (FT)PRN__DZ_CUT;                                              \
     const int rev = a->reverse, pass = z->pass;                                  \
+    /* pass 2 usually ends early: short chunks gather little in vain */          \
+    const size_t Tc = pass == 1 || z->Tc < 32 ? z->Tc : 32;                      \
+    FT *Pc = ws, *Cc = Pc + z->Tc * S * W, *Xc = Cc + z->Tc * S * W, *On = Xc + z->Tc * P * W, *F = On + z->Tc * S * W; \
+    FT *J = F + S * W, *cy = J + S * kb * W;                                     \
+    FT *tmp = cy + S * W, *M = tmp + S * W, *Mn = M + S * S * W, *wk = Mn + S * S * W; \
+    FT mx[PRN__DZW], nf[PRN__DZW], vl[PRN__DZW], fm[PRN__DZW], ck[PRN__DZW], sm[PRN__DZW]; \
+    size_t bl[PRN__DZW], sl[PRN__DZW], nl[PRN__DZW], jl[PRN__DZW], ne[PRN__DZW], l, r, i, jj, c, p, nmax = 0, r0, rr, nc; \
+    int dn[PRN__DZW], live = 1, fast;                                            \
+    const FT *pxl[PRN__DZW], *pcl[PRN__DZW], *psl[PRN__DZW];                     \
+    FT *pol[PRN__DZW];                                                           \
     const ptrdiff_t ost = rev ? -(ptrdiff_t)S : (ptrdiff_t)S;                    \
     const ptrdiff_t xst = rev ? -(ptrdiff_t)P : (ptrdiff_t)P, yst = !Y ? 0 : rev ? -(ptrdiff_t)S : (ptrdiff_t)S; \
     for (l = 0; l < W; ++l) {                                                    \
@@ -4805,10 +4828,12 @@ PRN__FN_INLINE ATTR void prn__dz_ts_body_##SFX(const prn__dz *z, size_t j0, FT *
         jl[l] = j; bl[l] = j / z->C; sl[l] = (j % z->C) * Ls;                    \
         nl[l] = j0 + l < z->ntask && sl[l] < TT ? (TT - sl[l] < Ls ? TT - sl[l] : Ls) : 0; \
         if (nl[l] > nmax) nmax = nl[l];                                          \
-        mx[l] = 0; nf[l] = 0;                                                    \
+        mx[l] = 0; nf[l] = 0; ck[l] = 0; dn[l] = 0;                              \
+        /* pass 2: 1 where the segment is solved again in full, 0 where c is added to v */ \
+        fm[l] = pass == 1 || TV[j * SS + 2 * S + S * S] != 0 ? (FT)1 : (FT)0;    \
         t = rev ? TT - 1 - sl[l] : sl[l]; /* the lane's first step, its inputs */ \
         pxl[l] = XP + (bl[l] * TT + t) * P;                                      \
-        pcl[l] = Y ? Y + (bl[l] * TT + t) * S : H0 + bl[l] * S;                   \
+        pcl[l] = Y ? Y + (bl[l] * TT + t) * S : H0 + bl[l] * S;                  \
         psl[l] = !Y || sl[l] == 0 ? H0 + bl[l] * S : pcl[l] - yst;               \
         pol[l] = YN ? YN + (bl[l] * TT + t) * S : NULL;                          \
     }                                                                            \
@@ -4817,43 +4842,79 @@ PRN__FN_INLINE ATTR void prn__dz_ts_body_##SFX(const prn__dz *z, size_t j0, FT *
     if (pass == 1)                                                               \
         for (i = 0; i < S * S; ++i)                                              \
             for (l = 0; l < W; ++l) M[i * W + l] = i % (S + 1) == 0 ? (FT)1 : (FT)0; \
-    for (r0 = 0; r0 < nmax; r0 += nc) {                                          \
+    for (r0 = 0; r0 < nmax && live; r0 += nc) {                                  \
       nc = nmax - r0 < Tc ? nmax - r0 : Tc;                                      \
-      for (l = 0; l < W; ++l) /* a run of steps of each lane's segment, in lane order */ \
+      fast = !rev; /* forward, every lane inside its segment: transposes */      \
+      for (l = 0; l < W && fast; ++l) fast = r0 + nc < nl[l] && fm[l] == (pass == 1 ? 1 : 0); \
+      if (fast) {                                                                \
+        const FT *src[PRN__DZW];                                                 \
+        for (l = 0; l < W; ++l) { src[l] = pxl[l]; pxl[l] += nc * P; }           \
+        prn__dz_tin_##SFX(Xc, src, nc * P);                                      \
+        for (l = 0; l < W; ++l)                                                  \
+            for (i = 0; i < S; ++i) Pc[i * W + l] = psl[l][i];                   \
+        if (Y) { /* the previous states: the one before, then this run's but its last */ \
+            FT *cb = pass == 1 ? Cc : On;                                        \
+            for (l = 0; l < W; ++l) { src[l] = pcl[l]; psl[l] = pcl[l] + (nc - 1) * S; pcl[l] += nc * S; } \
+            prn__dz_tin_##SFX(cb, src, nc * S);                                  \
+            memcpy(Pc + S * W, cb, (nc - 1) * S * W * sizeof(FT));               \
+        } else { /* h0 at every step */                                          \
+            for (rr = 1; rr < nc; ++rr) memcpy(Pc + rr * S * W, Pc, S * W * sizeof(FT)); \
+            if (pass == 1) memcpy(Cc, Pc, nc * S * W * sizeof(FT));              \
+        }                                                                        \
+        if (pass == 2) {                                                         \
+            for (l = 0; l < W; ++l) src[l] = pol[l];                             \
+            prn__dz_tin_##SFX(Cc, src, nc * S);                                  \
+        }                                                                        \
+      } else                                                                     \
+      for (l = 0; l < W; ++l) { /* a run of steps of each lane's segment, in lane order */ \
+        const int addv = pass == 2 && fm[l] == 0; /* pass 2 reads v where it adds c */ \
         for (rr = 0, r = r0; rr < nc; ++rr, ++r) {                               \
-            const FT *ps = psl[l], *pc = pcl[l], *px = pxl[l];                    \
+            const FT *ps = psl[l], *pc = pcl[l], *px = pxl[l];                   \
             FT *sd = Pc + rr * S * W + l, *cd = Cc + rr * S * W + l, *xd = Xc + rr * P * W + l; \
-            for (i = 0; i < S; ++i) { sd[i * W] = ps[i]; cd[i * W] = pc[i]; }   \
+            for (i = 0; i < S; ++i) sd[i * W] = ps[i];                           \
+            if (pass == 1) for (i = 0; i < S; ++i) cd[i * W] = pc[i];            \
+            else if (addv && r < nl[l]) { const FT *pv = pol[l] + (ptrdiff_t)rr * ost; for (i = 0; i < S; ++i) cd[i * W] = pv[i]; } \
+            else for (i = 0; i < S; ++i) cd[i * W] = 0;                          \
             for (p = 0; p < P; ++p) xd[p * W] = px[p];                           \
             if (r + 1 < nl[l]) { psl[l] = Y ? pc : ps; pcl[l] = pc + yst; pxl[l] = px + xst; } \
         }                                                                        \
+      }                                                                          \
+      for (l = 0; l < W; ++l) ne[l] = 0;                                         \
       for (rr = 0, r = r0; rr < nc; ++rr, ++r) {                                 \
         const FT *sp = Pc + rr * S * W, *yc = Cc + rr * S * W, *x = Xc + rr * P * W; \
-        FT *on = On + rr * S * W;                                                 \
-        for (l = 0; l < W; ++l) vl[l] = r < nl[l] ? (FT)1 : (FT)0;               \
+        FT *on = On + rr * S * W;                                                \
+        live = 0;                                                                \
+        for (l = 0; l < W; ++l) {                                                \
+            const int act = r < nl[l] && !dn[l];                                 \
+            vl[l] = act ? (FT)1 : (FT)0;                                         \
+            ne[l] += (size_t)act;                                                \
+            live |= act;                                                         \
+        }                                                                        \
+        if (!live) break;                                                        \
         prn__dz_cell_##SFX(a, kind, S, H, hk, kb, sp, x, F, J, wk, NULL, NULL, NULL); \
         if (pass == 1)                                                           \
             for (i = 0; i < S; ++i)                                              \
                 PRN__SIMD for (l = 0; l < W; ++l) {                              \
-                    const FT fv = F[i * W + l], d = yc[i * W + l] - fv;           \
+                    const FT fv = F[i * W + l], d = yc[i * W + l] - fv;          \
                     FT q = (d < 0 ? -d : d) / (atol + rtol * (fv < 0 ? -fv : fv)); \
                     const FT u = q - q;                                          \
                     q = vl[l] != 0 ? q : (FT)0;                                  \
                     mx[l] = q > mx[l] ? q : mx[l];                               \
-                    nf[l] += vl[l] != 0 && u != u ? (FT)1 : (FT)0;               \
+                    nf[l] += u != u ? vl[l] : (FT)0; /* no &&: it vectorises */  \
                 }                                                                \
         if (!YN) continue;                                                       \
-        for (i = 0; i < S; ++i) { /* y'_t = A (y'_{t-1} - y_{t-1}) + f */        \
+        /* y'_t = A (y'_{t-1} - y_{t-1}) + f (full), or c_t = A c_{t-1} */       \
+        for (i = 0; i < S; ++i) {                                                \
             const size_t j0b = kb == 1 ? i : i / kb * kb;                        \
             FT acc[PRN__DZW];                                                    \
-            PRN__SIMD for (l = 0; l < W; ++l) acc[l] = F[i * W + l];             \
+            PRN__SIMD for (l = 0; l < W; ++l) acc[l] = fm[l] * F[i * W + l];     \
             for (jj = 0; jj < kb; ++jj) {                                        \
                 const FT *Jp = J + (i * kb + jj) * W, *cj = cy + (j0b + jj) * W, *pj = sp + (j0b + jj) * W; \
-                PRN__SIMD for (l = 0; l < W; ++l) acc[l] += one_k * Jp[l] * (cj[l] - pj[l]); \
+                PRN__SIMD for (l = 0; l < W; ++l) acc[l] += one_k * Jp[l] * (cj[l] - fm[l] * pj[l]); \
             }                                                                    \
             PRN__SIMD for (l = 0; l < W; ++l) tmp[i * W + l] = vl[l] != 0 ? acc[l] : cy[i * W + l]; \
         }                                                                        \
-        if (pass == 1) { /* M = A M (held where the lane has ended) */         \
+        if (pass == 1) { /* M = A M (held where the lane has ended) */           \
             for (i = 0; i < S; ++i) {                                            \
                 const size_t j0b = kb == 1 ? i : i / kb * kb;                    \
                 for (c = 0; c < S; ++c) {                                        \
@@ -4867,19 +4928,37 @@ PRN__FN_INLINE ATTR void prn__dz_ts_body_##SFX(const prn__dz *z, size_t j0, FT *
                 }                                                                \
             }                                                                    \
             memcpy(M, Mn, S * S * W * sizeof(FT));                               \
+            for (i = 0; i < S; ++i) /* the value, clipped; ck counts the changed ones */ \
+                PRN__SIMD for (l = 0; l < W; ++l) {                              \
+                    const FT v = tmp[i * W + l];                                 \
+                    FT w = v > clip ? clip : v;                                  \
+                    w = w < -clip ? -clip : w;                                   \
+                    ck[l] += w != v ? vl[l] : (FT)0;                             \
+                    on[i * W + l] = w == w ? w : (FT)0;                          \
+                }                                                                \
         } else {                                                                 \
-            PRN__SIMD for (i = 0; i < S * W; ++i) {                              \
-                FT v = tmp[i];                                                    \
-                v = v > clip ? clip : v;                                         \
-                v = v < -clip ? -clip : v;                                       \
-                on[i] = v == v ? v : (FT)0;                                      \
-            }                                                                    \
+            PRN__SIMD for (l = 0; l < W; ++l) sm[l] = 0;                         \
+            for (i = 0; i < S; ++i)                                              \
+                PRN__SIMD for (l = 0; l < W; ++l) {                              \
+                    const FT cv = tmp[i * W + l], vv = yc[i * W + l];            \
+                    FT v = cv + vv; /* yc: v (0 where solved in full) */         \
+                    sm[l] += (cv < 0 ? -cv : cv) <= cut * (atol + rtol * (vv < 0 ? -vv : vv)) ? (FT)0 : (FT)1; \
+                    v = v > clip ? clip : v;                                     \
+                    v = v < -clip ? -clip : v;                                   \
+                    on[i * W + l] = v == v ? v : (FT)0;                          \
+                }                                                                \
+            for (l = 0; l < W; ++l) dn[l] |= vl[l] != 0 && fm[l] == 0 && sm[l] == 0; \
         }                                                                        \
         memcpy(cy, tmp, S * W * sizeof(FT));                                     \
       }                                                                          \
-      if (pass == 2)                                                             \
+      fast = !rev;                                                               \
+      for (l = 0; l < W && fast; ++l) fast = ne[l] == nc;                        \
+      if (YN && fast) {                                                          \
+        prn__dz_tout_##SFX(pol, On, nc * S);                                     \
+        for (l = 0; l < W; ++l) pol[l] += nc * S;                                \
+      } else if (YN)                                                             \
         for (l = 0; l < W; ++l)                                                  \
-            for (rr = 0, r = r0; rr < nc && r < nl[l]; ++rr, ++r, pol[l] += ost) \
+            for (rr = 0; rr < ne[l]; ++rr, pol[l] += ost)                        \
                 for (i = 0; i < S; ++i) pol[l][i] = On[(rr * S + i) * W + l];    \
     }                                                                            \
     if (pass == 1) {                                                             \
@@ -4889,13 +4968,14 @@ PRN__FN_INLINE ATTR void prn__dz_ts_body_##SFX(const prn__dz *z, size_t j0, FT *
             if (j0 + l >= z->ntask || !YN) continue;                             \
             for (i = 0; i < S; ++i) TV[jl[l] * SS + i] = cy[i * W + l];          \
             for (i = 0; i < S * S; ++i) TV[jl[l] * SS + S + i] = M[i * W + l];   \
+            TV[jl[l] * SS + 2 * S + S * S] = ck[l] != 0 ? (FT)1 : (FT)0;         \
         }                                                                        \
     }                                                                            \
 }                                                                                \
 /* The carries into each segment: chained along each row from h0. */        \
 PRN__FN void prn__dz_ts_chain_##SFX(const prn__dz *z) {                          \
     const prn_deer_fused *a = z->a;                                              \
-    const size_t S = a->S, SS = S + S * S + S, C = z->C;                          \
+    const size_t S = a->S, SS = 2 * S + S * S + 1, C = z->C; /* v, M, carry, clipped */ \
     FT *TV = (FT *)z->tv, cur[64], nx[64];                                        \
     size_t b, c, i, k;                                                           \
     for (b = 0; b < a->B; ++b) {                                                 \
@@ -4921,6 +5001,62 @@ PRN__FN ATTR void prn__dz_ts_group_##SFX(const prn__dz *z, size_t j0, FT *ws, do
     else if (gru && S == 2) prn__dz_ts_body_##SFX(z, j0, ws, res, bad, PRN_RNN_GRU, 2, 2, 2, 6, 1); \
     else prn__dz_ts_body_##SFX(z, j0, ws, res, bad, a->kind, S, a->H, a->hk, z->P, kb); \
 }
+/* Lanes' contiguous runs into lane order, dst[k W + l] = src[l][k] for
+ * k < K, and back (tout: dst[l][k] = src[k W + l]). */
+PRN__FN_INLINE void prn__dz_tin_f32(float *dst, const float *const *src, size_t K) {
+    size_t l, k;
+    for (l = 0; l < PRN__DZW; ++l) for (k = 0; k < K; ++k) dst[k * PRN__DZW + l] = src[l][k];
+}
+PRN__FN_INLINE void prn__dz_tout_f32(float *const *dst, const float *src, size_t K) {
+    size_t l, k;
+    for (l = 0; l < PRN__DZW; ++l) for (k = 0; k < K; ++k) dst[l][k] = src[k * PRN__DZW + l];
+}
+PRN__FN_INLINE void prn__dz_tin_f64(double *dst, const double *const *src, size_t K) {
+    size_t l, k;
+    for (l = 0; l < PRN__DZW; ++l) for (k = 0; k < K; ++k) dst[k * PRN__DZW + l] = src[l][k];
+}
+PRN__FN_INLINE void prn__dz_tout_f64(double *const *dst, const double *src, size_t K) {
+    size_t l, k;
+    for (l = 0; l < PRN__DZW; ++l) for (k = 0; k < K; ++k) dst[l][k] = src[k * PRN__DZW + l];
+}
+#ifdef PRN__HAVE_AVX2
+/* 8 x 8 floats transposed in registers (the scalar copies cost a load and a
+ * store per value, a third of a DEER iteration at S = 2) */
+PRN__FN_INLINE PRN__AVX2 void prn__dz_t8_f32x(__m256 *r) {
+    const __m256 t0 = _mm256_unpacklo_ps(r[0], r[1]), t1 = _mm256_unpackhi_ps(r[0], r[1]);
+    const __m256 t2 = _mm256_unpacklo_ps(r[2], r[3]), t3 = _mm256_unpackhi_ps(r[2], r[3]);
+    const __m256 t4 = _mm256_unpacklo_ps(r[4], r[5]), t5 = _mm256_unpackhi_ps(r[4], r[5]);
+    const __m256 t6 = _mm256_unpacklo_ps(r[6], r[7]), t7 = _mm256_unpackhi_ps(r[6], r[7]);
+    const __m256 u0 = _mm256_shuffle_ps(t0, t2, 0x44), u1 = _mm256_shuffle_ps(t0, t2, 0xEE);
+    const __m256 u2 = _mm256_shuffle_ps(t1, t3, 0x44), u3 = _mm256_shuffle_ps(t1, t3, 0xEE);
+    const __m256 u4 = _mm256_shuffle_ps(t4, t6, 0x44), u5 = _mm256_shuffle_ps(t4, t6, 0xEE);
+    const __m256 u6 = _mm256_shuffle_ps(t5, t7, 0x44), u7 = _mm256_shuffle_ps(t5, t7, 0xEE);
+    r[0] = _mm256_permute2f128_ps(u0, u4, 0x20); r[1] = _mm256_permute2f128_ps(u1, u5, 0x20);
+    r[2] = _mm256_permute2f128_ps(u2, u6, 0x20); r[3] = _mm256_permute2f128_ps(u3, u7, 0x20);
+    r[4] = _mm256_permute2f128_ps(u0, u4, 0x31); r[5] = _mm256_permute2f128_ps(u1, u5, 0x31);
+    r[6] = _mm256_permute2f128_ps(u2, u6, 0x31); r[7] = _mm256_permute2f128_ps(u3, u7, 0x31);
+}
+PRN__FN_INLINE PRN__AVX2 void prn__dz_tin_f32x(float *dst, const float *const *src, size_t K) {
+    size_t l, k, q;
+    __m256 r[8];
+    for (k = 0; k + 8 <= K; k += 8) {
+        for (q = 0; q < 8; ++q) r[q] = _mm256_loadu_ps(src[q] + k);
+        prn__dz_t8_f32x(r);
+        for (q = 0; q < 8; ++q) _mm256_storeu_ps(dst + (k + q) * 8, r[q]);
+    }
+    for (l = 0; l < 8; ++l) for (q = k; q < K; ++q) dst[q * 8 + l] = src[l][q];
+}
+PRN__FN_INLINE PRN__AVX2 void prn__dz_tout_f32x(float *const *dst, const float *src, size_t K) {
+    size_t l, k, q;
+    __m256 r[8];
+    for (k = 0; k + 8 <= K; k += 8) {
+        for (q = 0; q < 8; ++q) r[q] = _mm256_loadu_ps(src + (k + q) * 8);
+        prn__dz_t8_f32x(r);
+        for (q = 0; q < 8; ++q) _mm256_storeu_ps(dst[q] + k, r[q]);
+    }
+    for (l = 0; l < 8; ++l) for (q = k; q < K; ++q) dst[l][q] = src[q * 8 + l];
+}
+#endif
 PRN__DEFINE_DEER(float, f32, , prn__expf, prn__tanhf)
 PRN__DEFINE_DEER_TS(float, f32, )
 PRN__DEFINE_DEER(double, f64, , exp, tanh)
@@ -5001,7 +5137,7 @@ PRN__FN prn_status prn__ref_deer_run(prn_context *ctx, const char *fn, const prn
     if ((size_t)nt > ng) nt = (int)ng;
     if (nt < 1) nt = 1;
     raw = prn_alloc(ctx, (size_t)nt * z.per * es + 64 + (size_t)nt * (sizeof(double) + sizeof(int)) +
-                             z.ntask * (2 * S + S * S) * es + (z.dwb ? ng * (z.P * z.wc + z.P) * sizeof(double) + 8 : 0));
+                             z.ntask * (2 * S + S * S + 1) * es + (z.dwb ? ng * (z.P * z.wc + z.P) * sizeof(double) + 8 : 0));
     if (!raw) return prn_set_error(ctx, PRN_ERR_OUT_OF_MEMORY, "%s: out of memory for the workspace", fn);
     z.res = (double *)raw;
     z.bad = (int *)(z.res + nt);
@@ -5018,6 +5154,11 @@ PRN__FN prn_status prn__ref_deer_run(prn_context *ctx, const char *fn, const prn
         const int avx = a->dtype == PRN_F32 && prn__cpu_avx2();
 #endif
         for (z.pass = 1; z.C && z.pass <= (a->ynew ? 2 : 1); ++z.pass) {
+            if (z.pass == 2 && a->discard_converged) { /* converged: ynew is not read */
+                int conv = 1;
+                for (j = 0; j < nt; ++j) conv &= !z.bad[j] && z.res[j] <= 1;
+                if (conv) break;
+            }
             if (z.pass == 2) {
                 if (a->dtype == PRN_F64) prn__dz_ts_chain_f64(&z);
 #ifdef PRN__HAVE_AVX2
@@ -10205,6 +10346,7 @@ PRN__FN prn_status prn__deer_iters_fused(prn__deer *d, prn_tensor *x, prn_tensor
     a.xp = x->st->buf; a.h0 = h0->st->buf;
     a.clip = d->o.clip; a.atol = d->o.atol; a.rtol = d->o.rtol;
     a.g = NULL; a.lam = NULL;
+    a.discard_converged = 1; /* a converged call's yn is freed below */
     for (;;) {
         prn_tensor *yn = NULL;
         int step = it < d->o.max_iter;

@@ -296,8 +296,8 @@ static void test_gradients(void) {
  * threads) and T = 700 (several chunks), run on two contexts of the
  * backend with 1 and 2 threads: the fused iterations never mix rows, so
  * the results must be equal bit for bit. */
-static void threads_case(prn_rnn_kind kind, prn_jacobian_mode mode) {
-    const size_t B = 21, T = 700, I = 3;
+static void threads_case(prn_rnn_kind kind, prn_jacobian_mode mode, size_t B, size_t T) {
+    const size_t I = 3;
     double *out[2] = {NULL, NULL};
     size_t n[2] = {0, 0};
     int t;
@@ -354,8 +354,111 @@ static void threads_case(prn_rnn_kind kind, prn_jacobian_mode mode) {
     free(out[0]); free(out[1]);
 }
 static void test_threads(void) {
-    threads_case(PRN_RNN_GRU, PRN_JACOBIAN_DENSE);
-    threads_case(PRN_RNN_LSTM, PRN_JACOBIAN_DIAG);
+    threads_case(PRN_RNN_GRU, PRN_JACOBIAN_DENSE, 21, 700);
+    threads_case(PRN_RNN_LSTM, PRN_JACOBIAN_DIAG, 21, 700);
+    /* one row, T >= 1024: lanes and threads over time segments (the
+     * reference backend's fused iterations) */
+    if (g_slow) return;
+    threads_case(PRN_RNN_GRU, PRN_JACOBIAN_DENSE, 1, 5000);
+    threads_case(PRN_RNN_GRU, PRN_JACOBIAN_DIAG, 2, 3000);
+}
+
+/* --- deer_iterate's discard_converged ------------------------------------------- */
+/* The reference backend's entry called directly (its buffers are host
+ * memory), one row over time segments: iterated to convergence, then once
+ * more from the converged y. With discard_converged 0, ynew must still be
+ * written (the Newton step from y: y again); with 1 it may be skipped. */
+static void test_discard_converged(void) {
+    const prn_backend *be = prn_context_backend(g_ctx);
+    const size_t T = 4096, H = 2, P = 6;
+    float w[12], bh[6], h0[2] = {0.3f, -0.2f}, *xp, *y, *yn;
+    double v[12];
+    prn_deer_fused a;
+    unsigned seed = 3u;
+    size_t i;
+    int it, k, conv = 0;
+    if (strcmp(be->name, "reference") != 0 || !be->deer_iterate) {
+        printf("skip test_discard_converged: calls the reference backend's deer_iterate\n");
+        return;
+    }
+    xp = (float *)malloc(T * P * sizeof(float));
+    y = (float *)malloc(T * H * sizeof(float));
+    yn = (float *)malloc(T * H * sizeof(float));
+    if (!xp || !y || !yn) { free(xp); free(y); free(yn); PRNT_CHECK(0, "malloc"); return; }
+    rand_fill(v, 12, &seed, 0.8);
+    for (i = 0; i < 12; ++i) w[i] = (float)v[i];
+    rand_fill(v, 6, &seed, 0.3);
+    for (i = 0; i < 6; ++i) bh[i] = (float)v[i];
+    for (i = 0; i < T * P; ++i) { rand_fill(v, 1, &seed, 1.0); xp[i] = (float)v[0]; }
+    memset(&a, 0, sizeof a);
+    a.kind = PRN_RNN_GRU; a.dtype = PRN_F32; a.mode = PRN_JACOBIAN_DENSE;
+    a.B = 1; a.T = T; a.H = H; a.S = H; a.hk = H;
+    a.w[0] = w; a.w[1] = bh; a.xp = xp; a.h0 = h0;
+    a.clip = 1e8; a.atol = a.rtol = 1e-5;
+    for (it = 0; it < 30; ++it) {
+        a.ynew = yn;
+        PRNT_OK(g_ctx, be->deer_iterate(g_ctx, &a));
+        if (a.finite && a.residual <= 1) { conv = 1; break; }
+        memcpy(y, yn, T * H * sizeof(float));
+        a.y = y;
+    }
+    PRNT_CHECK(conv && it >= 1, "converged %d after %d calls", conv, it);
+    for (k = 0; k < 2 && conv; ++k) {
+        double dev = 0;
+        for (i = 0; i < T * H; ++i) yn[i] = (float)(0.0 / (double)(k - k)); /* NaN: not written */
+        a.discard_converged = k;
+        PRNT_OK(g_ctx, be->deer_iterate(g_ctx, &a));
+        PRNT_CHECK(a.finite && a.residual <= 1, "discard_converged %d: residual %g finite %d", k, a.residual, a.finite);
+        if (k) continue;
+        for (i = 0; i < T * H; ++i) {
+            double e = fabs((double)yn[i] - (double)y[i]);
+            if (!(e <= dev)) dev = e == e ? e : HUGE_VAL;
+        }
+        PRNT_CHECK(dev <= 1e-4, "discard_converged 0: ynew deviates %g from the converged y", dev);
+    }
+    free(xp); free(y); free(yn);
+}
+
+/* --- one row, long T: time segments with an amplifying Jacobian ----------------- */
+/* The time segments' second pass stops adding a segment's carry once it
+ * has faded below a thousandth of the tolerance (an inexact Newton step).
+ * Large weights make J amplify in places, so a faded carry could grow
+ * again: the result must still equal sequential evaluation, converged or
+ * fallen back, with a start state (nonzero carries from the first
+ * segment on) and without. */
+static void test_segments_amplifying(void) {
+    int d, m, s0;
+    size_t T = g_quick || g_slow ? 2000 : 20000;
+    for (d = 0; d < 2; ++d)
+        for (m = 0; m < 3; m += 2)
+            for (s0 = 0; s0 < 2; ++s0) {
+                prn_dtype dt = d ? PRN_F64 : PRN_F32;
+                prn_rnn_config c = cfg_of(PRN_RNN_GRU, dt, 2, 2, 1, 0);
+                prn_rnn *r = NULL;
+                unsigned seed = 77u + (unsigned)(d * 4 + m + s0);
+                prn_tensor *x, *h0;
+                prn_deer_options o;
+                prn_deer_stats st;
+                double e, tol = d ? 1e-9 : 2e-4;
+                PRNT_OK(g_ctx, prn_rnn_create(g_ctx, &c, &r));
+                if (!r) return;
+                scale_params(r, 5.0);
+                x = rand_tensor(dt, 3, 1, T, 2, &seed, 1.0);
+                h0 = rand_tensor(dt, 3, 1, 1, 2, &seed, 0.9);
+                memset(&o, 0, sizeof o);
+                o.mode = (prn_jacobian_mode)m;
+                o.max_iter = 60;
+                if (d) o.atol = o.rtol = 1e-12;
+                e = deer_vs_seq(r, x, s0 ? h0 : NULL, &o, &st);
+                PRNT_CHECK(e <= tol && (st.converged || st.fell_back), "%s %s%s T=%lu: deviation %g, iterations %d, converged %d, fell back %d",
+                           prn_dtype_name(dt), mode_name(o.mode), s0 ? " state0" : "", (unsigned long)T, e, st.iterations,
+                           st.converged, st.fell_back);
+                printf("    %s %s%s T=%lu: %d iterations, converged %d, deviation %.2g\n", prn_dtype_name(dt),
+                       mode_name(o.mode), s0 ? " state0" : "", (unsigned long)T, st.iterations, st.converged, e);
+                prn_tensor_free(x);
+                prn_tensor_free(h0);
+                prn_rnn_free(r);
+            }
 }
 
 /* --- a user cell: y' = tanh(W y + U x + b), callbacks built from prn ops -------- */
@@ -872,6 +975,8 @@ int main(void) {
     PRNT_RUN(test_layers_directions);
     PRNT_RUN(test_gradients);
     PRNT_RUN(test_threads);
+    PRNT_RUN(test_segments_amplifying);
+    PRNT_RUN(test_discard_converged);
     PRNT_RUN(test_user_cell);
     PRNT_RUN(test_nonconvergent);
     PRNT_RUN(test_damping);
