@@ -5133,7 +5133,10 @@ PRN__FN prn_status prn__ref_deer_run(prn_context *ctx, const char *fn, const prn
             z.per = (z.Tc * (z.P + 3 * S) + 3 * S + S * kb + 2 * S * S) * PRN__DZW + wkn + 16;
         }
     }
-    nt = prn_context_num_threads(ctx);
+    /* the team, not the cap: a region held up by a preempted thread costs
+     * a time slice per pass, and the lanes make the result the same bits
+     * with any count */
+    nt = prn__team(ctx);
     if ((size_t)nt > ng) nt = (int)ng;
     if (nt < 1) nt = 1;
     raw = prn_alloc(ctx, (size_t)nt * z.per * es + 64 + (size_t)nt * (sizeof(double) + sizeof(int)) +
