@@ -31,6 +31,9 @@
  * also writes into part of a larger pre-filled buffer whose other elements
  * must keep their values.
  */
+#ifdef PRNT_CUDA_EMU
+#define _POSIX_C_SOURCE 200112L /* setenv: the emulator's resident blocks (deer_resident) */
+#endif
 #include "parrnn.h"
 #include "prn_test.h"
 
@@ -2506,6 +2509,17 @@ static int deer_check(pbuf *b, prn_dtype dt, size_t n, double tol, const char *w
     for (i = 0; i < n; ++i) scale[i] = m;
     return check_out(b, dt, n, NULL, scale, tol, what, desc);
 }
+/* On the CUDA emulator: n blocks at once, each on a host thread of its own
+ * (NULL: one at a time), so that the fused DEER kernels' blocks, which
+ * share nothing but their launch, also run side by side there. */
+static void deer_resident(const char *n) {
+#ifdef PRNT_CUDA_EMU
+    if (n) setenv("PRN_CUDA_EMU_RESIDENT", n, 1);
+    else unsetenv("PRN_CUDA_EMU_RESIDENT");
+#else
+    (void)n;
+#endif
+}
 /* --- deer_iterate, called directly ----------------------------------------
  * The entry itself against the oracle's on the same arguments, where the
  * tested backend takes them (deer_takes): ynew, the residual and the finite
@@ -2656,8 +2670,11 @@ static void t_deer_adjoint_direct(void) {
             for (rev = 0; rev < 2; ++rev)
                 for (outs = 0; outs < 4; ++outs) {
                     deer_adj_direct_case(kinds[kk], d ? PRN_F64 : PRN_F32, rev, 4, 11, 37, outs); case_end();
-                    /* segments (CUDA: 82 of 33 steps per row, several blocks) */
-                    deer_adj_direct_case(kinds[kk], d ? PRN_F64 : PRN_F32, rev, 4, 3, 2701, outs); case_end();
+                    /* segments (CUDA: 82 of 33 steps per row, several blocks, 4 at once) */
+                    deer_resident("4");
+                    deer_adj_direct_case(kinds[kk], d ? PRN_F64 : PRN_F32, rev, 4, 3, 2701, outs);
+                    deer_resident(NULL);
+                    case_end();
                 }
     deer_adj_direct_case(PRN_RNN_LSTM, PRN_F32, 1, 8, 5, 700, 3); case_end();
     deer_adj_direct_case(PRN_RNN_MHGRU, PRN_F64, 0, 16, 2, 300, 2); case_end();
@@ -2674,8 +2691,10 @@ static void t_deer_direct(void) {
             for (m = 0; m < 3; ++m)
                 for (rev = 0; rev < 2; ++rev) {
                     for (vary = 0; vary < 4; ++vary) { deer_direct_case(kinds[kk], d ? PRN_F64 : PRN_F32, (prn_jacobian_mode)m, rev, 4, 11, 37, vary, 0); case_end(); }
-                    /* 3 rows of 2701 steps: segments (CUDA: 82 of 33 steps per row, 8 blocks) */
+                    /* 3 rows of 2701 steps: segments (CUDA: 82 of 33 steps per row, 8 or 16 blocks, 4 at once) */
+                    deer_resident("4");
                     deer_direct_case(kinds[kk], d ? PRN_F64 : PRN_F32, (prn_jacobian_mode)m, rev, 4, 3, 2701, (m + rev) % 4, 0);
+                    deer_resident(NULL);
                     case_end();
                 }
     /* 8 states a row: the kernels' larger per-thread room; 16 (GRU), 17 (declined) */
