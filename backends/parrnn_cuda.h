@@ -69,6 +69,13 @@
  *   and writing the layer's [B, T, X] arrays in place.
  *   PARRNN_CUDA_LAYER=steps (read at context creation) forces the latter.
  *
+ * DEER
+ *   deer_iterate / deer_adjoint: prn_deer_rnn's built-in cells of at most
+ *   16 states fused (kernels_cuda/deer.cu; see the kernels' README);
+ *   deer_takes declines larger ones, which are composed from the entries
+ *   above. PARRNN_CUDA_DEER=composed (read at context creation) declines
+ *   all, for comparisons and benchmarks.
+ *
  * ERRORS
  *   Every CUDA and cuBLAS failure becomes PRN_ERR_BACKEND, or
  *   PRN_ERR_OUT_OF_MEMORY for allocations, with the call and the error's
@@ -134,6 +141,7 @@ typedef struct prn__cu_state {
     size_t scan_items;      /* threads that fill the device */
     int scan_force;         /* PARRNN_CUDA_SCAN: 0 auto, 1 look-back, 2 chunked (for AUTO) */
     int layer_steps;        /* PARRNN_CUDA_LAYER=steps: layers as a GEMM and a cell kernel per step */
+    int deer_composed;      /* PARRNN_CUDA_DEER=composed: deer_takes declines every call */
     cudaStream_t stream;
     cublasHandle_t blas;
     cudaMemPool_t pool;     /* NULL where the device has no memory pools */
@@ -294,6 +302,8 @@ PRN__CU_FN prn_status prn__cu_create(prn_context *ctx, void **state) {
         s->scan_force = force && !strcmp(force, "lookback") ? 1 : force && !strcmp(force, "chunked") ? 2 : 0;
         force = getenv("PARRNN_CUDA_LAYER");
         s->layer_steps = force && !strcmp(force, "steps");
+        force = getenv("PARRNN_CUDA_DEER");
+        s->deer_composed = force && !strcmp(force, "composed");
     }
     if ((e = cudaStreamCreateWithFlags(&s->stream, cudaStreamNonBlocking)) != cudaSuccess) {
         s->stream = NULL;
@@ -984,8 +994,9 @@ PRN__CU_FN prn_status prn__cu_scan_block(prn_context *ctx, prn_dtype dtype, int 
  * prn_deer_rnn then composes from the other entries.
  * ---------------------------------------------------------------------- */
 PRN__CU_FN int prn__cu_deer_takes(prn_context *ctx, const prn_deer_fused *a, int adjoint) {
-    (void)ctx; (void)adjoint;
-    if (!a || (a->dtype != PRN_F32 && a->dtype != PRN_F64)) return 0;
+    const prn__cu_state *s = (const prn__cu_state *)prn_backend_state(ctx);
+    (void)adjoint;
+    if (!a || (s && s->deer_composed) || (a->dtype != PRN_F32 && a->dtype != PRN_F64)) return 0;
     return prn_cu_deer_takes(a->kind, a->S);
 }
 /* The checks of both entries (as the reference's), then the kernels' part

@@ -37,7 +37,7 @@ def block_size(name):
         return 1024  # at most: 32-thread multiples up to G H (prn_layer_threads)
     if name.startswith("k_probe"):
         return 1
-    m = re.match(r"k_deer_iter<\w+, \d+, (\d+)>", name)
+    m = re.match(r"k_deer_(?:iter|adj)<\w+, \d+, (\d+)>", name)
     if m:
         return int(m.group(1))  # NT: the per-thread slots' room (deer.cu)
     if name.startswith("k_deer_chain"):
