@@ -953,7 +953,9 @@ PRNDEF prn_status prn_rnn_load(prn_context *ctx, const char *path, prn_rnn **out
  * equals backpropagation through time of the sequential evaluation.
  *
  * Fused iterations (prn_deer_rnn on a backend with deer_iterate and
- * deer_adjoint: the reference backend): each iteration is one pass over
+ * deer_adjoint: the reference backend; the CUDA backend for cells of at
+ * most 16 states, a thread per batch row and time segment, larger ones
+ * composed as below): each iteration is one pass over
  * the rows that evaluates f and its Jacobian step by step, checks the
  * residual and solves the linear recurrence, without storing Jacobians;
  * the adjoint likewise. The results are those of the composed iterations
@@ -1528,7 +1530,9 @@ struct prn_backend {
      * in one pass over the rows, the Jacobians never stored for all rows
      * (see prn_deer_fused for the contract), and the adjoint solve of its
      * backward. prn_deer_rnn calls them with S <= 64 in DENSE and BLOCK mode
-     * (the block scan's limit, which the generic path has). */
+     * (the block scan's limit, which the generic path has). deer_adjoint
+     * may be NULL with deer_iterate set: gradients then take the composed
+     * adjoint. */
     prn_status (*deer_iterate)(prn_context *ctx, prn_deer_fused *a);
     prn_status (*deer_adjoint)(prn_context *ctx, const prn_deer_fused *a);
 
@@ -1539,8 +1543,16 @@ struct prn_backend {
      * call: one pass, no temporaries. */
     prn_status (*all_finite)(prn_context *ctx, prn_dtype dtype, size_t n, const void *x, int *finite);
 
+    /* Optional (NULL: deer_iterate and deer_adjoint take every call). 1 when
+     * deer_iterate (adjoint 0) or deer_adjoint (adjoint 1) takes a call with
+     * a's kind, relu, dtype, mode, reverse, B, T, H, S, hk and L (nothing
+     * else of a is read); 0: prn_deer_rnn composes that part instead. A
+     * backend with a size limit (a per-thread map of S x S values, say)
+     * declines with it instead of failing. */
+    int (*deer_takes)(prn_context *ctx, const prn_deer_fused *a, int adjoint);
+
     /* Room for the primitives of later versions: keep NULL. */
-    void (*reserved[22])(void);
+    void (*reserved[21])(void);
 };
 
 /* The backend table the context runs on. */
@@ -5248,7 +5260,7 @@ PRN__FN prn_status prn__ref_all_finite(prn_context *ctx, prn_dtype dtype, size_t
       prn__ref_adam_update, prn__ref_scan_diag, prn__ref_scan_block,             \
       prn__ref_rnn_cell_forward, prn__ref_rnn_cell_backward, prn__ref_solve_batched,   \
       prn__ref_rnn_layer_forward, prn__ref_rnn_layer_backward,                   \
-      prn__ref_deer_iterate, prn__ref_deer_adjoint, prn__ref_all_finite, { NULL } }
+      prn__ref_deer_iterate, prn__ref_deer_adjoint, prn__ref_all_finite, NULL, { NULL } }
 
 PRN__DEF const prn_backend *prn_reference_noblas_backend(void) {
     static const prn_backend b = PRN__REFERENCE_TABLE("reference-noblas", prn__ref_gemm_loops);
@@ -10337,6 +10349,18 @@ PRN__FN prn_status prn__deer_h0_guess(prn__deer *d, prn_tensor *h0, prn_tensor *
 }
 /* *yio NULL: the default guess, which deer_iterate takes as y = NULL (made
  * only when it is kept) */
+/* Whether the backend's fused entry (adjoint 0: deer_iterate, 1:
+ * deer_adjoint) takes this cell at these sizes (deer_takes, when the
+ * backend has it: a backend may take only some sizes). */
+PRN__FN int prn__deer_fused_takes(const prn__deer *d, int adjoint) {
+    const prn_backend *be = d->ctx->be;
+    prn_deer_fused a;
+    if (!d->fz || !be->deer_iterate || (adjoint && !be->deer_adjoint)) return 0;
+    if (!be->deer_takes) return 1;
+    a = *d->fz;
+    a.dtype = d->dt; a.mode = d->o.mode; a.reverse = d->rev; a.B = d->B; a.T = d->T;
+    return be->deer_takes(d->ctx, &a, adjoint) != 0;
+}
 PRN__FN prn_status prn__deer_iters_fused(prn__deer *d, prn_tensor *x, prn_tensor *h0, prn_tensor **yio, int *itp,
                                          double *rp, int *finp, double *kp, prn_deer_stats *stats) {
     prn_context *ctx = d->ctx;
@@ -10413,7 +10437,7 @@ PRN__FN prn_status prn__deer_solve(prn__deer *d, prn_tensor *x, prn_tensor *h0, 
     prn_tensor *y = NULL, *ysave = NULL, *xr = NULL, *yprev = NULL, *fy = NULL, *J = NULL, *h3 = NULL;
     double kappa = d->o.damping, rprev = 0, r = 0;
     prn_status st;
-    int it = 0, fin = 1, rejected = 0, fused = d->fz && ctx->be->deer_iterate;
+    int it = 0, fin = 1, rejected = 0, fused = prn__deer_fused_takes(d, 0);
     memset(stats, 0, sizeof *stats);
     *Jx = NULL;
     shape[0] = B; shape[1] = T; shape[2] = S;
@@ -10587,7 +10611,7 @@ PRN__FN prn_status prn__deer_record(prn__deer *d, prn_tensor *xr, prn_tensor *h0
     prn_status st = PRN_OK;
     prn__deer_adj *adj = NULL;
     if (!prn_grad_enabled(ctx) || !d->cell->step) { prn_tensor_free(J); return PRN_OK; }
-    if (d->fz && ctx->be->deer_adjoint && ctx->be->deer_iterate) { /* the adjoint recomputes the Jacobians row by row */
+    if (prn__deer_fused_takes(d, 1)) { /* the adjoint recomputes the Jacobians row by row */
         int i;
         prn_tensor_free(J);
         J = NULL;

@@ -69,6 +69,13 @@
  *   and writing the layer's [B, T, X] arrays in place.
  *   PARRNN_CUDA_LAYER=steps (read at context creation) forces the latter.
  *
+ * DEER
+ *   deer_iterate / deer_adjoint: prn_deer_rnn's built-in cells of at most
+ *   16 states fused (kernels_cuda/deer.cu; see the kernels' README);
+ *   deer_takes declines larger ones, which are composed from the entries
+ *   above. PARRNN_CUDA_DEER=composed (read at context creation) declines
+ *   all, for comparisons and benchmarks.
+ *
  * ERRORS
  *   Every CUDA and cuBLAS failure becomes PRN_ERR_BACKEND, or
  *   PRN_ERR_OUT_OF_MEMORY for allocations, with the call and the error's
@@ -134,6 +141,7 @@ typedef struct prn__cu_state {
     size_t scan_items;      /* threads that fill the device */
     int scan_force;         /* PARRNN_CUDA_SCAN: 0 auto, 1 look-back, 2 chunked (for AUTO) */
     int layer_steps;        /* PARRNN_CUDA_LAYER=steps: layers as a GEMM and a cell kernel per step */
+    int deer_composed;      /* PARRNN_CUDA_DEER=composed: deer_takes declines every call */
     cudaStream_t stream;
     cublasHandle_t blas;
     cudaMemPool_t pool;     /* NULL where the device has no memory pools */
@@ -294,6 +302,8 @@ PRN__CU_FN prn_status prn__cu_create(prn_context *ctx, void **state) {
         s->scan_force = force && !strcmp(force, "lookback") ? 1 : force && !strcmp(force, "chunked") ? 2 : 0;
         force = getenv("PARRNN_CUDA_LAYER");
         s->layer_steps = force && !strcmp(force, "steps");
+        force = getenv("PARRNN_CUDA_DEER");
+        s->deer_composed = force && !strcmp(force, "composed");
     }
     if ((e = cudaStreamCreateWithFlags(&s->stream, cudaStreamNonBlocking)) != cudaSuccess) {
         s->stream = NULL;
@@ -976,6 +986,126 @@ PRN__CU_FN prn_status prn__cu_scan_block(prn_context *ctx, prn_dtype dtype, int 
 }
 
 /* ------------------------------------------------------------------------
+ * The fused DEER iteration (kernels_cuda/deer.cu): a thread per (batch
+ * row, time segment), f and J made step by step and never stored; the
+ * segments' affine maps chained per row, then each segment solved again
+ * from its true carry. Cells of at most 16 states (the per-thread map of
+ * S x S values in shared memory); deer_takes declines larger ones, which
+ * prn_deer_rnn then composes from the other entries.
+ * ---------------------------------------------------------------------- */
+PRN__CU_FN int prn__cu_deer_takes(prn_context *ctx, const prn_deer_fused *a, int adjoint) {
+    const prn__cu_state *s = (const prn__cu_state *)prn_backend_state(ctx);
+    (void)adjoint;
+    if (!a || (s && s->deer_composed) || (a->dtype != PRN_F32 && a->dtype != PRN_F64)) return 0;
+    return prn_cu_deer_takes(a->kind, a->S);
+}
+/* The checks of both entries (as the reference's), then the kernels' part
+ * of the arguments, the segments planned; 1: nothing to do (B or T 0). */
+PRN__CU_FN prn_status prn__cu_deer_args(prn_context *ctx, const char *fn, const prn_deer_fused *a, int adj, prn_cu_deer *k,
+                                        int *empty) {
+    size_t S, G;
+    *empty = 0;
+    if (!a) return prn_set_error(ctx, PRN_ERR_NULL_ARGUMENT, "%s: argument 'a' is NULL", fn);
+    if (a->dtype != PRN_F32 && a->dtype != PRN_F64)
+        return prn_set_error(ctx, PRN_ERR_DTYPE, "%s: dtype %s is not f32 or f64", fn, prn_dtype_name(a->dtype));
+    if (a->kind < 0 || a->kind >= PRN_RNN_KIND_COUNT || (int)a->mode < 0 || a->mode > PRN_JACOBIAN_DIAG)
+        return prn_set_error(ctx, PRN_ERR_INVALID_ARGUMENT, "%s: kind %d or mode %d is not valid", fn, a->kind, (int)a->mode);
+    S = a->S;
+    if (!a->H || S != (a->kind == PRN_RNN_LSTM ? 2 * a->H : a->H) ||
+        ((a->kind == PRN_RNN_GRU || a->kind == PRN_RNN_MHGRU) && (!a->hk || a->H % a->hk)) ||
+        (a->kind == PRN_RNN_GRU && a->hk != a->H) || ((a->kind == PRN_RNN_SHPLRNN || a->kind == PRN_RNN_CLIPPED_SHPLRNN) && !a->L) ||
+        (a->kind == PRN_RNN_ALRNN && a->L > a->H))
+        return prn_set_error(ctx, PRN_ERR_INVALID_ARGUMENT, "%s: sizes H %lu, S %lu, hk %lu, L %lu do not fit kind %d", fn,
+                             (unsigned long)a->H, (unsigned long)S, (unsigned long)a->hk, (unsigned long)a->L, a->kind);
+    if (!prn_cu_deer_takes(a->kind, S))
+        return prn_set_error(ctx, PRN_ERR_UNSUPPORTED, "%s: the CUDA kernels take at most 16 states; this cell has %lu "
+                             "(deer_takes declines it)", fn, (unsigned long)S);
+    if (adj && a->dxp && (a->kind > PRN_RNN_MHGRU || !(a->dq || (a->dw && a->db))))
+        return prn_set_error(ctx, PRN_ERR_INVALID_ARGUMENT, "%s: dxp and dq are for the torch kinds, and both or neither", fn);
+    if (!a->B || !a->T) { *empty = 1; return PRN_OK; }
+    memset(k, 0, sizeof *k);
+    G = a->kind == PRN_RNN_LSTM ? 4 : a->kind == PRN_RNN_GRU || a->kind == PRN_RNN_MHGRU ? 3 : 1;
+    k->kind = a->kind; k->relu = a->relu; k->rev = a->reverse != 0;
+    k->B = a->B; k->T = a->T; k->H = a->H; k->S = S; k->hk = a->hk; k->L = a->L; k->P = G * a->H;
+    /* the adjoint needs the exact Jacobian: MHGRU's blocks, the others' all */
+    if (adj) k->kb = a->kind == PRN_RNN_MHGRU ? a->hk : S;
+    else k->kb = a->mode == PRN_JACOBIAN_DIAG ? 1 : a->mode == PRN_JACOBIAN_BLOCK && a->kind == PRN_RNN_MHGRU ? a->hk : S;
+    prn_cu_deer_plan(a->B, a->T, &k->C, &k->Ls);
+    k->ntask = a->B * k->C;
+    memcpy(k->w, a->w, sizeof k->w);
+    k->xp = a->xp; k->h0 = a->h0; k->y = a->y;
+    k->one_k = 1.0 - a->damping; k->clip = a->clip; k->atol = a->atol; k->rtol = a->rtol;
+    k->wc = a->kind == PRN_RNN_MHGRU ? a->hk : a->H;
+    if (adj) {
+        k->g = a->g; k->lam = a->lam; k->dxp = a->dxp; k->dq = a->dq; k->dh0 = a->dh0;
+        k->dw = a->dxp ? a->dw : NULL; k->db = a->dxp ? a->db : NULL;
+    } else {
+        k->ynew = a->ynew;
+    }
+    return PRN_OK;
+}
+PRN__CU_FN prn_status prn__cu_deer_iterate(prn_context *ctx, prn_deer_fused *a) {
+    static const char fn[] = "deer_iterate";
+    prn__cu_state *s;
+    prn_status st;
+    prn_cu_deer k;
+    size_t S, es, tvn;
+    double out[2];
+    void *scratch = NULL;
+    cudaError_t e;
+    int empty;
+    if ((st = prn__cu_deer_args(ctx, fn, a, 0, &k, &empty)) != PRN_OK) return st;
+    if (empty) { a->residual = 0; a->finite = 1; return PRN_OK; }
+    if ((st = prn__cu_begin(ctx, fn, a->dtype, &s)) != PRN_OK) return st;
+    S = k.S;
+    es = prn_dtype_size(a->dtype);
+    /* per task: its residual and finite flag; its map and carry (segments) */
+    tvn = k.C > 1 && a->ynew ? k.ntask * (2 * S + S * S) * es : 0;
+    st = prn__cu_malloc(ctx, s, (2 * k.ntask + 2) * sizeof(double) + tvn, &scratch, "deer_iterate: scratch");
+    if (st != PRN_OK) return st;
+    st = prn__cu_launched(ctx, fn, "deer_iter",
+                          prn_cu_deer_iterate(s->stream, a->dtype == PRN_F64, &k, (double *)scratch + 2,
+                                              tvn ? (char *)scratch + (2 * k.ntask + 2) * sizeof(double) : NULL,
+                                              (double *)scratch));
+    if (st == PRN_OK) {
+        e = cudaMemcpyAsync(out, scratch, sizeof out, cudaMemcpyDeviceToHost, s->stream);
+        if (e != cudaSuccess) st = prn__cu_fail(ctx, "deer_iterate: cudaMemcpyAsync(residual)", e);
+    }
+    prn__cu_mfree(s, scratch);
+    if (st == PRN_OK) st = prn__cu_sync(ctx, s, fn); /* out is read on the host */
+    if (st != PRN_OK) return st;
+    a->residual = out[0];
+    a->finite = out[1] == 0;
+    return PRN_OK;
+}
+PRN__CU_FN prn_status prn__cu_deer_adjoint(prn_context *ctx, const prn_deer_fused *a) {
+    static const char fn[] = "deer_adjoint";
+    prn__cu_state *s;
+    prn_status st;
+    prn_cu_deer k;
+    size_t es, tvn, dqn, pn, rpc = 0, nchunk = 0;
+    char *scratch = NULL;
+    int empty;
+    if ((st = prn__cu_deer_args(ctx, fn, a, 1, &k, &empty)) != PRN_OK) return st;
+    if (empty) return PRN_OK;
+    if ((st = prn__cu_begin(ctx, fn, a->dtype, &s)) != PRN_OK) return st;
+    es = prn_dtype_size(a->dtype);
+    /* the segments' maps; dq for the weight sums when the caller wants none;
+     * the sums' per-chunk partials */
+    tvn = k.C > 1 ? k.ntask * (2 * k.S + k.S * k.S) * es : 0;
+    dqn = k.dw && !k.dq ? k.B * k.T * k.P * es : 0;
+    if (k.dw) prn_cu_deer_dw_plan(k.B * k.T, &rpc, &nchunk);
+    pn = k.dw ? nchunk * (k.P * k.wc + k.P) * sizeof(double) : 0;
+    st = prn__cu_malloc(ctx, s, pn + tvn + dqn + 16, (void **)&scratch, "deer_adjoint: scratch");
+    if (st != PRN_OK) return st;
+    st = prn__cu_launched(ctx, fn, "deer_adj",
+                          prn_cu_deer_adjoint(s->stream, a->dtype == PRN_F64, &k, tvn ? scratch + pn : NULL,
+                                              dqn ? scratch + pn + tvn : NULL, pn ? (double *)(void *)scratch : NULL));
+    prn__cu_mfree(s, scratch);
+    return st;
+}
+
+/* ------------------------------------------------------------------------
  * The table
  * ---------------------------------------------------------------------- */
 PRN__CU_DEF const prn_backend *prn_cuda_backend(void) {
@@ -990,8 +1120,9 @@ PRN__CU_DEF const prn_backend *prn_cuda_backend(void) {
         prn__cu_rnn_cell_forward, prn__cu_rnn_cell_backward,
         prn__cu_solve_batched,
         prn__cu_rnn_layer_forward, prn__cu_rnn_layer_backward,
-        NULL, NULL, /* deer_iterate/_adjoint: DEER composes its iterations */
+        prn__cu_deer_iterate, prn__cu_deer_adjoint,
         NULL,       /* all_finite: composed from unary and reduce */
+        prn__cu_deer_takes,
         {NULL}};
     return &b;
 }

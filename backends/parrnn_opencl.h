@@ -1138,6 +1138,7 @@ PRN__OCL_DEF const prn_backend *prn_opencl_backend(void) {
         NULL, NULL, /* rnn_layer_forward/_backward: the generic code steps through time */
         NULL, NULL, /* deer_iterate/_adjoint: DEER composes its iterations */
         NULL,       /* all_finite: composed from unary and reduce */
+        NULL,       /* deer_takes */
         {NULL}};
     return &b;
 }

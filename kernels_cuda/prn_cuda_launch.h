@@ -121,6 +121,38 @@ int prn_cu_scan_block_expand(cudaStream_t s, int f64, size_t batch, size_t T, si
                              size_t nch, int rev, int tr, const void *a, const void *b, const void *h0,
                              const void *carry, void *h);
 
+/* The fused DEER iteration (deer.cu; the table's deer_iterate): the
+ * arguments of prn_deer_fused that the kernels read, with P the
+ * projections per step, kb the Jacobian's block (DIAG 1, MHGRU's BLOCK
+ * hk, else S), one_k = 1 - damping, and the plan: C segments of Ls steps
+ * per row (prn_cu_deer_plan), ntask = B C. */
+typedef struct prn_cu_deer {
+    int kind, relu, rev;
+    size_t B, T, H, S, hk, L, P, kb, C, Ls, ntask;
+    const void *w[4];
+    const void *xp, *h0, *y; /* y NULL: h0 at every step */
+    void *ynew;              /* NULL: the residual alone */
+    double one_k, clip, atol, rtol;
+    /* deer_adjoint: g -> lam; dxp, dq, dh0, dw, db as prn_deer_fused
+     * (NULL: not wanted); wc: dw's columns (H, MHGRU hk) */
+    const void *g;
+    void *lam, *dxp, *dq, *dh0, *dw, *db;
+    size_t wc;
+} prn_cu_deer;
+/* The segments of a row: a function of B and T alone. */
+void prn_cu_deer_plan(size_t B, size_t T, size_t *C, size_t *Ls);
+/* 1 when the kernels take a cell of this kind with S states. */
+int prn_cu_deer_takes(int kind, size_t S);
+/* res2 [2 ntask] doubles; tv [ntask (2 S + S S)] of the dtype when C > 1
+ * and ynew is not NULL, else unused; out [2] doubles: the largest residual
+ * term and 1 when one was not finite (0 otherwise). */
+int prn_cu_deer_iterate(cudaStream_t s, int f64, const prn_cu_deer *a, double *res2, void *tv, double *out);
+/* The adjoint: tv as above (C > 1); dqs [B T, P] when dw and db are wanted
+ * without dq, else unused; part [nchunk (P wc + P)] doubles with dw and db
+ * (prn_cu_deer_dw_plan gives nchunk). kb: MHGRU hk, else S. */
+void prn_cu_deer_dw_plan(size_t N, size_t *rpc, size_t *nchunk);
+int prn_cu_deer_adjoint(cudaStream_t s, int f64, const prn_cu_deer *a, void *tv, void *dqs, double *part);
+
 #ifdef __cplusplus
 }
 #endif

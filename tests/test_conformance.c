@@ -31,6 +31,9 @@
  * also writes into part of a larger pre-filled buffer whose other elements
  * must keep their values.
  */
+#ifdef PRNT_CUDA_EMU
+#define _POSIX_C_SOURCE 200112L /* setenv: the emulator's resident blocks (deer_resident) */
+#endif
 #include "parrnn.h"
 #include "prn_test.h"
 
@@ -2445,12 +2448,12 @@ static void t_deer(void) {
     prn_context *gen = NULL;
     char err[256];
     int kk, d, m, h, nw;
-    NEED(deer_iterate);
-    NEED(deer_adjoint);
+    NEED(deer_iterate); /* deer_adjoint may be NULL: the composed adjoint then serves */
     g_generic_be = *prn_reference_noblas_backend();
     g_generic_be.name = "reference-noblas-generic-deer";
     g_generic_be.deer_iterate = NULL;
     g_generic_be.deer_adjoint = NULL;
+    g_generic_be.deer_takes = NULL;
     tbl[0] = &g_generic_be;
     memset(&cfg, 0, sizeof cfg);
     cfg.backend = g_generic_be.name;
@@ -2494,6 +2497,217 @@ static void t_deer(void) {
             case_end();
         }
     prn_context_destroy(gen);
+}
+
+/* check_out relative to the largest |value| of the oracle's (at least 1):
+ * the recurrences' values grow with T where the Jacobians exceed 1 */
+static int deer_check(pbuf *b, prn_dtype dt, size_t n, double tol, const char *what, const char *desc) {
+    double *want = hd(n), *scale = hd(n), m = 1;
+    size_t i;
+    if (!pb_download(b, 1, dt, want, n, desc)) return 0;
+    for (i = 0; i < n; ++i) if (fabs(want[i]) > m) m = fabs(want[i]);
+    for (i = 0; i < n; ++i) scale[i] = m;
+    return check_out(b, dt, n, NULL, scale, tol, what, desc);
+}
+/* On the CUDA emulator: n blocks at once, each on a host thread of its own
+ * (NULL: one at a time), so that the fused DEER kernels' blocks, which
+ * share nothing but their launch, also run side by side there. */
+static void deer_resident(const char *n) {
+#ifdef PRNT_CUDA_EMU
+    if (n) setenv("PRN_CUDA_EMU_RESIDENT", n, 1);
+    else unsetenv("PRN_CUDA_EMU_RESIDENT");
+#else
+    (void)n;
+#endif
+}
+/* --- deer_iterate, called directly ----------------------------------------
+ * The entry itself against the oracle's on the same arguments, where the
+ * tested backend takes them (deer_takes): ynew, the residual and the finite
+ * flag, for every cell, mode, dtype, direction, with and without an
+ * iterate (y NULL: h0 at every step), ynew NULL (the residual alone),
+ * damping 0 and 0.3; few rows over long times (the CUDA backend then cuts
+ * each row into segments, several blocks of them) and many rows over short
+ * times; and an iterate holding NaN or Inf (finite 0 on both sides). */
+static void deer_direct_case(prn_rnn_kind kind, prn_dtype dt, prn_jacobian_mode mode, int rev, size_t H, size_t B,
+                             size_t T, int vary, int bad) {
+    const int shallow = kind == PRN_RNN_SHPLRNN || kind == PRN_RNN_CLIPPED_SHPLRNN;
+    const size_t G = kind == PRN_RNN_LSTM ? 4 : kind == PRN_RNN_GRU || kind == PRN_RNN_MHGRU ? 3 : 1;
+    const size_t S = kind == PRN_RNN_LSTM ? 2 * H : H, P = G * H, hk = kind == PRN_RNN_MHGRU ? H / 2 : H;
+    const size_t L = shallow ? 5 : kind == PRN_RNN_ALRNN ? H / 2 : 0;
+    size_t nw[4] = {0, 0, 0, 0}, i;
+    prn_deer_fused a[2];
+    pbuf *wb[4] = {NULL, NULL, NULL, NULL}, *xb, *hb, *yb = NULL, *nb = NULL;
+    double *v, *yv = NULL, *got, *want, tol = dt == PRN_F64 ? 1e-10 : 2e-4;
+    char desc[200];
+    int s, k, use_y = vary != 1, use_new = vary != 2;
+    snprintf(desc, sizeof desc, "%s H=%lu B=%lu T=%lu %s %s%s%s%s%s%s", prn_rnn_kind_name(kind), ZU(H), ZU(B), ZU(T),
+             dname(dt), mode == PRN_JACOBIAN_DENSE ? "dense" : mode == PRN_JACOBIAN_BLOCK ? "block" : "diag",
+             rev ? " reverse" : "", vary == 1 ? " y NULL" : "", vary == 2 ? " ynew NULL" : "", vary == 3 ? " damping 0.3" : "",
+             bad ? (bad == 1 ? " NaN in y" : " Inf in y") : "");
+    memset(a, 0, sizeof a);
+    a[0].kind = (int)kind; a[0].relu = 0; a[0].dtype = dt; a[0].mode = mode; a[0].reverse = rev;
+    a[0].B = B; a[0].T = T; a[0].H = H; a[0].S = S; a[0].hk = hk; a[0].L = L;
+    a[0].damping = vary == 3 ? 0.3 : 0; a[0].clip = 1e8; a[0].atol = a[0].rtol = dt == PRN_F64 ? 1e-10 : 1e-5;
+    if (g_side[0].be->deer_takes && !g_side[0].be->deer_takes(g_side[0].ctx, &a[0], 0)) return; /* composed instead */
+    if (kind <= PRN_RNN_MHGRU) { nw[0] = G * H * (kind == PRN_RNN_MHGRU ? hk : H); nw[1] = G * H; }
+    else if (!shallow) { nw[0] = H; nw[1] = H * H; }
+    else { nw[0] = H; nw[1] = H * L; nw[2] = L * H; nw[3] = L; }
+    for (k = 0; k < 4 && nw[k]; ++k) {
+        v = hd(nw[k]);
+        for (i = 0; i < nw[k]; ++i)
+            v[i] = kind >= PRN_RNN_PLRNN && k == 0 ? rng_range(0.3, 0.6) : kind >= PRN_RNN_PLRNN ? rng_range(-0.08, 0.08)
+                                                                                               : rng_range(-0.6, 0.6);
+        if (!(wb[k] = pb_input(dt, v, nw[k], desc))) return;
+    }
+    v = hd(B * T * P);
+    for (i = 0; i < B * T * P; ++i) v[i] = rng_range(-1, 1);
+    if (!(xb = pb_input(dt, v, B * T * P, desc))) return;
+    v = hd(B * S);
+    for (i = 0; i < B * S; ++i) v[i] = rng_range(-0.5, 0.5);
+    if (!(hb = pb_input(dt, v, B * S, desc))) return;
+    if (use_y) {
+        v = hd(B * T * S);
+        for (i = 0; i < B * T * S; ++i) v[i] = quant1(dt, rng_range(-0.5, 0.5));
+        if (bad) v[rng_below(B * T * S)] = bad == 1 ? NAN : HUGE_VAL;
+        if (!(yb = pb_input(dt, v, B * T * S, desc))) return;
+        yv = v;
+    }
+    if (use_new && !(nb = pb_output(dt, B * T * S, NULL, desc))) return;
+    a[1] = a[0];
+    for (s = 0; s < 2; ++s) {
+        for (k = 0; k < 4; ++k) a[s].w[k] = wb[k] ? wb[k]->h[s] : NULL;
+        a[s].xp = xb->h[s]; a[s].h0 = hb->h[s]; a[s].y = yb ? yb->h[s] : NULL; a[s].ynew = nb ? nb->h[s] : NULL;
+        a[s].residual = -1; a[s].finite = -1;
+        if (!st_ok(s, g_side[s].be->deer_iterate(g_side[s].ctx, &a[s]), "deer_iterate", desc)) return;
+    }
+    if (a[0].finite != a[1].finite) failf("deer_iterate %s: finite %d, want %d", desc, a[0].finite, a[1].finite);
+    if (a[1].finite) {
+        double e = fabs(a[0].residual - a[1].residual) / (a[1].residual > 1e-30 ? a[1].residual : 1e-30);
+        if (e / tol > g_worst) g_worst = e / tol;
+        if (!(e <= tol)) failf("deer_iterate %s: residual %.17g, want %.17g", desc, a[0].residual, a[1].residual);
+    }
+    if (nb && !bad) deer_check(nb, dt, B * T * S, tol, "ynew", desc);
+    if (nb && bad) { /* NaN became 0 or clip on both sides; the rest is unspecified but finite */
+        got = hd(B * T * S);
+        want = hd(B * T * S);
+        if (pb_download(nb, 0, dt, got, B * T * S, desc) && pb_download(nb, 1, dt, want, B * T * S, desc))
+            for (i = 0; i < B * T * S; ++i)
+                if (!(fabs(got[i]) <= 1e8)) { failf("deer_iterate %s: ynew[%lu] = %g is not finite and clipped", desc, ZU(i), got[i]); break; }
+    }
+    if (yb && !bad) check_unchanged(yb, dt, B * T * S, yv, "y", desc);
+    g_cases++;
+}
+/* deer_adjoint on the same arguments: lam, and (outs) dh0; dxp and dq;
+ * dxp, dw and db (the torch kinds) */
+static void deer_adj_direct_case(prn_rnn_kind kind, prn_dtype dt, int rev, size_t H, size_t B, size_t T, int outs) {
+    const int shallow = kind == PRN_RNN_SHPLRNN || kind == PRN_RNN_CLIPPED_SHPLRNN, torch = kind <= PRN_RNN_MHGRU;
+    const size_t G = kind == PRN_RNN_LSTM ? 4 : kind == PRN_RNN_GRU || kind == PRN_RNN_MHGRU ? 3 : 1;
+    const size_t S = kind == PRN_RNN_LSTM ? 2 * H : H, P = G * H, hk = kind == PRN_RNN_MHGRU ? H / 2 : H;
+    const size_t L = shallow ? 5 : kind == PRN_RNN_ALRNN ? H / 2 : 0, N = B * T;
+    size_t nw[4] = {0, 0, 0, 0}, i;
+    prn_deer_fused a[2];
+    pbuf *wb[4] = {NULL, NULL, NULL, NULL}, *xb, *hb, *yb, *gb, *lb, *ob[5] = {NULL, NULL, NULL, NULL, NULL};
+    double *v, tol = dt == PRN_F64 ? 1e-10 : 2e-4;
+    char desc[200];
+    int s, k;
+    if (outs >= 2 && !torch) return;
+    snprintf(desc, sizeof desc, "%s H=%lu B=%lu T=%lu %s%s%s", prn_rnn_kind_name(kind), ZU(H), ZU(B), ZU(T), dname(dt),
+             rev ? " reverse" : "", outs == 0 ? "" : outs == 1 ? " dh0" : outs == 2 ? " dxp dq dh0" : " dxp dw db");
+    memset(a, 0, sizeof a);
+    a[0].kind = (int)kind; a[0].dtype = dt; a[0].mode = PRN_JACOBIAN_DIAG; a[0].reverse = rev;
+    a[0].B = B; a[0].T = T; a[0].H = H; a[0].S = S; a[0].hk = hk; a[0].L = L;
+    if (g_side[0].be->deer_takes && !g_side[0].be->deer_takes(g_side[0].ctx, &a[0], 1)) return;
+    if (torch) { nw[0] = G * H * (kind == PRN_RNN_MHGRU ? hk : H); nw[1] = G * H; }
+    else if (!shallow) { nw[0] = H; nw[1] = H * H; }
+    else { nw[0] = H; nw[1] = H * L; nw[2] = L * H; nw[3] = L; }
+    for (k = 0; k < 4 && nw[k]; ++k) {
+        v = hd(nw[k]);
+        for (i = 0; i < nw[k]; ++i)
+            v[i] = kind >= PRN_RNN_PLRNN && k == 0 ? rng_range(0.3, 0.6) : kind >= PRN_RNN_PLRNN ? rng_range(-0.08, 0.08)
+                                                                                               : rng_range(-0.6, 0.6);
+        if (!(wb[k] = pb_input(dt, v, nw[k], desc))) return;
+    }
+    v = hd(N * P);
+    for (i = 0; i < N * P; ++i) v[i] = rng_range(-1, 1);
+    if (!(xb = pb_input(dt, v, N * P, desc))) return;
+    v = hd(B * S);
+    for (i = 0; i < B * S; ++i) v[i] = rng_range(-0.5, 0.5);
+    if (!(hb = pb_input(dt, v, B * S, desc))) return;
+    v = hd(N * S);
+    for (i = 0; i < N * S; ++i) v[i] = rng_range(-0.5, 0.5);
+    if (!(yb = pb_input(dt, v, N * S, desc))) return;
+    v = hd(N * S);
+    for (i = 0; i < N * S; ++i) v[i] = rng_range(-1, 1);
+    if (!(gb = pb_input(dt, v, N * S, desc)) || !(lb = pb_output(dt, N * S, NULL, desc))) return;
+    if (outs >= 1 && !(ob[0] = pb_output(dt, B * S, NULL, desc))) return;
+    if (outs >= 2 && !(ob[1] = pb_output(dt, N * P, NULL, desc))) return;
+    if (outs == 2 && !(ob[2] = pb_output(dt, N * P, NULL, desc))) return;
+    if (outs == 3 && (!(ob[3] = pb_output(dt, nw[0], NULL, desc)) || !(ob[4] = pb_output(dt, nw[1], NULL, desc)))) return;
+    a[1] = a[0];
+    for (s = 0; s < 2; ++s) {
+        for (k = 0; k < 4; ++k) a[s].w[k] = wb[k] ? wb[k]->h[s] : NULL;
+        a[s].xp = xb->h[s]; a[s].h0 = hb->h[s]; a[s].y = yb->h[s]; a[s].g = gb->h[s]; a[s].lam = lb->h[s];
+        a[s].dh0 = ob[0] ? ob[0]->h[s] : NULL; a[s].dxp = ob[1] ? ob[1]->h[s] : NULL;
+        a[s].dq = ob[2] ? ob[2]->h[s] : NULL; a[s].dw = ob[3] ? ob[3]->h[s] : NULL; a[s].db = ob[4] ? ob[4]->h[s] : NULL;
+        if (!st_ok(s, g_side[s].be->deer_adjoint(g_side[s].ctx, &a[s]), "deer_adjoint", desc)) return;
+    }
+    deer_check(lb, dt, N * S, tol, "lam", desc);
+    if (ob[0]) deer_check(ob[0], dt, B * S, tol, "dh0", desc);
+    if (ob[1]) deer_check(ob[1], dt, N * P, tol, "dxp", desc);
+    if (ob[2]) deer_check(ob[2], dt, N * P, tol, "dq", desc);
+    if (ob[3]) deer_check(ob[3], dt, nw[0], tol * (1 + sqrt((double)N)), "dw", desc);
+    if (ob[4]) deer_check(ob[4], dt, nw[1], tol * (1 + sqrt((double)N)), "db", desc);
+    g_cases++;
+}
+static void t_deer_adjoint_direct(void) {
+    static const prn_rnn_kind kinds[] = {PRN_RNN_ELMAN, PRN_RNN_LSTM, PRN_RNN_GRU, PRN_RNN_MHGRU, PRN_RNN_PLRNN,
+                                         PRN_RNN_SHPLRNN, PRN_RNN_CLIPPED_SHPLRNN, PRN_RNN_ALRNN};
+    int kk, d, rev, outs;
+    NEED(deer_adjoint);
+    if (g_vs_math) { PRNT_SKIP("the oracle's deer_adjoint is checked against the composed adjoint (deer_iterate+deer_adjoint)"); return; }
+    for (kk = 0; kk < 8; ++kk)
+        for (d = 0; d < 2; ++d)
+            for (rev = 0; rev < 2; ++rev)
+                for (outs = 0; outs < 4; ++outs) {
+                    deer_adj_direct_case(kinds[kk], d ? PRN_F64 : PRN_F32, rev, 4, 11, 37, outs); case_end();
+                    /* segments (CUDA: 82 of 33 steps per row, several blocks, 4 at once) */
+                    deer_resident("4");
+                    deer_adj_direct_case(kinds[kk], d ? PRN_F64 : PRN_F32, rev, 4, 3, 2701, outs);
+                    deer_resident(NULL);
+                    case_end();
+                }
+    deer_adj_direct_case(PRN_RNN_LSTM, PRN_F32, 1, 8, 5, 700, 3); case_end();
+    deer_adj_direct_case(PRN_RNN_MHGRU, PRN_F64, 0, 16, 2, 300, 2); case_end();
+    deer_adj_direct_case(PRN_RNN_GRU, PRN_F64, 0, 12, 2, 300, 3); case_end();
+}
+static void t_deer_direct(void) {
+    static const prn_rnn_kind kinds[] = {PRN_RNN_ELMAN, PRN_RNN_LSTM, PRN_RNN_GRU, PRN_RNN_MHGRU, PRN_RNN_PLRNN,
+                                         PRN_RNN_SHPLRNN, PRN_RNN_CLIPPED_SHPLRNN, PRN_RNN_ALRNN};
+    int kk, d, m, rev, vary;
+    NEED(deer_iterate);
+    if (g_vs_math) { PRNT_SKIP("the oracle's deer_iterate is checked against the composed iterations (deer_iterate+deer_adjoint)"); return; }
+    for (kk = 0; kk < 8; ++kk)
+        for (d = 0; d < 2; ++d)
+            for (m = 0; m < 3; ++m)
+                for (rev = 0; rev < 2; ++rev) {
+                    for (vary = 0; vary < 4; ++vary) { deer_direct_case(kinds[kk], d ? PRN_F64 : PRN_F32, (prn_jacobian_mode)m, rev, 4, 11, 37, vary, 0); case_end(); }
+                    /* 3 rows of 2701 steps: segments (CUDA: 82 of 33 steps per row, 8 or 16 blocks, 4 at once) */
+                    deer_resident("4");
+                    deer_direct_case(kinds[kk], d ? PRN_F64 : PRN_F32, (prn_jacobian_mode)m, rev, 4, 3, 2701, (m + rev) % 4, 0);
+                    deer_resident(NULL);
+                    case_end();
+                }
+    /* 8 states a row: the kernels' larger per-thread room; 16 (GRU), 17 (declined) */
+    deer_direct_case(PRN_RNN_GRU, PRN_F32, PRN_JACOBIAN_DENSE, 0, 12, 5, 700, 0, 0); case_end();
+    deer_direct_case(PRN_RNN_LSTM, PRN_F64, PRN_JACOBIAN_DENSE, 1, 8, 5, 700, 3, 0); case_end();
+    deer_direct_case(PRN_RNN_MHGRU, PRN_F64, PRN_JACOBIAN_BLOCK, 0, 16, 2, 300, 0, 0); case_end();
+    deer_direct_case(PRN_RNN_GRU, PRN_F32, PRN_JACOBIAN_DENSE, 0, 17, 2, 40, 0, 0); case_end();
+    for (d = 0; d < 2; ++d)
+        for (vary = 1; vary <= 2; ++vary) {
+            deer_direct_case(PRN_RNN_GRU, d ? PRN_F64 : PRN_F32, PRN_JACOBIAN_DENSE, d, 4, 11, 37, 0, vary); case_end();
+            deer_direct_case(PRN_RNN_LSTM, d ? PRN_F64 : PRN_F32, PRN_JACOBIAN_DIAG, 0, 2, 3, 2701, 0, vary); case_end();
+            deer_direct_case(PRN_RNN_PLRNN, d ? PRN_F64 : PRN_F32, PRN_JACOBIAN_DENSE, 1, 4, 3, 2701, 2, vary); case_end();
+        }
 }
 
 /* --- all_finite ---------------------------------------------------------
@@ -2562,6 +2776,8 @@ static const prim_test k_prims[] = {
     {"rnn_layer_forward+rnn_layer_backward", t_rnn_layer},
     {"solve_batched", t_solve_batched},
     {"deer_iterate+deer_adjoint", t_deer},
+    {"deer_iterate (direct)", t_deer_direct},
+    {"deer_adjoint (direct)", t_deer_adjoint_direct},
     {"all_finite", t_all_finite},
     {"public_random", t_public_random},
 };

@@ -37,6 +37,11 @@ def block_size(name):
         return 1024  # at most: 32-thread multiples up to G H (prn_layer_threads)
     if name.startswith("k_probe"):
         return 1
+    m = re.match(r"k_deer_(?:iter|adj)<\w+, \d+, (\d+)>", name)
+    if m:
+        return int(m.group(1))  # NT: the per-thread slots' room (deer.cu)
+    if name.startswith("k_deer_chain"):
+        return 32  # PRN_DZ_CHAIN_NT
     return 256  # PRN_TPB; k_solve_lu: at most 256 (PRN_SOLVE_TPB)
 
 

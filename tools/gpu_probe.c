@@ -285,6 +285,9 @@ int main(int argc, char **argv) {
         {fam_deer, {"deer gru dense", PRN_F32, 2, 2000, 4, PRN_JACOBIAN_DENSE}},
         {fam_deer, {"deer gru diag", PRN_F32, 2, 2000, 4, PRN_JACOBIAN_DIAG}},
         {fam_deer, {"deer gru dense f64", PRN_F64, 1, 1000, 3, PRN_JACOBIAN_DENSE}},
+        /* S 12: deer.cu's larger room; S 20: declined, composed from scans */
+        {fam_deer, {"deer gru dense 12", PRN_F32, 3, 1500, 12, PRN_JACOBIAN_DENSE}},
+        {fam_deer, {"deer gru dense 20 (composed)", PRN_F32, 2, 300, 20, PRN_JACOBIAN_DENSE}},
     };
     if (argc == 3 && strcmp(argv[1], "--backend") == 0) dev = argv[2];
     else if (argc != 1) {

@@ -1,0 +1,519 @@
+/* deer.cu - the fused DEER iteration (the table's deer_iterate) of the
+ * built-in cells; the host side and the contract are prn__cu_deer_iterate
+ * in backends/parrnn_cuda.h and prn_deer_fused in parrnn.h.
+ *
+ * A thread takes one (batch row, time segment) task and walks its steps:
+ * f and J of step t are made from the iterate (y_{t-1}, xp_t), used for
+ * the residual and the linear recurrence, and forgotten, so no Jacobian
+ * ever reaches global memory. A row's T steps are cut into C segments of
+ * Ls steps (prn_cu_deer_plan: a function of B and T alone), so that B = 16
+ * rows of 1e6 steps still give tens of thousands of threads:
+ *   pass 1: each segment from a zero carry: its end state v and the product
+ *           M of its A_t = (1 - k) J_t, and the residual;
+ *   chain:  per row, the carries into its segments, h0 then v + M carry;
+ *   pass 2: each segment again from its true carry, writing ynew.
+ * With one segment per row (many rows) a single pass from h0 does all.
+ * Every value of a thread lives in shared memory, in a slot of its own
+ * (slot i of thread x at i * NT + x: no bank conflicts, no barriers); the
+ * S x S map and the Jacobian bound S by the per-thread room (PRN_DZ_SMAX;
+ * larger cells take the composed path, prn_cu_deer_takes). Sums run in a
+ * fixed order and the residual is a maximum: the result does not depend
+ * on the launch. */
+#include "common.cuh"
+
+/* per-thread slots: s, carry, f (and a column of M), the new carry, the
+ * cell's gate values (3 S), J [S, kb], M [S, S] */
+#define PRN_DZ_NV(SM) (7 * (SM) + 2 * (SM) * (SM))
+#define PRN_DZ_SMAX 16
+/* tasks the plan aims at, and the shortest segment it makes */
+#define PRN_DZ_TASKS ((size_t)32768)
+#define PRN_DZ_LMIN ((size_t)32)
+
+extern "C" void prn_cu_deer_plan(size_t B, size_t T, size_t *C, size_t *Ls) {
+    size_t c = B ? prn_cdiv(PRN_DZ_TASKS, B) : 1;
+    if (c > T / PRN_DZ_LMIN) c = T / PRN_DZ_LMIN;
+    if (c < 2) { *C = 1; *Ls = T; return; }
+    *Ls = prn_cdiv(T, c);
+    *C = prn_cdiv(T, *Ls);
+}
+
+extern "C" int prn_cu_deer_takes(int kind, size_t S) {
+    return kind >= 0 && kind < (int)PRN_RNN_KIND_COUNT && S >= 1 && S <= PRN_DZ_SMAX;
+}
+
+template <typename FT> __device__ __forceinline__ FT dz_sig(FT x) { return (FT)1 / ((FT)1 + pexp(-x)); }
+
+/* f (slots F) and J (slots J, row i's kb columns from (i / kb) kb) at the
+ * state in slots SP and the projections x [P]. v: this thread's slot 0. */
+template <typename FT, int SM, int NT>
+__device__ __forceinline__ void dz_cell(const prn_cu_deer &a, FT *v, const FT *x, FT *dx, FT *dq) {
+    /* the adjoint (dx not NULL): lam in slots LM; dx, dq: the row's d f / d xp
+     * and d f / d (q + b_hh) of each gate (torch kinds) */
+    enum { SP = 0, F = 2 * SM, LM = 3 * SM, Q = 4 * SM, J = 7 * SM };
+    const size_t S = a.S, H = a.H, kb = a.kb;
+#define DZ(i) v[(size_t)(i) * NT]
+    switch (a.kind) {
+    case PRN_RNN_GRU:
+    case PRN_RNN_MHGRU: {
+        const size_t k = a.hk, nh = H / k;
+        const FT *Wh = (const FT *)a.w[0], *bh = (const FT *)a.w[1];
+        for (size_t h = 0; h < nh; ++h) {
+            const FT *Wg = Wh + h * 3 * k * k;
+            for (size_t u = 0; u < 3 * k; ++u) {
+                FT q = bh[h * 3 * k + u];
+                for (size_t c = 0; c < k; ++c) q += Wg[u * k + c] * DZ(SP + h * k + c);
+                DZ(Q + u) = q;
+            }
+            for (size_t u = 0; u < k; ++u) {
+                const size_t row = h * k + u, j0 = row / kb * kb;
+                const FT *xh = x + h * 3 * k;
+                const FT r = dz_sig(xh[u] + DZ(Q + u)), z = dz_sig(xh[k + u] + DZ(Q + k + u));
+                const FT hn = DZ(Q + 2 * k + u), n = ptanh(xh[2 * k + u] + r * hn), d = DZ(SP + row) - n;
+                const FT tz = ((FT)1 - z) * ((FT)1 - n * n);
+                const FT za = z, aa = d * z * ((FT)1 - z), ba = tz * hn * r * ((FT)1 - r), cc = tz * r;
+                DZ(F + row) = n + z * d;
+                if (dx) {
+                    const FT lm = DZ(LM + row);
+                    const size_t g0 = h * 3 * k + u;
+                    dx[g0] = dq[g0] = lm * ba;
+                    dx[g0 + k] = dq[g0 + k] = lm * aa;
+                    dx[g0 + 2 * k] = lm * tz;
+                    dq[g0 + 2 * k] = lm * cc;
+                }
+                for (size_t jj = 0; jj < kb; ++jj) {
+                    const size_t j = j0 + jj;
+                    size_t c;
+                    FT jv;
+                    if (kb == 1) c = u;
+                    else if (j < h * k || j >= h * k + k) { DZ(J + row * kb + jj) = 0; continue; }
+                    else c = j - h * k;
+                    {
+                        const FT wr = Wg[u * k + c], wz = Wg[(k + u) * k + c], wn = Wg[(2 * k + u) * k + c];
+                        if (c == u) jv = za + aa * wz + ba * wr + cc * wn;
+                        else jv = aa * wz + ba * wr + cc * wn;
+                    }
+                    DZ(J + row * kb + jj) = jv;
+                }
+            }
+        }
+        break;
+    }
+    case PRN_RNN_ELMAN: {
+        const FT *Wh = (const FT *)a.w[0], *bh = (const FT *)a.w[1];
+        for (size_t i = 0; i < H; ++i) {
+            FT f = x[i] + bh[i], di;
+            for (size_t c = 0; c < H; ++c) f += Wh[i * H + c] * DZ(SP + c);
+            if (a.relu) { f = f > 0 ? f : (FT)0; di = f > 0 ? (FT)1 : (FT)0; }
+            else { f = ptanh(f); di = (FT)1 - f * f; }
+            DZ(F + i) = f;
+            if (dx) dx[i] = dq[i] = DZ(LM + i) * di;
+            for (size_t jj = 0; jj < kb; ++jj) DZ(J + i * kb + jj) = di * Wh[i * H + (kb == 1 ? i : i / kb * kb + jj)];
+        }
+        break;
+    }
+    case PRN_RNN_LSTM: { /* gates i f g o; s = [h, c] */
+        const FT *Wh = (const FT *)a.w[0], *bh = (const FT *)a.w[1];
+        for (size_t u = 0; u < 4 * H; ++u) {
+            FT p = x[u] + bh[u];
+            for (size_t c = 0; c < H; ++c) p += Wh[u * H + c] * DZ(SP + c);
+            DZ(Q + u) = p;
+        }
+        for (size_t u = 0; u < H; ++u) {
+            const FT ig = dz_sig(DZ(Q + u)), ff = dz_sig(DZ(Q + H + u)), gg = ptanh(DZ(Q + 2 * H + u));
+            const FT og = dz_sig(DZ(Q + 3 * H + u)), cp = DZ(SP + H + u), cn = ff * cp + ig * gg, tc = ptanh(cn);
+            const FT a1 = gg * ig * ((FT)1 - ig), a2 = cp * ff * ((FT)1 - ff), a3 = ig * ((FT)1 - gg * gg);
+            const FT a4 = tc * og * ((FT)1 - og), a5 = og * ((FT)1 - tc * tc), a6 = ff;
+            DZ(F + u) = og * tc;
+            DZ(F + H + u) = cn;
+            if (dx) { /* through c: the h gradient by tanh(c) and the c gradient */
+                const FT lh = DZ(LM + u), dc = DZ(LM + H + u) + lh * a5;
+                dx[u] = dq[u] = dc * a1;
+                dx[H + u] = dq[H + u] = dc * a2;
+                dx[2 * H + u] = dq[2 * H + u] = dc * a3;
+                dx[3 * H + u] = dq[3 * H + u] = lh * a4;
+            }
+            for (int half = 0; half < 2; ++half) { /* row u (h), then H + u (c) */
+                const size_t i = half ? H + u : u, j0 = i / kb * kb;
+                for (size_t jj = 0; jj < kb; ++jj) {
+                    const size_t j = kb == 1 ? i : j0 + jj;
+                    FT jv;
+                    if (j >= H) jv = j - H != u ? (FT)0 : i < H ? a5 * a6 : a6; /* d / d c: diagonal */
+                    else {
+                        const FT wi = Wh[u * H + j], wf = Wh[(H + u) * H + j], wg = Wh[(2 * H + u) * H + j];
+                        if (i >= H) jv = a1 * wi + a2 * wf + a3 * wg;
+                        else jv = a4 * Wh[(3 * H + u) * H + j] + a5 * (a1 * wi + a2 * wf + a3 * wg);
+                    }
+                    DZ(J + i * kb + jj) = jv;
+                }
+            }
+        }
+        break;
+    }
+    case PRN_RNN_PLRNN:
+    case PRN_RNN_ALRNN: { /* f = A s + W phi(s) + xp */
+        const FT *A = (const FT *)a.w[0], *Wm = (const FT *)a.w[1];
+        const int al = a.kind == PRN_RNN_ALRNN;
+        const size_t lin = al ? S - a.L : 0;
+        for (size_t i = 0; i < S; ++i) {
+            FT f = 0;
+            for (size_t c = 0; c < S; ++c) {
+                const FT sc = DZ(SP + c);
+                const FT ph = c < lin ? sc : al ? sc * (sc > 0 ? (FT)1 : (FT)0) : sc > 0 ? sc : (FT)0;
+                f += Wm[i * S + c] * ph;
+            }
+            DZ(F + i) = A[i] * DZ(SP + i) + f + x[i];
+            for (size_t jj = 0; jj < kb; ++jj) {
+                const size_t j = kb == 1 ? i : i / kb * kb + jj;
+                const FT sj = DZ(SP + j), mj = j < lin ? (FT)1 : sj > 0 ? (FT)1 : (FT)0, wv = Wm[i * S + j];
+                DZ(J + i * kb + jj) = j == i ? A[i] + wv * mj : wv * mj;
+            }
+        }
+        break;
+    }
+    default: { /* shallow: f = A s + W1 rho(W2 s + h2) + xp, one hidden unit at a time */
+        const size_t Lh = a.L;
+        const int clipped = a.kind == PRN_RNN_CLIPPED_SHPLRNN;
+        const FT *A = (const FT *)a.w[0], *W1 = (const FT *)a.w[1], *W2 = (const FT *)a.w[2], *h2 = (const FT *)a.w[3];
+        for (size_t i = 0; i < S; ++i) {
+            DZ(F + i) = 0;
+            for (size_t jj = 0; jj < kb; ++jj) DZ(J + i * kb + jj) = (kb == 1 ? i : i / kb * kb + jj) == i ? A[i] : (FT)0;
+        }
+        for (size_t c = 0; c < Lh; ++c) {
+            FT vv = 0, rho, m;
+            for (size_t u = 0; u < S; ++u) vv += W2[c * S + u] * DZ(SP + u);
+            {
+                const FT uu = vv + h2[c];
+                if (clipped) {
+                    rho = (uu > 0 ? uu : (FT)0) - (vv > 0 ? vv : (FT)0);
+                    m = (uu > 0 ? (FT)1 : (FT)0) - (vv > 0 ? (FT)1 : (FT)0);
+                } else {
+                    rho = uu > 0 ? uu : (FT)0;
+                    m = uu > 0 ? (FT)1 : (FT)0;
+                }
+            }
+            for (size_t i = 0; i < S; ++i) {
+                const FT w1 = W1[i * Lh + c];
+                DZ(F + i) += w1 * rho;
+                for (size_t jj = 0; jj < kb; ++jj) {
+                    const size_t j = kb == 1 ? i : i / kb * kb + jj;
+                    DZ(J + i * kb + jj) += (w1 * W2[c * S + j]) * m;
+                }
+            }
+        }
+        for (size_t i = 0; i < S; ++i) DZ(F + i) = A[i] * DZ(SP + i) + DZ(F + i) + x[i];
+        break;
+    }
+    }
+#undef DZ
+}
+
+/* One task: row b = j / C, segment j % C. pass 0: the only pass (carry
+ * h0); 1: zero carry, v and M into tv, the residual; 2: the carry from tv,
+ * ynew. res2[2 j], res2[2 j + 1]: the task's largest residual term and
+ * whether one was not finite (passes 0 and 1). */
+template <typename FT, int SM, int NT>
+__device__ __forceinline__ void dz_task(const prn_cu_deer &a, int pass, size_t j, FT *v, double *res2, FT *tv) {
+    enum { SP = 0, CY = SM, F = 2 * SM, TMP = 3 * SM, J = 7 * SM, M = 7 * SM + SM * SM };
+    const size_t S = a.S, P = a.P, kb = a.kb, T = a.T, C = a.C, b = j / C, w0 = (j % C) * a.Ls;
+    const size_t w1 = prn_min(T, w0 + a.Ls);
+    const FT *XP = (const FT *)a.xp, *Y = (const FT *)a.y, *H0 = (const FT *)a.h0 + b * S;
+    FT *YN = (FT *)a.ynew, *tvj = tv ? tv + j * (2 * S + S * S) : NULL;
+    const FT one_k = (FT)a.one_k, atol = (FT)a.atol, rtol = (FT)a.rtol, clip = (FT)a.clip;
+    const int mapped = pass == 1 && YN != NULL;
+    FT mx = 0;
+    int nf = 0;
+#define DZ(i) v[(size_t)(i) * NT]
+    for (size_t i = 0; i < S; ++i) DZ(CY + i) = pass == 0 ? H0[i] : pass == 1 ? (FT)0 : tvj[S + S * S + i];
+    if (mapped)
+        for (size_t i = 0; i < S * S; ++i) DZ(M + i) = i % (S + 1) == 0 ? (FT)1 : (FT)0;
+    for (size_t w = w0; w < w1; ++w) {
+        const size_t t = a.rev ? T - 1 - w : w, row = b * T + t;
+        const FT *sp = !Y || w == 0 ? H0 : Y + (b * T + (a.rev ? t + 1 : t - 1)) * S;
+        for (size_t i = 0; i < S; ++i) DZ(SP + i) = sp[i];
+        dz_cell<FT, SM, NT>(a, v, XP + row * P, (FT *)NULL, (FT *)NULL);
+        if (pass != 2) {
+            const FT *yc = Y ? Y + row * S : H0;
+            for (size_t i = 0; i < S; ++i) {
+                const FT fv = DZ(F + i), d = yc[i] - fv;
+                const FT q = (d < 0 ? -d : d) / (atol + rtol * (fv < 0 ? -fv : fv));
+                const FT u = q - q; /* NaN for NaN and Inf */
+                mx = q > mx ? q : mx;
+                nf |= u != u;
+            }
+        }
+        if (!YN) continue;
+        /* y'_t = A (y'_{t-1} - y_{t-1}) + f */
+        for (size_t i = 0; i < S; ++i) {
+            const size_t j0 = kb == 1 ? i : i / kb * kb;
+            FT acc = DZ(F + i);
+            for (size_t jj = 0; jj < kb; ++jj) acc += one_k * DZ(J + i * kb + jj) * (DZ(CY + j0 + jj) - DZ(SP + j0 + jj));
+            DZ(TMP + i) = acc;
+        }
+        if (mapped) { /* M = A M, a column at a time through F's slots */
+            for (size_t c = 0; c < S; ++c) {
+                for (size_t i = 0; i < S; ++i) {
+                    const size_t j0 = kb == 1 ? i : i / kb * kb;
+                    FT acc = 0;
+                    for (size_t jj = 0; jj < kb; ++jj) acc += one_k * DZ(J + i * kb + jj) * DZ(M + (j0 + jj) * S + c);
+                    DZ(F + i) = acc;
+                }
+                for (size_t i = 0; i < S; ++i) DZ(M + i * S + c) = DZ(F + i);
+            }
+        } else if (pass != 1) {
+            FT *yo = YN + row * S;
+            for (size_t i = 0; i < S; ++i) {
+                FT x = DZ(TMP + i);
+                x = x > clip ? clip : x;
+                x = x < -clip ? -clip : x;
+                yo[i] = x == x ? x : (FT)0;
+            }
+        }
+        for (size_t i = 0; i < S; ++i) DZ(CY + i) = DZ(TMP + i); /* the recurrence carries the unclipped values */
+    }
+    if (pass != 2) { res2[2 * j] = (double)mx; res2[2 * j + 1] = nf ? 1.0 : 0.0; }
+    if (mapped) {
+        for (size_t i = 0; i < S; ++i) tvj[i] = DZ(CY + i);
+        for (size_t i = 0; i < S * S; ++i) tvj[S + i] = DZ(M + i);
+    }
+#undef DZ
+}
+
+template <typename FT, int SM, int NT>
+__global__ void __launch_bounds__(NT) k_deer_iter(prn_cu_deer a, int pass, double *res2, FT *tv) {
+    __shared__ FT sh[PRN_DZ_NV(SM) * NT];
+    FT *v = sh + threadIdx.x;
+    for (size_t j = (size_t)blockIdx.x * NT + threadIdx.x; j < a.ntask; j += (size_t)gridDim.x * NT)
+        dz_task<FT, SM, NT>(a, pass, j, v, res2, tv);
+}
+
+/* The carries into each segment of row b, in order: h0, then v + M carry
+ * (back: from the last segment to the first, starting from zero). */
+#define PRN_DZ_CHAIN_NT 32
+template <typename FT>
+__global__ void __launch_bounds__(PRN_DZ_CHAIN_NT) k_deer_chain(size_t B, size_t C, size_t S, const FT *h0, FT *tv,
+                                                                 int back) {
+    __shared__ FT sh[2 * PRN_DZ_SMAX * PRN_DZ_CHAIN_NT];
+    FT *cur = sh + threadIdx.x, *nx = cur + PRN_DZ_SMAX * PRN_DZ_CHAIN_NT;
+    const size_t SS = 2 * S + S * S;
+    for (size_t b = (size_t)blockIdx.x * PRN_DZ_CHAIN_NT + threadIdx.x; b < B; b += (size_t)gridDim.x * PRN_DZ_CHAIN_NT) {
+        for (size_t i = 0; i < S; ++i) cur[i * PRN_DZ_CHAIN_NT] = back ? (FT)0 : h0[b * S + i];
+        for (size_t cc = 0; cc < C; ++cc) {
+            FT *e = tv + (b * C + (back ? C - 1 - cc : cc)) * SS;
+            for (size_t i = 0; i < S; ++i) e[S + S * S + i] = cur[i * PRN_DZ_CHAIN_NT];
+            for (size_t i = 0; i < S; ++i) {
+                FT x = e[i];
+                for (size_t k = 0; k < S; ++k) x += e[S + i * S + k] * cur[k * PRN_DZ_CHAIN_NT];
+                nx[i * PRN_DZ_CHAIN_NT] = x;
+            }
+            for (size_t i = 0; i < S; ++i) cur[i * PRN_DZ_CHAIN_NT] = nx[i * PRN_DZ_CHAIN_NT];
+        }
+    }
+}
+
+/* out[0]: the largest of res2's even entries; out[1]: 1 when an odd one is
+ * (one block: a maximum and an OR, exact in any order) */
+__global__ void __launch_bounds__(PRN_TPB) k_deer_resmax(size_t n, const double *res2, double *out) {
+    __shared__ double mx[PRN_TPB], bad[PRN_TPB];
+    double m = 0, f = 0;
+    for (size_t i = threadIdx.x; i < n; i += PRN_TPB) {
+        const double q = res2[2 * i], u = res2[2 * i + 1];
+        m = q > m ? q : m;
+        f = u > f ? u : f;
+    }
+    mx[threadIdx.x] = m;
+    bad[threadIdx.x] = f;
+    __syncthreads();
+    for (unsigned h = PRN_TPB / 2; h > 0; h >>= 1) {
+        if (threadIdx.x < h) {
+            const double q = mx[threadIdx.x + h], u = bad[threadIdx.x + h];
+            if (q > mx[threadIdx.x]) mx[threadIdx.x] = q;
+            if (u > bad[threadIdx.x]) bad[threadIdx.x] = u;
+        }
+        __syncthreads();
+    }
+    if (threadIdx.x == 0) { out[0] = mx[0]; out[1] = bad[0]; }
+}
+
+template <typename FT, int SM, int NT>
+static int dz_iterate(cudaStream_t s, const prn_cu_deer *a, double *res2, void *tv, double *out) {
+    const unsigned g = prn_grid(a->ntask, NT);
+    FT *tvp = (FT *)tv;
+    if (a->C == 1) {
+        k_deer_iter<FT, SM, NT><<<g, NT, 0, s>>>(*a, 0, res2, (FT *)NULL);
+    } else {
+        k_deer_iter<FT, SM, NT><<<g, NT, 0, s>>>(*a, 1, res2, tvp);
+        if (a->ynew) {
+            int e = prn_launched();
+            if (e) return e;
+            const unsigned gc = prn_grid(a->B, PRN_DZ_CHAIN_NT);
+            k_deer_chain<FT><<<gc, PRN_DZ_CHAIN_NT, 0, s>>>(a->B, a->C, a->S, (const FT *)a->h0, tvp, 0);
+            e = prn_launched();
+            if (e) return e;
+            k_deer_iter<FT, SM, NT><<<g, NT, 0, s>>>(*a, 2, res2, tvp);
+        }
+    }
+    {
+        int e = prn_launched();
+        if (e) return e;
+    }
+    k_deer_resmax<<<1, PRN_TPB, 0, s>>>(a->ntask, res2, out);
+    return prn_launched();
+}
+
+/* Threads per block by the per-thread room: at most 40 KiB of static shared
+ * memory a block (SM 8: 184 values a thread; SM 16: 624). */
+extern "C" int prn_cu_deer_iterate(cudaStream_t s, int f64, const prn_cu_deer *a, double *res2, void *tv,
+                                   double *out) {
+    if (a->S <= 8)
+        return f64 ? dz_iterate<double, 8, 16>(s, a, res2, tv, out) : dz_iterate<float, 8, 32>(s, a, res2, tv, out);
+    return f64 ? dz_iterate<double, 16, 8>(s, a, res2, tv, out) : dz_iterate<float, 16, 16>(s, a, res2, tv, out);
+}
+
+/* --- the adjoint (deer_adjoint) ---------------------------------------------
+ * lam_t = g_t + J_{t+1}^T lam_{t+1} (reverse: t - 1) at the solution y, a
+ * segment walked from its last step to its first; the carry c is what the
+ * step after adds (c = J^T lam). Pass 1 from a zero carry: the carry out v
+ * and the map N = J_first^T .. J_last^T; the chain runs from each row's
+ * last segment back (zero into it); pass 2 (or the only pass) writes lam,
+ * dxp and dq, and dh0 from the first segment. The weight gradients are
+ * sums of dq h_prev^T over rows: per chunk of rows in row order, then the
+ * chunks in order (k_deer_dw, k_deer_dw_sum). */
+template <typename FT, int SM, int NT>
+__device__ __forceinline__ void dz_adj_task(const prn_cu_deer &a, int pass, size_t j, FT *v, FT *tv, FT *dqs) {
+    enum { SP = 0, CY = SM, F = 2 * SM, LM = 3 * SM, J = 7 * SM, M = 7 * SM + SM * SM };
+    const size_t S = a.S, P = a.P, kb = a.kb, T = a.T, C = a.C, b = j / C, w0 = (j % C) * a.Ls;
+    const size_t w1 = prn_min(T, w0 + a.Ls);
+    const FT *XP = (const FT *)a.xp, *Y = (const FT *)a.y, *H0 = (const FT *)a.h0 + b * S, *G = (const FT *)a.g;
+    FT *tvj = tv ? tv + j * (2 * S + S * S) : NULL, *LAM = (FT *)a.lam, *DXP = (FT *)a.dxp;
+    FT *DQ = a.dq ? (FT *)a.dq : dqs;
+    const int mapped = pass == 1, out = pass != 1;
+#define DZ(i) v[(size_t)(i) * NT]
+    for (size_t i = 0; i < S; ++i) DZ(CY + i) = pass == 2 ? tvj[S + S * S + i] : (FT)0;
+    if (mapped)
+        for (size_t i = 0; i < S * S; ++i) DZ(M + i) = i % (S + 1) == 0 ? (FT)1 : (FT)0;
+    for (size_t w = w1; w-- > w0;) {
+        const size_t t = a.rev ? T - 1 - w : w, row = b * T + t;
+        const FT *sp = w == 0 ? H0 : Y + (b * T + (a.rev ? t + 1 : t - 1)) * S;
+        for (size_t i = 0; i < S; ++i) {
+            const FT l = G[row * S + i] + DZ(CY + i);
+            DZ(SP + i) = sp[i];
+            DZ(LM + i) = l;
+            if (out) LAM[row * S + i] = l;
+        }
+        dz_cell<FT, SM, NT>(a, v, XP + row * P, out && DXP ? DXP + row * P : (FT *)NULL,
+                            out && DXP ? DQ + row * P : (FT *)NULL);
+        for (size_t i = 0; i < S; ++i) { /* c = J^T lam: column i of J's block rows */
+            const size_t j0 = i / kb * kb;
+            FT acc = 0;
+            for (size_t r = 0; r < kb; ++r) acc += DZ(J + (j0 + r) * kb + (i - j0)) * DZ(LM + j0 + r);
+            DZ(CY + i) = acc;
+        }
+        if (mapped) /* N = J^T N, a column at a time through F's slots */
+            for (size_t c = 0; c < S; ++c) {
+                for (size_t i = 0; i < S; ++i) {
+                    const size_t j0 = i / kb * kb;
+                    FT acc = 0;
+                    for (size_t r = 0; r < kb; ++r) acc += DZ(J + (j0 + r) * kb + (i - j0)) * DZ(M + (j0 + r) * S + c);
+                    DZ(F + i) = acc;
+                }
+                for (size_t i = 0; i < S; ++i) DZ(M + i * S + c) = DZ(F + i);
+            }
+    }
+    if (mapped) {
+        for (size_t i = 0; i < S; ++i) tvj[i] = DZ(CY + i);
+        for (size_t i = 0; i < S * S; ++i) tvj[S + i] = DZ(M + i);
+    } else if (w0 == 0 && a.dh0) {
+        for (size_t i = 0; i < S; ++i) ((FT *)a.dh0)[b * S + i] = DZ(CY + i);
+    }
+#undef DZ
+}
+
+template <typename FT, int SM, int NT>
+__global__ void __launch_bounds__(NT) k_deer_adj(prn_cu_deer a, int pass, FT *tv, FT *dqs) {
+    __shared__ FT sh[PRN_DZ_NV(SM) * NT];
+    FT *v = sh + threadIdx.x;
+    for (size_t j = (size_t)blockIdx.x * NT + threadIdx.x; j < a.ntask; j += (size_t)gridDim.x * NT)
+        dz_adj_task<FT, SM, NT>(a, pass, j, v, tv, dqs);
+}
+
+/* Chunk q's rows [q rpc, min(N, (q + 1) rpc)) in order: part[q, o] for the
+ * nv = P wc + P outputs o (dw [P, wc], then db [P]), a thread per output. */
+template <typename FT>
+__global__ void __launch_bounds__(PRN_TPB) k_deer_dw(prn_cu_deer a, const FT *dq, size_t rpc, size_t nchunk,
+                                                     double *part) {
+    const size_t P = a.P, wc = a.wc, nv = P * wc + P, N = a.B * a.T, T = a.T, S = a.S;
+    const FT *Y = (const FT *)a.y, *H0 = (const FT *)a.h0;
+    for (size_t q = blockIdx.x; q < nchunk; q += gridDim.x)
+        for (size_t o = threadIdx.x; o < nv; o += PRN_TPB) {
+            const size_t p = o < P * wc ? o / wc : o - P * wc, jj = o < P * wc ? o % wc : 0;
+            const size_t col = (wc == a.H ? 0 : p / (3 * wc) * wc) + jj; /* MHGRU: the gate's head */
+            const size_t r1 = prn_min(N, (q + 1) * rpc);
+            double acc = 0;
+            for (size_t r = q * rpc; r < r1; ++r) {
+                const FT d = dq[r * P + p];
+                if (o >= P * wc) { acc += (double)d; continue; }
+                {
+                    const size_t b = r / T, t = r % T, first = a.rev ? T - 1 : 0;
+                    const FT hp = t == first ? H0[b * S + col] : Y[(b * T + (a.rev ? t + 1 : t - 1)) * S + col];
+                    acc += (double)(d * hp);
+                }
+            }
+            part[q * nv + o] = acc;
+        }
+}
+template <typename FT>
+__global__ void __launch_bounds__(PRN_TPB) k_deer_dw_sum(size_t nv, size_t Pwc, size_t nchunk, const double *part,
+                                                         FT *dw, FT *db) {
+    PRN_FOR(o, nv) {
+        double acc = 0;
+        for (size_t q = 0; q < nchunk; ++q) acc += part[q * nv + o];
+        if (o < Pwc) dw[o] = (FT)acc;
+        else db[o - Pwc] = (FT)acc;
+    }
+}
+
+extern "C" void prn_cu_deer_dw_plan(size_t N, size_t *rpc, size_t *nchunk) {
+    size_t c = prn_cdiv(N, 256); /* chunks of at least 256 rows, at most 4096 of them */
+    if (c > 4096) c = 4096;
+    if (c < 1) c = 1;
+    *rpc = prn_cdiv(N, c);
+    *nchunk = prn_cdiv(N, *rpc);
+}
+
+template <typename FT, int SM, int NT>
+static int dz_adjoint(cudaStream_t s, const prn_cu_deer *a, void *tv, void *dqs, double *part) {
+    const unsigned g = prn_grid(a->ntask, NT);
+    FT *tvp = (FT *)tv;
+    int e;
+    if (a->C == 1) {
+        k_deer_adj<FT, SM, NT><<<g, NT, 0, s>>>(*a, 0, (FT *)NULL, (FT *)dqs);
+    } else {
+        const unsigned gc = prn_grid(a->B, PRN_DZ_CHAIN_NT);
+        k_deer_adj<FT, SM, NT><<<g, NT, 0, s>>>(*a, 1, tvp, (FT *)dqs);
+        if ((e = prn_launched()) != 0) return e;
+        k_deer_chain<FT><<<gc, PRN_DZ_CHAIN_NT, 0, s>>>(a->B, a->C, a->S, (const FT *)a->h0, tvp, 1);
+        if ((e = prn_launched()) != 0) return e;
+        k_deer_adj<FT, SM, NT><<<g, NT, 0, s>>>(*a, 2, tvp, (FT *)dqs);
+    }
+    if ((e = prn_launched()) != 0) return e;
+    if (a->dw && a->db && a->dxp) {
+        size_t rpc, nchunk;
+        const size_t nv = a->P * a->wc + a->P;
+        const FT *dq = a->dq ? (const FT *)a->dq : (const FT *)dqs;
+        prn_cu_deer_dw_plan(a->B * a->T, &rpc, &nchunk);
+        {
+            const unsigned gq = prn_grid(nchunk, 1), gs = prn_grid(nv, PRN_TPB);
+            k_deer_dw<FT><<<gq, PRN_TPB, 0, s>>>(*a, dq, rpc, nchunk, part);
+            if ((e = prn_launched()) != 0) return e;
+            k_deer_dw_sum<FT><<<gs, PRN_TPB, 0, s>>>(nv, a->P * a->wc, nchunk, part, (FT *)a->dw, (FT *)a->db);
+        }
+        e = prn_launched();
+    }
+    return e;
+}
+
+extern "C" int prn_cu_deer_adjoint(cudaStream_t s, int f64, const prn_cu_deer *a, void *tv, void *dqs, double *part) {
+    if (a->S <= 8)
+        return f64 ? dz_adjoint<double, 8, 16>(s, a, tv, dqs, part) : dz_adjoint<float, 8, 32>(s, a, tv, dqs, part);
+    return f64 ? dz_adjoint<double, 16, 8>(s, a, tv, dqs, part) : dz_adjoint<float, 16, 16>(s, a, tv, dqs, part);
+}
