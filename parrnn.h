@@ -3556,11 +3556,47 @@ PRN__FN void prn__panel_mm_##SFX(size_t B, size_t K, const T *a, size_t lda, con
 }
 PRN__DEFINE_PANEL_MM(float, f32)
 PRN__DEFINE_PANEL_MM(double, f64)
+#ifdef PRN__HAVE_AVX512
+/* With AVX-512: 8 rows x 16 columns, one register a row, so that eight
+ * FMA chains are in flight (an AVX2 register holds half a row). Each
+ * entry is the same chain of FMAs over k as prn__panel_mm_f32x's: the
+ * same bits. */
+PRN__FN PRN__AVX512 size_t prn__panel_mm_f32z(size_t B, size_t K, const float *a, size_t lda, const float *p,
+                                             float *out, size_t ldo) {
+    size_t b = 0, k;
+    for (; b + 8 <= B; b += 8) {
+        const float *a0 = a + b * lda;
+        __m512 c0 = _mm512_setzero_ps(), c1 = c0, c2 = c0, c3 = c0, c4 = c0, c5 = c0, c6 = c0, c7 = c0;
+        float *o = out + b * ldo;
+        for (k = 0; k < K; ++k) {
+            const __m512 w = _mm512_loadu_ps(p + k * 16);
+            const float *ak = a0 + k;
+            c0 = _mm512_fmadd_ps(_mm512_set1_ps(ak[0]), w, c0);
+            c1 = _mm512_fmadd_ps(_mm512_set1_ps(ak[lda]), w, c1);
+            c2 = _mm512_fmadd_ps(_mm512_set1_ps(ak[2 * lda]), w, c2);
+            c3 = _mm512_fmadd_ps(_mm512_set1_ps(ak[3 * lda]), w, c3);
+            c4 = _mm512_fmadd_ps(_mm512_set1_ps(ak[4 * lda]), w, c4);
+            c5 = _mm512_fmadd_ps(_mm512_set1_ps(ak[5 * lda]), w, c5);
+            c6 = _mm512_fmadd_ps(_mm512_set1_ps(ak[6 * lda]), w, c6);
+            c7 = _mm512_fmadd_ps(_mm512_set1_ps(ak[7 * lda]), w, c7);
+        }
+        _mm512_storeu_ps(o, c0); _mm512_storeu_ps(o + ldo, c1);
+        _mm512_storeu_ps(o + 2 * ldo, c2); _mm512_storeu_ps(o + 3 * ldo, c3);
+        _mm512_storeu_ps(o + 4 * ldo, c4); _mm512_storeu_ps(o + 5 * ldo, c5);
+        _mm512_storeu_ps(o + 6 * ldo, c6); _mm512_storeu_ps(o + 7 * ldo, c7);
+    }
+    return b;
+}
+#endif
 #ifdef PRN__HAVE_AVX2
-/* The same with AVX2 and FMA: 4 rows x 16 columns in 8 registers. */
+/* The same with AVX2 and FMA: 4 rows x 16 columns in 8 registers (groups
+ * of 8 rows by prn__panel_mm_f32z where the processor has AVX-512). */
 PRN__FN PRN__AVX2 void prn__panel_mm_f32x(size_t B, size_t K, const float *a, size_t lda, const float *p, float *out,
                                          size_t ldo) {
     size_t b = 0, k;
+#ifdef PRN__HAVE_AVX512
+    if (B >= 8 && __builtin_cpu_supports("avx512f")) b = prn__panel_mm_f32z(B, K, a, lda, p, out, ldo);
+#endif
     for (; b + 4 <= B; b += 4) {
         const float *a0 = a + b * lda, *a1 = a0 + lda, *a2 = a1 + lda, *a3 = a2 + lda;
         __m256 c00 = _mm256_setzero_ps(), c01 = c00, c10 = c00, c11 = c00, c20 = c00, c21 = c00, c30 = c00, c31 = c00;
