@@ -81,7 +81,10 @@
  *     follows the calling thread's nthreads-var, set to num_threads for
  *     the call and restored, and its f32 products can differ in the last
  *     bits between thread counts; the built-in products, backend
- *     "reference-noblas", do not.)
+ *     "reference-noblas", do not. Where OpenBLAS runs only its SSE3
+ *     kernels on an AVX2 machine, the "reference" backend's larger f32
+ *     products run on a built-in AVX2 kernel instead, on the team above,
+ *     with the same bits for any number of threads.)
  *   - The OpenMP runtime's own waits between regions are its own: with
  *     libgomp an idle team thread spins for a while (GOMP_SPINCOUNT)
  *     before it sleeps; OMP_WAIT_POLICY=passive, set by the program's
@@ -2346,9 +2349,10 @@ PRN__FN prn_status prn__ref_gemm_loops(prn_context *ctx, prn_dtype dtype, int tr
 #ifdef PARRNN_USE_CBLAS
 #ifdef PRN__HAVE_AVX2
 PRN__FN int prn__cblas_weak_f32(prn_context *ctx, size_t M, size_t N, size_t K, size_t batch);
-PRN__FN PRN__AVX2 prn_status prn__gemm_f32x(prn_context *ctx, int trans_b, size_t M, size_t N, size_t K, float alpha,
-                                            const float *A, size_t lda, size_t sa, const float *B, size_t ldb,
-                                            size_t sb, float beta, float *C, size_t ldc, size_t sc, size_t batch);
+PRN__FN PRN__AVX2 prn_status prn__gemm_f32x(prn_context *ctx, int trans_a, int trans_b, size_t M, size_t N, size_t K,
+                                            float alpha, const float *A, size_t lda, size_t sa, const float *B,
+                                            size_t ldb, size_t sb, float beta, float *C, size_t ldc, size_t sc,
+                                            size_t batch);
 #endif
 PRN__FN prn_status prn__ref_gemm_cblas(prn_context *ctx, prn_dtype dtype, int trans_a, int trans_b,
                                        size_t M, size_t N, size_t K, double alpha,
@@ -2364,10 +2368,13 @@ PRN__FN prn_status prn__ref_gemm_cblas(prn_context *ctx, prn_dtype dtype, int tr
     }
     /* f32 on a CBLAS that runs SSE kernels on an AVX2 machine: parrnn's
      * AVX2 kernel (prn__gemm_f32x; no fallback when it fails, so that a
-     * product's rounding never depends on an allocation) */
-    if (dtype == PRN_F32 && !trans_a && prn__cblas_weak_f32(ctx, M, N, K, batch))
-        return prn__gemm_f32x(ctx, trans_b, M, N, K, (float)alpha, (const float *)A, lda, sa, (const float *)B, ldb,
-                              sb, (float)beta, (float *)C, ldc, sc, batch);
+     * product's rounding never depends on an allocation). Its threads are
+     * prn__team's: the weight gradients' products (op(A) = A^T) of a
+     * training step on CBLAS's two threads beside a busy core cost the
+     * LSTM step 2.0-2.2x its quiet one-thread time (bench_contended). */
+    if (dtype == PRN_F32 && prn__cblas_weak_f32(ctx, M, N, K, batch))
+        return prn__gemm_f32x(ctx, trans_a, trans_b, M, N, K, (float)alpha, (const float *)A, lda, sa,
+                              (const float *)B, ldb, sb, (float)beta, (float *)C, ldc, sc, batch);
 #endif
 #ifdef _OPENMP
     /* OpenBLAS's OpenMP build takes as many threads as the caller's
@@ -3571,11 +3578,47 @@ PRN__FN void prn__panel_mm_##SFX(size_t B, size_t K, const T *a, size_t lda, con
 }
 PRN__DEFINE_PANEL_MM(float, f32)
 PRN__DEFINE_PANEL_MM(double, f64)
+#ifdef PRN__HAVE_AVX512
+/* With AVX-512: 8 rows x 16 columns, one register a row, so that eight
+ * FMA chains are in flight (an AVX2 register holds half a row). Each
+ * entry is the same chain of FMAs over k as prn__panel_mm_f32x's: the
+ * same bits. */
+PRN__FN PRN__AVX512 size_t prn__panel_mm_f32z(size_t B, size_t K, const float *a, size_t lda, const float *p,
+                                             float *out, size_t ldo) {
+    size_t b = 0, k;
+    for (; b + 8 <= B; b += 8) {
+        const float *a0 = a + b * lda;
+        __m512 c0 = _mm512_setzero_ps(), c1 = c0, c2 = c0, c3 = c0, c4 = c0, c5 = c0, c6 = c0, c7 = c0;
+        float *o = out + b * ldo;
+        for (k = 0; k < K; ++k) {
+            const __m512 w = _mm512_loadu_ps(p + k * 16);
+            const float *ak = a0 + k;
+            c0 = _mm512_fmadd_ps(_mm512_set1_ps(ak[0]), w, c0);
+            c1 = _mm512_fmadd_ps(_mm512_set1_ps(ak[lda]), w, c1);
+            c2 = _mm512_fmadd_ps(_mm512_set1_ps(ak[2 * lda]), w, c2);
+            c3 = _mm512_fmadd_ps(_mm512_set1_ps(ak[3 * lda]), w, c3);
+            c4 = _mm512_fmadd_ps(_mm512_set1_ps(ak[4 * lda]), w, c4);
+            c5 = _mm512_fmadd_ps(_mm512_set1_ps(ak[5 * lda]), w, c5);
+            c6 = _mm512_fmadd_ps(_mm512_set1_ps(ak[6 * lda]), w, c6);
+            c7 = _mm512_fmadd_ps(_mm512_set1_ps(ak[7 * lda]), w, c7);
+        }
+        _mm512_storeu_ps(o, c0); _mm512_storeu_ps(o + ldo, c1);
+        _mm512_storeu_ps(o + 2 * ldo, c2); _mm512_storeu_ps(o + 3 * ldo, c3);
+        _mm512_storeu_ps(o + 4 * ldo, c4); _mm512_storeu_ps(o + 5 * ldo, c5);
+        _mm512_storeu_ps(o + 6 * ldo, c6); _mm512_storeu_ps(o + 7 * ldo, c7);
+    }
+    return b;
+}
+#endif
 #ifdef PRN__HAVE_AVX2
-/* The same with AVX2 and FMA: 4 rows x 16 columns in 8 registers. */
+/* The same with AVX2 and FMA: 4 rows x 16 columns in 8 registers (groups
+ * of 8 rows by prn__panel_mm_f32z where the processor has AVX-512). */
 PRN__FN PRN__AVX2 void prn__panel_mm_f32x(size_t B, size_t K, const float *a, size_t lda, const float *p, float *out,
                                          size_t ldo) {
     size_t b = 0, k;
+#ifdef PRN__HAVE_AVX512
+    if (B >= 8 && __builtin_cpu_supports("avx512f")) b = prn__panel_mm_f32z(B, K, a, lda, p, out, ldo);
+#endif
     for (; b + 4 <= B; b += 4) {
         const float *a0 = a + b * lda, *a1 = a0 + lda, *a2 = a1 + lda, *a3 = a2 + lda;
         __m256 c00 = _mm256_setzero_ps(), c01 = c00, c10 = c00, c11 = c00, c20 = c00, c21 = c00, c30 = c00, c31 = c00;
@@ -3829,9 +3872,9 @@ PRN__DEFINE_LAYER(float, f32x, f32x, PRN__AVX2, prn__panel_mm_f32x)
  * Processor", AVX-512 inside) falls back to its SSE3 kernels (core
  * "Prescott"): 26 GFLOP/s on one core where its AVX-512 ones run 80 and
  * this AVX2 panel kernel about 50, and the RNN layers' input projection is
- * such a product. A product of f32 with op(A) = A then runs here, when it
- * is large enough to matter (M N K >= 2^18) and the processor has AVX2 and
- * FMA. PARRNN_CBLAS_ALWAYS=1 in the environment keeps CBLAS. */
+ * such a product. A product of f32 (op(A) = A or A^T) then runs here, when
+ * it is large enough to matter (M N K >= 2^18) and the processor has AVX2
+ * and FMA. PARRNN_CBLAS_ALWAYS=1 in the environment keeps CBLAS. */
 PRN__FN int prn__cblas_weak_f32(prn_context *ctx, size_t M, size_t N, size_t K, size_t batch) {
 #ifdef OPENBLAS_VERSION
     static const char *const weak[] = {"Prescott", "Core2", "Penryn", "Dunnington", "Nehalem", "Atom", "Katmai",
@@ -3849,13 +3892,64 @@ PRN__FN int prn__cblas_weak_f32(prn_context *ctx, size_t M, size_t N, size_t K, 
 #endif
     return 0;
 }
-/* C = alpha A op(B) + beta C by prn__panel_mm_f32x: op(B) packed once per
- * matrix into blocks of 16 columns [K][16] (zero past N), then tiles of 64
- * rows x 16 columns over the threads, each combined into C. Fails (C
- * untouched) when the packing buffer cannot be allocated. */
-PRN__FN PRN__AVX2 prn_status prn__gemm_f32x(prn_context *ctx, int trans_b, size_t M, size_t N, size_t K, float alpha,
-                                            const float *A, size_t lda, size_t sa, const float *B, size_t ldb,
-                                            size_t sb, float beta, float *C, size_t ldc, size_t sc, size_t batch) {
+/* prn__panel_mm_f32x for op(A) = A^T: out[r, 0..15] (+)= sum_k a[k * lda +
+ * r] p[k * 16 + 0..15], r < R -- a weight gradient's product (X^T dY, K
+ * the batch rows times the steps): the four rows of a step are adjacent in
+ * memory, so A needs no packing. acc: add to out (the caller's earlier
+ * block of K). Each entry sums k = 0, 1, ... by FMAs, as
+ * prn__panel_mm_f32x's do. */
+PRN__FN PRN__AVX2 void prn__panel_tn_f32x(size_t R, size_t K, const float *a, size_t lda, const float *p, float *out,
+                                         size_t ldo, int acc) {
+    size_t r = 0, k;
+    for (; r + 4 <= R; r += 4) {
+        const float *ar = a + r;
+        float *o = out + r * ldo;
+        __m256 c00 = _mm256_setzero_ps(), c01 = c00, c10 = c00, c11 = c00, c20 = c00, c21 = c00, c30 = c00, c31 = c00;
+        if (acc) {
+            c00 = _mm256_loadu_ps(o); c01 = _mm256_loadu_ps(o + 8);
+            c10 = _mm256_loadu_ps(o + ldo); c11 = _mm256_loadu_ps(o + ldo + 8);
+            c20 = _mm256_loadu_ps(o + 2 * ldo); c21 = _mm256_loadu_ps(o + 2 * ldo + 8);
+            c30 = _mm256_loadu_ps(o + 3 * ldo); c31 = _mm256_loadu_ps(o + 3 * ldo + 8);
+        }
+        for (k = 0; k < K; ++k) {
+            const float *ak = ar + k * lda;
+            const __m256 w0 = _mm256_loadu_ps(p + k * 16), w1 = _mm256_loadu_ps(p + k * 16 + 8);
+            __m256 x = _mm256_broadcast_ss(ak);
+            c00 = _mm256_fmadd_ps(x, w0, c00); c01 = _mm256_fmadd_ps(x, w1, c01);
+            x = _mm256_broadcast_ss(ak + 1);
+            c10 = _mm256_fmadd_ps(x, w0, c10); c11 = _mm256_fmadd_ps(x, w1, c11);
+            x = _mm256_broadcast_ss(ak + 2);
+            c20 = _mm256_fmadd_ps(x, w0, c20); c21 = _mm256_fmadd_ps(x, w1, c21);
+            x = _mm256_broadcast_ss(ak + 3);
+            c30 = _mm256_fmadd_ps(x, w0, c30); c31 = _mm256_fmadd_ps(x, w1, c31);
+        }
+        _mm256_storeu_ps(o, c00); _mm256_storeu_ps(o + 8, c01); o += ldo;
+        _mm256_storeu_ps(o, c10); _mm256_storeu_ps(o + 8, c11); o += ldo;
+        _mm256_storeu_ps(o, c20); _mm256_storeu_ps(o + 8, c21); o += ldo;
+        _mm256_storeu_ps(o, c30); _mm256_storeu_ps(o + 8, c31);
+    }
+    for (; r < R; ++r) {
+        __m256 c00 = _mm256_setzero_ps(), c01 = c00;
+        if (acc) { c00 = _mm256_loadu_ps(out + r * ldo); c01 = _mm256_loadu_ps(out + r * ldo + 8); }
+        for (k = 0; k < K; ++k) {
+            const __m256 x = _mm256_broadcast_ss(a + k * lda + r);
+            c00 = _mm256_fmadd_ps(x, _mm256_loadu_ps(p + k * 16), c00);
+            c01 = _mm256_fmadd_ps(x, _mm256_loadu_ps(p + k * 16 + 8), c01);
+        }
+        _mm256_storeu_ps(out + r * ldo, c00); _mm256_storeu_ps(out + r * ldo + 8, c01);
+    }
+}
+/* C = alpha op(A) op(B) + beta C by prn__panel_mm_f32x (op(A) = A) or
+ * prn__panel_tn_f32x (A^T): op(B) packed once per matrix into blocks of 16
+ * columns [K][16] (zero past N), then tiles of 64 rows x 16 columns over
+ * prn__team's threads, each combined into C. Every entry is one kernel's
+ * sum over all of K: the same bits with any number of threads, so that
+ * the team may follow the machine's load (unlike a CBLAS's threads). Fails
+ * (C untouched) when the packing buffer cannot be allocated. */
+PRN__FN PRN__AVX2 prn_status prn__gemm_f32x(prn_context *ctx, int trans_a, int trans_b, size_t M, size_t N, size_t K,
+                                            float alpha, const float *A, size_t lda, size_t sa, const float *B,
+                                            size_t ldb, size_t sb, float beta, float *C, size_t ldc, size_t sc,
+                                            size_t batch) {
     const size_t nb = (N + 15) / 16, nr = (M + 63) / 64;
     float *pan = (float *)prn__alloc_quiet(ctx, nb * K * 16 * sizeof(float));
     size_t bi;
@@ -3874,20 +3968,27 @@ PRN__FN PRN__AVX2 prn_status prn__gemm_f32x(prn_context *ctx, int trans_b, size_
                     pan[(blk * K + k) * 16 + c] = j >= N ? 0.0f : trans_b ? Bb[j * ldb + k] : Bb[k * ldb + j];
                 }
         }
+        /* tasks: a tile of 64 rows x 16 columns each (row tiles outer, so
+         * that a thread's consecutive tasks share their rows of A) */
         PRN__PARFOR
-        for (task = 0; task < nr; ++task) {
+        for (task = 0; task < nr * nb; ++task) {
             float tile[64 * 16];
-            const size_t i0 = task * 64, rows = M - i0 < 64 ? M - i0 : 64;
-            size_t r, c, jb;
-            for (jb = 0; jb < nb; ++jb) {
-                const size_t j0 = jb * 16, cols = N - j0 < 16 ? N - j0 : 16;
-                prn__panel_mm_f32x(rows, K, Ab + i0 * lda, lda, pan + jb * K * 16, tile, 16);
-                for (r = 0; r < rows; ++r) {
-                    float *cr = Cb + (i0 + r) * ldc + j0;
-                    const float *tr = tile + r * 16;
-                    if (beta == 0.0f) { for (c = 0; c < cols; ++c) cr[c] = alpha * tr[c]; }
-                    else { for (c = 0; c < cols; ++c) cr[c] = alpha * tr[c] + beta * cr[c]; }
-                }
+            const size_t i0 = task / nb * 64, rows = M - i0 < 64 ? M - i0 : 64, jb = task % nb;
+            const size_t j0 = jb * 16, cols = N - j0 < 16 ? N - j0 : 16;
+            size_t r, c;
+            size_t k0;
+            /* A^T: blocks of 128 steps of K, so that the block of the panel
+             * (8 KB) and of A (32 KB) stay in L1; the sums run on in order */
+            if (trans_a)
+                for (k0 = 0; k0 < K; k0 += 128)
+                    prn__panel_tn_f32x(rows, K - k0 < 128 ? K - k0 : 128, Ab + i0 + k0 * lda, lda,
+                                       pan + (jb * K + k0) * 16, tile, 16, k0 > 0);
+            else prn__panel_mm_f32x(rows, K, Ab + i0 * lda, lda, pan + jb * K * 16, tile, 16);
+            for (r = 0; r < rows; ++r) {
+                float *cr = Cb + (i0 + r) * ldc + j0;
+                const float *tr = tile + r * 16;
+                if (beta == 0.0f) { for (c = 0; c < cols; ++c) cr[c] = alpha * tr[c]; }
+                else { for (c = 0; c < cols; ++c) cr[c] = alpha * tr[c] + beta * cr[c]; }
             }
         }
     }

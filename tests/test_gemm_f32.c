@@ -124,8 +124,58 @@ static void test_batched(void) {
     check_case(0, 4, 66, 48, 65, 0, 0); /* one a for every b */
 }
 
+/* A weight gradient's product, A^T B with K the batch rows times the steps
+ * (an LSTM training step's X^T dQ, bench_contended's shape): the same bits
+ * with 1 and 2 threads on the reference backend, whose threads then follow
+ * the machine's load (prn__team) -- where OpenBLAS runs SSE3 kernels, the
+ * built-in AVX2 kernel; elsewhere CBLAS on one thread or two, which need
+ * not agree, so there it is only checked against the plain loops. */
+static void run_tn(const char *backend, int threads, float *y) {
+    prn_config cfg;
+    prn_context *ctx = NULL;
+    prn_tensor *a = NULL, *b = NULL, *p = NULL;
+    size_t sa[2] = {2048, 256}, sb[2] = {2048, 64};
+    memset(&cfg, 0, sizeof cfg);
+    cfg.backend = backend;
+    cfg.seed = 3;
+    cfg.num_threads = threads;
+    if (prn_context_create(&cfg, &ctx, NULL, 0) != PRN_OK) { PRNT_CHECK(0, "context %s", backend); return; }
+    PRNT_OK(ctx, prn_tensor_uniform(ctx, PRN_F32, 2, sa, -1.0, 1.0, &a));
+    PRNT_OK(ctx, prn_tensor_uniform(ctx, PRN_F32, 2, sb, -1.0, 1.0, &b));
+    PRNT_OK(ctx, prn_matmul_ex(ctx, a, 1, b, 0, &p));
+    if (p) PRNT_OK(ctx, prn_tensor_download(p, y, 256 * 64));
+    prn_tensor_free(p);
+    prn_tensor_free(a);
+    prn_tensor_free(b);
+    prn_context_destroy(ctx);
+}
+static void test_weight_gradient_threads(void) {
+    static float y1[256 * 64], y2[256 * 64], yl[256 * 64];
+    size_t i, diff = 0;
+    double md = 0, mv;
+    const char *core = "";
+#ifdef OPENBLAS_VERSION
+    core = openblas_get_corename();
+#endif
+    run_tn("reference", 1, y1);
+    run_tn("reference", 2, y2);
+    run_tn("reference-noblas", 1, yl);
+    mv = max_abs(yl, 256 * 64);
+    for (i = 0; i < 256 * 64; ++i) {
+        const double d = fabs((double)y1[i] - (double)yl[i]);
+        diff += memcmp(&y1[i], &y2[i], sizeof(float)) != 0;
+        if (d > md || d != d) md = d != d ? 1e300 : d;
+    }
+    PRNT_CHECK(md <= 2e-5 * (mv + 1e-30), "A^T B 2048 x 256 x 64: max |diff| %.3g to the plain loops, max |value| %.3g",
+               md, mv);
+    if (strcmp(core, "Prescott") == 0)
+        PRNT_CHECK(diff == 0, "A^T B 2048 x 256 x 64 on OpenBLAS %s: %lu of %d values differ between 1 and 2 threads",
+                   core, (unsigned long)diff, 256 * 64);
+}
+
 int main(void) {
     PRNT_RUN(test_transposes);
     PRNT_RUN(test_batched);
+    PRNT_RUN(test_weight_gradient_threads);
     return prnt_summary();
 }
