@@ -4486,6 +4486,20 @@ PRN__FN prn_status prn__ref_solve_batched(prn_context *ctx, prn_dtype dtype, siz
  * a few rows per thread whatever T is. Chunks of rows are gathered into
  * lane order (and scattered back) so that memory sees contiguous runs.
  * Lanes never mix, so the result does not depend on the thread count. */
+/* Compile time: the lane kernels below are inlined into a copy per element
+ * type and small GRU, most of the implementation's compile time. gcc -O3
+ * unswitches the time segments' step loop on each run-time flag (pass, Y,
+ * YN): twice the code for branches that stay the same through a call
+ * (PRN__DZ_TS). gcc's variable tracking for -g took a quarter of the whole
+ * compile on these functions (PRN__DZ_DBG; -g does not change the code, and
+ * a macro's body is one source line to a debugger anyway). */
+#if defined(__GNUC__) && !defined(__clang__)
+#define PRN__DZ_TS __attribute__((optimize("no-unswitch-loops")))
+#define PRN__DZ_DBG __attribute__((optimize("no-var-tracking")))
+#else
+#define PRN__DZ_TS
+#define PRN__DZ_DBG
+#endif
 #define PRN__DZW 8
 /* time segments' pass 2: where the carry's part of a lane is negligible */
 #define PRN__DZ_CUT 1e-3
@@ -4505,11 +4519,11 @@ typedef struct prn__dz {
     int *bad;                   /* a non-finite one seen             */
 } prn__dz;
 
-#define PRN__DEFINE_DEER(FT, SFX, ATTR, EXPF, TANHF)                              \
+#define PRN__DEFINE_DEER(FT, SFX, ATTR, EXPF, TANHF, SPEC)                        \
 PRN__FN_INLINE FT prn__dz_sig_##SFX(FT x) { return (FT)1 / ((FT)1 + EXPF(-x)); }     \
 /* f [S][W] and J [S][kb][W] (row i's block starts at column (i / kb) kb) at  \
  * the previous state s [S][W] and the projections x [P][W]; wk scratch */     \
-PRN__FN_INLINE ATTR void prn__dz_cell_##SFX(const prn_deer_fused *a, const int kind, const size_t S, const size_t H, \
+PRN__FN_INLINE ATTR PRN__DZ_DBG void prn__dz_cell_##SFX(const prn_deer_fused *a, const int kind, const size_t S, const size_t H, \
                                             const size_t hk, const size_t kb, const FT *s, const FT *x, FT *F, FT *J, \
                                             FT *wk, const FT *lam, FT *DX, FT *DQ) {                             \
     const size_t W = PRN__DZW;                                                   \
@@ -4733,9 +4747,9 @@ PRN__FN_INLINE ATTR void prn__dz_cell_##SFX(const prn_deer_fused *a, const int k
 /* One group of lanes (batch rows b0 ..): the iteration, or the adjoint. The  \
  * sizes are arguments so that the common small cells get copies of their own \
  * (constant trip counts: the short loops unroll). */                          \
-PRN__FN_INLINE ATTR void prn__dz_body_##SFX(const prn__dz *z, size_t b0, FT *ws, double *res, int *bad, const int kind, \
+PRN__FN_INLINE ATTR PRN__DZ_DBG void prn__dz_body_##SFX(const prn__dz *z, size_t b0, FT *ws, double *res, int *bad, const int kind, \
                                             const size_t S, const size_t H, const size_t hk, const size_t P, \
-                                            const size_t kb) {                   \
+                                            const size_t kb, const int fwo) {    \
     const prn_deer_fused *a = z->a;                                              \
     const size_t B = a->B, TT = a->T, Tc = z->Tc, W = PRN__DZW;                  \
     const FT *XP = (const FT *)a->xp, *Y = (const FT *)a->y, *H0 = (const FT *)a->h0; /* Y NULL: h0 at every step */ \
@@ -4755,7 +4769,7 @@ PRN__FN_INLINE ATTR void prn__dz_body_##SFX(const prn__dz *z, size_t b0, FT *ws,
     size_t bl[PRN__DZW], l, c0, r, i, jj, p;                                     \
     const int rev = a->reverse;                                                  \
     for (l = 0; l < W; ++l) { bl[l] = b0 + l < B ? b0 + l : b0; mx[l] = 0; nf[l] = 0; } \
-    if (!z->adj) {                                                               \
+    if (fwo || !z->adj) { /* fwo: a copy that never runs the adjoint */         \
         for (i = 0; i < S; ++i)                                                  \
             for (l = 0; l < W; ++l) Yc[i * W + l] = cy[i * W + l] = H0[bl[l] * S + i]; \
         for (c0 = 0; c0 < TT; c0 += Tc) {                                        \
@@ -4885,20 +4899,24 @@ PRN__FN_INLINE ATTR void prn__dz_body_##SFX(const prn__dz *z, size_t b0, FT *ws,
             for (i = 0; i < S; ++i) DH0[bl[l] * S + i] = cy[i * W + l];          \
     (void)res; (void)bad;                                                        \
 }                                                                                \
-PRN__FN ATTR void prn__dz_group_##SFX(const prn__dz *z, size_t b0, FT *ws, double *res, int *bad) { \
+/* SPEC 0: no copies for small GRUs (the f32 copy where the AVX2 one runs  \
+ * instead, which halves the implementation's compile time). The copies for \
+ * the quasi-DEER forward (kb 1, S > 1: the adjoint takes kb = S) leave the  \
+ * adjoint out (fwo), a third of their code. */                                \
+PRN__FN ATTR PRN__DZ_DBG void prn__dz_group_##SFX(const prn__dz *z, size_t b0, FT *ws, double *res, int *bad) { \
     const prn_deer_fused *a = z->a;                                              \
     const size_t S = a->S, kb = z->kb;                                           \
-    const int gru = a->kind == PRN_RNN_GRU;                                      \
-    if (gru && S == 1) prn__dz_body_##SFX(z, b0, ws, res, bad, PRN_RNN_GRU, 1, 1, 1, 3, 1); \
-    else if (gru && S == 2 && kb == 2) prn__dz_body_##SFX(z, b0, ws, res, bad, PRN_RNN_GRU, 2, 2, 2, 6, 2); \
-    else if (gru && S == 2) prn__dz_body_##SFX(z, b0, ws, res, bad, PRN_RNN_GRU, 2, 2, 2, 6, 1); \
-    else if (gru && S == 4 && kb == 4) prn__dz_body_##SFX(z, b0, ws, res, bad, PRN_RNN_GRU, 4, 4, 4, 12, 4); \
-    else if (gru && S == 4) prn__dz_body_##SFX(z, b0, ws, res, bad, PRN_RNN_GRU, 4, 4, 4, 12, 1); \
-    else if (gru && S == 8 && kb == 8) prn__dz_body_##SFX(z, b0, ws, res, bad, PRN_RNN_GRU, 8, 8, 8, 24, 8); \
-    else if (gru && S == 8) prn__dz_body_##SFX(z, b0, ws, res, bad, PRN_RNN_GRU, 8, 8, 8, 24, 1); \
-    else prn__dz_body_##SFX(z, b0, ws, res, bad, a->kind, S, a->H, a->hk, z->P, kb); \
+    const int gru = (SPEC) && a->kind == PRN_RNN_GRU, fw = !z->adj;              \
+    if (gru && S == 1) prn__dz_body_##SFX(z, b0, ws, res, bad, PRN_RNN_GRU, 1, 1, 1, 3, 1, 0); \
+    else if (gru && S == 2 && kb == 2) prn__dz_body_##SFX(z, b0, ws, res, bad, PRN_RNN_GRU, 2, 2, 2, 6, 2, 0); \
+    else if (gru && S == 2 && kb == 1 && fw) prn__dz_body_##SFX(z, b0, ws, res, bad, PRN_RNN_GRU, 2, 2, 2, 6, 1, 1); \
+    else if (gru && S == 4 && kb == 4) prn__dz_body_##SFX(z, b0, ws, res, bad, PRN_RNN_GRU, 4, 4, 4, 12, 4, 0); \
+    else if (gru && S == 4 && kb == 1 && fw) prn__dz_body_##SFX(z, b0, ws, res, bad, PRN_RNN_GRU, 4, 4, 4, 12, 1, 1); \
+    else if (gru && S == 8 && kb == 8) prn__dz_body_##SFX(z, b0, ws, res, bad, PRN_RNN_GRU, 8, 8, 8, 24, 8, 0); \
+    else if (gru && S == 8 && kb == 1 && fw) prn__dz_body_##SFX(z, b0, ws, res, bad, PRN_RNN_GRU, 8, 8, 8, 24, 1, 1); \
+    else prn__dz_body_##SFX(z, b0, ws, res, bad, a->kind, S, a->H, a->hk, z->P, kb, 0); \
 }
-#define PRN__DEFINE_DEER_TS(FT, SFX, ATTR)                                        \
+#define PRN__DEFINE_DEER_TS(FT, SFX, ATTR, SPEC)                                  \
 /* Time segments (prn__ref_deer_run with B < PRN__DZW): a lane takes one         \
  * segment of one row's time, so a few rows still fill the lanes and the         \
  * threads. Pass 1 solves each segment's recurrence from a zero carry (v),       \
@@ -4913,7 +4931,7 @@ PRN__FN ATTR void prn__dz_group_##SFX(const prn__dz *z, size_t b0, FT *ws, doubl
  * residual still decides convergence. A segment whose v was clipped or not      \
  * finite in pass 1 is solved again from its true carry instead (v is then       \
  * not known). Task j is row j / C, segment j % C. */                            \
-PRN__FN_INLINE ATTR void prn__dz_ts_body_##SFX(const prn__dz *z, size_t j0, FT *ws, double *res, int *bad, const int kind, \
+PRN__FN_INLINE ATTR PRN__DZ_DBG PRN__DZ_TS void prn__dz_ts_body_##SFX(const prn__dz *z, size_t j0, FT *ws, double *res, int *bad, const int kind, \
                                                const size_t S, const size_t H, const size_t hk, const size_t P, \
                                                const size_t kb) {                \
     const prn_deer_fused *a = z->a;                                              \
@@ -5105,10 +5123,10 @@ PRN__FN void prn__dz_ts_chain_##SFX(const prn__dz *z) {                         
         }                                                                        \
     }                                                                            \
 }                                                                                \
-PRN__FN ATTR void prn__dz_ts_group_##SFX(const prn__dz *z, size_t j0, FT *ws, double *res, int *bad) { \
+PRN__FN ATTR PRN__DZ_DBG PRN__DZ_TS void prn__dz_ts_group_##SFX(const prn__dz *z, size_t j0, FT *ws, double *res, int *bad) { \
     const prn_deer_fused *a = z->a;                                              \
     const size_t S = a->S, kb = z->kb;                                           \
-    const int gru = a->kind == PRN_RNN_GRU;                                      \
+    const int gru = (SPEC) && a->kind == PRN_RNN_GRU;                            \
     if (gru && S == 1) prn__dz_ts_body_##SFX(z, j0, ws, res, bad, PRN_RNN_GRU, 1, 1, 1, 3, 1); \
     else if (gru && S == 2 && kb == 2) prn__dz_ts_body_##SFX(z, j0, ws, res, bad, PRN_RNN_GRU, 2, 2, 2, 6, 2); \
     else if (gru && S == 2) prn__dz_ts_body_##SFX(z, j0, ws, res, bad, PRN_RNN_GRU, 2, 2, 2, 6, 1); \
@@ -5170,10 +5188,16 @@ PRN__FN_INLINE PRN__AVX2 void prn__dz_tout_f32x(float *const *dst, const float *
     for (l = 0; l < 8; ++l) for (q = k; q < K; ++q) dst[l][q] = src[q * 8 + l];
 }
 #endif
-PRN__DEFINE_DEER(float, f32, , prn__expf, prn__tanhf)
-PRN__DEFINE_DEER_TS(float, f32, )
-PRN__DEFINE_DEER(double, f64, , exp, tanh)
-PRN__DEFINE_DEER_TS(double, f64, )
+#ifdef PRN__HAVE_AVX2
+#define PRN__DZ_SPEC_F32 0 /* the f32x copy below runs where AVX2 does */
+#else
+#define PRN__DZ_SPEC_F32 1
+#endif
+#define PRN__DZ_SPEC_F64 1
+PRN__DEFINE_DEER(float, f32, , prn__expf, prn__tanhf, PRN__DZ_SPEC_F32)
+PRN__DEFINE_DEER_TS(float, f32, , PRN__DZ_SPEC_F32)
+PRN__DEFINE_DEER(double, f64, , exp, tanh, PRN__DZ_SPEC_F64)
+PRN__DEFINE_DEER_TS(double, f64, , PRN__DZ_SPEC_F64)
 #ifdef PRN__HAVE_AVX2
 /* gcc keeps a * b + c unfused under -std=c99; clang fuses it by default */
 #if defined(__clang__)
@@ -5181,8 +5205,8 @@ PRN__DEFINE_DEER_TS(double, f64, )
 #else
 #define PRN__DZ_AVX2 __attribute__((target("avx2,fma"), optimize("fp-contract=fast")))
 #endif
-PRN__DEFINE_DEER(float, f32x, PRN__DZ_AVX2, prn__expf, prn__tanhf)
-PRN__DEFINE_DEER_TS(float, f32x, PRN__DZ_AVX2)
+PRN__DEFINE_DEER(float, f32x, PRN__DZ_AVX2, prn__expf, prn__tanhf, 1)
+PRN__DEFINE_DEER_TS(float, f32x, PRN__DZ_AVX2, 1)
 #endif
 
 PRN__FN prn_status prn__ref_deer_run(prn_context *ctx, const char *fn, const prn_deer_fused *a, int adj) {
