@@ -4490,9 +4490,9 @@ PRN__FN prn_status prn__ref_solve_batched(prn_context *ctx, prn_dtype dtype, siz
  * type and small GRU, most of the implementation's compile time. gcc -O3
  * unswitches the time segments' step loop on each run-time flag (pass, Y,
  * YN): twice the code for branches that stay the same through a call
- * (PRN__DZ_TS). gcc's variable tracking for -g took a quarter of the whole
- * compile on these functions (PRN__DZ_DBG; -g does not change the code, and
- * a macro's body is one source line to a debugger anyway). */
+ * (PRN__DZ_TS). gcc's variable tracking for -g is a large part of the rest
+ * (PRN__DZ_DBG; -g does not change the code, and a macro's body is one
+ * source line to a debugger anyway). */
 #if defined(__GNUC__) && !defined(__clang__)
 #define PRN__DZ_TS __attribute__((optimize("no-unswitch-loops")))
 #define PRN__DZ_DBG __attribute__((optimize("no-var-tracking")))
@@ -4900,7 +4900,7 @@ PRN__FN_INLINE ATTR PRN__DZ_DBG void prn__dz_body_##SFX(const prn__dz *z, size_t
     (void)res; (void)bad;                                                        \
 }                                                                                \
 /* SPEC 0: no copies for small GRUs (the f32 copy where the AVX2 one runs  \
- * instead, which halves the implementation's compile time). The copies for \
+ * instead: the copies cost compile time, not run time). The copies for     \
  * the quasi-DEER forward (kb 1, S > 1: the adjoint takes kb = S) leave the  \
  * adjoint out (fwo), a third of their code. */                                \
 PRN__FN ATTR PRN__DZ_DBG void prn__dz_group_##SFX(const prn__dz *z, size_t b0, FT *ws, double *res, int *bad) { \
