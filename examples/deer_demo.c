@@ -733,7 +733,8 @@ int main(int argc, char **argv) {
         printf("Speed, honestly: DEER took %.2g-%.2gx as long as the sequential loop here. It does several\n"
                "times the arithmetic (Jacobians, matrix products, scans) to cut the depth from T dependent steps\n"
                "to a few scans of depth log T: a win on a GPU's thousands of lanes (the DEER paper reports large\n"
-               "speed-ups there), not on a few CPU cores. What this shows: the same result, found in parallel.\n",
+               "speed-ups there); on a few CPU cores only where the state is tiny and the batch small (part 3).\n"
+               "What this shows: the same result, found in parallel.\n",
                f.min_ratio, f.max_ratio);
     else
         printf("Speed: DEER took %.2g-%.2gx as long as the sequential loop here.\n", f.min_ratio, f.max_ratio);
