@@ -1576,6 +1576,10 @@ PRNDEF prn_status prn_backend_rnn_cell_check(prn_context *ctx, const char *fn, i
  * has saved, leaving a message that names fn on failure. */
 PRNDEF prn_status prn_backend_rnn_layer_check(prn_context *ctx, const char *fn, int kind, int backward,
                                               const void *saved);
+/* For implementations of deer_iterate/deer_adjoint: checks a (not NULL,
+ * dtype f32 or f64, kind and mode valid, the sizes H, S, hk and L those of
+ * the kind), leaving a message that names fn on failure. */
+PRNDEF prn_status prn_backend_deer_check(prn_context *ctx, const char *fn, const prn_deer_fused *a);
 /* The built-in reference backend: "reference" uses CBLAS for GEMM when
  * built with PARRNN_USE_CBLAS; "reference-noblas" never does. */
 PRNDEF const prn_backend *prn_reference_backend(void);
@@ -3354,6 +3358,22 @@ PRN__DEF prn_status prn_backend_rnn_layer_check(prn_context *ctx, const char *fn
                              prn_rnn_kind_name((prn_rnn_kind)kind));
     return PRN_OK;
 }
+PRN__DEF prn_status prn_backend_deer_check(prn_context *ctx, const char *fn, const prn_deer_fused *a) {
+    size_t S;
+    if (!a) return prn_set_error(ctx, PRN_ERR_NULL_ARGUMENT, "%s: argument 'a' is NULL", fn);
+    if (a->dtype != PRN_F32 && a->dtype != PRN_F64)
+        return prn_set_error(ctx, PRN_ERR_DTYPE, "%s: dtype %s is not f32 or f64", fn, prn_dtype_name(a->dtype));
+    if (a->kind < 0 || a->kind >= PRN_RNN_KIND_COUNT || (int)a->mode < 0 || a->mode > PRN_JACOBIAN_DIAG)
+        return prn_set_error(ctx, PRN_ERR_INVALID_ARGUMENT, "%s: kind %d or mode %d is not valid", fn, a->kind, (int)a->mode);
+    S = a->S;
+    if (!a->H || S != (a->kind == PRN_RNN_LSTM ? 2 * a->H : a->H) ||
+        ((a->kind == PRN_RNN_GRU || a->kind == PRN_RNN_MHGRU) && (!a->hk || a->H % a->hk)) ||
+        (a->kind == PRN_RNN_GRU && a->hk != a->H) || ((a->kind == PRN_RNN_SHPLRNN || a->kind == PRN_RNN_CLIPPED_SHPLRNN) && !a->L) ||
+        (a->kind == PRN_RNN_ALRNN && a->L > a->H))
+        return prn_set_error(ctx, PRN_ERR_INVALID_ARGUMENT, "%s: sizes H %lu, S %lu, hk %lu, L %lu do not fit kind %d", fn,
+                             (unsigned long)a->H, (unsigned long)S, (unsigned long)a->hk, (unsigned long)a->L, a->kind);
+    return PRN_OK;
+}
 #define PRN__SIGM(T, EXP, x) ((T)1 / ((T)1 + EXP(-(x))))
 /* The gates of n consecutive units of one batch row. Gate g of unit i is
  * at x[g * xs + i], q[g * qs + i] and bb[g * bs + i] (input projection,
@@ -3611,6 +3631,14 @@ PRN__FN PRN__AVX512 size_t prn__panel_mm_f32z(size_t B, size_t K, const float *a
 }
 #endif
 #ifdef PRN__HAVE_AVX2
+/* Four rows of 16 floats (two registers each) to out, ldo apart. */
+PRN__FN_INLINE PRN__AVX2 void prn__st4x16_f32x(float *o, size_t ldo, __m256 c00, __m256 c01, __m256 c10, __m256 c11,
+                                               __m256 c20, __m256 c21, __m256 c30, __m256 c31) {
+    _mm256_storeu_ps(o, c00); _mm256_storeu_ps(o + 8, c01); o += ldo;
+    _mm256_storeu_ps(o, c10); _mm256_storeu_ps(o + 8, c11); o += ldo;
+    _mm256_storeu_ps(o, c20); _mm256_storeu_ps(o + 8, c21); o += ldo;
+    _mm256_storeu_ps(o, c30); _mm256_storeu_ps(o + 8, c31);
+}
 /* The same with AVX2 and FMA: 4 rows x 16 columns in 8 registers (groups
  * of 8 rows by prn__panel_mm_f32z where the processor has AVX-512). */
 PRN__FN PRN__AVX2 void prn__panel_mm_f32x(size_t B, size_t K, const float *a, size_t lda, const float *p, float *out,
@@ -3634,10 +3662,7 @@ PRN__FN PRN__AVX2 void prn__panel_mm_f32x(size_t B, size_t K, const float *a, si
             x = _mm256_broadcast_ss(a3 + k);
             c30 = _mm256_fmadd_ps(x, w0, c30); c31 = _mm256_fmadd_ps(x, w1, c31);
         }
-        _mm256_storeu_ps(o, c00); _mm256_storeu_ps(o + 8, c01); o += ldo;
-        _mm256_storeu_ps(o, c10); _mm256_storeu_ps(o + 8, c11); o += ldo;
-        _mm256_storeu_ps(o, c20); _mm256_storeu_ps(o + 8, c21); o += ldo;
-        _mm256_storeu_ps(o, c30); _mm256_storeu_ps(o + 8, c31);
+        prn__st4x16_f32x(o, ldo, c00, c01, c10, c11, c20, c21, c30, c31);
     }
     for (; b < B; ++b) {
         const float *a0 = a + b * lda;
@@ -3923,10 +3948,7 @@ PRN__FN PRN__AVX2 void prn__panel_tn_f32x(size_t R, size_t K, const float *a, si
             x = _mm256_broadcast_ss(ak + 3);
             c30 = _mm256_fmadd_ps(x, w0, c30); c31 = _mm256_fmadd_ps(x, w1, c31);
         }
-        _mm256_storeu_ps(o, c00); _mm256_storeu_ps(o + 8, c01); o += ldo;
-        _mm256_storeu_ps(o, c10); _mm256_storeu_ps(o + 8, c11); o += ldo;
-        _mm256_storeu_ps(o, c20); _mm256_storeu_ps(o + 8, c21); o += ldo;
-        _mm256_storeu_ps(o, c30); _mm256_storeu_ps(o + 8, c31);
+        prn__st4x16_f32x(o, ldo, c00, c01, c10, c11, c20, c21, c30, c31);
     }
     for (; r < R; ++r) {
         __m256 c00 = _mm256_setzero_ps(), c01 = c00;
@@ -4492,10 +4514,12 @@ PRN__FN prn_status prn__ref_solve_batched(prn_context *ctx, prn_dtype dtype, siz
  * YN): twice the code for branches that stay the same through a call
  * (PRN__DZ_TS). gcc's variable tracking for -g is a large part of the rest
  * (PRN__DZ_DBG; -g does not change the code, and a macro's body is one
- * source line to a debugger anyway). */
+ * source line to a debugger anyway). Its assignments part only: gcc 12
+ * rejects "no-var-tracking" without -g under -Werror ("variable tracking
+ * requested, but useless"), as tests/compile_check.sh builds. */
 #if defined(__GNUC__) && !defined(__clang__)
 #define PRN__DZ_TS __attribute__((optimize("no-unswitch-loops")))
-#define PRN__DZ_DBG __attribute__((optimize("no-var-tracking")))
+#define PRN__DZ_DBG __attribute__((optimize("no-var-tracking-assignments")))
 #else
 #define PRN__DZ_TS
 #define PRN__DZ_DBG
@@ -5215,18 +5239,8 @@ PRN__FN prn_status prn__ref_deer_run(prn_context *ctx, const char *fn, const prn
     int nt, j, bad = 0;
     void *raw;
     double res = 0;
-    if (!a) return prn_set_error(ctx, PRN_ERR_NULL_ARGUMENT, "%s: argument 'a' is NULL", fn);
-    if (a->dtype != PRN_F32 && a->dtype != PRN_F64)
-        return prn_set_error(ctx, PRN_ERR_DTYPE, "%s: dtype %s is not f32 or f64", fn, prn_dtype_name(a->dtype));
-    if (a->kind < 0 || a->kind >= PRN_RNN_KIND_COUNT || (int)a->mode < 0 || a->mode > PRN_JACOBIAN_DIAG)
-        return prn_set_error(ctx, PRN_ERR_INVALID_ARGUMENT, "%s: kind %d or mode %d is not valid", fn, a->kind, (int)a->mode);
+    PRN__TRY(prn_backend_deer_check(ctx, fn, a));
     S = a->S;
-    if (!a->H || S != (a->kind == PRN_RNN_LSTM ? 2 * a->H : a->H) ||
-        ((a->kind == PRN_RNN_GRU || a->kind == PRN_RNN_MHGRU) && (!a->hk || a->H % a->hk)) ||
-        (a->kind == PRN_RNN_GRU && a->hk != a->H) || ((a->kind == PRN_RNN_SHPLRNN || a->kind == PRN_RNN_CLIPPED_SHPLRNN) && !a->L) ||
-        (a->kind == PRN_RNN_ALRNN && a->L > a->H))
-        return prn_set_error(ctx, PRN_ERR_INVALID_ARGUMENT, "%s: sizes H %lu, S %lu, hk %lu, L %lu do not fit kind %d", fn,
-                             (unsigned long)a->H, (unsigned long)S, (unsigned long)a->hk, (unsigned long)a->L, a->kind);
     if (!a->B || !a->T) {
         if (!adj) { ((prn_deer_fused *)(uintptr_t)a)->residual = 0; ((prn_deer_fused *)(uintptr_t)a)->finite = 1; }
         return PRN_OK;

@@ -1005,18 +1005,11 @@ PRN__CU_FN prn_status prn__cu_deer_args(prn_context *ctx, const char *fn, const 
                                         int *empty) {
     size_t S, G;
     *empty = 0;
-    if (!a) return prn_set_error(ctx, PRN_ERR_NULL_ARGUMENT, "%s: argument 'a' is NULL", fn);
-    if (a->dtype != PRN_F32 && a->dtype != PRN_F64)
-        return prn_set_error(ctx, PRN_ERR_DTYPE, "%s: dtype %s is not f32 or f64", fn, prn_dtype_name(a->dtype));
-    if (a->kind < 0 || a->kind >= PRN_RNN_KIND_COUNT || (int)a->mode < 0 || a->mode > PRN_JACOBIAN_DIAG)
-        return prn_set_error(ctx, PRN_ERR_INVALID_ARGUMENT, "%s: kind %d or mode %d is not valid", fn, a->kind, (int)a->mode);
+    {
+        prn_status st = prn_backend_deer_check(ctx, fn, a);
+        if (st != PRN_OK) return st;
+    }
     S = a->S;
-    if (!a->H || S != (a->kind == PRN_RNN_LSTM ? 2 * a->H : a->H) ||
-        ((a->kind == PRN_RNN_GRU || a->kind == PRN_RNN_MHGRU) && (!a->hk || a->H % a->hk)) ||
-        (a->kind == PRN_RNN_GRU && a->hk != a->H) || ((a->kind == PRN_RNN_SHPLRNN || a->kind == PRN_RNN_CLIPPED_SHPLRNN) && !a->L) ||
-        (a->kind == PRN_RNN_ALRNN && a->L > a->H))
-        return prn_set_error(ctx, PRN_ERR_INVALID_ARGUMENT, "%s: sizes H %lu, S %lu, hk %lu, L %lu do not fit kind %d", fn,
-                             (unsigned long)a->H, (unsigned long)S, (unsigned long)a->hk, (unsigned long)a->L, a->kind);
     if (!prn_cu_deer_takes(a->kind, S))
         return prn_set_error(ctx, PRN_ERR_UNSUPPORTED, "%s: the CUDA kernels take at most 16 states; this cell has %lu "
                              "(deer_takes declines it)", fn, (unsigned long)S);

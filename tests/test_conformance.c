@@ -2520,6 +2520,25 @@ static void deer_resident(const char *n) {
     (void)n;
 #endif
 }
+/* The cell's weights of the direct deer cases: sizes nw[0..3] (0: unused)
+ * and uploads wb[k]; 0 when an upload failed (reported). */
+static int deer_direct_weights(prn_rnn_kind kind, prn_dtype dt, size_t G, size_t H, size_t hk, size_t L, size_t *nw,
+                               pbuf **wb, const char *desc) {
+    const int shallow = kind == PRN_RNN_SHPLRNN || kind == PRN_RNN_CLIPPED_SHPLRNN;
+    size_t i, k;
+    double *v;
+    if (kind <= PRN_RNN_MHGRU) { nw[0] = G * H * (kind == PRN_RNN_MHGRU ? hk : H); nw[1] = G * H; }
+    else if (!shallow) { nw[0] = H; nw[1] = H * H; }
+    else { nw[0] = H; nw[1] = H * L; nw[2] = L * H; nw[3] = L; }
+    for (k = 0; k < 4 && nw[k]; ++k) {
+        v = hd(nw[k]);
+        for (i = 0; i < nw[k]; ++i)
+            v[i] = kind >= PRN_RNN_PLRNN && k == 0 ? rng_range(0.3, 0.6) : kind >= PRN_RNN_PLRNN ? rng_range(-0.08, 0.08)
+                                                                                               : rng_range(-0.6, 0.6);
+        if (!(wb[k] = pb_input(dt, v, nw[k], desc))) return 0;
+    }
+    return 1;
+}
 /* --- deer_iterate, called directly ----------------------------------------
  * The entry itself against the oracle's on the same arguments, where the
  * tested backend takes them (deer_takes): ynew, the residual and the finite
@@ -2549,16 +2568,7 @@ static void deer_direct_case(prn_rnn_kind kind, prn_dtype dt, prn_jacobian_mode 
     a[0].B = B; a[0].T = T; a[0].H = H; a[0].S = S; a[0].hk = hk; a[0].L = L;
     a[0].damping = vary == 3 ? 0.3 : 0; a[0].clip = 1e8; a[0].atol = a[0].rtol = dt == PRN_F64 ? 1e-10 : 1e-5;
     if (g_side[0].be->deer_takes && !g_side[0].be->deer_takes(g_side[0].ctx, &a[0], 0)) return; /* composed instead */
-    if (kind <= PRN_RNN_MHGRU) { nw[0] = G * H * (kind == PRN_RNN_MHGRU ? hk : H); nw[1] = G * H; }
-    else if (!shallow) { nw[0] = H; nw[1] = H * H; }
-    else { nw[0] = H; nw[1] = H * L; nw[2] = L * H; nw[3] = L; }
-    for (k = 0; k < 4 && nw[k]; ++k) {
-        v = hd(nw[k]);
-        for (i = 0; i < nw[k]; ++i)
-            v[i] = kind >= PRN_RNN_PLRNN && k == 0 ? rng_range(0.3, 0.6) : kind >= PRN_RNN_PLRNN ? rng_range(-0.08, 0.08)
-                                                                                               : rng_range(-0.6, 0.6);
-        if (!(wb[k] = pb_input(dt, v, nw[k], desc))) return;
-    }
+    if (!deer_direct_weights(kind, dt, G, H, hk, L, nw, wb, desc)) return;
     v = hd(B * T * P);
     for (i = 0; i < B * T * P; ++i) v[i] = rng_range(-1, 1);
     if (!(xb = pb_input(dt, v, B * T * P, desc))) return;
@@ -2617,16 +2627,7 @@ static void deer_adj_direct_case(prn_rnn_kind kind, prn_dtype dt, int rev, size_
     a[0].kind = (int)kind; a[0].dtype = dt; a[0].mode = PRN_JACOBIAN_DIAG; a[0].reverse = rev;
     a[0].B = B; a[0].T = T; a[0].H = H; a[0].S = S; a[0].hk = hk; a[0].L = L;
     if (g_side[0].be->deer_takes && !g_side[0].be->deer_takes(g_side[0].ctx, &a[0], 1)) return;
-    if (torch) { nw[0] = G * H * (kind == PRN_RNN_MHGRU ? hk : H); nw[1] = G * H; }
-    else if (!shallow) { nw[0] = H; nw[1] = H * H; }
-    else { nw[0] = H; nw[1] = H * L; nw[2] = L * H; nw[3] = L; }
-    for (k = 0; k < 4 && nw[k]; ++k) {
-        v = hd(nw[k]);
-        for (i = 0; i < nw[k]; ++i)
-            v[i] = kind >= PRN_RNN_PLRNN && k == 0 ? rng_range(0.3, 0.6) : kind >= PRN_RNN_PLRNN ? rng_range(-0.08, 0.08)
-                                                                                               : rng_range(-0.6, 0.6);
-        if (!(wb[k] = pb_input(dt, v, nw[k], desc))) return;
-    }
+    if (!deer_direct_weights(kind, dt, G, H, hk, L, nw, wb, desc)) return;
     v = hd(N * P);
     for (i = 0; i < N * P; ++i) v[i] = rng_range(-1, 1);
     if (!(xb = pb_input(dt, v, N * P, desc))) return;
