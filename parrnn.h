@@ -1686,7 +1686,17 @@ PRN__MATH_INLINE float prn__tanhf(float x) { return 1.0f - 2.0f / (1.0f + prn__e
  * tell at run time whether the processor has AVX2 and FMA: the one-channel
  * scan then takes eight steps per register */
 #if (defined(__GNUC__) || defined(__clang__)) && (defined(__x86_64__) || defined(__i386__)) && !defined(PARRNN_NO_AVX2)
+/* g++ 12 at -O2 flags the AVX-512 header's own "__m512 __Y = __Y" (its
+ * undefined-value idiom) as maybe-uninitialized once inlined (C++ enables
+ * -Winit-self): silenced for the header's lines only */
+#if defined(__cplusplus) && defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #include <immintrin.h>
+#pragma GCC diagnostic pop
+#else
+#include <immintrin.h>
+#endif
 #define PRN__HAVE_AVX2 1
 #define PRN__AVX2 __attribute__((target("avx2,fma")))
 #if !defined(PARRNN_NO_AVX512)
