@@ -1576,10 +1576,16 @@ PRNDEF prn_status prn_backend_rnn_cell_check(prn_context *ctx, const char *fn, i
  * has saved, leaving a message that names fn on failure. */
 PRNDEF prn_status prn_backend_rnn_layer_check(prn_context *ctx, const char *fn, int kind, int backward,
                                               const void *saved);
-/* For implementations of deer_iterate/deer_adjoint: checks a (not NULL,
- * dtype f32 or f64, kind and mode valid, the sizes H, S, hk and L those of
- * the kind), leaving a message that names fn on failure. */
-PRNDEF prn_status prn_backend_deer_check(prn_context *ctx, const char *fn, const prn_deer_fused *a);
+/* For implementations of deer_iterate (adjoint 0) and deer_adjoint (1):
+ * checks a (not NULL, dtype f32 or f64, kind and mode valid, the sizes H,
+ * S, hk and L those of the kind; for the adjoint, dxp only for the torch
+ * kinds and with dq or with dw and db), leaving a message that names fn on
+ * failure. On success *kb (unless kb is NULL) is the width of the
+ * Jacobian's blocks the entry solves with: the adjoint's exact Jacobian
+ * (MHGRU: its heads' hk, the others S), the iteration's by a->mode (DIAG
+ * 1, BLOCK hk for MHGRU, else S). */
+PRNDEF prn_status prn_backend_deer_check(prn_context *ctx, const char *fn, const prn_deer_fused *a, int adjoint,
+                                         size_t *kb);
 /* The built-in reference backend: "reference" uses CBLAS for GEMM when
  * built with PARRNN_USE_CBLAS; "reference-noblas" never does. */
 PRNDEF const prn_backend *prn_reference_backend(void);
@@ -3368,7 +3374,8 @@ PRN__DEF prn_status prn_backend_rnn_layer_check(prn_context *ctx, const char *fn
                              prn_rnn_kind_name((prn_rnn_kind)kind));
     return PRN_OK;
 }
-PRN__DEF prn_status prn_backend_deer_check(prn_context *ctx, const char *fn, const prn_deer_fused *a) {
+PRN__DEF prn_status prn_backend_deer_check(prn_context *ctx, const char *fn, const prn_deer_fused *a, int adjoint,
+                                           size_t *kb) {
     size_t S;
     if (!a) return prn_set_error(ctx, PRN_ERR_NULL_ARGUMENT, "%s: argument 'a' is NULL", fn);
     if (a->dtype != PRN_F32 && a->dtype != PRN_F64)
@@ -3382,6 +3389,12 @@ PRN__DEF prn_status prn_backend_deer_check(prn_context *ctx, const char *fn, con
         (a->kind == PRN_RNN_ALRNN && a->L > a->H))
         return prn_set_error(ctx, PRN_ERR_INVALID_ARGUMENT, "%s: sizes H %lu, S %lu, hk %lu, L %lu do not fit kind %d", fn,
                              (unsigned long)a->H, (unsigned long)S, (unsigned long)a->hk, (unsigned long)a->L, a->kind);
+    if (adjoint && a->dxp && (a->kind > PRN_RNN_MHGRU || !(a->dq || (a->dw && a->db))))
+        return prn_set_error(ctx, PRN_ERR_INVALID_ARGUMENT, "%s: dxp and dq are for the torch kinds, and both or neither", fn);
+    if (kb) {
+        const size_t heads = a->kind == PRN_RNN_MHGRU ? a->hk : S;
+        *kb = adjoint ? heads : a->mode == PRN_JACOBIAN_DIAG ? 1 : a->mode == PRN_JACOBIAN_BLOCK ? heads : S;
+    }
     return PRN_OK;
 }
 #define PRN__SIGM(T, EXP, x) ((T)1 / ((T)1 + EXP(-(x))))
@@ -5249,7 +5262,7 @@ PRN__FN prn_status prn__ref_deer_run(prn_context *ctx, const char *fn, const prn
     int nt, j, bad = 0;
     void *raw;
     double res = 0;
-    PRN__TRY(prn_backend_deer_check(ctx, fn, a));
+    PRN__TRY(prn_backend_deer_check(ctx, fn, a, adj, &kb));
     S = a->S;
     if (!a->B || !a->T) {
         if (!adj) { ((prn_deer_fused *)(uintptr_t)a)->residual = 0; ((prn_deer_fused *)(uintptr_t)a)->finite = 1; }
@@ -5259,14 +5272,9 @@ PRN__FN prn_status prn__ref_deer_run(prn_context *ctx, const char *fn, const prn
     z.a = a; z.adj = adj;
     G = a->kind == PRN_RNN_LSTM ? 4 : a->kind == PRN_RNN_GRU || a->kind == PRN_RNN_MHGRU ? 3 : 1;
     z.P = G * a->H;
-    z.dxq = adj && a->dxp && (a->dq || (a->dw && a->db)) && a->kind <= PRN_RNN_MHGRU; /* the torch kinds */
+    z.dxq = adj && a->dxp != NULL; /* the torch kinds (checked above) */
     z.dwb = z.dxq && a->dw && a->db;
     z.wc = a->kind == PRN_RNN_MHGRU ? a->hk : a->H;
-    if (adj && a->dxp && !z.dxq)
-        return prn_set_error(ctx, PRN_ERR_INVALID_ARGUMENT, "%s: dxp and dq are for the torch kinds, and both or neither", fn);
-    /* the adjoint needs the exact Jacobian: MHGRU's blocks, the others' all */
-    if (adj) kb = a->kind == PRN_RNN_MHGRU ? a->hk : S;
-    else kb = a->mode == PRN_JACOBIAN_DIAG ? 1 : a->mode == PRN_JACOBIAN_BLOCK && a->kind == PRN_RNN_MHGRU ? a->hk : S;
     z.kb = kb;
     es = prn_dtype_size(a->dtype);
     /* rows of a chunk: its gathered values (about 64 KiB) stay in L2 */
@@ -5381,17 +5389,24 @@ PRN__FN prn_status prn__ref_deer_adjoint(prn_context *ctx, const prn_deer_fused 
 }
 /* An exponent of all ones is NaN or Inf: OR over the lanes of a block, by
  * integer operations the compiler vectorises (no float compare, no
- * temporaries), one pass at memory speed. */
+ * temporaries), one pass at memory speed. f32's test is also the float
+ * frames' (memcpy: no aliasing of the caller's floats; it vectorises as a
+ * plain load does). */
+PRN__FN int prn__all_finite_f32(const float *x, size_t n) {
+    uint32_t u, bad = 0;
+    size_t i;
+    for (i = 0; i < n; ++i) {
+        memcpy(&u, x + i, sizeof u);
+        bad |= (uint32_t)((u & 0x7f800000u) == 0x7f800000u);
+    }
+    return !bad;
+}
 PRN__FN prn_status prn__ref_all_finite(prn_context *ctx, prn_dtype dtype, size_t n, const void *x, int *finite) {
     size_t i;
     (void)ctx;
     *finite = 1;
-    if (dtype == PRN_F32) {
-        const uint32_t *u = (const uint32_t *)x, e = 0x7f800000u;
-        uint32_t bad = 0;
-        for (i = 0; i < n; ++i) bad |= (uint32_t)((u[i] & e) == e);
-        *finite = !bad;
-    } else if (dtype == PRN_F64) {
+    if (dtype == PRN_F32) *finite = prn__all_finite_f32((const float *)x, n);
+    else if (dtype == PRN_F64) {
         const uint64_t *u = (const uint64_t *)x, e = 0x7ff0000000000000ull;
         uint64_t bad = 0;
         for (i = 0; i < n; ++i) bad |= (uint64_t)((u[i] & e) == e);
@@ -9401,15 +9416,6 @@ PRN__FN int prn__fr_finite(float v) {
     memcpy(&u, &v, sizeof u);
     return (u & 0x7f800000u) != 0x7f800000u;
 }
-PRN__FN int prn__fr_all_finite(const float *x, size_t n) {
-    uint32_t u, bad = 0;
-    size_t i;
-    for (i = 0; i < n; ++i) {
-        memcpy(&u, x + i, sizeof u);
-        bad |= (uint32_t)((u & 0x7f800000u) == 0x7f800000u);
-    }
-    return !bad;
-}
 
 /* e^x, sigmoid and tanh for the float frames, written so that they give
  * the same bits in the AVX2 path and the portable one under any compiler
@@ -9994,7 +10000,7 @@ PRN__DEF prn_status prn_rnn_framef_step(prn_rnn_framef *f, const float *x, float
     /* before any change: a refused frame leaves the state as it was. One
      * test of the whole input (a loop the compiler can vectorise), then the
      * search for the value to name */
-    if (!prn__fr_all_finite(x, B * In))
+    if (!prn__all_finite_f32(x, B * In))
         for (i = 0; i < B * In; ++i)
             if (!prn__fr_finite(x[i]))
                 return PRN__ERR(f->rnn->ctx, PRN_ERR_NONFINITE, "%s: argument 'x' [%lu] (row %lu) is %g", fn, (unsigned long)i,

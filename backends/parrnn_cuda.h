@@ -1003,26 +1003,20 @@ PRN__CU_FN int prn__cu_deer_takes(prn_context *ctx, const prn_deer_fused *a, int
  * of the arguments, the segments planned; 1: nothing to do (B or T 0). */
 PRN__CU_FN prn_status prn__cu_deer_args(prn_context *ctx, const char *fn, const prn_deer_fused *a, int adj, prn_cu_deer *k,
                                         int *empty) {
-    size_t S, G;
+    size_t S, G, kb;
+    prn_status st = prn_backend_deer_check(ctx, fn, a, adj, &kb);
     *empty = 0;
-    {
-        prn_status st = prn_backend_deer_check(ctx, fn, a);
-        if (st != PRN_OK) return st;
-    }
+    if (st != PRN_OK) return st;
     S = a->S;
     if (!prn_cu_deer_takes(a->kind, S))
         return prn_set_error(ctx, PRN_ERR_UNSUPPORTED, "%s: the CUDA kernels take at most 16 states; this cell has %lu "
                              "(deer_takes declines it)", fn, (unsigned long)S);
-    if (adj && a->dxp && (a->kind > PRN_RNN_MHGRU || !(a->dq || (a->dw && a->db))))
-        return prn_set_error(ctx, PRN_ERR_INVALID_ARGUMENT, "%s: dxp and dq are for the torch kinds, and both or neither", fn);
     if (!a->B || !a->T) { *empty = 1; return PRN_OK; }
     memset(k, 0, sizeof *k);
     G = a->kind == PRN_RNN_LSTM ? 4 : a->kind == PRN_RNN_GRU || a->kind == PRN_RNN_MHGRU ? 3 : 1;
     k->kind = a->kind; k->relu = a->relu; k->rev = a->reverse != 0;
     k->B = a->B; k->T = a->T; k->H = a->H; k->S = S; k->hk = a->hk; k->L = a->L; k->P = G * a->H;
-    /* the adjoint needs the exact Jacobian: MHGRU's blocks, the others' all */
-    if (adj) k->kb = a->kind == PRN_RNN_MHGRU ? a->hk : S;
-    else k->kb = a->mode == PRN_JACOBIAN_DIAG ? 1 : a->mode == PRN_JACOBIAN_BLOCK && a->kind == PRN_RNN_MHGRU ? a->hk : S;
+    k->kb = kb;
     prn_cu_deer_plan(a->B, a->T, &k->C, &k->Ls);
     k->ntask = a->B * k->C;
     memcpy(k->w, a->w, sizeof k->w);
