@@ -14,9 +14,14 @@ One line per measurement, for bench_rnn (which runs this with popen):
         T=<T> threads=<n> seconds=<best> median=<s> tokens_per_s=<v>
 (on one line), preceded by "TORCH_INFO version=<v> threads=<n>".
 
+Where cuDNN refuses a sequence that long (CUDNN_STATUS_NOT_SUPPORTED, seen at
+T = 10^6), the sequence runs as consecutive pieces of --chunk steps (default
+10000) with the state carried from one to the next and one graph over all
+of them (the backward goes through every piece); such lines say chunk=<n>.
+
 Usage: bench_rnn_torch.py [--threads N] [--T T] [--batch B[,B...]] [--input I]
                           [--hidden H[,H...]] [--kinds gru,lstm]
-                          [--modes fwd,fwdbwd] [--repeats R]
+                          [--modes fwd,fwdbwd] [--repeats R] [--chunk N]
 """
 import argparse
 import statistics
@@ -36,6 +41,7 @@ def main():
     p.add_argument("--modes", default="fwd,fwdbwd")
     p.add_argument("--repeats", type=int, default=5)
     p.add_argument("--seed", type=int, default=1)
+    p.add_argument("--chunk", type=int, default=10000, help="pieces' length where cuDNN refuses the whole sequence")
     p.add_argument("--device", default="cpu", help="cpu, or cuda: PyTorch on the GPU (cuDNN), synchronised per call")
     a = p.parse_args()
 
@@ -59,19 +65,36 @@ def main():
             x = torch.randn(B, a.T, a.input, dtype=torch.float32).to(dev)
             R = torch.randn(B, a.T, H, dtype=torch.float32).to(dev)
             for mode in a.modes.split(","):
+                chunk = [0]  # 0: the whole sequence in one call
+
+                def run(xx):
+                    if not chunk[0]:
+                        return rnn(xx)[0]
+                    ys, hx = [], None
+                    for t0 in range(0, a.T, chunk[0]):
+                        y, hx = rnn(xx[:, t0:t0 + chunk[0]], hx)
+                        ys.append(y)
+                    return torch.cat(ys, dim=1)
+
                 def call():
                     if mode == "fwd":
                         with torch.no_grad():
-                            y, _ = rnn(x)
+                            y = run(x)
                     else:
-                        y, _ = rnn(x)
+                        y = run(x)
                         (y * R).sum().backward()
                         for q in rnn.parameters():
                             q.grad = None
                     sync()  # the GPU queues work: the call ends when it is done
                     return y
 
-                call()  # warm-up
+                try:
+                    call()  # warm-up
+                except RuntimeError as e:
+                    if "NOT_SUPPORTED" not in str(e) or a.chunk <= 0 or a.chunk >= a.T:
+                        raise
+                    chunk[0] = a.chunk
+                    call()
                 times = []
                 for _ in range(a.repeats):
                     t0 = time.perf_counter()
@@ -79,9 +102,10 @@ def main():
                     times.append(time.perf_counter() - t0)
                 best = min(times)
                 print("TORCH kind=%s mode=%s hidden=%d batch=%d input=%d T=%d threads=%d "
-                      "seconds=%.6g median=%.6g tokens_per_s=%.6g" %
+                      "seconds=%.6g median=%.6g tokens_per_s=%.6g%s" %
                       (kind, mode, H, B, a.input, a.T, threads, best,
-                       statistics.median(times), B * a.T / best), flush=True)
+                       statistics.median(times), B * a.T / best,
+                       " chunk=%d" % chunk[0] if chunk[0] else ""), flush=True)
     return 0
 
 

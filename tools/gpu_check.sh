@@ -175,12 +175,15 @@ rnn_cudnn() {
 
 # DEER vs the sequential layer at the shapes: n = 1 and 32, T = 10^6,
 # B = 16 (bench_deer's batch), with gradients
+# (the composed path at n = 32 needs ~66 GB: the budget is 85% of the GPU's memory)
 deer_targets() {
-    local n ns="1 32" rc=0
+    local n ns="1 32" rc=0 GPU_MEM_GB
+    GPU_MEM_GB=$(nvidia-smi --query-gpu=memory.total --format=csv,noheader,nounits 2>/dev/null | head -n 1 | awk '{ printf "%d", $1 * 1.048576e-3 * 0.85 }')
+    [ -n "$GPU_MEM_GB" ] && [ "$GPU_MEM_GB" -gt 0 ] 2>/dev/null || GPU_MEM_GB=60
     [ "$SMOKE" = 1 ] && ns="1 4" # --quick measures n = 1 and 4 only
     for n in $ns; do
         if [ "$SMOKE" = 1 ]; then "$BUNDLE/bench/bench_deer" --backend cuda --quick --n "$n" --T 1000 --grad || rc=1
-        else "$BUNDLE/bench/bench_deer" --backend cuda --n "$n" --T 1000000 --grad --time-budget 100 --mem-gb 60 || rc=1; fi
+        else "$BUNDLE/bench/bench_deer" --backend cuda --n "$n" --T 1000000 --grad --time-budget 100 --mem-gb "$GPU_MEM_GB" || rc=1; fi
     done
     return $rc
 }
