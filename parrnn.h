@@ -4457,12 +4457,22 @@ PRN__FN prn_status prn__ref_rnn_layer_backward(prn_context *ctx, prn_dtype dtype
  * the inner loop runs along contiguous memory. par threads the row loop
  * (for few large systems). */
 #ifdef _OPENMP
-#define PRN__LU_ROWS_PAR PRN__PRAGMA(omp parallel for num_threads(nt) schedule(static) if(par && n - j > 64))
+/* A column's elimination is (n - j)^2 multiply-adds: a region of threads
+ * only where each gets PRN__PAR_MIN of them (a region per column of a
+ * 100 x 100 system on 16 threads cost 28x the serial solve on a 16-core
+ * machine: 36 forks and joins of microseconds each per solve). */
+#define PRN__LU_ROWS_PAR PRN__PRAGMA(omp parallel for num_threads(prn__work_nt((double)(n - j) * (n - j), nt)) schedule(static) if(par && prn__work_nt((double)(n - j) * (n - j), nt) > 1))
 #define PRN__LU_BATCH_PAR PRN__PRAGMA(omp parallel for num_threads(prn__nt) schedule(dynamic) if(prn__par && !inner))
 #else
 #define PRN__LU_ROWS_PAR
 #define PRN__LU_BATCH_PAR
 #endif
+/* Threads for a region of work multiply-adds: at most nt, each with at
+ * least PRN__PAR_MIN of them (1: run it serially). */
+PRN__FN int prn__work_nt(double work, int nt) {
+    double w = work / PRN__PAR_MIN;
+    return w < nt ? (w < 1 ? 1 : (int)w) : nt;
+}
 #define PRN__LU_SOLVE(T)                                                         \
     PRN__FN int prn__lu_solve_##T(size_t n, T *a, T *r, int par, int nt) {        \
         size_t j;                                                                \
@@ -11608,8 +11618,9 @@ PRN__FN void prn__sc_gemm(size_t M, const double *A, const double *B, double *C,
     }
 #endif
     (void)nt; (void)par;
+    nt = prn__work_nt((double)M * M * M, nt); /* a fork per product: only where it pays */
 #ifdef _OPENMP
-    PRN__PRAGMA(omp parallel for num_threads(nt) schedule(static) if(par && M >= 64))
+    PRN__PRAGMA(omp parallel for num_threads(nt) schedule(static) if(par && nt > 1))
 #endif
     for (i = 0; i < (long)M; ++i) {
         double *Ci = C + (size_t)i * M;
