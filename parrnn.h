@@ -12283,7 +12283,7 @@ PRN__FN prn_status prn__scyfi(prn_context *ctx, const prn_pwl_model *m, const pr
     s.m = m;
     s.M = M = (size_t)m->M;
     s.R = R = prn__pwl_bits(m);
-    s.nt = prn_context_num_threads(ctx);
+    s.nt = prn__team(ctx); /* one thread while the machine is busy: the cycles are the same for any count */
     if (!s.be->solve_batched)
         return PRN__ERR(ctx, PRN_ERR_UNSUPPORTED, "%s: the backend '%s' has no solve_batched", fn, s.be->name);
     if (s.o.exhaustive) {
