@@ -72,7 +72,8 @@
  *     another process has preempted arrives a time slice (milliseconds)
  *     late. So every 20 ms of calls a context opens an empty region and
  *     times its threads' arrival; one later than 0.3 ms makes the
- *     context's regions (its elementwise ops, reductions, fused layers)
+ *     context's regions (its elementwise ops, reductions, fused layers,
+ *     SCYFI's searches)
  *     run on one thread until the next look (after 20 ms, doubling to
  *     0.5 s while the machine stays busy). Results are the same bits with
  *     any number of threads there. (The chunked scan and DEER's fused
