@@ -950,7 +950,7 @@ PRN__CU_FN prn_status prn__cu_scan_diag(prn_context *ctx, prn_dtype dtype, int r
         if ((st = prn__cu_malloc(ctx, s, bytes, &scratch, "scan_diag: look-back status")) != PRN_OK) return st;
         st = prn__cu_launched(ctx, "scan_diag", "scan_diag_lookback",
                               prn_cu_scan_diag_lookback(s->stream, dtype == PRN_F64, batch, T, C, reverse != 0, a, b,
-                                                        h0, h, scratch));
+                                                        h0, h, scratch, s->sm_count));
         prn__cu_mfree(s, scratch);
         return st;
     }
