@@ -525,11 +525,13 @@ __global__ void __launch_bounds__(PRN_LB_TPB, prn_lb<R>::BPS)
         __syncthreads();
         if (tid < cwp) { /* exclusive prefixes of the raking groups; the tile's map */
             R cm = 1, co = 0;
-            for (unsigned g = 0; g < ng; ++g) {
-                zm[(g << cwl) + tid] = cm;
-                zo[(g << cwl) + tid] = co;
-                prn_lb_then(cm, co, ym[(g << cwl) + tid], yo[(g << cwl) + tid]);
-            }
+#pragma unroll
+            for (unsigned g = 0; g < PRN_LB_NG; ++g)
+                if (g < ng) {
+                    zm[(g << cwl) + tid] = cm;
+                    zo[(g << cwl) + tid] = co;
+                    prn_lb_then(cm, co, ym[(g << cwl) + tid], yo[(g << cwl) + tid]);
+                }
             am[tid] = cm;
             ao[tid] = co;
             if (tid < w) L::put2(agg + (v * cw + tid) * 2, cm, co);
@@ -571,7 +573,9 @@ __global__ void __launch_bounds__(PRN_LB_TPB, prn_lb<R>::BPS)
         /* 4. P_i = M_i(I_{i-D} or h0); I_i = A_i(P_i) published */
         if (tid < w) {
             R cm = 1, co = 0, base;
-            for (unsigned g = 0; g < ng; ++g) prn_lb_then(cm, co, ym[(g << cwl) + tid], yo[(g << cwl) + tid]);
+#pragma unroll
+            for (unsigned g = 0; g < PRN_LB_NG; ++g)
+                if (g < ng) prn_lb_then(cm, co, ym[(g << cwl) + tid], yo[(g << cwl) + tid]);
             if (i >= D) {
                 while (ib == NOT_YET) {
                     __nanosleep(32);
