@@ -40,16 +40,17 @@
  *
  * SCANS
  *   Diagonal, AUTO: when batch x channels alone fill the device, a thread
- *   per (sequence, channel) walks time (one read of a and b); otherwise,
- *   where enough (sequence, channel group) chains run side by side to hide
- *   the look-back's serial hop per window (prn_cu_scan_diag_lookback_pays,
- *   kernels_cuda/scan.cu: f32 at C = 8 from 7 sequences, at C = 1 or
- *   C >= 64 from one), a single pass with look-back: tiles of time x
- *   channels, handed out in order by an atomic ticket, publish their affine
- *   maps, compose those of the earlier tiles of their window with the state
- *   the window before passed on, in a fixed order (the same bits on every
- *   run), and write h -- a and b read once. Fewer chains: the chunked scan
- *   below. The environment variable PARRNN_CUDA_SCAN=lookback or =chunked,
+ *   per (sequence, channel) walks time (one read of a and b); otherwise a
+ *   single pass with decoupled look-back (kernels_cuda/scan.cu): tiles of
+ *   time x channels, handed out in order by an atomic ticket, publish
+ *   their affine maps as soon as they have read them; a tile starts from
+ *   the outgoing state of the tile D places back in its chain composed
+ *   with the D-1 maps between, in an order fixed by the shape and the tile
+ *   (the same bits on every run), so no tile waits on a chain of
+ *   look-backs; a and b are read once. Its model
+ *   (prn_cu_scan_diag_lookback_pays) prefers it to the chunked scan at
+ *   every shape whose status fits; the chunked scan below serves the
+ *   others. The environment variable PARRNN_CUDA_SCAN=lookback or =chunked,
  *   read at context creation, overrides that choice (tests, benchmarks).
  *   CHUNKED and TREE, and every block scan: reduce / scan / expand, parallel
  *   along the sequence: time is cut into chunks, each chunk is folded into
@@ -950,7 +951,7 @@ PRN__CU_FN prn_status prn__cu_scan_diag(prn_context *ctx, prn_dtype dtype, int r
         if ((st = prn__cu_malloc(ctx, s, bytes, &scratch, "scan_diag: look-back status")) != PRN_OK) return st;
         st = prn__cu_launched(ctx, "scan_diag", "scan_diag_lookback",
                               prn_cu_scan_diag_lookback(s->stream, dtype == PRN_F64, batch, T, C, reverse != 0, a, b,
-                                                        h0, h, scratch));
+                                                        h0, h, scratch, s->sm_count));
         prn__cu_mfree(s, scratch);
         return st;
     }

@@ -83,4 +83,34 @@ template <typename R> struct alignas(16) prn_vec {
     R v[16 / sizeof(R)];
 };
 
+/* Asynchronous copies from global to shared memory (cp.async, sm_80 and
+ * later): the data go to shared memory without passing through registers,
+ * so a thread can have all its loads in flight at once whatever their
+ * number; prn_cp_wait waits for the thread's own copies (a barrier after it
+ * makes them visible to the block). One element, or 16 bytes (both
+ * addresses 16-byte aligned). Elsewhere (the emulator) plain copies. */
+template <typename R> __device__ __forceinline__ void prn_cp1(R *s, const R *g) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+    asm volatile("cp.async.ca.shared.global [%0], [%1], %2;\n" ::"r"((unsigned)__cvta_generic_to_shared(s)),
+                 "l"(__cvta_generic_to_global(g)), "n"((int)sizeof(R))
+                 : "memory");
+#else
+    *s = *g;
+#endif
+}
+template <typename R> __device__ __forceinline__ void prn_cp16(R *s, const R *g) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"((unsigned)__cvta_generic_to_shared(s)),
+                 "l"(__cvta_generic_to_global(g))
+                 : "memory");
+#else
+    *(prn_vec<R> *)s = *(const prn_vec<R> *)g;
+#endif
+}
+__device__ __forceinline__ void prn_cp_wait(void) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+    asm volatile("cp.async.wait_all;\n" ::: "memory");
+#endif
+}
+
 #endif

@@ -103,16 +103,18 @@ int prn_cu_scan_diag_fold(cudaStream_t s, int f64, size_t batch, size_t T, size_
                           const void *a, const void *b, void *m, void *o);
 int prn_cu_scan_diag_expand(cudaStream_t s, int f64, size_t batch, size_t T, size_t C, size_t L, size_t nch,
                             int rev, const void *a, const void *b, const void *h0, const void *carry, void *h);
-/* diag lookback: the whole scan in one pass (decoupled look-back); scratch
- * holds prn_cu_scan_diag_lookback_bytes(f64, batch, T, C) bytes, 0 when the
- * shape has too many tiles for it (then the chunked scan serves). */
+/* diag lookback: the whole scan in one pass (decoupled look-back, a and b
+ * read once; kernels_cuda/scan.cu); scratch holds
+ * prn_cu_scan_diag_lookback_bytes(f64, batch, T, C) bytes, 0 when the
+ * shape has too many tiles for it (then the chunked scan serves); sm: the
+ * device's multiprocessors (sizes the grid, not the results). */
 size_t prn_cu_scan_diag_lookback_bytes(int f64, size_t batch, size_t T, size_t C);
 /* 1 when PRN_SCAN_AUTO should take the look-back for this shape, 0 when
- * its serial chain of windows would leave the chunked scan faster (the
+ * its chains of states would leave it slower than the chunked scan (the
  * model is at the function, kernels_cuda/scan.cu) */
 int prn_cu_scan_diag_lookback_pays(int f64, size_t batch, size_t T, size_t C);
 int prn_cu_scan_diag_lookback(cudaStream_t s, int f64, size_t batch, size_t T, size_t C, int rev, const void *a,
-                              const void *b, const void *h0, void *h, void *scratch);
+                              const void *b, const void *h0, void *h, void *scratch, int sm);
 /* block fold: M [batch, nm, C, k] and v [batch, nm, C] of chunks 0..nm-1;
  * block expand as diag expand, carry [batch, nch-1, C]. */
 int prn_cu_scan_block_fold(cudaStream_t s, int f64, size_t batch, size_t T, size_t C, size_t k, size_t L,

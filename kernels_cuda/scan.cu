@@ -194,347 +194,419 @@ __global__ void __launch_bounds__(PRN_EXPAND_TPB)
 }
 
 /* ---- The single-pass diagonal scan: decoupled look-back ----
- * A tile is `rows` = tn * PRN_LB_ITEMS steps of cw channels of one sequence
- * (cw = C up to PRN_LB_CW, then groups of PRN_LB_CW); a block's threads are
- * (channel tc, time slice tt) pairs, tn = PRN_LB_TPB / cw slices of
- * PRN_LB_ITEMS steps each. The tiles of a (sequence, channel group) form
- * windows of tn tiles. Per tile j, a block:
- *   1. loads a and b (coalesced) into shared memory -- the only read;
- *   2. folds each slice into an affine map and scans the maps along time;
- *   3. unless it ends its window, publishes its map (flag 1) per channel;
- *   4. looks back: slice tt takes tile j-1-tt of its window (its map), the
- *      slice after those takes the window's incoming state -- published
- *      (flag 2) by the last tile of the window before, or h0 -- and the
- *      slices' maps are composed by a tree of fixed shape;
- *   5. if it ends its window, publishes its outgoing state (flag 2); writes
- *      h from shared memory.
- * Every composition is fixed by j alone, not by which tiles happened to be
- * done: results are the same bits on every run (the rule of the library),
- * unlike a look-back that stops at the first finished predecessor. The
- * price is a chain of one flag round trip per window of tn tiles.
- * Tiles are handed out by an atomic ticket, window position slowest and
- * (sequence, group) fastest, so the chains of all sequences and groups
- * advance together, and a tile waits only for tiles with lower tickets,
- * which blocks already hold: no deadlock, however the device schedules
- * blocks. Status words are read and written volatile (not cached in L1)
- * with a fence between a value and its flag; status arrays are per
- * (tile, channel), indexed by ticket: flag [tiles * cw], val
- * [tiles * cw * 2] (the map (m, o), or the state in o); the ticket and the
- * flags are zeroed before the launch. */
+ * a and b are read once and h written once: 12 bytes per element for f32,
+ * the same traffic as a copy of 1.5 arrays, so the scan can run at the
+ * memory roof if enough bytes are in flight and no tile waits long.
+ *
+ * Tiles. A tile is `rows` steps of cw channels of one sequence: up to 32
+ * bytes of channels (8 in f32, 4 in f64), whole rows (one contiguous run
+ * of memory); beyond, a group of that many channels (row pieces of 32
+ * bytes, a memory sector; the groups of a row range are consecutive
+ * tickets, so they are read at about the same time). The block's 256
+ * threads are (channel tc, slice tt) pairs, tc < cwp (cw rounded up to a
+ * power of two), tn = 256 / cwp slices of ITEMS steps each (ITEMS odd: a
+ * slice's column reads hit distinct shared-memory banks). A (sequence, group) is a chain of nt
+ * tiles, tile i holding steps [i rows, (i+1) rows).
+ *
+ * Per tile, a block
+ *   1. copies a and b into shared memory with cp.async (all of a thread's
+ *      copies in flight at once, 16-byte pieces where aligned; no
+ *      registers held), then takes its next ticket while they land;
+ *   2. folds each slice into an affine map h -> m h + o, scans the slices'
+ *      maps (a raking scan in groups of 16 slices) and PUBLISHES the tile's
+ *      aggregate A_i = (m, o) per channel at once -- before any waiting;
+ *   3. looks back: its incoming state is
+ *          P_i = M_i(I_{i-D}),  M_i = A_{i-1} o ... o A_{i-D+1},
+ *      where I_{i-D} is the inclusive (outgoing) state of the tile D
+ *      places back in its chain (h0 for i < D, with M_i composing tiles
+ *      0..i-1). The block's threads read the D-1 aggregates at once (a
+ *      slice takes up to KPMAX consecutive ones), compose them in a
+ *      tree of fixed shape, and only then need I_{i-D};
+ *   4. PUBLISHES its inclusive state I_i = A_i(P_i), then runs its slices
+ *      from P_i and writes h (16-byte stores where aligned).
+ * So no tile waits on a chain of predecessors' look-backs: the aggregates
+ * it reads are published by tiles right after their own loads, and the
+ * one state it needs was made D tiles earlier. The states form D
+ * interleaved chains, each hop one L2 round trip (poll, one multiply-add,
+ * store): D x (tiles of all chains side by side) x tile bytes must cover
+ * the bytes the device moves in a hop, about PRN_LB_HOP_BYTES (8 MB: 4
+ * TB/s for 2 us), which sets D from the shape alone.
+ *
+ * Determinism: which values a tile combines, and the order and tree shape
+ * of every combination, are functions of (shape, i) alone -- never of
+ * which tiles happen to be done -- so every run gives the same bits (the
+ * library's rule; a classic look-back that stops at the first finished
+ * predecessor does not).
+ *
+ * Waiting and order. Tiles are handed out by an atomic ticket in launch
+ * order, chain fastest (the chains of all sequences and groups advance
+ * together); a tile waits only for tiles with lower tickets, taken by
+ * blocks that are running or done -- a block holds at most its current
+ * tile and its next ticket, which is higher -- so the lowest unfinished
+ * tile can always proceed: no deadlock, however blocks are scheduled. The
+ * status words are written once: the ticket and the words start as all
+ * ones (one memset), a value is stored with its NaNs made canonical, so
+ * "all ones" means "not yet" and a reader polls the value itself (volatile
+ * loads that bypass L1). A value is the whole message -- nothing else is
+ * read through it -- so no fence is needed; (m, o) pairs are checked half
+ * by half, so a torn read only means one more poll. */
 #define PRN_LB_TPB 256
-#define PRN_LB_ITEMS 9 /* odd: a slice's column reads hit distinct shared-memory banks */
-#define PRN_LB_CW 8    /* 32-byte row segments (f32); more windows in flight at large C */
+/* channels of a group: 32 bytes of a row (a memory sector), 8 in f32, 4 in
+ * f64; up to that, a tile holds whole rows */
+#define PRN_LB_CW(R) ((unsigned)(32 / sizeof(R)))
+#define PRN_LB_K 16    /* slices per raking group */
+#define PRN_LB_NG (PRN_LB_TPB / PRN_LB_K)
+#define PRN_LB_XS (PRN_LB_TPB + PRN_LB_NG) /* slice maps, one pad entry per raking group */
+#define PRN_LB_HOP_BYTES ((size_t)8000000)
+
+/* Per element type: the steps a thread folds (odd), the blocks per SM the
+ * registers are bounded for (f32: 6 x 36 KB of shared memory fit an H100,
+ * f64: 5 x 38 KB), the look-back terms a slice reads at most (registers),
+ * and the status words' integer type. */
+template <typename R> struct prn_lb;
+template <> struct prn_lb<float> {
+    typedef unsigned U;
+    enum { ITEMS = 15, BPS = 6, KPMAX = 8 };
+    static __device__ __forceinline__ U canon(float x) {
+        union { float f; U u; } v;
+        v.f = x;
+        return x != x ? 0x7fc00000u : v.u;
+    }
+    static __device__ __forceinline__ float val(U u) {
+        union { float f; U u; } v;
+        v.u = u;
+        return v.f;
+    }
+    /* the (m, o) pair at p: one 64-bit access */
+    static __device__ __forceinline__ void put2(U *p, float m, float o) {
+        *(volatile unsigned long long *)p = (unsigned long long)canon(o) << 32 | canon(m);
+    }
+    static __device__ __forceinline__ void get2(const U *p, U &m, U &o) {
+        const unsigned long long x = *(const volatile unsigned long long *)p;
+        m = (U)x;
+        o = (U)(x >> 32);
+    }
+};
+template <> struct prn_lb<double> {
+    typedef unsigned long long U;
+    enum { ITEMS = 7, BPS = 4, KPMAX = 8 };
+    static __device__ __forceinline__ U canon(double x) {
+        union { double f; U u; } v;
+        v.f = x;
+        return x != x ? 0x7ff8000000000000ull : v.u;
+    }
+    static __device__ __forceinline__ double val(U u) {
+        union { double f; U u; } v;
+        v.u = u;
+        return v.f;
+    }
+    static __device__ __forceinline__ void put2(U *p, double m, double o) {
+        ((volatile U *)p)[0] = canon(m);
+        ((volatile U *)p)[1] = canon(o);
+    }
+    static __device__ __forceinline__ void get2(const U *p, U &m, U &o) {
+        m = ((const volatile U *)p)[0];
+        o = ((const volatile U *)p)[1];
+    }
+};
 
 /* m x + o, where a zero state stays zero whatever m is: m, a product of many
  * decays, may have overflowed, which the step-by-step recurrence never
  * forms. */
 template <typename R> __device__ __forceinline__ R prn_lb_apply(R m, R x, R o) { return x == (R)0 ? o : m * x + o; }
+/* (cm, co) followed by (m, o) */
+template <typename R> __device__ __forceinline__ void prn_lb_then(R &cm, R &co, R m, R o) {
+    co = prn_lb_apply(m, co, o);
+    cm *= m;
+}
 
 /* Shared-memory row of the tile's row r (in the order of the recurrence).
- * A tile of one group is stored in memory order (a contiguous copy), so
+ * A whole-rows tile is stored in memory order (a contiguous copy), so
  * reversed, its first nr rows are flipped; rows past nr are padding. */
 __device__ __forceinline__ unsigned prn_lb_srow(unsigned r, unsigned nr, bool flip) {
     return flip && r < nr ? nr - 1 - r : r;
 }
+/* Slot of slice s, channel tc in the slice-map arrays: one pad entry per
+ * group of PRN_LB_K slices, so the raking threads hit distinct banks. */
+__device__ __forceinline__ unsigned prn_lb_xi(unsigned s, unsigned tc, unsigned cwl) {
+    return ((s + s / PRN_LB_K) << cwl) + tc;
+}
 
-/* Phase 1 of the look-back: a and b of the tile into sa, sb, with the
- * identity (1, 0) in rows past nr and channels past w. All of a thread's
- * global loads are issued before its first shared store, so they are in
- * flight together (up to 2 x 9 x 4 bytes per thread for f32 scalars, 2 x 3
- * x 16 with vectors). No run-time division: a one-group tile (span: C <=
- * PRN_LB_CW) is a contiguous run [s0, s0 + nr C) of memory copied as it is,
- * 128-bit loads in the middle, a scalar head up to the first 16-byte
- * boundary and a scalar tail; a tile of a group of PRN_LB_CW = 8 channels
- * has rows of 8, indexed by shifts, loaded in 16-byte pieces when C is a
- * multiple of the vector (then so is w). vec: a, b and h are 16-byte
- * aligned (the host checks). */
+/* Phase 1: a and b of the tile into sa, sb, with the identity (1, 0) in
+ * rows past nr and channels past w; cp.async, nothing waited for here.
+ * Whole rows (span): the run [s0, s0 + nr C) of memory, element e at
+ * sa[sh + e] with sh = s0 mod the vector, so that 16-byte boundaries of
+ * memory and of shared memory coincide: 16-byte pieces in the middle,
+ * single elements at the ends. Groups: row r at sa[8 r], 16-byte pieces
+ * when C is a multiple of the vector (then so is w). vec: a, b and h are
+ * 16-byte aligned (the host checks). */
 template <typename R>
-__device__ __forceinline__ void prn_lb_load(unsigned tid, bool span, int vec, int rev, size_t T, size_t C, size_t n,
-                                            size_t c0, size_t t0, size_t s0, unsigned nr, unsigned w, unsigned tot,
-                                            const R *a, const R *b, R *sa, R *sb) {
-    typedef prn_vec<R> V;
-    const unsigned NV = V::N, UV = (PRN_LB_ITEMS + V::N - 1) / V::N;
+__device__ __forceinline__ void prn_lb_load(unsigned tid, bool span, int vec, unsigned C, ptrdiff_t ds, unsigned sh,
+                                            unsigned nr, unsigned w, unsigned rows, const R *a, const R *b, R *sa,
+                                            R *sb) {
+    enum { NV = prn_vec<R>::N, VR = PRN_LB_CW(R) / prn_vec<R>::N };
     if (span) {
-        const unsigned cnt = nr * (unsigned)C;
+        const unsigned cnt = nr * C, tot = rows * C;
         if (vec) {
-            const unsigned hd = (unsigned)prn_min((NV - (unsigned)(s0 & (NV - 1))) & (NV - 1), cnt);
-            const unsigned nv = (cnt - hd) / NV, tl = hd + nv * NV; /* NV: a power of two, a shift */
-            const V *va = (const V *)(a + s0 + hd), *vb = (const V *)(b + s0 + hd);
-            V xa[UV], xb[UV];
-            R ya = 1, yb = 0;
-            /* the head (thread tid < hd) and the tail (threads NV..): one scalar each */
-            const unsigned se = tid < hd ? tid : tid >= NV && tid - NV < cnt - tl ? tl + tid - NV : ~0u;
-#pragma unroll
-            for (unsigned u = 0; u < UV; ++u)
-                if (tid + u * PRN_LB_TPB < nv) {
-                    xa[u] = va[tid + u * PRN_LB_TPB];
-                    xb[u] = vb[tid + u * PRN_LB_TPB];
-                }
-            if (se != ~0u) {
-                ya = a[s0 + se];
-                yb = b[s0 + se];
+            const unsigned hd = (unsigned)prn_min((NV - sh) & (NV - 1), cnt);
+            const unsigned nv = (cnt - hd) / NV, tl = hd + nv * NV, ns = hd + cnt - tl;
+            for (unsigned j = tid; j < nv; j += PRN_LB_TPB) {
+                const unsigned e = hd + j * NV;
+                prn_cp16(sa + sh + e, a + e);
+                prn_cp16(sb + sh + e, b + e);
             }
-#pragma unroll
-            for (unsigned u = 0; u < UV; ++u)
-                if (tid + u * PRN_LB_TPB < nv) {
-                    const unsigned e = hd + (tid + u * PRN_LB_TPB) * NV;
-#pragma unroll
-                    for (unsigned k = 0; k < NV; ++k) {
-                        sa[e + k] = xa[u].v[k];
-                        sb[e + k] = xb[u].v[k];
-                    }
-                }
-            if (se != ~0u) {
-                sa[se] = ya;
-                sb[se] = yb;
+            if (tid < ns) { /* the head (< hd) and the tail (>= tl): one element a thread */
+                const unsigned e = tid < hd ? tid : tl + tid - hd;
+                prn_cp1(sa + sh + e, a + e);
+                prn_cp1(sb + sh + e, b + e);
             }
         } else {
-            R xa[PRN_LB_ITEMS], xb[PRN_LB_ITEMS];
-#pragma unroll
-            for (unsigned u = 0; u < PRN_LB_ITEMS; ++u)
-                if (tid + u * PRN_LB_TPB < cnt) {
-                    xa[u] = a[s0 + tid + u * PRN_LB_TPB];
-                    xb[u] = b[s0 + tid + u * PRN_LB_TPB];
-                }
-#pragma unroll
-            for (unsigned u = 0; u < PRN_LB_ITEMS; ++u)
-                if (tid + u * PRN_LB_TPB < cnt) {
-                    sa[tid + u * PRN_LB_TPB] = xa[u];
-                    sb[tid + u * PRN_LB_TPB] = xb[u];
-                }
+            for (unsigned e = tid; e < cnt; e += PRN_LB_TPB) {
+                prn_cp1(sa + e, a + e);
+                prn_cp1(sb + e, b + e);
+            }
         }
         for (unsigned e = cnt + tid; e < tot; e += PRN_LB_TPB) {
+            sa[sh + e] = 1;
+            sb[sh + e] = 0;
+        }
+        return;
+    }
+    const unsigned tot = rows * PRN_LB_CW(R);
+    if (vec) {
+        for (unsigned j = tid; j < tot / NV; j += PRN_LB_TPB) {
+            const unsigned r = j / VR, q = j % VR * NV, e = j * NV;
+            if (r < nr && q < w) {
+                const ptrdiff_t g = (ptrdiff_t)r * ds + q;
+                prn_cp16(sa + e, a + g);
+                prn_cp16(sb + e, b + g);
+            } else {
+                for (unsigned k = 0; k < NV; ++k) {
+                    sa[e + k] = 1;
+                    sb[e + k] = 0;
+                }
+            }
+        }
+        return;
+    }
+    for (unsigned e = tid; e < tot; e += PRN_LB_TPB) {
+        const unsigned r = e / PRN_LB_CW(R), q = e % PRN_LB_CW(R);
+        if (r < nr && q < w) {
+            const ptrdiff_t g = (ptrdiff_t)r * ds + q;
+            prn_cp1(sa + e, a + g);
+            prn_cp1(sb + e, b + g);
+        } else {
             sa[e] = 1;
             sb[e] = 0;
         }
-        return;
-    }
-    /* groups of PRN_LB_CW channels: tot = PRN_LB_TPB * PRN_LB_ITEMS */
-    if (vec && C % NV == 0) {
-        const unsigned VR = PRN_LB_CW / V::N; /* vectors per row */
-        V xa[UV], xb[UV];
-#pragma unroll
-        for (unsigned u = 0; u < UV; ++u) {
-            const unsigned vi = tid + u * PRN_LB_TPB, r = vi / VR, q = vi % VR * NV;
-            if (vi < tot / NV && r < nr && q < w) {
-                const size_t i = (n * T + PRN_ROW(t0 + r)) * C + c0 + q;
-                xa[u] = *(const V *)(a + i);
-                xb[u] = *(const V *)(b + i);
-            }
-        }
-#pragma unroll
-        for (unsigned u = 0; u < UV; ++u) {
-            const unsigned vi = tid + u * PRN_LB_TPB, r = vi / VR, q = vi % VR * NV;
-            if (vi < tot / NV) {
-                const bool in = r < nr && q < w;
-#pragma unroll
-                for (unsigned k = 0; k < NV; ++k) {
-                    sa[vi * NV + k] = in ? xa[u].v[k] : (R)1;
-                    sb[vi * NV + k] = in ? xb[u].v[k] : (R)0;
-                }
-            }
-        }
-        return;
-    }
-    R xa[PRN_LB_ITEMS], xb[PRN_LB_ITEMS];
-#pragma unroll
-    for (unsigned u = 0; u < PRN_LB_ITEMS; ++u) {
-        const unsigned e = tid + u * PRN_LB_TPB, r = e / PRN_LB_CW, q = e % PRN_LB_CW;
-        xa[u] = 1;
-        xb[u] = 0;
-        if (r < nr && q < w) {
-            const size_t i = (n * T + PRN_ROW(t0 + r)) * C + c0 + q;
-            xa[u] = a[i];
-            xb[u] = b[i];
-        }
-    }
-#pragma unroll
-    for (unsigned u = 0; u < PRN_LB_ITEMS; ++u) {
-        sa[tid + u * PRN_LB_TPB] = xa[u];
-        sb[tid + u * PRN_LB_TPB] = xb[u];
     }
 }
 
-/* The last phase: h from sa, in the layout of prn_lb_load; 128-bit stores
- * where it used 128-bit loads. */
+/* The last phase: h from sa, in the layout of prn_lb_load; 16-byte stores
+ * where it made 16-byte copies. */
 template <typename R>
-__device__ __forceinline__ void prn_lb_store(unsigned tid, bool span, int vec, int rev, size_t T, size_t C, size_t n,
-                                             size_t c0, size_t t0, size_t s0, unsigned nr, unsigned w, const R *sa,
-                                             R *h) {
+__device__ __forceinline__ void prn_lb_store(unsigned tid, bool span, int vec, unsigned C, ptrdiff_t ds, unsigned sh,
+                                             unsigned nr, unsigned w, const R *sa, R *h) {
     typedef prn_vec<R> V;
-    const unsigned NV = V::N, UV = (PRN_LB_ITEMS + V::N - 1) / V::N;
+    enum { NV = V::N, VR = PRN_LB_CW(R) / V::N };
     if (span) {
-        const unsigned cnt = nr * (unsigned)C;
+        const unsigned cnt = nr * C;
         if (vec) {
-            const unsigned hd = (unsigned)prn_min((NV - (unsigned)(s0 & (NV - 1))) & (NV - 1), cnt);
-            const unsigned nv = (cnt - hd) / NV, tl = hd + nv * NV;
-            V *vh = (V *)(h + s0 + hd);
-            const unsigned se = tid < hd ? tid : tid >= NV && tid - NV < cnt - tl ? tl + tid - NV : ~0u;
-#pragma unroll
-            for (unsigned u = 0; u < UV; ++u)
-                if (tid + u * PRN_LB_TPB < nv) {
-                    const unsigned e = hd + (tid + u * PRN_LB_TPB) * NV;
-                    V x;
-#pragma unroll
-                    for (unsigned k = 0; k < NV; ++k) x.v[k] = sa[e + k];
-                    vh[tid + u * PRN_LB_TPB] = x;
-                }
-            if (se != ~0u) h[s0 + se] = sa[se];
-        } else {
-#pragma unroll
-            for (unsigned u = 0; u < PRN_LB_ITEMS; ++u)
-                if (tid + u * PRN_LB_TPB < cnt) h[s0 + tid + u * PRN_LB_TPB] = sa[tid + u * PRN_LB_TPB];
-        }
-        return;
-    }
-    if (vec && C % NV == 0) {
-        const unsigned VR = PRN_LB_CW / V::N;
-#pragma unroll
-        for (unsigned u = 0; u < UV; ++u) {
-            const unsigned vi = tid + u * PRN_LB_TPB, r = vi / VR, q = vi % VR * NV;
-            if (vi < PRN_LB_TPB * PRN_LB_ITEMS / NV && r < nr && q < w) {
-                V x;
-#pragma unroll
-                for (unsigned k = 0; k < NV; ++k) x.v[k] = sa[vi * NV + k];
-                *(V *)(h + (n * T + PRN_ROW(t0 + r)) * C + c0 + q) = x;
+            const unsigned hd = (unsigned)prn_min((NV - sh) & (NV - 1), cnt);
+            const unsigned nv = (cnt - hd) / NV, tl = hd + nv * NV, ns = hd + cnt - tl;
+            for (unsigned j = tid; j < nv; j += PRN_LB_TPB) {
+                const unsigned e = hd + j * NV;
+                *(V *)(h + e) = *(const V *)(sa + sh + e);
             }
+            if (tid < ns) {
+                const unsigned e = tid < hd ? tid : tl + tid - hd;
+                h[e] = sa[sh + e];
+            }
+        } else {
+            for (unsigned e = tid; e < cnt; e += PRN_LB_TPB) h[e] = sa[e];
         }
         return;
     }
-#pragma unroll
-    for (unsigned u = 0; u < PRN_LB_ITEMS; ++u) {
-        const unsigned e = tid + u * PRN_LB_TPB, r = e / PRN_LB_CW, q = e % PRN_LB_CW;
-        if (r < nr && q < w) h[(n * T + PRN_ROW(t0 + r)) * C + c0 + q] = sa[e];
+    if (vec) {
+        for (unsigned j = tid; j < nr * VR; j += PRN_LB_TPB) {
+            const unsigned r = j / VR, q = j % VR * NV;
+            if (q < w) *(V *)(h + (ptrdiff_t)r * ds + q) = *(const V *)(sa + j * NV);
+        }
+        return;
+    }
+    for (unsigned e = tid; e < nr * PRN_LB_CW(R); e += PRN_LB_TPB) {
+        const unsigned r = e / PRN_LB_CW(R), q = e % PRN_LB_CW(R);
+        if (q < w) h[(ptrdiff_t)r * ds + q] = sa[e];
     }
 }
 
-/* MODE: 2 = a tile is one run of memory (C <= PRN_LB_CW), 1 = 128-bit
- * accesses; each combination is a kernel of its own, so that registers are
- * allocated for its one load path (one kernel with all four spilled). */
+/* The first level of the raking scan over the tn slices of each channel:
+ * thread g * cwp + tc (16 threads) composes slices [16 g, 16 g + 16) of
+ * channel tc in order into (ym, yo)[g * cwp + tc]; INCL: also leaves each
+ * slice's map composed with those before it in its group, in place. */
+template <typename R, bool INCL>
+__device__ __forceinline__ void prn_lb_rake(unsigned tid, unsigned cwl, R *pm, R *po, R *ym, R *yo) {
+    if (tid < PRN_LB_NG) {
+        const unsigned tc = tid & ((1u << cwl) - 1), g = tid >> cwl;
+        R cm = 1, co = 0;
+#pragma unroll
+        for (unsigned j = 0; j < PRN_LB_K; ++j) {
+            const unsigned x = prn_lb_xi(g * PRN_LB_K + j, tc, cwl);
+            prn_lb_then(cm, co, pm[x], po[x]);
+            if (INCL) {
+                pm[x] = cm;
+                po[x] = co;
+            }
+        }
+        ym[tid] = cm;
+        yo[tid] = co;
+    }
+}
+
+/* MODE: 2 = a tile holds whole rows (C <= PRN_LB_CW), 1 = 16-byte copies
+ * and stores; each combination is a kernel of its own (registers for one
+ * load path). cwl = log2 cwp; status: agg [tiles * cw] (m, o) pairs and
+ * inc [tiles * cw] states, by ticket and channel; ticket and status all
+ * ones before the launch. */
 template <typename R, int MODE>
-/* f32: <= 64 registers, room for 4 blocks per SM; f64: its 40 KB of shared
- * memory fit 2 to 5 blocks, and its loads in flight need more registers */
-__global__ void __launch_bounds__(PRN_LB_TPB, sizeof(R) == 4 ? 4 : 2)
-    k_scan_diag_lookback(size_t batch, size_t T, size_t C, size_t cw, size_t ng, size_t nt, int rev,
-                         const R *__restrict__ a, const R *b, const R *h0, R *h, unsigned *ticket,
-                         unsigned *flag, R *val) {
-    __shared__ R sa[PRN_LB_TPB * PRN_LB_ITEMS], sb[PRN_LB_TPB * PRN_LB_ITEMS];
-    __shared__ R sm[PRN_LB_TPB], so[PRN_LB_TPB];
-    __shared__ size_t s_tile;
+__global__ void __launch_bounds__(PRN_LB_TPB, prn_lb<R>::BPS)
+    k_scan_diag_lookback(size_t batch, size_t T, size_t C, unsigned cw, unsigned cwl, size_t ngr, size_t nt,
+                         unsigned D, int rev, const R *a, const R *b, const R *h0, R *h, unsigned *ticket,
+                         typename prn_lb<R>::U *agg, typename prn_lb<R>::U *inc) {
+    typedef prn_lb<R> L;
+    typedef typename L::U U;
+    enum { IT = L::ITEMS, NV = prn_vec<R>::N, KPMAX = L::KPMAX };
+    const U NOT_YET = ~(U)0;
+    __shared__ __align__(16) R sa[PRN_LB_TPB * IT + NV];
+    __shared__ __align__(16) R sb[PRN_LB_TPB * IT + NV];
+    __shared__ R xm[PRN_LB_XS], xo[PRN_LB_XS], lm[PRN_LB_XS], lo[PRN_LB_XS];
+    __shared__ R ym[PRN_LB_NG], yo[PRN_LB_NG], zm[PRN_LB_NG], zo[PRN_LB_NG];
+    __shared__ R am[8], ao[8], pin[8];
+    __shared__ unsigned s_t[2];
     /* indices inside a tile in 32 bits: fewer registers */
-    const unsigned tid = threadIdx.x, cu = (unsigned)cw, tn = PRN_LB_TPB / cu, tc = tid % cu, tt = tid / cu;
-    const unsigned rows = tn * PRN_LB_ITEMS;
-    const size_t chains = batch * ng, tiles = chains * nt;
-    const bool act = tt < tn; /* threads past tn * cw only meet the barriers */
-    volatile unsigned *vf = flag;
-    volatile R *vval = val;
-    for (;;) {
-        if (tid == 0) s_tile = atomicAdd(ticket, 1u);
-        __syncthreads();
-        const size_t v = s_tile;
+    const unsigned tid = threadIdx.x, cwp = 1u << cwl, tc = tid & (cwp - 1), tt = tid >> cwl;
+    const unsigned tn = PRN_LB_TPB >> cwl, ng = tn / PRN_LB_K, rows = tn * IT;
+    const size_t chains = batch * ngr, tiles = chains * nt;
+    const bool span = (MODE & 2) != 0;
+    const int vec = MODE & 1;
+    if (tid == 0) s_t[0] = atomicAdd(ticket, 1u) + 1u; /* the ticket starts at all ones */
+    for (unsigned p = 0;; p ^= 1) {
+        __syncthreads(); /* the ticket is in; the last tile's stores have read shared memory */
+        const size_t v = s_t[p];
         if (v >= tiles) break;
-        const size_t j = v / chains, n = v % chains / ng, g = v % ng;
-        const size_t c0 = g * cw, t0 = j * rows;
+        const size_t i = v / chains, q = v - i * chains, n = q / ngr, c0 = (q - n * ngr) * PRN_LB_CW(R);
+        const size_t t0 = i * rows;
         const unsigned w = (unsigned)prn_min(cw, C - c0), nr = (unsigned)prn_min(rows, T - t0);
-        const unsigned jw = (unsigned)(j % tn); /* position in the window */
-        const bool last = jw == tn - 1;
-        /* 1. load a and b into shared memory: every load of the thread is
-         * issued before its first store, 128-bit where aligned (lb_load) */
-        const bool span = (MODE & 2) != 0; /* one group: the tile is one run of memory */
-        const int vec = MODE & 1;
-        const size_t s0 = span ? (n * T + (rev ? T - t0 - nr : t0)) * C : 0;
-        prn_lb_load<R>(tid, span, vec, rev, T, C, n, c0, t0, s0, nr, w, rows * cu, a, b, sa, sb);
+        /* whole rows: the run from s0; groups: row r at s0 + r ds */
+        const size_t s0 = (n * T + (span ? (rev ? T - t0 - nr : t0) : rev ? T - 1 - t0 : t0)) * C + c0;
+        const ptrdiff_t ds = rev ? -(ptrdiff_t)C : (ptrdiff_t)C;
+        const unsigned sh = span && vec ? (unsigned)(s0 & (NV - 1)) : 0, S = span ? (unsigned)C : PRN_LB_CW(R);
+        const bool act = tc < w, flip = span && rev;
+        /* 1. a and b into shared memory; the next ticket while they land */
+        prn_lb_load<R>(tid, span, vec, (unsigned)C, ds, sh, nr, w, rows, a + s0, b + s0, sa, sb);
+        if (tid == 0) s_t[p ^ 1] = atomicAdd(ticket, 1u) + 1u;
+        prn_cp_wait();
         __syncthreads();
-        /* 2. fold the slice into h -> m h + o, then scan the slices' maps */
-        R m = 1, o = 0;
-        if (act)
-            for (unsigned i = 0; i < PRN_LB_ITEMS; ++i) {
-                const unsigned e = prn_lb_srow(tt * PRN_LB_ITEMS + i, nr, span && rev) * cu + tc;
-                o = sa[e] * o + sb[e];
-                m *= sa[e];
-            }
-        sm[tid] = m;
-        so[tid] = o;
+        /* 2. each slice folded into a map, the slices scanned, the tile's
+         * aggregate published */
+        {
+            R m = 1, o = 0;
+            if (act)
+                for (unsigned k = 0; k < IT; ++k) {
+                    const unsigned e = sh + prn_lb_srow(tt * IT + k, nr, flip) * S + tc;
+                    o = sa[e] * o + sb[e];
+                    m *= sa[e];
+                }
+            xm[prn_lb_xi(tt, tc, cwl)] = m;
+            xo[prn_lb_xi(tt, tc, cwl)] = o;
+        }
         __syncthreads();
-        for (unsigned d = 1; d < tn; d <<= 1) {
-            const bool take = act && tt >= d;
-            R pm = 1, po = 0;
-            if (take) {
-                pm = sm[tid - d * cu];
-                po = so[tid - d * cu];
-            }
-            __syncthreads();
-            if (take) { /* the earlier slices' map, then this one's */
-                o = prn_lb_apply(m, po, o);
-                m *= pm;
-                sm[tid] = m;
-                so[tid] = o;
-            }
-            __syncthreads();
+        prn_lb_rake<R, true>(tid, cwl, xm, xo, ym, yo);
+        __syncthreads();
+        if (tid < cwp) { /* exclusive prefixes of the raking groups; the tile's map */
+            R cm = 1, co = 0;
+#pragma unroll
+            for (unsigned g = 0; g < PRN_LB_NG; ++g)
+                if (g < ng) {
+                    zm[(g << cwl) + tid] = cm;
+                    zo[(g << cwl) + tid] = co;
+                    prn_lb_then(cm, co, ym[(g << cwl) + tid], yo[(g << cwl) + tid]);
+                }
+            am[tid] = cm;
+            ao[tid] = co;
+            if (tid < w) L::put2(agg + (v * cw + tid) * 2, cm, co);
         }
-        /* the map of the slices before this one (identity for tt = 0), and the tile's */
-        const R pm = act && tt ? sm[tid - cu] : (R)1, po = act && tt ? so[tid - cu] : (R)0;
-        const R tm = tid < cu ? sm[(tn - 1) * cu + tid] : (R)1, to = tid < cu ? so[(tn - 1) * cu + tid] : (R)0;
-        /* 3. publish the tile's map for the later tiles of its window */
-        if (tid < cu && !last) {
-            const size_t si = v * cw + tid;
-            vval[2 * si] = tm;
-            vval[2 * si + 1] = to;
-            __threadfence();
-            vf[si] = 1;
+        /* 3. the look-back: K aggregates (tiles i-K .. i-1), slice tt taking
+         * KP consecutive ones, all its loads issued before it waits */
+        const unsigned K = (unsigned)(i < D ? i : D - 1), KP = (K + tn - 1) / tn;
+        U ib = 0;
+        if (tid < w && i >= D) ib = ((const volatile U *)inc)[(v - (size_t)D * chains) * cw + tid]; /* early try */
+        {
+            R m = 1, o = 0;
+            const unsigned first = tt * KP;
+            if (act && first < K) {
+                const unsigned cnt = K - first < KP ? K - first : KP;
+                const U *src = agg + ((v - (size_t)(K - first) * chains) * cw + tc) * 2;
+                const size_t step = chains * cw * 2;
+                U tm[KPMAX], to[KPMAX];
+                unsigned need = (1u << cnt) - 1;
+                for (;;) {
+#pragma unroll
+                    for (unsigned j = 0; j < KPMAX; ++j)
+                        if (need >> j & 1) L::get2(src + j * step, tm[j], to[j]);
+#pragma unroll
+                    for (unsigned j = 0; j < KPMAX; ++j)
+                        if ((need >> j & 1) && tm[j] != NOT_YET && to[j] != NOT_YET) need &= ~(1u << j);
+                    if (!need) break;
+                    __nanosleep(32);
+                }
+#pragma unroll
+                for (unsigned j = 0; j < KPMAX; ++j)
+                    if (j < cnt) prn_lb_then(m, o, L::val(tm[j]), L::val(to[j]));
+            }
+            lm[prn_lb_xi(tt, tc, cwl)] = m;
+            lo[prn_lb_xi(tt, tc, cwl)] = o;
         }
-        __syncthreads(); /* sm, so are free again */
-        /* 4. slice tt < jw: the map of tile j-1-tt; slice jw: the window's
-         * incoming state, as a constant map (m = 0); later slices: identity */
-        R wm = 1, wo = 0;
-        if (act && tt < jw) {
-            const size_t si = (v - (size_t)(tt + 1) * chains) * cw + tc;
-            while (vf[si] == 0) __nanosleep(64);
-            __threadfence();
-            wm = vval[2 * si];
-            wo = vval[2 * si + 1];
-        } else if (act && tt == jw) {
-            wm = 0;
-            if (j == jw) { /* the first window */
-                wo = h0 && tc < w ? h0[n * C + c0 + tc] : (R)0;
+        __syncthreads();
+        prn_lb_rake<R, false>(tid, cwl, lm, lo, ym, yo);
+        __syncthreads();
+        /* 4. P_i = M_i(I_{i-D} or h0); I_i = A_i(P_i) published */
+        if (tid < w) {
+            R cm = 1, co = 0, base;
+#pragma unroll
+            for (unsigned g = 0; g < PRN_LB_NG; ++g)
+                if (g < ng) prn_lb_then(cm, co, ym[(g << cwl) + tid], yo[(g << cwl) + tid]);
+            if (i >= D) {
+                while (ib == NOT_YET) {
+                    __nanosleep(32);
+                    ib = ((const volatile U *)inc)[(v - (size_t)D * chains) * cw + tid];
+                }
+                base = L::val(ib);
             } else {
-                const size_t si = (v - (size_t)(jw + 1) * chains) * cw + tc;
-                while (vf[si] == 0) __nanosleep(64);
-                __threadfence();
-                wo = vval[2 * si + 1];
+                base = h0 ? h0[n * C + c0 + tid] : (R)0;
             }
+            const R x = prn_lb_apply(cm, base, co);
+            pin[tid] = x;
+            ((volatile U *)inc)[v * cw + tid] = L::canon(prn_lb_apply(am[tid], x, ao[tid]));
         }
-        sm[tid] = wm;
-        so[tid] = wo;
         __syncthreads();
-        /* newest (tt = 0) after all older ones, in a tree of fixed shape */
-        for (unsigned d = 1; d < tn; d <<= 1) {
-            if (act && tt % (2 * d) == 0 && tt + d < tn) {
-                const R om = sm[tid + d * cu], oo = so[tid + d * cu];
-                so[tid] = prn_lb_apply(sm[tid], oo, so[tid]);
-                sm[tid] *= om;
-            }
-            __syncthreads();
-        }
-        /* so[tc] (row tt = 0) is now the tile's incoming state */
-        /* 5. the window's last tile passes its outgoing state on */
-        if (tid < cu && last) {
-            const size_t si = v * cw + tid;
-            vval[2 * si + 1] = prn_lb_apply(tm, so[tid], to);
-            __threadfence();
-            vf[si] = 2;
-        }
+        /* each slice from its incoming state: the tile's, then the raking
+         * groups before its own, then its group's slices before it */
         if (act) {
-            R x = prn_lb_apply(pm, so[tc], po);
-            for (unsigned i = 0; i < PRN_LB_ITEMS; ++i) {
-                const unsigned e = prn_lb_srow(tt * PRN_LB_ITEMS + i, nr, span && rev) * cu + tc;
+            const unsigned gi = tt / PRN_LB_K;
+            R x = prn_lb_apply(zm[(gi << cwl) + tc], pin[tc], zo[(gi << cwl) + tc]);
+            if (tt % PRN_LB_K) {
+                const unsigned xp = prn_lb_xi(tt - 1, tc, cwl);
+                x = prn_lb_apply(xm[xp], x, xo[xp]);
+            }
+            for (unsigned k = 0; k < IT; ++k) {
+                const unsigned e = sh + prn_lb_srow(tt * IT + k, nr, flip) * S + tc;
                 x = sa[e] * x + sb[e];
                 sa[e] = x;
             }
         }
         __syncthreads();
-        prn_lb_store<R>(tid, span, vec, rev, T, C, n, c0, t0, s0, nr, w, sa, h);
-        __syncthreads(); /* shared memory is the next tile's */
+        prn_lb_store<R>(tid, span, vec, (unsigned)C, ds, sh, nr, w, sa, h + s0);
     }
 }
 
@@ -614,88 +686,107 @@ extern "C" int prn_cu_scan_block_expand(cudaStream_t s, int f64, size_t batch, s
     return prn_launched();
 }
 
-template <typename R, int MODE>
-static void prn_lb_launch1(unsigned grid, cudaStream_t s, size_t batch, size_t T, size_t C, size_t cw, size_t ng,
-                           size_t nt, int rev, const void *a, const void *b, const void *h0, void *h,
-                           unsigned *ticket, unsigned *flag, void *val) {
-    k_scan_diag_lookback<R, MODE><<<grid, PRN_LB_TPB, 0, s>>>(batch, T, C, cw, ng, nt, rev, (const R *)a, (const R *)b,
-                                                              (const R *)h0, (R *)h, ticket, flag, (R *)val);
-}
-template <typename R>
-static void prn_lb_launch(int mode, unsigned grid, cudaStream_t s, size_t batch, size_t T, size_t C, size_t cw,
-                          size_t ng, size_t nt, int rev, const void *a, const void *b, const void *h0, void *h,
-                          unsigned *ticket, unsigned *flag, void *val) {
-    if (mode == 3) prn_lb_launch1<R, 3>(grid, s, batch, T, C, cw, ng, nt, rev, a, b, h0, h, ticket, flag, val);
-    else if (mode == 2) prn_lb_launch1<R, 2>(grid, s, batch, T, C, cw, ng, nt, rev, a, b, h0, h, ticket, flag, val);
-    else if (mode == 1) prn_lb_launch1<R, 1>(grid, s, batch, T, C, cw, ng, nt, rev, a, b, h0, h, ticket, flag, val);
-    else prn_lb_launch1<R, 0>(grid, s, batch, T, C, cw, ng, nt, rev, a, b, h0, h, ticket, flag, val);
-}
 
-/* Geometry of the look-back scan: channels per tile, groups, tiles per
- * chain, the bytes of the ticket and flags (zeroed before the launch; the
- * values follow them), and the bytes of all its status -- 0 when the tiles
- * would not fit the 32-bit ticket. batch, T, C > 0. */
-static size_t prn_lb_geometry(int f64, size_t batch, size_t T, size_t C, size_t *cw, size_t *ng, size_t *nt,
-                              size_t *zeroed) {
-    const size_t es = f64 ? 8 : 4;
-    *cw = C < PRN_LB_CW ? C : PRN_LB_CW;
-    *ng = prn_cdiv(C, *cw);
-    *nt = prn_cdiv(T, PRN_LB_TPB / *cw * PRN_LB_ITEMS);
-    const size_t tiles = batch * *ng * *nt, words = tiles * *cw;
-    *zeroed = 256 + prn_cdiv(words * 4, 256) * 256;
-    if (tiles >= ((size_t)1 << 31)) return 0;
-    return *zeroed + words * 2 * es;
+/* Geometry of the look-back scan, a function of the shape alone (so are
+ * its results): channels per tile and their power of two (log), groups,
+ * tiles per chain, chains, the distance D of the state a tile starts from,
+ * and where the status lives in the scratch (ticket at 0, aggregates,
+ * states). 0 when the tiles would not fit the 32-bit ticket. */
+typedef struct prn_lb_geo {
+    size_t cw, cwl, ngr, nt, chains, tiles, D, agg_off, inc_off, bytes;
+} prn_lb_geo;
+static int prn_lb_geometry(int f64, size_t batch, size_t T, size_t C, prn_lb_geo *g) {
+    const size_t es = f64 ? 8 : 4, items = f64 ? (size_t)prn_lb<double>::ITEMS : (size_t)prn_lb<float>::ITEMS;
+    const size_t kpmax = f64 ? (size_t)prn_lb<double>::KPMAX : (size_t)prn_lb<float>::KPMAX;
+    size_t tn, rows, tile_bytes, d;
+    if (!batch || !T || !C) return 0;
+    const size_t gw = f64 ? PRN_LB_CW(double) : PRN_LB_CW(float);
+    g->cw = C < gw ? C : gw;
+    for (g->cwl = 0; ((size_t)1 << g->cwl) < g->cw; ++g->cwl) {
+    }
+    g->ngr = prn_cdiv(C, g->cw);
+    tn = PRN_LB_TPB >> g->cwl;
+    rows = tn * items;
+    g->nt = prn_cdiv(T, rows);
+    g->chains = batch * g->ngr;
+    g->tiles = g->chains * g->nt;
+    if (g->tiles >= ((size_t)1 << 31) || g->tiles / g->chains != g->nt) return 0;
+    /* the bytes of all chains' tiles side by side; D of them cover a hop */
+    tile_bytes = rows * g->cw * 3 * es;
+    d = prn_cdiv(PRN_LB_HOP_BYTES, g->chains * tile_bytes);
+    g->D = d < 1 ? 1 : d > kpmax * tn ? kpmax * tn : d;
+    g->agg_off = 256;
+    g->inc_off = g->agg_off + prn_cdiv(g->tiles * g->cw * 2 * es, 256) * 256;
+    g->bytes = g->inc_off + prn_cdiv(g->tiles * g->cw * es, 256) * 256;
+    return 1;
 }
 
 extern "C" size_t prn_cu_scan_diag_lookback_bytes(int f64, size_t batch, size_t T, size_t C) {
-    size_t cw, ng, nt, zeroed;
-    return batch && T && C ? prn_lb_geometry(f64, batch, T, C, &cw, &ng, &nt, &zeroed) : 0;
+    prn_lb_geo g;
+    return prn_lb_geometry(f64, batch, T, C, &g) ? g.bytes : 0;
 }
 
-/* Does the look-back pay for this shape? Each (sequence, channel group)
- * is a chain: window w + 1 of it starts its composition only when window
- * w has published its outgoing state, one round trip of poll, fence, tree
- * and publish per window -- about 2-4 us on an A100/H100. A chain thus
- * moves at most W bytes (a window's tiles: a and b read, h written) per
- * round trip, and all chains together about chains x W / latency. The
- * chunked scan moves 5/3 of the bytes (a and b read twice), so it reaches
- * about 0.6 of the copy bandwidth wherever it is bandwidth bound. The
- * look-back wins where chains x W / latency >= 0.6 x bandwidth, i.e.
- * chains x W >= PRN_LB_PAYS_BYTES = 0.6 x 3.35 TB/s (H100 SXM) x 3 us,
- * about 6 MB. A chain of one window has no hop: always the look-back.
- * f32 examples: C = 1 (W = 7 MB): look-back from one sequence; C = 8
- * (W = 0.9 MB): from 7 sequences; C >= 64: 8 groups, from one sequence. */
-#define PRN_LB_PAYS_BYTES ((size_t)6000000)
+/* Does the look-back pay for this shape? It moves 12 bytes per element
+ * (f32) at the memory roof unless its chains of states are slower: D
+ * tiles of every chain per hop of about 2 us, i.e. D x chains x tile bytes
+ * per hop against PRN_LB_HOP_BYTES at the roof. The chunked scan moves 20
+ * (a and b read twice) at best at the roof: 0.6 of the look-back's. So the
+ * look-back pays when its hop covers at least 0.6 of PRN_LB_HOP_BYTES, or
+ * when a chain is no longer than D (no hop at all). D is capped by the
+ * terms a tile reads (PRN_LB_KPMAX per slice, at least 32 slices): 256
+ * tiles of 40+ KB, 10+ MB, so with the tiles of this kernel it pays at
+ * every shape its status fits; the test is kept so that a future tile
+ * geometry cannot silently lose to the chunked scan. */
 extern "C" int prn_cu_scan_diag_lookback_pays(int f64, size_t batch, size_t T, size_t C) {
-    size_t cw, ng, nt, zeroed;
-    if (!batch || !T || !C || !prn_lb_geometry(f64, batch, T, C, &cw, &ng, &nt, &zeroed)) return 0;
-    const size_t tn = PRN_LB_TPB / cw, rows = tn * PRN_LB_ITEMS;
-    if (nt <= tn) return 1; /* one window */
-    const size_t window = tn * rows * cw * 3 * (f64 ? 8 : 4);
-    return batch * ng * window >= PRN_LB_PAYS_BYTES;
+    prn_lb_geo g;
+    size_t rows, tile_bytes;
+    if (!prn_lb_geometry(f64, batch, T, C, &g)) return 0;
+    if (g.nt <= g.D) return 1;
+    rows = (PRN_LB_TPB >> g.cwl) * (f64 ? (size_t)prn_lb<double>::ITEMS : (size_t)prn_lb<float>::ITEMS);
+    tile_bytes = rows * g.cw * 3 * (f64 ? 8 : 4);
+    return (double)g.D * (double)g.chains * (double)tile_bytes >= 0.6 * (double)PRN_LB_HOP_BYTES;
 }
 
-/* scratch: prn_cu_scan_diag_lookback_bytes of device memory */
+template <typename R, int MODE>
+static void prn_lb_launch1(unsigned grid, cudaStream_t s, size_t batch, size_t T, size_t C, const prn_lb_geo *g,
+                           int rev, const void *a, const void *b, const void *h0, void *h, char *base) {
+    typedef typename prn_lb<R>::U U;
+    k_scan_diag_lookback<R, MODE><<<grid, PRN_LB_TPB, 0, s>>>(
+        batch, T, C, (unsigned)g->cw, (unsigned)g->cwl, g->ngr, g->nt, (unsigned)g->D, rev, (const R *)a,
+        (const R *)b, (const R *)h0, (R *)h, (unsigned *)base, (U *)(base + g->agg_off), (U *)(base + g->inc_off));
+}
+template <typename R>
+static void prn_lb_launch(int mode, unsigned grid, cudaStream_t s, size_t batch, size_t T, size_t C,
+                          const prn_lb_geo *g, int rev, const void *a, const void *b, const void *h0, void *h,
+                          char *base) {
+    if (mode == 3) prn_lb_launch1<R, 3>(grid, s, batch, T, C, g, rev, a, b, h0, h, base);
+    else if (mode == 2) prn_lb_launch1<R, 2>(grid, s, batch, T, C, g, rev, a, b, h0, h, base);
+    else if (mode == 1) prn_lb_launch1<R, 1>(grid, s, batch, T, C, g, rev, a, b, h0, h, base);
+    else prn_lb_launch1<R, 0>(grid, s, batch, T, C, g, rev, a, b, h0, h, base);
+}
+
+/* scratch: prn_cu_scan_diag_lookback_bytes of device memory; sm: the
+ * device's multiprocessors. A grid of about as many blocks as fit the
+ * device at once (each loops over tickets); more would only start when
+ * the tiles are gone. */
 extern "C" int prn_cu_scan_diag_lookback(cudaStream_t s, int f64, size_t batch, size_t T, size_t C, int rev,
-                                         const void *a, const void *b, const void *h0, void *h, void *scratch) {
-    size_t cw, ng, nt, zeroed;
+                                         const void *a, const void *b, const void *h0, void *h, void *scratch,
+                                         int sm) {
+    prn_lb_geo g;
     if (!batch || !T || !C) return 0;
-    if (!prn_lb_geometry(f64, batch, T, C, &cw, &ng, &nt, &zeroed)) return (int)cudaErrorInvalidValue;
-    char *base = (char *)scratch;
-    unsigned *ticket = (unsigned *)base, *flag = (unsigned *)(base + 256);
-    void *val = base + zeroed;
-    cudaError_t e = cudaMemsetAsync(base, 0, zeroed, s);
+    if (!prn_lb_geometry(f64, batch, T, C, &g)) return (int)cudaErrorInvalidValue;
+    /* ticket and status words start as all ones ("not yet") */
+    cudaError_t e = cudaMemsetAsync(scratch, 0xff, g.bytes, s);
     if (e != cudaSuccess) return (int)e;
-    const unsigned grid = (unsigned)prn_min(batch * ng * nt, PRN_MAX_GRID);
-    /* 128-bit accesses need a, b and h at 16-byte boundaries (device
+    const size_t resident = (size_t)(sm > 0 ? sm : 1) * (size_t)(f64 ? (int)prn_lb<double>::BPS : (int)prn_lb<float>::BPS);
+    const unsigned grid = (unsigned)prn_min(prn_min(g.tiles, resident), PRN_MAX_GRID);
+    /* 16-byte copies need a, b and h at 16-byte boundaries (device
      * allocations are; views into them may not be), and for groups of
      * channels, rows of whole vectors */
-    const int span = C <= PRN_LB_CW;
+    const int span = C <= (f64 ? PRN_LB_CW(double) : PRN_LB_CW(float));
     const int vec = (((uintptr_t)a | (uintptr_t)b | (uintptr_t)h) & 15) == 0 && (span || C % (f64 ? 2 : 4) == 0);
     const int mode = span * 2 + vec;
-    if (f64)
-        prn_lb_launch<double>(mode, grid, s, batch, T, C, cw, ng, nt, rev, a, b, h0, h, ticket, flag, val);
-    else
-        prn_lb_launch<float>(mode, grid, s, batch, T, C, cw, ng, nt, rev, a, b, h0, h, ticket, flag, val);
+    if (f64) prn_lb_launch<double>(mode, grid, s, batch, T, C, &g, rev, a, b, h0, h, (char *)scratch);
+    else prn_lb_launch<float>(mode, grid, s, batch, T, C, &g, rev, a, b, h0, h, (char *)scratch);
     return prn_launched();
 }

@@ -41,14 +41,16 @@ static prn_status make(const char *device, prn_context **ctx, char *err, size_t 
 }
 
 /* ---- the single-pass scan (decoupled look-back) over many tiles ----
- * Long sequences of 1 to 130 channels (groups of up to 8): tens to
- * hundreds of tiles per sequence and group, two or more windows (a window
- * is 256 / channels tiles, 32 at 8 channels), so tiles take maps from
- * their window and states from the window before. Whether those are
- * published yet depends on timing: on the emulator, always when blocks run
- * in turn, often not with PRN_CUDA_EMU_RESIDENT=64. Each scan runs twice
- * and must give the same bits (the composition order may not depend on
- * timing). Channels of kind "exact" have decays of +-1 and small
+ * Long sequences of 1 to 1000 channels (whole rows up to 8 f32 / 4 f64
+ * channels, groups of that many beyond): tens to hundreds of tiles per
+ * sequence and group. A tile starts from the state of the tile D places
+ * back in its chain (D from the shape: 1 with hundreds of chains, up to
+ * 249) composed with the D-1 aggregates between, each slice of the block
+ * reading up to 8 of them; the first D tiles start from h0. Whether those
+ * are published yet depends on timing: on the emulator, always when
+ * blocks run in turn, often not with PRN_CUDA_EMU_RESIDENT=64. Each scan
+ * runs twice and must give the same bits (the composition order may not
+ * depend on timing). Channels of kind "exact" have decays of +-1 and small
  * integer inputs: every order of evaluation gives the same integers, so
  * any carry taken from the wrong tile, or lost, shows as an exact
  * mismatch however far back it came from. The other channels decay in
@@ -56,6 +58,21 @@ static prn_status make(const char *device, prn_context **ctx, char *err, size_t 
 static double lb_rand(unsigned long long *s) {
     *s = *s * 6364136223846793005ULL + 1442695040888963407ULL;
     return (double)(*s >> 11) / 9007199254740992.0;
+}
+
+/* The bits of every case's result (FNV-1a), recorded by the first pass of
+ * run_lookback_cases (blocks in turn, 12 or 8 of them) and compared by the
+ * second (64 at once, 66 or 44): the same bits whatever the grid and
+ * whichever tiles were done first. */
+static unsigned long long g_lb_bits[64];
+static int g_lb_case, g_lb_compare;
+
+static unsigned long long lb_hash(const void *p, size_t n) {
+    const unsigned char *c = (const unsigned char *)p;
+    unsigned long long hsh = 14695981039346656037ULL;
+    size_t i;
+    for (i = 0; i < n; ++i) hsh = (hsh ^ c[i]) * 1099511628211ULL;
+    return hsh;
 }
 
 static void lookback_case(prn_dtype dt, size_t B, size_t T, size_t C, int rev, int use_h0) {
@@ -120,6 +137,14 @@ static void lookback_case(prn_dtype dt, size_t B, size_t T, size_t C, int rev, i
     if (th) PRNT_OK(ctx, prn_tensor_download(th, raw, n));
     PRNT_CHECK(th && memcmp(raw, got, n * es) == 0, "T=%lu C=%lu: a second run gave other bits", (unsigned long)T,
                (unsigned long)C);
+    if (g_lb_case < 64) {
+        const unsigned long long hsh = lb_hash(got, n * es);
+        if (!g_lb_compare) g_lb_bits[g_lb_case] = hsh;
+        PRNT_CHECK(!g_lb_compare || g_lb_bits[g_lb_case] == hsh,
+                   "T=%lu C=%lu: other bits with other blocks at once and another grid", (unsigned long)T,
+                   (unsigned long)C);
+        ++g_lb_case;
+    }
     for (q = 0; q < B; ++q)
         for (t = 0; t < T; ++t)
             for (c = 0; c < C; ++c) {
@@ -316,13 +341,17 @@ static void set_env(const char *name, const char *value) {
 /* PARRNN_CUDA_SCAN=lookback: AUTO takes the look-back whatever the shape
  * (few sequences would otherwise go to the chunked scan). */
 static void run_lookback_cases(void) {
+    g_lb_case = 0;
     set_env("PARRNN_CUDA_SCAN", "lookback");
-    lookback_case(PRN_F32, 2, 700001, 1, 0, 1); /* 304 tiles of 2304 steps per sequence */
-    lookback_case(PRN_F64, 1, 600000, 1, 1, 0);
-    lookback_case(PRN_F32, 1, 100003, 3, 1, 1); /* 85 slices of 3 channels: 131 tiles */
-    lookback_case(PRN_F64, 2, 30011, 5, 0, 1);
-    lookback_case(PRN_F32, 3, 20011, 40, 0, 1); /* 5 groups of 8 channels, 70 tiles of 288 steps: 3 windows */
-    lookback_case(PRN_F64, 1, 20000, 130, 1, 1); /* 16 groups of 8 and one of 2 */
+    lookback_case(PRN_F32, 2, 700001, 1, 0, 1); /* 183 tiles of 3840 steps per sequence, D = 87 */
+    lookback_case(PRN_F64, 1, 600000, 1, 1, 0); /* 335 tiles, D = 187 */
+    lookback_case(PRN_F32, 1, 100003, 3, 1, 1); /* 64 slices of 3 (of 4) channels: 105 tiles, up to 4 a slice */
+    lookback_case(PRN_F64, 2, 30011, 5, 0, 1);  /* groups of 4 and 1: 4 chains of 67 tiles, D = 47 */
+    lookback_case(PRN_F32, 3, 20011, 40, 0, 1); /* 5 groups of 8 channels: 15 chains of 42 tiles, D = 12 */
+    lookback_case(PRN_F64, 1, 20000, 130, 1, 1); /* 32 groups of 4 and one of 2, D = 6 */
+    lookback_case(PRN_F32, 1, 120011, 7, 1, 1); /* 251 tiles, D = 199: slices take up to 7 aggregates */
+    lookback_case(PRN_F32, 2, 2000, 700, 0, 1); /* 176 chains: D = 1, each tile from the one before */
+    lookback_case(PRN_F64, 1, 1000, 1001, 1, 1); /* 251 chains, D = 1, a group of 1 */
     lookback_zero_state(PRN_F32, 1, 23040);    /* decays 1.05: a tile's product overflows f32 */
     lookback_zero_state(PRN_F64, 40, 20000);
     /* the load paths: 128-bit rows of groups with a part group (12 = 8 + 4),
@@ -333,9 +362,11 @@ static void run_lookback_cases(void) {
     lookback_case(PRN_F64, 1, 9001, 21, 1, 0);
     lookback_case(PRN_F32, 1, 50021, 2, 1, 1);
     lookback_case(PRN_F64, 1, 30011, 6, 0, 1);
+    lookback_case(PRN_F64, 1, 40001, 3, 1, 1); /* whole rows of 3 doubles, off 16-byte boundaries */
     lookback_offset_case(PRN_F32, 2, 30011, 3, 1); /* one group, scalar */
     lookback_offset_case(PRN_F64, 1, 40009, 1, 0);
     lookback_offset_case(PRN_F32, 1, 9001, 12, 1); /* groups, scalar */
+    lookback_offset_case(PRN_F64, 1, 9001, 10, 0);
     set_env("PARRNN_CUDA_SCAN", NULL);
 }
 
@@ -431,52 +462,68 @@ static void test_layer_paths(void) {
 int prn_cu_scan_diag_lookback_pays(int f64, size_t batch, size_t T, size_t C); /* kernels_cuda/scan.cu */
 #endif
 
-/* AUTO with few sequences of few channels: the look-back's serial chain of
- * windows would bound it, so the chunked scan runs -- same bits as
- * PRN_SCAN_CHUNKED. With many sequences, the look-back (other bits). */
+/* AUTO: wherever time must be cut (batch x channels do not fill the
+ * device), the look-back -- its model says it beats the chunked scan at
+ * every shape of bench_scan's device grid, f32 and f64 -- and so the same
+ * bits as PARRNN_CUDA_SCAN=lookback, not the chunked scan's. */
 static void test_scan_auto_choice(void) {
     const size_t T = 60000, C = 8;
     size_t sh[3], i, n;
     unsigned long long seed = 77;
-    float *raw, *g1, *g2;
-    prn_context *ctx = NULL;
-    prn_tensor *ta = NULL, *tb = NULL, *h1 = NULL, *h2 = NULL;
+    float *raw, *g[3];
+    prn_context *ctx = NULL, *forced = NULL;
+    prn_tensor *ta = NULL, *tb = NULL, *tf[2] = {NULL, NULL}, *h[3] = {NULL, NULL, NULL};
     char err[512];
-    int B;
+    int B, k;
     if (g_skip[0]) { PRNT_SKIP("%s", g_skip); return; }
 #ifdef PARRNN_WITH_CUDA
-    PRNT_CHECK(!prn_cu_scan_diag_lookback_pays(0, 1, 16000000, 8), "f32 B=1 C=8 T=1.6e7: the look-back chosen");
-    PRNT_CHECK(!prn_cu_scan_diag_lookback_pays(0, 4, 1000000, 8), "f32 B=4 C=8 T=1e6: the look-back chosen");
-    PRNT_CHECK(prn_cu_scan_diag_lookback_pays(0, 16, 1000000, 8), "f32 B=16 C=8: the chunked scan chosen");
-    PRNT_CHECK(prn_cu_scan_diag_lookback_pays(0, 1, 1000000, 1), "f32 B=1 C=1 (7 MB windows): the chunked scan chosen");
-    PRNT_CHECK(prn_cu_scan_diag_lookback_pays(0, 1, 1000000, 128), "f32 B=1 C=128 (16 chains): the chunked scan chosen");
-    PRNT_CHECK(prn_cu_scan_diag_lookback_pays(0, 1, 2000, 8), "f32 T=2000 C=8 (one window): the chunked scan chosen");
+    {
+        static const size_t grid[5][3] = {{1, 100000000, 1}, {1, 12500000, 8}, {4, 1000000, 32}, {1, 1000000, 128},
+                                          {16, 100000, 128}};
+        int f64;
+        for (f64 = 0; f64 < 2; ++f64)
+            for (k = 0; k < 5; ++k)
+                PRNT_CHECK(prn_cu_scan_diag_lookback_pays(f64, grid[k][0], grid[k][1], grid[k][2]),
+                           "%s B=%lu T=%lu C=%lu: the chunked scan chosen", f64 ? "f64" : "f32",
+                           (unsigned long)grid[k][0], (unsigned long)grid[k][1], (unsigned long)grid[k][2]);
+        PRNT_CHECK(prn_cu_scan_diag_lookback_pays(0, 1, 2000, 8), "T=2000 C=8 (one tile): the chunked scan chosen");
+        PRNT_CHECK(!prn_cu_scan_diag_lookback_pays(0, 1, (size_t)1 << 45, 1), "2^34 tiles: the look-back chosen");
+    }
 #endif
     for (B = 1; B <= 8; B += 7) {
         n = (size_t)B * T * C;
         sh[0] = (size_t)B; sh[1] = T; sh[2] = C;
         raw = (float *)malloc(n * sizeof(float));
-        g1 = (float *)malloc(n * sizeof(float));
-        g2 = (float *)malloc(n * sizeof(float));
-        if (!raw || !g1 || !g2 || make(NULL, &ctx, err, sizeof err) != PRN_OK) {
+        for (k = 0; k < 3; ++k) g[k] = (float *)malloc(n * sizeof(float));
+        set_env("PARRNN_CUDA_SCAN", "lookback");
+        if (make(NULL, &forced, err, sizeof err) != PRN_OK) PRNT_CHECK(0, "setup: %s", err);
+        set_env("PARRNN_CUDA_SCAN", NULL);
+        if (!raw || !g[0] || !g[1] || !g[2] || !forced || make(NULL, &ctx, err, sizeof err) != PRN_OK) {
             PRNT_CHECK(0, "setup: %s", err);
-            free(raw); free(g1); free(g2);
+            free(raw); free(g[0]); free(g[1]); free(g[2]);
+            prn_context_destroy(forced);
             return;
         }
         for (i = 0; i < n; ++i) raw[i] = (float)(0.5 + 0.49 * lb_rand(&seed));
         PRNT_OK(ctx, prn_tensor_from_host(ctx, PRN_F32, 3, sh, raw, &ta));
+        PRNT_OK(forced, prn_tensor_from_host(forced, PRN_F32, 3, sh, raw, &tf[0]));
         for (i = 0; i < n; ++i) raw[i] = (float)(2 * lb_rand(&seed) - 1);
         PRNT_OK(ctx, prn_tensor_from_host(ctx, PRN_F32, 3, sh, raw, &tb));
-        PRNT_OK(ctx, prn_scan_diag(ctx, ta, tb, NULL, 0, PRN_SCAN_AUTO, &h1));
-        PRNT_OK(ctx, prn_scan_diag(ctx, ta, tb, NULL, 0, PRN_SCAN_CHUNKED, &h2));
-        if (h1) PRNT_OK(ctx, prn_tensor_download(h1, g1, n));
-        if (h2) PRNT_OK(ctx, prn_tensor_download(h2, g2, n));
-        PRNT_CHECK(h1 && h2 && (memcmp(g1, g2, n * sizeof(float)) == 0) == (B == 1),
-                   "B=%d T=%lu C=%lu: AUTO %s the chunked scan's bits", B, (unsigned long)T, (unsigned long)C,
-                   B == 1 ? "differs from" : "equals");
+        PRNT_OK(forced, prn_tensor_from_host(forced, PRN_F32, 3, sh, raw, &tf[1]));
+        PRNT_OK(ctx, prn_scan_diag(ctx, ta, tb, NULL, 0, PRN_SCAN_AUTO, &h[0]));
+        PRNT_OK(ctx, prn_scan_diag(ctx, ta, tb, NULL, 0, PRN_SCAN_CHUNKED, &h[1]));
+        PRNT_OK(forced, prn_scan_diag(forced, tf[0], tf[1], NULL, 0, PRN_SCAN_AUTO, &h[2]));
+        for (k = 0; k < 3; ++k)
+            if (h[k]) PRNT_OK(prn_tensor_context(h[k]), prn_tensor_download(h[k], g[k], n));
+        PRNT_CHECK(h[0] && h[2] && memcmp(g[0], g[2], n * sizeof(float)) == 0,
+                   "B=%d T=%lu C=%lu: AUTO differs from the look-back's bits", B, (unsigned long)T, (unsigned long)C);
+        PRNT_CHECK(h[0] && h[1] && memcmp(g[0], g[1], n * sizeof(float)) != 0,
+                   "B=%d T=%lu C=%lu: AUTO gave the chunked scan's bits", B, (unsigned long)T, (unsigned long)C);
         prn_context_destroy(ctx);
-        ctx = NULL;
-        free(raw); free(g1); free(g2);
+        prn_context_destroy(forced);
+        ctx = forced = NULL;
+        ta = tb = tf[0] = tf[1] = h[0] = h[1] = h[2] = NULL;
+        free(raw); free(g[0]); free(g[1]); free(g[2]);
     }
 }
 
@@ -564,7 +611,11 @@ static void test_blocks_resident(void) {
 static void test_scan_lookback_resident(void) {
     if (g_skip[0]) { PRNT_SKIP("%s", g_skip); return; }
     set_env("PRN_CUDA_EMU_RESIDENT", "64");
+    set_env("PRN_CUDA_EMU_SMS", "11"); /* the grid: 66 blocks (f32), 44 (f64) */
+    g_lb_compare = 1;
     run_lookback_cases();
+    g_lb_compare = 0;
+    set_env("PRN_CUDA_EMU_SMS", NULL);
     set_env("PRN_CUDA_EMU_RESIDENT", NULL);
 }
 

@@ -259,6 +259,8 @@ int main(int argc, char **argv) {
         /* scan_diag: a = B, b = T, c = C, d = reverse | 2 h0 | algo << 2 */
         {fam_scan_diag, {"scan_diag auto look-back", PRN_F32, 1, 40000, 3, 2 | (PRN_SCAN_AUTO << 2)}},
         {fam_scan_diag, {"scan_diag auto reverse", PRN_F32, 2, 4000, 40, 1 | (PRN_SCAN_AUTO << 2)}},
+        /* 100 chains of 3 tiles: the third starts from the first's state (D = 2) */
+        {fam_scan_diag, {"scan_diag auto f64 states", PRN_F64, 1, 900, 400, 3 | (PRN_SCAN_AUTO << 2)}},
         {fam_scan_diag, {"scan_diag auto f64 h0", PRN_F64, 1, 20000, 9, 2 | (PRN_SCAN_AUTO << 2)}},
         {fam_scan_diag, {"scan_diag auto wide", PRN_F32, 8, 150, 300, 2 | (PRN_SCAN_AUTO << 2)}},
         {fam_scan_diag, {"scan_diag chunked", PRN_F32, 1, 20000, 5, 3 | (PRN_SCAN_CHUNKED << 2)}},

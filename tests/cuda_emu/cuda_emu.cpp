@@ -18,7 +18,8 @@
  * PRN_CUDA_EMU_FAIL_ALLOC=n (the n-th device allocation of the process
  * fails; with PRN_CUDA_EMU_FAIL_MODE=from, every one from the n-th on),
  * PRN_CUDA_EMU_ORDER=reverse (a block's threads run in reverse order
- * between barriers), PRN_CUDA_EMU_RESIDENT=n (n blocks at a time, each on a
+ * between barriers), PRN_CUDA_EMU_SMS=n (multiprocessors reported; 2),
+ * PRN_CUDA_EMU_RESIDENT=n (n blocks at a time, each on a
  * host thread, yielding at their barriers: blocks that wait for others,
  * as a look-back scan does, meet them still running). */
 #include "cuda_runtime.h"
@@ -530,7 +531,9 @@ cudaError_t cudaGetDeviceProperties(struct cudaDeviceProp *prop, int device) {
     prop->totalGlobalMem = LIMIT;
     prop->major = 9;
     prop->minor = 0;
-    prop->multiProcessorCount = 2; /* small: the scans cut time into chunks at small sizes */
+    /* small: the scans cut time into chunks at small sizes; more, to size
+     * grids of kernels that keep a block per tile slot (the look-back) */
+    prop->multiProcessorCount = (int)env_long("PRN_CUDA_EMU_SMS", 2);
     prop->maxThreadsPerMultiProcessor = 2048;
     prop->maxThreadsPerBlock = 1024;
     prop->sharedMemPerBlock = 48 * 1024;

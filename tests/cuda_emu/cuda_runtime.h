@@ -27,6 +27,7 @@
 #define __shared__ static thread_local
 #define __restrict__ __restrict
 #define __launch_bounds__(...)
+#define __align__(n) __attribute__((aligned(n)))
 
 struct uint3 {
     unsigned x, y, z;
