@@ -1017,7 +1017,7 @@ PRN__CU_FN prn_status prn__cu_deer_args(prn_context *ctx, const char *fn, const 
     k->kind = a->kind; k->relu = a->relu; k->rev = a->reverse != 0;
     k->B = a->B; k->T = a->T; k->H = a->H; k->S = S; k->hk = a->hk; k->L = a->L; k->P = G * a->H;
     k->kb = kb;
-    prn_cu_deer_plan(a->B, a->T, &k->C, &k->Ls);
+    prn_cu_deer_plan(a->B, a->T, S, &k->C, &k->Ls);
     k->ntask = a->B * k->C;
     memcpy(k->w, a->w, sizeof k->w);
     k->xp = a->xp; k->h0 = a->h0; k->y = a->y;
@@ -1028,6 +1028,7 @@ PRN__CU_FN prn_status prn__cu_deer_args(prn_context *ctx, const char *fn, const 
         k->dw = a->dxp ? a->dw : NULL; k->db = a->dxp ? a->db : NULL;
     } else {
         k->ynew = a->ynew;
+        k->discard = a->discard_converged != 0;
     }
     return PRN_OK;
 }
@@ -1081,7 +1082,7 @@ PRN__CU_FN prn_status prn__cu_deer_adjoint(prn_context *ctx, const prn_deer_fuse
      * the sums' per-chunk partials */
     tvn = k.C > 1 ? k.ntask * (2 * k.S + k.S * k.S) * es : 0;
     dqn = k.dw && !k.dq ? k.B * k.T * k.P * es : 0;
-    if (k.dw) prn_cu_deer_dw_plan(k.B * k.T, &rpc, &nchunk);
+    if (k.dw) prn_cu_deer_dw_plan(k.B * k.T, k.P * k.wc + k.P, &rpc, &nchunk);
     pn = k.dw ? nchunk * (k.P * k.wc + k.P) * sizeof(double) : 0;
     st = prn__cu_malloc(ctx, s, pn + tvn + dqn + 16, (void **)&scratch, "deer_adjoint: scratch");
     if (st != PRN_OK) return st;

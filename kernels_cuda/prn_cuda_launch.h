@@ -132,6 +132,7 @@ typedef struct prn_cu_deer {
     const void *w[4];
     const void *xp, *h0, *y; /* y NULL: h0 at every step */
     void *ynew;              /* NULL: the residual alone */
+    int discard;             /* prn_deer_fused's discard_converged */
     double one_k, clip, atol, rtol;
     /* deer_adjoint: g -> lam; dxp, dq, dh0, dw, db as prn_deer_fused
      * (NULL: not wanted); wc: dw's columns (H, MHGRU hk) */
@@ -140,7 +141,7 @@ typedef struct prn_cu_deer {
     size_t wc;
 } prn_cu_deer;
 /* The segments of a row: a function of B and T alone. */
-void prn_cu_deer_plan(size_t B, size_t T, size_t *C, size_t *Ls);
+void prn_cu_deer_plan(size_t B, size_t T, size_t S, size_t *C, size_t *Ls);
 /* 1 when the kernels take a cell of this kind with S states. */
 int prn_cu_deer_takes(int kind, size_t S);
 /* res2 [2 ntask] doubles; tv [ntask (2 S + S S)] of the dtype when C > 1
@@ -150,7 +151,7 @@ int prn_cu_deer_iterate(cudaStream_t s, int f64, const prn_cu_deer *a, double *r
 /* The adjoint: tv as above (C > 1); dqs [B T, P] when dw and db are wanted
  * without dq, else unused; part [nchunk (P wc + P)] doubles with dw and db
  * (prn_cu_deer_dw_plan gives nchunk). kb: MHGRU hk, else S. */
-void prn_cu_deer_dw_plan(size_t N, size_t *rpc, size_t *nchunk);
+void prn_cu_deer_dw_plan(size_t N, size_t nv, size_t *rpc, size_t *nchunk);
 int prn_cu_deer_adjoint(cudaStream_t s, int f64, const prn_cu_deer *a, void *tv, void *dqs, double *part);
 
 #ifdef __cplusplus
