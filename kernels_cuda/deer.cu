@@ -338,29 +338,48 @@ __global__ void __launch_bounds__(PRN_DZ_NT1) k_deer_iter1(prn_cu_deer a, int pa
 }
 
 /* The carries into each segment of row b, in order: h0, then v + M carry
- * (back: from the last segment to the first, starting from zero). A
- * thread per row, serial over its segments (S > 1). */
-#define PRN_DZ_CHAIN_NT 32
+ * (back: from the last segment to the first, starting from zero). S > 1:
+ * a block per row; the row's entries [v, M, carry] come into shared memory
+ * a tile of segments at a time (every load of a tile issued together, not
+ * one global round trip per segment), thread i < S then makes component i
+ * of each carry in turn (one barrier a segment, the carry double
+ * buffered), and the tile's carries go back. */
+#define PRN_DZ_CHAIN_NT 128
+#define PRN_DZ_CHAIN_ROOM 4096
 template <typename FT>
 __global__ void __launch_bounds__(PRN_DZ_CHAIN_NT) k_deer_chain(size_t B, size_t C, size_t S, const FT *h0, FT *tv,
                                                                  int back, const double *skip) {
-    __shared__ FT sh[2 * PRN_DZ_SMAX * PRN_DZ_CHAIN_NT];
-    FT *cur = sh + threadIdx.x, *nx = cur + PRN_DZ_SMAX * PRN_DZ_CHAIN_NT;
-    const size_t SS = 2 * S + S * S;
-    if (dz_skip(skip)) return;
-    for (size_t b = (size_t)blockIdx.x * PRN_DZ_CHAIN_NT + threadIdx.x; b < B; b += (size_t)gridDim.x * PRN_DZ_CHAIN_NT) {
-        for (size_t i = 0; i < S; ++i) cur[i * PRN_DZ_CHAIN_NT] = back ? (FT)0 : h0[b * S + i];
-        for (size_t cc = 0; cc < C; ++cc) {
-            FT *e = tv + (b * C + (back ? C - 1 - cc : cc)) * SS;
-            for (size_t i = 0; i < S; ++i) e[S + S * S + i] = cur[i * PRN_DZ_CHAIN_NT];
-            for (size_t i = 0; i < S; ++i) {
-                FT x = e[i];
-                for (size_t k = 0; k < S; ++k) x += e[S + i * S + k] * cur[k * PRN_DZ_CHAIN_NT];
-                nx[i * PRN_DZ_CHAIN_NT] = x;
+    __shared__ FT tile[PRN_DZ_CHAIN_ROOM], cur[2 * PRN_DZ_SMAX];
+    const size_t SS = 2 * S + S * S, K = PRN_DZ_CHAIN_ROOM / SS, x = threadIdx.x;
+    const size_t nb = dz_skip(skip) ? 0 : B;
+    for (size_t b = blockIdx.x; b < nb; b += gridDim.x) {
+        FT *e = tv + b * C * SS;
+        unsigned p = 0;
+        if (x < S) cur[x] = back ? (FT)0 : h0[b * S + x];
+        for (size_t t0 = 0; t0 < C; t0 += K) {
+            const size_t nk = prn_min(K, C - t0), s0 = back ? C - t0 - nk : t0;
+            FT *g = e + s0 * SS;
+            for (size_t i = x; i < nk * SS; i += PRN_DZ_CHAIN_NT) tile[i] = g[i];
+            __syncthreads();
+            for (size_t kk = 0; kk < nk; ++kk, p ^= 1) {
+                FT *te = tile + (back ? nk - 1 - kk : kk) * SS;
+                const FT *cp = cur + p * PRN_DZ_SMAX;
+                if (x < S) {
+                    FT v = te[x];
+                    for (size_t k = 0; k < S; ++k) v += te[S + x * S + k] * cp[k];
+                    te[S + S * S + x] = cp[x];
+                    cur[(p ^ 1) * PRN_DZ_SMAX + x] = v;
+                }
+                __syncthreads();
             }
-            for (size_t i = 0; i < S; ++i) cur[i * PRN_DZ_CHAIN_NT] = nx[i * PRN_DZ_CHAIN_NT];
+            for (size_t i = x; i < nk * S; i += PRN_DZ_CHAIN_NT) {
+                const size_t k = i / S, c = S + S * S + i % S;
+                g[k * SS + c] = tile[k * SS + c];
+            }
+            __syncthreads(); /* the tile is written back before the next one comes in */
         }
     }
+    __syncthreads(); /* a barrier in every launch, skipped or not (the emulator) */
 }
 
 /* The same for one state, a block per row: thread x composes the maps
@@ -434,12 +453,12 @@ __global__ void __launch_bounds__(PRN_TPB) k_deer_resmax(size_t n, const double 
     if (threadIdx.x == 0) { out[0] = mx[0]; out[1] = bad[0]; }
 }
 
-/* The chain of either kernel: S 1 a block per row, else a thread per row. */
+/* The chain of either kernel (a block per row). */
 template <typename FT>
 static int dz_chain(cudaStream_t s, const prn_cu_deer *a, FT *tv, int back, const double *skip) {
-    const unsigned g1 = prn_grid(a->B, 1), gc = prn_grid(a->B, PRN_DZ_CHAIN_NT);
-    if (a->S == 1) k_deer_chain1<FT><<<g1, PRN_DZ_CH1_NT, 0, s>>>(a->B, a->C, (const FT *)a->h0, tv, back, skip);
-    else k_deer_chain<FT><<<gc, PRN_DZ_CHAIN_NT, 0, s>>>(a->B, a->C, a->S, (const FT *)a->h0, tv, back, skip);
+    const unsigned g = prn_grid(a->B, 1);
+    if (a->S == 1) k_deer_chain1<FT><<<g, PRN_DZ_CH1_NT, 0, s>>>(a->B, a->C, (const FT *)a->h0, tv, back, skip);
+    else k_deer_chain<FT><<<g, PRN_DZ_CHAIN_NT, 0, s>>>(a->B, a->C, a->S, (const FT *)a->h0, tv, back, skip);
     return prn_launched();
 }
 
