@@ -1081,8 +1081,8 @@ PRN__CU_FN prn_status prn__cu_deer_adjoint(prn_context *ctx, const prn_deer_fuse
     /* the segments' maps; dq for the weight sums when the caller wants none;
      * the sums' per-chunk partials */
     tvn = k.C > 1 ? k.ntask * (2 * k.S + k.S * k.S) * es : 0;
-    dqn = k.dw && !k.dq ? k.B * k.T * k.P * es : 0;
-    if (k.dw) prn_cu_deer_dw_plan(k.B * k.T, k.P * k.wc + k.P, &rpc, &nchunk);
+    dqn = k.dw && !k.dq && k.S != 1 ? k.B * k.T * k.P * es : 0; /* one state: the sums come with the adjoint's pass */
+    if (k.dw) prn_cu_deer_dw_plan(&k, &rpc, &nchunk);
     pn = k.dw ? nchunk * (k.P * k.wc + k.P) * sizeof(double) : 0;
     st = prn__cu_malloc(ctx, s, pn + tvn + dqn + 16, (void **)&scratch, "deer_adjoint: scratch");
     if (st != PRN_OK) return st;

@@ -507,7 +507,8 @@ extern "C" int prn_cu_deer_iterate(cudaStream_t s, int f64, const prn_cu_deer *a
  * sums of dq h_prev^T over rows: per chunk of rows in row order, then the
  * chunks in order (k_deer_dw, k_deer_dw_sum). */
 template <typename FT, int SM, int NT>
-__device__ __forceinline__ void dz_adj_task(const prn_cu_deer &a, int pass, size_t j, FT *v, FT *tv, FT *dqs) {
+__device__ __forceinline__ void dz_adj_task(const prn_cu_deer &a, int pass, size_t j, FT *v, FT *tv, FT *dqs,
+                                            double *acc) {
     enum { SP = 0, CY = SM, F = 2 * SM, LM = 3 * SM, J = 7 * SM, M = 7 * SM + SM * SM };
     const size_t S = SM == 1 ? 1 : a.S, P = a.P, kb = SM == 1 ? 1 : a.kb, T = a.T, C = a.C, b = j / C;
     const size_t w0 = (j % C) * a.Ls;
@@ -516,6 +517,11 @@ __device__ __forceinline__ void dz_adj_task(const prn_cu_deer &a, int pass, size
     FT *tvj = tv ? tv + j * (2 * S + S * S) : NULL, *LAM = (FT *)a.lam, *DXP = (FT *)a.dxp;
     FT *DQ = a.dq ? (FT *)a.dq : dqs;
     const int mapped = pass == 1, out = pass != 1;
+    /* one state: dq kept in registers (written where the caller wants it),
+     * and acc gets the task's sums of dq_t h_{t-1} (acc[p]) and dq_t
+     * (acc[3 + p]), P <= 3 */
+    const bool fuse = SM == 1 && out && DXP;
+    FT qv[3] = {0, 0, 0};
 #define DZ(i) v[(size_t)(i) * NT]
     for (size_t i = 0; i < S; ++i) DZ(CY + i) = pass == 2 ? tvj[S + S * S + i] : (FT)0;
     if (mapped)
@@ -530,7 +536,15 @@ __device__ __forceinline__ void dz_adj_task(const prn_cu_deer &a, int pass, size
             if (out) LAM[row * S + i] = l;
         }
         dz_cell<FT, SM, NT>(a, v, XP + row * P, out && DXP ? DXP + row * P : (FT *)NULL,
-                            out && DXP ? DQ + row * P : (FT *)NULL);
+                            SM == 1 ? qv : out && DXP ? DQ + row * P : (FT *)NULL); /* dq is written with dx */
+        if (fuse)
+            for (int p = 0; p < 3; ++p)
+                if ((size_t)p < P) {
+                    const FT d = qv[p];
+                    acc[p] += (double)(d * DZ(SP));
+                    acc[3 + p] += (double)d;
+                    if (a.dq) DQ[row * P + p] = d;
+                }
         for (size_t i = 0; i < S; ++i) { /* c = J^T lam: column i of J's block rows */
             const size_t j0 = i / kb * kb;
             FT acc = 0;
@@ -562,14 +576,33 @@ __global__ void __launch_bounds__(NT) k_deer_adj(prn_cu_deer a, int pass, FT *tv
     __shared__ FT sh[PRN_DZ_NV(SM) * NT];
     FT *v = sh + threadIdx.x;
     for (size_t j = (size_t)blockIdx.x * NT + threadIdx.x; j < a.ntask; j += (size_t)gridDim.x * NT)
-        dz_adj_task<FT, SM, NT>(a, pass, j, v, tv, dqs);
+        dz_adj_task<FT, SM, NT>(a, pass, j, v, tv, dqs, (double *)NULL);
 }
-/* one state: in registers, as k_deer_iter1 */
+/* one state: in registers, as k_deer_iter1. part (not NULL: dw and db
+ * wanted; pass 0 or 2): the block's sums, part[blockIdx.x, o] for the
+ * nv = 2 P outputs (dw [P, 1], then db [P]): each thread's tasks in order,
+ * then a fixed tree over the block; dq need not reach memory. */
 template <typename FT>
-__global__ void __launch_bounds__(PRN_DZ_NT1) k_deer_adj1(prn_cu_deer a, int pass, FT *tv, FT *dqs) {
+__global__ void __launch_bounds__(PRN_DZ_NT1) k_deer_adj1(prn_cu_deer a, int pass, FT *tv, FT *dqs, double *part) {
+    __shared__ double sh[6 * PRN_DZ_NT1];
     FT v[PRN_DZ_NV(1)];
+    double acc[6] = {0, 0, 0, 0, 0, 0};
+    const bool sums = pass != 1 && part;
     for (size_t j = (size_t)blockIdx.x * PRN_DZ_NT1 + threadIdx.x; j < a.ntask; j += (size_t)gridDim.x * PRN_DZ_NT1)
-        dz_adj_task<FT, 1, 1>(a, pass, j, v, tv, dqs);
+        dz_adj_task<FT, 1, 1>(a, pass, j, v, tv, dqs, acc);
+    if (!sums) { __syncthreads(); return; } /* a barrier in every launch (the emulator) */
+    for (int o = 0; o < 6; ++o) sh[o * PRN_DZ_NT1 + threadIdx.x] = acc[o];
+    __syncthreads();
+    for (unsigned h = PRN_DZ_NT1 / 2; h > 0; h >>= 1) {
+        if (threadIdx.x < h)
+            for (int o = 0; o < 6; ++o) sh[o * PRN_DZ_NT1 + threadIdx.x] += sh[o * PRN_DZ_NT1 + threadIdx.x + h];
+        __syncthreads();
+    }
+    if (threadIdx.x == 0)
+        for (size_t p = 0; p < a.P; ++p) {
+            part[blockIdx.x * 2 * a.P + p] = sh[p * PRN_DZ_NT1];
+            part[blockIdx.x * 2 * a.P + a.P + p] = sh[(3 + p) * PRN_DZ_NT1];
+        }
 }
 
 /* part[q, o]: chunk q's rows [q rpc, min(N, (q + 1) rpc)) in order, for
@@ -623,9 +656,12 @@ __global__ void __launch_bounds__(PRN_TPB) k_deer_dw_sum(size_t nv, size_t Pwc, 
 }
 
 /* Chunks of at least 16 rows, as many as give about 2^18 (chunk, output)
- * threads: a function of N and nv alone. */
-extern "C" void prn_cu_deer_dw_plan(size_t N, size_t nv, size_t *rpc, size_t *nchunk) {
+ * threads: a function of N and nv alone. One state: a chunk per block of
+ * k_deer_adj1 (its sums), a function of B, T and S. */
+extern "C" void prn_cu_deer_dw_plan(const prn_cu_deer *a, size_t *rpc, size_t *nchunk) {
+    const size_t N = a->B * a->T, nv = a->P * a->wc + a->P;
     size_t c = ((size_t)1 << 18) / (nv ? nv : 1);
+    if (a->S == 1) { *rpc = 0; *nchunk = prn_grid(a->ntask, PRN_DZ_NT1); return; }
     if (c > prn_cdiv(N, 16)) c = prn_cdiv(N, 16);
     if (c < 1) c = 1;
     *rpc = prn_cdiv(N, c);
@@ -634,31 +670,33 @@ extern "C" void prn_cu_deer_dw_plan(size_t N, size_t nv, size_t *rpc, size_t *nc
 
 template <typename FT, int SM, int NT>
 static int dz_adjoint(cudaStream_t s, const prn_cu_deer *a, void *tv, void *dqs, double *part) {
-    const int one = a->S == 1;
+    const int one = a->S == 1, sums = a->dw && a->db && a->dxp;
     const unsigned g = prn_grid(a->ntask, one ? PRN_DZ_NT1 : NT);
     FT *tvp = (FT *)tv;
+    double *p1 = one && sums ? part : (double *)NULL; /* one state: the sums come with the last pass */
     const int pass = a->C == 1 ? 0 : 1;
     int e;
-    if (one) k_deer_adj1<FT><<<g, PRN_DZ_NT1, 0, s>>>(*a, pass, pass ? tvp : (FT *)NULL, (FT *)dqs);
+    if (one) k_deer_adj1<FT><<<g, PRN_DZ_NT1, 0, s>>>(*a, pass, pass ? tvp : (FT *)NULL, (FT *)dqs, p1);
     else k_deer_adj<FT, SM, NT><<<g, NT, 0, s>>>(*a, pass, pass ? tvp : (FT *)NULL, (FT *)dqs);
     if ((e = prn_launched()) != 0) return e;
     if (pass) {
         if ((e = dz_chain<FT>(s, a, tvp, 1, (const double *)NULL)) != 0) return e;
-        if (one) k_deer_adj1<FT><<<g, PRN_DZ_NT1, 0, s>>>(*a, 2, tvp, (FT *)dqs);
+        if (one) k_deer_adj1<FT><<<g, PRN_DZ_NT1, 0, s>>>(*a, 2, tvp, (FT *)dqs, p1);
         else k_deer_adj<FT, SM, NT><<<g, NT, 0, s>>>(*a, 2, tvp, (FT *)dqs);
         if ((e = prn_launched()) != 0) return e;
     }
-    if (a->dw && a->db && a->dxp) {
+    if (sums) {
         size_t rpc, nchunk;
         const size_t nv = a->P * a->wc + a->P;
         const FT *dq = a->dq ? (const FT *)a->dq : (const FT *)dqs;
-        prn_cu_deer_dw_plan(a->B * a->T, nv, &rpc, &nchunk);
-        {
-            const unsigned gq = prn_grid(nchunk * nv, PRN_TPB), gs = prn_grid(nv, 1);
+        const unsigned gs = prn_grid(nv, 1);
+        prn_cu_deer_dw_plan(a, &rpc, &nchunk);
+        if (!one) {
+            const unsigned gq = prn_grid(nchunk * nv, PRN_TPB);
             k_deer_dw<FT><<<gq, PRN_TPB, 0, s>>>(*a, dq, rpc, nchunk, part);
             if ((e = prn_launched()) != 0) return e;
-            k_deer_dw_sum<FT><<<gs, PRN_TPB, 0, s>>>(nv, a->P * a->wc, nchunk, part, (FT *)a->dw, (FT *)a->db);
         }
+        k_deer_dw_sum<FT><<<gs, PRN_TPB, 0, s>>>(nv, a->P * a->wc, nchunk, part, (FT *)a->dw, (FT *)a->db);
         e = prn_launched();
     }
     return e;

@@ -151,7 +151,7 @@ int prn_cu_deer_iterate(cudaStream_t s, int f64, const prn_cu_deer *a, double *r
 /* The adjoint: tv as above (C > 1); dqs [B T, P] when dw and db are wanted
  * without dq, else unused; part [nchunk (P wc + P)] doubles with dw and db
  * (prn_cu_deer_dw_plan gives nchunk). kb: MHGRU hk, else S. */
-void prn_cu_deer_dw_plan(size_t N, size_t nv, size_t *rpc, size_t *nchunk);
+void prn_cu_deer_dw_plan(const prn_cu_deer *a, size_t *rpc, size_t *nchunk);
 int prn_cu_deer_adjoint(cudaStream_t s, int f64, const prn_cu_deer *a, void *tv, void *dqs, double *part);
 
 #ifdef __cplusplus
