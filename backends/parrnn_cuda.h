@@ -988,10 +988,15 @@ PRN__CU_FN prn_status prn__cu_scan_block(prn_context *ctx, prn_dtype dtype, int 
 /* ------------------------------------------------------------------------
  * The fused DEER iteration (kernels_cuda/deer.cu): a thread per (batch
  * row, time segment), f and J made step by step and never stored; the
- * segments' affine maps chained per row, then each segment solved again
- * from its true carry. Cells of at most 16 states (the per-thread map of
- * S x S values in shared memory); deer_takes declines larger ones, which
- * prn_deer_rnn then composes from the other entries.
+ * segments' affine maps chained per row (a block per row; one state: a
+ * block scan), then each segment solved again from its true carry. One
+ * state runs in registers; cells of 2 to 16 states keep their values (and
+ * the S x S map) in shared memory; deer_takes declines larger ones, which
+ * prn_deer_rnn then composes from the other entries. Per call: one
+ * stream-ordered scratch allocation, 4 or 5 launches, and one read-back of
+ * the residual (the driver decides each iteration on it); a converged
+ * call whose ynew is discarded skips its chain and second pass on the
+ * device.
  * ---------------------------------------------------------------------- */
 PRN__CU_FN int prn__cu_deer_takes(prn_context *ctx, const prn_deer_fused *a, int adjoint) {
     const prn__cu_state *s = (const prn__cu_state *)prn_backend_state(ctx);

@@ -29,9 +29,9 @@
 #define PRN_DZ_TASKS ((size_t)32768)
 #define PRN_DZ_LMIN ((size_t)32)
 /* one state (registers, a parallel chain): enough threads to fill an H100
- * (132 x 2048), segments of at least 16 steps */
+ * (132 x 2048), segments of at least 8 steps (short sequences: more tasks) */
 #define PRN_DZ_TASKS1 ((size_t)262144)
-#define PRN_DZ_LMIN1 ((size_t)16)
+#define PRN_DZ_LMIN1 ((size_t)8)
 
 extern "C" void prn_cu_deer_plan(size_t B, size_t T, size_t S, size_t *C, size_t *Ls) {
     const size_t tasks = S == 1 ? PRN_DZ_TASKS1 : PRN_DZ_TASKS, lmin = S == 1 ? PRN_DZ_LMIN1 : PRN_DZ_LMIN;

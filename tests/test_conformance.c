@@ -2677,8 +2677,9 @@ static void t_deer_adjoint_direct(void) {
                     deer_resident(NULL);
                     case_end();
                 }
-    /* one state (CUDA: registers, a block per row chains 2500 segments of 16
-     * steps, 3 per thread; 4 blocks at once), and a few steps (2 segments) */
+    /* one state (CUDA: registers, a block per row chains 5000 segments of 8
+     * steps, 5 per thread; 4 blocks at once), a few steps (4 segments), and
+     * one segment a row */
     for (kk = 0; kk < 4; ++kk)
         for (d = 0; d < 2; ++d)
             for (outs = 0; outs < 4; ++outs) {
@@ -2688,6 +2689,7 @@ static void t_deer_adjoint_direct(void) {
                 deer_resident(NULL);
                 case_end();
                 deer_adj_direct_case(one[kk], d ? PRN_F64 : PRN_F32, d, 1, 11, 37, outs); case_end();
+                deer_adj_direct_case(one[kk], d ? PRN_F64 : PRN_F32, !d, 1, 5, 12, outs); case_end();
             }
     deer_adj_direct_case(PRN_RNN_LSTM, PRN_F32, 1, 8, 5, 700, 3); case_end();
     deer_adj_direct_case(PRN_RNN_MHGRU, PRN_F64, 0, 16, 2, 300, 2); case_end();
@@ -2715,8 +2717,8 @@ static void t_deer_direct(void) {
     deer_direct_case(PRN_RNN_LSTM, PRN_F64, PRN_JACOBIAN_DENSE, 1, 8, 5, 700, 3, 0); case_end();
     deer_direct_case(PRN_RNN_MHGRU, PRN_F64, PRN_JACOBIAN_BLOCK, 0, 16, 2, 300, 0, 0); case_end();
     deer_direct_case(PRN_RNN_GRU, PRN_F32, PRN_JACOBIAN_DENSE, 0, 17, 2, 40, 0, 0); case_end();
-    /* one state (CUDA: registers; 2500 segments of 16 steps a row, chained by
-     * a block per row, 3 per thread; 4 blocks at once), 2 segments, 1 */
+    /* one state (CUDA: registers; 5000 segments of 8 steps a row, chained by
+     * a block per row, 5 per thread; 4 blocks at once), 4 segments, 1 */
     for (kk = 0; kk < 4; ++kk)
         for (d = 0; d < 2; ++d)
             for (rev = 0; rev < 2; ++rev) {
@@ -2726,7 +2728,7 @@ static void t_deer_direct(void) {
                 deer_resident(NULL);
                 case_end();
                 deer_direct_case(one[kk], d ? PRN_F64 : PRN_F32, PRN_JACOBIAN_DIAG, rev, 1, 11, 37, 2 * rev, 0); case_end();
-                deer_direct_case(one[kk], d ? PRN_F64 : PRN_F32, PRN_JACOBIAN_DENSE, !rev, 1, 5, 20, 1 + rev, 0); case_end();
+                deer_direct_case(one[kk], d ? PRN_F64 : PRN_F32, PRN_JACOBIAN_DENSE, !rev, 1, 5, 12, 1 + rev, 0); case_end();
             }
     for (d = 0; d < 2; ++d)
         for (vary = 1; vary <= 2; ++vary) {
