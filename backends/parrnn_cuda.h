@@ -990,8 +990,9 @@ PRN__CU_FN prn_status prn__cu_scan_block(prn_context *ctx, prn_dtype dtype, int 
  * row, time segment), f and J made step by step and never stored; the
  * segments' affine maps chained per row (a block per row; one state: a
  * block scan), then each segment solved again from its true carry. One
- * state runs in registers; cells of 2 to 16 states keep their values (and
- * the S x S map) in shared memory; deer_takes declines larger ones, which
+ * state, and 2 or 4 where S fixes the cell's sizes, run in registers; the
+ * other cells of up to 16 states keep their values (and the S x S map) in
+ * shared memory; deer_takes declines larger ones, which
  * prn_deer_rnn then composes from the other entries. Per call: one
  * stream-ordered scratch allocation, 4 or 5 launches, and one read-back of
  * the residual (the driver decides each iteration on it); a converged

@@ -50,18 +50,19 @@ template <typename FT> __device__ __forceinline__ FT dz_sig(FT x) { return (FT)1
 
 /* f (slots F) and J (slots J, row i's kb columns from (i / kb) kb) at the
  * state in slots SP and the projections x [P]. v: this thread's slot 0. */
-template <typename FT, int SM, int NT>
+template <typename FT, int SM, int NT, int KB>
 __device__ __forceinline__ void dz_cell(const prn_cu_deer &a, FT *v, const FT *x, FT *dx, FT *dq) {
     /* the adjoint (dx not NULL): lam in slots LM; dx, dq: the row's d f / d xp
      * and d f / d (q + b_hh) of each gate (torch kinds) */
     enum { SP = 0, F = 2 * SM, LM = 3 * SM, Q = 4 * SM, J = 7 * SM };
-    /* SM 1: one state (H, hk, kb 1 too), every slot index a constant */
-    const size_t S = SM == 1 ? 1 : a.S, H = SM == 1 ? 1 : a.H, kb = SM == 1 ? 1 : a.kb;
+    /* KB > 0 (the register kernels): S = H = hk = SM and kb = KB, so that
+     * every slot index is a constant (not LSTM; MHGRU with one head) */
+    const size_t S = KB ? SM : a.S, H = KB ? SM : a.H, kb = KB ? KB : a.kb;
 #define DZ(i) v[(size_t)(i) * NT]
     switch (a.kind) {
     case PRN_RNN_GRU:
     case PRN_RNN_MHGRU: {
-        const size_t k = SM == 1 ? 1 : a.hk, nh = H / k;
+        const size_t k = KB ? SM : a.hk, nh = H / k;
         const FT *Wh = (const FT *)a.w[0], *bh = (const FT *)a.w[1];
         for (size_t h = 0; h < nh; ++h) {
             const FT *Wg = Wh + h * 3 * k * k;
@@ -217,10 +218,10 @@ __device__ __forceinline__ void dz_cell(const prn_cu_deer &a, FT *v, const FT *x
  * h0); 1: zero carry, v and M into tv, the residual; 2: the carry from tv,
  * ynew. res2[2 j], res2[2 j + 1]: the task's largest residual term and
  * whether one was not finite (passes 0 and 1). */
-template <typename FT, int SM, int NT>
+template <typename FT, int SM, int NT, int KB>
 __device__ __forceinline__ void dz_task(const prn_cu_deer &a, int pass, size_t j, FT *v, double *mxo, int *nfo, FT *tv) {
     enum { SP = 0, CY = SM, F = 2 * SM, TMP = 3 * SM, J = 7 * SM, M = 7 * SM + SM * SM };
-    const size_t S = SM == 1 ? 1 : a.S, P = a.P, kb = SM == 1 ? 1 : a.kb, T = a.T, C = a.C, b = j / C;
+    const size_t S = KB ? SM : a.S, P = a.P, kb = KB ? KB : a.kb, T = a.T, C = a.C, b = j / C;
     const size_t w0 = (j % C) * a.Ls;
     const size_t w1 = prn_min(T, w0 + a.Ls);
     const FT *XP = (const FT *)a.xp, *Y = (const FT *)a.y, *H0 = (const FT *)a.h0 + b * S;
@@ -237,7 +238,7 @@ __device__ __forceinline__ void dz_task(const prn_cu_deer &a, int pass, size_t j
         const size_t t = a.rev ? T - 1 - w : w, row = b * T + t;
         const FT *sp = !Y || w == 0 ? H0 : Y + (b * T + (a.rev ? t + 1 : t - 1)) * S;
         for (size_t i = 0; i < S; ++i) DZ(SP + i) = sp[i];
-        dz_cell<FT, SM, NT>(a, v, XP + row * P, (FT *)NULL, (FT *)NULL);
+        dz_cell<FT, SM, NT, KB>(a, v, XP + row * P, (FT *)NULL, (FT *)NULL);
         if (pass != 2) {
             const FT *yc = Y ? Y + row * S : H0;
             for (size_t i = 0; i < S; ++i) {
@@ -317,24 +318,32 @@ __global__ void __launch_bounds__(NT) k_deer_iter(prn_cu_deer a, int pass, doubl
     int nf = 0;
     const size_t n = pass == 2 && dz_skip(skip) ? 0 : a.ntask;
     for (size_t j = (size_t)blockIdx.x * NT + threadIdx.x; j < n; j += (size_t)gridDim.x * NT)
-        dz_task<FT, SM, NT>(a, pass, j, v, &mx, &nf, tv);
+        dz_task<FT, SM, NT, 0>(a, pass, j, v, &mx, &nf, tv);
     if (pass != 2) dz_block_res<NT>(mx, nf, res2);
     else __syncthreads(); /* every launch reaches a barrier (the emulator runs one that never does as plain calls) */
 }
-/* One state: every value in registers (the slots' indices are constants
- * once SM = 1 unrolls the loops), so many more threads fit. */
+/* The register kernels (one state; 2 or 4 where S fixes H, hk and kb is 1
+ * or S: dz_exact): every value in registers, the slots' indices constants
+ * once the loops unroll, so many more threads fit. */
 #define PRN_DZ_NT1 128
-template <typename FT>
-__global__ void __launch_bounds__(PRN_DZ_NT1) k_deer_iter1(prn_cu_deer a, int pass, double *res2, FT *tv,
+template <typename FT, int SM, int KB>
+__global__ void __launch_bounds__(PRN_DZ_NT1) k_deer_iterx(prn_cu_deer a, int pass, double *res2, FT *tv,
                                                             const double *skip) {
-    FT v[PRN_DZ_NV(1)];
+    FT v[PRN_DZ_NV(SM)];
     double mx = 0;
     int nf = 0;
     const size_t n = pass == 2 && dz_skip(skip) ? 0 : a.ntask;
     for (size_t j = (size_t)blockIdx.x * PRN_DZ_NT1 + threadIdx.x; j < n; j += (size_t)gridDim.x * PRN_DZ_NT1)
-        dz_task<FT, 1, 1>(a, pass, j, v, &mx, &nf, tv);
+        dz_task<FT, SM, 1, KB>(a, pass, j, v, &mx, &nf, tv);
     if (pass != 2) dz_block_res<PRN_DZ_NT1>(mx, nf, res2);
-    else __syncthreads(); /* every launch reaches a barrier (the emulator runs one that never does as plain calls) */
+    else __syncthreads(); /* every launch reaches a barrier (the emulator) */
+}
+
+/* S of the register kernels for this call, 0: the shared-memory ones */
+static int dz_exact(const prn_cu_deer *a) {
+    if (a->S == 1) return 1;
+    if ((a->S != 2 && a->S != 4) || a->kind == PRN_RNN_LSTM || (a->kind == PRN_RNN_MHGRU && a->hk != a->H)) return 0;
+    return a->kb == 1 || a->kb == a->S ? (int)a->S : 0;
 }
 
 /* The carries into each segment of row b, in order: h0, then v + M carry
@@ -466,30 +475,42 @@ static int dz_chain(cudaStream_t s, const prn_cu_deer *a, FT *tv, int back, cons
  * the chain and pass 2, which exit at once when the residual shows
  * convergence and the caller discards ynew then (discard) */
 template <typename FT, int SM, int NT>
+static int dz_iter_launch(int ex, unsigned g, cudaStream_t s, const prn_cu_deer *a, int pass, double *res2, FT *tv,
+                          const double *skip) {
+    const int d = a->kb == 1;
+    if (ex == 1) k_deer_iterx<FT, 1, 1><<<g, PRN_DZ_NT1, 0, s>>>(*a, pass, res2, tv, skip);
+    else if (ex == 2 && d) k_deer_iterx<FT, 2, 1><<<g, PRN_DZ_NT1, 0, s>>>(*a, pass, res2, tv, skip);
+    else if (ex == 2) k_deer_iterx<FT, 2, 2><<<g, PRN_DZ_NT1, 0, s>>>(*a, pass, res2, tv, skip);
+    else if (ex == 4 && d) k_deer_iterx<FT, 4, 1><<<g, PRN_DZ_NT1, 0, s>>>(*a, pass, res2, tv, skip);
+    else if (ex == 4) k_deer_iterx<FT, 4, 4><<<g, PRN_DZ_NT1, 0, s>>>(*a, pass, res2, tv, skip);
+    else k_deer_iter<FT, SM, NT><<<g, NT, 0, s>>>(*a, pass, res2, tv, skip);
+    return prn_launched();
+}
+
+/* pass 1 (or the only pass), the residual's maximum, then (segments, ynew)
+ * the chain and pass 2, which exit at once when the residual shows
+ * convergence and the caller discards ynew then (discard) */
+template <typename FT, int SM, int NT>
 static int dz_iterate(cudaStream_t s, const prn_cu_deer *a, double *res2, void *tv, double *out) {
-    const int one = a->S == 1;
-    const unsigned g = prn_grid(a->ntask, one ? PRN_DZ_NT1 : NT);
+    const int ex = dz_exact(a);
+    const unsigned g = prn_grid(a->ntask, ex ? PRN_DZ_NT1 : NT);
     const double *skip = a->discard ? out : NULL;
     FT *tvp = (FT *)tv;
     const int pass = a->C == 1 ? 0 : 1;
     int e;
-    if (one) k_deer_iter1<FT><<<g, PRN_DZ_NT1, 0, s>>>(*a, pass, res2, pass ? tvp : (FT *)NULL, skip);
-    else k_deer_iter<FT, SM, NT><<<g, NT, 0, s>>>(*a, pass, res2, pass ? tvp : (FT *)NULL, skip);
-    if ((e = prn_launched()) != 0) return e;
+    if ((e = dz_iter_launch<FT, SM, NT>(ex, g, s, a, pass, res2, pass ? tvp : (FT *)NULL, skip)) != 0) return e;
     k_deer_resmax<<<1, PRN_TPB, 0, s>>>(g, res2, out);
     if ((e = prn_launched()) != 0) return e;
     if (pass && a->ynew) {
         if ((e = dz_chain<FT>(s, a, tvp, 0, skip)) != 0) return e;
-        if (one) k_deer_iter1<FT><<<g, PRN_DZ_NT1, 0, s>>>(*a, 2, res2, tvp, skip);
-        else k_deer_iter<FT, SM, NT><<<g, NT, 0, s>>>(*a, 2, res2, tvp, skip);
-        e = prn_launched();
+        e = dz_iter_launch<FT, SM, NT>(ex, g, s, a, 2, res2, tvp, skip);
     }
     return e;
 }
 
 /* Threads per block by the per-thread room: at most 40 KiB of static shared
  * memory a block (SM 8: 184 values a thread; SM 16: 624); one state: in
- * registers (k_deer_iter1). */
+ * registers (k_deer_iterx). */
 extern "C" int prn_cu_deer_iterate(cudaStream_t s, int f64, const prn_cu_deer *a, double *res2, void *tv,
                                    double *out) {
     if (a->S <= 8)
@@ -506,11 +527,11 @@ extern "C" int prn_cu_deer_iterate(cudaStream_t s, int f64, const prn_cu_deer *a
  * dxp and dq, and dh0 from the first segment. The weight gradients are
  * sums of dq h_prev^T over rows: per chunk of rows in row order, then the
  * chunks in order (k_deer_dw, k_deer_dw_sum). */
-template <typename FT, int SM, int NT>
+template <typename FT, int SM, int NT, int KB>
 __device__ __forceinline__ void dz_adj_task(const prn_cu_deer &a, int pass, size_t j, FT *v, FT *tv, FT *dqs,
                                             double *acc) {
     enum { SP = 0, CY = SM, F = 2 * SM, LM = 3 * SM, J = 7 * SM, M = 7 * SM + SM * SM };
-    const size_t S = SM == 1 ? 1 : a.S, P = a.P, kb = SM == 1 ? 1 : a.kb, T = a.T, C = a.C, b = j / C;
+    const size_t S = KB ? SM : a.S, P = a.P, kb = KB ? KB : a.kb, T = a.T, C = a.C, b = j / C;
     const size_t w0 = (j % C) * a.Ls;
     const size_t w1 = prn_min(T, w0 + a.Ls);
     const FT *XP = (const FT *)a.xp, *Y = (const FT *)a.y, *H0 = (const FT *)a.h0 + b * S, *G = (const FT *)a.g;
@@ -535,7 +556,7 @@ __device__ __forceinline__ void dz_adj_task(const prn_cu_deer &a, int pass, size
             DZ(LM + i) = l;
             if (out) LAM[row * S + i] = l;
         }
-        dz_cell<FT, SM, NT>(a, v, XP + row * P, out && DXP ? DXP + row * P : (FT *)NULL,
+        dz_cell<FT, SM, NT, KB>(a, v, XP + row * P, out && DXP ? DXP + row * P : (FT *)NULL,
                             SM == 1 ? qv : out && DXP ? DQ + row * P : (FT *)NULL); /* dq is written with dx */
         if (fuse)
             for (int p = 0; p < 3; ++p)
@@ -576,21 +597,14 @@ __global__ void __launch_bounds__(NT) k_deer_adj(prn_cu_deer a, int pass, FT *tv
     __shared__ FT sh[PRN_DZ_NV(SM) * NT];
     FT *v = sh + threadIdx.x;
     for (size_t j = (size_t)blockIdx.x * NT + threadIdx.x; j < a.ntask; j += (size_t)gridDim.x * NT)
-        dz_adj_task<FT, SM, NT>(a, pass, j, v, tv, dqs, (double *)NULL);
+        dz_adj_task<FT, SM, NT, 0>(a, pass, j, v, tv, dqs, (double *)NULL);
 }
-/* one state: in registers, as k_deer_iter1. part (not NULL: dw and db
- * wanted; pass 0 or 2): the block's sums, part[blockIdx.x, o] for the
+/* in registers, as k_deer_iterx (kb = S). One state, part not NULL (dw and
+ * db wanted; pass 0 or 2): the block's sums, part[blockIdx.x, o] for the
  * nv = 2 P outputs (dw [P, 1], then db [P]): each thread's tasks in order,
  * then a fixed tree over the block; dq need not reach memory. */
-template <typename FT>
-__global__ void __launch_bounds__(PRN_DZ_NT1) k_deer_adj1(prn_cu_deer a, int pass, FT *tv, FT *dqs, double *part) {
+__device__ __forceinline__ void dz_block_sums(const double *acc, size_t P, double *part) {
     __shared__ double sh[6 * PRN_DZ_NT1];
-    FT v[PRN_DZ_NV(1)];
-    double acc[6] = {0, 0, 0, 0, 0, 0};
-    const bool sums = pass != 1 && part;
-    for (size_t j = (size_t)blockIdx.x * PRN_DZ_NT1 + threadIdx.x; j < a.ntask; j += (size_t)gridDim.x * PRN_DZ_NT1)
-        dz_adj_task<FT, 1, 1>(a, pass, j, v, tv, dqs, acc);
-    if (!sums) { __syncthreads(); return; } /* a barrier in every launch (the emulator) */
     for (int o = 0; o < 6; ++o) sh[o * PRN_DZ_NT1 + threadIdx.x] = acc[o];
     __syncthreads();
     for (unsigned h = PRN_DZ_NT1 / 2; h > 0; h >>= 1) {
@@ -599,10 +613,23 @@ __global__ void __launch_bounds__(PRN_DZ_NT1) k_deer_adj1(prn_cu_deer a, int pas
         __syncthreads();
     }
     if (threadIdx.x == 0)
-        for (size_t p = 0; p < a.P; ++p) {
-            part[blockIdx.x * 2 * a.P + p] = sh[p * PRN_DZ_NT1];
-            part[blockIdx.x * 2 * a.P + a.P + p] = sh[(3 + p) * PRN_DZ_NT1];
+        for (size_t p = 0; p < P; ++p) {
+            part[blockIdx.x * 2 * P + p] = sh[p * PRN_DZ_NT1];
+            part[blockIdx.x * 2 * P + P + p] = sh[(3 + p) * PRN_DZ_NT1];
         }
+}
+/* blocks a multiprocessor: what the compiler picks unasked (no spill),
+ * except one state f32: 9 (56 registers, no spill), not 7 */
+#define PRN_DZ_ADJ_BLOCKS(FT, SM) (sizeof(FT) == 4 ? (SM == 1 ? 9 : SM == 2 ? 10 : 6) : (SM == 1 ? 6 : SM == 2 ? 7 : 4))
+template <typename FT, int SM>
+__global__ void __launch_bounds__(PRN_DZ_NT1, PRN_DZ_ADJ_BLOCKS(FT, SM)) k_deer_adjx(prn_cu_deer a, int pass, FT *tv, FT *dqs, double *part) {
+    FT v[PRN_DZ_NV(SM)];
+    double acc[6] = {0, 0, 0, 0, 0, 0};
+    const bool sums = SM == 1 && pass != 1 && part;
+    for (size_t j = (size_t)blockIdx.x * PRN_DZ_NT1 + threadIdx.x; j < a.ntask; j += (size_t)gridDim.x * PRN_DZ_NT1)
+        dz_adj_task<FT, SM, 1, SM>(a, pass, j, v, tv, dqs, acc);
+    if (sums) dz_block_sums(acc, a.P, part);
+    else __syncthreads(); /* a barrier in every launch (the emulator) */
 }
 
 /* part[q, o]: chunk q's rows [q rpc, min(N, (q + 1) rpc)) in order, for
@@ -657,7 +684,7 @@ __global__ void __launch_bounds__(PRN_TPB) k_deer_dw_sum(size_t nv, size_t Pwc, 
 
 /* Chunks of at least 16 rows, as many as give about 2^18 (chunk, output)
  * threads: a function of N and nv alone. One state: a chunk per block of
- * k_deer_adj1 (its sums), a function of B, T and S. */
+ * k_deer_adjx (its sums), a function of B, T and S. */
 extern "C" void prn_cu_deer_dw_plan(const prn_cu_deer *a, size_t *rpc, size_t *nchunk) {
     const size_t N = a->B * a->T, nv = a->P * a->wc + a->P;
     size_t c = ((size_t)1 << 18) / (nv ? nv : 1);
@@ -669,21 +696,27 @@ extern "C" void prn_cu_deer_dw_plan(const prn_cu_deer *a, size_t *rpc, size_t *n
 }
 
 template <typename FT, int SM, int NT>
+static int dz_adj_launch(int ex, unsigned g, cudaStream_t s, const prn_cu_deer *a, int pass, FT *tv, FT *dqs,
+                         double *part) {
+    if (ex == 1) k_deer_adjx<FT, 1><<<g, PRN_DZ_NT1, 0, s>>>(*a, pass, tv, dqs, part);
+    else if (ex == 2) k_deer_adjx<FT, 2><<<g, PRN_DZ_NT1, 0, s>>>(*a, pass, tv, dqs, part);
+    else if (ex == 4) k_deer_adjx<FT, 4><<<g, PRN_DZ_NT1, 0, s>>>(*a, pass, tv, dqs, part);
+    else k_deer_adj<FT, SM, NT><<<g, NT, 0, s>>>(*a, pass, tv, dqs);
+    return prn_launched();
+}
+
+template <typename FT, int SM, int NT>
 static int dz_adjoint(cudaStream_t s, const prn_cu_deer *a, void *tv, void *dqs, double *part) {
-    const int one = a->S == 1, sums = a->dw && a->db && a->dxp;
-    const unsigned g = prn_grid(a->ntask, one ? PRN_DZ_NT1 : NT);
+    const int one = a->S == 1, sums = a->dw && a->db && a->dxp, ex = dz_exact(a); /* kb = S here (not MHGRU's heads) */
+    const unsigned g = prn_grid(a->ntask, ex ? PRN_DZ_NT1 : NT);
     FT *tvp = (FT *)tv;
     double *p1 = one && sums ? part : (double *)NULL; /* one state: the sums come with the last pass */
     const int pass = a->C == 1 ? 0 : 1;
     int e;
-    if (one) k_deer_adj1<FT><<<g, PRN_DZ_NT1, 0, s>>>(*a, pass, pass ? tvp : (FT *)NULL, (FT *)dqs, p1);
-    else k_deer_adj<FT, SM, NT><<<g, NT, 0, s>>>(*a, pass, pass ? tvp : (FT *)NULL, (FT *)dqs);
-    if ((e = prn_launched()) != 0) return e;
+    if ((e = dz_adj_launch<FT, SM, NT>(ex, g, s, a, pass, pass ? tvp : (FT *)NULL, (FT *)dqs, p1)) != 0) return e;
     if (pass) {
         if ((e = dz_chain<FT>(s, a, tvp, 1, (const double *)NULL)) != 0) return e;
-        if (one) k_deer_adj1<FT><<<g, PRN_DZ_NT1, 0, s>>>(*a, 2, tvp, (FT *)dqs, p1);
-        else k_deer_adj<FT, SM, NT><<<g, NT, 0, s>>>(*a, 2, tvp, (FT *)dqs);
-        if ((e = prn_launched()) != 0) return e;
+        if ((e = dz_adj_launch<FT, SM, NT>(ex, g, s, a, 2, tvp, (FT *)dqs, p1)) != 0) return e;
     }
     if (sums) {
         size_t rpc, nchunk;

@@ -40,7 +40,7 @@ def block_size(name):
     m = re.match(r"k_deer_(?:iter|adj)<\w+, \d+, (\d+)>", name)
     if m:
         return int(m.group(1))  # NT: the per-thread slots' room (deer.cu)
-    if name.startswith("k_deer_iter1") or name.startswith("k_deer_adj1"):
+    if name.startswith("k_deer_iterx") or name.startswith("k_deer_adjx"):
         return 128  # PRN_DZ_NT1
     if name.startswith("k_deer_chain1"):
         return 1024  # PRN_DZ_CH1_NT
