@@ -6,19 +6,22 @@
  * f and J of step t are made from the iterate (y_{t-1}, xp_t), used for
  * the residual and the linear recurrence, and forgotten, so no Jacobian
  * ever reaches global memory. A row's T steps are cut into C segments of
- * Ls steps (prn_cu_deer_plan: a function of B and T alone), so that B = 16
- * rows of 1e6 steps still give tens of thousands of threads:
+ * Ls steps (prn_cu_deer_plan: a function of B, T and S alone), so that
+ * B = 16 rows of 1e6 steps still give tens of thousands of threads (one
+ * state: a quarter million):
  *   pass 1: each segment from a zero carry: its end state v and the product
  *           M of its A_t = (1 - k) J_t, and the residual;
- *   chain:  per row, the carries into its segments, h0 then v + M carry;
+ *   chain:  per row, the carries into its segments, h0 then v + M carry
+ *           (a block per row; one state: a block scan of the maps);
  *   pass 2: each segment again from its true carry, writing ynew.
  * With one segment per row (many rows) a single pass from h0 does all.
- * Every value of a thread lives in shared memory, in a slot of its own
- * (slot i of thread x at i * NT + x: no bank conflicts, no barriers); the
- * S x S map and the Jacobian bound S by the per-thread room (PRN_DZ_SMAX;
- * larger cells take the composed path, prn_cu_deer_takes). Sums run in a
- * fixed order and the residual is a maximum: the result does not depend
- * on the launch. */
+ * The register kernels (k_deer_iterx, k_deer_adjx: S = 1, and 2 or 4 where
+ * S fixes the cell's sizes) keep every value in registers; the others keep
+ * them in shared memory, in a slot of its own per thread (slot i of thread
+ * x at i * NT + x: no bank conflicts, no barriers), and the S x S map and
+ * the Jacobian bound S by that room (PRN_DZ_SMAX; larger cells take the
+ * composed path, prn_cu_deer_takes). Sums run in a fixed order and the
+ * residual is a maximum: the result does not depend on the launch. */
 #include "common.cuh"
 
 /* per-thread slots: s, carry, f (and a column of M), the new carry, the
@@ -216,8 +219,8 @@ __device__ __forceinline__ void dz_cell(const prn_cu_deer &a, FT *v, const FT *x
 
 /* One task: row b = j / C, segment j % C. pass 0: the only pass (carry
  * h0); 1: zero carry, v and M into tv, the residual; 2: the carry from tv,
- * ynew. res2[2 j], res2[2 j + 1]: the task's largest residual term and
- * whether one was not finite (passes 0 and 1). */
+ * ynew. *mxo, *nfo (passes 0 and 1): raised to the task's largest residual
+ * term, set when one was not finite. */
 template <typename FT, int SM, int NT, int KB>
 __device__ __forceinline__ void dz_task(const prn_cu_deer &a, int pass, size_t j, FT *v, double *mxo, int *nfo, FT *tv) {
     enum { SP = 0, CY = SM, F = 2 * SM, TMP = 3 * SM, J = 7 * SM, M = 7 * SM + SM * SM };
