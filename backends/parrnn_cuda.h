@@ -989,10 +989,16 @@ PRN__CU_FN prn_status prn__cu_scan_block(prn_context *ctx, prn_dtype dtype, int 
 /* ------------------------------------------------------------------------
  * The fused DEER iteration (kernels_cuda/deer.cu): a thread per (batch
  * row, time segment), f and J made step by step and never stored; the
- * segments' affine maps chained per row, then each segment solved again
- * from its true carry. Cells of at most 16 states (the per-thread map of
- * S x S values in shared memory); deer_takes declines larger ones, which
- * prn_deer_rnn then composes from the other entries.
+ * segments' affine maps chained per row (a block per row; one state: a
+ * block scan), then each segment solved again from its true carry. One
+ * state, and 2 or 4 where S fixes the cell's sizes, run in registers; the
+ * other cells of up to 16 states keep their values (and the S x S map) in
+ * shared memory; deer_takes declines larger ones, which
+ * prn_deer_rnn then composes from the other entries. Per call: one
+ * stream-ordered scratch allocation, 4 or 5 launches, and one read-back of
+ * the residual (the driver decides each iteration on it); a converged
+ * call whose ynew is discarded skips its chain and second pass on the
+ * device.
  * ---------------------------------------------------------------------- */
 PRN__CU_FN int prn__cu_deer_takes(prn_context *ctx, const prn_deer_fused *a, int adjoint) {
     const prn__cu_state *s = (const prn__cu_state *)prn_backend_state(ctx);
@@ -1018,7 +1024,7 @@ PRN__CU_FN prn_status prn__cu_deer_args(prn_context *ctx, const char *fn, const 
     k->kind = a->kind; k->relu = a->relu; k->rev = a->reverse != 0;
     k->B = a->B; k->T = a->T; k->H = a->H; k->S = S; k->hk = a->hk; k->L = a->L; k->P = G * a->H;
     k->kb = kb;
-    prn_cu_deer_plan(a->B, a->T, &k->C, &k->Ls);
+    prn_cu_deer_plan(a->B, a->T, S, &k->C, &k->Ls);
     k->ntask = a->B * k->C;
     memcpy(k->w, a->w, sizeof k->w);
     k->xp = a->xp; k->h0 = a->h0; k->y = a->y;
@@ -1029,6 +1035,7 @@ PRN__CU_FN prn_status prn__cu_deer_args(prn_context *ctx, const char *fn, const 
         k->dw = a->dxp ? a->dw : NULL; k->db = a->dxp ? a->db : NULL;
     } else {
         k->ynew = a->ynew;
+        k->discard = a->discard_converged != 0;
     }
     return PRN_OK;
 }
@@ -1081,8 +1088,8 @@ PRN__CU_FN prn_status prn__cu_deer_adjoint(prn_context *ctx, const prn_deer_fuse
     /* the segments' maps; dq for the weight sums when the caller wants none;
      * the sums' per-chunk partials */
     tvn = k.C > 1 ? k.ntask * (2 * k.S + k.S * k.S) * es : 0;
-    dqn = k.dw && !k.dq ? k.B * k.T * k.P * es : 0;
-    if (k.dw) prn_cu_deer_dw_plan(k.B * k.T, &rpc, &nchunk);
+    dqn = k.dw && !k.dq && k.S != 1 ? k.B * k.T * k.P * es : 0; /* one state: the sums come with the adjoint's pass */
+    if (k.dw) prn_cu_deer_dw_plan(&k, &rpc, &nchunk);
     pn = k.dw ? nchunk * (k.P * k.wc + k.P) * sizeof(double) : 0;
     st = prn__cu_malloc(ctx, s, pn + tvn + dqn + 16, (void **)&scratch, "deer_adjoint: scratch");
     if (st != PRN_OK) return st;

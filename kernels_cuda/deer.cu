@@ -6,19 +6,22 @@
  * f and J of step t are made from the iterate (y_{t-1}, xp_t), used for
  * the residual and the linear recurrence, and forgotten, so no Jacobian
  * ever reaches global memory. A row's T steps are cut into C segments of
- * Ls steps (prn_cu_deer_plan: a function of B and T alone), so that B = 16
- * rows of 1e6 steps still give tens of thousands of threads:
+ * Ls steps (prn_cu_deer_plan: a function of B, T and S alone), so that
+ * B = 16 rows of 1e6 steps still give tens of thousands of threads (one
+ * state: a quarter million):
  *   pass 1: each segment from a zero carry: its end state v and the product
  *           M of its A_t = (1 - k) J_t, and the residual;
- *   chain:  per row, the carries into its segments, h0 then v + M carry;
+ *   chain:  per row, the carries into its segments, h0 then v + M carry
+ *           (a block per row; one state: a block scan of the maps);
  *   pass 2: each segment again from its true carry, writing ynew.
  * With one segment per row (many rows) a single pass from h0 does all.
- * Every value of a thread lives in shared memory, in a slot of its own
- * (slot i of thread x at i * NT + x: no bank conflicts, no barriers); the
- * S x S map and the Jacobian bound S by the per-thread room (PRN_DZ_SMAX;
- * larger cells take the composed path, prn_cu_deer_takes). Sums run in a
- * fixed order and the residual is a maximum: the result does not depend
- * on the launch. */
+ * The register kernels (k_deer_iterx, k_deer_adjx: S = 1, and 2 or 4 where
+ * S fixes the cell's sizes) keep every value in registers; the others keep
+ * them in shared memory, in a slot of its own per thread (slot i of thread
+ * x at i * NT + x: no bank conflicts, no barriers), and the S x S map and
+ * the Jacobian bound S by that room (PRN_DZ_SMAX; larger cells take the
+ * composed path, prn_cu_deer_takes). Sums run in a fixed order and the
+ * residual is a maximum: the result does not depend on the launch. */
 #include "common.cuh"
 
 /* per-thread slots: s, carry, f (and a column of M), the new carry, the
@@ -28,10 +31,15 @@
 /* tasks the plan aims at, and the shortest segment it makes */
 #define PRN_DZ_TASKS ((size_t)32768)
 #define PRN_DZ_LMIN ((size_t)32)
+/* one state (registers, a parallel chain): enough threads to fill an H100
+ * (132 x 2048), segments of at least 8 steps (short sequences: more tasks) */
+#define PRN_DZ_TASKS1 ((size_t)262144)
+#define PRN_DZ_LMIN1 ((size_t)8)
 
-extern "C" void prn_cu_deer_plan(size_t B, size_t T, size_t *C, size_t *Ls) {
-    size_t c = B ? prn_cdiv(PRN_DZ_TASKS, B) : 1;
-    if (c > T / PRN_DZ_LMIN) c = T / PRN_DZ_LMIN;
+extern "C" void prn_cu_deer_plan(size_t B, size_t T, size_t S, size_t *C, size_t *Ls) {
+    const size_t tasks = S == 1 ? PRN_DZ_TASKS1 : PRN_DZ_TASKS, lmin = S == 1 ? PRN_DZ_LMIN1 : PRN_DZ_LMIN;
+    size_t c = B ? prn_cdiv(tasks, B) : 1;
+    if (c > T / lmin) c = T / lmin;
     if (c < 2) { *C = 1; *Ls = T; return; }
     *Ls = prn_cdiv(T, c);
     *C = prn_cdiv(T, *Ls);
@@ -45,17 +53,19 @@ template <typename FT> __device__ __forceinline__ FT dz_sig(FT x) { return (FT)1
 
 /* f (slots F) and J (slots J, row i's kb columns from (i / kb) kb) at the
  * state in slots SP and the projections x [P]. v: this thread's slot 0. */
-template <typename FT, int SM, int NT>
+template <typename FT, int SM, int NT, int KB>
 __device__ __forceinline__ void dz_cell(const prn_cu_deer &a, FT *v, const FT *x, FT *dx, FT *dq) {
     /* the adjoint (dx not NULL): lam in slots LM; dx, dq: the row's d f / d xp
      * and d f / d (q + b_hh) of each gate (torch kinds) */
     enum { SP = 0, F = 2 * SM, LM = 3 * SM, Q = 4 * SM, J = 7 * SM };
-    const size_t S = a.S, H = a.H, kb = a.kb;
+    /* KB > 0 (the register kernels): S = H = hk = SM and kb = KB, so that
+     * every slot index is a constant (not LSTM; MHGRU with one head) */
+    const size_t S = KB ? SM : a.S, H = KB ? SM : a.H, kb = KB ? KB : a.kb;
 #define DZ(i) v[(size_t)(i) * NT]
     switch (a.kind) {
     case PRN_RNN_GRU:
     case PRN_RNN_MHGRU: {
-        const size_t k = a.hk, nh = H / k;
+        const size_t k = KB ? SM : a.hk, nh = H / k;
         const FT *Wh = (const FT *)a.w[0], *bh = (const FT *)a.w[1];
         for (size_t h = 0; h < nh; ++h) {
             const FT *Wg = Wh + h * 3 * k * k;
@@ -209,12 +219,13 @@ __device__ __forceinline__ void dz_cell(const prn_cu_deer &a, FT *v, const FT *x
 
 /* One task: row b = j / C, segment j % C. pass 0: the only pass (carry
  * h0); 1: zero carry, v and M into tv, the residual; 2: the carry from tv,
- * ynew. res2[2 j], res2[2 j + 1]: the task's largest residual term and
- * whether one was not finite (passes 0 and 1). */
-template <typename FT, int SM, int NT>
-__device__ __forceinline__ void dz_task(const prn_cu_deer &a, int pass, size_t j, FT *v, double *res2, FT *tv) {
+ * ynew. *mxo, *nfo (passes 0 and 1): raised to the task's largest residual
+ * term, set when one was not finite. */
+template <typename FT, int SM, int NT, int KB>
+__device__ __forceinline__ void dz_task(const prn_cu_deer &a, int pass, size_t j, FT *v, double *mxo, int *nfo, FT *tv) {
     enum { SP = 0, CY = SM, F = 2 * SM, TMP = 3 * SM, J = 7 * SM, M = 7 * SM + SM * SM };
-    const size_t S = a.S, P = a.P, kb = a.kb, T = a.T, C = a.C, b = j / C, w0 = (j % C) * a.Ls;
+    const size_t S = KB ? SM : a.S, P = a.P, kb = KB ? KB : a.kb, T = a.T, C = a.C, b = j / C;
+    const size_t w0 = (j % C) * a.Ls;
     const size_t w1 = prn_min(T, w0 + a.Ls);
     const FT *XP = (const FT *)a.xp, *Y = (const FT *)a.y, *H0 = (const FT *)a.h0 + b * S;
     FT *YN = (FT *)a.ynew, *tvj = tv ? tv + j * (2 * S + S * S) : NULL;
@@ -230,7 +241,7 @@ __device__ __forceinline__ void dz_task(const prn_cu_deer &a, int pass, size_t j
         const size_t t = a.rev ? T - 1 - w : w, row = b * T + t;
         const FT *sp = !Y || w == 0 ? H0 : Y + (b * T + (a.rev ? t + 1 : t - 1)) * S;
         for (size_t i = 0; i < S; ++i) DZ(SP + i) = sp[i];
-        dz_cell<FT, SM, NT>(a, v, XP + row * P, (FT *)NULL, (FT *)NULL);
+        dz_cell<FT, SM, NT, KB>(a, v, XP + row * P, (FT *)NULL, (FT *)NULL);
         if (pass != 2) {
             const FT *yc = Y ? Y + row * S : H0;
             for (size_t i = 0; i < S; ++i) {
@@ -270,7 +281,7 @@ __device__ __forceinline__ void dz_task(const prn_cu_deer &a, int pass, size_t j
         }
         for (size_t i = 0; i < S; ++i) DZ(CY + i) = DZ(TMP + i); /* the recurrence carries the unclipped values */
     }
-    if (pass != 2) { res2[2 * j] = (double)mx; res2[2 * j + 1] = nf ? 1.0 : 0.0; }
+    if (pass != 2) { *mxo = (double)mx > *mxo ? (double)mx : *mxo; *nfo |= nf; }
     if (mapped) {
         for (size_t i = 0; i < S; ++i) tvj[i] = DZ(CY + i);
         for (size_t i = 0; i < S * S; ++i) tvj[S + i] = DZ(M + i);
@@ -278,36 +289,156 @@ __device__ __forceinline__ void dz_task(const prn_cu_deer &a, int pass, size_t j
 #undef DZ
 }
 
+/* Whether the kernels after the residual have nothing to do: the caller
+ * discards a converged call's ynew (skip: the residual's out, or NULL). The
+ * same answer in every thread of the launch. */
+__device__ __forceinline__ bool dz_skip(const double *skip) { return skip && skip[1] == 0 && skip[0] <= 1; }
+
+/* The block's largest residual term and whether one was not finite into
+ * res2[2 blockIdx.x], res2[2 blockIdx.x + 1] (a maximum and an OR: exact in
+ * any order). Every thread of the block calls it. */
+template <int NT>
+__device__ __forceinline__ void dz_block_res(double mx, int nf, double *res2) {
+    __shared__ double rm[NT], rf[NT];
+    rm[threadIdx.x] = mx;
+    rf[threadIdx.x] = nf ? 1.0 : 0.0;
+    __syncthreads();
+    for (unsigned h = NT / 2; h > 0; h >>= 1) {
+        if (threadIdx.x < h) {
+            if (rm[threadIdx.x + h] > rm[threadIdx.x]) rm[threadIdx.x] = rm[threadIdx.x + h];
+            if (rf[threadIdx.x + h] > rf[threadIdx.x]) rf[threadIdx.x] = rf[threadIdx.x + h];
+        }
+        __syncthreads();
+    }
+    if (threadIdx.x == 0) { res2[2 * blockIdx.x] = rm[0]; res2[2 * blockIdx.x + 1] = rf[0]; }
+}
+
 template <typename FT, int SM, int NT>
-__global__ void __launch_bounds__(NT) k_deer_iter(prn_cu_deer a, int pass, double *res2, FT *tv) {
+__global__ void __launch_bounds__(NT) k_deer_iter(prn_cu_deer a, int pass, double *res2, FT *tv, const double *skip) {
     __shared__ FT sh[PRN_DZ_NV(SM) * NT];
     FT *v = sh + threadIdx.x;
-    for (size_t j = (size_t)blockIdx.x * NT + threadIdx.x; j < a.ntask; j += (size_t)gridDim.x * NT)
-        dz_task<FT, SM, NT>(a, pass, j, v, res2, tv);
+    double mx = 0;
+    int nf = 0;
+    const size_t n = pass == 2 && dz_skip(skip) ? 0 : a.ntask;
+    for (size_t j = (size_t)blockIdx.x * NT + threadIdx.x; j < n; j += (size_t)gridDim.x * NT)
+        dz_task<FT, SM, NT, 0>(a, pass, j, v, &mx, &nf, tv);
+    if (pass != 2) dz_block_res<NT>(mx, nf, res2);
+    else __syncthreads(); /* every launch reaches a barrier (the emulator runs one that never does as plain calls) */
+}
+/* The register kernels (one state; 2 or 4 where S fixes H, hk and kb is 1
+ * or S: dz_exact): every value in registers, the slots' indices constants
+ * once the loops unroll, so many more threads fit. */
+#define PRN_DZ_NT1 128
+template <typename FT, int SM, int KB>
+__global__ void __launch_bounds__(PRN_DZ_NT1) k_deer_iterx(prn_cu_deer a, int pass, double *res2, FT *tv,
+                                                            const double *skip) {
+    FT v[PRN_DZ_NV(SM)];
+    double mx = 0;
+    int nf = 0;
+    const size_t n = pass == 2 && dz_skip(skip) ? 0 : a.ntask;
+    for (size_t j = (size_t)blockIdx.x * PRN_DZ_NT1 + threadIdx.x; j < n; j += (size_t)gridDim.x * PRN_DZ_NT1)
+        dz_task<FT, SM, 1, KB>(a, pass, j, v, &mx, &nf, tv);
+    if (pass != 2) dz_block_res<PRN_DZ_NT1>(mx, nf, res2);
+    else __syncthreads(); /* every launch reaches a barrier (the emulator) */
+}
+
+/* S of the register kernels for this call, 0: the shared-memory ones */
+static int dz_exact(const prn_cu_deer *a) {
+    if (a->S == 1) return 1;
+    if ((a->S != 2 && a->S != 4) || a->kind == PRN_RNN_LSTM || (a->kind == PRN_RNN_MHGRU && a->hk != a->H)) return 0;
+    return a->kb == 1 || a->kb == a->S ? (int)a->S : 0;
 }
 
 /* The carries into each segment of row b, in order: h0, then v + M carry
- * (back: from the last segment to the first, starting from zero). */
-#define PRN_DZ_CHAIN_NT 32
+ * (back: from the last segment to the first, starting from zero). S > 1:
+ * a block per row; the row's entries [v, M, carry] come into shared memory
+ * a tile of segments at a time (every load of a tile issued together, not
+ * one global round trip per segment), thread i < S then makes component i
+ * of each carry in turn (one barrier a segment, the carry double
+ * buffered), and the tile's carries go back. */
+#define PRN_DZ_CHAIN_NT 128
+#define PRN_DZ_CHAIN_ROOM 4096
 template <typename FT>
 __global__ void __launch_bounds__(PRN_DZ_CHAIN_NT) k_deer_chain(size_t B, size_t C, size_t S, const FT *h0, FT *tv,
-                                                                 int back) {
-    __shared__ FT sh[2 * PRN_DZ_SMAX * PRN_DZ_CHAIN_NT];
-    FT *cur = sh + threadIdx.x, *nx = cur + PRN_DZ_SMAX * PRN_DZ_CHAIN_NT;
-    const size_t SS = 2 * S + S * S;
-    for (size_t b = (size_t)blockIdx.x * PRN_DZ_CHAIN_NT + threadIdx.x; b < B; b += (size_t)gridDim.x * PRN_DZ_CHAIN_NT) {
-        for (size_t i = 0; i < S; ++i) cur[i * PRN_DZ_CHAIN_NT] = back ? (FT)0 : h0[b * S + i];
-        for (size_t cc = 0; cc < C; ++cc) {
-            FT *e = tv + (b * C + (back ? C - 1 - cc : cc)) * SS;
-            for (size_t i = 0; i < S; ++i) e[S + S * S + i] = cur[i * PRN_DZ_CHAIN_NT];
-            for (size_t i = 0; i < S; ++i) {
-                FT x = e[i];
-                for (size_t k = 0; k < S; ++k) x += e[S + i * S + k] * cur[k * PRN_DZ_CHAIN_NT];
-                nx[i * PRN_DZ_CHAIN_NT] = x;
+                                                                 int back, const double *skip) {
+    __shared__ FT tile[PRN_DZ_CHAIN_ROOM], cur[2 * PRN_DZ_SMAX];
+    const size_t SS = 2 * S + S * S, K = PRN_DZ_CHAIN_ROOM / SS, x = threadIdx.x;
+    const size_t nb = dz_skip(skip) ? 0 : B;
+    for (size_t b = blockIdx.x; b < nb; b += gridDim.x) {
+        FT *e = tv + b * C * SS;
+        unsigned p = 0;
+        if (x < S) cur[x] = back ? (FT)0 : h0[b * S + x];
+        for (size_t t0 = 0; t0 < C; t0 += K) {
+            const size_t nk = prn_min(K, C - t0), s0 = back ? C - t0 - nk : t0;
+            FT *g = e + s0 * SS;
+            for (size_t i = x; i < nk * SS; i += PRN_DZ_CHAIN_NT) tile[i] = g[i];
+            __syncthreads();
+            for (size_t kk = 0; kk < nk; ++kk, p ^= 1) {
+                FT *te = tile + (back ? nk - 1 - kk : kk) * SS;
+                const FT *cp = cur + p * PRN_DZ_SMAX;
+                if (x < S) {
+                    FT v = te[x];
+                    for (size_t k = 0; k < S; ++k) v += te[S + x * S + k] * cp[k];
+                    te[S + S * S + x] = cp[x];
+                    cur[(p ^ 1) * PRN_DZ_SMAX + x] = v;
+                }
+                __syncthreads();
             }
-            for (size_t i = 0; i < S; ++i) cur[i * PRN_DZ_CHAIN_NT] = nx[i * PRN_DZ_CHAIN_NT];
+            for (size_t i = x; i < nk * S; i += PRN_DZ_CHAIN_NT) {
+                const size_t k = i / S, c = S + S * S + i % S;
+                g[k * SS + c] = tile[k * SS + c];
+            }
+            __syncthreads(); /* the tile is written back before the next one comes in */
         }
     }
+    __syncthreads(); /* a barrier in every launch, skipped or not (the emulator) */
+}
+
+/* The same for one state, a block per row: thread x composes the maps
+ * c -> m c + v of its run of q = C / NT consecutive segments (in chain
+ * order), the block scans the runs' maps (a fixed tree: the same bits
+ * whatever the launch), and each thread walks its run again from the carry
+ * into it, writing the carries. A segment's entry: v, m, carry. */
+#define PRN_DZ_CH1_NT 1024
+template <typename FT>
+__global__ void __launch_bounds__(PRN_DZ_CH1_NT) k_deer_chain1(size_t B, size_t C, const FT *h0, FT *tv, int back,
+                                                                const double *skip) {
+    __shared__ FT sm[PRN_DZ_CH1_NT], sv[PRN_DZ_CH1_NT];
+    const unsigned x = threadIdx.x;
+    const size_t q = prn_cdiv(C, PRN_DZ_CH1_NT), k0 = prn_min(C, x * q), k1 = prn_min(C, k0 + q);
+    const size_t nb = dz_skip(skip) ? 0 : B;
+    for (size_t b = blockIdx.x; b < nb; b += gridDim.x) {
+        FT *e = tv + b * C * 3, m = 1, v = 0, c;
+        for (size_t k = k0; k < k1; ++k) {
+            const FT *ek = e + (back ? C - 1 - k : k) * 3;
+            const FT vk = ek[0], mk = ek[1];
+            v = mk * v + vk;
+            m = mk * m;
+        }
+        sm[x] = m;
+        sv[x] = v;
+        __syncthreads();
+        for (unsigned d = 1; d < PRN_DZ_CH1_NT; d <<= 1) { /* inclusive: runs x - 2d + 1 .. x */
+            FT pm = 1, pv = 0;
+            if (x >= d) { pm = sm[x - d]; pv = sv[x - d]; }
+            __syncthreads();
+            v = m * pv + v;
+            m = m * pm;
+            sm[x] = m;
+            sv[x] = v;
+            __syncthreads();
+        }
+        c = back ? (FT)0 : h0[b];
+        if (x > 0) c = c == 0 ? sv[x - 1] : sm[x - 1] * c + sv[x - 1]; /* no Inf * 0 from a product that overflowed */
+        for (size_t k = k0; k < k1; ++k) {
+            FT *ek = e + (back ? C - 1 - k : k) * 3;
+            const FT vk = ek[0], mk = ek[1];
+            ek[2] = c;
+            c = mk * c + vk;
+        }
+        __syncthreads(); /* sm, sv are read before the next row writes them */
+    }
+    __syncthreads(); /* a barrier in every launch, skipped or not (the emulator) */
 }
 
 /* out[0]: the largest of res2's even entries; out[1]: 1 when an odd one is
@@ -334,34 +465,55 @@ __global__ void __launch_bounds__(PRN_TPB) k_deer_resmax(size_t n, const double 
     if (threadIdx.x == 0) { out[0] = mx[0]; out[1] = bad[0]; }
 }
 
-template <typename FT, int SM, int NT>
-static int dz_iterate(cudaStream_t s, const prn_cu_deer *a, double *res2, void *tv, double *out) {
-    const unsigned g = prn_grid(a->ntask, NT);
-    FT *tvp = (FT *)tv;
-    if (a->C == 1) {
-        k_deer_iter<FT, SM, NT><<<g, NT, 0, s>>>(*a, 0, res2, (FT *)NULL);
-    } else {
-        k_deer_iter<FT, SM, NT><<<g, NT, 0, s>>>(*a, 1, res2, tvp);
-        if (a->ynew) {
-            int e = prn_launched();
-            if (e) return e;
-            const unsigned gc = prn_grid(a->B, PRN_DZ_CHAIN_NT);
-            k_deer_chain<FT><<<gc, PRN_DZ_CHAIN_NT, 0, s>>>(a->B, a->C, a->S, (const FT *)a->h0, tvp, 0);
-            e = prn_launched();
-            if (e) return e;
-            k_deer_iter<FT, SM, NT><<<g, NT, 0, s>>>(*a, 2, res2, tvp);
-        }
-    }
-    {
-        int e = prn_launched();
-        if (e) return e;
-    }
-    k_deer_resmax<<<1, PRN_TPB, 0, s>>>(a->ntask, res2, out);
+/* The chain of either kernel (a block per row). */
+template <typename FT>
+static int dz_chain(cudaStream_t s, const prn_cu_deer *a, FT *tv, int back, const double *skip) {
+    const unsigned g = prn_grid(a->B, 1);
+    if (a->S == 1) k_deer_chain1<FT><<<g, PRN_DZ_CH1_NT, 0, s>>>(a->B, a->C, (const FT *)a->h0, tv, back, skip);
+    else k_deer_chain<FT><<<g, PRN_DZ_CHAIN_NT, 0, s>>>(a->B, a->C, a->S, (const FT *)a->h0, tv, back, skip);
     return prn_launched();
 }
 
+/* pass 1 (or the only pass), the residual's maximum, then (segments, ynew)
+ * the chain and pass 2, which exit at once when the residual shows
+ * convergence and the caller discards ynew then (discard) */
+template <typename FT, int SM, int NT>
+static int dz_iter_launch(int ex, unsigned g, cudaStream_t s, const prn_cu_deer *a, int pass, double *res2, FT *tv,
+                          const double *skip) {
+    const int d = a->kb == 1;
+    if (ex == 1) k_deer_iterx<FT, 1, 1><<<g, PRN_DZ_NT1, 0, s>>>(*a, pass, res2, tv, skip);
+    else if (ex == 2 && d) k_deer_iterx<FT, 2, 1><<<g, PRN_DZ_NT1, 0, s>>>(*a, pass, res2, tv, skip);
+    else if (ex == 2) k_deer_iterx<FT, 2, 2><<<g, PRN_DZ_NT1, 0, s>>>(*a, pass, res2, tv, skip);
+    else if (ex == 4 && d) k_deer_iterx<FT, 4, 1><<<g, PRN_DZ_NT1, 0, s>>>(*a, pass, res2, tv, skip);
+    else if (ex == 4) k_deer_iterx<FT, 4, 4><<<g, PRN_DZ_NT1, 0, s>>>(*a, pass, res2, tv, skip);
+    else k_deer_iter<FT, SM, NT><<<g, NT, 0, s>>>(*a, pass, res2, tv, skip);
+    return prn_launched();
+}
+
+/* pass 1 (or the only pass), the residual's maximum, then (segments, ynew)
+ * the chain and pass 2, which exit at once when the residual shows
+ * convergence and the caller discards ynew then (discard) */
+template <typename FT, int SM, int NT>
+static int dz_iterate(cudaStream_t s, const prn_cu_deer *a, double *res2, void *tv, double *out) {
+    const int ex = dz_exact(a);
+    const unsigned g = prn_grid(a->ntask, ex ? PRN_DZ_NT1 : NT);
+    const double *skip = a->discard ? out : NULL;
+    FT *tvp = (FT *)tv;
+    const int pass = a->C == 1 ? 0 : 1;
+    int e;
+    if ((e = dz_iter_launch<FT, SM, NT>(ex, g, s, a, pass, res2, pass ? tvp : (FT *)NULL, skip)) != 0) return e;
+    k_deer_resmax<<<1, PRN_TPB, 0, s>>>(g, res2, out);
+    if ((e = prn_launched()) != 0) return e;
+    if (pass && a->ynew) {
+        if ((e = dz_chain<FT>(s, a, tvp, 0, skip)) != 0) return e;
+        e = dz_iter_launch<FT, SM, NT>(ex, g, s, a, 2, res2, tvp, skip);
+    }
+    return e;
+}
+
 /* Threads per block by the per-thread room: at most 40 KiB of static shared
- * memory a block (SM 8: 184 values a thread; SM 16: 624). */
+ * memory a block (SM 8: 184 values a thread; SM 16: 624); one state: in
+ * registers (k_deer_iterx). */
 extern "C" int prn_cu_deer_iterate(cudaStream_t s, int f64, const prn_cu_deer *a, double *res2, void *tv,
                                    double *out) {
     if (a->S <= 8)
@@ -378,15 +530,22 @@ extern "C" int prn_cu_deer_iterate(cudaStream_t s, int f64, const prn_cu_deer *a
  * dxp and dq, and dh0 from the first segment. The weight gradients are
  * sums of dq h_prev^T over rows: per chunk of rows in row order, then the
  * chunks in order (k_deer_dw, k_deer_dw_sum). */
-template <typename FT, int SM, int NT>
-__device__ __forceinline__ void dz_adj_task(const prn_cu_deer &a, int pass, size_t j, FT *v, FT *tv, FT *dqs) {
+template <typename FT, int SM, int NT, int KB>
+__device__ __forceinline__ void dz_adj_task(const prn_cu_deer &a, int pass, size_t j, FT *v, FT *tv, FT *dqs,
+                                            double *acc) {
     enum { SP = 0, CY = SM, F = 2 * SM, LM = 3 * SM, J = 7 * SM, M = 7 * SM + SM * SM };
-    const size_t S = a.S, P = a.P, kb = a.kb, T = a.T, C = a.C, b = j / C, w0 = (j % C) * a.Ls;
+    const size_t S = KB ? SM : a.S, P = a.P, kb = KB ? KB : a.kb, T = a.T, C = a.C, b = j / C;
+    const size_t w0 = (j % C) * a.Ls;
     const size_t w1 = prn_min(T, w0 + a.Ls);
     const FT *XP = (const FT *)a.xp, *Y = (const FT *)a.y, *H0 = (const FT *)a.h0 + b * S, *G = (const FT *)a.g;
     FT *tvj = tv ? tv + j * (2 * S + S * S) : NULL, *LAM = (FT *)a.lam, *DXP = (FT *)a.dxp;
     FT *DQ = a.dq ? (FT *)a.dq : dqs;
     const int mapped = pass == 1, out = pass != 1;
+    /* one state: dq kept in registers (written where the caller wants it),
+     * and acc gets the task's sums of dq_t h_{t-1} (acc[p]) and dq_t
+     * (acc[3 + p]), P <= 3 */
+    const bool fuse = SM == 1 && out && DXP;
+    FT qv[3] = {0, 0, 0};
 #define DZ(i) v[(size_t)(i) * NT]
     for (size_t i = 0; i < S; ++i) DZ(CY + i) = pass == 2 ? tvj[S + S * S + i] : (FT)0;
     if (mapped)
@@ -400,8 +559,16 @@ __device__ __forceinline__ void dz_adj_task(const prn_cu_deer &a, int pass, size
             DZ(LM + i) = l;
             if (out) LAM[row * S + i] = l;
         }
-        dz_cell<FT, SM, NT>(a, v, XP + row * P, out && DXP ? DXP + row * P : (FT *)NULL,
-                            out && DXP ? DQ + row * P : (FT *)NULL);
+        dz_cell<FT, SM, NT, KB>(a, v, XP + row * P, out && DXP ? DXP + row * P : (FT *)NULL,
+                            SM == 1 ? qv : out && DXP ? DQ + row * P : (FT *)NULL); /* dq is written with dx */
+        if (fuse)
+            for (int p = 0; p < 3; ++p)
+                if ((size_t)p < P) {
+                    const FT d = qv[p];
+                    acc[p] += (double)(d * DZ(SP));
+                    acc[3 + p] += (double)d;
+                    if (a.dq) DQ[row * P + p] = d;
+                }
         for (size_t i = 0; i < S; ++i) { /* c = J^T lam: column i of J's block rows */
             const size_t j0 = i / kb * kb;
             FT acc = 0;
@@ -433,80 +600,139 @@ __global__ void __launch_bounds__(NT) k_deer_adj(prn_cu_deer a, int pass, FT *tv
     __shared__ FT sh[PRN_DZ_NV(SM) * NT];
     FT *v = sh + threadIdx.x;
     for (size_t j = (size_t)blockIdx.x * NT + threadIdx.x; j < a.ntask; j += (size_t)gridDim.x * NT)
-        dz_adj_task<FT, SM, NT>(a, pass, j, v, tv, dqs);
+        dz_adj_task<FT, SM, NT, 0>(a, pass, j, v, tv, dqs, (double *)NULL);
+}
+/* in registers, as k_deer_iterx (kb = S). One state, part not NULL (dw and
+ * db wanted; pass 0 or 2): the block's sums, part[blockIdx.x, o] for the
+ * nv = 2 P outputs (dw [P, 1], then db [P]): each thread's tasks in order,
+ * then a fixed tree over the block; dq need not reach memory. */
+__device__ __forceinline__ void dz_block_sums(const double *acc, size_t P, double *part) {
+    __shared__ double sh[6 * PRN_DZ_NT1];
+    for (int o = 0; o < 6; ++o) sh[o * PRN_DZ_NT1 + threadIdx.x] = acc[o];
+    __syncthreads();
+    for (unsigned h = PRN_DZ_NT1 / 2; h > 0; h >>= 1) {
+        if (threadIdx.x < h)
+            for (int o = 0; o < 6; ++o) sh[o * PRN_DZ_NT1 + threadIdx.x] += sh[o * PRN_DZ_NT1 + threadIdx.x + h];
+        __syncthreads();
+    }
+    if (threadIdx.x == 0)
+        for (size_t p = 0; p < P; ++p) {
+            part[blockIdx.x * 2 * P + p] = sh[p * PRN_DZ_NT1];
+            part[blockIdx.x * 2 * P + P + p] = sh[(3 + p) * PRN_DZ_NT1];
+        }
+}
+/* blocks a multiprocessor: what the compiler picks unasked (no spill),
+ * except one state f32: 9 (56 registers, no spill), not 7 */
+#define PRN_DZ_ADJ_BLOCKS(FT, SM) (sizeof(FT) == 4 ? (SM == 1 ? 9 : SM == 2 ? 10 : 6) : (SM == 1 ? 6 : SM == 2 ? 7 : 4))
+template <typename FT, int SM>
+__global__ void __launch_bounds__(PRN_DZ_NT1, PRN_DZ_ADJ_BLOCKS(FT, SM)) k_deer_adjx(prn_cu_deer a, int pass, FT *tv, FT *dqs, double *part) {
+    FT v[PRN_DZ_NV(SM)];
+    double acc[6] = {0, 0, 0, 0, 0, 0};
+    const bool sums = SM == 1 && pass != 1 && part;
+    for (size_t j = (size_t)blockIdx.x * PRN_DZ_NT1 + threadIdx.x; j < a.ntask; j += (size_t)gridDim.x * PRN_DZ_NT1)
+        dz_adj_task<FT, SM, 1, SM>(a, pass, j, v, tv, dqs, acc);
+    if (sums) dz_block_sums(acc, a.P, part);
+    else __syncthreads(); /* a barrier in every launch (the emulator) */
 }
 
-/* Chunk q's rows [q rpc, min(N, (q + 1) rpc)) in order: part[q, o] for the
- * nv = P wc + P outputs o (dw [P, wc], then db [P]), a thread per output. */
+/* part[q, o]: chunk q's rows [q rpc, min(N, (q + 1) rpc)) in order, for
+ * the nv = P wc + P outputs o (dw [P, wc], then db [P]); a thread per
+ * (chunk, output), o fastest (neighbours read neighbouring dq). */
 template <typename FT>
 __global__ void __launch_bounds__(PRN_TPB) k_deer_dw(prn_cu_deer a, const FT *dq, size_t rpc, size_t nchunk,
                                                      double *part) {
     const size_t P = a.P, wc = a.wc, nv = P * wc + P, N = a.B * a.T, T = a.T, S = a.S;
     const FT *Y = (const FT *)a.y, *H0 = (const FT *)a.h0;
-    for (size_t q = blockIdx.x; q < nchunk; q += gridDim.x)
-        for (size_t o = threadIdx.x; o < nv; o += PRN_TPB) {
-            const size_t p = o < P * wc ? o / wc : o - P * wc, jj = o < P * wc ? o % wc : 0;
-            const size_t col = (wc == a.H ? 0 : p / (3 * wc) * wc) + jj; /* MHGRU: the gate's head */
-            const size_t r1 = prn_min(N, (q + 1) * rpc);
-            double acc = 0;
-            for (size_t r = q * rpc; r < r1; ++r) {
+    PRN_FOR(idx, nchunk * nv) {
+        const size_t q = idx / nv, o = idx % nv;
+        const size_t p = o < P * wc ? o / wc : o - P * wc, jj = o < P * wc ? o % wc : 0;
+        const size_t col = (wc == a.H ? 0 : p / (3 * wc) * wc) + jj; /* MHGRU: the gate's head */
+        const size_t r0 = q * rpc, r1 = prn_min(N, r0 + rpc), first = a.rev ? T - 1 : 0;
+        size_t b = r0 / T, t = r0 % T;
+        double acc = 0;
+        if (o >= P * wc)
+            for (size_t r = r0; r < r1; ++r) acc += (double)dq[r * P + p];
+        else
+            for (size_t r = r0; r < r1; ++r) {
                 const FT d = dq[r * P + p];
-                if (o >= P * wc) { acc += (double)d; continue; }
-                {
-                    const size_t b = r / T, t = r % T, first = a.rev ? T - 1 : 0;
-                    const FT hp = t == first ? H0[b * S + col] : Y[(b * T + (a.rev ? t + 1 : t - 1)) * S + col];
-                    acc += (double)(d * hp);
-                }
+                const FT hp = t == first ? H0[b * S + col] : Y[(b * T + (a.rev ? t + 1 : t - 1)) * S + col];
+                acc += (double)(d * hp);
+                if (++t == T) { t = 0; ++b; }
             }
-            part[q * nv + o] = acc;
-        }
+        part[q * nv + o] = acc;
+    }
 }
+/* dw, db: output o's chunks summed by a block, thread x over chunks x,
+ * x + NT, .. in order, then a fixed tree: the same bits whatever the launch */
 template <typename FT>
 __global__ void __launch_bounds__(PRN_TPB) k_deer_dw_sum(size_t nv, size_t Pwc, size_t nchunk, const double *part,
                                                          FT *dw, FT *db) {
-    PRN_FOR(o, nv) {
+    __shared__ double sh[PRN_TPB];
+    for (size_t o = blockIdx.x; o < nv; o += gridDim.x) {
         double acc = 0;
-        for (size_t q = 0; q < nchunk; ++q) acc += part[q * nv + o];
-        if (o < Pwc) dw[o] = (FT)acc;
-        else db[o - Pwc] = (FT)acc;
+        for (size_t q = threadIdx.x; q < nchunk; q += PRN_TPB) acc += part[q * nv + o];
+        sh[threadIdx.x] = acc;
+        __syncthreads();
+        for (unsigned h = PRN_TPB / 2; h > 0; h >>= 1) {
+            if (threadIdx.x < h) sh[threadIdx.x] += sh[threadIdx.x + h];
+            __syncthreads();
+        }
+        if (threadIdx.x == 0) {
+            if (o < Pwc) dw[o] = (FT)sh[0];
+            else db[o - Pwc] = (FT)sh[0];
+        }
+        __syncthreads();
     }
 }
 
-extern "C" void prn_cu_deer_dw_plan(size_t N, size_t *rpc, size_t *nchunk) {
-    size_t c = prn_cdiv(N, 256); /* chunks of at least 256 rows, at most 4096 of them */
-    if (c > 4096) c = 4096;
+/* Chunks of at least 16 rows, as many as give about 2^18 (chunk, output)
+ * threads: a function of N and nv alone. One state: a chunk per block of
+ * k_deer_adjx (its sums), a function of B, T and S. */
+extern "C" void prn_cu_deer_dw_plan(const prn_cu_deer *a, size_t *rpc, size_t *nchunk) {
+    const size_t N = a->B * a->T, nv = a->P * a->wc + a->P;
+    size_t c = ((size_t)1 << 18) / (nv ? nv : 1);
+    if (a->S == 1) { *rpc = 0; *nchunk = prn_grid(a->ntask, PRN_DZ_NT1); return; }
+    if (c > prn_cdiv(N, 16)) c = prn_cdiv(N, 16);
     if (c < 1) c = 1;
     *rpc = prn_cdiv(N, c);
     *nchunk = prn_cdiv(N, *rpc);
 }
 
 template <typename FT, int SM, int NT>
+static int dz_adj_launch(int ex, unsigned g, cudaStream_t s, const prn_cu_deer *a, int pass, FT *tv, FT *dqs,
+                         double *part) {
+    if (ex == 1) k_deer_adjx<FT, 1><<<g, PRN_DZ_NT1, 0, s>>>(*a, pass, tv, dqs, part);
+    else if (ex == 2) k_deer_adjx<FT, 2><<<g, PRN_DZ_NT1, 0, s>>>(*a, pass, tv, dqs, part);
+    else if (ex == 4) k_deer_adjx<FT, 4><<<g, PRN_DZ_NT1, 0, s>>>(*a, pass, tv, dqs, part);
+    else k_deer_adj<FT, SM, NT><<<g, NT, 0, s>>>(*a, pass, tv, dqs);
+    return prn_launched();
+}
+
+template <typename FT, int SM, int NT>
 static int dz_adjoint(cudaStream_t s, const prn_cu_deer *a, void *tv, void *dqs, double *part) {
-    const unsigned g = prn_grid(a->ntask, NT);
+    const int one = a->S == 1, sums = a->dw && a->db && a->dxp, ex = dz_exact(a); /* kb = S here (not MHGRU's heads) */
+    const unsigned g = prn_grid(a->ntask, ex ? PRN_DZ_NT1 : NT);
     FT *tvp = (FT *)tv;
+    double *p1 = one && sums ? part : (double *)NULL; /* one state: the sums come with the last pass */
+    const int pass = a->C == 1 ? 0 : 1;
     int e;
-    if (a->C == 1) {
-        k_deer_adj<FT, SM, NT><<<g, NT, 0, s>>>(*a, 0, (FT *)NULL, (FT *)dqs);
-    } else {
-        const unsigned gc = prn_grid(a->B, PRN_DZ_CHAIN_NT);
-        k_deer_adj<FT, SM, NT><<<g, NT, 0, s>>>(*a, 1, tvp, (FT *)dqs);
-        if ((e = prn_launched()) != 0) return e;
-        k_deer_chain<FT><<<gc, PRN_DZ_CHAIN_NT, 0, s>>>(a->B, a->C, a->S, (const FT *)a->h0, tvp, 1);
-        if ((e = prn_launched()) != 0) return e;
-        k_deer_adj<FT, SM, NT><<<g, NT, 0, s>>>(*a, 2, tvp, (FT *)dqs);
+    if ((e = dz_adj_launch<FT, SM, NT>(ex, g, s, a, pass, pass ? tvp : (FT *)NULL, (FT *)dqs, p1)) != 0) return e;
+    if (pass) {
+        if ((e = dz_chain<FT>(s, a, tvp, 1, (const double *)NULL)) != 0) return e;
+        if ((e = dz_adj_launch<FT, SM, NT>(ex, g, s, a, 2, tvp, (FT *)dqs, p1)) != 0) return e;
     }
-    if ((e = prn_launched()) != 0) return e;
-    if (a->dw && a->db && a->dxp) {
+    if (sums) {
         size_t rpc, nchunk;
         const size_t nv = a->P * a->wc + a->P;
         const FT *dq = a->dq ? (const FT *)a->dq : (const FT *)dqs;
-        prn_cu_deer_dw_plan(a->B * a->T, &rpc, &nchunk);
-        {
-            const unsigned gq = prn_grid(nchunk, 1), gs = prn_grid(nv, PRN_TPB);
+        const unsigned gs = prn_grid(nv, 1);
+        prn_cu_deer_dw_plan(a, &rpc, &nchunk);
+        if (!one) {
+            const unsigned gq = prn_grid(nchunk * nv, PRN_TPB);
             k_deer_dw<FT><<<gq, PRN_TPB, 0, s>>>(*a, dq, rpc, nchunk, part);
             if ((e = prn_launched()) != 0) return e;
-            k_deer_dw_sum<FT><<<gs, PRN_TPB, 0, s>>>(nv, a->P * a->wc, nchunk, part, (FT *)a->dw, (FT *)a->db);
         }
+        k_deer_dw_sum<FT><<<gs, PRN_TPB, 0, s>>>(nv, a->P * a->wc, nchunk, part, (FT *)a->dw, (FT *)a->db);
         e = prn_launched();
     }
     return e;

@@ -134,6 +134,7 @@ typedef struct prn_cu_deer {
     const void *w[4];
     const void *xp, *h0, *y; /* y NULL: h0 at every step */
     void *ynew;              /* NULL: the residual alone */
+    int discard;             /* prn_deer_fused's discard_converged */
     double one_k, clip, atol, rtol;
     /* deer_adjoint: g -> lam; dxp, dq, dh0, dw, db as prn_deer_fused
      * (NULL: not wanted); wc: dw's columns (H, MHGRU hk) */
@@ -141,18 +142,20 @@ typedef struct prn_cu_deer {
     void *lam, *dxp, *dq, *dh0, *dw, *db;
     size_t wc;
 } prn_cu_deer;
-/* The segments of a row: a function of B and T alone. */
-void prn_cu_deer_plan(size_t B, size_t T, size_t *C, size_t *Ls);
+/* The segments of a row: a function of B, T and S alone. */
+void prn_cu_deer_plan(size_t B, size_t T, size_t S, size_t *C, size_t *Ls);
 /* 1 when the kernels take a cell of this kind with S states. */
 int prn_cu_deer_takes(int kind, size_t S);
-/* res2 [2 ntask] doubles; tv [ntask (2 S + S S)] of the dtype when C > 1
+/* res2 [2 ntask] doubles (a pair per block, at most ntask blocks); tv
+ * [ntask (2 S + S S)] of the dtype when C > 1
  * and ynew is not NULL, else unused; out [2] doubles: the largest residual
  * term and 1 when one was not finite (0 otherwise). */
 int prn_cu_deer_iterate(cudaStream_t s, int f64, const prn_cu_deer *a, double *res2, void *tv, double *out);
 /* The adjoint: tv as above (C > 1); dqs [B T, P] when dw and db are wanted
- * without dq, else unused; part [nchunk (P wc + P)] doubles with dw and db
- * (prn_cu_deer_dw_plan gives nchunk). kb: MHGRU hk, else S. */
-void prn_cu_deer_dw_plan(size_t N, size_t *rpc, size_t *nchunk);
+ * without dq and S > 1, else unused; part [nchunk (P wc + P)] doubles with
+ * dw and db (prn_cu_deer_dw_plan gives nchunk: S = 1 a chunk per block of
+ * the adjoint's kernel). kb: MHGRU hk, else S. */
+void prn_cu_deer_dw_plan(const prn_cu_deer *a, size_t *rpc, size_t *nchunk);
 int prn_cu_deer_adjoint(cudaStream_t s, int f64, const prn_cu_deer *a, void *tv, void *dqs, double *part);
 
 #ifdef __cplusplus

@@ -2677,6 +2677,24 @@ static void t_deer_adjoint_direct(void) {
                     deer_resident(NULL);
                     case_end();
                 }
+    /* one state (CUDA: registers, a block per row chains 5000 segments of 8
+     * steps, 5 per thread; 4 blocks at once), a few steps (4 segments), and
+     * one segment a row */
+    for (kk = 0; kk < 4; ++kk)
+        for (d = 0; d < 2; ++d)
+            for (outs = 0; outs < 4; ++outs) {
+                static const prn_rnn_kind one[] = {PRN_RNN_ELMAN, PRN_RNN_GRU, PRN_RNN_PLRNN, PRN_RNN_SHPLRNN};
+                deer_resident("4");
+                deer_adj_direct_case(one[kk], d ? PRN_F64 : PRN_F32, outs & 1, 1, 2, 40000, outs);
+                deer_resident(NULL);
+                case_end();
+                deer_adj_direct_case(one[kk], d ? PRN_F64 : PRN_F32, d, 1, 11, 37, outs); case_end();
+                deer_adj_direct_case(one[kk], d ? PRN_F64 : PRN_F32, !d, 1, 5, 12, outs); case_end();
+            }
+    /* two states (CUDA: the register kernels, several segments a row) */
+    deer_adj_direct_case(PRN_RNN_GRU, PRN_F32, 0, 2, 3, 700, 3); case_end();
+    deer_adj_direct_case(PRN_RNN_ELMAN, PRN_F64, 1, 2, 3, 700, 2); case_end();
+    deer_adj_direct_case(PRN_RNN_PLRNN, PRN_F32, 1, 2, 3, 700, 1); case_end();
     deer_adj_direct_case(PRN_RNN_LSTM, PRN_F32, 1, 8, 5, 700, 3); case_end();
     deer_adj_direct_case(PRN_RNN_MHGRU, PRN_F64, 0, 16, 2, 300, 2); case_end();
     deer_adj_direct_case(PRN_RNN_GRU, PRN_F64, 0, 12, 2, 300, 3); case_end();
@@ -2703,6 +2721,23 @@ static void t_deer_direct(void) {
     deer_direct_case(PRN_RNN_LSTM, PRN_F64, PRN_JACOBIAN_DENSE, 1, 8, 5, 700, 3, 0); case_end();
     deer_direct_case(PRN_RNN_MHGRU, PRN_F64, PRN_JACOBIAN_BLOCK, 0, 16, 2, 300, 0, 0); case_end();
     deer_direct_case(PRN_RNN_GRU, PRN_F32, PRN_JACOBIAN_DENSE, 0, 17, 2, 40, 0, 0); case_end();
+    /* two states (CUDA: the register kernels, kb 1 and 2, several segments) */
+    deer_direct_case(PRN_RNN_GRU, PRN_F32, PRN_JACOBIAN_DIAG, 0, 2, 3, 700, 0, 0); case_end();
+    deer_direct_case(PRN_RNN_GRU, PRN_F64, PRN_JACOBIAN_DENSE, 1, 2, 3, 700, 3, 0); case_end();
+    deer_direct_case(PRN_RNN_SHPLRNN, PRN_F32, PRN_JACOBIAN_BLOCK, 0, 2, 3, 700, 0, 0); case_end();
+    /* one state (CUDA: registers; 5000 segments of 8 steps a row, chained by
+     * a block per row, 5 per thread; 4 blocks at once), 4 segments, 1 */
+    for (kk = 0; kk < 4; ++kk)
+        for (d = 0; d < 2; ++d)
+            for (rev = 0; rev < 2; ++rev) {
+                static const prn_rnn_kind one[] = {PRN_RNN_ELMAN, PRN_RNN_GRU, PRN_RNN_PLRNN, PRN_RNN_SHPLRNN};
+                deer_resident("4");
+                deer_direct_case(one[kk], d ? PRN_F64 : PRN_F32, (prn_jacobian_mode)(rev * 2), rev, 1, 2, 40000, rev ? 3 : 0, 0);
+                deer_resident(NULL);
+                case_end();
+                deer_direct_case(one[kk], d ? PRN_F64 : PRN_F32, PRN_JACOBIAN_DIAG, rev, 1, 11, 37, 2 * rev, 0); case_end();
+                deer_direct_case(one[kk], d ? PRN_F64 : PRN_F32, PRN_JACOBIAN_DENSE, !rev, 1, 5, 12, 1 + rev, 0); case_end();
+            }
     for (d = 0; d < 2; ++d)
         for (vary = 1; vary <= 2; ++vary) {
             deer_direct_case(PRN_RNN_GRU, d ? PRN_F64 : PRN_F32, PRN_JACOBIAN_DENSE, d, 4, 11, 37, 0, vary); case_end();

@@ -40,8 +40,12 @@ def block_size(name):
     m = re.match(r"k_deer_(?:iter|adj)<\w+, \d+, (\d+)>", name)
     if m:
         return int(m.group(1))  # NT: the per-thread slots' room (deer.cu)
+    if name.startswith("k_deer_iterx") or name.startswith("k_deer_adjx"):
+        return 128  # PRN_DZ_NT1
+    if name.startswith("k_deer_chain1"):
+        return 1024  # PRN_DZ_CH1_NT
     if name.startswith("k_deer_chain"):
-        return 32  # PRN_DZ_CHAIN_NT
+        return 128  # PRN_DZ_CHAIN_NT
     return 256  # PRN_TPB; k_solve_lu: at most 256 (PRN_SOLVE_TPB)
 
 
