@@ -141,6 +141,8 @@ typedef struct prn__cu_state {
     size_t scan_items;      /* threads that fill the device */
     int scan_force;         /* PARRNN_CUDA_SCAN: 0 auto, 1 look-back, 2 chunked (for AUTO) */
     int layer_steps;        /* PARRNN_CUDA_LAYER=steps: layers as a GEMM and a cell kernel per step */
+    unsigned layer_slices;  /* PARRNN_CUDA_LAYER_SLICES=n: the one-kernel layers in at least n slices */
+    size_t smem_optin;      /* dynamic shared memory a block may opt in to */
     int deer_composed;      /* PARRNN_CUDA_DEER=composed: deer_takes declines every call */
     cudaStream_t stream;
     cublasHandle_t blas;
@@ -291,6 +293,7 @@ PRN__CU_FN prn_status prn__cu_create(prn_context *ctx, void **state) {
         }
         snprintf(s->name, sizeof s->name, "%s", prop.name);
         s->sm_count = prop.multiProcessorCount > 0 ? prop.multiProcessorCount : 1;
+        s->smem_optin = prop.sharedMemPerBlockOptin;
         major = prop.major;
         minor = prop.minor;
         /* enough threads to fill every multiprocessor */
@@ -302,6 +305,8 @@ PRN__CU_FN prn_status prn__cu_create(prn_context *ctx, void **state) {
         s->scan_force = force && !strcmp(force, "lookback") ? 1 : force && !strcmp(force, "chunked") ? 2 : 0;
         force = getenv("PARRNN_CUDA_LAYER");
         s->layer_steps = force && !strcmp(force, "steps");
+        force = getenv("PARRNN_CUDA_LAYER_SLICES");
+        s->layer_slices = force ? (unsigned)strtoul(force, NULL, 10) : 0;
         force = getenv("PARRNN_CUDA_DEER");
         s->deer_composed = force && !strcmp(force, "composed");
     }
@@ -718,14 +723,20 @@ PRN__CU_FN prn_status prn__cu_rnn_layer_forward(prn_context *ctx, prn_dtype dtyp
     const char *fn = "rnn_layer_forward";
     prn__cu_state *cs;
     prn_cu_rows rows;
+    prn_cu_layer_plan pl;
     size_t es, P, S, V, step;
     void *q = NULL;
     prn_status st = prn__cu_layer_begin(ctx, fn, dtype, kind, 0, saved, &cs);
     if (st != PRN_OK || B == 0 || T == 0 || H == 0) return st;
-    if (!cs->layer_steps && prn_cu_rnn_layer_fits(kind, H))
-        return prn__cu_launched(ctx, fn, "layer_fwd",
-                                prn_cu_rnn_layer_fwd(cs->stream, dtype == PRN_F64, kind, relu != 0, reverse != 0, B, T,
-                                                     H, xp, w_hh, b_hh, s0, states, saved));
+    if (!cs->layer_steps && prn_cu_rnn_layer_plan(dtype == PRN_F64, kind, 0, B, T, H, cs->sm_count, cs->smem_optin,
+                                                  cs->layer_slices, &pl)) {
+        if ((st = prn__cu_malloc(ctx, cs, pl.scratch, &q, "rnn_layer_forward: layer status")) != PRN_OK) return st;
+        st = prn__cu_launched(ctx, fn, "layer_fwd",
+                              prn_cu_rnn_layer_fwd(cs->stream, dtype == PRN_F64, kind, relu != 0, reverse != 0, B, T, H,
+                                                   &pl, xp, w_hh, b_hh, s0, states, saved, q));
+        prn__cu_mfree(cs, q);
+        return st;
+    }
     prn__cu_rows_of_step(&rows, kind, H);
     es = prn_dtype_size(dtype);
     P = rows.xp;
@@ -759,6 +770,7 @@ PRN__CU_FN prn_status prn__cu_rnn_layer_backward(prn_context *ctx, prn_dtype dty
     const char *fn = "rnn_layer_backward";
     prn__cu_state *cs;
     prn_cu_rows rows;
+    prn_cu_layer_plan pl;
     size_t es, P, S, V, step;
     char *carry = NULL, *cur = NULL;
     cudaError_t e;
@@ -770,10 +782,16 @@ PRN__CU_FN prn_status prn__cu_rnn_layer_backward(prn_context *ctx, prn_dtype dty
     S = rows.s;
     V = rows.saved;
     if (T == 0) return prn__cu_fill(ctx, dtype, ds0, B * S, 0.0); /* no steps: s0 reaches nothing */
-    if (!cs->layer_steps && prn_cu_rnn_layer_fits(kind, H))
-        return prn__cu_launched(ctx, fn, "layer_bwd",
-                                prn_cu_rnn_layer_bwd(cs->stream, dtype == PRN_F64, kind, relu != 0, reverse != 0, B, T,
-                                                     H, g, w_hh, s0, states, saved, dxp, dq, ds0));
+    if (!cs->layer_steps && prn_cu_rnn_layer_plan(dtype == PRN_F64, kind, 1, B, T, H, cs->sm_count, cs->smem_optin,
+                                                  cs->layer_slices, &pl)) {
+        if ((st = prn__cu_malloc(ctx, cs, pl.scratch, (void **)&carry, "rnn_layer_backward: layer status")) != PRN_OK)
+            return st;
+        st = prn__cu_launched(ctx, fn, "layer_bwd",
+                              prn_cu_rnn_layer_bwd(cs->stream, dtype == PRN_F64, kind, relu != 0, reverse != 0, B, T, H,
+                                                   &pl, g, w_hh, s0, states, saved, dxp, dq, ds0, carry));
+        prn__cu_mfree(cs, carry);
+        return st;
+    }
     rows.xp = rows.q = T * P;
     rows.next = rows.g = T * S;
     rows.saved = T * V;

@@ -59,6 +59,11 @@ static inline float __fmul_rn(float a, float b) { return a * b; }
 static inline float __fadd_rn(float a, float b) { return a + b; }
 
 namespace prn_emu {
+/* Dynamic shared memory of the running block (the launch's size; one
+ * buffer per host thread, NaN bytes at each block's start). */
+unsigned char *dyn_shared(void);
+cudaError_t set_max_dyn_shared(void (*key)(void), int bytes);
+cudaError_t occupancy(int *n, void (*key)(void), int threads, size_t dyn);
 /* Runs body once per thread of the grid; the result also becomes the
  * runtime's last error (as a failed launch does). key names the kernel. */
 cudaError_t run(dim3 grid, dim3 block, size_t shared, cudaStream_t stream, void (*key)(void),
@@ -81,6 +86,18 @@ launcher<P...> launch(dim3 grid, dim3 block, size_t shared, cudaStream_t stream,
     return l;
 }
 } /* namespace prn_emu */
+
+/* The runtime's C++ overloads: the opt-in above 48 KiB of dynamic shared
+ * memory (checked at launch), and blocks per multiprocessor by threads
+ * and shared memory (the emulated device's sm_90 limits). */
+template <class F> cudaError_t cudaFuncSetAttribute(F *entry, enum cudaFuncAttribute attr, int value) {
+    if (attr != cudaFuncAttributeMaxDynamicSharedMemorySize) return cudaErrorInvalidValue;
+    return prn_emu::set_max_dyn_shared(reinterpret_cast<void (*)(void)>(entry), value);
+}
+template <class F>
+cudaError_t cudaOccupancyMaxActiveBlocksPerMultiprocessor(int *n, F *entry, int threads, size_t dyn) {
+    return prn_emu::occupancy(n, reinterpret_cast<void (*)(void)>(entry), threads, dyn);
+}
 
 #endif /* __cplusplus */
 #endif /* PRN_CUDA_EMU_RUNTIME_H */
