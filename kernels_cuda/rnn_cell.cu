@@ -125,9 +125,8 @@ __global__ void k_cell_bwd(size_t B, size_t H, size_t k, int kind, int relu, prn
  * blocks as can be resident at once (occupancy x multiprocessors; on the
  * emulator, PRN_CUDA_EMU_RESIDENT): no deadlock. Groups beyond that are
  * looped over (ns = 1 only, where no block waits). */
-#define PRN_LAY_NT 512
+#define PRN_LAY_NT 512 /* threads per block at most (fewer where the work is less) */
 
-template <typename T>
 __device__ __forceinline__ void prn_lay_barrier(unsigned *cnt, unsigned target) {
     __syncthreads();
     if (threadIdx.x == 0) {
@@ -140,31 +139,113 @@ __device__ __forceinline__ void prn_lay_barrier(unsigned *cnt, unsigned target) 
     __syncthreads();
 }
 
-/* Unit i's step (ELMAN, LSTM, GRU with one head) with its gates' hidden
- * projections q[g] (without b_hh): prn_cell_fwd_unit's arithmetic. */
+/* A unit's inputs of a step, fetched from global memory before the block
+ * needs them (their latency then hides behind the dot products): the
+ * forward's x and b_hh of its G gates and its state before the step; the
+ * backward's gradients, saved values and states. */
+template <typename T> struct prn_lay_in {
+    T x[4], b[4], h, c;
+};
 template <typename T>
-__device__ __forceinline__ void prn_lay_cell_fwd(size_t H, int kind, int relu, size_t i, const T *x, const T *q,
-                                                 const T *bias, const T *sp, T *n, T *v) {
+__device__ __forceinline__ void prn_lay_fetch_fwd(size_t H, int kind, size_t i, const T *x, const T *bias, const T *sp,
+                                                  prn_lay_in<T> &f) {
+    const size_t G = kind == PRN_RNN_LSTM ? 4 : kind == PRN_RNN_ELMAN ? 1 : 3;
+#pragma unroll
+    for (int g = 0; g < 4; ++g)
+        if ((size_t)g < G) {
+            f.x[g] = x[g * H + i];
+            f.b[g] = bias[g * H + i];
+        }
+    f.h = sp[i];
+    f.c = kind == PRN_RNN_LSTM ? sp[H + i] : (T)0;
+}
+
+/* Unit i's step (ELMAN, LSTM, GRU with one head) with its gates' hidden
+ * projections q[g] (without b_hh): prn_cell_fwd_unit's arithmetic.
+ * Returns the new h. */
+template <typename T>
+__device__ __forceinline__ T prn_lay_cell_fwd(size_t H, int kind, int relu, size_t i, const prn_lay_in<T> &f,
+                                              const T *q, T *n, T *v) {
     if (kind == PRN_RNN_ELMAN) {
-        const T p = x[i] + q[0] + bias[i];
-        n[i] = relu ? (p > 0 ? p : (T)0) : ptanh(p);
+        const T p = f.x[0] + q[0] + f.b[0];
+        return n[i] = relu ? (p > 0 ? p : (T)0) : ptanh(p);
     } else if (kind == PRN_RNN_LSTM) {
-        const T ig = csigm(x[i] + q[0] + bias[i]), fg = csigm(x[H + i] + q[1] + bias[H + i]);
-        const T gg = ptanh(x[2 * H + i] + q[2] + bias[2 * H + i]);
-        const T og = csigm(x[3 * H + i] + q[3] + bias[3 * H + i]);
-        const T c = fg * sp[H + i] + ig * gg, tc = ptanh(c);
-        n[i] = og * tc;
+        const T ig = csigm(f.x[0] + q[0] + f.b[0]), fg = csigm(f.x[1] + q[1] + f.b[1]);
+        const T gg = ptanh(f.x[2] + q[2] + f.b[2]);
+        const T og = csigm(f.x[3] + q[3] + f.b[3]);
+        const T c = fg * f.c + ig * gg, tc = ptanh(c), h = og * tc;
+        n[i] = h;
         n[H + i] = c;
         if (v) {
             v[i] = ig; v[H + i] = fg; v[2 * H + i] = gg; v[3 * H + i] = og; v[4 * H + i] = tc;
         }
+        return h;
     } else {
-        const T r = csigm(x[i] + q[0] + bias[i]), z = csigm(x[H + i] + q[1] + bias[H + i]);
-        const T hn = q[2] + bias[2 * H + i], nn = ptanh(x[2 * H + i] + r * hn);
-        n[i] = nn + z * (sp[i] - nn);
+        const T r = csigm(f.x[0] + q[0] + f.b[0]), z = csigm(f.x[1] + q[1] + f.b[1]);
+        const T hn = q[2] + f.b[2], nn = ptanh(f.x[2] + r * hn), h = nn + z * (f.h - nn);
+        n[i] = h;
         if (v) {
             v[i] = r; v[H + i] = z; v[2 * H + i] = nn; v[3 * H + i] = hn;
         }
+        return h;
+    }
+}
+
+/* The backward's inputs of unit i: g and the states after (x: h, c) and
+ * before (h, c) the step, the saved values in b (ELMAN: none). */
+template <typename T> struct prn_lay_bin {
+    T gh, gc, nh, ph, pc, v[5];
+};
+template <typename T>
+__device__ __forceinline__ void prn_lay_fetch_bwd(size_t H, int kind, size_t i, const T *g, const T *sp, const T *n,
+                                                  const T *v, prn_lay_bin<T> &f) {
+    f.gh = g[i];
+    f.gc = kind == PRN_RNN_LSTM ? g[H + i] : (T)0;
+    f.nh = n[i];
+    f.ph = sp[i];
+    f.pc = kind == PRN_RNN_LSTM ? sp[H + i] : (T)0;
+    const int nv = kind == PRN_RNN_LSTM ? 5 : kind == PRN_RNN_ELMAN ? 0 : 4;
+#pragma unroll
+    for (int k = 0; k < 5; ++k)
+        if (k < nv) f.v[k] = v[k * H + i];
+}
+
+/* The inputs of unit i of sequence bb at the backward's step `step`. */
+template <typename T>
+__device__ __forceinline__ void prn_lay_fetch_bwd_at(size_t TT, size_t H, int kind, int rev, size_t step,
+                                                     size_t bb, size_t i, const T *g, const T *s0, const T *states,
+                                                     const T *saved, prn_lay_bin<T> &f) {
+    const size_t S = kind == PRN_RNN_LSTM ? 2 * H : H, V = (kind == PRN_RNN_LSTM ? 5 : kind == PRN_RNN_ELMAN ? 0 : 4) * H;
+    const size_t t = rev ? step : TT - 1 - step, row = bb * TT + t;
+    const T *prev = step == TT - 1 ? s0 + bb * S : states + (bb * TT + (rev ? t + 1 : t - 1)) * S;
+    prn_lay_fetch_bwd(H, kind, i, g + row * S, prev, states + row * S, saved ? saved + row * V : (const T *)NULL, f);
+}
+
+/* prn_cell_bwd_unit's arithmetic on fetched values; with cb, (ch, cc) is
+ * the carry of the step after. Writes dx, dqq of the unit's gates and
+ * returns d (dh, dc). */
+template <typename T>
+__device__ __forceinline__ void prn_lay_cell_bwd(size_t H, int kind, int relu, size_t i, const prn_lay_bin<T> &f,
+                                                 bool cb, T ch, T cc, T *dx, T *dqq, T &dh, T &dcr) {
+    const T g0 = cb ? f.gh + ch : f.gh;
+    if (kind == PRN_RNN_ELMAN) {
+        const T dp = relu ? (f.nh > 0 ? g0 : (T)0) : g0 * ((T)1 - f.nh * f.nh);
+        dx[i] = dp; dqq[i] = dp; dh = 0; dcr = 0;
+    } else if (kind == PRN_RNN_LSTM) {
+        const T ig = f.v[0], fg = f.v[1], gt = f.v[2], og = f.v[3], tc = f.v[4];
+        const T gh = g0, dc = (cb ? f.gc + cc : f.gc) + gh * og * ((T)1 - tc * tc);
+        const T di = dc * gt * ig * ((T)1 - ig), df = dc * f.pc * fg * ((T)1 - fg);
+        const T dg = dc * ig * ((T)1 - gt * gt), dO = gh * tc * og * ((T)1 - og);
+        dx[i] = di; dqq[i] = di; dx[H + i] = df; dqq[H + i] = df;
+        dx[2 * H + i] = dg; dqq[2 * H + i] = dg; dx[3 * H + i] = dO; dqq[3 * H + i] = dO;
+        dh = 0; dcr = dc * fg;
+    } else {
+        const T r = f.v[0], z = f.v[1], nn = f.v[2], hn = f.v[3], gu = g0;
+        const T dpn = (gu - gu * z) * ((T)1 - nn * nn);
+        const T dpr = dpn * hn * r * ((T)1 - r), dpz = gu * (f.ph - nn) * z * ((T)1 - z);
+        dx[i] = dpr; dqq[i] = dpr; dx[H + i] = dpz; dqq[H + i] = dpz;
+        dx[2 * H + i] = dpn; dqq[2 * H + i] = dpn * r;
+        dh = gu * z; dcr = 0;
     }
 }
 
@@ -204,6 +285,7 @@ __global__ void __launch_bounds__(PRN_LAY_NT, 1)
     }
     for (size_t grp = blockIdx.x / L.ns; grp < L.nbg; grp += gridDim.x / L.ns) {
         const size_t b0 = grp * L.bg, nb = prn_min(L.bg, B - b0);
+        const bool one = nb * uc <= nt; /* a unit per thread at most */
         for (size_t e = tid; e < bgp * hs; e += nt) {
             const size_t b = e / hs, m = e % hs;
             sh[e] = b < nb && m < H ? s0[(b0 + b) * S + m] : (T)0;
@@ -211,6 +293,12 @@ __global__ void __launch_bounds__(PRN_LAY_NT, 1)
         __syncthreads();
         for (size_t step = 0; step < TT; ++step) {
             const size_t t = rev ? TT - 1 - step : step;
+            prn_lay_in<T> in;
+            if (one && tid < nb * uc) { /* this thread's unit: its inputs on their way during the dots */
+                const size_t bb = b0 + tid / uc;
+                prn_lay_fetch_fwd(H, kind, u0 + tid % uc, xp + (bb * TT + t) * P, bias,
+                                  step ? states + (bb * TT + (rev ? t + 1 : t - 1)) * S : s0 + bb * S, in);
+            }
             /* (1) q = W_hh h_prev for the slice's rows, partial sums */
             for (size_t o = tid / KS; o < NO; o += NW) {
                 const size_t p = o % GU, c = o / GU;
@@ -222,8 +310,10 @@ __global__ void __launch_bounds__(PRN_LAY_NT, 1)
             __syncthreads();
             /* (2) the cell of the slice's units */
             for (size_t idx = tid; idx < nb * uc; idx += nt) {
-                const size_t b = idx / uc, uu = idx % uc, i = u0 + uu, row = (b0 + b) * TT + t;
-                const T *prev = step ? states + ((b0 + b) * TT + (rev ? t + 1 : t - 1)) * S : s0 + (b0 + b) * S;
+                const size_t b = idx / uc, uu = idx % uc, i = u0 + uu, bb = b0 + b, row = bb * TT + t;
+                if (!one)
+                    prn_lay_fetch_fwd(H, kind, i, xp + row * P, bias,
+                                      step ? states + (bb * TT + (rev ? t + 1 : t - 1)) * S : s0 + bb * S, in);
                 T q[4];
                 for (size_t g = 0; g < G; ++g) {
                     const T *pp = sp + (b * GU + g * U + uu) * KS;
@@ -231,13 +321,12 @@ __global__ void __launch_bounds__(PRN_LAY_NT, 1)
                     for (unsigned k = 1; k < KS; ++k) a += pp[k];
                     q[g] = a;
                 }
-                T *n = states + row * S;
-                prn_lay_cell_fwd(H, kind, relu, i, xp + row * P, q, bias, prev, n, saved ? saved + row * V : (T *)NULL);
-                if (L.ns == 1) sh[b * hs + i] = n[i];
+                const T h = prn_lay_cell_fwd(H, kind, relu, i, in, q, states + row * S, saved ? saved + row * V : (T *)NULL);
+                if (L.ns == 1) sh[b * hs + i] = h;
             }
             if (L.ns > 1 && step + 1 < TT) {
                 /* (3) every slice's h of this step, from the states array */
-                prn_lay_barrier<T>(cnt + grp, (unsigned)(L.ns * (step + 1)));
+                prn_lay_barrier(cnt + grp, (unsigned)(L.ns * (step + 1)));
                 for (size_t e = tid; e < nb * H; e += nt) {
                     const size_t b = e / H, m = e % H;
                     sh[b * hs + m] = ((volatile const T *)states)[((b0 + b) * TT + t) * S + m];
@@ -255,7 +344,7 @@ __global__ void __launch_bounds__(PRN_LAY_NT, 1)
               T *carry) {
     PRN_DYN_SHARED(smem);
     const size_t G = kind == PRN_RNN_LSTM ? 4 : kind == PRN_RNN_ELMAN ? 1 : 3, P = G * H;
-    const size_t S = kind == PRN_RNN_LSTM ? 2 * H : H, V = (kind == PRN_RNN_LSTM ? 5 : kind == PRN_RNN_ELMAN ? 0 : 4) * H;
+    const size_t S = kind == PRN_RNN_LSTM ? 2 * H : H;
     const unsigned tid = threadIdx.x, nt = blockDim.x, KS = L.ks, ks = tid % KS, NW = nt / KS;
     const size_t U = L.u, slice = blockIdx.x % L.ns, u0 = slice * U, uc = prn_min(U, H - u0);
     const size_t ps = prn_cdiv(P, 32) * 32, ws = ps + (prn_vec<T>::N * KS) % (128 / sizeof(T));
@@ -269,19 +358,35 @@ __global__ void __launch_bounds__(PRN_LAY_NT, 1)
     for (size_t e = tid; e < bgp * ps; e += nt) sd[e] = 0; /* padding stays zero */
     for (size_t grp = blockIdx.x / L.ns; grp < L.nbg; grp += gridDim.x / L.ns) {
         const size_t b0 = grp * L.bg, nb = prn_min(L.bg, B - b0);
+        const bool one = nb * uc <= nt; /* a unit per thread at most */
+        prn_lay_bin<T> in;
+        T ch = 0, cc = 0; /* one: the carry of this thread's unit, d state (h, c), between steps */
+        if (one && tid < nb * uc) /* the first step's inputs */
+            prn_lay_fetch_bwd_at(TT, H, kind, rev, 0, b0 + tid / uc, u0 + tid % uc, g, s0, states, saved, in);
         for (size_t step = 0; step < TT; ++step) {
             const size_t t = rev ? step : TT - 1 - step;
             /* (1) the cell's backward of the slice's units */
             for (size_t idx = tid; idx < nb * uc; idx += nt) {
-                const size_t b = idx / uc, i = u0 + idx % uc, bb = b0 + b, row = bb * TT + t;
-                const T *prev = step == TT - 1 ? s0 + bb * S : states + (bb * TT + (rev ? t + 1 : t - 1)) * S;
-                const T *cb = step ? carry + ((step - 1) & 1) * B * S + bb * S : (const T *)NULL;
-                prn_cell_bwd_unit(H, H, kind, relu, i, g + row * S, cb, prev, states + row * S,
-                                  saved ? saved + row * V : (const T *)NULL, dxp + row * P, dq + row * P,
-                                  carry + (step & 1) * B * S + bb * S);
+                const size_t i = u0 + idx % uc, bb = b0 + idx / uc, row = bb * TT + t;
+                T dh, dc;
+                if (one) {
+                    prn_lay_cell_bwd(H, kind, relu, i, in, step != 0, ch, cc, dxp + row * P, dq + row * P, dh, dc);
+                    ch = dh;
+                    cc = dc;
+                } else { /* the carry in global memory */
+                    const T *cb = carry + ((step - 1) & 1) * B * S + bb * S;
+                    T *d = carry + (step & 1) * B * S + bb * S;
+                    prn_lay_fetch_bwd_at(TT, H, kind, rev, step, bb, i, g, s0, states, saved, in);
+                    prn_lay_cell_bwd(H, kind, relu, i, in, step != 0, step ? cb[i] : (T)0,
+                                     step && S > H ? cb[H + i] : (T)0, dxp + row * P, dq + row * P, dh, dc);
+                    d[i] = dh;
+                    if (S > H) d[H + i] = dc;
+                }
             }
+            if (one && tid < nb * uc && step + 1 < TT) /* the next step's inputs, on their way during this one's dots */
+                prn_lay_fetch_bwd_at(TT, H, kind, rev, step + 1, b0 + tid / uc, u0 + tid % uc, g, s0, states, saved, in);
             /* (2), (3): the whole dq row of the step */
-            if (L.ns > 1) prn_lay_barrier<T>(cnt + grp, (unsigned)(L.ns * (step + 1)));
+            if (L.ns > 1) prn_lay_barrier(cnt + grp, (unsigned)(L.ns * (step + 1)));
             else __syncthreads();
             for (size_t e = tid; e < nb * P; e += nt) {
                 const size_t b = e / P, p = e % P;
@@ -302,15 +407,16 @@ __global__ void __launch_bounds__(PRN_LAY_NT, 1)
                 const T *pp = sp + (b * U + uu) * KS;
                 T a = pp[0];
                 for (unsigned k = 1; k < KS; ++k) a += pp[k];
-                carry[(step & 1) * B * S + (b0 + b) * S + u0 + uu] += a;
+                if (one) ch += a;
+                else carry[(step & 1) * B * S + (b0 + b) * S + u0 + uu] += a;
             }
             __syncthreads();
         }
         for (size_t idx = tid; idx < nb * uc; idx += nt) { /* d s0: the carry after the first step */
             const size_t b = idx / uc, i = u0 + idx % uc;
             const T *c = carry + ((TT - 1) & 1) * B * S + (b0 + b) * S;
-            ds0[(b0 + b) * S + i] = c[i];
-            if (S > H) ds0[(b0 + b) * S + H + i] = c[H + i];
+            ds0[(b0 + b) * S + i] = one ? ch : c[i];
+            if (S > H) ds0[(b0 + b) * S + H + i] = one ? cc : c[H + i];
         }
     }
 }
@@ -364,15 +470,15 @@ static size_t prn_lay_smem(int bwd, size_t G, size_t H, size_t es, size_t u, siz
 
 /* Blocks of the kernel per multiprocessor with smem bytes of dynamic
  * shared memory (0 where it cannot launch). */
-template <typename T, int RB> static int prn_lay_occupancy(int bwd, size_t smem) {
+template <typename T, int RB> static int prn_lay_occupancy(int bwd, int threads, size_t smem) {
     int n = 0;
     cudaError_t e;
     if (bwd) {
         e = cudaFuncSetAttribute(k_lay_bwd<T, RB>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem);
-        if (e == cudaSuccess) e = cudaOccupancyMaxActiveBlocksPerMultiprocessor(&n, k_lay_bwd<T, RB>, PRN_LAY_NT, smem);
+        if (e == cudaSuccess) e = cudaOccupancyMaxActiveBlocksPerMultiprocessor(&n, k_lay_bwd<T, RB>, threads, smem);
     } else {
         e = cudaFuncSetAttribute(k_lay_fwd<T, RB>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem);
-        if (e == cudaSuccess) e = cudaOccupancyMaxActiveBlocksPerMultiprocessor(&n, k_lay_fwd<T, RB>, PRN_LAY_NT, smem);
+        if (e == cudaSuccess) e = cudaOccupancyMaxActiveBlocksPerMultiprocessor(&n, k_lay_fwd<T, RB>, threads, smem);
     }
     if (e != cudaSuccess) {
         (void)cudaGetLastError();
@@ -380,17 +486,19 @@ template <typename T, int RB> static int prn_lay_occupancy(int bwd, size_t smem)
     }
     return n;
 }
-static int prn_lay_occ(int f64, int rb, int bwd, size_t smem) {
-    return f64 ? (rb == 1 ? prn_lay_occupancy<double, 1>(bwd, smem) : prn_lay_occupancy<double, 4>(bwd, smem))
-               : (rb == 1 ? prn_lay_occupancy<float, 1>(bwd, smem) : prn_lay_occupancy<float, 4>(bwd, smem));
+static int prn_lay_occ(int f64, int rb, int bwd, int threads, size_t smem) {
+    return f64 ? (rb == 1 ? prn_lay_occupancy<double, 1>(bwd, threads, smem) : prn_lay_occupancy<double, 4>(bwd, threads, smem))
+               : (rb == 1 ? prn_lay_occupancy<float, 1>(bwd, threads, smem) : prn_lay_occupancy<float, 4>(bwd, threads, smem));
 }
 
 /* Picks ns (slices) and bg (sequences per block) by an estimate of a
  * step's cycles on one multiprocessor: the dot products bound by shared
  * memory's 128 bytes per cycle (each W vector serves rb sequences: up to
  * 128 f32 / 64 f64 FMAs per cycle), about 600 cycles of cell, barriers
- * and latency, and with ns > 1 the step barrier (about 1500 cycles, more
- * with more blocks) and the staging of h (dq) from L2. Groups that cannot
+ * and latency, and with ns > 1 the step barrier and the staging of h (dq)
+ * from L2 (about 2500 cycles: fence, atomic, polls and loads, each an L2
+ * round trip; more with more blocks), so a layer that fits one block's
+ * shared memory stays in one block per group unless the dots are long. Groups that cannot
  * run at once multiply it (ns = 1 only; with ns > 1 every block must be
  * resident). Blocks per multiprocessor: the kernel's limit without shared
  * memory (threads, registers) and the multiprocessor's shared memory (the
@@ -406,8 +514,8 @@ extern "C" int prn_cu_rnn_layer_plan(int f64, int kind, int bwd, size_t B, size_
     double best = 0;
     int found = 0, occ0[2];
     if (kind == PRN_RNN_MHGRU || !B || !T || !H || H > 4096 || sm_count < 1) return 0;
-    occ0[0] = prn_lay_occ(f64, 1, bwd, 0);
-    occ0[1] = prn_lay_occ(f64, 4, bwd, 0);
+    occ0[0] = prn_lay_occ(f64, 1, bwd, PRN_LAY_NT, 0); /* at the most threads: a lower bound */
+    occ0[1] = prn_lay_occ(f64, 4, bwd, PRN_LAY_NT, 0);
 #ifdef PRN_CUDA_EMU
     resident = (size_t)prn_cuda_emu_resident(); /* the emulator's blocks at once */
 #endif
@@ -427,9 +535,11 @@ extern "C" int prn_cu_rnn_layer_plan(int f64, int kind, int bwd, size_t B, size_
             if (cap < 1 || (ns > 1 && ns * nbg > cap)) continue;
             const double rate = (double)(f64 ? 16 : 32) * (double)rb;
             double cyc = (double)(rows * nr * bgp) / rate + 600;
-            if (ns > 1) cyc += 1500 + 10.0 * (double)(ns * nbg) + (double)(bgp * n * es) / 32;
+            if (ns > 1) cyc += 2500 + 10.0 * (double)(ns * nbg) + (double)(bgp * n * es) / 32;
             if (ns == 1) cyc *= (double)prn_cdiv(nbg, cap);
             if (!found || cyc < best) {
+                /* threads: the dots' (ks per dot) or the cells', in warps, up to PRN_LAY_NT */
+                const size_t dots = rows * (bgp / rb) * ks, work = prn_min(dots > bg * u ? dots : bg * u, PRN_LAY_NT);
                 const size_t groups = ns == 1 ? prn_min(nbg, prn_min(cap, PRN_MAX_GRID)) : nbg;
                 found = 1;
                 best = cyc;
@@ -438,6 +548,7 @@ extern "C" int prn_cu_rnn_layer_plan(int f64, int kind, int bwd, size_t B, size_
                 pl->bg = (unsigned)bg;
                 pl->nbg = (unsigned)nbg;
                 pl->grid = (unsigned)(ns * groups);
+                pl->threads = (unsigned)prn_cdiv(work, 32) * 32;
                 pl->ks = ks;
                 pl->rb = (unsigned)rb;
                 pl->smem = smem;
@@ -446,7 +557,7 @@ extern "C" int prn_cu_rnn_layer_plan(int f64, int kind, int bwd, size_t B, size_
         }
     }
     if (found) { /* the runtime's word: every block of a group resident at once */
-        const int occ = prn_lay_occ(f64, (int)pl->rb, bwd, pl->smem);
+        const int occ = prn_lay_occ(f64, (int)pl->rb, bwd, (int)pl->threads, pl->smem);
         if (occ < 1 || (pl->ns > 1 && (size_t)occ * (size_t)sm_count < pl->grid)) return 0;
     }
     return found;
@@ -464,7 +575,7 @@ extern "C" int prn_cu_rnn_layer_fwd(cudaStream_t st, int f64, int kind, int relu
     do {                                                                                                           \
         e = cudaFuncSetAttribute(k_lay_fwd<R, RB>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)L.smem);      \
         if (e != cudaSuccess) return (int)e;                                                                       \
-        k_lay_fwd<R, RB><<<L.grid, PRN_LAY_NT, L.smem, st>>>(B, TT, H, kind, relu, rev, L, (const R *)xp,         \
+        k_lay_fwd<R, RB><<<L.grid, L.threads, L.smem, st>>>(B, TT, H, kind, relu, rev, L, (const R *)xp,         \
                                                              (const R *)w, (const R *)bias, (const R *)s0,         \
                                                              (R *)states, (R *)saved, cnt);                        \
     } while (0)
@@ -491,7 +602,7 @@ extern "C" int prn_cu_rnn_layer_bwd(cudaStream_t st, int f64, int kind, int relu
     do {                                                                                                           \
         e = cudaFuncSetAttribute(k_lay_bwd<R, RB>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)L.smem);      \
         if (e != cudaSuccess) return (int)e;                                                                       \
-        k_lay_bwd<R, RB><<<L.grid, PRN_LAY_NT, L.smem, st>>>(B, TT, H, kind, relu, rev, L, (const R *)g,          \
+        k_lay_bwd<R, RB><<<L.grid, L.threads, L.smem, st>>>(B, TT, H, kind, relu, rev, L, (const R *)g,          \
                                                              (const R *)w, (const R *)s0, (const R *)states,       \
                                                              (const R *)saved, (R *)dxp, (R *)dq, (R *)ds0, cnt,   \
                                                              (R *)carry);                                          \
