@@ -62,12 +62,20 @@
  *   fail with PRN_ERR_INVALID_ARGUMENT. f32 accumulates in f32.
  *
  * RNN LAYERS
- *   rnn_layer_forward / _backward: small layers (G H <= 1024) in ONE kernel
- *   per layer, a block per sequence walking the T steps; larger ones queue
- *   per step a cuBLAS GEMM (the hidden projection; in the backward, d h_prev
- *   += dq W_hh) and the cell kernel of rnn_cell_forward / _backward, reading
- *   and writing the layer's [B, T, X] arrays in place.
- *   PARRNN_CUDA_LAYER=steps (read at context creation) forces the latter.
+ *   rnn_layer_forward / _backward: ONE persistent kernel per layer wherever
+ *   W_hh fits on chip: W_hh cut by hidden units over ns blocks (each keeps
+ *   its slice in shared memory for all T steps and runs a group of bg
+ *   sequences; the blocks of a group meet a barrier each step, all resident
+ *   at once by the occupancy), the plan made per call from H, B, the SM
+ *   count and the opt-in shared memory (kernels_cuda/rnn_cell.cu). The
+ *   results' bits do not depend on the plan. Otherwise (W_hh too large for
+ *   the resident blocks: f32 LSTM H = 512 backward at B = 64, larger f64
+ *   layers) they queue per step a cuBLAS GEMM (the hidden projection; in
+ *   the backward, d h_prev += dq W_hh) and the cell kernel of
+ *   rnn_cell_forward / _backward, reading and writing the layer's [B, T, X]
+ *   arrays in place. PARRNN_CUDA_LAYER=steps (read at context creation)
+ *   forces the latter; PARRNN_CUDA_LAYER_SLICES=n plans at least n slices
+ *   (tests, benchmarks).
  *
  * DEER
  *   deer_iterate / deer_adjoint: prn_deer_rnn's built-in cells of at most
@@ -704,11 +712,10 @@ PRN__CU_FN prn_status prn__cu_rnn_cell_backward(prn_context *ctx, prn_dtype dtyp
  * arrays in place (row pitches). There are no per-step tensors, copies or
  * host synchronisations; the backward's carry (d loss / d state) is
  * double-buffered, and the GEMM adds its W_hh part (beta = 1).
- * Small layers (prn_cu_rnn_layer_fits: G H <= 1024, so LSTM and GRU up to
- * H = 256 and 341) instead run as ONE kernel per layer, a block per
- * sequence walking all T steps (kernels_cuda/rnn_cell.cu): no launch per
- * step. Where the per-step GEMMs would be faster (large B at the top of
- * that range) has not been measured on a GPU; PARRNN_CUDA_LAYER=steps
+ * Where prn_cu_rnn_layer_plan finds a plan (W_hh's slices fit the shared
+ * memory of blocks that can all be resident), the layer instead runs as
+ * ONE persistent kernel (kernels_cuda/rnn_cell.cu): no launch per step,
+ * W_hh read from global memory once per layer. PARRNN_CUDA_LAYER=steps
  * forces the per-step path (benchmarks, tests).
  * ---------------------------------------------------------------------- */
 PRN__CU_FN prn_status prn__cu_layer_begin(prn_context *ctx, const char *fn, prn_dtype dtype, int kind, int bw,

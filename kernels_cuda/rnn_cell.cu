@@ -121,10 +121,11 @@ __global__ void k_cell_bwd(size_t B, size_t H, size_t k, int kind, int relu, prn
  * __syncthreads, thread 0 fences (its block's writes of the step become
  * visible before its arrival), adds 1, waits until the counter reaches
  * ns (step + 1), fences again; a __syncthreads releases the block. Blocks
- * of a group wait for each other, so the host launches at most as many
- * blocks as can be resident at once (occupancy x multiprocessors; on the
- * emulator, PRN_CUDA_EMU_RESIDENT): no deadlock. Groups beyond that are
- * looped over (ns = 1 only, where no block waits). */
+ * of a group wait for each other, so the plan has at most as many blocks
+ * as can be resident at once (occupancy x multiprocessors; on the
+ * emulator, PRN_CUDA_EMU_RESIDENT), and such grids are cooperative
+ * launches (all blocks at once, or an error): no deadlock. Groups beyond
+ * that are looped over (ns = 1 only, where no block waits). */
 #define PRN_LAY_NT 512 /* threads per block at most (fewer where the work is less) */
 
 __device__ __forceinline__ void prn_lay_barrier(unsigned *cnt, unsigned target) {
@@ -368,17 +369,16 @@ __global__ void __launch_bounds__(PRN_LAY_NT, 1)
             /* (1) the cell's backward of the slice's units */
             for (size_t idx = tid; idx < nb * uc; idx += nt) {
                 const size_t i = u0 + idx % uc, bb = b0 + idx / uc, row = bb * TT + t;
-                T dh, dc;
+                const T *cb = carry + ((step - 1) & 1) * B * S + bb * S; /* !one: the carry in global memory */
+                T *d = carry + (step & 1) * B * S + bb * S, dh, dc;
+                if (!one) prn_lay_fetch_bwd_at(TT, H, kind, rev, step, bb, i, g, s0, states, saved, in);
+                /* one call site for both (the same arithmetic, contracted alike) */
+                prn_lay_cell_bwd(H, kind, relu, i, in, step != 0, one ? ch : step ? cb[i] : (T)0,
+                                 one ? cc : step && S > H ? cb[H + i] : (T)0, dxp + row * P, dq + row * P, dh, dc);
                 if (one) {
-                    prn_lay_cell_bwd(H, kind, relu, i, in, step != 0, ch, cc, dxp + row * P, dq + row * P, dh, dc);
                     ch = dh;
                     cc = dc;
-                } else { /* the carry in global memory */
-                    const T *cb = carry + ((step - 1) & 1) * B * S + bb * S;
-                    T *d = carry + (step & 1) * B * S + bb * S;
-                    prn_lay_fetch_bwd_at(TT, H, kind, rev, step, bb, i, g, s0, states, saved, in);
-                    prn_lay_cell_bwd(H, kind, relu, i, in, step != 0, step ? cb[i] : (T)0,
-                                     step && S > H ? cb[H + i] : (T)0, dxp + row * P, dq + row * P, dh, dc);
+                } else {
                     d[i] = dh;
                     if (S > H) d[H + i] = dc;
                 }
@@ -570,14 +570,19 @@ extern "C" int prn_cu_rnn_layer_fwd(cudaStream_t st, int f64, int kind, int relu
     unsigned *cnt = (unsigned *)scratch;
     cudaError_t e = cudaMemsetAsync(cnt, 0, 256 * prn_cdiv(pl->nbg * 4, 256), st);
     if (e != cudaSuccess) return (int)e;
-    const prn_cu_layer_plan L = *pl;
+    prn_cu_layer_plan L = *pl; /* (not const: the cooperative launch takes void pointers) */
 #define PRN_LAY_FWD(R, RB)                                                                                         \
     do {                                                                                                           \
+        const R *a0 = (const R *)xp, *a1 = (const R *)w, *a2 = (const R *)bias, *a3 = (const R *)s0;              \
+        R *a4 = (R *)states, *a5 = (R *)saved;                                                                     \
+        void *args[] = {&B, &TT, &H, &kind, &relu, &rev, &L, &a0, &a1, &a2, &a3, &a4, &a5, &cnt};                  \
         e = cudaFuncSetAttribute(k_lay_fwd<R, RB>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)L.smem);      \
         if (e != cudaSuccess) return (int)e;                                                                       \
-        k_lay_fwd<R, RB><<<L.grid, L.threads, L.smem, st>>>(B, TT, H, kind, relu, rev, L, (const R *)xp,         \
-                                                             (const R *)w, (const R *)bias, (const R *)s0,         \
-                                                             (R *)states, (R *)saved, cnt);                        \
+        if (L.ns > 1) /* blocks that wait for each other: all resident, or the launch fails */                    \
+            return (int)cudaLaunchCooperativeKernel(k_lay_fwd<R, RB>, dim3(L.grid), dim3(L.threads), args, L.smem, \
+                                                    st);                                                           \
+        k_lay_fwd<R, RB><<<L.grid, L.threads, L.smem, st>>>(B, TT, H, kind, relu, rev, L, a0, a1, a2, a3, a4, a5,  \
+                                                            cnt);                                                  \
     } while (0)
     if (f64 && L.rb == 1) PRN_LAY_FWD(double, 1);
     else if (f64) PRN_LAY_FWD(double, 4);
@@ -597,15 +602,20 @@ extern "C" int prn_cu_rnn_layer_bwd(cudaStream_t st, int f64, int kind, int relu
     void *carry = (char *)scratch + zeroed;
     cudaError_t e = cudaMemsetAsync(cnt, 0, zeroed, st);
     if (e != cudaSuccess) return (int)e;
-    const prn_cu_layer_plan L = *pl;
+    prn_cu_layer_plan L = *pl; /* (not const: the cooperative launch takes void pointers) */
 #define PRN_LAY_BWD(R, RB)                                                                                         \
     do {                                                                                                           \
+        const R *a0 = (const R *)g, *a1 = (const R *)w, *a2 = (const R *)s0, *a3 = (const R *)states;              \
+        const R *a4 = (const R *)saved;                                                                            \
+        R *a5 = (R *)dxp, *a6 = (R *)dq, *a7 = (R *)ds0, *a8 = (R *)carry;                                         \
+        void *args[] = {&B, &TT, &H, &kind, &relu, &rev, &L, &a0, &a1, &a2, &a3, &a4, &a5, &a6, &a7, &cnt, &a8};   \
         e = cudaFuncSetAttribute(k_lay_bwd<R, RB>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)L.smem);      \
         if (e != cudaSuccess) return (int)e;                                                                       \
-        k_lay_bwd<R, RB><<<L.grid, L.threads, L.smem, st>>>(B, TT, H, kind, relu, rev, L, (const R *)g,          \
-                                                             (const R *)w, (const R *)s0, (const R *)states,       \
-                                                             (const R *)saved, (R *)dxp, (R *)dq, (R *)ds0, cnt,   \
-                                                             (R *)carry);                                          \
+        if (L.ns > 1)                                                                                              \
+            return (int)cudaLaunchCooperativeKernel(k_lay_bwd<R, RB>, dim3(L.grid), dim3(L.threads), args, L.smem, \
+                                                    st);                                                           \
+        k_lay_bwd<R, RB><<<L.grid, L.threads, L.smem, st>>>(B, TT, H, kind, relu, rev, L, a0, a1, a2, a3, a4, a5,  \
+                                                            a6, a7, cnt, a8);                                      \
     } while (0)
     if (f64 && L.rb == 1) PRN_LAY_BWD(double, 1);
     else if (f64) PRN_LAY_BWD(double, 4);

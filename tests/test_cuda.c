@@ -575,7 +575,7 @@ static void test_no_device(void) {
 /* The same with 64 blocks running at once on host threads, so that tiles
  * find the tiles they need still running (the wait). */
 /* The block scans' expand (groups of k threads meeting barriers) and the
- * one-kernel layers (a block per sequence) with 8 blocks running at once. */
+ * one-kernel layers with 8 blocks running at once. */
 static void test_blocks_resident(void) {
     if (g_skip[0]) { PRNT_SKIP("%s", g_skip); return; }
     set_env("PRN_CUDA_EMU_RESIDENT", "8");

@@ -501,6 +501,7 @@ const char *cudaGetErrorName(cudaError_t e) {
         PRN_EMU_NAME(cudaErrorInvalidResourceHandle)
         PRN_EMU_NAME(cudaErrorIllegalAddress)
         PRN_EMU_NAME(cudaErrorLaunchFailure)
+        PRN_EMU_NAME(cudaErrorCooperativeLaunchTooLarge)
         PRN_EMU_NAME(cudaErrorSystemDriverMismatch)
         PRN_EMU_NAME(cudaErrorCompatNotSupportedOnDevice)
 #undef PRN_EMU_NAME

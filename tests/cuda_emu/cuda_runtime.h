@@ -94,6 +94,23 @@ template <class F> cudaError_t cudaFuncSetAttribute(F *entry, enum cudaFuncAttri
     if (attr != cudaFuncAttributeMaxDynamicSharedMemorySize) return cudaErrorInvalidValue;
     return prn_emu::set_max_dyn_shared(reinterpret_cast<void (*)(void)>(entry), value);
 }
+/* A cooperative launch: every block resident at once, or the launch fails
+ * (cudaErrorCooperativeLaunchTooLarge) -- here, at most
+ * PRN_CUDA_EMU_RESIDENT blocks. args: a pointer to each argument. */
+#include <utility>
+namespace prn_emu {
+template <class... P, size_t... I>
+cudaError_t launch_args(dim3 g, dim3 b, size_t sh, cudaStream_t st, void (*k)(P...), void **args,
+                        std::index_sequence<I...>) {
+    launch(g, b, sh, st, k)(*static_cast<typename std::decay<P>::type *>(args[I])...);
+    return cudaPeekAtLastError();
+}
+} /* namespace prn_emu */
+template <class... P>
+cudaError_t cudaLaunchCooperativeKernel(void (*k)(P...), dim3 g, dim3 b, void **args, size_t sh, cudaStream_t st) {
+    if ((long)g.x * g.y * g.z > prn_cuda_emu_resident()) return cudaErrorCooperativeLaunchTooLarge;
+    return prn_emu::launch_args(g, b, sh, st, k, args, std::index_sequence_for<P...>());
+}
 template <class F>
 cudaError_t cudaOccupancyMaxActiveBlocksPerMultiprocessor(int *n, F *entry, int threads, size_t dyn) {
     return prn_emu::occupancy(n, reinterpret_cast<void (*)(void)>(entry), threads, dyn);
