@@ -108,7 +108,8 @@ __global__ void k_cell_bwd(size_t B, size_t H, size_t k, int kind, int relu, prn
  * writes h straight into the stage and no block waits for another.
  * Backward step, last first: (1) the cell's backward of the block's units,
  * which writes dq and dxp of their gates and the carry (d state) of its
- * units; (2) the barrier; (3) the whole dq row of the step staged; (4)
+ * units (ns = 1: dq also straight into the stage); (2) the barrier; (3)
+ * the whole dq row of the step staged from dq; (4)
  * d h_prev of its units = dq W_hh[:, units]: each block sums over all P for
  * its own units, so no partial sums cross blocks.
  * Dot products: ks threads split one dot (ks from its length and the dtype
@@ -223,29 +224,35 @@ __device__ __forceinline__ void prn_lay_fetch_bwd_at(size_t TT, size_t H, int ki
 }
 
 /* prn_cell_bwd_unit's arithmetic on fetched values; with cb, (ch, cc) is
- * the carry of the step after. Writes dx, dqq of the unit's gates and
- * returns d (dh, dc). */
+ * the carry of the step after. Writes dx, dqq of the unit's gates (dqq also
+ * to sq unless NULL: the block's stage) and returns d (dh, dc). */
+#define PRN_LAY_DQ(k, val)                                                                                         \
+    do {                                                                                                           \
+        const T v_ = (val);                                                                                        \
+        dqq[k] = v_;                                                                                               \
+        if (sq) sq[k] = v_;                                                                                        \
+    } while (0)
 template <typename T>
 __device__ __forceinline__ void prn_lay_cell_bwd(size_t H, int kind, int relu, size_t i, const prn_lay_bin<T> &f,
-                                                 bool cb, T ch, T cc, T *dx, T *dqq, T &dh, T &dcr) {
+                                                 bool cb, T ch, T cc, T *dx, T *dqq, T *sq, T &dh, T &dcr) {
     const T g0 = cb ? f.gh + ch : f.gh;
     if (kind == PRN_RNN_ELMAN) {
         const T dp = relu ? (f.nh > 0 ? g0 : (T)0) : g0 * ((T)1 - f.nh * f.nh);
-        dx[i] = dp; dqq[i] = dp; dh = 0; dcr = 0;
+        dx[i] = dp; PRN_LAY_DQ(i, dp); dh = 0; dcr = 0;
     } else if (kind == PRN_RNN_LSTM) {
         const T ig = f.v[0], fg = f.v[1], gt = f.v[2], og = f.v[3], tc = f.v[4];
         const T gh = g0, dc = (cb ? f.gc + cc : f.gc) + gh * og * ((T)1 - tc * tc);
         const T di = dc * gt * ig * ((T)1 - ig), df = dc * f.pc * fg * ((T)1 - fg);
         const T dg = dc * ig * ((T)1 - gt * gt), dO = gh * tc * og * ((T)1 - og);
-        dx[i] = di; dqq[i] = di; dx[H + i] = df; dqq[H + i] = df;
-        dx[2 * H + i] = dg; dqq[2 * H + i] = dg; dx[3 * H + i] = dO; dqq[3 * H + i] = dO;
+        dx[i] = di; PRN_LAY_DQ(i, di); dx[H + i] = df; PRN_LAY_DQ(H + i, df);
+        dx[2 * H + i] = dg; PRN_LAY_DQ(2 * H + i, dg); dx[3 * H + i] = dO; PRN_LAY_DQ(3 * H + i, dO);
         dh = 0; dcr = dc * fg;
     } else {
         const T r = f.v[0], z = f.v[1], nn = f.v[2], hn = f.v[3], gu = g0;
         const T dpn = (gu - gu * z) * ((T)1 - nn * nn);
         const T dpr = dpn * hn * r * ((T)1 - r), dpz = gu * (f.ph - nn) * z * ((T)1 - z);
-        dx[i] = dpr; dqq[i] = dpr; dx[H + i] = dpz; dqq[H + i] = dpz;
-        dx[2 * H + i] = dpn; dqq[2 * H + i] = dpn * r;
+        dx[i] = dpr; PRN_LAY_DQ(i, dpr); dx[H + i] = dpz; PRN_LAY_DQ(H + i, dpz);
+        dx[2 * H + i] = dpn; PRN_LAY_DQ(2 * H + i, dpn * r);
         dh = gu * z; dcr = 0;
     }
 }
@@ -357,6 +364,7 @@ __global__ void __launch_bounds__(PRN_LAY_NT, 1)
         sW[e] = uu < uc && p < P ? w[p * H + u0 + uu] : (T)0;
     }
     for (size_t e = tid; e < bgp * ps; e += nt) sd[e] = 0; /* padding stays zero */
+    __syncthreads(); /* before any cell writes the stage */
     for (size_t grp = blockIdx.x / L.ns; grp < L.nbg; grp += gridDim.x / L.ns) {
         const size_t b0 = grp * L.bg, nb = prn_min(L.bg, B - b0);
         const bool one = nb * uc <= nt; /* a unit per thread at most */
@@ -374,7 +382,8 @@ __global__ void __launch_bounds__(PRN_LAY_NT, 1)
                 if (!one) prn_lay_fetch_bwd_at(TT, H, kind, rev, step, bb, i, g, s0, states, saved, in);
                 /* one call site for both (the same arithmetic, contracted alike) */
                 prn_lay_cell_bwd(H, kind, relu, i, in, step != 0, one ? ch : step ? cb[i] : (T)0,
-                                 one ? cc : step && S > H ? cb[H + i] : (T)0, dxp + row * P, dq + row * P, dh, dc);
+                                 one ? cc : step && S > H ? cb[H + i] : (T)0, dxp + row * P, dq + row * P,
+                                 L.ns == 1 ? sd + (idx / uc) * ps : (T *)NULL, dh, dc);
                 if (one) {
                     ch = dh;
                     cc = dc;
@@ -385,12 +394,13 @@ __global__ void __launch_bounds__(PRN_LAY_NT, 1)
             }
             if (one && tid < nb * uc && step + 1 < TT) /* the next step's inputs, on their way during this one's dots */
                 prn_lay_fetch_bwd_at(TT, H, kind, rev, step + 1, b0 + tid / uc, u0 + tid % uc, g, s0, states, saved, in);
-            /* (2), (3): the whole dq row of the step */
-            if (L.ns > 1) prn_lay_barrier(cnt + grp, (unsigned)(L.ns * (step + 1)));
-            else __syncthreads();
-            for (size_t e = tid; e < nb * P; e += nt) {
-                const size_t b = e / P, p = e % P;
-                sd[b * ps + p] = ((volatile const T *)dq)[((b0 + b) * TT + t) * P + p];
+            /* (2), (3): the whole dq row of the step (ns = 1: the cells wrote it to the stage) */
+            if (L.ns > 1) {
+                prn_lay_barrier(cnt + grp, (unsigned)(L.ns * (step + 1)));
+                for (size_t e = tid; e < nb * P; e += nt) {
+                    const size_t b = e / P, p = e % P;
+                    sd[b * ps + p] = ((volatile const T *)dq)[((b0 + b) * TT + t) * P + p];
+                }
             }
             __syncthreads();
             /* (4) d h_prev of the slice's units: dq W_hh[:, units], partial sums */

@@ -452,6 +452,41 @@ static void test_layer_paths(void) {
     layer_paths_case(PRN_F64, PRN_RNN_GRU, 1, 1, 5, 300); /* 900 rows of W_hh: threads loop */
 }
 
+/* The one-kernel layers with W_hh cut over several blocks that wait for
+ * each other every step (8 blocks resident, 8 multiprocessors reported):
+ * every kind, both directions, f32 and f64, one and several sequences per
+ * block (the batch in registers by fours, with a remainder), uneven
+ * slices, more units than threads in a block; the same bits as the default
+ * plan. Then layers whose W_hh (2.9 MB f64, 0.8 MB f32) needs 13 or 4
+ * blocks or more by itself (16 resident, 16 multiprocessors). With one
+ * block resident (the emulator's default) the forced slices cannot run at
+ * once: the backend must run the layer per step. */
+static void test_layer_slices(void) {
+    if (g_skip[0]) { PRNT_SKIP("%s", g_skip); return; }
+    set_env("PRN_CUDA_EMU_RESIDENT", "8");
+    set_env("PRN_CUDA_EMU_SMS", "8");
+    layer_paths_case3(PRN_F32, PRN_RNN_GRU, 0, 9, 12, 20, 3, 1);
+    layer_paths_case3(PRN_F64, PRN_RNN_GRU, 1, 1, 9, 37, 4, 1);
+    layer_paths_case3(PRN_F32, PRN_RNN_LSTM, 1, 5, 10, 33, 2, 1);
+    layer_paths_case3(PRN_F64, PRN_RNN_LSTM, 0, 2, 7, 70, 8, 1);
+    layer_paths_case3(PRN_F32, PRN_RNN_ELMAN, 1, 3, 11, 50, 5, 1);
+    layer_paths_case3(PRN_F64, PRN_RNN_ELMAN, 0, 6, 6, 9, 3, 1);
+    layer_paths_case3(PRN_F32, PRN_RNN_GRU, 1, 17, 5, 100, 4, 1);
+    /* more units than threads in a block: the carry in global memory */
+    layer_paths_case3(PRN_F32, PRN_RNN_ELMAN, 0, 33, 4, 150, 2, 1);
+    layer_paths_case3(PRN_F64, PRN_RNN_LSTM, 1, 24, 3, 64, 2, 1);
+    layer_paths_case3(PRN_F32, PRN_RNN_GRU, 0, 24, 3, 70, 2, 1);
+    set_env("PRN_CUDA_EMU_RESIDENT", "16");
+    set_env("PRN_CUDA_EMU_SMS", "16");
+    layer_paths_case(PRN_F64, PRN_RNN_LSTM, 1, 1, 4, 300);
+    layer_paths_case(PRN_F32, PRN_RNN_GRU, 0, 3, 3, 260);
+    set_env("PRN_CUDA_EMU_SMS", NULL);
+    set_env("PRN_CUDA_EMU_RESIDENT", NULL);
+#ifdef PRNT_CUDA_EMU
+    layer_paths_case3(PRN_F32, PRN_RNN_GRU, 0, 2, 6, 24, 3, 0);
+#endif
+}
+
 #ifdef PARRNN_WITH_CUDA
 int prn_cu_scan_diag_lookback_pays(int f64, size_t batch, size_t T, size_t C); /* kernels_cuda/scan.cu */
 #endif
@@ -586,40 +621,6 @@ static void test_blocks_resident(void) {
     set_env("PRN_CUDA_EMU_RESIDENT", NULL);
 }
 
-/* The one-kernel layers with W_hh cut over several blocks that wait for
- * each other every step (8 blocks resident, 8 multiprocessors reported):
- * every kind, both directions, f32 and f64, one and several sequences per
- * block (the batch in registers by fours, with a remainder), uneven
- * slices, more units than threads in a block; the same bits as the default
- * plan. Then layers whose W_hh (2.9 MB f64, 0.8 MB f32) needs 13 or 4
- * blocks or more by itself (16 resident, 16 multiprocessors). With one
- * block resident (the emulator's default) the forced slices cannot run at
- * once: the backend must run the layer per step. */
-static void test_layer_slices(void) {
-    if (g_skip[0]) { PRNT_SKIP("%s", g_skip); return; }
-    set_env("PRN_CUDA_EMU_RESIDENT", "8");
-    set_env("PRN_CUDA_EMU_SMS", "8");
-    layer_paths_case3(PRN_F32, PRN_RNN_GRU, 0, 9, 12, 20, 3, 1);
-    layer_paths_case3(PRN_F64, PRN_RNN_GRU, 1, 1, 9, 37, 4, 1);
-    layer_paths_case3(PRN_F32, PRN_RNN_LSTM, 1, 5, 10, 33, 2, 1);
-    layer_paths_case3(PRN_F64, PRN_RNN_LSTM, 0, 2, 7, 70, 8, 1);
-    layer_paths_case3(PRN_F32, PRN_RNN_ELMAN, 1, 3, 11, 50, 5, 1);
-    layer_paths_case3(PRN_F64, PRN_RNN_ELMAN, 0, 6, 6, 9, 3, 1);
-    layer_paths_case3(PRN_F32, PRN_RNN_GRU, 1, 17, 5, 100, 4, 1);
-    /* more units than threads in a block: the carry in global memory */
-    layer_paths_case3(PRN_F32, PRN_RNN_ELMAN, 0, 33, 4, 150, 2, 1);
-    layer_paths_case3(PRN_F64, PRN_RNN_LSTM, 1, 24, 3, 64, 2, 1);
-    layer_paths_case3(PRN_F32, PRN_RNN_GRU, 0, 24, 3, 70, 2, 1);
-    set_env("PRN_CUDA_EMU_RESIDENT", "16");
-    set_env("PRN_CUDA_EMU_SMS", "16");
-    layer_paths_case(PRN_F64, PRN_RNN_LSTM, 1, 1, 4, 300);
-    layer_paths_case(PRN_F32, PRN_RNN_GRU, 0, 3, 3, 260);
-    set_env("PRN_CUDA_EMU_SMS", NULL);
-    set_env("PRN_CUDA_EMU_RESIDENT", NULL);
-#ifdef PRNT_CUDA_EMU
-    layer_paths_case3(PRN_F32, PRN_RNN_GRU, 0, 2, 6, 24, 3, 0);
-#endif
-}
 
 static void test_scan_lookback_resident(void) {
     if (g_skip[0]) { PRNT_SKIP("%s", g_skip); return; }
