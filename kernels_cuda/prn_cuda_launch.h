@@ -78,7 +78,7 @@ int prn_cu_rnn_cell_bwd(cudaStream_t s, int f64, int kind, int relu, size_t B, s
  * Arrays as the table's rnn_layer_forward / _backward ([B, T, X]). */
 typedef struct prn_cu_layer_plan {
     unsigned ns, u, bg, nbg, grid, threads, ks, rb;
-    size_t smem, scratch;
+    size_t smem, smem_max, scratch; /* smem_max: the kernels' opt-in (the device's limit) */
 } prn_cu_layer_plan;
 int prn_cu_rnn_layer_plan(int f64, int kind, int bwd, size_t B, size_t T, size_t H, int sm_count, size_t smem_optin,
                           unsigned min_slices, prn_cu_layer_plan *pl);

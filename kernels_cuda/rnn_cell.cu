@@ -479,15 +479,17 @@ static size_t prn_lay_smem(int bwd, size_t G, size_t H, size_t es, size_t u, siz
 }
 
 /* Blocks of the kernel per multiprocessor with smem bytes of dynamic
- * shared memory (0 where it cannot launch). */
-template <typename T, int RB> static int prn_lay_occupancy(int bwd, int threads, size_t smem) {
+ * shared memory (0 where it cannot launch). The kernel's opt-in is always
+ * set to smax, the device's limit: one value for every context and host
+ * thread, so that none lowers it under another's launch. */
+template <typename T, int RB> static int prn_lay_occupancy(int bwd, int threads, size_t smem, size_t smax) {
     int n = 0;
     cudaError_t e;
     if (bwd) {
-        e = cudaFuncSetAttribute(k_lay_bwd<T, RB>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem);
+        e = cudaFuncSetAttribute(k_lay_bwd<T, RB>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smax);
         if (e == cudaSuccess) e = cudaOccupancyMaxActiveBlocksPerMultiprocessor(&n, k_lay_bwd<T, RB>, threads, smem);
     } else {
-        e = cudaFuncSetAttribute(k_lay_fwd<T, RB>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem);
+        e = cudaFuncSetAttribute(k_lay_fwd<T, RB>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smax);
         if (e == cudaSuccess) e = cudaOccupancyMaxActiveBlocksPerMultiprocessor(&n, k_lay_fwd<T, RB>, threads, smem);
     }
     if (e != cudaSuccess) {
@@ -496,9 +498,11 @@ template <typename T, int RB> static int prn_lay_occupancy(int bwd, int threads,
     }
     return n;
 }
-static int prn_lay_occ(int f64, int rb, int bwd, int threads, size_t smem) {
-    return f64 ? (rb == 1 ? prn_lay_occupancy<double, 1>(bwd, threads, smem) : prn_lay_occupancy<double, 4>(bwd, threads, smem))
-               : (rb == 1 ? prn_lay_occupancy<float, 1>(bwd, threads, smem) : prn_lay_occupancy<float, 4>(bwd, threads, smem));
+static int prn_lay_occ(int f64, int rb, int bwd, int threads, size_t smem, size_t smax) {
+    return f64 ? (rb == 1 ? prn_lay_occupancy<double, 1>(bwd, threads, smem, smax)
+                          : prn_lay_occupancy<double, 4>(bwd, threads, smem, smax))
+               : (rb == 1 ? prn_lay_occupancy<float, 1>(bwd, threads, smem, smax)
+                          : prn_lay_occupancy<float, 4>(bwd, threads, smem, smax));
 }
 
 /* Picks ns (slices) and bg (sequences per block) by an estimate of a
@@ -524,8 +528,8 @@ extern "C" int prn_cu_rnn_layer_plan(int f64, int kind, int bwd, size_t B, size_
     double best = 0;
     int found = 0, occ0[2];
     if (kind == PRN_RNN_MHGRU || !B || !T || !H || H > 4096 || sm_count < 1) return 0;
-    occ0[0] = prn_lay_occ(f64, 1, bwd, PRN_LAY_NT, 0); /* at the most threads: a lower bound */
-    occ0[1] = prn_lay_occ(f64, 4, bwd, PRN_LAY_NT, 0);
+    occ0[0] = prn_lay_occ(f64, 1, bwd, PRN_LAY_NT, 0, smax); /* at the most threads: a lower bound */
+    occ0[1] = prn_lay_occ(f64, 4, bwd, PRN_LAY_NT, 0, smax);
 #ifdef PRN_CUDA_EMU
     resident = (size_t)prn_cuda_emu_resident(); /* the emulator's blocks at once */
 #endif
@@ -562,12 +566,13 @@ extern "C" int prn_cu_rnn_layer_plan(int f64, int kind, int bwd, size_t B, size_
                 pl->ks = ks;
                 pl->rb = (unsigned)rb;
                 pl->smem = smem;
+                pl->smem_max = smax;
                 pl->scratch = 256 * prn_cdiv(nbg * 4, 256) + (bwd ? 2 * B * (kind == PRN_RNN_LSTM ? 2 : 1) * H * es : 0);
             }
         }
     }
     if (found) { /* the runtime's word: every block of a group resident at once */
-        const int occ = prn_lay_occ(f64, (int)pl->rb, bwd, (int)pl->threads, pl->smem);
+        const int occ = prn_lay_occ(f64, (int)pl->rb, bwd, (int)pl->threads, pl->smem, smax);
         if (occ < 1 || (pl->ns > 1 && (size_t)occ * (size_t)sm_count < pl->grid)) return 0;
     }
     return found;
@@ -586,7 +591,7 @@ extern "C" int prn_cu_rnn_layer_fwd(cudaStream_t st, int f64, int kind, int relu
         const R *a0 = (const R *)xp, *a1 = (const R *)w, *a2 = (const R *)bias, *a3 = (const R *)s0;              \
         R *a4 = (R *)states, *a5 = (R *)saved;                                                                     \
         void *args[] = {&B, &TT, &H, &kind, &relu, &rev, &L, &a0, &a1, &a2, &a3, &a4, &a5, &cnt};                  \
-        e = cudaFuncSetAttribute(k_lay_fwd<R, RB>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)L.smem);      \
+        e = cudaFuncSetAttribute(k_lay_fwd<R, RB>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)L.smem_max);  \
         if (e != cudaSuccess) return (int)e;                                                                       \
         if (L.ns > 1) /* blocks that wait for each other: all resident, or the launch fails */                    \
             return (int)cudaLaunchCooperativeKernel(k_lay_fwd<R, RB>, dim3(L.grid), dim3(L.threads), args, L.smem, \
@@ -619,7 +624,7 @@ extern "C" int prn_cu_rnn_layer_bwd(cudaStream_t st, int f64, int kind, int relu
         const R *a4 = (const R *)saved;                                                                            \
         R *a5 = (R *)dxp, *a6 = (R *)dq, *a7 = (R *)ds0, *a8 = (R *)carry;                                         \
         void *args[] = {&B, &TT, &H, &kind, &relu, &rev, &L, &a0, &a1, &a2, &a3, &a4, &a5, &a6, &a7, &cnt, &a8};   \
-        e = cudaFuncSetAttribute(k_lay_bwd<R, RB>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)L.smem);      \
+        e = cudaFuncSetAttribute(k_lay_bwd<R, RB>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)L.smem_max);  \
         if (e != cudaSuccess) return (int)e;                                                                       \
         if (L.ns > 1)                                                                                              \
             return (int)cudaLaunchCooperativeKernel(k_lay_bwd<R, RB>, dim3(L.grid), dim3(L.threads), args, L.smem, \
