@@ -63,12 +63,20 @@
  *   fail with PRN_ERR_INVALID_ARGUMENT. f32 accumulates in f32.
  *
  * RNN LAYERS
- *   rnn_layer_forward / _backward: small layers (G H <= 1024) in ONE kernel
- *   per layer, a block per sequence walking the T steps; larger ones queue
- *   per step a cuBLAS GEMM (the hidden projection; in the backward, d h_prev
- *   += dq W_hh) and the cell kernel of rnn_cell_forward / _backward, reading
- *   and writing the layer's [B, T, X] arrays in place.
- *   PARRNN_CUDA_LAYER=steps (read at context creation) forces the latter.
+ *   rnn_layer_forward / _backward: ONE persistent kernel per layer wherever
+ *   W_hh fits on chip: W_hh cut by hidden units over ns blocks (each keeps
+ *   its slice in shared memory for all T steps and runs a group of bg
+ *   sequences; the blocks of a group meet a barrier each step, all resident
+ *   at once by the occupancy), the plan made per call from H, B, the SM
+ *   count and the opt-in shared memory (kernels_cuda/rnn_cell.cu). The
+ *   results' bits do not depend on the plan. Otherwise (W_hh too large for
+ *   the resident blocks: f32 LSTM H = 512 backward at B = 64, larger f64
+ *   layers) they queue per step a cuBLAS GEMM (the hidden projection; in
+ *   the backward, d h_prev += dq W_hh) and the cell kernel of
+ *   rnn_cell_forward / _backward, reading and writing the layer's [B, T, X]
+ *   arrays in place. PARRNN_CUDA_LAYER=steps (read at context creation)
+ *   forces the latter; PARRNN_CUDA_LAYER_SLICES=n plans at least n slices
+ *   (tests, benchmarks).
  *
  * DEER
  *   deer_iterate / deer_adjoint: prn_deer_rnn's built-in cells of at most
@@ -142,6 +150,8 @@ typedef struct prn__cu_state {
     size_t scan_items;      /* threads that fill the device */
     int scan_force;         /* PARRNN_CUDA_SCAN: 0 auto, 1 look-back, 2 chunked (for AUTO) */
     int layer_steps;        /* PARRNN_CUDA_LAYER=steps: layers as a GEMM and a cell kernel per step */
+    unsigned layer_slices;  /* PARRNN_CUDA_LAYER_SLICES=n: the one-kernel layers in at least n slices */
+    size_t smem_optin;      /* dynamic shared memory a block may opt in to */
     int deer_composed;      /* PARRNN_CUDA_DEER=composed: deer_takes declines every call */
     cudaStream_t stream;
     cublasHandle_t blas;
@@ -292,6 +302,7 @@ PRN__CU_FN prn_status prn__cu_create(prn_context *ctx, void **state) {
         }
         snprintf(s->name, sizeof s->name, "%s", prop.name);
         s->sm_count = prop.multiProcessorCount > 0 ? prop.multiProcessorCount : 1;
+        s->smem_optin = prop.sharedMemPerBlockOptin;
         major = prop.major;
         minor = prop.minor;
         /* enough threads to fill every multiprocessor */
@@ -303,6 +314,8 @@ PRN__CU_FN prn_status prn__cu_create(prn_context *ctx, void **state) {
         s->scan_force = force && !strcmp(force, "lookback") ? 1 : force && !strcmp(force, "chunked") ? 2 : 0;
         force = getenv("PARRNN_CUDA_LAYER");
         s->layer_steps = force && !strcmp(force, "steps");
+        force = getenv("PARRNN_CUDA_LAYER_SLICES");
+        s->layer_slices = force ? (unsigned)strtoul(force, NULL, 10) : 0;
         force = getenv("PARRNN_CUDA_DEER");
         s->deer_composed = force && !strcmp(force, "composed");
     }
@@ -700,11 +713,10 @@ PRN__CU_FN prn_status prn__cu_rnn_cell_backward(prn_context *ctx, prn_dtype dtyp
  * arrays in place (row pitches). There are no per-step tensors, copies or
  * host synchronisations; the backward's carry (d loss / d state) is
  * double-buffered, and the GEMM adds its W_hh part (beta = 1).
- * Small layers (prn_cu_rnn_layer_fits: G H <= 1024, so LSTM and GRU up to
- * H = 256 and 341) instead run as ONE kernel per layer, a block per
- * sequence walking all T steps (kernels_cuda/rnn_cell.cu): no launch per
- * step. Where the per-step GEMMs would be faster (large B at the top of
- * that range) has not been measured on a GPU; PARRNN_CUDA_LAYER=steps
+ * Where prn_cu_rnn_layer_plan finds a plan (W_hh's slices fit the shared
+ * memory of blocks that can all be resident), the layer instead runs as
+ * ONE persistent kernel (kernels_cuda/rnn_cell.cu): no launch per step,
+ * W_hh read from global memory once per layer. PARRNN_CUDA_LAYER=steps
  * forces the per-step path (benchmarks, tests).
  * ---------------------------------------------------------------------- */
 PRN__CU_FN prn_status prn__cu_layer_begin(prn_context *ctx, const char *fn, prn_dtype dtype, int kind, int bw,
@@ -719,14 +731,20 @@ PRN__CU_FN prn_status prn__cu_rnn_layer_forward(prn_context *ctx, prn_dtype dtyp
     const char *fn = "rnn_layer_forward";
     prn__cu_state *cs;
     prn_cu_rows rows;
+    prn_cu_layer_plan pl;
     size_t es, P, S, V, step;
     void *q = NULL;
     prn_status st = prn__cu_layer_begin(ctx, fn, dtype, kind, 0, saved, &cs);
     if (st != PRN_OK || B == 0 || T == 0 || H == 0) return st;
-    if (!cs->layer_steps && prn_cu_rnn_layer_fits(kind, H))
-        return prn__cu_launched(ctx, fn, "layer_fwd",
-                                prn_cu_rnn_layer_fwd(cs->stream, dtype == PRN_F64, kind, relu != 0, reverse != 0, B, T,
-                                                     H, xp, w_hh, b_hh, s0, states, saved));
+    if (!cs->layer_steps && prn_cu_rnn_layer_plan(dtype == PRN_F64, kind, 0, B, T, H, cs->sm_count, cs->smem_optin,
+                                                  cs->layer_slices, &pl)) {
+        if ((st = prn__cu_malloc(ctx, cs, pl.scratch, &q, "rnn_layer_forward: layer status")) != PRN_OK) return st;
+        st = prn__cu_launched(ctx, fn, "layer_fwd",
+                              prn_cu_rnn_layer_fwd(cs->stream, dtype == PRN_F64, kind, relu != 0, reverse != 0, B, T, H,
+                                                   &pl, xp, w_hh, b_hh, s0, states, saved, q));
+        prn__cu_mfree(cs, q);
+        return st;
+    }
     prn__cu_rows_of_step(&rows, kind, H);
     es = prn_dtype_size(dtype);
     P = rows.xp;
@@ -760,6 +778,7 @@ PRN__CU_FN prn_status prn__cu_rnn_layer_backward(prn_context *ctx, prn_dtype dty
     const char *fn = "rnn_layer_backward";
     prn__cu_state *cs;
     prn_cu_rows rows;
+    prn_cu_layer_plan pl;
     size_t es, P, S, V, step;
     char *carry = NULL, *cur = NULL;
     cudaError_t e;
@@ -771,10 +790,16 @@ PRN__CU_FN prn_status prn__cu_rnn_layer_backward(prn_context *ctx, prn_dtype dty
     S = rows.s;
     V = rows.saved;
     if (T == 0) return prn__cu_fill(ctx, dtype, ds0, B * S, 0.0); /* no steps: s0 reaches nothing */
-    if (!cs->layer_steps && prn_cu_rnn_layer_fits(kind, H))
-        return prn__cu_launched(ctx, fn, "layer_bwd",
-                                prn_cu_rnn_layer_bwd(cs->stream, dtype == PRN_F64, kind, relu != 0, reverse != 0, B, T,
-                                                     H, g, w_hh, s0, states, saved, dxp, dq, ds0));
+    if (!cs->layer_steps && prn_cu_rnn_layer_plan(dtype == PRN_F64, kind, 1, B, T, H, cs->sm_count, cs->smem_optin,
+                                                  cs->layer_slices, &pl)) {
+        if ((st = prn__cu_malloc(ctx, cs, pl.scratch, (void **)&carry, "rnn_layer_backward: layer status")) != PRN_OK)
+            return st;
+        st = prn__cu_launched(ctx, fn, "layer_bwd",
+                              prn_cu_rnn_layer_bwd(cs->stream, dtype == PRN_F64, kind, relu != 0, reverse != 0, B, T, H,
+                                                   &pl, g, w_hh, s0, states, saved, dxp, dq, ds0, carry));
+        prn__cu_mfree(cs, carry);
+        return st;
+    }
     rows.xp = rows.q = T * P;
     rows.next = rows.g = T * S;
     rows.saved = T * V;

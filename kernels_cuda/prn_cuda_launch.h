@@ -68,15 +68,26 @@ int prn_cu_rnn_cell_fwd(cudaStream_t s, int f64, int kind, int relu, size_t B, s
 int prn_cu_rnn_cell_bwd(cudaStream_t s, int f64, int kind, int relu, size_t B, size_t H, size_t k,
                         const prn_cu_rows *rows, const void *g, const void *carry, const void *st, const void *next,
                         const void *saved, void *dxp, void *dq, void *ds);
-/* A whole layer in one launch (rnn_cell.cu), where prn_cu_rnn_layer_fits:
- * ELMAN, LSTM, GRU with G H <= 1024 and states of at most 512 values.
+/* A whole layer in one launch (rnn_cell.cu): a persistent kernel whose ns
+ * blocks per group of bg sequences each keep a slice of W_hh (u hidden
+ * units, all their gates) in shared memory for all T steps. The plan is
+ * made per call from the device's multiprocessors and opt-in shared memory
+ * (min_slices > 1 forces at least that many slices: tests); it returns 0
+ * where the layer does not fit on chip (the caller then runs a GEMM and a
+ * cell kernel per step). scratch: pl->scratch bytes of device memory.
  * Arrays as the table's rnn_layer_forward / _backward ([B, T, X]). */
-int prn_cu_rnn_layer_fits(int kind, size_t H);
+typedef struct prn_cu_layer_plan {
+    unsigned ns, u, bg, nbg, grid, threads, ks, rb;
+    size_t smem, smem_max, scratch; /* smem_max: the kernels' opt-in (the device's limit) */
+} prn_cu_layer_plan;
+int prn_cu_rnn_layer_plan(int f64, int kind, int bwd, size_t B, size_t T, size_t H, int sm_count, size_t smem_optin,
+                          unsigned min_slices, prn_cu_layer_plan *pl);
 int prn_cu_rnn_layer_fwd(cudaStream_t s, int f64, int kind, int relu, int rev, size_t B, size_t T, size_t H,
-                         const void *xp, const void *w, const void *bias, const void *s0, void *states, void *saved);
+                         const prn_cu_layer_plan *pl, const void *xp, const void *w, const void *bias, const void *s0,
+                         void *states, void *saved, void *scratch);
 int prn_cu_rnn_layer_bwd(cudaStream_t s, int f64, int kind, int relu, int rev, size_t B, size_t T, size_t H,
-                         const void *g, const void *w, const void *s0, const void *states, const void *saved,
-                         void *dxp, void *dq, void *ds0);
+                         const prn_cu_layer_plan *pl, const void *g, const void *w, const void *s0, const void *states,
+                         const void *saved, void *dxp, void *dq, void *ds0, void *scratch);
 
 /* Batched dense solves (solve.cu; the table's solve_batched): a [batch, n,
  * n] and r [batch, n] in place, info [batch] int32 on the device. */

@@ -92,76 +92,342 @@ __global__ void k_cell_bwd(size_t B, size_t H, size_t k, int kind, int relu, prn
     }
 }
 
-/* ---- A whole layer in one launch (small H: P = G H <= PRN_LAYER_PMAX) ----
- * A block per sequence (grid-stride over the batch): the sequences are
- * independent, so no block waits for another. Per step, the block forms
- * the hidden projection q = W_hh h_prev (thread p: row p of W_hh, q in
- * shared memory), meets a barrier, runs the cell (thread i: unit i), and
- * meets another; the state after the step is the layer's states row, which
- * the next step reads (a barrier makes the block's global writes visible
- * to it). The backward, last step first: the cell's backward (thread i),
- * then d h_prev += dq W_hh (thread m: column m, coalesced), the carry
- * double-buffered in shared memory. Two launches per step become one per
- * layer; W_hh (G H^2 values) is read from L1/L2 each step. */
-#define PRN_LAYER_PMAX 1024
-#define PRN_LAYER_SMAX 512
+/* ---- A whole layer in one launch: a persistent kernel --------------------
+ * The grid is ns x (groups that run at once) blocks. Block s of a group owns
+ * the hidden units [s u, s u + u) and keeps, for all T steps, the part of
+ * W_hh it needs in shared memory (the forward: the G gate rows of its units,
+ * G u rows of H; the backward: W_hh's columns of its units, u rows of P =
+ * G H); W_hh is read from global memory once per launch. Each step it runs
+ * all bg sequences of its group, so each value of W in shared memory serves
+ * bg dot products (rb of them in registers at once).
+ * Forward step: (1) q of the block's rows for all bg sequences (h_prev
+ * staged in shared memory); (2) the cell of its units, which writes the
+ * states row; (3) with ns > 1, the group's step barrier, after which every
+ * block stages the whole new h from the states array (volatile loads: not
+ * L1) -- the states array is the exchange buffer; with ns = 1 the cell
+ * writes h straight into the stage and no block waits for another.
+ * Backward step, last first: (1) the cell's backward of the block's units,
+ * which writes dq and dxp of their gates and the carry (d state) of its
+ * units (ns = 1: dq also straight into the stage); (2) the barrier; (3)
+ * the whole dq row of the step staged from dq; (4)
+ * d h_prev of its units = dq W_hh[:, units]: each block sums over all P for
+ * its own units, so no partial sums cross blocks.
+ * Dot products: ks threads split one dot (ks from its length and the dtype
+ * only: prn_lay_ks), each summing every ks-th 16-byte vector in order; the
+ * ks partial sums are added in order by the thread that runs the unit's
+ * cell. The order of every sum thus depends on H, kind and dtype alone --
+ * not on ns, bg, the grid or the device -- so the bits are the same
+ * whatever the launch.
+ * The step barrier: a counter per group, zeroed before the launch; after a
+ * __syncthreads, thread 0 fences (its block's writes of the step become
+ * visible before its arrival), adds 1, waits until the counter reaches
+ * ns (step + 1), fences again; a __syncthreads releases the block. Blocks
+ * of a group wait for each other, so the plan has at most as many blocks
+ * as can be resident at once (occupancy x multiprocessors; on the
+ * emulator, PRN_CUDA_EMU_RESIDENT), and such grids are cooperative
+ * launches (all blocks at once, or an error): no deadlock. Groups beyond
+ * that are looped over (ns = 1 only, where no block waits). */
+#define PRN_LAY_NT 512 /* threads per block at most (fewer where the work is less) */
 
+__device__ __forceinline__ void prn_lay_barrier(unsigned *cnt, unsigned target) {
+    __syncthreads();
+    if (threadIdx.x == 0) {
+        __threadfence();
+        atomicAdd(cnt, 1u);
+        volatile unsigned *vc = cnt;
+        while (*vc < target) __nanosleep(32);
+        __threadfence();
+    }
+    __syncthreads();
+}
+
+/* A unit's inputs of a step, fetched from global memory before the block
+ * needs them (their latency then hides behind the dot products): the
+ * forward's x and b_hh of its G gates and its state before the step; the
+ * backward's gradients, saved values and states. */
+template <typename T> struct prn_lay_in {
+    T x[4], b[4], h, c;
+};
 template <typename T>
-__global__ void __launch_bounds__(PRN_LAYER_PMAX)
-    k_layer_fwd(size_t B, size_t TT, size_t H, int kind, int relu, int rev, const T *xp, const T *w, const T *bias,
-                const T *s0, T *states, T *saved) {
-    __shared__ T sq[PRN_LAYER_PMAX];
+__device__ __forceinline__ void prn_lay_fetch_fwd(size_t H, int kind, size_t i, const T *x, const T *bias, const T *sp,
+                                                  prn_lay_in<T> &f) {
+    const size_t G = kind == PRN_RNN_LSTM ? 4 : kind == PRN_RNN_ELMAN ? 1 : 3;
+#pragma unroll
+    for (int g = 0; g < 4; ++g)
+        if ((size_t)g < G) {
+            f.x[g] = x[g * H + i];
+            f.b[g] = bias[g * H + i];
+        }
+    f.h = sp[i];
+    f.c = kind == PRN_RNN_LSTM ? sp[H + i] : (T)0;
+}
+
+/* Unit i's step (ELMAN, LSTM, GRU with one head) with its gates' hidden
+ * projections q[g] (without b_hh): prn_cell_fwd_unit's arithmetic.
+ * Returns the new h. */
+template <typename T>
+__device__ __forceinline__ T prn_lay_cell_fwd(size_t H, int kind, int relu, size_t i, const prn_lay_in<T> &f,
+                                              const T *q, T *n, T *v) {
+    if (kind == PRN_RNN_ELMAN) {
+        const T p = f.x[0] + q[0] + f.b[0];
+        return n[i] = relu ? (p > 0 ? p : (T)0) : ptanh(p);
+    } else if (kind == PRN_RNN_LSTM) {
+        const T ig = csigm(f.x[0] + q[0] + f.b[0]), fg = csigm(f.x[1] + q[1] + f.b[1]);
+        const T gg = ptanh(f.x[2] + q[2] + f.b[2]);
+        const T og = csigm(f.x[3] + q[3] + f.b[3]);
+        const T c = fg * f.c + ig * gg, tc = ptanh(c), h = og * tc;
+        n[i] = h;
+        n[H + i] = c;
+        if (v) {
+            v[i] = ig; v[H + i] = fg; v[2 * H + i] = gg; v[3 * H + i] = og; v[4 * H + i] = tc;
+        }
+        return h;
+    } else {
+        const T r = csigm(f.x[0] + q[0] + f.b[0]), z = csigm(f.x[1] + q[1] + f.b[1]);
+        const T hn = q[2] + f.b[2], nn = ptanh(f.x[2] + r * hn), h = nn + z * (f.h - nn);
+        n[i] = h;
+        if (v) {
+            v[i] = r; v[H + i] = z; v[2 * H + i] = nn; v[3 * H + i] = hn;
+        }
+        return h;
+    }
+}
+
+/* The backward's inputs of unit i: g and the states after (x: h, c) and
+ * before (h, c) the step, the saved values in b (ELMAN: none). */
+template <typename T> struct prn_lay_bin {
+    T gh, gc, nh, ph, pc, v[5];
+};
+template <typename T>
+__device__ __forceinline__ void prn_lay_fetch_bwd(size_t H, int kind, size_t i, const T *g, const T *sp, const T *n,
+                                                  const T *v, prn_lay_bin<T> &f) {
+    f.gh = g[i];
+    f.gc = kind == PRN_RNN_LSTM ? g[H + i] : (T)0;
+    f.nh = n[i];
+    f.ph = sp[i];
+    f.pc = kind == PRN_RNN_LSTM ? sp[H + i] : (T)0;
+    const int nv = kind == PRN_RNN_LSTM ? 5 : kind == PRN_RNN_ELMAN ? 0 : 4;
+#pragma unroll
+    for (int k = 0; k < 5; ++k)
+        if (k < nv) f.v[k] = v[k * H + i];
+}
+
+/* The inputs of unit i of sequence bb at the backward's step `step`. */
+template <typename T>
+__device__ __forceinline__ void prn_lay_fetch_bwd_at(size_t TT, size_t H, int kind, int rev, size_t step,
+                                                     size_t bb, size_t i, const T *g, const T *s0, const T *states,
+                                                     const T *saved, prn_lay_bin<T> &f) {
+    const size_t S = kind == PRN_RNN_LSTM ? 2 * H : H, V = (kind == PRN_RNN_LSTM ? 5 : kind == PRN_RNN_ELMAN ? 0 : 4) * H;
+    const size_t t = rev ? step : TT - 1 - step, row = bb * TT + t;
+    const T *prev = step == TT - 1 ? s0 + bb * S : states + (bb * TT + (rev ? t + 1 : t - 1)) * S;
+    prn_lay_fetch_bwd(H, kind, i, g + row * S, prev, states + row * S, saved ? saved + row * V : (const T *)NULL, f);
+}
+
+/* prn_cell_bwd_unit's arithmetic on fetched values; with cb, (ch, cc) is
+ * the carry of the step after. Writes dx, dqq of the unit's gates (dqq also
+ * to sq unless NULL: the block's stage) and returns d (dh, dc). */
+#define PRN_LAY_DQ(k, val)                                                                                         \
+    do {                                                                                                           \
+        const T v_ = (val);                                                                                        \
+        dqq[k] = v_;                                                                                               \
+        if (sq) sq[k] = v_;                                                                                        \
+    } while (0)
+template <typename T>
+__device__ __forceinline__ void prn_lay_cell_bwd(size_t H, int kind, int relu, size_t i, const prn_lay_bin<T> &f,
+                                                 bool cb, T ch, T cc, T *dx, T *dqq, T *sq, T &dh, T &dcr) {
+    const T g0 = cb ? f.gh + ch : f.gh;
+    if (kind == PRN_RNN_ELMAN) {
+        const T dp = relu ? (f.nh > 0 ? g0 : (T)0) : g0 * ((T)1 - f.nh * f.nh);
+        dx[i] = dp; PRN_LAY_DQ(i, dp); dh = 0; dcr = 0;
+    } else if (kind == PRN_RNN_LSTM) {
+        const T ig = f.v[0], fg = f.v[1], gt = f.v[2], og = f.v[3], tc = f.v[4];
+        const T gh = g0, dc = (cb ? f.gc + cc : f.gc) + gh * og * ((T)1 - tc * tc);
+        const T di = dc * gt * ig * ((T)1 - ig), df = dc * f.pc * fg * ((T)1 - fg);
+        const T dg = dc * ig * ((T)1 - gt * gt), dO = gh * tc * og * ((T)1 - og);
+        dx[i] = di; PRN_LAY_DQ(i, di); dx[H + i] = df; PRN_LAY_DQ(H + i, df);
+        dx[2 * H + i] = dg; PRN_LAY_DQ(2 * H + i, dg); dx[3 * H + i] = dO; PRN_LAY_DQ(3 * H + i, dO);
+        dh = 0; dcr = dc * fg;
+    } else {
+        const T r = f.v[0], z = f.v[1], nn = f.v[2], hn = f.v[3], gu = g0;
+        const T dpn = (gu - gu * z) * ((T)1 - nn * nn);
+        const T dpr = dpn * hn * r * ((T)1 - r), dpz = gu * (f.ph - nn) * z * ((T)1 - z);
+        dx[i] = dpr; PRN_LAY_DQ(i, dpr); dx[H + i] = dpz; PRN_LAY_DQ(H + i, dpz);
+        dx[2 * H + i] = dpn; PRN_LAY_DQ(2 * H + i, dpn * r);
+        dh = gu * z; dcr = 0;
+    }
+}
+
+/* rb dot products of length nv vectors sharing one row a (stride 0 between
+ * them) with rows x, x + xs, ...: this thread's part (vectors ks, ks + KS,
+ * ...), in order. */
+template <typename T, int RB>
+__device__ __forceinline__ void prn_lay_dots(const T *a, const T *x, size_t xs, unsigned nv, unsigned ks, unsigned KS,
+                                             T *acc) {
+    typedef prn_vec<T> V;
+    for (int j = 0; j < RB; ++j) acc[j] = 0;
+    for (unsigned v = ks; v < nv; v += KS) {
+        const V wv = ((const V *)a)[v];
+        for (int j = 0; j < RB; ++j) {
+            const V hv = ((const V *)(x + j * xs))[v];
+            for (int e = 0; e < V::N; ++e) acc[j] += wv.v[e] * hv.v[e];
+        }
+    }
+}
+
+template <typename T, int RB>
+__global__ void __launch_bounds__(PRN_LAY_NT, 1)
+    k_lay_fwd(size_t B, size_t TT, size_t H, int kind, int relu, int rev, prn_cu_layer_plan L, const T *xp,
+              const T *w, const T *bias, const T *s0, T *states, T *saved, unsigned *cnt) {
+    PRN_DYN_SHARED(smem);
     const size_t G = kind == PRN_RNN_LSTM ? 4 : kind == PRN_RNN_ELMAN ? 1 : 3, P = G * H;
     const size_t S = kind == PRN_RNN_LSTM ? 2 * H : H, V = (kind == PRN_RNN_LSTM ? 5 : kind == PRN_RNN_ELMAN ? 0 : 4) * H;
-    const unsigned tid = threadIdx.x, nt = blockDim.x;
-    for (size_t b = blockIdx.x; b < B; b += gridDim.x) {
+    const unsigned tid = threadIdx.x, nt = blockDim.x, KS = L.ks, ks = tid % KS, NW = nt / KS;
+    const size_t U = L.u, slice = blockIdx.x % L.ns, u0 = slice * U, uc = prn_min(U, H - u0), GU = G * U;
+    const size_t hs = prn_cdiv(H, 32) * 32, ws = hs + (prn_vec<T>::N * KS) % (128 / sizeof(T));
+    const size_t bgp = prn_cdiv(L.bg, RB) * RB, NO = GU * (bgp / RB);
+    const unsigned nv = (unsigned)(hs / prn_vec<T>::N);
+    T *sW = (T *)smem, *sh = sW + GU * ws, *sp = sh + bgp * hs;
+    for (size_t e = tid; e < GU * ws; e += nt) { /* the slice's rows, zero past H and past the last unit */
+        const size_t r = e / ws, m = e % ws, uu = r % U;
+        sW[e] = uu < uc && m < H ? w[((r / U) * H + u0 + uu) * H + m] : (T)0;
+    }
+    for (size_t grp = blockIdx.x / L.ns; grp < L.nbg; grp += gridDim.x / L.ns) {
+        const size_t b0 = grp * L.bg, nb = prn_min(L.bg, B - b0);
+        const bool one = nb * uc <= nt; /* a unit per thread at most */
+        for (size_t e = tid; e < bgp * hs; e += nt) {
+            const size_t b = e / hs, m = e % hs;
+            sh[e] = b < nb && m < H ? s0[(b0 + b) * S + m] : (T)0;
+        }
+        __syncthreads();
         for (size_t step = 0; step < TT; ++step) {
-            const size_t t = rev ? TT - 1 - step : step, row = b * TT + t;
-            const T *prev = step ? states + (b * TT + (rev ? t + 1 : t - 1)) * S : s0 + b * S;
-            for (size_t p = tid; p < P; p += nt) {
-                const T *wr = w + p * H;
-                T acc = 0;
-                for (size_t m = 0; m < H; ++m) acc += prev[m] * wr[m];
-                sq[p] = acc;
+            const size_t t = rev ? TT - 1 - step : step;
+            prn_lay_in<T> in;
+            if (one && tid < nb * uc) { /* this thread's unit: its inputs on their way during the dots */
+                const size_t bb = b0 + tid / uc;
+                prn_lay_fetch_fwd(H, kind, u0 + tid % uc, xp + (bb * TT + t) * P, bias,
+                                  step ? states + (bb * TT + (rev ? t + 1 : t - 1)) * S : s0 + bb * S, in);
+            }
+            /* (1) q = W_hh h_prev for the slice's rows, partial sums */
+            for (size_t o = tid / KS; o < NO; o += NW) {
+                const size_t p = o % GU, c = o / GU;
+                if (p % U >= uc) continue;
+                T acc[RB];
+                prn_lay_dots<T, RB>(sW + p * ws, sh + c * RB * hs, hs, nv, ks, KS, acc);
+                for (int j = 0; j < RB; ++j) sp[((c * RB + j) * GU + p) * KS + ks] = acc[j];
             }
             __syncthreads();
-            for (size_t i = tid; i < H; i += nt)
-                prn_cell_fwd_unit(H, H, kind, relu, i, xp + row * P, (const T *)sq, bias, prev, states + row * S,
-                                  saved ? saved + row * V : (T *)NULL);
+            /* (2) the cell of the slice's units */
+            for (size_t idx = tid; idx < nb * uc; idx += nt) {
+                const size_t b = idx / uc, uu = idx % uc, i = u0 + uu, bb = b0 + b, row = bb * TT + t;
+                if (!one)
+                    prn_lay_fetch_fwd(H, kind, i, xp + row * P, bias,
+                                      step ? states + (bb * TT + (rev ? t + 1 : t - 1)) * S : s0 + bb * S, in);
+                T q[4];
+                for (size_t g = 0; g < G; ++g) {
+                    const T *pp = sp + (b * GU + g * U + uu) * KS;
+                    T a = pp[0];
+                    for (unsigned k = 1; k < KS; ++k) a += pp[k];
+                    q[g] = a;
+                }
+                const T h = prn_lay_cell_fwd(H, kind, relu, i, in, q, states + row * S, saved ? saved + row * V : (T *)NULL);
+                if (L.ns == 1) sh[b * hs + i] = h;
+            }
+            if (L.ns > 1 && step + 1 < TT) {
+                /* (3) every slice's h of this step, from the states array */
+                prn_lay_barrier(cnt + grp, (unsigned)(L.ns * (step + 1)));
+                for (size_t e = tid; e < nb * H; e += nt) {
+                    const size_t b = e / H, m = e % H;
+                    sh[b * hs + m] = ((volatile const T *)states)[((b0 + b) * TT + t) * S + m];
+                }
+            }
             __syncthreads();
         }
     }
 }
 
-template <typename T>
-__global__ void __launch_bounds__(PRN_LAYER_PMAX)
-    k_layer_bwd(size_t B, size_t TT, size_t H, int kind, int relu, int rev, const T *g, const T *w, const T *s0,
-                const T *states, const T *saved, T *dxp, T *dq, T *ds0) {
-    __shared__ T sc[2 * PRN_LAYER_SMAX];
+template <typename T, int RB>
+__global__ void __launch_bounds__(PRN_LAY_NT, 1)
+    k_lay_bwd(size_t B, size_t TT, size_t H, int kind, int relu, int rev, prn_cu_layer_plan L, const T *g,
+              const T *w, const T *s0, const T *states, const T *saved, T *dxp, T *dq, T *ds0, unsigned *cnt,
+              T *carry) {
+    PRN_DYN_SHARED(smem);
     const size_t G = kind == PRN_RNN_LSTM ? 4 : kind == PRN_RNN_ELMAN ? 1 : 3, P = G * H;
-    const size_t S = kind == PRN_RNN_LSTM ? 2 * H : H, V = (kind == PRN_RNN_LSTM ? 5 : kind == PRN_RNN_ELMAN ? 0 : 4) * H;
-    const unsigned tid = threadIdx.x, nt = blockDim.x;
-    for (size_t b = blockIdx.x; b < B; b += gridDim.x) {
+    const size_t S = kind == PRN_RNN_LSTM ? 2 * H : H;
+    const unsigned tid = threadIdx.x, nt = blockDim.x, KS = L.ks, ks = tid % KS, NW = nt / KS;
+    const size_t U = L.u, slice = blockIdx.x % L.ns, u0 = slice * U, uc = prn_min(U, H - u0);
+    const size_t ps = prn_cdiv(P, 32) * 32, ws = ps + (prn_vec<T>::N * KS) % (128 / sizeof(T));
+    const size_t bgp = prn_cdiv(L.bg, RB) * RB, NO = U * (bgp / RB);
+    const unsigned nv = (unsigned)(ps / prn_vec<T>::N);
+    T *sW = (T *)smem, *sd = sW + U * ws, *sp = sd + bgp * ps;
+    for (size_t e = tid; e < U * ws; e += nt) { /* columns of the slice's units, as rows */
+        const size_t uu = e / ws, p = e % ws;
+        sW[e] = uu < uc && p < P ? w[p * H + u0 + uu] : (T)0;
+    }
+    for (size_t e = tid; e < bgp * ps; e += nt) sd[e] = 0; /* padding stays zero */
+    __syncthreads(); /* before any cell writes the stage */
+    for (size_t grp = blockIdx.x / L.ns; grp < L.nbg; grp += gridDim.x / L.ns) {
+        const size_t b0 = grp * L.bg, nb = prn_min(L.bg, B - b0);
+        const bool one = nb * uc <= nt; /* a unit per thread at most */
+        prn_lay_bin<T> in;
+        T ch = 0, cc = 0; /* one: the carry of this thread's unit, d state (h, c), between steps */
+        if (one && tid < nb * uc) /* the first step's inputs */
+            prn_lay_fetch_bwd_at(TT, H, kind, rev, 0, b0 + tid / uc, u0 + tid % uc, g, s0, states, saved, in);
         for (size_t step = 0; step < TT; ++step) {
-            const size_t t = rev ? step : TT - 1 - step, row = b * TT + t;
-            const T *prev = step == TT - 1 ? s0 + b * S : states + (b * TT + (rev ? t + 1 : t - 1)) * S;
-            const T *cb = step ? sc + ((step - 1) & 1) * PRN_LAYER_SMAX : (const T *)NULL;
-            T *out = sc + (step & 1) * PRN_LAYER_SMAX;
-            for (size_t i = tid; i < H; i += nt)
-                prn_cell_bwd_unit(H, H, kind, relu, i, g + row * S, cb, prev, states + row * S,
-                                  saved ? saved + row * V : (const T *)NULL, dxp + row * P, dq + row * P, out);
+            const size_t t = rev ? step : TT - 1 - step;
+            /* (1) the cell's backward of the slice's units */
+            for (size_t idx = tid; idx < nb * uc; idx += nt) {
+                const size_t i = u0 + idx % uc, bb = b0 + idx / uc, row = bb * TT + t;
+                const T *cb = carry + ((step - 1) & 1) * B * S + bb * S; /* !one: the carry in global memory */
+                T *d = carry + (step & 1) * B * S + bb * S, dh, dc;
+                if (!one) prn_lay_fetch_bwd_at(TT, H, kind, rev, step, bb, i, g, s0, states, saved, in);
+                /* one call site for both (the same arithmetic, contracted alike) */
+                prn_lay_cell_bwd(H, kind, relu, i, in, step != 0, one ? ch : step ? cb[i] : (T)0,
+                                 one ? cc : step && S > H ? cb[H + i] : (T)0, dxp + row * P, dq + row * P,
+                                 L.ns == 1 ? sd + (idx / uc) * ps : (T *)NULL, dh, dc);
+                if (one) {
+                    ch = dh;
+                    cc = dc;
+                } else {
+                    d[i] = dh;
+                    if (S > H) d[H + i] = dc;
+                }
+            }
+            if (one && tid < nb * uc && step + 1 < TT) /* the next step's inputs, on their way during this one's dots */
+                prn_lay_fetch_bwd_at(TT, H, kind, rev, step + 1, b0 + tid / uc, u0 + tid % uc, g, s0, states, saved, in);
+            /* (2), (3): the whole dq row of the step (ns = 1: the cells wrote it to the stage) */
+            if (L.ns > 1) {
+                prn_lay_barrier(cnt + grp, (unsigned)(L.ns * (step + 1)));
+                for (size_t e = tid; e < nb * P; e += nt) {
+                    const size_t b = e / P, p = e % P;
+                    sd[b * ps + p] = ((volatile const T *)dq)[((b0 + b) * TT + t) * P + p];
+                }
+            }
             __syncthreads();
-            /* and through q = W_hh h_prev: d h_prev += dq_t W_hh */
-            for (size_t m = tid; m < H; m += nt) {
-                const T *dr = dq + row * P;
-                T acc = 0;
-                for (size_t p = 0; p < P; ++p) acc += dr[p] * w[p * H + m];
-                out[m] += acc;
+            /* (4) d h_prev of the slice's units: dq W_hh[:, units], partial sums */
+            for (size_t o = tid / KS; o < NO; o += NW) {
+                const size_t uu = o % U, c = o / U;
+                if (uu >= uc) continue;
+                T acc[RB];
+                prn_lay_dots<T, RB>(sW + uu * ws, sd + c * RB * ps, ps, nv, ks, KS, acc);
+                for (int j = 0; j < RB; ++j) sp[((c * RB + j) * U + uu) * KS + ks] = acc[j];
+            }
+            __syncthreads();
+            for (size_t idx = tid; idx < nb * uc; idx += nt) {
+                const size_t b = idx / uc, uu = idx % uc;
+                const T *pp = sp + (b * U + uu) * KS;
+                T a = pp[0];
+                for (unsigned k = 1; k < KS; ++k) a += pp[k];
+                if (one) ch += a;
+                else carry[(step & 1) * B * S + (b0 + b) * S + u0 + uu] += a;
             }
             __syncthreads();
         }
-        for (size_t j = tid; j < S; j += nt) ds0[b * S + j] = sc[((TT - 1) & 1) * PRN_LAYER_SMAX + j];
-        __syncthreads(); /* sc is the next sequence's */
+        for (size_t idx = tid; idx < nb * uc; idx += nt) { /* d s0: the carry after the first step */
+            const size_t b = idx / uc, i = u0 + idx % uc;
+            const T *c = carry + ((TT - 1) & 1) * B * S + (b0 + b) * S;
+            ds0[(b0 + b) * S + i] = one ? ch : c[i];
+            if (S > H) ds0[(b0 + b) * S + H + i] = one ? cc : c[H + i];
+        }
     }
 }
 
@@ -195,48 +461,181 @@ extern "C" int prn_cu_rnn_cell_bwd(cudaStream_t st, int f64, int kind, int relu,
     return prn_launched();
 }
 
-extern "C" int prn_cu_rnn_layer_fits(int kind, size_t H) {
-    const size_t G = kind == PRN_RNN_LSTM ? 4 : kind == PRN_RNN_ELMAN ? 1 : 3;
-    return kind != PRN_RNN_MHGRU && H >= 1 && G * H <= PRN_LAYER_PMAX && (kind == PRN_RNN_LSTM ? 2 : 1) * H <= PRN_LAYER_SMAX;
+/* ---- The persistent layer's plan ----
+ * ks: threads per dot product, from the dot's length n (H forward, G H
+ * backward) and the dtype alone (it fixes the order of the sums): about
+ * four 16-byte vectors per thread, 1 to 16 threads. */
+static unsigned prn_lay_ks(size_t n, size_t es) {
+    size_t ks = prn_cdiv(n, 32) * 32 / (16 / es) / 4, p = 1;
+    while (p < ks && p < 16) p *= 2;
+    return (unsigned)p;
 }
 
-/* threads: enough for the projection's rows (forward) or the units, in warps */
-static unsigned prn_layer_threads(size_t n) {
-    size_t t = (n + 31) / 32 * 32;
-    return (unsigned)(t > PRN_LAYER_PMAX ? PRN_LAYER_PMAX : t < 32 ? 32 : t);
+/* Shared memory of a block: its W slice, the staged h (dq), the partial sums. */
+static size_t prn_lay_smem(int bwd, size_t G, size_t H, size_t es, size_t u, size_t bgp, unsigned ks) {
+    const size_t n = bwd ? G * H : H, hs = prn_cdiv(n, 32) * 32, ws = hs + (16 / es * ks) % (128 / es);
+    const size_t rows = bwd ? u : G * u;
+    return es * (rows * ws + bgp * hs + bgp * rows * ks);
+}
+
+/* Blocks of the kernel per multiprocessor with smem bytes of dynamic
+ * shared memory (0 where it cannot launch). The kernel's opt-in is always
+ * set to smax, the device's limit: one value for every context and host
+ * thread, so that none lowers it under another's launch. */
+template <typename T, int RB> static int prn_lay_occupancy(int bwd, int threads, size_t smem, size_t smax) {
+    int n = 0;
+    cudaError_t e;
+    if (bwd) {
+        e = cudaFuncSetAttribute(k_lay_bwd<T, RB>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smax);
+        if (e == cudaSuccess) e = cudaOccupancyMaxActiveBlocksPerMultiprocessor(&n, k_lay_bwd<T, RB>, threads, smem);
+    } else {
+        e = cudaFuncSetAttribute(k_lay_fwd<T, RB>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smax);
+        if (e == cudaSuccess) e = cudaOccupancyMaxActiveBlocksPerMultiprocessor(&n, k_lay_fwd<T, RB>, threads, smem);
+    }
+    if (e != cudaSuccess) {
+        (void)cudaGetLastError();
+        return 0;
+    }
+    return n;
+}
+static int prn_lay_occ(int f64, int rb, int bwd, int threads, size_t smem, size_t smax) {
+    return f64 ? (rb == 1 ? prn_lay_occupancy<double, 1>(bwd, threads, smem, smax)
+                          : prn_lay_occupancy<double, 4>(bwd, threads, smem, smax))
+               : (rb == 1 ? prn_lay_occupancy<float, 1>(bwd, threads, smem, smax)
+                          : prn_lay_occupancy<float, 4>(bwd, threads, smem, smax));
+}
+
+/* Picks ns (slices) and bg (sequences per block) by an estimate of a
+ * step's cycles on one multiprocessor: the dot products bound by shared
+ * memory's 128 bytes per cycle (each W vector serves rb sequences: up to
+ * 128 f32 / 64 f64 FMAs per cycle), about 600 cycles of cell, barriers
+ * and latency, and with ns > 1 the step barrier and the staging of h (dq)
+ * from L2 (about 2500 cycles: fence, atomic, polls and loads, each an L2
+ * round trip; more with more blocks), so a layer that fits one block's
+ * shared memory stays in one block per group unless the dots are long. Groups that cannot
+ * run at once multiply it (ns = 1 only; with ns > 1 every block must be
+ * resident). Blocks per multiprocessor: the kernel's limit without shared
+ * memory (threads, registers) and the multiprocessor's shared memory (the
+ * opt-in limit + the 1 KiB the runtime reserves per block, as on sm_80 and
+ * sm_90); the chosen plan is checked with the runtime's occupancy. */
+extern "C" int prn_cu_rnn_layer_plan(int f64, int kind, int bwd, size_t B, size_t T, size_t H, int sm_count,
+                                     size_t smem_optin, unsigned min_slices, prn_cu_layer_plan *pl) {
+    const size_t G = kind == PRN_RNN_LSTM ? 4 : kind == PRN_RNN_ELMAN ? 1 : 3, es = f64 ? 8 : 4;
+    const size_t n = bwd ? G * H : H, nr = prn_cdiv(n, 32) * 32;
+    const unsigned ks = prn_lay_ks(n, es);
+    const size_t smax = smem_optin < 48 * 1024 ? 48 * 1024 : smem_optin;
+    size_t resident = (size_t)-1, ns;
+    double best = 0;
+    int found = 0, occ0[2];
+    if (kind == PRN_RNN_MHGRU || !B || !T || !H || H > 4096 || sm_count < 1) return 0;
+    occ0[0] = prn_lay_occ(f64, 1, bwd, PRN_LAY_NT, 0, smax); /* at the most threads: a lower bound */
+    occ0[1] = prn_lay_occ(f64, 4, bwd, PRN_LAY_NT, 0, smax);
+#ifdef PRN_CUDA_EMU
+    resident = (size_t)prn_cuda_emu_resident(); /* the emulator's blocks at once */
+#endif
+    for (ns = 1; ns <= H && ns <= 1024; ++ns) {
+        const size_t u = prn_cdiv(H, ns), rows = bwd ? u : G * u;
+        size_t bg;
+        if (prn_cdiv(H, u) != ns || ns < min_slices) continue; /* the same slices as a smaller ns */
+        if (ns > 1 && (double)ns * (double)T >= 4.0e9) continue; /* the barrier's 32-bit counter */
+        for (bg = 1; bg <= B && bg <= 64; bg = bg < 4 ? bg + 1 : bg + 4 > B && bg < B ? B : bg + 4) {
+            /* bg: 1 to 4, then fours (rb = 4 per register pass), and B itself */
+            const int rb = bg == 1 ? 1 : 4;
+            const size_t bgp = prn_cdiv(bg, rb) * rb, nbg = prn_cdiv(B, bg), smem = prn_lay_smem(bwd, G, H, es, u, bgp, ks);
+            if (smem > smax) break; /* a larger bg only needs more */
+            const size_t by_smem = (smax + 1024) / (smem + 1024);
+            size_t cap = prn_min((size_t)occ0[rb != 1], by_smem) * (size_t)sm_count;
+            if (cap > resident) cap = resident;
+            if (cap < 1 || (ns > 1 && ns * nbg > cap)) continue;
+            const double rate = (double)(f64 ? 16 : 32) * (double)rb;
+            double cyc = (double)(rows * nr * bgp) / rate + 600;
+            if (ns > 1) cyc += 2500 + 10.0 * (double)(ns * nbg) + (double)(bgp * n * es) / 32;
+            if (ns == 1) cyc *= (double)prn_cdiv(nbg, cap);
+            if (!found || cyc < best) {
+                /* threads: the dots' (ks per dot) or the cells', in warps, up to PRN_LAY_NT */
+                const size_t dots = rows * (bgp / rb) * ks, work = prn_min(dots > bg * u ? dots : bg * u, PRN_LAY_NT);
+                const size_t groups = ns == 1 ? prn_min(nbg, prn_min(cap, PRN_MAX_GRID)) : nbg;
+                found = 1;
+                best = cyc;
+                pl->ns = (unsigned)ns;
+                pl->u = (unsigned)u;
+                pl->bg = (unsigned)bg;
+                pl->nbg = (unsigned)nbg;
+                pl->grid = (unsigned)(ns * groups);
+                pl->threads = (unsigned)prn_cdiv(work, 32) * 32;
+                pl->ks = ks;
+                pl->rb = (unsigned)rb;
+                pl->smem = smem;
+                pl->smem_max = smax;
+                pl->scratch = 256 * prn_cdiv(nbg * 4, 256) + (bwd ? 2 * B * (kind == PRN_RNN_LSTM ? 2 : 1) * H * es : 0);
+            }
+        }
+    }
+    if (found) { /* the runtime's word: every block of a group resident at once */
+        const int occ = prn_lay_occ(f64, (int)pl->rb, bwd, (int)pl->threads, pl->smem, smax);
+        if (occ < 1 || (pl->ns > 1 && (size_t)occ * (size_t)sm_count < pl->grid)) return 0;
+    }
+    return found;
 }
 
 extern "C" int prn_cu_rnn_layer_fwd(cudaStream_t st, int f64, int kind, int relu, int rev, size_t B, size_t TT, size_t H,
-                                    const void *xp, const void *w, const void *bias, const void *s0, void *states,
-                                    void *saved) {
-    const size_t G = kind == PRN_RNN_LSTM ? 4 : kind == PRN_RNN_ELMAN ? 1 : 3;
+                                    const prn_cu_layer_plan *pl, const void *xp, const void *w, const void *bias,
+                                    const void *s0, void *states, void *saved, void *scratch) {
     if (B * TT * H == 0) return 0;
-    if (!prn_cu_rnn_layer_fits(kind, H)) return (int)cudaErrorInvalidValue;
-    const unsigned grid = (unsigned)prn_min(B, PRN_MAX_GRID), nt = prn_layer_threads(G * H);
-    if (f64)
-        k_layer_fwd<double><<<grid, nt, 0, st>>>(B, TT, H, kind, relu, rev, (const double *)xp, (const double *)w,
-                                                 (const double *)bias, (const double *)s0, (double *)states,
-                                                 (double *)saved);
-    else
-        k_layer_fwd<float><<<grid, nt, 0, st>>>(B, TT, H, kind, relu, rev, (const float *)xp, (const float *)w,
-                                                (const float *)bias, (const float *)s0, (float *)states,
-                                                (float *)saved);
+    unsigned *cnt = (unsigned *)scratch;
+    cudaError_t e = cudaMemsetAsync(cnt, 0, 256 * prn_cdiv(pl->nbg * 4, 256), st);
+    if (e != cudaSuccess) return (int)e;
+    prn_cu_layer_plan L = *pl; /* (not const: the cooperative launch takes void pointers) */
+#define PRN_LAY_FWD(R, RB)                                                                                         \
+    do {                                                                                                           \
+        const R *a0 = (const R *)xp, *a1 = (const R *)w, *a2 = (const R *)bias, *a3 = (const R *)s0;              \
+        R *a4 = (R *)states, *a5 = (R *)saved;                                                                     \
+        void *args[] = {&B, &TT, &H, &kind, &relu, &rev, &L, &a0, &a1, &a2, &a3, &a4, &a5, &cnt};                  \
+        e = cudaFuncSetAttribute(k_lay_fwd<R, RB>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)L.smem_max);  \
+        if (e != cudaSuccess) return (int)e;                                                                       \
+        if (L.ns > 1) /* blocks that wait for each other: all resident, or the launch fails */                    \
+            return (int)cudaLaunchCooperativeKernel(k_lay_fwd<R, RB>, dim3(L.grid), dim3(L.threads), args, L.smem, \
+                                                    st);                                                           \
+        k_lay_fwd<R, RB><<<L.grid, L.threads, L.smem, st>>>(B, TT, H, kind, relu, rev, L, a0, a1, a2, a3, a4, a5,  \
+                                                            cnt);                                                  \
+    } while (0)
+    if (f64 && L.rb == 1) PRN_LAY_FWD(double, 1);
+    else if (f64) PRN_LAY_FWD(double, 4);
+    else if (L.rb == 1) PRN_LAY_FWD(float, 1);
+    else PRN_LAY_FWD(float, 4);
+#undef PRN_LAY_FWD
     return prn_launched();
 }
 
 extern "C" int prn_cu_rnn_layer_bwd(cudaStream_t st, int f64, int kind, int relu, int rev, size_t B, size_t TT, size_t H,
-                                    const void *g, const void *w, const void *s0, const void *states, const void *saved,
-                                    void *dxp, void *dq, void *ds0) {
+                                    const prn_cu_layer_plan *pl, const void *g, const void *w, const void *s0,
+                                    const void *states, const void *saved, void *dxp, void *dq, void *ds0,
+                                    void *scratch) {
     if (B * TT * H == 0) return 0;
-    if (!prn_cu_rnn_layer_fits(kind, H)) return (int)cudaErrorInvalidValue;
-    const unsigned grid = (unsigned)prn_min(B, PRN_MAX_GRID), nt = prn_layer_threads(kind == PRN_RNN_LSTM ? 2 * H : H);
-    if (f64)
-        k_layer_bwd<double><<<grid, nt, 0, st>>>(B, TT, H, kind, relu, rev, (const double *)g, (const double *)w,
-                                                 (const double *)s0, (const double *)states, (const double *)saved,
-                                                 (double *)dxp, (double *)dq, (double *)ds0);
-    else
-        k_layer_bwd<float><<<grid, nt, 0, st>>>(B, TT, H, kind, relu, rev, (const float *)g, (const float *)w,
-                                                (const float *)s0, (const float *)states, (const float *)saved,
-                                                (float *)dxp, (float *)dq, (float *)ds0);
+    const size_t zeroed = 256 * prn_cdiv(pl->nbg * 4, 256);
+    unsigned *cnt = (unsigned *)scratch;
+    void *carry = (char *)scratch + zeroed;
+    cudaError_t e = cudaMemsetAsync(cnt, 0, zeroed, st);
+    if (e != cudaSuccess) return (int)e;
+    prn_cu_layer_plan L = *pl; /* (not const: the cooperative launch takes void pointers) */
+#define PRN_LAY_BWD(R, RB)                                                                                         \
+    do {                                                                                                           \
+        const R *a0 = (const R *)g, *a1 = (const R *)w, *a2 = (const R *)s0, *a3 = (const R *)states;              \
+        const R *a4 = (const R *)saved;                                                                            \
+        R *a5 = (R *)dxp, *a6 = (R *)dq, *a7 = (R *)ds0, *a8 = (R *)carry;                                         \
+        void *args[] = {&B, &TT, &H, &kind, &relu, &rev, &L, &a0, &a1, &a2, &a3, &a4, &a5, &a6, &a7, &cnt, &a8};   \
+        e = cudaFuncSetAttribute(k_lay_bwd<R, RB>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)L.smem_max);  \
+        if (e != cudaSuccess) return (int)e;                                                                       \
+        if (L.ns > 1)                                                                                              \
+            return (int)cudaLaunchCooperativeKernel(k_lay_bwd<R, RB>, dim3(L.grid), dim3(L.threads), args, L.smem, \
+                                                    st);                                                           \
+        k_lay_bwd<R, RB><<<L.grid, L.threads, L.smem, st>>>(B, TT, H, kind, relu, rev, L, a0, a1, a2, a3, a4, a5,  \
+                                                            a6, a7, cnt, a8);                                      \
+    } while (0)
+    if (f64 && L.rb == 1) PRN_LAY_BWD(double, 1);
+    else if (f64) PRN_LAY_BWD(double, 4);
+    else if (L.rb == 1) PRN_LAY_BWD(float, 1);
+    else PRN_LAY_BWD(float, 4);
+#undef PRN_LAY_BWD
     return prn_launched();
 }

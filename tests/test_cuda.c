@@ -370,34 +370,45 @@ static void run_lookback_cases(void) {
     set_env("PARRNN_CUDA_SCAN", NULL);
 }
 
-/* The two paths of the fused layers: one kernel per layer (small H) and,
- * with PARRNN_CUDA_LAYER=steps, a GEMM and a cell kernel per step. Same
- * inputs through each, forward and backward, every output compared. */
-static void layer_paths_case(prn_dtype dt, int kind, int rev, size_t B, size_t T, size_t H) {
+/* The two paths of the fused layers: one kernel per layer (where W_hh fits
+ * on chip) and, with PARRNN_CUDA_LAYER=steps, a GEMM and a cell kernel per
+ * step. Same inputs through each, forward and backward, every output
+ * compared. slices > 0: a third context with PARRNN_CUDA_LAYER_SLICES =
+ * slices (W_hh cut over at least that many blocks, which wait for each
+ * other every step), whose outputs must have the same bits as the first's
+ * (the sums' order does not depend on the launch), unless it could not
+ * have the blocks resident and ran per step (bits 0: compared with the
+ * tolerance only). */
+static void layer_paths_case3(prn_dtype dt, int kind, int rev, size_t B, size_t T, size_t H, unsigned slices,
+                              int bits) {
     const size_t G = kind == PRN_RNN_LSTM ? 4 : kind == PRN_RNN_ELMAN ? 1 : 3, P = G * H;
     const size_t S = kind == PRN_RNN_LSTM ? 2 * H : H, V = (kind == PRN_RNN_LSTM ? 5 : kind == PRN_RNN_ELMAN ? 0 : 4) * H;
     const size_t es = dt == PRN_F64 ? 8 : 4;
     /* inputs: xp, w, bias, s0, g; outputs: states, saved, dxp, dq, ds0 */
     const size_t cnt[10] = {B * T * P, P * H, P, B * S, B * T * S, B * T * S, B * T * V + 1, B * T * P, B * T * P, B * S};
     unsigned long long seed = 0x1a7e5ULL + H * 7 + T + (size_t)kind;
-    char *host[10], *out[2][10];
-    void *dev[2][10];
-    prn_context *ctx[2] = {NULL, NULL};
-    char err[512];
-    size_t i, q;
+    char *host[10], *out[3][10];
+    void *dev[3][10];
+    prn_context *ctx[3] = {NULL, NULL, NULL};
+    char err[512], num[32];
+    size_t i, q, diff = 0;
+    const int sides = slices ? 3 : 2;
     int side, bad = 0;
     double worst = 0;
     memset(host, 0, sizeof host);
     memset(out, 0, sizeof out);
     memset(dev, 0, sizeof dev);
-    for (side = 0; side < 2; ++side) {
-        set_env("PARRNN_CUDA_LAYER", side ? "steps" : NULL);
+    snprintf(num, sizeof num, "%u", slices);
+    for (side = 0; side < sides; ++side) {
+        set_env("PARRNN_CUDA_LAYER", side == 1 ? "steps" : NULL);
+        set_env("PARRNN_CUDA_LAYER_SLICES", side == 2 ? num : NULL);
         if (make(NULL, &ctx[side], err, sizeof err) != PRN_OK) {
             PRNT_CHECK(0, "context: %s", err);
             goto done;
         }
     }
     set_env("PARRNN_CUDA_LAYER", NULL);
+    set_env("PARRNN_CUDA_LAYER_SLICES", NULL);
     for (q = 0; q < 10; ++q) {
         host[q] = (char *)malloc(cnt[q] * es);
         if (!host[q]) goto done;
@@ -407,7 +418,7 @@ static void layer_paths_case(prn_dtype dt, int kind, int rev, size_t B, size_t T
             else ((float *)host[q])[i] = (float)v;
         }
     }
-    for (side = 0; side < 2; ++side) {
+    for (side = 0; side < sides; ++side) {
         const prn_backend *be = prn_context_backend(ctx[side]);
         for (q = 0; q < 10; ++q) {
             PRNT_OK(ctx[side], be->buf_alloc(ctx[side], cnt[q] * es, &dev[side][q]));
@@ -433,14 +444,24 @@ static void layer_paths_case(prn_dtype dt, int kind, int rev, size_t B, size_t T
             const double d = fabs(a - b) / (1 + fabs(b));
             if (!(d <= worst)) worst = d;
             bad += a != a;
+            if (slices) {
+                const double c = dt == PRN_F64 ? ((double *)out[2][q])[i] : ((float *)out[2][q])[i];
+                const double dc = fabs(c - b) / (1 + fabs(b));
+                if (!(dc <= worst)) worst = dc;
+                diff += bits && memcmp(out[0][q] + i * es, out[2][q] + i * es, es) != 0;
+            }
         }
+    PRNT_CHECK(!diff, "%s kind=%d reverse=%d B=%lu T=%lu H=%lu: %lu values differ in bits between %u slices and the default plan",
+               dt == PRN_F64 ? "f64" : "f32", kind, rev, (unsigned long)B, (unsigned long)T, (unsigned long)H,
+               (unsigned long)diff, slices);
     PRNT_CHECK(!bad && worst <= (dt == PRN_F64 ? 1e-12 : 2e-5),
                "%s kind=%d reverse=%d B=%lu T=%lu H=%lu: one kernel per layer vs per step: %d NaNs, worst %g",
                dt == PRN_F64 ? "f64" : "f32", kind, rev, (unsigned long)B, (unsigned long)T, (unsigned long)H, bad,
                worst);
 done:
     set_env("PARRNN_CUDA_LAYER", NULL);
-    for (side = 0; side < 2; ++side) {
+    set_env("PARRNN_CUDA_LAYER_SLICES", NULL);
+    for (side = 0; side < 3; ++side) {
         for (q = 0; q < 10; ++q) {
             if (ctx[side] && dev[side][q]) prn_context_backend(ctx[side])->buf_free(ctx[side], dev[side][q]);
             free(out[side][q]);
@@ -450,12 +471,51 @@ done:
     for (q = 0; q < 10; ++q) free(host[q]);
 }
 
+static void layer_paths_case(prn_dtype dt, int kind, int rev, size_t B, size_t T, size_t H) {
+    layer_paths_case3(dt, kind, rev, B, T, H, 0, 0);
+}
+
 static void test_layer_paths(void) {
     if (g_skip[0]) { PRNT_SKIP("%s", g_skip); return; }
     layer_paths_case(PRN_F32, PRN_RNN_GRU, 0, 3, 20, 33);
     layer_paths_case(PRN_F64, PRN_RNN_LSTM, 1, 2, 15, 20);
     layer_paths_case(PRN_F32, PRN_RNN_ELMAN, 1, 1, 9, 70);
     layer_paths_case(PRN_F64, PRN_RNN_GRU, 1, 1, 5, 300); /* 900 rows of W_hh: threads loop */
+}
+
+/* The one-kernel layers with W_hh cut over several blocks that wait for
+ * each other every step (8 blocks resident, 8 multiprocessors reported):
+ * every kind, both directions, f32 and f64, one and several sequences per
+ * block (the batch in registers by fours, with a remainder), uneven
+ * slices, more units than threads in a block; the same bits as the default
+ * plan. Then layers whose W_hh (2.9 MB f64, 0.8 MB f32) needs 13 or 4
+ * blocks or more by itself (16 resident, 16 multiprocessors). With one
+ * block resident (the emulator's default) the forced slices cannot run at
+ * once: the backend must run the layer per step. */
+static void test_layer_slices(void) {
+    if (g_skip[0]) { PRNT_SKIP("%s", g_skip); return; }
+    set_env("PRN_CUDA_EMU_RESIDENT", "8");
+    set_env("PRN_CUDA_EMU_SMS", "8");
+    layer_paths_case3(PRN_F32, PRN_RNN_GRU, 0, 9, 12, 20, 3, 1);
+    layer_paths_case3(PRN_F64, PRN_RNN_GRU, 1, 1, 9, 37, 4, 1);
+    layer_paths_case3(PRN_F32, PRN_RNN_LSTM, 1, 5, 10, 33, 2, 1);
+    layer_paths_case3(PRN_F64, PRN_RNN_LSTM, 0, 2, 7, 70, 8, 1);
+    layer_paths_case3(PRN_F32, PRN_RNN_ELMAN, 1, 3, 11, 50, 5, 1);
+    layer_paths_case3(PRN_F64, PRN_RNN_ELMAN, 0, 6, 6, 9, 3, 1);
+    layer_paths_case3(PRN_F32, PRN_RNN_GRU, 1, 17, 5, 100, 4, 1);
+    /* more units than threads in a block: the carry in global memory */
+    layer_paths_case3(PRN_F32, PRN_RNN_ELMAN, 0, 33, 4, 150, 2, 1);
+    layer_paths_case3(PRN_F64, PRN_RNN_LSTM, 1, 24, 3, 64, 2, 1);
+    layer_paths_case3(PRN_F32, PRN_RNN_GRU, 0, 24, 3, 70, 2, 1);
+    set_env("PRN_CUDA_EMU_RESIDENT", "16");
+    set_env("PRN_CUDA_EMU_SMS", "16");
+    layer_paths_case(PRN_F64, PRN_RNN_LSTM, 1, 1, 4, 300);
+    layer_paths_case(PRN_F32, PRN_RNN_GRU, 0, 3, 3, 260);
+    set_env("PRN_CUDA_EMU_SMS", NULL);
+    set_env("PRN_CUDA_EMU_RESIDENT", NULL);
+#ifdef PRNT_CUDA_EMU
+    layer_paths_case3(PRN_F32, PRN_RNN_GRU, 0, 2, 6, 24, 3, 0);
+#endif
 }
 
 #ifdef PARRNN_WITH_CUDA
@@ -597,7 +657,7 @@ static void test_no_device(void) {
 /* The same with 64 blocks running at once on host threads, so that tiles
  * find the tiles they need still running (the wait). */
 /* The block scans' expand (groups of k threads meeting barriers) and the
- * one-kernel layers (a block per sequence) with 8 blocks running at once. */
+ * one-kernel layers with 8 blocks running at once. */
 static void test_blocks_resident(void) {
     if (g_skip[0]) { PRNT_SKIP("%s", g_skip); return; }
     set_env("PRN_CUDA_EMU_RESIDENT", "8");
@@ -607,6 +667,7 @@ static void test_blocks_resident(void) {
     layer_paths_case(PRN_F64, PRN_RNN_LSTM, 0, 10, 8, 12);
     set_env("PRN_CUDA_EMU_RESIDENT", NULL);
 }
+
 
 static void test_scan_lookback_resident(void) {
     if (g_skip[0]) { PRNT_SKIP("%s", g_skip); return; }
@@ -815,6 +876,7 @@ int main(void) {
     PRNT_RUN(test_scan_auto_choice);
     PRNT_RUN(test_scan_block_sizes);
     PRNT_RUN(test_layer_paths);
+    PRNT_RUN(test_layer_slices);
 #ifdef PRNT_CUDA_EMU
     PRNT_RUN(test_scan_lookback_resident);
     PRNT_RUN(test_blocks_resident);

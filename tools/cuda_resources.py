@@ -33,8 +33,8 @@ def block_size(name):
         return 128 if kb <= 16 else 64 if kb == 32 else 32
     if name.startswith("k_scan_block_expand"):
         return 128
-    if name.startswith("k_layer_"):
-        return 1024  # at most: 32-thread multiples up to G H (prn_layer_threads)
+    if name.startswith("k_lay_"):
+        return 512  # PRN_LAY_NT (dynamic shared memory, not counted here: W_hh's slice, see the plan)
     if name.startswith("k_probe"):
         return 1
     m = re.match(r"k_deer_(?:iter|adj)<\w+, \d+, (\d+)>", name)

@@ -28,6 +28,7 @@
 #include <sys/mman.h>
 #include <ucontext.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstdio>
@@ -271,6 +272,9 @@ struct scheduler {
 };
 thread_local scheduler S;
 std::set<void (*)(void)> g_plain; /* kernels seen to run a whole launch without a barrier */
+std::map<void (*)(void), int> g_dyn_max; /* cudaFuncAttributeMaxDynamicSharedMemorySize by kernel */
+thread_local std::vector<unsigned char> t_dyn; /* the running block's dynamic shared memory */
+const size_t SMEM_OPTIN = 227 * 1024, SMEM_SM = 228 * 1024; /* sm_90's */
 
 void fiber_main(void) {
     for (;;) { /* one run of the body per block; the fiber is kept for the next */
@@ -374,16 +378,35 @@ void __nanosleep(unsigned ns) {
 }
 
 namespace prn_emu {
+unsigned char *dyn_shared(void) { return t_dyn.data(); }
+cudaError_t set_max_dyn_shared(void (*key)(void), int bytes) {
+    if (bytes < 0 || (size_t)bytes > SMEM_OPTIN) return ret(cudaErrorInvalidValue);
+    std::lock_guard<std::mutex> g(g_lock);
+    g_dyn_max[key] = bytes;
+    return cudaSuccess;
+}
+cudaError_t occupancy(int *n, void (*key)(void), int threads, size_t dyn) {
+    (void)key;
+    if (!n || threads <= 0 || threads > 1024) return ret(cudaErrorInvalidValue);
+    const size_t by_smem = dyn ? SMEM_SM / (dyn + 1024) : 32; /* 1 KiB reserved per block, as on sm_80/90 */
+    size_t by_threads = 2048 / (size_t)threads;
+    *n = (int)std::min(std::min(by_smem, by_threads), (size_t)32);
+    return cudaSuccess;
+}
 cudaError_t run(dim3 grid, dim3 block, size_t shared, cudaStream_t stream, void (*key)(void),
                 const std::function<void()> &body) {
     const size_t nt = (size_t)block.x * block.y * block.z;
     if (cudaError_t s = sticky()) return ret(s);
     if (nt == 0 || nt > 1024 || block.z > 64 || grid.x == 0 || grid.y == 0 || grid.z == 0 || grid.x > 0x7fffffffu ||
-        grid.y > 65535 || grid.z > 65535 || shared > 48 * 1024)
+        grid.y > 65535 || grid.z > 65535 || shared > SMEM_OPTIN)
         return ret(cudaErrorInvalidConfiguration);
-    if (shared) { /* the kernels use static shared arrays only */
-        fault(cudaErrorInvalidConfiguration, "dynamic shared memory is not emulated", NULL);
-        return ret(cudaErrorInvalidConfiguration);
+    if (shared > 48 * 1024) { /* beyond 48 KiB only with the kernel's opt-in */
+        std::lock_guard<std::mutex> g(g_lock);
+        auto it = g_dyn_max.find(key);
+        if (it == g_dyn_max.end() || (size_t)it->second < shared) {
+            fault(cudaErrorInvalidConfiguration, "dynamic shared memory above 48 KiB without the kernel's opt-in", NULL);
+            return ret(cudaErrorInvalidConfiguration);
+        }
     }
     if (!stream_ok(stream)) return ret(cudaErrorInvalidResourceHandle);
     if (S.body) { /* a launch from inside a kernel */
@@ -414,8 +437,10 @@ cudaError_t run(dim3 grid, dim3 block, size_t shared, cudaStream_t stream, void 
         S.resident = res;
         gridDim = grid;
         blockDim = block;
+        t_dyn.assign(shared, 0xff); /* NaN bytes: reads of what no thread wrote show */
         for (size_t bi; (bi = next++) < nblocks;) {
             S.spins = 0;
+            if (shared) std::memset(t_dyn.data(), 0xff, shared);
             blockIdx.x = (unsigned)(bi % grid.x);
             blockIdx.y = (unsigned)(bi / grid.x % grid.y);
             blockIdx.z = (unsigned)(bi / grid.x / grid.y);
@@ -477,6 +502,7 @@ const char *cudaGetErrorName(cudaError_t e) {
         PRN_EMU_NAME(cudaErrorInvalidResourceHandle)
         PRN_EMU_NAME(cudaErrorIllegalAddress)
         PRN_EMU_NAME(cudaErrorLaunchFailure)
+        PRN_EMU_NAME(cudaErrorCooperativeLaunchTooLarge)
         PRN_EMU_NAME(cudaErrorSystemDriverMismatch)
         PRN_EMU_NAME(cudaErrorCompatNotSupportedOnDevice)
 #undef PRN_EMU_NAME
@@ -532,13 +558,17 @@ cudaError_t cudaGetDeviceProperties(struct cudaDeviceProp *prop, int device) {
     prop->major = 9;
     prop->minor = 0;
     /* small: the scans cut time into chunks at small sizes; more, to size
-     * grids of kernels that keep a block per tile slot (the look-back) */
-    prop->multiProcessorCount = (int)env_long("PRN_CUDA_EMU_SMS", 2);
+     * grids of kernels that keep a block per tile slot (the look-back) or
+     * spread over many multiprocessors (the persistent layers) */
+    prop->multiProcessorCount = (int)std::min(std::max(env_long("PRN_CUDA_EMU_SMS", 2), 1L), 1024L);
     prop->maxThreadsPerMultiProcessor = 2048;
     prop->maxThreadsPerBlock = 1024;
     prop->sharedMemPerBlock = 48 * 1024;
+    prop->sharedMemPerBlockOptin = SMEM_OPTIN;
+    prop->sharedMemPerMultiprocessor = SMEM_SM;
     return cudaSuccess;
 }
+long prn_cuda_emu_resident(void) { return std::max(env_long("PRN_CUDA_EMU_RESIDENT", 1), 1L); }
 cudaError_t cudaDeviceGetAttribute(int *value, enum cudaDeviceAttr attr, int device) {
     if (!value) return ret(cudaErrorInvalidValue);
     if (device < 0 || device >= device_count()) return ret(cudaErrorInvalidDevice);

@@ -60,6 +60,11 @@ static inline float __fmul_rn(float a, float b) { return a * b; }
 static inline float __fadd_rn(float a, float b) { return a + b; }
 
 namespace prn_emu {
+/* Dynamic shared memory of the running block (the launch's size; one
+ * buffer per host thread, NaN bytes at each block's start). */
+unsigned char *dyn_shared(void);
+cudaError_t set_max_dyn_shared(void (*key)(void), int bytes);
+cudaError_t occupancy(int *n, void (*key)(void), int threads, size_t dyn);
 /* Runs body once per thread of the grid; the result also becomes the
  * runtime's last error (as a failed launch does). key names the kernel. */
 cudaError_t run(dim3 grid, dim3 block, size_t shared, cudaStream_t stream, void (*key)(void),
@@ -82,6 +87,35 @@ launcher<P...> launch(dim3 grid, dim3 block, size_t shared, cudaStream_t stream,
     return l;
 }
 } /* namespace prn_emu */
+
+/* The runtime's C++ overloads: the opt-in above 48 KiB of dynamic shared
+ * memory (checked at launch), and blocks per multiprocessor by threads
+ * and shared memory (the emulated device's sm_90 limits). */
+template <class F> cudaError_t cudaFuncSetAttribute(F *entry, enum cudaFuncAttribute attr, int value) {
+    if (attr != cudaFuncAttributeMaxDynamicSharedMemorySize) return cudaErrorInvalidValue;
+    return prn_emu::set_max_dyn_shared(reinterpret_cast<void (*)(void)>(entry), value);
+}
+/* A cooperative launch: every block resident at once, or the launch fails
+ * (cudaErrorCooperativeLaunchTooLarge) -- here, at most
+ * PRN_CUDA_EMU_RESIDENT blocks. args: a pointer to each argument. */
+#include <utility>
+namespace prn_emu {
+template <class... P, size_t... I>
+cudaError_t launch_args(dim3 g, dim3 b, size_t sh, cudaStream_t st, void (*k)(P...), void **args,
+                        std::index_sequence<I...>) {
+    launch(g, b, sh, st, k)(*static_cast<typename std::decay<P>::type *>(args[I])...);
+    return cudaPeekAtLastError();
+}
+} /* namespace prn_emu */
+template <class... P>
+cudaError_t cudaLaunchCooperativeKernel(void (*k)(P...), dim3 g, dim3 b, void **args, size_t sh, cudaStream_t st) {
+    if ((long)g.x * g.y * g.z > prn_cuda_emu_resident()) return cudaErrorCooperativeLaunchTooLarge;
+    return prn_emu::launch_args(g, b, sh, st, k, args, std::index_sequence_for<P...>());
+}
+template <class F>
+cudaError_t cudaOccupancyMaxActiveBlocksPerMultiprocessor(int *n, F *entry, int threads, size_t dyn) {
+    return prn_emu::occupancy(n, reinterpret_cast<void (*)(void)>(entry), threads, dyn);
+}
 
 #endif /* __cplusplus */
 #endif /* PRN_CUDA_EMU_RUNTIME_H */

@@ -35,6 +35,7 @@ typedef enum cudaError {
     cudaErrorInvalidResourceHandle = 400,
     cudaErrorIllegalAddress = 700,
     cudaErrorLaunchFailure = 719,
+    cudaErrorCooperativeLaunchTooLarge = 720,
     cudaErrorSystemDriverMismatch = 803,
     cudaErrorCompatNotSupportedOnDevice = 804
 } cudaError_t;
@@ -60,7 +61,10 @@ struct cudaDeviceProp {
     int maxThreadsPerMultiProcessor;
     int maxThreadsPerBlock;
     size_t sharedMemPerBlock;
+    size_t sharedMemPerBlockOptin;    /* with cudaFuncAttributeMaxDynamicSharedMemorySize */
+    size_t sharedMemPerMultiprocessor;
 };
+enum cudaFuncAttribute { cudaFuncAttributeMaxDynamicSharedMemorySize = 8 };
 
 enum cudaDeviceAttr { cudaDevAttrMaxThreadsPerBlock = 1, cudaDevAttrMemoryPoolsSupported = 115 };
 
@@ -113,6 +117,10 @@ cudaError_t cudaMemsetAsync(void *dst, int value, size_t bytes, cudaStream_t str
  * tests/test_cuda.c's leak checks and its sweep of failing allocations). */
 size_t prn_cuda_emu_live_allocations(void);
 long prn_cuda_emu_allocation_count(void);
+/* Not CUDA: blocks that run at once (PRN_CUDA_EMU_RESIDENT, default 1).
+ * Kernels whose blocks wait for each other cap their grids by it, as on a
+ * GPU by the occupancy (kernels_cuda/rnn_cell.cu). */
+long prn_cuda_emu_resident(void);
 
 #ifdef __cplusplus
 }
