@@ -49,7 +49,8 @@
  *   (the same bits on every run), so no tile waits on a chain of
  *   look-backs; a and b are read once. Its model
  *   (prn_cu_scan_diag_lookback_pays) prefers it to the chunked scan at
- *   every shape whose status fits; the chunked scan below serves the
+ *   every shape whose status fits but one chain of 2-8 channel rows (f32;
+ *   measured slower there on an H200); the chunked scan below serves the
  *   others. The environment variable PARRNN_CUDA_SCAN=lookback or =chunked,
  *   read at context creation, overrides that choice (tests, benchmarks).
  *   CHUNKED and TREE, and every block scan: reduce / scan / expand, parallel

@@ -741,6 +741,11 @@ extern "C" int prn_cu_scan_diag_lookback_pays(int f64, size_t batch, size_t T, s
     prn_lb_geo g;
     size_t rows, tile_bytes;
     if (!prn_lb_geometry(f64, batch, T, C, &g)) return 0;
+    /* Measured (H200, f32, bench/results/gpu_check_nvidia-h200_2026-11-27_run2):
+     * with a single chain of whole-row tiles of 2-8 channels, (1, 1.25e7, 8),
+     * the chunked scan ran at 0.42 of the copy and this one at 0.33 (at
+     * C = 1 the chunked scan fell to 0.07 and this one reached 0.43). */
+    if (g.chains == 1 && C >= 2 && g.nt > g.D) return 0;
     if (g.nt <= g.D) return 1;
     rows = (PRN_LB_TPB >> g.cwl) * (f64 ? (size_t)prn_lb<double>::ITEMS : (size_t)prn_lb<float>::ITEMS);
     tile_bytes = rows * g.cw * 3 * (f64 ? 8 : 4);

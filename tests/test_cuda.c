@@ -523,8 +523,9 @@ int prn_cu_scan_diag_lookback_pays(int f64, size_t batch, size_t T, size_t C); /
 #endif
 
 /* AUTO: wherever time must be cut (batch x channels do not fill the
- * device), the look-back -- its model says it beats the chunked scan at
- * every shape of bench_scan's device grid, f32 and f64 -- and so the same
+ * device), the look-back -- it beat or matched the chunked scan at every
+ * shape of bench_scan's device grid on an H200 but one, where the chunked
+ * scan runs (f32, one chain of 8-channel rows) -- and so the same
  * bits as PARRNN_CUDA_SCAN=lookback, not the chunked scan's. */
 static void test_scan_auto_choice(void) {
     const size_t T = 60000, C = 8;
@@ -542,10 +543,15 @@ static void test_scan_auto_choice(void) {
                                           {16, 100000, 128}};
         int f64;
         for (f64 = 0; f64 < 2; ++f64)
-            for (k = 0; k < 5; ++k)
-                PRNT_CHECK(prn_cu_scan_diag_lookback_pays(f64, grid[k][0], grid[k][1], grid[k][2]),
-                           "%s B=%lu T=%lu C=%lu: the chunked scan chosen", f64 ? "f64" : "f32",
-                           (unsigned long)grid[k][0], (unsigned long)grid[k][1], (unsigned long)grid[k][2]);
+            for (k = 0; k < 5; ++k) {
+                /* f32 (1, 1.25e7, 8), one chain of 8-channel rows: the chunked
+                 * scan, faster there on the H200 (0.42 against 0.33 of the copy) */
+                int want = !(f64 == 0 && k == 1);
+                PRNT_CHECK(prn_cu_scan_diag_lookback_pays(f64, grid[k][0], grid[k][1], grid[k][2]) == want,
+                           "%s B=%lu T=%lu C=%lu: the %s scan chosen", f64 ? "f64" : "f32",
+                           (unsigned long)grid[k][0], (unsigned long)grid[k][1], (unsigned long)grid[k][2],
+                           want ? "chunked" : "look-back");
+            }
         PRNT_CHECK(prn_cu_scan_diag_lookback_pays(0, 1, 2000, 8), "T=2000 C=8 (one tile): the chunked scan chosen");
         PRNT_CHECK(!prn_cu_scan_diag_lookback_pays(0, 1, (size_t)1 << 45, 1), "2^34 tiles: the look-back chosen");
     }
