@@ -3621,6 +3621,14 @@ PRN__FN void prn__panel_mm_##SFX(size_t B, size_t K, const T *a, size_t lda, con
 }
 PRN__DEFINE_PANEL_MM(float, f32)
 PRN__DEFINE_PANEL_MM(double, f64)
+/* Z blocks: block z at p + z K 16, its output at out + z 16 */
+#define PRN__DEFINE_PANEL_MMZ(T, SFX)                                            \
+PRN__FN void prn__panel_mmz_##SFX(size_t B, size_t K, const T *a, size_t lda, const T *p, size_t Z, T *out, size_t ldo) { \
+    size_t z;                                                                    \
+    for (z = 0; z < Z; ++z) prn__panel_mm_##SFX(B, K, a, lda, p + z * K * 16, out + z * 16, ldo); \
+}
+PRN__DEFINE_PANEL_MMZ(float, f32)
+PRN__DEFINE_PANEL_MMZ(double, f64)
 #ifdef PRN__HAVE_AVX512
 /* With AVX-512: 8 rows x 16 columns, one register a row, so that eight
  * FMA chains are in flight (an AVX2 register holds half a row). Each
@@ -3652,6 +3660,77 @@ PRN__FN PRN__AVX512 size_t prn__panel_mm_f32z(size_t B, size_t K, const float *a
     }
     return b;
 }
+/* Z blocks of 16 columns at once, block z at p + z K 16 and its output at
+ * out + z 16 (a layer step's whole product): pairs of blocks by 8 rows, 16
+ * accumulators, so that each broadcast of a feeds two FMAs (loads were the
+ * limit with one block: 9 per 8 FMAs) and 16 chains cover the FMA latency
+ * with room to spare; the rows past the last multiple of 8 one at a time
+ * over 8 blocks (8 chains, where one block gives a row 1: a step of batch 1
+ * waited on the FMA latency). Every entry is still the one chain of FMAs
+ * over k = 0, 1, ... from zero: the bits of prn__panel_mm_f32x. */
+#define PRN__ZFMA2(i)                                                            \
+    { const __m512 x = _mm512_set1_ps(ak[(i) * lda]);                            \
+      c##i##0 = _mm512_fmadd_ps(x, w0, c##i##0); c##i##1 = _mm512_fmadd_ps(x, w1, c##i##1); }
+#define PRN__ZST2(i) { _mm512_storeu_ps(o + (i) * ldo, c##i##0); _mm512_storeu_ps(o + (i) * ldo + 16, c##i##1); }
+#define PRN__ZFMA1(j) d##j = _mm512_fmadd_ps(x, _mm512_loadu_ps(pz + (j) * bs + k * 16), d##j)
+PRN__FN PRN__AVX512 void prn__panel_mmz_f32z(size_t B, size_t K, const float *a, size_t lda, const float *p, size_t Z,
+                                            float *out, size_t ldo) {
+    const size_t B8 = B / 8 * 8, bs = K * 16;
+    size_t z = 0, b, k;
+    for (; z + 2 <= Z; z += 2)
+        for (b = 0; b < B8; b += 8) {
+            const float *p0 = p + z * bs, *p1 = p0 + bs, *a0 = a + b * lda;
+            float *o = out + b * ldo + z * 16;
+            __m512 c00 = _mm512_setzero_ps(), c01 = c00, c10 = c00, c11 = c00, c20 = c00, c21 = c00, c30 = c00, c31 = c00;
+            __m512 c40 = c00, c41 = c00, c50 = c00, c51 = c00, c60 = c00, c61 = c00, c70 = c00, c71 = c00;
+            for (k = 0; k < K; ++k) {
+                const __m512 w0 = _mm512_loadu_ps(p0 + k * 16), w1 = _mm512_loadu_ps(p1 + k * 16);
+                const float *ak = a0 + k;
+                PRN__ZFMA2(0) PRN__ZFMA2(1) PRN__ZFMA2(2) PRN__ZFMA2(3)
+                PRN__ZFMA2(4) PRN__ZFMA2(5) PRN__ZFMA2(6) PRN__ZFMA2(7)
+            }
+            PRN__ZST2(0) PRN__ZST2(1) PRN__ZST2(2) PRN__ZST2(3) PRN__ZST2(4) PRN__ZST2(5) PRN__ZST2(6) PRN__ZST2(7)
+        }
+    if (z < Z && B8) prn__panel_mm_f32z(B8, K, a, lda, p + z * bs, out + z * 16, ldo);
+    for (b = B8; b < B; ++b) {
+        const float *ab = a + b * lda;
+        float *o = out + b * ldo;
+        for (z = 0; z + 8 <= Z; z += 8) {
+            const float *pz = p + z * bs;
+            __m512 d0 = _mm512_setzero_ps(), d1 = d0, d2 = d0, d3 = d0, d4 = d0, d5 = d0, d6 = d0, d7 = d0;
+            for (k = 0; k < K; ++k) {
+                const __m512 x = _mm512_set1_ps(ab[k]);
+                PRN__ZFMA1(0); PRN__ZFMA1(1); PRN__ZFMA1(2); PRN__ZFMA1(3);
+                PRN__ZFMA1(4); PRN__ZFMA1(5); PRN__ZFMA1(6); PRN__ZFMA1(7);
+            }
+            _mm512_storeu_ps(o + z * 16, d0); _mm512_storeu_ps(o + z * 16 + 16, d1);
+            _mm512_storeu_ps(o + z * 16 + 32, d2); _mm512_storeu_ps(o + z * 16 + 48, d3);
+            _mm512_storeu_ps(o + z * 16 + 64, d4); _mm512_storeu_ps(o + z * 16 + 80, d5);
+            _mm512_storeu_ps(o + z * 16 + 96, d6); _mm512_storeu_ps(o + z * 16 + 112, d7);
+        }
+        for (; z + 2 <= Z; z += 2) {
+            const float *pz = p + z * bs;
+            __m512 d0 = _mm512_setzero_ps(), d1 = d0;
+            for (k = 0; k < K; ++k) {
+                const __m512 x = _mm512_set1_ps(ab[k]);
+                PRN__ZFMA1(0); PRN__ZFMA1(1);
+            }
+            _mm512_storeu_ps(o + z * 16, d0); _mm512_storeu_ps(o + z * 16 + 16, d1);
+        }
+        for (; z < Z; ++z) {
+            const float *pz = p + z * bs;
+            __m512 d0 = _mm512_setzero_ps();
+            for (k = 0; k < K; ++k) {
+                const __m512 x = _mm512_set1_ps(ab[k]);
+                PRN__ZFMA1(0);
+            }
+            _mm512_storeu_ps(o + z * 16, d0);
+        }
+    }
+}
+#undef PRN__ZFMA2
+#undef PRN__ZST2
+#undef PRN__ZFMA1
 #endif
 #ifdef PRN__HAVE_AVX2
 /* Four rows of 16 floats (two registers each) to out, ldo apart. */
@@ -3697,6 +3776,19 @@ PRN__FN PRN__AVX2 void prn__panel_mm_f32x(size_t B, size_t K, const float *a, si
         }
         _mm256_storeu_ps(out + b * ldo, c00); _mm256_storeu_ps(out + b * ldo + 8, c01);
     }
+}
+/* Z blocks (block z at p + z K 16, its output at out + z 16): with AVX-512
+ * by prn__panel_mmz_f32z, the same bits. */
+PRN__FN PRN__AVX2 void prn__panel_mmz_f32x(size_t B, size_t K, const float *a, size_t lda, const float *p, size_t Z,
+                                          float *out, size_t ldo) {
+    size_t z;
+#ifdef PRN__HAVE_AVX512
+    if (__builtin_cpu_supports("avx512f")) {
+        prn__panel_mmz_f32z(B, K, a, lda, p, Z, out, ldo);
+        return;
+    }
+#endif
+    for (z = 0; z < Z; ++z) prn__panel_mm_f32x(B, K, a, lda, p + z * K * 16, out + z * 16, ldo);
 }
 #endif
 
@@ -3837,9 +3929,9 @@ PRN__FN ATTR void prn__layer_fw_##SFX(const prn__layer *L, size_t j, size_t m) {
             for (g = 0; g < G; ++g) prn__prefetch_run(X + (b * TT + tn) * P + g * H + u0, n * sizeof(T)); \
             for (g = 0; g < S / H; ++g) prn__prefetch_run(St + (b * TT + tn) * S + g * H + u0, n * sizeof(T)); \
         }                                                                        \
-        for (g = 0; n && g < G; ++g)                                             \
-            for (blk = 0; blk < nb; ++blk)                                       \
-                MM(B, H, a, step ? H : S, pan + (g * nb + blk) * H * 16, qt + g * qs + blk * 16, ldq); \
+        /* block (g, blk) at pan + (g nb + blk) H 16, its output at qt + g qs +  \
+         * blk 16 = qt + (g nb + blk) 16: the G nb blocks in one call */      \
+        if (n) MM(B, H, a, step ? H : S, pan, G * nb, qt, ldq);                  \
         for (b = 0; n && b < B; ++b) {                                           \
             const T *x = X + (b * TT + t) * P + u0, *q = qt + b * ldq, *bb = bias + u0; \
             const T *sp = step ? St + (b * TT + tp) * S : s0 + b * S;            \
@@ -3898,7 +3990,7 @@ PRN__FN ATTR void prn__layer_bw_##SFX(const prn__layer *L, size_t j, size_t m) {
             prn__prefetch_run(St + (b * TT + tn) * S + u0, n * sizeof(T));       \
             for (g = 0; Sv && g < V; ++g) prn__prefetch_run(Sv + ((b * TT + tn) * V + g) * H + u0, n * sizeof(T)); \
         }                                                                        \
-        for (blk = 0; n && blk < nb; ++blk) MM(B, P, qn, P, pan + blk * P * 16, ct + blk * 16, qs); \
+        if (n) MM(B, P, qn, P, pan, nb, ct, qs);                                 \
     }                                                                            \
     for (b = 0; n && b < B; ++b) {                                               \
         const T *c = ct + b * qs, *e = dd + b * qs;                              \
@@ -3908,10 +4000,10 @@ PRN__FN ATTR void prn__layer_bw_##SFX(const prn__layer *L, size_t j, size_t m) {
         else for (i = 0; i < n; ++i) d[i] = c[i];                                \
     }                                                                            \
 }
-PRN__DEFINE_LAYER(float, f32, f32, , prn__panel_mm_f32)
-PRN__DEFINE_LAYER(double, f64, f64, , prn__panel_mm_f64)
+PRN__DEFINE_LAYER(float, f32, f32, , prn__panel_mmz_f32)
+PRN__DEFINE_LAYER(double, f64, f64, , prn__panel_mmz_f64)
 #ifdef PRN__HAVE_AVX2
-PRN__DEFINE_LAYER(float, f32x, f32x, PRN__AVX2, prn__panel_mm_f32x)
+PRN__DEFINE_LAYER(float, f32x, f32x, PRN__AVX2, prn__panel_mmz_f32x)
 #endif
 
 #if defined(PARRNN_USE_CBLAS) && defined(PRN__HAVE_AVX2)
@@ -3995,7 +4087,7 @@ PRN__FN PRN__AVX2 prn_status prn__gemm_f32x(prn_context *ctx, int trans_a, int t
                                             float alpha, const float *A, size_t lda, size_t sa, const float *B,
                                             size_t ldb, size_t sb, float beta, float *C, size_t ldc, size_t sc,
                                             size_t batch) {
-    const size_t nb = (N + 15) / 16, nr = (M + 63) / 64;
+    const size_t nb = (N + 15) / 16, nb2 = (nb + 1) / 2, nr = (M + 63) / 64;
     float *pan = (float *)prn__alloc_quiet(ctx, nb * K * 16 * sizeof(float));
     size_t bi;
     PRN__PAR_SETUP(ctx, M * N * K / 8);
@@ -4013,25 +4105,27 @@ PRN__FN PRN__AVX2 prn_status prn__gemm_f32x(prn_context *ctx, int trans_a, int t
                     pan[(blk * K + k) * 16 + c] = j >= N ? 0.0f : trans_b ? Bb[j * ldb + k] : Bb[k * ldb + j];
                 }
         }
-        /* tasks: a tile of 64 rows x 16 columns each (row tiles outer, so
-         * that a thread's consecutive tasks share their rows of A) */
+        /* tasks: a tile of 64 rows x 32 columns (two blocks: one broadcast
+         * of A feeds both, prn__panel_mmz_f32x) each, row tiles outer, so
+         * that a thread's consecutive tasks share their rows of A */
         PRN__PARFOR
-        for (task = 0; task < nr * nb; ++task) {
-            float tile[64 * 16];
-            const size_t i0 = task / nb * 64, rows = M - i0 < 64 ? M - i0 : 64, jb = task % nb;
-            const size_t j0 = jb * 16, cols = N - j0 < 16 ? N - j0 : 16;
+        for (task = 0; task < nr * nb2; ++task) {
+            float tile[64 * 32];
+            const size_t i0 = task / nb2 * 64, rows = M - i0 < 64 ? M - i0 : 64, jb = task % nb2 * 2;
+            const size_t j0 = jb * 16, cols = N - j0 < 32 ? N - j0 : 32, z = nb - jb < 2 ? 1 : 2;
             size_t r, c;
-            size_t k0;
+            size_t k0, zi;
             /* A^T: blocks of 128 steps of K, so that the block of the panel
              * (8 KB) and of A (32 KB) stay in L1; the sums run on in order */
             if (trans_a)
-                for (k0 = 0; k0 < K; k0 += 128)
-                    prn__panel_tn_f32x(rows, K - k0 < 128 ? K - k0 : 128, Ab + i0 + k0 * lda, lda,
-                                       pan + (jb * K + k0) * 16, tile, 16, k0 > 0);
-            else prn__panel_mm_f32x(rows, K, Ab + i0 * lda, lda, pan + jb * K * 16, tile, 16);
+                for (zi = 0; zi < z; ++zi)
+                    for (k0 = 0; k0 < K; k0 += 128)
+                        prn__panel_tn_f32x(rows, K - k0 < 128 ? K - k0 : 128, Ab + i0 + k0 * lda, lda,
+                                           pan + ((jb + zi) * K + k0) * 16, tile + zi * 16, 32, k0 > 0);
+            else prn__panel_mmz_f32x(rows, K, Ab + i0 * lda, lda, pan + jb * K * 16, z, tile, 32);
             for (r = 0; r < rows; ++r) {
                 float *cr = Cb + (i0 + r) * ldc + j0;
-                const float *tr = tile + r * 16;
+                const float *tr = tile + r * 32;
                 if (beta == 0.0f) { for (c = 0; c < cols; ++c) cr[c] = alpha * tr[c]; }
                 else { for (c = 0; c < cols; ++c) cr[c] = alpha * tr[c] + beta * cr[c]; }
             }
