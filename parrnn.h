@@ -4076,6 +4076,56 @@ PRN__FN PRN__AVX2 void prn__panel_tn_f32x(size_t R, size_t K, const float *a, si
         _mm256_storeu_ps(out + r * ldo, c00); _mm256_storeu_ps(out + r * ldo + 8, c01);
     }
 }
+/* prn__panel_tn_f32x over Z blocks (block z at p + z ps, its output at out
+ * + z 16): with AVX-512 8 rows by pairs of blocks in 16 accumulators, as
+ * prn__panel_mmz_f32z, the rows past a multiple of 8 and a last odd block
+ * by prn__panel_tn_f32x. The same chains of FMAs over k: the same bits. */
+#ifdef PRN__HAVE_AVX512
+#define PRN__TFMA2(i)                                                            \
+    { const __m512 x = _mm512_set1_ps(ak[i]);                                    \
+      c##i##0 = _mm512_fmadd_ps(x, w0, c##i##0); c##i##1 = _mm512_fmadd_ps(x, w1, c##i##1); }
+#define PRN__TLD2(i)                                                             \
+    { c##i##0 = acc ? _mm512_loadu_ps(o + (i) * ldo) : _mm512_setzero_ps();       \
+      c##i##1 = acc ? _mm512_loadu_ps(o + (i) * ldo + 16) : _mm512_setzero_ps(); }
+#define PRN__TST2(i) { _mm512_storeu_ps(o + (i) * ldo, c##i##0); _mm512_storeu_ps(o + (i) * ldo + 16, c##i##1); }
+PRN__FN PRN__AVX512 size_t prn__panel_tnz_f32z(size_t R, size_t K, const float *a, size_t lda, const float *p, size_t ps,
+                                              size_t Z, float *out, size_t ldo, int acc) {
+    const size_t R8 = R / 8 * 8;
+    size_t z = 0, r, k;
+    for (; z + 2 <= Z; z += 2)
+        for (r = 0; r < R8; r += 8) {
+            const float *p0 = p + z * ps, *p1 = p0 + ps, *ar = a + r;
+            float *o = out + r * ldo + z * 16;
+            __m512 c00, c01, c10, c11, c20, c21, c30, c31, c40, c41, c50, c51, c60, c61, c70, c71;
+            PRN__TLD2(0) PRN__TLD2(1) PRN__TLD2(2) PRN__TLD2(3) PRN__TLD2(4) PRN__TLD2(5) PRN__TLD2(6) PRN__TLD2(7)
+            for (k = 0; k < K; ++k) {
+                const __m512 w0 = _mm512_loadu_ps(p0 + k * 16), w1 = _mm512_loadu_ps(p1 + k * 16);
+                const float *ak = ar + k * lda;
+                PRN__TFMA2(0) PRN__TFMA2(1) PRN__TFMA2(2) PRN__TFMA2(3)
+                PRN__TFMA2(4) PRN__TFMA2(5) PRN__TFMA2(6) PRN__TFMA2(7)
+            }
+            PRN__TST2(0) PRN__TST2(1) PRN__TST2(2) PRN__TST2(3) PRN__TST2(4) PRN__TST2(5) PRN__TST2(6) PRN__TST2(7)
+        }
+    return z;
+}
+#undef PRN__TFMA2
+#undef PRN__TLD2
+#undef PRN__TST2
+#endif
+PRN__FN PRN__AVX2 void prn__panel_tnz_f32x(size_t R, size_t K, const float *a, size_t lda, const float *p, size_t ps,
+                                          size_t Z, float *out, size_t ldo, int acc) {
+    size_t z = 0, z2 = 0;
+#ifdef PRN__HAVE_AVX512
+    if (R >= 8 && __builtin_cpu_supports("avx512f")) {
+        const size_t R8 = R / 8 * 8;
+        z = prn__panel_tnz_f32z(R, K, a, lda, p, ps, Z, out, ldo, acc);
+        for (z2 = 0; R8 < R && z2 < z; ++z2)
+            prn__panel_tn_f32x(R - R8, K, a + R8, lda, p + z2 * ps, out + R8 * ldo + z2 * 16, ldo, acc);
+    }
+#endif
+    for (; z < Z; ++z) prn__panel_tn_f32x(R, K, a, lda, p + z * ps, out + z * 16, ldo, acc);
+    (void)z2;
+}
 /* C = alpha op(A) op(B) + beta C by prn__panel_mm_f32x (op(A) = A) or
  * prn__panel_tn_f32x (A^T): op(B) packed once per matrix into blocks of 16
  * columns [K][16] (zero past N), then tiles of 64 rows x 16 columns over
@@ -4089,10 +4139,15 @@ PRN__FN PRN__AVX2 prn_status prn__gemm_f32x(prn_context *ctx, int trans_a, int t
                                             size_t batch) {
     const size_t nb = (N + 15) / 16, nb2 = (nb + 1) / 2, nr = (M + 63) / 64;
     float *pan = (float *)prn__alloc_quiet(ctx, nb * K * 16 * sizeof(float));
+    float *wk = trans_a ? (float *)prn__alloc_quiet(ctx, M * nb * 16 * sizeof(float)) : NULL; /* A^T's sums */
     size_t bi;
     PRN__PAR_SETUP(ctx, M * N * K / 8);
-    if (!pan) return PRN__ERR(ctx, PRN_ERR_OUT_OF_MEMORY, "gemm: out of memory for the packed matrix (%lu bytes)",
-                              (unsigned long)(nb * K * 16 * sizeof(float)));
+    if (!pan || (trans_a && !wk)) {
+        prn_free(ctx, pan);
+        prn_free(ctx, wk);
+        return PRN__ERR(ctx, PRN_ERR_OUT_OF_MEMORY, "gemm: out of memory for the packed matrix (%lu bytes)",
+                        (unsigned long)((nb * K * 16 + (trans_a ? M * nb * 16 : 0)) * sizeof(float)));
+    }
     for (bi = 0; bi < batch; ++bi) {
         const float *Bb = B + bi * sb, *Ab = A + bi * sa;
         float *Cb = C + bi * sc;
@@ -4105,6 +4160,32 @@ PRN__FN PRN__AVX2 prn_status prn__gemm_f32x(prn_context *ctx, int trans_a, int t
                     pan[(blk * K + k) * 16 + c] = j >= N ? 0.0f : trans_b ? Bb[j * ldb + k] : Bb[k * ldb + j];
                 }
         }
+        if (trans_a) {
+            /* A^T (a weight gradient: K the batch rows times the steps, long):
+             * a slab of rows per thread, K in chunks of 256 outermost, so that
+             * the chunk of A (its rows) and of the panel stay in L2 while every
+             * column block uses them; by 64-row tiles per column block (K whole)
+             * both streamed from memory once per tile. Each entry runs on in
+             * order through acc: the same chain of FMAs, the same bits. */
+            const size_t slabs = prn__par ? (size_t)prn__nt : 1, sr = ((M + slabs - 1) / slabs + 7) / 8 * 8;
+            size_t sl;
+            PRN__PARFOR
+            for (sl = 0; sl < slabs; ++sl) {
+                const size_t i0 = sl * sr < M ? sl * sr : M, rows = M - i0 < sr ? M - i0 : sr;
+                float *acc = wk + i0 * nb * 16;
+                size_t k0, r, c;
+                for (k0 = 0; rows && k0 < K; k0 += 256)
+                    prn__panel_tnz_f32x(rows, K - k0 < 256 ? K - k0 : 256, Ab + i0 + k0 * lda, lda, pan + k0 * 16, K * 16,
+                                        nb, acc, nb * 16, k0 > 0);
+                for (r = 0; r < rows; ++r) {
+                    float *cr = Cb + (i0 + r) * ldc;
+                    const float *tr = acc + r * nb * 16;
+                    if (beta == 0.0f) { for (c = 0; c < N; ++c) cr[c] = alpha * tr[c]; }
+                    else { for (c = 0; c < N; ++c) cr[c] = alpha * tr[c] + beta * cr[c]; }
+                }
+            }
+            continue;
+        }
         /* tasks: a tile of 64 rows x 32 columns (two blocks: one broadcast
          * of A feeds both, prn__panel_mmz_f32x) each, row tiles outer, so
          * that a thread's consecutive tasks share their rows of A */
@@ -4114,14 +4195,13 @@ PRN__FN PRN__AVX2 prn_status prn__gemm_f32x(prn_context *ctx, int trans_a, int t
             const size_t i0 = task / nb2 * 64, rows = M - i0 < 64 ? M - i0 : 64, jb = task % nb2 * 2;
             const size_t j0 = jb * 16, cols = N - j0 < 32 ? N - j0 : 32, z = nb - jb < 2 ? 1 : 2;
             size_t r, c;
-            size_t k0, zi;
+            size_t k0;
             /* A^T: blocks of 128 steps of K, so that the block of the panel
              * (8 KB) and of A (32 KB) stay in L1; the sums run on in order */
             if (trans_a)
-                for (zi = 0; zi < z; ++zi)
-                    for (k0 = 0; k0 < K; k0 += 128)
-                        prn__panel_tn_f32x(rows, K - k0 < 128 ? K - k0 : 128, Ab + i0 + k0 * lda, lda,
-                                           pan + ((jb + zi) * K + k0) * 16, tile + zi * 16, 32, k0 > 0);
+                for (k0 = 0; k0 < K; k0 += 128)
+                    prn__panel_tnz_f32x(rows, K - k0 < 128 ? K - k0 : 128, Ab + i0 + k0 * lda, lda,
+                                        pan + (jb * K + k0) * 16, K * 16, z, tile, 32, k0 > 0);
             else prn__panel_mmz_f32x(rows, K, Ab + i0 * lda, lda, pan + jb * K * 16, z, tile, 32);
             for (r = 0; r < rows; ++r) {
                 float *cr = Cb + (i0 + r) * ldc + j0;
@@ -4132,6 +4212,7 @@ PRN__FN PRN__AVX2 prn_status prn__gemm_f32x(prn_context *ctx, int trans_a, int t
         }
     }
     prn_free(ctx, pan);
+    prn_free(ctx, wk);
     return PRN_OK;
 }
 #endif
