@@ -3924,11 +3924,6 @@ PRN__FN ATTR void prn__layer_fw_##SFX(const prn__layer *L, size_t j, size_t m) {
         const size_t t = L->rev ? TT - 1 - step : step, tp = L->rev ? t + 1 : t - 1; \
         const T *a = step ? hb + ((step - 1) & 1) * B * H : s0;                  \
         T *hn = hb + (step & 1) * B * H;                                         \
-        for (b = 0; n && step + 1 < TT && b < B; ++b) {                          \
-            const size_t tn = L->rev ? t - 1 : t + 1;                            \
-            for (g = 0; g < G; ++g) prn__prefetch_run(X + (b * TT + tn) * P + g * H + u0, n * sizeof(T)); \
-            for (g = 0; g < S / H; ++g) prn__prefetch_run(St + (b * TT + tn) * S + g * H + u0, n * sizeof(T)); \
-        }                                                                        \
         /* block (g, blk) at pan + (g nb + blk) H 16, its output at qt + g qs +  \
          * blk 16 = qt + (g nb + blk) 16: the G nb blocks in one call */      \
         if (n) MM(B, H, a, step ? H : S, pan, G * nb, qt, ldq);                  \
@@ -3941,6 +3936,14 @@ PRN__FN ATTR void prn__layer_fw_##SFX(const prn__layer *L, size_t j, size_t m) {
                 prn__lstm_fw_##UNIT(n, x, H, q, qs, bb, H, sp + H + u0, nx + u0, nx + H + u0, v, H); \
             else prn__gru_fw_##UNIT(n, x, H, q, qs, bb, H, sp + u0, nx + u0, v, H); \
             memcpy(hn + b * H + u0, nx + u0, n * sizeof(T));                    \
+            /* the row's next step, asked for here between the rows' gates    \
+             * (a burst of them all before the product stalled on the line   \
+             * fill buffers: a quarter of this loop's time at H 256 B 16) */  \
+            if (step + 1 < TT) {                                                 \
+                const size_t tn = L->rev ? t - 1 : t + 1;                        \
+                for (g = 0; g < G; ++g) prn__prefetch_run(X + (b * TT + tn) * P + g * H + u0, n * sizeof(T)); \
+                for (g = 0; g < S / H; ++g) prn__prefetch_run(St + (b * TT + tn) * S + g * H + u0, n * sizeof(T)); \
+            }                                                                    \
         }                                                                        \
         PRN__BARRIER(L->bar, m);                                                 \
     }                                                                            \
