@@ -4091,13 +4091,13 @@ PRN__FN PRN__AVX2 void prn__panel_tn_f32x(size_t R, size_t K, const float *a, si
     { c##i##0 = acc ? _mm512_loadu_ps(o + (i) * ldo) : _mm512_setzero_ps();       \
       c##i##1 = acc ? _mm512_loadu_ps(o + (i) * ldo + 16) : _mm512_setzero_ps(); }
 #define PRN__TST2(i) { _mm512_storeu_ps(o + (i) * ldo, c##i##0); _mm512_storeu_ps(o + (i) * ldo + 16, c##i##1); }
-PRN__FN PRN__AVX512 size_t prn__panel_tnz_f32z(size_t R, size_t K, const float *a, size_t lda, const float *p, size_t ps,
-                                              size_t Z, float *out, size_t ldo, int acc) {
+PRN__FN PRN__AVX512 size_t prn__panel_tnz_f32z(size_t R, size_t K, const float *a, size_t lda, size_t ts, const float *p,
+                                              size_t ps, size_t Z, float *out, size_t ldo, int acc) {
     const size_t R8 = R / 8 * 8;
     size_t z = 0, r, k;
     for (; z + 2 <= Z; z += 2)
         for (r = 0; r < R8; r += 8) {
-            const float *p0 = p + z * ps, *p1 = p0 + ps, *ar = a + r;
+            const float *p0 = p + z * ps, *p1 = p0 + ps, *ar = a + r / 8 * ts;
             float *o = out + r * ldo + z * 16;
             __m512 c00, c01, c10, c11, c20, c21, c30, c31, c40, c41, c50, c51, c60, c61, c70, c71;
             PRN__TLD2(0) PRN__TLD2(1) PRN__TLD2(2) PRN__TLD2(3) PRN__TLD2(4) PRN__TLD2(5) PRN__TLD2(6) PRN__TLD2(7)
@@ -4115,19 +4115,23 @@ PRN__FN PRN__AVX512 size_t prn__panel_tnz_f32z(size_t R, size_t K, const float *
 #undef PRN__TLD2
 #undef PRN__TST2
 #endif
-PRN__FN PRN__AVX2 void prn__panel_tnz_f32x(size_t R, size_t K, const float *a, size_t lda, const float *p, size_t ps,
-                                          size_t Z, float *out, size_t ldo, int acc) {
-    size_t z = 0, z2 = 0;
+PRN__FN PRN__AVX2 void prn__panel_tnz_f32x(size_t R, size_t K, const float *a, size_t lda, size_t ts, const float *p,
+                                          size_t ps, size_t Z, float *out, size_t ldo, int acc) {
+    size_t z = 0, r;
 #ifdef PRN__HAVE_AVX512
-    if (R >= 8 && __builtin_cpu_supports("avx512f")) {
-        const size_t R8 = R / 8 * 8;
-        z = prn__panel_tnz_f32z(R, K, a, lda, p, ps, Z, out, ldo, acc);
-        for (z2 = 0; R8 < R && z2 < z; ++z2)
-            prn__panel_tn_f32x(R - R8, K, a + R8, lda, p + z2 * ps, out + R8 * ldo + z2 * 16, ldo, acc);
-    }
+    if (R >= 8 && __builtin_cpu_supports("avx512f")) z = prn__panel_tnz_f32z(R, K, a, lda, ts, p, ps, Z, out, ldo, acc);
 #endif
-    for (; z < Z; ++z) prn__panel_tn_f32x(R, K, a, lda, p + z * ps, out + z * 16, ldo, acc);
-    (void)z2;
+    /* blocks the AVX-512 loop left (or all): by 8 rows, then the rest; rows
+     * [r, r + 8) of a at a + r / 8 ts */
+    for (; z < Z; ++z)
+        for (r = 0; r < R; r += 8)
+            prn__panel_tn_f32x(R - r < 8 ? R - r : 8, K, a + r / 8 * ts, lda, p + z * ps, out + r * ldo + z * 16, ldo, acc);
+    /* the rows past a multiple of 8 of the blocks it did */
+#ifdef PRN__HAVE_AVX512
+    if (R >= 8 && R % 8 && __builtin_cpu_supports("avx512f"))
+        for (z = 0; z < Z / 2 * 2; ++z)
+            prn__panel_tn_f32x(R % 8, K, a + R / 8 * ts, lda, p + z * ps, out + R / 8 * 8 * ldo + z * 16, ldo, acc);
+#endif
 }
 /* C = alpha op(A) op(B) + beta C by prn__panel_mm_f32x (op(A) = A) or
  * prn__panel_tn_f32x (A^T): op(B) packed once per matrix into blocks of 16
@@ -4142,14 +4146,17 @@ PRN__FN PRN__AVX2 prn_status prn__gemm_f32x(prn_context *ctx, int trans_a, int t
                                             size_t batch) {
     const size_t nb = (N + 15) / 16, nb2 = (nb + 1) / 2, nr = (M + 63) / 64;
     float *pan = (float *)prn__alloc_quiet(ctx, nb * K * 16 * sizeof(float));
-    float *wk = trans_a ? (float *)prn__alloc_quiet(ctx, M * nb * 16 * sizeof(float)) : NULL; /* A^T's sums */
+    /* A^T: its sums [M][nb 16], then each thread's chunk of A (256 x its
+     * slab of rows, a multiple of 8: M + 8 per thread at most) */
+    const size_t wn = trans_a ? M * nb * 16 + 256 * (M + 8 * (size_t)prn_context_num_threads(ctx)) : 0;
+    float *wk = wn ? (float *)prn__alloc_quiet(ctx, wn * sizeof(float)) : NULL;
     size_t bi;
     PRN__PAR_SETUP(ctx, M * N * K / 8);
-    if (!pan || (trans_a && !wk)) {
+    if (!pan || (wn && !wk)) {
         prn_free(ctx, pan);
         prn_free(ctx, wk);
-        return PRN__ERR(ctx, PRN_ERR_OUT_OF_MEMORY, "gemm: out of memory for the packed matrix (%lu bytes)",
-                        (unsigned long)((nb * K * 16 + (trans_a ? M * nb * 16 : 0)) * sizeof(float)));
+        return PRN__ERR(ctx, PRN_ERR_OUT_OF_MEMORY, "gemm: out of memory for the packed matrices (%lu bytes)",
+                        (unsigned long)((nb * K * 16 + wn) * sizeof(float)));
     }
     for (bi = 0; bi < batch; ++bi) {
         const float *Bb = B + bi * sb, *Ab = A + bi * sa;
@@ -4175,11 +4182,20 @@ PRN__FN PRN__AVX2 prn_status prn__gemm_f32x(prn_context *ctx, int trans_a, int t
             PRN__PARFOR
             for (sl = 0; sl < slabs; ++sl) {
                 const size_t i0 = sl * sr < M ? sl * sr : M, rows = M - i0 < sr ? M - i0 : sr;
-                float *acc = wk + i0 * nb * 16;
-                size_t k0, r, c;
-                for (k0 = 0; rows && k0 < K; k0 += 256)
-                    prn__panel_tnz_f32x(rows, K - k0 < 256 ? K - k0 : 256, Ab + i0 + k0 * lda, lda, pan + k0 * 16, K * 16,
-                                        nb, acc, nb * 16, k0 > 0);
+                float *acc = wk + i0 * nb * 16, *ap = wk + M * nb * 16 + sl * sr * 256;
+                size_t k0, r, c, k;
+                for (k0 = 0; rows && k0 < K; k0 += 256) {
+                    const size_t kc = K - k0 < 256 ? K - k0 : 256;
+                    /* the chunk of A by 8 rows [k][8]: rows of A are lda apart, and
+                     * at lda = 1024 (4 KiB) every k fell in the same L1 set */
+                    for (r = 0; r < rows; r += 8) {
+                        const size_t nr8 = rows - r < 8 ? rows - r : 8;
+                        float *d = ap + r / 8 * kc * 8;
+                        for (k = 0; k < kc; ++k)
+                            for (c = 0; c < 8; ++c) d[k * 8 + c] = c < nr8 ? Ab[(k0 + k) * lda + i0 + r + c] : 0.0f;
+                    }
+                    prn__panel_tnz_f32x(rows, kc, ap, 8, kc * 8, pan + k0 * 16, K * 16, nb, acc, nb * 16, k0 > 0);
+                }
                 for (r = 0; r < rows; ++r) {
                     float *cr = Cb + (i0 + r) * ldc;
                     const float *tr = acc + r * nb * 16;
@@ -4198,14 +4214,7 @@ PRN__FN PRN__AVX2 prn_status prn__gemm_f32x(prn_context *ctx, int trans_a, int t
             const size_t i0 = task / nb2 * 64, rows = M - i0 < 64 ? M - i0 : 64, jb = task % nb2 * 2;
             const size_t j0 = jb * 16, cols = N - j0 < 32 ? N - j0 : 32, z = nb - jb < 2 ? 1 : 2;
             size_t r, c;
-            size_t k0;
-            /* A^T: blocks of 128 steps of K, so that the block of the panel
-             * (8 KB) and of A (32 KB) stay in L1; the sums run on in order */
-            if (trans_a)
-                for (k0 = 0; k0 < K; k0 += 128)
-                    prn__panel_tnz_f32x(rows, K - k0 < 128 ? K - k0 : 128, Ab + i0 + k0 * lda, lda,
-                                        pan + (jb * K + k0) * 16, K * 16, z, tile, 32, k0 > 0);
-            else prn__panel_mmz_f32x(rows, K, Ab + i0 * lda, lda, pan + jb * K * 16, z, tile, 32);
+            prn__panel_mmz_f32x(rows, K, Ab + i0 * lda, lda, pan + jb * K * 16, z, tile, 32);
             for (r = 0; r < rows; ++r) {
                 float *cr = Cb + (i0 + r) * ldc + j0;
                 const float *tr = tile + r * 32;
