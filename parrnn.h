@@ -4188,11 +4188,10 @@ PRN__FN PRN__AVX2 prn_status prn__gemm_f32x(prn_context *ctx, int trans_a, int t
                     const size_t kc = K - k0 < 256 ? K - k0 : 256;
                     /* the chunk of A by 8 rows [k][8]: rows of A are lda apart, and
                      * at lda = 1024 (4 KiB) every k fell in the same L1 set */
-                    for (r = 0; r < rows; r += 8) {
-                        const size_t nr8 = rows - r < 8 ? rows - r : 8;
-                        float *d = ap + r / 8 * kc * 8;
-                        for (k = 0; k < kc; ++k)
-                            for (c = 0; c < 8; ++c) d[k * 8 + c] = c < nr8 ? Ab[(k0 + k) * lda + i0 + r + c] : 0.0f;
+                    for (k = 0; k < kc; ++k) { /* along A's rows: each read once, in order */
+                        const float *sk = Ab + (k0 + k) * lda + i0;
+                        for (r = 0; r + 8 <= rows; r += 8) memcpy(ap + (r / 8 * kc + k) * 8, sk + r, 8 * sizeof(float));
+                        for (c = 0; r < rows && c < 8; ++c) ap[(r / 8 * kc + k) * 8 + c] = r + c < rows ? sk[r + c] : 0.0f;
                     }
                     prn__panel_tnz_f32x(rows, kc, ap, 8, kc * 8, pan + k0 * 16, K * 16, nb, acc, nb * 16, k0 > 0);
                 }
