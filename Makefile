@@ -91,7 +91,7 @@ MPI_BINS      = $(BUILD)/tests/test_mpi $(BUILD)/examples/mpi_deer $(BUILD)/benc
 TESTS    = test_frames test_ops test_autodiff test_scan test_scan_sse2 test_scan_plain test_conformance test_conformance_sse2 test_bad_input test_alloc_fail test_buf_cache test_gemm_f32 test_cells test_opencl test_cuda test_rnn test_rnn_golden test_deer \
            test_pwl_parse test_scyfi test_tape_prop
 EXAMPLES = mlp_train scan_explain char_rnn game_agent deer_demo engine_frames rnn_train_small
-BENCHES  = bench_ops bench_scan scan_error bench_rnn bench_deer bench_scyfi bench_jax bench_frames bench_contended
+BENCHES  = bench_ops bench_scan scan_error bench_rnn bench_deer bench_scyfi bench_jax bench_frames bench_contended fma_peak
 ifeq ($(LAPACK),1)
 TESTS   += test_eig test_eig_lapack
 endif

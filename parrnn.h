@@ -3622,6 +3622,14 @@ PRN__FN void prn__panel_mm_##SFX(size_t B, size_t K, const T *a, size_t lda, con
 }
 PRN__DEFINE_PANEL_MM(float, f32)
 PRN__DEFINE_PANEL_MM(double, f64)
+/* Z blocks: block z at p + z K 16, its output at out + z 16 */
+#define PRN__DEFINE_PANEL_MMZ(T, SFX)                                            \
+PRN__FN void prn__panel_mmz_##SFX(size_t B, size_t K, const T *a, size_t lda, const T *p, size_t Z, T *out, size_t ldo) { \
+    size_t z;                                                                    \
+    for (z = 0; z < Z; ++z) prn__panel_mm_##SFX(B, K, a, lda, p + z * K * 16, out + z * 16, ldo); \
+}
+PRN__DEFINE_PANEL_MMZ(float, f32)
+PRN__DEFINE_PANEL_MMZ(double, f64)
 #ifdef PRN__HAVE_AVX512
 /* With AVX-512: 8 rows x 16 columns, one register a row, so that eight
  * FMA chains are in flight (an AVX2 register holds half a row). Each
@@ -3653,6 +3661,77 @@ PRN__FN PRN__AVX512 size_t prn__panel_mm_f32z(size_t B, size_t K, const float *a
     }
     return b;
 }
+/* Z blocks of 16 columns at once, block z at p + z K 16 and its output at
+ * out + z 16 (a layer step's whole product): pairs of blocks by 8 rows, 16
+ * accumulators, so that each broadcast of a feeds two FMAs (loads were the
+ * limit with one block: 9 per 8 FMAs) and 16 chains cover the FMA latency
+ * with room to spare; the rows past the last multiple of 8 one at a time
+ * over 8 blocks (8 chains, where one block gives a row 1: a step of batch 1
+ * waited on the FMA latency). Every entry is still the one chain of FMAs
+ * over k = 0, 1, ... from zero: the bits of prn__panel_mm_f32x. */
+#define PRN__ZFMA2(i)                                                            \
+    { const __m512 x = _mm512_set1_ps(ak[(i) * lda]);                            \
+      c##i##0 = _mm512_fmadd_ps(x, w0, c##i##0); c##i##1 = _mm512_fmadd_ps(x, w1, c##i##1); }
+#define PRN__ZST2(i) { _mm512_storeu_ps(o + (i) * ldo, c##i##0); _mm512_storeu_ps(o + (i) * ldo + 16, c##i##1); }
+#define PRN__ZFMA1(j) d##j = _mm512_fmadd_ps(x, _mm512_loadu_ps(pz + (j) * bs + k * 16), d##j)
+PRN__FN PRN__AVX512 void prn__panel_mmz_f32z(size_t B, size_t K, const float *a, size_t lda, const float *p, size_t Z,
+                                            float *out, size_t ldo) {
+    const size_t B8 = B / 8 * 8, bs = K * 16;
+    size_t z = 0, b, k;
+    for (; z + 2 <= Z; z += 2)
+        for (b = 0; b < B8; b += 8) {
+            const float *p0 = p + z * bs, *p1 = p0 + bs, *a0 = a + b * lda;
+            float *o = out + b * ldo + z * 16;
+            __m512 c00 = _mm512_setzero_ps(), c01 = c00, c10 = c00, c11 = c00, c20 = c00, c21 = c00, c30 = c00, c31 = c00;
+            __m512 c40 = c00, c41 = c00, c50 = c00, c51 = c00, c60 = c00, c61 = c00, c70 = c00, c71 = c00;
+            for (k = 0; k < K; ++k) {
+                const __m512 w0 = _mm512_loadu_ps(p0 + k * 16), w1 = _mm512_loadu_ps(p1 + k * 16);
+                const float *ak = a0 + k;
+                PRN__ZFMA2(0) PRN__ZFMA2(1) PRN__ZFMA2(2) PRN__ZFMA2(3)
+                PRN__ZFMA2(4) PRN__ZFMA2(5) PRN__ZFMA2(6) PRN__ZFMA2(7)
+            }
+            PRN__ZST2(0) PRN__ZST2(1) PRN__ZST2(2) PRN__ZST2(3) PRN__ZST2(4) PRN__ZST2(5) PRN__ZST2(6) PRN__ZST2(7)
+        }
+    if (z < Z && B8) prn__panel_mm_f32z(B8, K, a, lda, p + z * bs, out + z * 16, ldo);
+    for (b = B8; b < B; ++b) {
+        const float *ab = a + b * lda;
+        float *o = out + b * ldo;
+        for (z = 0; z + 8 <= Z; z += 8) {
+            const float *pz = p + z * bs;
+            __m512 d0 = _mm512_setzero_ps(), d1 = d0, d2 = d0, d3 = d0, d4 = d0, d5 = d0, d6 = d0, d7 = d0;
+            for (k = 0; k < K; ++k) {
+                const __m512 x = _mm512_set1_ps(ab[k]);
+                PRN__ZFMA1(0); PRN__ZFMA1(1); PRN__ZFMA1(2); PRN__ZFMA1(3);
+                PRN__ZFMA1(4); PRN__ZFMA1(5); PRN__ZFMA1(6); PRN__ZFMA1(7);
+            }
+            _mm512_storeu_ps(o + z * 16, d0); _mm512_storeu_ps(o + z * 16 + 16, d1);
+            _mm512_storeu_ps(o + z * 16 + 32, d2); _mm512_storeu_ps(o + z * 16 + 48, d3);
+            _mm512_storeu_ps(o + z * 16 + 64, d4); _mm512_storeu_ps(o + z * 16 + 80, d5);
+            _mm512_storeu_ps(o + z * 16 + 96, d6); _mm512_storeu_ps(o + z * 16 + 112, d7);
+        }
+        for (; z + 2 <= Z; z += 2) {
+            const float *pz = p + z * bs;
+            __m512 d0 = _mm512_setzero_ps(), d1 = d0;
+            for (k = 0; k < K; ++k) {
+                const __m512 x = _mm512_set1_ps(ab[k]);
+                PRN__ZFMA1(0); PRN__ZFMA1(1);
+            }
+            _mm512_storeu_ps(o + z * 16, d0); _mm512_storeu_ps(o + z * 16 + 16, d1);
+        }
+        for (; z < Z; ++z) {
+            const float *pz = p + z * bs;
+            __m512 d0 = _mm512_setzero_ps();
+            for (k = 0; k < K; ++k) {
+                const __m512 x = _mm512_set1_ps(ab[k]);
+                PRN__ZFMA1(0);
+            }
+            _mm512_storeu_ps(o + z * 16, d0);
+        }
+    }
+}
+#undef PRN__ZFMA2
+#undef PRN__ZST2
+#undef PRN__ZFMA1
 #endif
 #ifdef PRN__HAVE_AVX2
 /* Four rows of 16 floats (two registers each) to out, ldo apart. */
@@ -3698,6 +3777,19 @@ PRN__FN PRN__AVX2 void prn__panel_mm_f32x(size_t B, size_t K, const float *a, si
         }
         _mm256_storeu_ps(out + b * ldo, c00); _mm256_storeu_ps(out + b * ldo + 8, c01);
     }
+}
+/* Z blocks (block z at p + z K 16, its output at out + z 16): with AVX-512
+ * by prn__panel_mmz_f32z, the same bits. */
+PRN__FN PRN__AVX2 void prn__panel_mmz_f32x(size_t B, size_t K, const float *a, size_t lda, const float *p, size_t Z,
+                                          float *out, size_t ldo) {
+    size_t z;
+#ifdef PRN__HAVE_AVX512
+    if (__builtin_cpu_supports("avx512f")) {
+        prn__panel_mmz_f32z(B, K, a, lda, p, Z, out, ldo);
+        return;
+    }
+#endif
+    for (z = 0; z < Z; ++z) prn__panel_mm_f32x(B, K, a, lda, p + z * K * 16, out + z * 16, ldo);
 }
 #endif
 
@@ -3833,14 +3925,9 @@ PRN__FN ATTR void prn__layer_fw_##SFX(const prn__layer *L, size_t j, size_t m) {
         const size_t t = L->rev ? TT - 1 - step : step, tp = L->rev ? t + 1 : t - 1; \
         const T *a = step ? hb + ((step - 1) & 1) * B * H : s0;                  \
         T *hn = hb + (step & 1) * B * H;                                         \
-        for (b = 0; n && step + 1 < TT && b < B; ++b) {                          \
-            const size_t tn = L->rev ? t - 1 : t + 1;                            \
-            for (g = 0; g < G; ++g) prn__prefetch_run(X + (b * TT + tn) * P + g * H + u0, n * sizeof(T)); \
-            for (g = 0; g < S / H; ++g) prn__prefetch_run(St + (b * TT + tn) * S + g * H + u0, n * sizeof(T)); \
-        }                                                                        \
-        for (g = 0; n && g < G; ++g)                                             \
-            for (blk = 0; blk < nb; ++blk)                                       \
-                MM(B, H, a, step ? H : S, pan + (g * nb + blk) * H * 16, qt + g * qs + blk * 16, ldq); \
+        /* block (g, blk) at pan + (g nb + blk) H 16, its output at qt + g qs +  \
+         * blk 16 = qt + (g nb + blk) 16: the G nb blocks in one call */      \
+        if (n) MM(B, H, a, step ? H : S, pan, G * nb, qt, ldq);                  \
         for (b = 0; n && b < B; ++b) {                                           \
             const T *x = X + (b * TT + t) * P + u0, *q = qt + b * ldq, *bb = bias + u0; \
             const T *sp = step ? St + (b * TT + tp) * S : s0 + b * S;            \
@@ -3850,6 +3937,14 @@ PRN__FN ATTR void prn__layer_fw_##SFX(const prn__layer *L, size_t j, size_t m) {
                 prn__lstm_fw_##UNIT(n, x, H, q, qs, bb, H, sp + H + u0, nx + u0, nx + H + u0, v, H); \
             else prn__gru_fw_##UNIT(n, x, H, q, qs, bb, H, sp + u0, nx + u0, v, H); \
             memcpy(hn + b * H + u0, nx + u0, n * sizeof(T));                    \
+            /* the row's next step, asked for here between the rows' gates    \
+             * (a burst of them all before the product stalled on the line   \
+             * fill buffers: a quarter of this loop's time at H 256 B 16) */  \
+            if (step + 1 < TT) {                                                 \
+                const size_t tn = L->rev ? t - 1 : t + 1;                        \
+                for (g = 0; g < G; ++g) prn__prefetch_run(X + (b * TT + tn) * P + g * H + u0, n * sizeof(T)); \
+                for (g = 0; g < S / H; ++g) prn__prefetch_run(St + (b * TT + tn) * S + g * H + u0, n * sizeof(T)); \
+            }                                                                    \
         }                                                                        \
         PRN__BARRIER(L->bar, m);                                                 \
     }                                                                            \
@@ -3899,7 +3994,7 @@ PRN__FN ATTR void prn__layer_bw_##SFX(const prn__layer *L, size_t j, size_t m) {
             prn__prefetch_run(St + (b * TT + tn) * S + u0, n * sizeof(T));       \
             for (g = 0; Sv && g < V; ++g) prn__prefetch_run(Sv + ((b * TT + tn) * V + g) * H + u0, n * sizeof(T)); \
         }                                                                        \
-        for (blk = 0; n && blk < nb; ++blk) MM(B, P, qn, P, pan + blk * P * 16, ct + blk * 16, qs); \
+        if (n) MM(B, P, qn, P, pan, nb, ct, qs);                                 \
     }                                                                            \
     for (b = 0; n && b < B; ++b) {                                               \
         const T *c = ct + b * qs, *e = dd + b * qs;                              \
@@ -3909,10 +4004,10 @@ PRN__FN ATTR void prn__layer_bw_##SFX(const prn__layer *L, size_t j, size_t m) {
         else for (i = 0; i < n; ++i) d[i] = c[i];                                \
     }                                                                            \
 }
-PRN__DEFINE_LAYER(float, f32, f32, , prn__panel_mm_f32)
-PRN__DEFINE_LAYER(double, f64, f64, , prn__panel_mm_f64)
+PRN__DEFINE_LAYER(float, f32, f32, , prn__panel_mmz_f32)
+PRN__DEFINE_LAYER(double, f64, f64, , prn__panel_mmz_f64)
 #ifdef PRN__HAVE_AVX2
-PRN__DEFINE_LAYER(float, f32x, f32x, PRN__AVX2, prn__panel_mm_f32x)
+PRN__DEFINE_LAYER(float, f32x, f32x, PRN__AVX2, prn__panel_mmz_f32x)
 #endif
 
 #if defined(PARRNN_USE_CBLAS) && defined(PRN__HAVE_AVX2)
@@ -3985,6 +4080,60 @@ PRN__FN PRN__AVX2 void prn__panel_tn_f32x(size_t R, size_t K, const float *a, si
         _mm256_storeu_ps(out + r * ldo, c00); _mm256_storeu_ps(out + r * ldo + 8, c01);
     }
 }
+/* prn__panel_tn_f32x over Z blocks (block z at p + z ps, its output at out
+ * + z 16): with AVX-512 8 rows by pairs of blocks in 16 accumulators, as
+ * prn__panel_mmz_f32z, the rows past a multiple of 8 and a last odd block
+ * by prn__panel_tn_f32x. The same chains of FMAs over k: the same bits. */
+#ifdef PRN__HAVE_AVX512
+#define PRN__TFMA2(i)                                                            \
+    { const __m512 x = _mm512_set1_ps(ak[i]);                                    \
+      c##i##0 = _mm512_fmadd_ps(x, w0, c##i##0); c##i##1 = _mm512_fmadd_ps(x, w1, c##i##1); }
+#define PRN__TLD2(i)                                                             \
+    { c##i##0 = acc ? _mm512_loadu_ps(o + (i) * ldo) : _mm512_setzero_ps();       \
+      c##i##1 = acc ? _mm512_loadu_ps(o + (i) * ldo + 16) : _mm512_setzero_ps(); }
+#define PRN__TST2(i) { _mm512_storeu_ps(o + (i) * ldo, c##i##0); _mm512_storeu_ps(o + (i) * ldo + 16, c##i##1); }
+PRN__FN PRN__AVX512 size_t prn__panel_tnz_f32z(size_t R, size_t K, const float *a, size_t lda, size_t ts, const float *p,
+                                              size_t ps, size_t Z, float *out, size_t ldo, int acc) {
+    const size_t R8 = R / 8 * 8;
+    size_t z = 0, r, k;
+    for (; z + 2 <= Z; z += 2)
+        for (r = 0; r < R8; r += 8) {
+            const float *p0 = p + z * ps, *p1 = p0 + ps, *ar = a + r / 8 * ts;
+            float *o = out + r * ldo + z * 16;
+            __m512 c00, c01, c10, c11, c20, c21, c30, c31, c40, c41, c50, c51, c60, c61, c70, c71;
+            PRN__TLD2(0) PRN__TLD2(1) PRN__TLD2(2) PRN__TLD2(3) PRN__TLD2(4) PRN__TLD2(5) PRN__TLD2(6) PRN__TLD2(7)
+            for (k = 0; k < K; ++k) {
+                const __m512 w0 = _mm512_loadu_ps(p0 + k * 16), w1 = _mm512_loadu_ps(p1 + k * 16);
+                const float *ak = ar + k * lda;
+                PRN__TFMA2(0) PRN__TFMA2(1) PRN__TFMA2(2) PRN__TFMA2(3)
+                PRN__TFMA2(4) PRN__TFMA2(5) PRN__TFMA2(6) PRN__TFMA2(7)
+            }
+            PRN__TST2(0) PRN__TST2(1) PRN__TST2(2) PRN__TST2(3) PRN__TST2(4) PRN__TST2(5) PRN__TST2(6) PRN__TST2(7)
+        }
+    return z;
+}
+#undef PRN__TFMA2
+#undef PRN__TLD2
+#undef PRN__TST2
+#endif
+PRN__FN PRN__AVX2 void prn__panel_tnz_f32x(size_t R, size_t K, const float *a, size_t lda, size_t ts, const float *p,
+                                          size_t ps, size_t Z, float *out, size_t ldo, int acc) {
+    size_t z = 0, r;
+#ifdef PRN__HAVE_AVX512
+    if (R >= 8 && __builtin_cpu_supports("avx512f")) z = prn__panel_tnz_f32z(R, K, a, lda, ts, p, ps, Z, out, ldo, acc);
+#endif
+    /* blocks the AVX-512 loop left (or all): by 8 rows, then the rest; rows
+     * [r, r + 8) of a at a + r / 8 ts */
+    for (; z < Z; ++z)
+        for (r = 0; r < R; r += 8)
+            prn__panel_tn_f32x(R - r < 8 ? R - r : 8, K, a + r / 8 * ts, lda, p + z * ps, out + r * ldo + z * 16, ldo, acc);
+    /* the rows past a multiple of 8 of the blocks it did */
+#ifdef PRN__HAVE_AVX512
+    if (R >= 8 && R % 8 && __builtin_cpu_supports("avx512f"))
+        for (z = 0; z < Z / 2 * 2; ++z)
+            prn__panel_tn_f32x(R % 8, K, a + R / 8 * ts, lda, p + z * ps, out + R / 8 * 8 * ldo + z * 16, ldo, acc);
+#endif
+}
 /* C = alpha op(A) op(B) + beta C by prn__panel_mm_f32x (op(A) = A) or
  * prn__panel_tn_f32x (A^T): op(B) packed once per matrix into blocks of 16
  * columns [K][16] (zero past N), then tiles of 64 rows x 16 columns over
@@ -3996,12 +4145,20 @@ PRN__FN PRN__AVX2 prn_status prn__gemm_f32x(prn_context *ctx, int trans_a, int t
                                             float alpha, const float *A, size_t lda, size_t sa, const float *B,
                                             size_t ldb, size_t sb, float beta, float *C, size_t ldc, size_t sc,
                                             size_t batch) {
-    const size_t nb = (N + 15) / 16, nr = (M + 63) / 64;
+    const size_t nb = (N + 15) / 16, nb2 = (nb + 1) / 2, nr = (M + 63) / 64;
     float *pan = (float *)prn__alloc_quiet(ctx, nb * K * 16 * sizeof(float));
+    /* A^T: its sums [M][nb 16], then each thread's chunk of A (256 x its
+     * slab of rows, a multiple of 8: M + 8 per thread at most) */
+    const size_t wn = trans_a ? M * nb * 16 + 256 * (M + 8 * (size_t)prn_context_num_threads(ctx)) : 0;
+    float *wk = wn ? (float *)prn__alloc_quiet(ctx, wn * sizeof(float)) : NULL;
     size_t bi;
     PRN__PAR_SETUP(ctx, M * N * K / 8);
-    if (!pan) return PRN__ERR(ctx, PRN_ERR_OUT_OF_MEMORY, "gemm: out of memory for the packed matrix (%lu bytes)",
-                              (unsigned long)(nb * K * 16 * sizeof(float)));
+    if (!pan || (wn && !wk)) {
+        prn_free(ctx, pan);
+        prn_free(ctx, wk);
+        return PRN__ERR(ctx, PRN_ERR_OUT_OF_MEMORY, "gemm: out of memory for the packed matrices (%lu bytes)",
+                        (unsigned long)((nb * K * 16 + wn) * sizeof(float)));
+    }
     for (bi = 0; bi < batch; ++bi) {
         const float *Bb = B + bi * sb, *Ab = A + bi * sa;
         float *Cb = C + bi * sc;
@@ -4014,31 +4171,60 @@ PRN__FN PRN__AVX2 prn_status prn__gemm_f32x(prn_context *ctx, int trans_a, int t
                     pan[(blk * K + k) * 16 + c] = j >= N ? 0.0f : trans_b ? Bb[j * ldb + k] : Bb[k * ldb + j];
                 }
         }
-        /* tasks: a tile of 64 rows x 16 columns each (row tiles outer, so
-         * that a thread's consecutive tasks share their rows of A) */
+        if (trans_a) {
+            /* A^T (a weight gradient: K the batch rows times the steps, long):
+             * a slab of rows per thread, K in chunks of 256 outermost, so that
+             * the chunk of A (its rows) and of the panel stay in L2 while every
+             * column block uses them; by 64-row tiles per column block (K whole)
+             * both streamed from memory once per tile. Each entry runs on in
+             * order through acc: the same chain of FMAs, the same bits. */
+            const size_t slabs = prn__par ? (size_t)prn__nt : 1, sr = ((M + slabs - 1) / slabs + 7) / 8 * 8;
+            size_t sl;
+            PRN__PARFOR
+            for (sl = 0; sl < slabs; ++sl) {
+                const size_t i0 = sl * sr < M ? sl * sr : M, rows = M - i0 < sr ? M - i0 : sr;
+                float *acc = wk + i0 * nb * 16, *ap = wk + M * nb * 16 + sl * sr * 256;
+                size_t k0, r, c, k;
+                for (k0 = 0; rows && k0 < K; k0 += 256) {
+                    const size_t kc = K - k0 < 256 ? K - k0 : 256;
+                    /* the chunk of A by 8 rows [k][8]: rows of A are lda apart, and
+                     * at lda = 1024 (4 KiB) every k fell in the same L1 set */
+                    for (k = 0; k < kc; ++k) { /* along A's rows: each read once, in order */
+                        const float *sk = Ab + (k0 + k) * lda + i0;
+                        for (r = 0; r + 8 <= rows; r += 8) memcpy(ap + (r / 8 * kc + k) * 8, sk + r, 8 * sizeof(float));
+                        for (c = 0; r < rows && c < 8; ++c) ap[(r / 8 * kc + k) * 8 + c] = r + c < rows ? sk[r + c] : 0.0f;
+                    }
+                    prn__panel_tnz_f32x(rows, kc, ap, 8, kc * 8, pan + k0 * 16, K * 16, nb, acc, nb * 16, k0 > 0);
+                }
+                for (r = 0; r < rows; ++r) {
+                    float *cr = Cb + (i0 + r) * ldc;
+                    const float *tr = acc + r * nb * 16;
+                    if (beta == 0.0f) { for (c = 0; c < N; ++c) cr[c] = alpha * tr[c]; }
+                    else { for (c = 0; c < N; ++c) cr[c] = alpha * tr[c] + beta * cr[c]; }
+                }
+            }
+            continue;
+        }
+        /* tasks: a tile of 64 rows x 32 columns (two blocks: one broadcast
+         * of A feeds both, prn__panel_mmz_f32x) each, row tiles outer, so
+         * that a thread's consecutive tasks share their rows of A */
         PRN__PARFOR
-        for (task = 0; task < nr * nb; ++task) {
-            float tile[64 * 16];
-            const size_t i0 = task / nb * 64, rows = M - i0 < 64 ? M - i0 : 64, jb = task % nb;
-            const size_t j0 = jb * 16, cols = N - j0 < 16 ? N - j0 : 16;
+        for (task = 0; task < nr * nb2; ++task) {
+            float tile[64 * 32];
+            const size_t i0 = task / nb2 * 64, rows = M - i0 < 64 ? M - i0 : 64, jb = task % nb2 * 2;
+            const size_t j0 = jb * 16, cols = N - j0 < 32 ? N - j0 : 32, z = nb - jb < 2 ? 1 : 2;
             size_t r, c;
-            size_t k0;
-            /* A^T: blocks of 128 steps of K, so that the block of the panel
-             * (8 KB) and of A (32 KB) stay in L1; the sums run on in order */
-            if (trans_a)
-                for (k0 = 0; k0 < K; k0 += 128)
-                    prn__panel_tn_f32x(rows, K - k0 < 128 ? K - k0 : 128, Ab + i0 + k0 * lda, lda,
-                                       pan + (jb * K + k0) * 16, tile, 16, k0 > 0);
-            else prn__panel_mm_f32x(rows, K, Ab + i0 * lda, lda, pan + jb * K * 16, tile, 16);
+            prn__panel_mmz_f32x(rows, K, Ab + i0 * lda, lda, pan + jb * K * 16, z, tile, 32);
             for (r = 0; r < rows; ++r) {
                 float *cr = Cb + (i0 + r) * ldc + j0;
-                const float *tr = tile + r * 16;
+                const float *tr = tile + r * 32;
                 if (beta == 0.0f) { for (c = 0; c < cols; ++c) cr[c] = alpha * tr[c]; }
                 else { for (c = 0; c < cols; ++c) cr[c] = alpha * tr[c] + beta * cr[c]; }
             }
         }
     }
     prn_free(ctx, pan);
+    prn_free(ctx, wk);
     return PRN_OK;
 }
 #endif

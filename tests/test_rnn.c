@@ -1372,6 +1372,66 @@ static void test_threads_same_bits(void) {
     free(b);
 }
 
+/* A row's outputs do not depend on the batch around it: the fused layer's
+ * product takes rows by 8 (two blocks of 16 units at a time) and the rows
+ * past a multiple of 8 one at a time over 8 blocks, each entry the same
+ * chain of multiply-adds either way. Rows 0 and 9 of a batch of 11 (one
+ * tile of 8, three rows left) against each row alone (B = 1), bit for bit,
+ * LSTM and GRU (12 and 9 blocks of 16 at H = 40), f32 and f64, one thread. */
+static void run_rows(prn_rnn_kind kind, prn_dtype dt, size_t B, const double *xv, double *y) {
+    prn_config cfg;
+    prn_context *ctx;
+    prn_rnn_config rc = cfg_of(kind, dt, 8, 40, 1, 0, 0);
+    prn_rnn *rnn = NULL;
+    prn_tensor *x = NULL, *out = NULL;
+    char err[256];
+    memset(&cfg, 0, sizeof cfg);
+    cfg.seed = 9;
+    cfg.num_threads = 1;
+    cfg.backend = "reference-noblas";
+    if (prn_context_create(&cfg, &ctx, err, sizeof err) != PRN_OK) { PRNT_CHECK(0, "%s", err); return; }
+    PRNT_OK(ctx, prn_rnn_create(ctx, &rc, &rnn));
+    {
+        size_t xs[3];
+        xs[0] = B; xs[1] = 30; xs[2] = 8;
+        PRNT_OK(ctx, prn_tensor_create(ctx, dt, 3, xs, &x));
+    }
+    if (x) {
+        prnt_upload_f64(x, xv);
+        PRNT_OK(ctx, prn_rnn_forward(ctx, rnn, x, NULL, &out, NULL));
+        if (out) PRNT_OK(ctx, prn_tensor_download(out, y, prn_tensor_numel(out)));
+    }
+    prn_tensor_free(out);
+    prn_tensor_free(x);
+    prn_rnn_free(rnn);
+    prn_context_destroy(ctx);
+}
+static void test_row_same_bits(void) {
+    static const prn_rnn_kind kinds[2] = {PRN_RNN_LSTM, PRN_RNN_GRU};
+    static double xv[11 * 30 * 8], y[11 * 30 * 40], y1[30 * 40];
+    static const size_t rows[2] = {0, 9};
+    unsigned seed = 77;
+    int k, d, r;
+    rand_fill(xv, 11 * 30 * 8, &seed, 1.0);
+    for (k = 0; k < 2; ++k)
+        for (d = 0; d < 2; ++d) {
+            const prn_dtype dt = d ? PRN_F64 : PRN_F32;
+            const size_t es = d ? sizeof(double) : sizeof(float);
+            memset(y, 0, sizeof y);
+            run_rows(kinds[k], dt, 11, xv, y);
+            for (r = 0; r < 2; ++r) {
+                size_t i, diff = 0;
+                memset(y1, 0, sizeof y1);
+                run_rows(kinds[k], dt, 1, xv + rows[r] * 30 * 8, y1);
+                /* downloads hold the tensor's dtype: f32 fills the first half */
+                for (i = 0; i < 30 * 40; ++i)
+                    diff += memcmp((const char *)y1 + i * es, (const char *)y + (rows[r] * 30 * 40 + i) * es, es) != 0;
+                PRNT_CHECK(diff == 0, "%s %s row %lu of 11: %lu of 1200 outputs differ from the row alone",
+                           prn_rnn_kind_name(kinds[k]), d ? "f64" : "f32", (unsigned long)rows[r], (unsigned long)diff);
+            }
+        }
+}
+
 static void test_no_leaks(void) {
     PRNT_CHECK(prn_live_tensors(g_ctx) == 0, "live tensors: %lu", (unsigned long)prn_live_tensors(g_ctx));
 }
@@ -1392,6 +1452,7 @@ int main(void) {
     PRNT_RUN(test_fused_vs_composed);
     PRNT_RUN(test_mhgru_one_head);
     PRNT_RUN(test_threads_same_bits);
+    PRNT_RUN(test_row_same_bits);
     PRNT_RUN(test_alloc_failures);
     PRNT_RUN(test_frame_create_oom);
     PRNT_RUN(test_no_leaks);
