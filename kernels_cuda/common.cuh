@@ -70,17 +70,6 @@ __device__ __forceinline__ uint32_t prn_umulhi(uint32_t x, uint32_t y) {
     return __umulhi(x, y);
 #else
     return (uint32_t)(((uint64_t)x * y) >> 32);
-/* The block's dynamic shared memory (the launch's third argument), as
- * bytes 16-byte aligned; the emulator (tests/cuda_emu) keeps a buffer per
- * host thread. */
-#ifdef PRN_CUDA_EMU
-#define PRN_DYN_SHARED(name) unsigned char *name = prn_emu::dyn_shared()
-#else
-#define PRN_DYN_SHARED(name)                                                                           \
-    extern __shared__ __align__(16) unsigned char prn_dyn_smem_[];                                     \
-    unsigned char *name = prn_dyn_smem_
-#endif
-
 #endif
 }
 __device__ __forceinline__ uint32_t prn_fdiv_q(uint32_t x, const prn_fdiv &f) {
