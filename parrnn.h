@@ -3730,7 +3730,6 @@ PRN__FN PRN__AVX512 void prn__panel_mmz_f32z(size_t B, size_t K, const float *a,
     }
 }
 #undef PRN__ZFMA2
-#undef PRN__ZST2
 #undef PRN__ZFMA1
 #endif
 #ifdef PRN__HAVE_AVX2
@@ -4091,7 +4090,6 @@ PRN__FN PRN__AVX2 void prn__panel_tn_f32x(size_t R, size_t K, const float *a, si
 #define PRN__TLD2(i)                                                             \
     { c##i##0 = acc ? _mm512_loadu_ps(o + (i) * ldo) : _mm512_setzero_ps();       \
       c##i##1 = acc ? _mm512_loadu_ps(o + (i) * ldo + 16) : _mm512_setzero_ps(); }
-#define PRN__TST2(i) { _mm512_storeu_ps(o + (i) * ldo, c##i##0); _mm512_storeu_ps(o + (i) * ldo + 16, c##i##1); }
 PRN__FN PRN__AVX512 size_t prn__panel_tnz_f32z(size_t R, size_t K, const float *a, size_t lda, size_t ts, const float *p,
                                               size_t ps, size_t Z, float *out, size_t ldo, int acc) {
     const size_t R8 = R / 8 * 8;
@@ -4108,13 +4106,13 @@ PRN__FN PRN__AVX512 size_t prn__panel_tnz_f32z(size_t R, size_t K, const float *
                 PRN__TFMA2(0) PRN__TFMA2(1) PRN__TFMA2(2) PRN__TFMA2(3)
                 PRN__TFMA2(4) PRN__TFMA2(5) PRN__TFMA2(6) PRN__TFMA2(7)
             }
-            PRN__TST2(0) PRN__TST2(1) PRN__TST2(2) PRN__TST2(3) PRN__TST2(4) PRN__TST2(5) PRN__TST2(6) PRN__TST2(7)
+            PRN__ZST2(0) PRN__ZST2(1) PRN__ZST2(2) PRN__ZST2(3) PRN__ZST2(4) PRN__ZST2(5) PRN__ZST2(6) PRN__ZST2(7)
         }
     return z;
 }
 #undef PRN__TFMA2
 #undef PRN__TLD2
-#undef PRN__TST2
+#undef PRN__ZST2 /* the 8 x 32 tile store of both AVX-512 panel kernels */
 #endif
 PRN__FN PRN__AVX2 void prn__panel_tnz_f32x(size_t R, size_t K, const float *a, size_t lda, size_t ts, const float *p,
                                           size_t ps, size_t Z, float *out, size_t ldo, int acc) {
