@@ -4646,7 +4646,7 @@ PRN__FN prn_status prn__ref_rnn_layer_backward(prn_context *ctx, prn_dtype dtype
  * only where each gets PRN__PAR_MIN of them (a region per column of a
  * 100 x 100 system on 16 threads cost 28x the serial solve on a 16-core
  * machine: 36 forks and joins of microseconds each per solve). */
-#define PRN__LU_ROWS_PAR PRN__PRAGMA(omp parallel for num_threads(prn__work_nt((double)(n - j) * (n - j), nt)) schedule(static) if(par && prn__work_nt((double)(n - j) * (n - j), nt) > 1))
+#define PRN__LU_ROWS_PAR PRN__PRAGMA(omp parallel for num_threads(lnt) schedule(static) if(par && lnt > 1))
 #define PRN__LU_BATCH_PAR PRN__PRAGMA(omp parallel for num_threads(prn__nt) schedule(dynamic) if(prn__par && !inner))
 #else
 #define PRN__LU_ROWS_PAR
@@ -4662,6 +4662,7 @@ PRN__FN int prn__work_nt(double work, int nt) {
     PRN__FN int prn__lu_solve_##T(size_t n, T *a, T *r, int par, int nt) {        \
         size_t j;                                                                \
         long i;                                                                  \
+        int lnt; /* the column's threads (prn__work_nt) */                       \
         (void)par; (void)nt;                                                     \
         for (j = 0; j < n; ++j) {                                                \
             size_t p = j, c;                                                     \
@@ -4676,6 +4677,7 @@ PRN__FN int prn__work_nt(double work, int nt) {
                 for (c = j; c < n; ++c) { T t = a[p * n + c]; a[p * n + c] = a[j * n + c]; a[j * n + c] = t; } \
             }                                                                    \
             piv = a[j * n + j];                                                  \
+            lnt = prn__work_nt((double)(n - j) * (n - j), nt); (void)lnt;        \
             PRN__LU_ROWS_PAR                                                     \
             for (i = (long)j + 1; i < (long)n; ++i) {                            \
                 T *ai = a + (size_t)i * n, *aj = a + j * n, l = ai[j] / piv;     \
