@@ -3493,6 +3493,16 @@ PRN__FN_INLINE void prn__gru_bw_##SFX(size_t n, const T *g, const T *hp, const T
 }
 PRN__DEFINE_CELL_UNITS(float, f32, prn__expf, prn__tanhf)
 PRN__DEFINE_CELL_UNITS(double, f64, exp, tanh)
+/* the fused layers' LSTM gates: h also copied to h2 (prn__lstm_fw2_f32x) */
+#define PRN__DEFINE_LSTM_FW2(T, SFX)                                             \
+PRN__FN_INLINE void prn__lstm_fw2_##SFX(size_t n, const T *x, size_t xs, const T *q, size_t qs, const T *bb, \
+                                        size_t bs, const T *cp, T *h, T *h2, T *c, T *v, size_t vs) { \
+    prn__lstm_fw_##SFX(n, x, xs, q, qs, bb, bs, cp, h, c, v, vs);               \
+    memcpy(h2, h, n * sizeof(T));                                                \
+}
+PRN__DEFINE_LSTM_FW2(float, f32)
+PRN__DEFINE_LSTM_FW2(double, f64)
+#undef PRN__DEFINE_LSTM_FW2
 
 #define PRN__CELL_FWD(T, SFX)                                                    \
     {   const T *X = (const T *)xp, *Q = (const T *)q, *bb = (const T *)bias, *S0 = (const T *)s; \
@@ -3896,6 +3906,99 @@ PRN__FN_INLINE PRN__AVX2 void prn__elman_fw_f32x(size_t n, int relu, const float
 }
 #undef PRN__PRE8
 #undef PRN__L8
+#ifdef PRN__HAVE_AVX512
+/* The LSTM forward gates with AVX-512, sixteen units at a time: per lane
+ * the very instructions of prn__exp8 / prn__recip8 (the reciprocal
+ * estimate taken by halves with the AVX one, whose bits differ from
+ * AVX-512's own), so every lane gives prn__lstm_fw_f32x's bits; the
+ * units past the last multiple of 16 by a masked vector, not the scalar
+ * helper, so that a unit's bits never depend on where a range of units
+ * starts or ends (the threads' split, a row alone or in a batch). h is
+ * also written to h2 (the step's compact copy, when not NULL). */
+PRN__FN_INLINE PRN__AVX512 __m512 prn__exp16(__m512 x) {
+    const __m512 lo = _mm512_set1_ps(-87.0f), hi = _mm512_set1_ps(87.0f);
+    __m512 n, r, p;
+    __m512i e;
+    x = _mm512_min_ps(hi, _mm512_max_ps(lo, x));
+    n = _mm512_roundscale_ps(_mm512_mul_ps(x, _mm512_set1_ps(1.44269504088896341f)), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    r = _mm512_fnmadd_ps(n, _mm512_set1_ps(0.693359375f), x);
+    r = _mm512_fnmadd_ps(n, _mm512_set1_ps(-2.12194440e-4f), r);
+    p = _mm512_set1_ps(1.9875691500e-4f);
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.3981999507e-3f));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(8.3334519073e-3f));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(4.1665795894e-2f));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.6666665459e-1f));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(5.0000001201e-1f));
+    p = _mm512_fmadd_ps(_mm512_mul_ps(p, r), r, _mm512_add_ps(r, _mm512_set1_ps(1.0f)));
+    e = _mm512_slli_epi32(_mm512_add_epi32(_mm512_cvtps_epi32(n), _mm512_set1_epi32(127)), 23);
+    return _mm512_mul_ps(p, _mm512_castsi512_ps(e));
+}
+PRN__FN_INLINE PRN__AVX512 __m512 prn__recip16(__m512 y) {
+    const __m512d yd = _mm512_castps_pd(y);
+    const __m256 r0 = _mm256_rcp_ps(_mm256_castpd_ps(_mm512_castpd512_pd256(yd)));
+    const __m256 r1 = _mm256_rcp_ps(_mm256_castpd_ps(_mm512_extractf64x4_pd(yd, 1)));
+    const __m512 r = _mm512_castpd_ps(_mm512_insertf64x4(_mm512_castpd256_pd512(_mm256_castps_pd(r0)), _mm256_castps_pd(r1), 1));
+    return _mm512_fmadd_ps(r, _mm512_fnmadd_ps(r, y, _mm512_set1_ps(1.0f)), r);
+}
+PRN__FN_INLINE PRN__AVX512 __m512 prn__sigm16(__m512 x) {
+    return prn__recip16(_mm512_add_ps(_mm512_set1_ps(1.0f), prn__exp16(_mm512_sub_ps(_mm512_setzero_ps(), x))));
+}
+PRN__FN_INLINE PRN__AVX512 __m512 prn__tanh16(__m512 x) {
+    const __m512 one = _mm512_set1_ps(1.0f);
+    const __m512 e = prn__exp16(_mm512_add_ps(x, x));
+    return _mm512_fnmadd_ps(_mm512_set1_ps(2.0f), prn__recip16(_mm512_add_ps(one, e)), one);
+}
+#define PRN__L16(p) _mm512_maskz_loadu_ps(mk, p)
+#define PRN__PRE16(g, i) _mm512_add_ps(_mm512_add_ps(PRN__L16(x + (g) * xs + (i)), PRN__L16(q + (g) * qs + (i))), PRN__L16(bb + (g) * bs + (i)))
+#define PRN__ST16(p, a) _mm512_mask_storeu_ps(p, mk, a)
+/* one vector of units at i (mask mk), its results stored */
+#define PRN__LSTM16(i)                                                           \
+    {   const __m512 ig = prn__sigm16(PRN__PRE16(0, i)), fg = prn__sigm16(PRN__PRE16(1, i)); \
+        const __m512 gg = prn__tanh16(PRN__PRE16(2, i)), og = prn__sigm16(PRN__PRE16(3, i)); \
+        const __m512 cn = _mm512_fmadd_ps(fg, PRN__L16(cp + (i)), _mm512_mul_ps(ig, gg)), tc = prn__tanh16(cn); \
+        const __m512 hv = _mm512_mul_ps(og, tc);                                 \
+        PRN__ST16(h + (i), hv); PRN__ST16(c + (i), cn);                          \
+        if (h2) PRN__ST16(h2 + (i), hv);                                         \
+        if (v) {                                                                 \
+            PRN__ST16(v + (i), ig); PRN__ST16(v + vs + (i), fg); PRN__ST16(v + 2 * vs + (i), gg); \
+            PRN__ST16(v + 3 * vs + (i), og); PRN__ST16(v + 4 * vs + (i), tc);    \
+        } }
+PRN__FN PRN__AVX512 void prn__lstm_fw_f32z(size_t n, const float *x, size_t xs, const float *q, size_t qs,
+                                           const float *bb, size_t bs, const float *cp, float *h, float *h2, float *c,
+                                           float *v, size_t vs) {
+    size_t i = 0;
+    __mmask16 mk = (__mmask16)0xFFFF;
+    /* two vectors per pass: c's tanh waits on three gates' exponentials,
+     * the other vector's work fills that wait */
+    for (; i + 32 <= n; i += 32) {
+        PRN__LSTM16(i)
+        PRN__LSTM16(i + 16)
+    }
+    for (; i + 16 <= n; i += 16) PRN__LSTM16(i)
+    if (i < n) {
+        mk = (__mmask16)((1u << (n - i)) - 1u);
+        PRN__LSTM16(i)
+    }
+}
+#undef PRN__LSTM16
+#undef PRN__ST16
+#undef PRN__PRE16
+#undef PRN__L16
+#endif
+/* The fused layers' LSTM gates: h also copied to h2 (the step's compact
+ * copy of h), by the AVX-512 loop where the processor has it. */
+PRN__FN_INLINE PRN__AVX2 void prn__lstm_fw2_f32x(size_t n, const float *x, size_t xs, const float *q, size_t qs,
+                                                const float *bb, size_t bs, const float *cp, float *h, float *h2,
+                                                float *c, float *v, size_t vs) {
+#ifdef PRN__HAVE_AVX512
+    if (__builtin_cpu_supports("avx512f")) {
+        prn__lstm_fw_f32z(n, x, xs, q, qs, bb, bs, cp, h, h2, c, v, vs);
+        return;
+    }
+#endif
+    prn__lstm_fw_f32x(n, x, xs, q, qs, bb, bs, cp, h, c, v, vs);
+    memcpy(h2, h, n * sizeof(float));
+}
 /* the backward gates need no exponentials: the plain ones */
 #define prn__elman_bw_f32x prn__elman_bw_f32
 #define prn__lstm_bw_f32x prn__lstm_bw_f32
@@ -3931,11 +4034,13 @@ PRN__FN ATTR void prn__layer_fw_##SFX(const prn__layer *L, size_t j, size_t m) {
             const T *x = X + (b * TT + t) * P + u0, *q = qt + b * ldq, *bb = bias + u0; \
             const T *sp = step ? St + (b * TT + tp) * S : s0 + b * S;            \
             T *nx = St + (b * TT + t) * S, *v = Sv && V ? Sv + (b * TT + t) * V * H + u0 : NULL; \
-            if (L->kind == PRN_RNN_ELMAN) prn__elman_fw_##UNIT(n, L->relu, x, q, bb, nx + u0); \
-            else if (L->kind == PRN_RNN_LSTM)                                    \
-                prn__lstm_fw_##UNIT(n, x, H, q, qs, bb, H, sp + H + u0, nx + u0, nx + H + u0, v, H); \
-            else prn__gru_fw_##UNIT(n, x, H, q, qs, bb, H, sp + u0, nx + u0, v, H); \
-            memcpy(hn + b * H + u0, nx + u0, n * sizeof(T));                    \
+            if (L->kind == PRN_RNN_LSTM) /* h into hn by the gate loop */      \
+                prn__lstm_fw2_##UNIT(n, x, H, q, qs, bb, H, sp + H + u0, nx + u0, hn + b * H + u0, nx + H + u0, v, H); \
+            else {                                                               \
+                if (L->kind == PRN_RNN_ELMAN) prn__elman_fw_##UNIT(n, L->relu, x, q, bb, nx + u0); \
+                else prn__gru_fw_##UNIT(n, x, H, q, qs, bb, H, sp + u0, nx + u0, v, H); \
+                memcpy(hn + b * H + u0, nx + u0, n * sizeof(T));                \
+            }                                                                    \
             /* the row's next step, asked for here between the rows' gates    \
              * (a burst of them all before the product stalled on the line   \
              * fill buffers: a quarter of this loop's time at H 256 B 16) */  \
