@@ -42,12 +42,14 @@
  *
  * Usage: bench_rnn [--quick] [--no-torch] [--threads N] [--backend NAME]
  *                  [--rounds R] [--torch-python PATH] [--hidden H,...]
- *                  [--batch B,...]
+ *                  [--batch B,...] [--kinds gru,lstm] [--modes fwd,fwdbwd]
  *   --quick      T = 100, 3 timed calls: a CI smoke run of a few seconds
  *   --threads N  prn_config.num_threads, OpenMP, OpenBLAS and torch
  *                (default: what OpenMP offers, as the library uses)
  *   --backend B  the parrnn backend to measure (default "reference")
  *   --hidden, --batch  a subset of the shapes (e.g. --hidden 128,256)
+ *   --kinds, --modes   a subset of the lines (e.g. --kinds lstm --modes fwd),
+ *                      PyTorch measured for the same subset
  *   --no-torch-fallback  Debian's PyTorch not measured beside a current one
  */
 #define _POSIX_C_SOURCE 200809L /* clock_gettime, popen under -std=c99 */
@@ -117,6 +119,7 @@ static int g_no_fallback = 0; /* --no-torch-fallback */
 static const char *g_backend = "reference";
 static const char *g_torch_python = NULL; /* --torch-python */
 static int g_hmask = (1 << NH) - 1, g_bmask = (1 << NB) - 1; /* --hidden / --batch subsets */
+static int g_kmask = 3, g_mmask = 3; /* --kinds / --modes subsets */
 
 /* ------------------------------------------------------------------------
  * parrnn side
@@ -266,7 +269,7 @@ static int bench_parrnn(int threads, int round) {
             for (bi = 0; bi < NB; ++bi) {
                 prn_rnn_config rc_cfg;
                 size_t xs[3], ys[3];
-                if (!(g_hmask >> h & 1) || !(g_bmask >> bi & 1)) continue;
+                if (!(g_hmask >> h & 1) || !(g_bmask >> bi & 1) || !(g_kmask >> k & 1)) continue;
                 live0 = prn_live_tensors(ctx);
                 memset(&rc_cfg, 0, sizeof rc_cfg);
                 rc_cfg.kind = g_kinds[k];
@@ -291,6 +294,7 @@ static int bench_parrnn(int threads, int round) {
                 CHECK(prn_tensor_normal(ctx, PRN_F32, 3, ys, 0.0, 1.0, &c.R));
                 for (mode = 0; mode < 2; ++mode) {
                     measurement *m = &g_prn[k][h][bi][mode];
+                    if (!(g_mmask >> mode & 1)) continue;
                     m->kind = k; m->hidden = h; m->batch = bi; m->mode = mode;
                     if (measure_prn(&c, mode, m)) goto fail;
                     print_row(g_backend, m, NULL, NULL);
@@ -409,7 +413,7 @@ static int lookup_size(size_t v, const size_t *vals, int n) {
 /* Runs the script with tr's interpreter; fills tr (a later round keeps the
  * better best). Returns the number of measurements read. */
 static int bench_torch(const char *argv0, int threads, torch_run *tr) {
-    char script[1024], cmd[8192], line[512], hs[64] = "", bs[64] = "";
+    char script[1024], cmd[8192], line[512], hs[64] = "", bs[64] = "", ks[32] = "", ms[32] = "";
     FILE *p;
     int n = 0, status, i;
     if (!find_torch_script(argv0, script, sizeof script) || !shell_safe(script)) {
@@ -420,9 +424,13 @@ static int bench_torch(const char *argv0, int threads, torch_run *tr) {
         if (g_hmask >> i & 1) snprintf(hs + strlen(hs), sizeof hs - strlen(hs), "%s%lu", hs[0] ? "," : "", (unsigned long)g_hidden[i]);
     for (i = 0; i < NB; ++i)
         if (g_bmask >> i & 1) snprintf(bs + strlen(bs), sizeof bs - strlen(bs), "%s%lu", bs[0] ? "," : "", (unsigned long)g_batch[i]);
+    for (i = 0; i < 2; ++i) {
+        if (g_kmask >> i & 1) snprintf(ks + strlen(ks), sizeof ks - strlen(ks), "%s%s", ks[0] ? "," : "", prn_rnn_kind_name(g_kinds[i]));
+        if (g_mmask >> i & 1) snprintf(ms + strlen(ms), sizeof ms - strlen(ms), "%s%s", ms[0] ? "," : "", g_modes[i]);
+    }
     /* a CUDA backend is compared with PyTorch on the GPU (cuDNN) */
-    snprintf(cmd, sizeof cmd, "'%s' '%s' --threads %d --T %lu --batch %s --input %d --hidden %s --repeats %d%s",
-             tr->python, script, threads, (unsigned long)g_T, bs, RNN_INPUT, hs, g_timed,
+    snprintf(cmd, sizeof cmd, "'%s' '%s' --threads %d --T %lu --batch %s --input %d --hidden %s --kinds %s --modes %s --repeats %d%s",
+             tr->python, script, threads, (unsigned long)g_T, bs, RNN_INPUT, hs, ks, ms, g_timed,
              strcmp(g_backend, "cuda") == 0 ? " --device cuda" : "");
     printf("\nPyTorch (%s): %s\n", tr->label, cmd);
     fflush(stdout);
@@ -493,7 +501,8 @@ static double children_cpu_seconds(void) {
 
 static int usage(void) {
     fprintf(stderr, "usage: bench_rnn [--quick] [--no-torch] [--threads N] [--backend NAME] [--rounds R]\n"
-                    "                 [--torch-python PATH] [--no-torch-fallback] [--hidden H,...] [--batch B,...]\n");
+                    "                 [--torch-python PATH] [--no-torch-fallback] [--hidden H,...] [--batch B,...]\n"
+                    "                 [--kinds gru,lstm] [--modes fwd,fwdbwd]\n");
     return 2;
 }
 
@@ -508,6 +517,25 @@ static int parse_mask(const char *s, const size_t *vals, int n) {
         mask |= 1 << i;
         s = *end == ',' ? end + 1 : end;
         if (*end && *end != ',') return 0;
+    }
+    return mask;
+}
+
+/* "gru,lstm" (which 0) or "fwd,fwdbwd" (which 1): a mask over g_kinds /
+ * g_modes; 0 for a name not among them */
+static int parse_names(const char *s, int which) {
+    int mask = 0;
+    while (*s) {
+        const char *end = strchr(s, ',');
+        size_t len = end ? (size_t)(end - s) : strlen(s);
+        int i, found = -1;
+        for (i = 0; i < 2; ++i) {
+            const char *name = which ? g_modes[i] : prn_rnn_kind_name(g_kinds[i]);
+            if (strlen(name) == len && strncmp(name, s, len) == 0) found = i;
+        }
+        if (found < 0) return 0;
+        mask |= 1 << found;
+        s = end ? end + 1 : s + len;
     }
     return mask;
 }
@@ -543,6 +571,10 @@ int main(int argc, char **argv) {
             if (!(g_hmask = parse_mask(argv[++i], g_hidden, NH))) return usage();
         } else if (strcmp(argv[i], "--batch") == 0 && i + 1 < argc) {
             if (!(g_bmask = parse_mask(argv[++i], g_batch, NB))) return usage();
+        } else if (strcmp(argv[i], "--kinds") == 0 && i + 1 < argc) {
+            if (!(g_kmask = parse_names(argv[++i], 0))) return usage();
+        } else if (strcmp(argv[i], "--modes") == 0 && i + 1 < argc) {
+            if (!(g_mmask = parse_names(argv[++i], 1))) return usage();
         } else if (nargs < 63) {
             args[nargs++] = argv[i];
         } else {
