@@ -4433,6 +4433,11 @@ PRN__DEFINE_LANES_COPY(float, f32x, f32x, PRN__AVX2)
 /* The two loops; the workspace L->ws is zeroed (padded lanes, carries).
  * Chunk k holds the steps at times ta .. ta + cn - 1 in memory order (the
  * copies are runs), and its steps run up or down through it. */
+/* c + a b as the threaded loop's product computes it: with AVX2 one FMA
+ * (prn__panel_mm_f32x), else a product and a sum (prn__panel_mm_f32/f64) */
+#define PRN__LANES_MAC_f32(a, b, c) ((c) + (a) * (b))
+#define PRN__LANES_MAC_f64(a, b, c) ((c) + (a) * (b))
+#define PRN__LANES_MAC_f32x(a, b, c) __builtin_fmaf((a), (b), (c))
 #define PRN__DEFINE_LANES(T, SFX, UNIT, CP, ATTR)                                \
 PRN__FN ATTR void prn__lanes_fw_##SFX(const prn__layer *L, size_t C, size_t Bp) { \
     const size_t B = L->B, TT = L->Tn, H = L->H, P = L->P, S = L->S, VH = L->V * L->H, n = H * Bp; \
@@ -4454,14 +4459,15 @@ PRN__FN ATTR void prn__lanes_fw_##SFX(const prn__layer *L, size_t C, size_t Bp) 
             c = rev ? cn - 1 - i : i;                                            \
             hp = i ? ot + (rev ? c + 1 : c - 1) * S * Bp : pv;                   \
             x = xt + c * P * Bp; o = ot + c * S * Bp; v = Sv ? vt + c * VH * Bp : NULL; \
-            for (l0 = 0; l0 < Bp; l0 += 8) /* q = W_hh h: 8 lanes in registers */ \
+            for (l0 = 0; l0 < Bp; l0 += 8) /* q = W_hh h: 8 lanes in registers, \
+                 * each the threaded loop's chain over k from zero (its bits) */ \
                 for (j = 0; j < P; ++j) {                                        \
                     const T *wj = W + j * H, *h0 = hp + l0;                      \
                     T acc[8];                                                    \
-                    PRN__SIMD for (l = 0; l < 8; ++l) acc[l] = wj[0] * h0[l];    \
-                    for (k = 1; k < H; ++k) {                                    \
+                    PRN__SIMD for (l = 0; l < 8; ++l) acc[l] = (T)0;             \
+                    for (k = 0; k < H; ++k) {                                    \
                         const T wk = wj[k], *hk = h0 + k * Bp;                   \
-                        PRN__SIMD for (l = 0; l < 8; ++l) acc[l] += wk * hk[l];  \
+                        PRN__SIMD for (l = 0; l < 8; ++l) acc[l] = PRN__LANES_MAC_##SFX(hk[l], wk, acc[l]); \
                     }                                                            \
                     PRN__SIMD for (l = 0; l < 8; ++l) q[j * Bp + l0 + l] = acc[l]; \
                 }                                                                \
