@@ -958,8 +958,8 @@ PRNDEF prn_status prn_rnn_load(prn_context *ctx, const char *path, prn_rnn **out
  *
  * Fused iterations (prn_deer_rnn on a backend with deer_iterate and
  * deer_adjoint: the reference backend; the CUDA backend for cells of at
- * most 16 states, a thread per batch row and time segment, larger ones
- * composed as below): each iteration is one pass over
+ * most 64 states (f64: 32), a thread per batch row and time segment,
+ * larger ones composed as below): each iteration is one pass over
  * the rows that evaluates f and its Jacobian step by step, checks the
  * residual and solves the linear recurrence, without storing Jacobians;
  * the adjoint likewise. The results are those of the composed iterations

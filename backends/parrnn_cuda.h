@@ -81,7 +81,7 @@
  *
  * DEER
  *   deer_iterate / deer_adjoint: prn_deer_rnn's built-in cells of at most
- *   16 states fused (kernels_cuda/deer.cu; see the kernels' README);
+ *   64 states (f64: 32) fused (kernels_cuda/deer.cu; see the kernels' README);
  *   deer_takes declines larger ones, which are composed from the entries
  *   above. PARRNN_CUDA_DEER=composed (read at context creation) declines
  *   all, for comparisons and benchmarks.
@@ -1018,7 +1018,7 @@ PRN__CU_FN prn_status prn__cu_scan_block(prn_context *ctx, prn_dtype dtype, int 
  * segments' affine maps chained per row (a block per row; one state: a
  * block scan), then each segment solved again from its true carry. One
  * state, and 2 or 4 where S fixes the cell's sizes, run in registers; the
- * other cells of up to 16 states keep their values (and the S x S map) in
+ * other cells of up to 64 states (f64: 32) keep their values (and the S x S map) in
  * shared memory; deer_takes declines larger ones, which
  * prn_deer_rnn then composes from the other entries. Per call: one
  * stream-ordered scratch allocation, 4 or 5 launches an iteration for up
@@ -1032,7 +1032,7 @@ PRN__CU_FN int prn__cu_deer_takes(prn_context *ctx, const prn_deer_fused *a, int
     const prn__cu_state *s = (const prn__cu_state *)prn_backend_state(ctx);
     (void)adjoint;
     if (!a || (s && s->deer_composed) || (a->dtype != PRN_F32 && a->dtype != PRN_F64)) return 0;
-    return prn_cu_deer_takes(a->kind, a->S);
+    return prn_cu_deer_takes(a->kind, a->S, a->dtype == PRN_F64);
 }
 /* The checks of both entries (as the reference's), then the kernels' part
  * of the arguments, the segments planned; 1: nothing to do (B or T 0). */
@@ -1043,9 +1043,9 @@ PRN__CU_FN prn_status prn__cu_deer_args(prn_context *ctx, const char *fn, const 
     *empty = 0;
     if (st != PRN_OK) return st;
     S = a->S;
-    if (!prn_cu_deer_takes(a->kind, S))
-        return prn_set_error(ctx, PRN_ERR_UNSUPPORTED, "%s: the CUDA kernels take at most 16 states; this cell has %lu "
-                             "(deer_takes declines it)", fn, (unsigned long)S);
+    if (!prn_cu_deer_takes(a->kind, S, a->dtype == PRN_F64))
+        return prn_set_error(ctx, PRN_ERR_UNSUPPORTED, "%s: the CUDA kernels take at most 64 states (f64: 32); this "
+                             "cell has %lu (deer_takes declines it)", fn, (unsigned long)S);
     if (!a->B || !a->T) { *empty = 1; return PRN_OK; }
     memset(k, 0, sizeof *k);
     G = a->kind == PRN_RNN_LSTM ? 4 : a->kind == PRN_RNN_GRU || a->kind == PRN_RNN_MHGRU ? 3 : 1;

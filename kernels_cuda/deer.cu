@@ -27,7 +27,7 @@
 /* per-thread slots: s, carry, f (and a column of M), the new carry, the
  * cell's gate values (3 S), J [S, kb], M [S, S] */
 #define PRN_DZ_NV(SM) (7 * (SM) + 2 * (SM) * (SM))
-#define PRN_DZ_SMAX 16
+#define PRN_DZ_SMAX 64
 /* tasks the plan aims at, and the shortest segment it makes */
 #define PRN_DZ_TASKS ((size_t)32768)
 #define PRN_DZ_LMIN ((size_t)32)
@@ -45,8 +45,10 @@ extern "C" void prn_cu_deer_plan(size_t B, size_t T, size_t S, size_t *C, size_t
     *C = prn_cdiv(T, *Ls);
 }
 
-extern "C" int prn_cu_deer_takes(int kind, size_t S) {
-    return kind >= 0 && kind < (int)PRN_RNN_KIND_COUNT && S >= 1 && S <= PRN_DZ_SMAX;
+/* f64 up to 32 states: 64 would need 69 KB a thread, past the 48 KB of
+ * static shared memory a block */
+extern "C" int prn_cu_deer_takes(int kind, size_t S, int f64) {
+    return kind >= 0 && kind < (int)PRN_RNN_KIND_COUNT && S >= 1 && S <= (f64 ? 32u : (size_t)PRN_DZ_SMAX);
 }
 
 template <typename FT> __device__ __forceinline__ FT dz_sig(FT x) { return (FT)1 / ((FT)1 + pexp(-x)); }
@@ -337,8 +339,14 @@ __global__ void __launch_bounds__(NT) k_deer_iter(prn_cu_deer a, int pass, doubl
  * or S: dz_exact): every value in registers, the slots' indices constants
  * once the loops unroll, so many more threads fit. */
 #define PRN_DZ_NT1 128
+/* blocks a multiprocessor: what the compiler picks unasked (a minimum of 1
+ * would let it take more registers), except one state f64: 7 (up to 73
+ * registers), not the 8 it picks (64 and a spill since the control block) */
+#define PRN_DZ_ITER_BLOCKS(FT, SM, KB)                                                                   \
+    (sizeof(FT) == 4 ? (SM == 1 ? 9 : SM == 2 ? (KB == 2 ? 9 : 7) : (KB == 4 ? 4 : 5))                   \
+                     : (SM == 1 ? 7 : SM == 2 ? 5 : (KB == 4 ? 2 : 3)))
 template <typename FT, int SM, int KB>
-__global__ void __launch_bounds__(PRN_DZ_NT1) k_deer_iterx(prn_cu_deer a, int pass, double *res2, FT *tv,
+__global__ void __launch_bounds__(PRN_DZ_NT1, PRN_DZ_ITER_BLOCKS(FT, SM, KB)) k_deer_iterx(prn_cu_deer a, int pass, double *res2, FT *tv,
                                                             const double *ctl) {
     FT v[PRN_DZ_NV(SM)];
     double mx = 0;
@@ -365,7 +373,8 @@ static int dz_exact(const prn_cu_deer *a) {
  * of each carry in turn (one barrier a segment, the carry double
  * buffered), and the tile's carries go back. */
 #define PRN_DZ_CHAIN_NT 128
-#define PRN_DZ_CHAIN_ROOM 4096
+/* 32 KiB a block: at least one segment's entry of 64 states (f32) */
+#define PRN_DZ_CHAIN_ROOM (32768 / sizeof(FT))
 template <typename FT>
 __global__ void __launch_bounds__(PRN_DZ_CHAIN_NT) k_deer_chain(size_t B, size_t C, size_t S, const FT *h0, FT *tv,
                                                                  int back, const double *ctl, int ev, int discard) {
@@ -544,7 +553,11 @@ extern "C" int prn_cu_deer_iterate(cudaStream_t s, int f64, const prn_cu_deer *a
                                    double *ctl) {
     if (a->S <= 8)
         return f64 ? dz_iterate<double, 8, 16>(s, a, res2, tv, ctl) : dz_iterate<float, 8, 32>(s, a, res2, tv, ctl);
-    return f64 ? dz_iterate<double, 16, 8>(s, a, res2, tv, ctl) : dz_iterate<float, 16, 16>(s, a, res2, tv, ctl);
+    if (a->S <= 16)
+        return f64 ? dz_iterate<double, 16, 8>(s, a, res2, tv, ctl) : dz_iterate<float, 16, 16>(s, a, res2, tv, ctl);
+    if (a->S <= 32)
+        return f64 ? dz_iterate<double, 32, 2>(s, a, res2, tv, ctl) : dz_iterate<float, 32, 4>(s, a, res2, tv, ctl);
+    return dz_iterate<float, 64, 1>(s, a, res2, tv, ctl); /* f64: declined (prn_cu_deer_takes) */
 }
 
 /* --- the adjoint (deer_adjoint) ---------------------------------------------
@@ -767,5 +780,9 @@ static int dz_adjoint(cudaStream_t s, const prn_cu_deer *a, void *tv, void *dqs,
 extern "C" int prn_cu_deer_adjoint(cudaStream_t s, int f64, const prn_cu_deer *a, void *tv, void *dqs, double *part) {
     if (a->S <= 8)
         return f64 ? dz_adjoint<double, 8, 16>(s, a, tv, dqs, part) : dz_adjoint<float, 8, 32>(s, a, tv, dqs, part);
-    return f64 ? dz_adjoint<double, 16, 8>(s, a, tv, dqs, part) : dz_adjoint<float, 16, 16>(s, a, tv, dqs, part);
+    if (a->S <= 16)
+        return f64 ? dz_adjoint<double, 16, 8>(s, a, tv, dqs, part) : dz_adjoint<float, 16, 16>(s, a, tv, dqs, part);
+    if (a->S <= 32)
+        return f64 ? dz_adjoint<double, 32, 2>(s, a, tv, dqs, part) : dz_adjoint<float, 32, 4>(s, a, tv, dqs, part);
+    return dz_adjoint<float, 64, 1>(s, a, tv, dqs, part);
 }

@@ -158,8 +158,8 @@ typedef struct prn_cu_deer {
 } prn_cu_deer;
 /* The segments of a row: a function of B, T and S alone. */
 void prn_cu_deer_plan(size_t B, size_t T, size_t S, size_t *C, size_t *Ls);
-/* 1 when the kernels take a cell of this kind with S states. */
-int prn_cu_deer_takes(int kind, size_t S);
+/* 1 when the kernels take a cell of this kind with S states (f64 or f32). */
+int prn_cu_deer_takes(int kind, size_t S, int f64);
 /* Up to iters iterations (prn_deer_fused's contract), queued without a
  * host round trip. res2 [2 ntask] doubles (a pair per block, at most ntask
  * blocks); tv [ntask (2 S + S S)] of the dtype when C > 1 and ynew is not

@@ -2782,6 +2782,13 @@ static void t_deer_adjoint_direct(void) {
     deer_adj_direct_case(PRN_RNN_LSTM, PRN_F32, 1, 8, 5, 700, 3); case_end();
     deer_adj_direct_case(PRN_RNN_MHGRU, PRN_F64, 0, 16, 2, 300, 2); case_end();
     deer_adj_direct_case(PRN_RNN_GRU, PRN_F64, 0, 12, 2, 300, 3); case_end();
+    /* 32 and 64 states (CUDA: one to four threads a block), with segments */
+    deer_resident("4");
+    deer_adj_direct_case(PRN_RNN_GRU, PRN_F32, 0, 32, 2, 2701, 3); case_end();
+    deer_adj_direct_case(PRN_RNN_GRU, PRN_F64, 1, 32, 1, 1500, 2); case_end();
+    deer_adj_direct_case(PRN_RNN_LSTM, PRN_F32, 1, 32, 2, 1200, 3); case_end();
+    deer_adj_direct_case(PRN_RNN_SHPLRNN, PRN_F32, 0, 64, 3, 40, 1); case_end();
+    deer_resident(NULL);
 }
 static void t_deer_direct(void) {
     static const prn_rnn_kind kinds[] = {PRN_RNN_ELMAN, PRN_RNN_LSTM, PRN_RNN_GRU, PRN_RNN_MHGRU, PRN_RNN_PLRNN,
@@ -2800,11 +2807,20 @@ static void t_deer_direct(void) {
                     deer_resident(NULL);
                     case_end();
                 }
-    /* 8 states a row: the kernels' larger per-thread room; 16 (GRU), 17 (declined) */
+    /* 8 states a row: the kernels' larger per-thread room; 16 (GRU), 17 */
     deer_direct_case(PRN_RNN_GRU, PRN_F32, PRN_JACOBIAN_DENSE, 0, 12, 5, 700, 0, 0); case_end();
     deer_direct_case(PRN_RNN_LSTM, PRN_F64, PRN_JACOBIAN_DENSE, 1, 8, 5, 700, 3, 0); case_end();
     deer_direct_case(PRN_RNN_MHGRU, PRN_F64, PRN_JACOBIAN_BLOCK, 0, 16, 2, 300, 0, 0); case_end();
     deer_direct_case(PRN_RNN_GRU, PRN_F32, PRN_JACOBIAN_DENSE, 0, 17, 2, 40, 0, 0); case_end();
+    /* 32 and 64 states (CUDA: the rooms of 32 and 64, one to four threads a
+     * block; f64 takes 32 at most, 33 declined): few rows (segments, the
+     * chain's tiles of 3 and 1) and one pass */
+    deer_direct_case(PRN_RNN_GRU, PRN_F32, PRN_JACOBIAN_DENSE, 0, 32, 2, 2701, 0, 0); case_end();
+    deer_direct_case(PRN_RNN_GRU, PRN_F64, PRN_JACOBIAN_DENSE, 1, 32, 1, 1500, 3, 0); case_end();
+    deer_direct_case(PRN_RNN_LSTM, PRN_F32, PRN_JACOBIAN_DENSE, 0, 32, 2, 1200, 0, 0); case_end();
+    deer_direct_case(PRN_RNN_PLRNN, PRN_F32, PRN_JACOBIAN_DIAG, 0, 64, 7, 30, 2, 0); case_end();
+    deer_direct_case(PRN_RNN_MHGRU, PRN_F32, PRN_JACOBIAN_BLOCK, 0, 48, 3, 40, 0, 0); case_end();
+    deer_direct_case(PRN_RNN_GRU, PRN_F64, PRN_JACOBIAN_DENSE, 0, 33, 2, 40, 0, 0); case_end();
     /* several iterations a call: stopped by iters, by convergence (with
      * and without discard), by a NaN; segments (CUDA: shared-memory and
      * register kernels, blocks side by side) */
