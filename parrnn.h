@@ -958,8 +958,8 @@ PRNDEF prn_status prn_rnn_load(prn_context *ctx, const char *path, prn_rnn **out
  *
  * Fused iterations (prn_deer_rnn on a backend with deer_iterate and
  * deer_adjoint: the reference backend; the CUDA backend for cells of at
- * most 16 states, a thread per batch row and time segment, larger ones
- * composed as below): each iteration is one pass over
+ * most 64 states (f64: 32), a thread per batch row and time segment,
+ * larger ones composed as below): each iteration is one pass over
  * the rows that evaluates f and its Jacobian step by step, checks the
  * residual and solves the linear recurrence, without storing Jacobians;
  * the adjoint likewise. The results are those of the composed iterations
@@ -989,7 +989,11 @@ PRNDEF prn_status prn_rnn_load(prn_context *ctx, const char *path, prn_rnn **out
  * still decides convergence; a segment clipped or not finite is solved
  * again in full). No Jacobian is stored; the call that finds convergence
  * skips the second pass (its iterate is not kept). This is what makes
- * DEER at B = 1 use the machine.
+ * DEER at B = 1 use the machine. Without adaptive damping the iterations
+ * after the first go to the backend several a call (2, 4, .. 16, never
+ * past max_iter; prn_deer_fused's iters), which stops at the first that
+ * converges or is not finite: the same results and statistics as one a
+ * call, and a device (CUDA) queues them without a host round trip each.
  *
  * Warm start: *warm, when warm is not NULL and *warm is, is the initial
  * guess (the trajectory of a previous call with the same shapes, e.g. the
@@ -1398,6 +1402,22 @@ typedef struct prn_deer_fused {
      * convergence (finite and residual <= 1); ynew's contents are then
      * unspecified (a backend may skip work). 0: ynew is always written. */
     int discard_converged;
+    /* deer_iterate, several iterations in one call (so that a device runs
+     * them without a host round trip each): iters > 1 (0 or 1: one) allows
+     * up to iters iterations when ynew and y2 [B, T, S] are not NULL (else
+     * one is made). Iteration j (from 0) takes its iterate from y (j = 0),
+     * ynew (j odd) or y2 (j even) and writes its result to ynew (j even)
+     * or y2 (j odd), exactly as a call of one iteration with those
+     * pointers and the same damping would; the call stops after the
+     * iteration that shows convergence (finite and residual <= 1) or is not
+     * finite, or after iters. residual and finite are then the last
+     * iteration's, and done (out) the iterations made, 1 .. iters. y2 may
+     * be y (overwritten from the second iteration on), never ynew. An
+     * entry that leaves done 0 made one iteration (a backend that ignores
+     * iters); prn_deer_rnn then makes the others one call at a time. */
+    int iters;
+    void *y2;
+    int done;
 } prn_deer_fused;
 
 struct prn_backend {
@@ -1531,6 +1551,7 @@ struct prn_backend {
 
     /* Optional, both or neither (NULL: DEER composes its iterations from the
      * entries above). One Newton iteration of prn_deer_rnn's built-in cells
+     * (or several in a call, stopping on the device: prn_deer_fused's iters)
      * in one pass over the rows, the Jacobians never stored for all rows
      * (see prn_deer_fused for the contract), and the adjoint solve of its
      * backward. prn_deer_rnn calls them with S <= 64 in DENSE and BLOCK mode
@@ -3392,6 +3413,8 @@ PRN__DEF prn_status prn_backend_deer_check(prn_context *ctx, const char *fn, con
                              (unsigned long)a->H, (unsigned long)S, (unsigned long)a->hk, (unsigned long)a->L, a->kind);
     if (adjoint && a->dxp && (a->kind > PRN_RNN_MHGRU || !(a->dq || (a->dw && a->db))))
         return prn_set_error(ctx, PRN_ERR_INVALID_ARGUMENT, "%s: dxp and dq are for the torch kinds, and both or neither", fn);
+    if (!adjoint && (a->iters < 0 || (a->iters > 1 && a->y2 && a->y2 == a->ynew)))
+        return prn_set_error(ctx, PRN_ERR_INVALID_ARGUMENT, "%s: iters %d is negative or y2 is ynew", fn, a->iters);
     if (kb) {
         const size_t heads = a->kind == PRN_RNN_MHGRU ? a->hk : S;
         *kb = adjoint ? heads : a->mode == PRN_JACOBIAN_DIAG ? 1 : a->mode == PRN_JACOBIAN_BLOCK ? heads : S;
@@ -5689,8 +5712,25 @@ PRN__FN prn_status prn__ref_deer_run(prn_context *ctx, const char *fn, const prn
     if (!adj) { ((prn_deer_fused *)(uintptr_t)a)->residual = res; ((prn_deer_fused *)(uintptr_t)a)->finite = !bad; }
     return PRN_OK;
 }
+/* Up to a->iters iterations, each one call of prn__ref_deer_run on the
+ * pointers the contract gives it (the same results as one call each). */
 PRN__FN prn_status prn__ref_deer_iterate(prn_context *ctx, prn_deer_fused *a) {
-    return prn__ref_deer_run(ctx, "deer_iterate", a, 0);
+    prn_deer_fused b;
+    int j, n;
+    PRN__TRY(prn_backend_deer_check(ctx, "deer_iterate", a, 0, NULL));
+    n = a->iters > 1 && a->ynew && a->y2 ? a->iters : 1;
+    b = *a;
+    b.iters = 1; b.y2 = NULL;
+    for (j = 0; j < n; ++j) {
+        b.y = j == 0 ? a->y : j % 2 ? a->ynew : a->y2;
+        b.ynew = j % 2 ? a->y2 : a->ynew;
+        PRN__TRY(prn__ref_deer_run(ctx, "deer_iterate", &b, 0));
+        if (!b.finite || b.residual <= 1) { ++j; break; }
+    }
+    a->residual = b.residual;
+    a->finite = b.finite;
+    a->done = j;
+    return PRN_OK;
 }
 PRN__FN prn_status prn__ref_deer_adjoint(prn_context *ctx, const prn_deer_fused *a) {
     return prn__ref_deer_run(ctx, "deer_adjoint", a, 1);
@@ -10830,7 +10870,7 @@ PRN__FN prn_status prn__deer_iters_fused(prn__deer *d, prn_tensor *x, prn_tensor
     prn_deer_fused a = *d->fz;
     prn_tensor *y = *yio, *ysave = NULL, *spare = NULL; /* spare: the iterate before, written again */
     double kappa = *kp, rprev = 0, r = 0;
-    int it = 0, fin = 1, rejected = 0;
+    int it = 0, fin = 1, rejected = 0, K = 1;
     prn_status st = PRN_OK;
     a.dtype = d->dt; a.mode = d->o.mode; a.reverse = d->rev; a.B = d->B; a.T = d->T;
     a.xp = x->st->buf; a.h0 = h0->st->buf;
@@ -10851,8 +10891,23 @@ PRN__FN prn_status prn__deer_iters_fused(prn__deer *d, prn_tensor *x, prn_tensor
         }
         if (st != PRN_OK) break;
         a.y = y ? y->st->buf : NULL; a.ynew = yn ? yn->st->buf : NULL; a.damping = kacc;
+        /* Without adaptive damping the decisions between iterations are the
+         * backend's stop rule (converged or not finite), so it may make
+         * several in one call: 1, 2, 4, .. 16 a call (few wasted when it
+         * stops early), y's buffer the second one, never past max_iter. */
+        a.iters = !d->o.adaptive && step && y ? (K < d->o.max_iter - it ? K : d->o.max_iter - it) : 1;
+        a.y2 = a.iters > 1 ? y->st->buf : NULL;
+        a.done = 0;
         st = prn__in_fn(ctx, d->fn, ctx->be->deer_iterate(ctx, &a));
+        if (st == PRN_OK && (a.done < 0 || a.done > (a.iters > 1 ? a.iters : 1)))
+            st = PRN__ERR(ctx, PRN_ERR_BACKEND, "%s: the backend's deer_iterate made %d iterations of at most %d", d->fn,
+                          a.done, a.iters);
         if (st != PRN_OK) { prn_tensor_free(yn); break; }
+        if (!d->o.adaptive && K < 16) K *= 2;
+        if (a.done > 1) { /* the ones before the last were accepted steps */
+            it += a.done - 1;
+            if (a.done % 2 == 0) { prn_tensor *t = y; y = yn; yn = t; } /* the last wrote y2 (y's buffer) */
+        }
         r = a.residual; fin = a.finite;
         if (!fin) stats->nonfinite = 1;
         if ((fin && r <= 1) || !step) {

@@ -81,7 +81,7 @@
  *
  * DEER
  *   deer_iterate / deer_adjoint: prn_deer_rnn's built-in cells of at most
- *   16 states fused (kernels_cuda/deer.cu; see the kernels' README);
+ *   64 states (f64: 32) fused (kernels_cuda/deer.cu; see the kernels' README);
  *   deer_takes declines larger ones, which are composed from the entries
  *   above. PARRNN_CUDA_DEER=composed (read at context creation) declines
  *   all, for comparisons and benchmarks.
@@ -1018,19 +1018,21 @@ PRN__CU_FN prn_status prn__cu_scan_block(prn_context *ctx, prn_dtype dtype, int 
  * segments' affine maps chained per row (a block per row; one state: a
  * block scan), then each segment solved again from its true carry. One
  * state, and 2 or 4 where S fixes the cell's sizes, run in registers; the
- * other cells of up to 16 states keep their values (and the S x S map) in
+ * other cells of up to 64 states (f64: 32) keep their values (and the S x S map) in
  * shared memory; deer_takes declines larger ones, which
  * prn_deer_rnn then composes from the other entries. Per call: one
- * stream-ordered scratch allocation, 4 or 5 launches, and one read-back of
- * the residual (the driver decides each iteration on it); a converged
- * call whose ynew is discarded skips its chain and second pass on the
- * device.
+ * stream-ordered scratch allocation, 4 or 5 launches an iteration for up
+ * to iters iterations (prn_deer_fused), all queued at once and decided on
+ * the device (an iteration after the one that converged or went non-finite
+ * exits at once), and one read-back of the last residual and the count;
+ * a converged iteration whose ynew is discarded skips its chain and
+ * second pass on the device.
  * ---------------------------------------------------------------------- */
 PRN__CU_FN int prn__cu_deer_takes(prn_context *ctx, const prn_deer_fused *a, int adjoint) {
     const prn__cu_state *s = (const prn__cu_state *)prn_backend_state(ctx);
     (void)adjoint;
     if (!a || (s && s->deer_composed) || (a->dtype != PRN_F32 && a->dtype != PRN_F64)) return 0;
-    return prn_cu_deer_takes(a->kind, a->S);
+    return prn_cu_deer_takes(a->kind, a->S, a->dtype == PRN_F64);
 }
 /* The checks of both entries (as the reference's), then the kernels' part
  * of the arguments, the segments planned; 1: nothing to do (B or T 0). */
@@ -1041,9 +1043,9 @@ PRN__CU_FN prn_status prn__cu_deer_args(prn_context *ctx, const char *fn, const 
     *empty = 0;
     if (st != PRN_OK) return st;
     S = a->S;
-    if (!prn_cu_deer_takes(a->kind, S))
-        return prn_set_error(ctx, PRN_ERR_UNSUPPORTED, "%s: the CUDA kernels take at most 16 states; this cell has %lu "
-                             "(deer_takes declines it)", fn, (unsigned long)S);
+    if (!prn_cu_deer_takes(a->kind, S, a->dtype == PRN_F64))
+        return prn_set_error(ctx, PRN_ERR_UNSUPPORTED, "%s: the CUDA kernels take at most 64 states (f64: 32); this "
+                             "cell has %lu (deer_takes declines it)", fn, (unsigned long)S);
     if (!a->B || !a->T) { *empty = 1; return PRN_OK; }
     memset(k, 0, sizeof *k);
     G = a->kind == PRN_RNN_LSTM ? 4 : a->kind == PRN_RNN_GRU || a->kind == PRN_RNN_MHGRU ? 3 : 1;
@@ -1062,6 +1064,8 @@ PRN__CU_FN prn_status prn__cu_deer_args(prn_context *ctx, const char *fn, const 
     } else {
         k->ynew = a->ynew;
         k->discard = a->discard_converged != 0;
+        k->iters = a->iters > 1 && a->ynew && a->y2 ? a->iters : 1;
+        k->y2 = k->iters > 1 ? a->y2 : NULL;
     }
     return PRN_OK;
 }
@@ -1071,23 +1075,26 @@ PRN__CU_FN prn_status prn__cu_deer_iterate(prn_context *ctx, prn_deer_fused *a) 
     prn_status st;
     prn_cu_deer k;
     size_t S, es, tvn;
-    double out[2];
+    double out[3];
     void *scratch = NULL;
     cudaError_t e;
     int empty;
     if ((st = prn__cu_deer_args(ctx, fn, a, 0, &k, &empty)) != PRN_OK) return st;
-    if (empty) { a->residual = 0; a->finite = 1; return PRN_OK; }
+    if (empty) { a->residual = 0; a->finite = 1; a->done = 1; return PRN_OK; }
     if ((st = prn__cu_begin(ctx, fn, a->dtype, &s)) != PRN_OK) return st;
     S = k.S;
     es = prn_dtype_size(a->dtype);
     /* per task: its residual and finite flag; its map and carry (segments) */
     tvn = k.C > 1 && a->ynew ? k.ntask * (2 * S + S * S) * es : 0;
-    st = prn__cu_malloc(ctx, s, (2 * k.ntask + 2) * sizeof(double) + tvn, &scratch, "deer_iterate: scratch");
+    st = prn__cu_malloc(ctx, s, (2 * k.ntask + 4) * sizeof(double) + tvn, &scratch, "deer_iterate: scratch");
     if (st != PRN_OK) return st;
-    st = prn__cu_launched(ctx, fn, "deer_iter",
-                          prn_cu_deer_iterate(s->stream, a->dtype == PRN_F64, &k, (double *)scratch + 2,
-                                              tvn ? (char *)scratch + (2 * k.ntask + 2) * sizeof(double) : NULL,
-                                              (double *)scratch));
+    e = cudaMemsetAsync(scratch, 0, 4 * sizeof(double), s->stream); /* ctl */
+    if (e != cudaSuccess) st = prn__cu_fail(ctx, "deer_iterate: cudaMemsetAsync(ctl)", e);
+    if (st == PRN_OK)
+        st = prn__cu_launched(ctx, fn, "deer_iter",
+                              prn_cu_deer_iterate(s->stream, a->dtype == PRN_F64, &k, (double *)scratch + 4,
+                                                  tvn ? (char *)scratch + (2 * k.ntask + 4) * sizeof(double) : NULL,
+                                                  (double *)scratch));
     if (st == PRN_OK) {
         e = cudaMemcpyAsync(out, scratch, sizeof out, cudaMemcpyDeviceToHost, s->stream);
         if (e != cudaSuccess) st = prn__cu_fail(ctx, "deer_iterate: cudaMemcpyAsync(residual)", e);
@@ -1097,6 +1104,7 @@ PRN__CU_FN prn_status prn__cu_deer_iterate(prn_context *ctx, prn_deer_fused *a) 
     if (st != PRN_OK) return st;
     a->residual = out[0];
     a->finite = out[1] == 0;
+    a->done = (int)out[2];
     return PRN_OK;
 }
 PRN__CU_FN prn_status prn__cu_deer_adjoint(prn_context *ctx, const prn_deer_fused *a) {

@@ -37,7 +37,9 @@
  * 10 B T n * 4; quasi-DEER 56 B T n * 4; DEER 12 B T n^2 * 4 + 56 B T n * 4
  * (the GRU's dense Jacobian is built from about ten temporaries of B T n^2
  * values); on a backend with fused DEER iterations (deer_iterate: the
- * reference) DEER and quasi-DEER 16 B T n * 4; --grad doubles B T n; each
+ * reference) DEER and quasi-DEER 16 B T n * 4 where its deer_takes takes
+ * the size (CUDA: n <= 64; the composed estimate above otherwise: the
+ * H200 run of n = 32 had used the fused one for the composed path); --grad doubles B T n; each
  * plus 0.6 GB for the reference backend's cache of freed buffers. Peaks measured on the
  * reference backend (generic iterations) are 7.8 B T n * 4,
  * 44 B T n * 4 and 9-12 B T n^2 * 4 + 45 B T n * 4. A method is also skipped
@@ -114,6 +116,22 @@ static const char *g_plot = NULL;
 static int g_grad = 0;              /* --grad: each call also runs the backward of sum(y) */
 static size_t g_only_n = 0, g_only_T = 0; /* --n, --T: one hidden size / length only */
 static int g_fused = 0;             /* the backend has deer_iterate (prn_deer_rnn's fused iterations) */
+static prn_context *g_ectx = NULL;  /* for fused_takes */
+
+/* Whether prn_deer_rnn runs this GRU's iterations (and with --grad its
+ * adjoint) fused: the backend has the entries and its deer_takes, when it
+ * has one, takes the sizes (the CUDA kernels: n <= 64; larger ones are
+ * composed, with the composed path's memory). */
+static int fused_takes(size_t n, size_t T) {
+    const prn_backend *be = g_ectx ? prn_context_backend(g_ectx) : NULL;
+    prn_deer_fused a;
+    if (!be || !be->deer_iterate) return 0;
+    if (!be->deer_takes) return 1;
+    memset(&a, 0, sizeof a);
+    a.kind = PRN_RNN_GRU; a.dtype = PRN_F32; a.mode = PRN_JACOBIAN_DENSE;
+    a.B = DEER_BATCH; a.T = T; a.H = a.S = a.hk = n;
+    return be->deer_takes(g_ectx, &a, 0) && (!g_grad || (be->deer_adjoint && be->deer_takes(g_ectx, &a, 1)));
+}
 
 /* One (n, T, method). */
 typedef struct result {
@@ -146,7 +164,7 @@ static double estimate_bytes(int method, size_t n, size_t T) {
     double btn = (double)DEER_BATCH * (double)T * (double)n, kept = 0.6e9;
     if (g_grad) btn *= 2.0; /* the tape's saved values (fused DEER: the step's gates) */
     if (method == 0) return 10.0 * btn * 4.0 + kept;
-    if (g_fused) return 16.0 * btn * 4.0 + kept; /* x, projections, two iterates, output */
+    if (fused_takes(n, T)) return 16.0 * btn * 4.0 + kept; /* x, projections, two iterates, output */
     if (method == 2) return 56.0 * btn * 4.0 + kept;
     return 12.0 * btn * (double)n * 4.0 + 56.0 * btn * 4.0 + kept;
 }
@@ -502,6 +520,7 @@ static int bench_grid(int threads) {
     }
     c.ctx = ctx;
     g_fused = prn_context_backend(ctx)->deer_iterate != NULL;
+    g_ectx = ctx;
     printf("  parrnn:    backend %s, prn_context_num_threads = %d%s%s%s\n", prn_context_backend_name(ctx),
            prn_context_num_threads(ctx), bench_is_device(g_backend) ? " (calls end with a one-element read back)" : "",
            g_fused ? ", fused DEER iterations (deer_iterate)" : ", generic DEER iterations",

@@ -27,7 +27,7 @@
 /* per-thread slots: s, carry, f (and a column of M), the new carry, the
  * cell's gate values (3 S), J [S, kb], M [S, S] */
 #define PRN_DZ_NV(SM) (7 * (SM) + 2 * (SM) * (SM))
-#define PRN_DZ_SMAX 16
+#define PRN_DZ_SMAX 64
 /* tasks the plan aims at, and the shortest segment it makes */
 #define PRN_DZ_TASKS ((size_t)32768)
 #define PRN_DZ_LMIN ((size_t)32)
@@ -45,8 +45,10 @@ extern "C" void prn_cu_deer_plan(size_t B, size_t T, size_t S, size_t *C, size_t
     *C = prn_cdiv(T, *Ls);
 }
 
-extern "C" int prn_cu_deer_takes(int kind, size_t S) {
-    return kind >= 0 && kind < (int)PRN_RNN_KIND_COUNT && S >= 1 && S <= PRN_DZ_SMAX;
+/* f64 up to 32 states: 64 would need 69 KB a thread, past the 48 KB of
+ * static shared memory a block */
+extern "C" int prn_cu_deer_takes(int kind, size_t S, int f64) {
+    return kind >= 0 && kind < (int)PRN_RNN_KIND_COUNT && S >= 1 && S <= (f64 ? 32u : (size_t)PRN_DZ_SMAX);
 }
 
 template <typename FT> __device__ __forceinline__ FT dz_sig(FT x) { return (FT)1 / ((FT)1 + pexp(-x)); }
@@ -289,10 +291,18 @@ __device__ __forceinline__ void dz_task(const prn_cu_deer &a, int pass, size_t j
 #undef DZ
 }
 
-/* Whether the kernels after the residual have nothing to do: the caller
- * discards a converged call's ynew (skip: the residual's out, or NULL). The
- * same answer in every thread of the launch. */
-__device__ __forceinline__ bool dz_skip(const double *skip) { return skip && skip[1] == 0 && skip[0] <= 1; }
+/* A call's iterations (a.ev = 0, 1, ..) and what decides them on the
+ * device, ctl [4]: the last residual made, 1 when it was not finite, the
+ * iterations made, 1 once one stopped the call (converged or not
+ * finite). Iteration ev's first pass and residual run while none stopped
+ * the call (dz_off1); its chain and second pass when it was made and its
+ * ynew is wanted, i.e. not converged with the caller discarding it
+ * (dz_off2; ctl NULL: the adjoint, always run). The same answer in every
+ * thread of a launch; a launch turned off still reaches its barriers. */
+__device__ __forceinline__ bool dz_off1(const double *ctl) { return ctl && ctl[3] != 0; }
+__device__ __forceinline__ bool dz_off2(const double *ctl, int ev, int discard) {
+    return ctl && (ctl[2] != (double)(ev + 1) || (discard && ctl[1] == 0 && ctl[0] <= 1));
+}
 
 /* The block's largest residual term and whether one was not finite into
  * res2[2 blockIdx.x], res2[2 blockIdx.x + 1] (a maximum and an OR: exact in
@@ -314,12 +324,12 @@ __device__ __forceinline__ void dz_block_res(double mx, int nf, double *res2) {
 }
 
 template <typename FT, int SM, int NT>
-__global__ void __launch_bounds__(NT) k_deer_iter(prn_cu_deer a, int pass, double *res2, FT *tv, const double *skip) {
+__global__ void __launch_bounds__(NT) k_deer_iter(prn_cu_deer a, int pass, double *res2, FT *tv, const double *ctl) {
     __shared__ FT sh[PRN_DZ_NV(SM) * NT];
     FT *v = sh + threadIdx.x;
     double mx = 0;
     int nf = 0;
-    const size_t n = pass == 2 && dz_skip(skip) ? 0 : a.ntask;
+    const size_t n = (pass == 2 ? dz_off2(ctl, a.ev, a.discard) : dz_off1(ctl)) ? 0 : a.ntask;
     for (size_t j = (size_t)blockIdx.x * NT + threadIdx.x; j < n; j += (size_t)gridDim.x * NT)
         dz_task<FT, SM, NT, 0>(a, pass, j, v, &mx, &nf, tv);
     if (pass != 2) dz_block_res<NT>(mx, nf, res2);
@@ -329,13 +339,19 @@ __global__ void __launch_bounds__(NT) k_deer_iter(prn_cu_deer a, int pass, doubl
  * or S: dz_exact): every value in registers, the slots' indices constants
  * once the loops unroll, so many more threads fit. */
 #define PRN_DZ_NT1 128
+/* blocks a multiprocessor: what the compiler picks unasked (a minimum of 1
+ * would let it take more registers), except one state f64: 7 (up to 73
+ * registers), not the 8 it picks (64 and a spill since the control block) */
+#define PRN_DZ_ITER_BLOCKS(FT, SM, KB)                                                                   \
+    (sizeof(FT) == 4 ? (SM == 1 ? 9 : SM == 2 ? (KB == 2 ? 9 : 7) : (KB == 4 ? 4 : 5))                   \
+                     : (SM == 1 ? 7 : SM == 2 ? 5 : (KB == 4 ? 2 : 3)))
 template <typename FT, int SM, int KB>
-__global__ void __launch_bounds__(PRN_DZ_NT1) k_deer_iterx(prn_cu_deer a, int pass, double *res2, FT *tv,
-                                                            const double *skip) {
+__global__ void __launch_bounds__(PRN_DZ_NT1, PRN_DZ_ITER_BLOCKS(FT, SM, KB)) k_deer_iterx(prn_cu_deer a, int pass, double *res2, FT *tv,
+                                                            const double *ctl) {
     FT v[PRN_DZ_NV(SM)];
     double mx = 0;
     int nf = 0;
-    const size_t n = pass == 2 && dz_skip(skip) ? 0 : a.ntask;
+    const size_t n = (pass == 2 ? dz_off2(ctl, a.ev, a.discard) : dz_off1(ctl)) ? 0 : a.ntask;
     for (size_t j = (size_t)blockIdx.x * PRN_DZ_NT1 + threadIdx.x; j < n; j += (size_t)gridDim.x * PRN_DZ_NT1)
         dz_task<FT, SM, 1, KB>(a, pass, j, v, &mx, &nf, tv);
     if (pass != 2) dz_block_res<PRN_DZ_NT1>(mx, nf, res2);
@@ -357,13 +373,14 @@ static int dz_exact(const prn_cu_deer *a) {
  * of each carry in turn (one barrier a segment, the carry double
  * buffered), and the tile's carries go back. */
 #define PRN_DZ_CHAIN_NT 128
-#define PRN_DZ_CHAIN_ROOM 4096
+/* 32 KiB a block: at least one segment's entry of 64 states (f32) */
+#define PRN_DZ_CHAIN_ROOM (32768 / sizeof(FT))
 template <typename FT>
 __global__ void __launch_bounds__(PRN_DZ_CHAIN_NT) k_deer_chain(size_t B, size_t C, size_t S, const FT *h0, FT *tv,
-                                                                 int back, const double *skip) {
+                                                                 int back, const double *ctl, int ev, int discard) {
     __shared__ FT tile[PRN_DZ_CHAIN_ROOM], cur[2 * PRN_DZ_SMAX];
     const size_t SS = 2 * S + S * S, K = PRN_DZ_CHAIN_ROOM / SS, x = threadIdx.x;
-    const size_t nb = dz_skip(skip) ? 0 : B;
+    const size_t nb = dz_off2(ctl, ev, discard) ? 0 : B;
     for (size_t b = blockIdx.x; b < nb; b += gridDim.x) {
         FT *e = tv + b * C * SS;
         unsigned p = 0;
@@ -402,11 +419,11 @@ __global__ void __launch_bounds__(PRN_DZ_CHAIN_NT) k_deer_chain(size_t B, size_t
 #define PRN_DZ_CH1_NT 1024
 template <typename FT>
 __global__ void __launch_bounds__(PRN_DZ_CH1_NT) k_deer_chain1(size_t B, size_t C, const FT *h0, FT *tv, int back,
-                                                                const double *skip) {
+                                                                const double *ctl, int ev, int discard) {
     __shared__ FT sm[PRN_DZ_CH1_NT], sv[PRN_DZ_CH1_NT];
     const unsigned x = threadIdx.x;
     const size_t q = prn_cdiv(C, PRN_DZ_CH1_NT), k0 = prn_min(C, x * q), k1 = prn_min(C, k0 + q);
-    const size_t nb = dz_skip(skip) ? 0 : B;
+    const size_t nb = dz_off2(ctl, ev, discard) ? 0 : B;
     for (size_t b = blockIdx.x; b < nb; b += gridDim.x) {
         FT *e = tv + b * C * 3, m = 1, v = 0, c;
         for (size_t k = k0; k < k1; ++k) {
@@ -441,11 +458,14 @@ __global__ void __launch_bounds__(PRN_DZ_CH1_NT) k_deer_chain1(size_t B, size_t 
     __syncthreads(); /* a barrier in every launch, skipped or not (the emulator) */
 }
 
-/* out[0]: the largest of res2's even entries; out[1]: 1 when an odd one is
- * (one block: a maximum and an OR, exact in any order) */
-__global__ void __launch_bounds__(PRN_TPB) k_deer_resmax(size_t n, const double *res2, double *out) {
+/* An iteration's residual: the largest of res2's even entries, and 1 when
+ * an odd one is (one block: a maximum and an OR, exact in any order), into
+ * ctl as dz_off1 says, unless an earlier iteration stopped the call. */
+__global__ void __launch_bounds__(PRN_TPB) k_deer_resmax(size_t n, const double *res2, double *ctl) {
     __shared__ double mx[PRN_TPB], bad[PRN_TPB];
     double m = 0, f = 0;
+    const bool off = dz_off1(ctl); /* read by all before thread 0 writes ctl, past the barriers */
+    if (off) n = 0;
     for (size_t i = threadIdx.x; i < n; i += PRN_TPB) {
         const double q = res2[2 * i], u = res2[2 * i + 1];
         m = q > m ? q : m;
@@ -462,21 +482,26 @@ __global__ void __launch_bounds__(PRN_TPB) k_deer_resmax(size_t n, const double 
         }
         __syncthreads();
     }
-    if (threadIdx.x == 0) { out[0] = mx[0]; out[1] = bad[0]; }
+    if (threadIdx.x == 0 && !off) {
+        ctl[0] = mx[0];
+        ctl[1] = bad[0];
+        ctl[2] += 1;
+        ctl[3] = bad[0] != 0 || mx[0] <= 1 ? 1 : 0;
+    }
 }
 
 /* The chain of either kernel (a block per row). */
 template <typename FT>
-static int dz_chain(cudaStream_t s, const prn_cu_deer *a, FT *tv, int back, const double *skip) {
+static int dz_chain(cudaStream_t s, const prn_cu_deer *a, FT *tv, int back, const double *ctl) {
     const unsigned g = prn_grid(a->B, 1);
-    if (a->S == 1) k_deer_chain1<FT><<<g, PRN_DZ_CH1_NT, 0, s>>>(a->B, a->C, (const FT *)a->h0, tv, back, skip);
-    else k_deer_chain<FT><<<g, PRN_DZ_CHAIN_NT, 0, s>>>(a->B, a->C, a->S, (const FT *)a->h0, tv, back, skip);
+    if (a->S == 1)
+        k_deer_chain1<FT><<<g, PRN_DZ_CH1_NT, 0, s>>>(a->B, a->C, (const FT *)a->h0, tv, back, ctl, a->ev, a->discard);
+    else
+        k_deer_chain<FT><<<g, PRN_DZ_CHAIN_NT, 0, s>>>(a->B, a->C, a->S, (const FT *)a->h0, tv, back, ctl, a->ev,
+                                                       a->discard);
     return prn_launched();
 }
 
-/* pass 1 (or the only pass), the residual's maximum, then (segments, ynew)
- * the chain and pass 2, which exit at once when the residual shows
- * convergence and the caller discards ynew then (discard) */
 template <typename FT, int SM, int NT>
 static int dz_iter_launch(int ex, unsigned g, cudaStream_t s, const prn_cu_deer *a, int pass, double *res2, FT *tv,
                           const double *skip) {
@@ -490,23 +515,33 @@ static int dz_iter_launch(int ex, unsigned g, cudaStream_t s, const prn_cu_deer 
     return prn_launched();
 }
 
-/* pass 1 (or the only pass), the residual's maximum, then (segments, ynew)
- * the chain and pass 2, which exit at once when the residual shows
- * convergence and the caller discards ynew then (discard) */
+/* The call's iterations, all queued at once (no host round trip between
+ * them): each is pass 1 (or the only pass), the residual's maximum into
+ * ctl, then (segments, ynew) the chain and pass 2; the kernels of an
+ * iteration after the one that stopped the call exit at once, and so do
+ * the chain and pass 2 of a converged one whose ynew the caller discards
+ * (dz_off1, dz_off2). Iteration j's iterate and result as prn_deer_fused's
+ * iters says: y, ynew, y2, ynew, .. */
 template <typename FT, int SM, int NT>
-static int dz_iterate(cudaStream_t s, const prn_cu_deer *a, double *res2, void *tv, double *out) {
-    const int ex = dz_exact(a);
-    const unsigned g = prn_grid(a->ntask, ex ? PRN_DZ_NT1 : NT);
-    const double *skip = a->discard ? out : NULL;
+static int dz_iterate(cudaStream_t s, const prn_cu_deer *a0, double *res2, void *tv, double *ctl) {
+    const int ex = dz_exact(a0);
+    const unsigned g = prn_grid(a0->ntask, ex ? PRN_DZ_NT1 : NT);
+    const int n = a0->iters > 1 && a0->ynew && a0->y2 ? a0->iters : 1;
     FT *tvp = (FT *)tv;
-    const int pass = a->C == 1 ? 0 : 1;
-    int e;
-    if ((e = dz_iter_launch<FT, SM, NT>(ex, g, s, a, pass, res2, pass ? tvp : (FT *)NULL, skip)) != 0) return e;
-    k_deer_resmax<<<1, PRN_TPB, 0, s>>>(g, res2, out);
-    if ((e = prn_launched()) != 0) return e;
-    if (pass && a->ynew) {
-        if ((e = dz_chain<FT>(s, a, tvp, 0, skip)) != 0) return e;
-        e = dz_iter_launch<FT, SM, NT>(ex, g, s, a, 2, res2, tvp, skip);
+    const int pass = a0->C == 1 ? 0 : 1;
+    prn_cu_deer a = *a0;
+    int e = 0;
+    for (int j = 0; j < n; ++j) {
+        a.ev = j;
+        a.y = j == 0 ? a0->y : j % 2 ? a0->ynew : a0->y2;
+        a.ynew = j % 2 ? a0->y2 : a0->ynew;
+        if ((e = dz_iter_launch<FT, SM, NT>(ex, g, s, &a, pass, res2, pass ? tvp : (FT *)NULL, ctl)) != 0) return e;
+        k_deer_resmax<<<1, PRN_TPB, 0, s>>>(g, res2, ctl);
+        if ((e = prn_launched()) != 0) return e;
+        if (pass && a.ynew) {
+            if ((e = dz_chain<FT>(s, &a, tvp, 0, ctl)) != 0) return e;
+            if ((e = dz_iter_launch<FT, SM, NT>(ex, g, s, &a, 2, res2, tvp, ctl)) != 0) return e;
+        }
     }
     return e;
 }
@@ -515,10 +550,14 @@ static int dz_iterate(cudaStream_t s, const prn_cu_deer *a, double *res2, void *
  * memory a block (SM 8: 184 values a thread; SM 16: 624); one state: in
  * registers (k_deer_iterx). */
 extern "C" int prn_cu_deer_iterate(cudaStream_t s, int f64, const prn_cu_deer *a, double *res2, void *tv,
-                                   double *out) {
+                                   double *ctl) {
     if (a->S <= 8)
-        return f64 ? dz_iterate<double, 8, 16>(s, a, res2, tv, out) : dz_iterate<float, 8, 32>(s, a, res2, tv, out);
-    return f64 ? dz_iterate<double, 16, 8>(s, a, res2, tv, out) : dz_iterate<float, 16, 16>(s, a, res2, tv, out);
+        return f64 ? dz_iterate<double, 8, 16>(s, a, res2, tv, ctl) : dz_iterate<float, 8, 32>(s, a, res2, tv, ctl);
+    if (a->S <= 16)
+        return f64 ? dz_iterate<double, 16, 8>(s, a, res2, tv, ctl) : dz_iterate<float, 16, 16>(s, a, res2, tv, ctl);
+    if (a->S <= 32)
+        return f64 ? dz_iterate<double, 32, 2>(s, a, res2, tv, ctl) : dz_iterate<float, 32, 4>(s, a, res2, tv, ctl);
+    return dz_iterate<float, 64, 1>(s, a, res2, tv, ctl); /* f64: declined (prn_cu_deer_takes) */
 }
 
 /* --- the adjoint (deer_adjoint) ---------------------------------------------
@@ -741,5 +780,9 @@ static int dz_adjoint(cudaStream_t s, const prn_cu_deer *a, void *tv, void *dqs,
 extern "C" int prn_cu_deer_adjoint(cudaStream_t s, int f64, const prn_cu_deer *a, void *tv, void *dqs, double *part) {
     if (a->S <= 8)
         return f64 ? dz_adjoint<double, 8, 16>(s, a, tv, dqs, part) : dz_adjoint<float, 8, 32>(s, a, tv, dqs, part);
-    return f64 ? dz_adjoint<double, 16, 8>(s, a, tv, dqs, part) : dz_adjoint<float, 16, 16>(s, a, tv, dqs, part);
+    if (a->S <= 16)
+        return f64 ? dz_adjoint<double, 16, 8>(s, a, tv, dqs, part) : dz_adjoint<float, 16, 16>(s, a, tv, dqs, part);
+    if (a->S <= 32)
+        return f64 ? dz_adjoint<double, 32, 2>(s, a, tv, dqs, part) : dz_adjoint<float, 32, 4>(s, a, tv, dqs, part);
+    return dz_adjoint<float, 64, 1>(s, a, tv, dqs, part);
 }

@@ -146,6 +146,9 @@ typedef struct prn_cu_deer {
     const void *xp, *h0, *y; /* y NULL: h0 at every step */
     void *ynew;              /* NULL: the residual alone */
     int discard;             /* prn_deer_fused's discard_converged */
+    int iters, ev;           /* prn_deer_fused's iters (y2 its second buffer);
+                              * ev: the iteration a launch belongs to */
+    void *y2;
     double one_k, clip, atol, rtol;
     /* deer_adjoint: g -> lam; dxp, dq, dh0, dw, db as prn_deer_fused
      * (NULL: not wanted); wc: dw's columns (H, MHGRU hk) */
@@ -155,13 +158,15 @@ typedef struct prn_cu_deer {
 } prn_cu_deer;
 /* The segments of a row: a function of B, T and S alone. */
 void prn_cu_deer_plan(size_t B, size_t T, size_t S, size_t *C, size_t *Ls);
-/* 1 when the kernels take a cell of this kind with S states. */
-int prn_cu_deer_takes(int kind, size_t S);
-/* res2 [2 ntask] doubles (a pair per block, at most ntask blocks); tv
- * [ntask (2 S + S S)] of the dtype when C > 1
- * and ynew is not NULL, else unused; out [2] doubles: the largest residual
- * term and 1 when one was not finite (0 otherwise). */
-int prn_cu_deer_iterate(cudaStream_t s, int f64, const prn_cu_deer *a, double *res2, void *tv, double *out);
+/* 1 when the kernels take a cell of this kind with S states (f64 or f32). */
+int prn_cu_deer_takes(int kind, size_t S, int f64);
+/* Up to iters iterations (prn_deer_fused's contract), queued without a
+ * host round trip. res2 [2 ntask] doubles (a pair per block, at most ntask
+ * blocks); tv [ntask (2 S + S S)] of the dtype when C > 1 and ynew is not
+ * NULL, else unused; ctl [4] doubles, zero on entry: then the last
+ * iteration's largest residual term, 1 when one was not finite (0
+ * otherwise), the iterations made, and 1 when one stopped the call. */
+int prn_cu_deer_iterate(cudaStream_t s, int f64, const prn_cu_deer *a, double *res2, void *tv, double *ctl);
 /* The adjoint: tv as above (C > 1); dqs [B T, P] when dw and db are wanted
  * without dq and S > 1, else unused; part [nchunk (P wc + P)] doubles with
  * dw and db (prn_cu_deer_dw_plan gives nchunk: S = 1 a chunk per block of

@@ -2607,6 +2607,90 @@ static void deer_direct_case(prn_rnn_kind kind, prn_dtype dt, prn_jacobian_mode 
     if (yb && !bad) check_unchanged(yb, dt, B * T * S, yv, "y", desc);
     g_cases++;
 }
+/* deer_iterate with iters = K (prn_deer_fused: the iterates ping-pong
+ * between ynew and y2, the call stops at the first iteration that
+ * converges or is not finite) against the same backend's single
+ * iterations from the same iterate, on every side: the same count, the
+ * same residual and finite flag, and (discard 0) the same bits of the last
+ * result. y2 is y itself (alias) or a buffer of its own; bad puts a NaN
+ * into y (the first iteration is not finite: one made). */
+static void deer_multi_case(prn_rnn_kind kind, prn_dtype dt, prn_jacobian_mode mode, int rev, size_t H, size_t B,
+                            size_t T, int K, int alias, int discard, int bad) {
+    const int shallow = kind == PRN_RNN_SHPLRNN || kind == PRN_RNN_CLIPPED_SHPLRNN;
+    const size_t G = kind == PRN_RNN_LSTM ? 4 : kind == PRN_RNN_GRU || kind == PRN_RNN_MHGRU ? 3 : 1;
+    const size_t S = kind == PRN_RNN_LSTM ? 2 * H : H, P = G * H, hk = kind == PRN_RNN_MHGRU ? H / 2 : H, n = B * T * S;
+    const size_t L = shallow ? 5 : kind == PRN_RNN_ALRNN ? H / 2 : 0;
+    size_t nw[4] = {0, 0, 0, 0}, i;
+    prn_deer_fused a0, a;
+    pbuf *wb[4] = {NULL, NULL, NULL, NULL}, *xb, *hb, *yb, *nb, *zb, *sa, *sb;
+    double *v, *y0, *got, *want;
+    char desc[200];
+    int s, k, j, cnt;
+    snprintf(desc, sizeof desc, "%s H=%lu B=%lu T=%lu %s %s%s iters %d%s%s%s", prn_rnn_kind_name(kind), ZU(H), ZU(B), ZU(T),
+             dname(dt), mode == PRN_JACOBIAN_DENSE ? "dense" : mode == PRN_JACOBIAN_BLOCK ? "block" : "diag",
+             rev ? " reverse" : "", K, alias ? " y2 = y" : "", discard ? " discard" : "", bad ? " NaN in y" : "");
+    memset(&a0, 0, sizeof a0);
+    a0.kind = (int)kind; a0.dtype = dt; a0.mode = mode; a0.reverse = rev;
+    a0.B = B; a0.T = T; a0.H = H; a0.S = S; a0.hk = hk; a0.L = L;
+    a0.clip = 1e8; a0.atol = a0.rtol = dt == PRN_F64 ? 1e-10 : 1e-5;
+    a0.discard_converged = discard;
+    if (!deer_direct_weights(kind, dt, G, H, hk, L, nw, wb, desc)) return;
+    v = hd(B * T * P);
+    for (i = 0; i < B * T * P; ++i) v[i] = rng_range(-1, 1);
+    if (!(xb = pb_input(dt, v, B * T * P, desc))) return;
+    v = hd(B * S);
+    for (i = 0; i < B * S; ++i) v[i] = rng_range(-0.5, 0.5);
+    if (!(hb = pb_input(dt, v, B * S, desc))) return;
+    y0 = hd(n);
+    for (i = 0; i < n; ++i) y0[i] = quant1(dt, rng_range(-0.5, 0.5));
+    if (bad) y0[rng_below(n)] = NAN;
+    if (!(yb = pb_input(dt, y0, n, desc)) || !(nb = pb_output(dt, n, NULL, desc))) return;
+    if (!(sa = pb_output(dt, n, NULL, desc)) || !(sb = pb_output(dt, n, NULL, desc))) return;
+    zb = alias ? yb : pb_output(dt, n, NULL, desc);
+    if (!zb) return;
+    got = hd(n);
+    want = hd(n);
+    for (s = 0; s < nsides(); ++s) {
+        const prn_backend *be = g_side[s].be;
+        pbuf *in, *out, *last;
+        if (!be->deer_iterate || (be->deer_takes && !be->deer_takes(g_side[s].ctx, &a0, 0))) continue;
+        a = a0;
+        for (k = 0; k < 4; ++k) a.w[k] = wb[k] ? wb[k]->h[s] : NULL;
+        a.xp = xb->h[s]; a.h0 = hb->h[s];
+        a.y = yb->h[s]; a.ynew = nb->h[s]; a.y2 = zb->h[s]; a.iters = K; a.done = -1;
+        if (!st_ok(s, be->deer_iterate(g_side[s].ctx, &a), "deer_iterate", desc)) return;
+        if (a.done < 1 || a.done > K) { failf("deer_iterate %s side %d: done %d, want 1 .. %d", desc, s, a.done, K); return; }
+        last = (a.done - 1) % 2 ? zb : nb;
+        /* the same from single calls */
+        if (!pb_upload(sa, dt, y0, n, desc)) return;
+        in = sa; out = sb;
+        for (j = 0, cnt = 0; j < K; ++j) {
+            prn_deer_fused b = a;
+            b.iters = j % 2 ? 0 : 1; /* 0 and 1 both mean one */
+            b.y = in->h[s]; b.ynew = out->h[s]; b.y2 = NULL; b.done = -1;
+            if (!st_ok(s, be->deer_iterate(g_side[s].ctx, &b), "deer_iterate", desc)) return;
+            ++cnt;
+            if (b.done != 1) failf("deer_iterate %s side %d: a single iteration reports done %d", desc, s, b.done);
+            if (!b.finite || b.residual <= 1 || j == K - 1) {
+                if (cnt != a.done) failf("deer_iterate %s side %d: %d iterations in one call, %d one at a time", desc, s, a.done, cnt);
+                if (b.finite != a.finite) failf("deer_iterate %s side %d: finite %d, one at a time %d", desc, s, a.finite, b.finite);
+                if (b.finite && b.residual != a.residual)
+                    failf("deer_iterate %s side %d: residual %.17g, one at a time %.17g", desc, s, a.residual, b.residual);
+                break;
+            }
+            { pbuf *t = in; in = out; out = t; }
+        }
+        if (!discard || !a.finite || a.residual > 1) { /* the last result was written: the same bits */
+            if (!pb_download(last, s, dt, got, n, desc) || !pb_download(out, s, dt, want, n, desc)) return;
+            for (i = 0; i < n; ++i)
+                if (!(got[i] == want[i] || (got[i] != got[i] && want[i] != want[i]))) {
+                    failf("deer_iterate %s side %d: the last result [%lu] %.17g, one at a time %.17g", desc, s, ZU(i), got[i], want[i]);
+                    break;
+                }
+        }
+    }
+    g_cases++;
+}
 /* deer_adjoint on the same arguments: lam, and (outs) dh0; dxp and dq;
  * dxp, dw and db (the torch kinds) */
 static void deer_adj_direct_case(prn_rnn_kind kind, prn_dtype dt, int rev, size_t H, size_t B, size_t T, int outs) {
@@ -2698,6 +2782,13 @@ static void t_deer_adjoint_direct(void) {
     deer_adj_direct_case(PRN_RNN_LSTM, PRN_F32, 1, 8, 5, 700, 3); case_end();
     deer_adj_direct_case(PRN_RNN_MHGRU, PRN_F64, 0, 16, 2, 300, 2); case_end();
     deer_adj_direct_case(PRN_RNN_GRU, PRN_F64, 0, 12, 2, 300, 3); case_end();
+    /* 32 and 64 states (CUDA: one to four threads a block), with segments */
+    deer_resident("4");
+    deer_adj_direct_case(PRN_RNN_GRU, PRN_F32, 0, 32, 2, 2701, 3); case_end();
+    deer_adj_direct_case(PRN_RNN_GRU, PRN_F64, 1, 32, 1, 1500, 2); case_end();
+    deer_adj_direct_case(PRN_RNN_LSTM, PRN_F32, 1, 32, 2, 1200, 3); case_end();
+    deer_adj_direct_case(PRN_RNN_SHPLRNN, PRN_F32, 0, 64, 3, 40, 1); case_end();
+    deer_resident(NULL);
 }
 static void t_deer_direct(void) {
     static const prn_rnn_kind kinds[] = {PRN_RNN_ELMAN, PRN_RNN_LSTM, PRN_RNN_GRU, PRN_RNN_MHGRU, PRN_RNN_PLRNN,
@@ -2716,11 +2807,33 @@ static void t_deer_direct(void) {
                     deer_resident(NULL);
                     case_end();
                 }
-    /* 8 states a row: the kernels' larger per-thread room; 16 (GRU), 17 (declined) */
+    /* 8 states a row: the kernels' larger per-thread room; 16 (GRU), 17 */
     deer_direct_case(PRN_RNN_GRU, PRN_F32, PRN_JACOBIAN_DENSE, 0, 12, 5, 700, 0, 0); case_end();
     deer_direct_case(PRN_RNN_LSTM, PRN_F64, PRN_JACOBIAN_DENSE, 1, 8, 5, 700, 3, 0); case_end();
     deer_direct_case(PRN_RNN_MHGRU, PRN_F64, PRN_JACOBIAN_BLOCK, 0, 16, 2, 300, 0, 0); case_end();
     deer_direct_case(PRN_RNN_GRU, PRN_F32, PRN_JACOBIAN_DENSE, 0, 17, 2, 40, 0, 0); case_end();
+    /* 32 and 64 states (CUDA: the rooms of 32 and 64, one to four threads a
+     * block; f64 takes 32 at most, 33 declined): few rows (segments, the
+     * chain's tiles of 3 and 1) and one pass */
+    deer_direct_case(PRN_RNN_GRU, PRN_F32, PRN_JACOBIAN_DENSE, 0, 32, 2, 2701, 0, 0); case_end();
+    deer_direct_case(PRN_RNN_GRU, PRN_F64, PRN_JACOBIAN_DENSE, 1, 32, 1, 1500, 3, 0); case_end();
+    deer_direct_case(PRN_RNN_LSTM, PRN_F32, PRN_JACOBIAN_DENSE, 0, 32, 2, 1200, 0, 0); case_end();
+    deer_direct_case(PRN_RNN_PLRNN, PRN_F32, PRN_JACOBIAN_DIAG, 0, 64, 7, 30, 2, 0); case_end();
+    deer_direct_case(PRN_RNN_MHGRU, PRN_F32, PRN_JACOBIAN_BLOCK, 0, 48, 3, 40, 0, 0); case_end();
+    deer_direct_case(PRN_RNN_GRU, PRN_F64, PRN_JACOBIAN_DENSE, 0, 33, 2, 40, 0, 0); case_end();
+    /* several iterations a call: stopped by iters, by convergence (with
+     * and without discard), by a NaN; segments (CUDA: shared-memory and
+     * register kernels, blocks side by side) */
+    deer_multi_case(PRN_RNN_GRU, PRN_F32, PRN_JACOBIAN_DENSE, 0, 4, 11, 37, 3, 0, 0, 0); case_end();
+    deer_multi_case(PRN_RNN_GRU, PRN_F32, PRN_JACOBIAN_DENSE, 0, 4, 11, 37, 64, 1, 0, 0); case_end();
+    deer_multi_case(PRN_RNN_LSTM, PRN_F64, PRN_JACOBIAN_DIAG, 1, 2, 5, 60, 64, 0, 1, 0); case_end();
+    deer_multi_case(PRN_RNN_ELMAN, PRN_F32, PRN_JACOBIAN_DENSE, 0, 4, 11, 37, 5, 1, 0, 1); case_end();
+    deer_resident("4");
+    deer_multi_case(PRN_RNN_GRU, PRN_F32, PRN_JACOBIAN_DENSE, 1, 4, 3, 2701, 64, 1, 1, 0); case_end();
+    deer_multi_case(PRN_RNN_PLRNN, PRN_F64, PRN_JACOBIAN_BLOCK, 0, 4, 3, 2701, 4, 0, 0, 0); case_end();
+    deer_multi_case(PRN_RNN_GRU, PRN_F32, PRN_JACOBIAN_DIAG, 0, 1, 2, 40000, 64, 1, 0, 0); case_end();
+    deer_multi_case(PRN_RNN_GRU, PRN_F64, PRN_JACOBIAN_DENSE, 0, 2, 3, 700, 64, 0, 1, 0); case_end();
+    deer_resident(NULL);
     /* two states (CUDA: the register kernels, kb 1 and 2, several segments) */
     deer_direct_case(PRN_RNN_GRU, PRN_F32, PRN_JACOBIAN_DIAG, 0, 2, 3, 700, 0, 0); case_end();
     deer_direct_case(PRN_RNN_GRU, PRN_F64, PRN_JACOBIAN_DENSE, 1, 2, 3, 700, 3, 0); case_end();

@@ -975,6 +975,98 @@ static void test_alloc_failures(void) {
     }
 }
 
+/* --- several iterations a call (prn_deer_fused's iters) -------------------- */
+/* The context's backend wrapped twice: passing iters through, and making
+ * every call one iteration (iters 0: what a backend that ignores iters
+ * sees). Without adaptive damping prn_deer_rnn hands the backend several
+ * iterations a call (no host round trip each on a device): far fewer
+ * calls than iterations, and the same bits and statistics as one at a
+ * time; never more than max_iter. */
+static prn_backend g_mi_be[2];
+static prn_status (*g_mi_inner)(prn_context *, prn_deer_fused *);
+static long g_mi_calls[2];
+static prn_status mi_multi(prn_context *ctx, prn_deer_fused *a) { g_mi_calls[0]++; return g_mi_inner(ctx, a); }
+static prn_status mi_single(prn_context *ctx, prn_deer_fused *a) {
+    prn_status st;
+    g_mi_calls[1]++;
+    a->iters = 0; a->y2 = NULL;
+    st = g_mi_inner(ctx, a);
+    if (st == PRN_OK && a->done > 1) return prn_set_error(ctx, PRN_ERR_BACKEND, "mi_single: %d iterations", a->done);
+    return st;
+}
+static void multi_iters_case(size_t B, size_t T, int max_iter, int no_fallback) {
+    const prn_backend *be = prn_context_backend(g_ctx);
+    double *out[2] = {NULL, NULL};
+    size_t n[2] = {0, 0};
+    prn_deer_stats sts[2];
+    int t;
+    memset(sts, 0, sizeof sts);
+    for (t = 0; t < 2; ++t) {
+        prn_config cfg;
+        const prn_backend *tbl[1];
+        prn_context *ctx = NULL, *keep = g_ctx;
+        prn_rnn_config c = cfg_of(PRN_RNN_GRU, PRN_F32, 3, 4, 1, 0);
+        prn_rnn *r = NULL;
+        prn_tensor *x = NULL, *y = NULL;
+        prn_deer_options o;
+        unsigned seed = 41u;
+        char err[200];
+        g_mi_be[t] = *be;
+        g_mi_be[t].name = t ? "mi-single" : "mi-multi";
+        g_mi_be[t].deer_iterate = t ? mi_single : mi_multi;
+        g_mi_inner = be->deer_iterate;
+        tbl[0] = &g_mi_be[t];
+        memset(&cfg, 0, sizeof cfg);
+        cfg.backend = g_mi_be[t].name;
+        cfg.backends = tbl;
+        cfg.num_backends = 1;
+        cfg.seed = 5;
+        g_mi_calls[t] = 0;
+        if (prn_context_create(&cfg, &ctx, err, sizeof err) != PRN_OK) { PRNT_CHECK(0, "context: %s", err); break; }
+        g_ctx = ctx;
+        PRNT_OK(ctx, prn_rnn_create(ctx, &c, &r));
+        if (r) scale_params(r, 3.0); /* a few more iterations */
+        x = rand_tensor(PRN_F32, 3, B, T, 3, &seed, 1.0);
+        memset(&o, 0, sizeof o);
+        o.max_iter = max_iter;
+        o.no_fallback = no_fallback;
+        PRNT_OK(ctx, prn_deer_rnn(ctx, r, x, NULL, &o, &y, NULL, &sts[t]));
+        if (y) {
+            n[t] = prn_tensor_numel(y);
+            out[t] = (double *)calloc(n[t], sizeof(double));
+            prnt_download_f64(y, out[t]);
+        }
+        prn_tensor_free(x); prn_tensor_free(y);
+        prn_rnn_free(r);
+        prn_context_destroy(ctx);
+        g_ctx = keep;
+    }
+    PRNT_CHECK(n[0] && n[0] == n[1] && out[0] && out[1] && !memcmp(out[0], out[1], n[0] * sizeof(double)),
+               "B %lu T %lu max_iter %d: y differs between several iterations a call and one", (unsigned long)B,
+               (unsigned long)T, max_iter);
+    PRNT_CHECK(sts[0].iterations == sts[1].iterations && sts[0].residual == sts[1].residual &&
+                   sts[0].converged == sts[1].converged && sts[0].fell_back == sts[1].fell_back &&
+                   sts[0].nonfinite == sts[1].nonfinite,
+               "statistics differ: iterations %d / %d, residual %g / %g, converged %d / %d, fell back %d / %d",
+               sts[0].iterations, sts[1].iterations, sts[0].residual, sts[1].residual, sts[0].converged,
+               sts[1].converged, sts[0].fell_back, sts[1].fell_back);
+    PRNT_CHECK(sts[1].iterations >= 5 && g_mi_calls[1] == sts[1].iterations + 1,
+               "one a call: %ld calls for %d iterations", g_mi_calls[1], sts[1].iterations);
+    /* 1, 2, 4, 8 a call (capped by max_iter), one more for the last residual at max_iter */
+    PRNT_CHECK(g_mi_calls[0] <= 5 && g_mi_calls[0] < g_mi_calls[1],
+               "several a call: %ld calls for %d iterations", g_mi_calls[0], sts[0].iterations);
+    free(out[0]); free(out[1]);
+}
+static void test_multi_iters(void) {
+    if (!prn_context_backend(g_ctx)->deer_iterate) {
+        printf("skip test_multi_iters: the backend has no deer_iterate\n");
+        return;
+    }
+    multi_iters_case(3, 700, 0, 0);      /* converges */
+    multi_iters_case(1, 3000, 0, 0);     /* time segments */
+    multi_iters_case(3, 700, 6, 1);      /* stopped by max_iter: 1 + 2 + 3, then the residual */
+}
+
 int main(void) {
     g_ctx = prnt_context(1);
     if (!g_ctx) return 1;
@@ -987,6 +1079,7 @@ int main(void) {
     PRNT_RUN(test_threads);
     PRNT_RUN(test_segments_amplifying);
     PRNT_RUN(test_discard_converged);
+    PRNT_RUN(test_multi_iters);
     PRNT_RUN(test_user_cell);
     PRNT_RUN(test_nonconvergent);
     PRNT_RUN(test_damping);

@@ -175,7 +175,8 @@ rnn_cudnn() {
 
 # DEER vs the sequential layer at the shapes: n = 1 and 32, T = 10^6,
 # B = 16 (bench_deer's batch), with gradients
-# (the composed path at n = 32 needs ~66 GB: the budget is 85% of the GPU's memory)
+# (n = 32 runs the fused kernels, O(B T n): bench_deer estimates ~66 GB with
+# gradients; the composed path would need ten times that. Budget: 85% of the GPU's memory)
 deer_targets() {
     local n ns="1 32" rc=0 GPU_MEM_GB
     GPU_MEM_GB=$(nvidia-smi --query-gpu=memory.total --format=csv,noheader,nounits 2>/dev/null | head -n 1 | awk '{ printf "%d", $1 * 1.048576e-3 * 0.85 }')
