@@ -386,8 +386,8 @@ __global__ void __launch_bounds__(PRN_LAY_NT, 1)
             if (L.ns > 1 && step + 1 < TT) {
                 /* (3) every slice's h of this step, from the states array */
                 prn_lay_barrier(cnt + grp, (unsigned)(L.ns * (step + 1)));
-                for (size_t e = tid; e < nb * H; e += nt) {
-                    const size_t b = e / H, m = e % H;
+                for (unsigned e = tid; e < (unsigned)(nb * H); e += nt) { /* (32 bits: nb H <= 64 x 4096) */
+                    const unsigned b = e / (unsigned)H, m = e - b * (unsigned)H;
                     sh[b * hs + m] = ((volatile const T *)states)[((b0 + b) * TT + t) * S + m];
                 }
             }
@@ -450,8 +450,8 @@ __global__ void __launch_bounds__(PRN_LAY_NT, 1)
             /* (2), (3): the whole dq row of the step (ns = 1: the cells wrote it to the stage) */
             if (L.ns > 1) {
                 prn_lay_barrier(cnt + grp, (unsigned)(L.ns * (step + 1)));
-                for (size_t e = tid; e < nb * P; e += nt) {
-                    const size_t b = e / P, p = e % P;
+                for (unsigned e = tid; e < (unsigned)(nb * P); e += nt) {
+                    const unsigned b = e / (unsigned)P, p = e - b * (unsigned)P;
                     sd[b * ps + p] = ((volatile const T *)dq)[((b0 + b) * TT + t) * P + p];
                 }
             }
@@ -688,16 +688,38 @@ static int prn_lay_occ(int f64, int rb, int bwd, int threads, size_t smem, size_
 /* Picks ns (slices) and bg (sequences per block) by an estimate of a
  * step's cycles on one multiprocessor: the dot products bound by shared
  * memory's 128 bytes per cycle (each W vector serves rb sequences: up to
- * 128 f32 / 64 f64 FMAs per cycle), about 600 cycles of cell, barriers
+ * 128 f32 / 64 f64 FMAs per cycle), PRN_LAY_C1 cycles of cell, barriers
  * and latency, and with ns > 1 the step barrier and the staging of h (dq)
- * from L2 (about 2500 cycles: fence, atomic, polls and loads, each an L2
- * round trip; more with more blocks), so a layer that fits one block's
- * shared memory stays in one block per group unless the dots are long. Groups that cannot
- * run at once multiply it (ns = 1 only; with ns > 1 every block must be
- * resident). Blocks per multiprocessor: the kernel's limit without shared
- * memory (threads, registers) and the multiprocessor's shared memory (the
- * opt-in limit + the 1 KiB the runtime reserves per block, as on sm_80 and
- * sm_90); the chosen plan is checked with the runtime's occupancy. */
+ * from L2 (PRN_LAY_CB + PRN_LAY_CBB per block of the grid: fence, atomic,
+ * polls and loads, each an L2 round trip), so a layer that fits one
+ * block's shared memory stays in one block per group unless the dots are
+ * long. Groups that cannot run at once multiply it (ns = 1 only; with
+ * ns > 1 every block must be resident). Blocks per multiprocessor: the
+ * kernel's limit without shared memory (threads, registers) and the
+ * multiprocessor's shared memory (the opt-in limit + the 1 KiB the runtime
+ * reserves per block, as on sm_80 and sm_90); the chosen plan is checked
+ * with the runtime's occupancy.
+ * The constants, from the H200's run 2 (bench/results/gpu_check_nvidia-
+ * h200_2026-11-27_run2, T = 1000, f32, B = 1, 1.8 cycles a ns). The
+ * one-block steps took 4500 (GRU H 64) to 8800 (GRU H 128) cycles: 3000 +
+ * 0.12 a multiply-add, four times the shared-memory bound -- the walk's
+ * 64-bit divisions (three per dot, ~150 cycles each) made the dots
+ * issue-bound -- with the x and state loads' DRAM / L2 round trips exposed
+ * in each step. The slice plans' steps (LSTM H 128, 16 slices: 6500; GRU
+ * H 256, 26: 6800; LSTM H 256, 32: 7300; GRU H 512, 47: 8700; LSTM H 512,
+ * 57: 9200) fit 5670 + 0.12 a multiply-add + 21 a block within 5%. Those
+ * divisions are gone (prn_lay_walk) and the loads run a step ahead, so the
+ * dots are taken at the bound above, the one-block step's rest at C1 =
+ * 1200 (the cell's chain: partial sums, exp, tanh, IEEE divisions, two
+ * barriers; an estimate), and the barrier's at CB = 5670 - C1 - ~1000 (the
+ * cell's and staging's divisions, gone) = 3500, CBB = 20 a block. At the
+ * measured sizes this keeps one block wherever W_hh fits (GRU H <= 128,
+ * LSTM H <= 64 in f32) and takes somewhat fewer slices than before (LSTM
+ * H 128: 10 instead of 16; GRU H 512: 32 instead of 47). Refit from the
+ * next run (bench_rnn at T = 1000, B = 1, per plan). */
+#define PRN_LAY_C1 1200.0
+#define PRN_LAY_CB 3500.0
+#define PRN_LAY_CBB 20.0
 extern "C" int prn_cu_rnn_layer_plan(int f64, int kind, int bwd, size_t B, size_t T, size_t H, int sm_count,
                                      size_t smem_optin, unsigned min_slices, int blocks_only, prn_cu_layer_plan *pl) {
     const size_t G = kind == PRN_RNN_LSTM ? 4 : kind == PRN_RNN_ELMAN ? 1 : 3, es = f64 ? 8 : 4;
@@ -712,7 +734,7 @@ extern "C" int prn_cu_rnn_layer_plan(int f64, int kind, int bwd, size_t B, size_
     /* H = 1: a thread per sequence (k_lay1_*) wherever the slices are not
      * forced. It is faster than any block plan at every B: a block plan's
      * step is a chain of two or three barriers, shared-memory round trips
-     * and ks partial sums (about 2500 cycles measured on the H200, run 2),
+     * and ks partial sums (about 2500 cycles a step forward on the H200, run 2),
      * the thread's step only the cell's arithmetic (a few hundred cycles);
      * B threads fill the device no worse than B / bg blocks would. Its dot
      * order is the block plans' for ks = prn_lay1_k<T>::KS, which
@@ -752,8 +774,8 @@ extern "C" int prn_cu_rnn_layer_plan(int f64, int kind, int bwd, size_t B, size_
             if (cap > resident) cap = resident;
             if (cap < 1 || (ns > 1 && ns * nbg > cap)) continue;
             const double rate = (double)(f64 ? 16 : 32) * (double)rb;
-            double cyc = (double)(rows * nr * bgp) / rate + 600;
-            if (ns > 1) cyc += 2500 + 10.0 * (double)(ns * nbg) + (double)(bgp * n * es) / 32;
+            double cyc = (double)(rows * nr * bgp) / rate + PRN_LAY_C1;
+            if (ns > 1) cyc += PRN_LAY_CB + PRN_LAY_CBB * (double)(ns * nbg) + (double)(bgp * n * es) / 32;
             if (ns == 1) cyc *= (double)prn_cdiv(nbg, cap);
             if (!found || cyc < best) {
                 /* threads: the dots' (ks per dot) or the cells', in warps, up to PRN_LAY_NT */
