@@ -15,7 +15,8 @@
  * pointers off 16-byte boundaries); AUTO's choice between it and the
  * chunked scan; the chunked block scans at every compiled bound on k; the
  * one-kernel RNN layers against the per-step path (PARRNN_CUDA_LAYER=
- * steps); under the emulator again with 64 (the look-back) or 8 (block
+ * steps), hidden size 1's thread per sequence against the block kernels
+ * (=blocks) bit for bit, and the plan's choice of it; under the emulator again with 64 (the look-back) or 8 (block
  * scans, layers) blocks running at once.
  * Its primitives are checked by test_conformance, and the whole
  * suite runs on it with PARRNN_BACKEND=cuda. Skipped when the backend is
