@@ -30,7 +30,15 @@
 
 #include "prn_test_device.h"
 #ifdef PARRNN_WITH_CUDA
+/* the CUDA headers use C11 anonymous unions (as in backends/parrnn_cuda.h) */
+#if defined(__GNUC__) || defined(__clang__)
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wpedantic"
+#endif
 #include "kernels_cuda/prn_cuda_launch.h" /* prn_cu_rnn_layer_plan */
+#if defined(__GNUC__) || defined(__clang__)
+#pragma GCC diagnostic pop
+#endif
 #endif
 
 #ifdef PRNT_CUDA_EMU /* the emulator's own counters (tests/cuda_emu/cuda_runtime_api.h) */
