@@ -67,7 +67,8 @@
  *   rnn_layer_forward / _backward: ONE persistent kernel per layer wherever
  *   W_hh fits on chip: W_hh cut by hidden units over ns blocks (each keeps
  *   its slice in shared memory for all T steps and runs a group of bg
- *   sequences; the blocks of a group meet a barrier each step, all resident
+ *   sequences; the blocks of a group exchange h each step (f32: tagged
+ *   64-bit words; f64: a barrier), all resident
  *   at once by the occupancy), the plan made per call from H, B, the SM
  *   count and the opt-in shared memory (kernels_cuda/rnn_cell.cu); at
  *   H = 1, a thread per sequence with everything in registers. The

@@ -80,6 +80,7 @@ typedef struct prn_cu_layer_plan {
     unsigned ns, u, bg, nbg, grid, threads, ks, rb;
     size_t smem, smem_max, scratch; /* smem_max: the kernels' opt-in (the device's limit) */
     unsigned path;                  /* 0: the block kernels (k_lay_*); 1: a thread per sequence (H = 1, k_lay1_*) */
+    unsigned xtag;                  /* slices exchange tagged 64-bit words (f32), not the counter barrier */
 } prn_cu_layer_plan;
 /* blocks_only: never the thread-per-sequence kernels (tests, benchmarks:
  * PARRNN_CUDA_LAYER=blocks) */

@@ -127,7 +127,9 @@ __global__ void k_cell_bwd(size_t B, size_t H, size_t k, int kind, int relu, prn
  * as can be resident at once (occupancy x multiprocessors; on the
  * emulator, PRN_CUDA_EMU_RESIDENT), and such grids are cooperative
  * launches (all blocks at once, or an error): no deadlock. Groups beyond
- * that are looped over (ns = 1 only, where no block waits). */
+ * that are looped over (ns = 1 only, where no block waits). f32 slices
+ * replace the barrier and the staging from states / dq by the tagged
+ * exchange (prn_lay_put, below). */
 #define PRN_LAY_NT 512 /* threads per block at most (fewer where the work is less) */
 
 __device__ __forceinline__ void prn_lay_barrier(unsigned *cnt, unsigned target) {
@@ -140,6 +142,40 @@ __device__ __forceinline__ void prn_lay_barrier(unsigned *cnt, unsigned target) 
         __threadfence();
     }
     __syncthreads();
+}
+
+/* The tagged exchange (f32 slices): instead of the counter barrier, each
+ * value a block's cells produce for the other blocks (h forward, dq
+ * backward) goes out as ONE 64-bit word, (step + 1) << 32 | its bits, into
+ * a buffer of two rows per sequence (step parity), zeroed before the
+ * launch; a block stages a value by polling its word until the tag is
+ * step + 1. A 64-bit aligned store and load are single-copy atomic, so the
+ * tag vouches for the value in the same word: no fence, no atomic, no
+ * counter -- a step's exchange costs about one L2 round trip for the
+ * store and one for the polls, where the barrier had fence, atomic, polls
+ * (each an L2 round trip), fence and then the staging loads. Two rows
+ * suffice: a block writes step s + 2's values only after it staged all of
+ * step s + 1's, which every block produced after staging all of step s's.
+ * Every block of the grid is resident (a cooperative launch), as for the
+ * barrier. f64 values need the whole word: they keep the barrier. */
+__device__ __forceinline__ void prn_lay_put(unsigned long long *p, float v, size_t tag) {
+    union {
+        float f;
+        unsigned u;
+    } c;
+    c.f = v;
+    *(volatile unsigned long long *)p = (unsigned long long)tag << 32 | c.u;
+}
+__device__ __forceinline__ void prn_lay_put(unsigned long long *, double, size_t) {} /* (never: f64 keeps the barrier) */
+template <typename T> __device__ __forceinline__ T prn_lay_take(const unsigned long long *p, size_t tag) {
+    unsigned long long w;
+    while ((w = *(volatile const unsigned long long *)p) >> 32 != (unsigned long long)(unsigned)tag) __nanosleep(20);
+    union {
+        float f;
+        unsigned u;
+    } c;
+    c.u = (unsigned)w;
+    return (T)c.f;
 }
 
 /* A unit's inputs of a step, fetched from global memory before the block
@@ -226,16 +262,19 @@ __device__ __forceinline__ void prn_lay_fetch_bwd_at(size_t TT, size_t H, int ki
 
 /* prn_cell_bwd_unit's arithmetic on fetched values; with cb, (ch, cc) is
  * the carry of the step after. Writes dx, dqq of the unit's gates (dqq also
- * to sq unless NULL: the block's stage) and returns d (dh, dc). */
+ * to sq unless NULL: the block's stage; and tagged to xq unless NULL: the
+ * tagged exchange) and returns d (dh, dc). */
 #define PRN_LAY_DQ(k, val)                                                                                         \
     do {                                                                                                           \
         const T v_ = (val);                                                                                        \
         dqq[k] = v_;                                                                                               \
         if (sq) sq[k] = v_;                                                                                        \
+        if (xq) prn_lay_put(xq + (k), v_, tag);                                                                    \
     } while (0)
 template <typename T>
 __device__ __forceinline__ void prn_lay_cell_bwd(size_t H, int kind, int relu, size_t i, const prn_lay_bin<T> &f,
-                                                 bool cb, T ch, T cc, T *dx, T *dqq, T *sq, T &dh, T &dcr) {
+                                                 bool cb, T ch, T cc, T *dx, T *dqq, T *sq, unsigned long long *xq,
+                                                 size_t tag, T &dh, T &dcr) {
     const T g0 = cb ? f.gh + ch : f.gh;
     if (kind == PRN_RNN_ELMAN) {
         const T dp = relu ? (f.nh > 0 ? g0 : (T)0) : g0 * ((T)1 - f.nh * f.nh);
@@ -305,7 +344,7 @@ __device__ __forceinline__ void prn_lay_fetch_x(size_t H, int kind, size_t i, co
 template <typename T, int RB>
 __global__ void __launch_bounds__(PRN_LAY_NT, 1)
     k_lay_fwd(size_t B, size_t TT, size_t H, int kind, int relu, int rev, prn_cu_layer_plan L, const T *xp,
-              const T *w, const T *bias, const T *s0, T *states, T *saved, unsigned *cnt) {
+              const T *w, const T *bias, const T *s0, T *states, T *saved, unsigned *cnt, unsigned long long *xb) {
     PRN_DYN_SHARED(smem);
     const size_t G = kind == PRN_RNN_LSTM ? 4 : kind == PRN_RNN_ELMAN ? 1 : 3, P = G * H;
     const size_t S = kind == PRN_RNN_LSTM ? 2 * H : H, V = (kind == PRN_RNN_LSTM ? 5 : kind == PRN_RNN_ELMAN ? 0 : 4) * H;
@@ -377,13 +416,23 @@ __global__ void __launch_bounds__(PRN_LAY_NT, 1)
                 const T h = prn_lay_cell_fwd(H, kind, relu, i, in, q, states + row * S,
                                              saved ? saved + row * V : (T *)NULL, cn);
                 if (L.ns == 1) sh[b * hs + i] = h;
+                else if (xb && step + 1 < TT) prn_lay_put(xb + ((step & 1) * B + bb) * H + i, h, step + 1);
                 if (one) { /* the next step's state and x */
                     in.h = h;
                     in.c = cn;
                     if (step + 1 < TT) prn_lay_fetch_x(H, kind, i, xp + (bb * TT + (rev ? t - 1 : t + 1)) * P, in.x);
                 }
             }
-            if (L.ns > 1 && step + 1 < TT) {
+            if (L.ns > 1 && step + 1 < TT && xb) {
+                /* (3) every slice's h of this step, tagged (the barrier first:
+                 * this block's own values, on the emulator's fibers too) */
+                const unsigned long long *xr = xb + ((step & 1) * B + b0) * H;
+                __syncthreads();
+                for (unsigned e = tid; e < (unsigned)(nb * H); e += nt) {
+                    const unsigned b = e / (unsigned)H, m = e - b * (unsigned)H;
+                    sh[b * hs + m] = prn_lay_take<T>(xr + e, step + 1);
+                }
+            } else if (L.ns > 1 && step + 1 < TT) {
                 /* (3) every slice's h of this step, from the states array */
                 prn_lay_barrier(cnt + grp, (unsigned)(L.ns * (step + 1)));
                 for (unsigned e = tid; e < (unsigned)(nb * H); e += nt) { /* (32 bits: nb H <= 64 x 4096) */
@@ -400,7 +449,7 @@ template <typename T, int RB>
 __global__ void __launch_bounds__(PRN_LAY_NT, 1)
     k_lay_bwd(size_t B, size_t TT, size_t H, int kind, int relu, int rev, prn_cu_layer_plan L, const T *g,
               const T *w, const T *s0, const T *states, const T *saved, T *dxp, T *dq, T *ds0, unsigned *cnt,
-              T *carry) {
+              T *carry, unsigned long long *xb) {
     PRN_DYN_SHARED(smem);
     const size_t G = kind == PRN_RNN_LSTM ? 4 : kind == PRN_RNN_ELMAN ? 1 : 3, P = G * H;
     const size_t S = kind == PRN_RNN_LSTM ? 2 * H : H;
@@ -436,7 +485,9 @@ __global__ void __launch_bounds__(PRN_LAY_NT, 1)
                 /* one call site for both (the same arithmetic, contracted alike) */
                 prn_lay_cell_bwd(H, kind, relu, i, in, step != 0, one ? ch : step ? cb[i] : (T)0,
                                  one ? cc : step && S > H ? cb[H + i] : (T)0, dxp + row * P, dq + row * P,
-                                 L.ns == 1 ? sd + (bb - b0) * ps : (T *)NULL, dh, dc);
+                                 L.ns == 1 ? sd + (bb - b0) * ps : (T *)NULL,
+                                 L.ns > 1 && xb ? xb + ((step & 1) * B + bb) * P : (unsigned long long *)NULL, step + 1,
+                                 dh, dc);
                 if (one) {
                     ch = dh;
                     cc = dc;
@@ -448,7 +499,14 @@ __global__ void __launch_bounds__(PRN_LAY_NT, 1)
             if (one && tid < nb * uc && step + 1 < TT) /* the next step's inputs, on their way during this one's dots */
                 prn_lay_fetch_bwd_at(TT, H, kind, rev, step + 1, b0 + mb, u0 + mu, g, s0, states, saved, in);
             /* (2), (3): the whole dq row of the step (ns = 1: the cells wrote it to the stage) */
-            if (L.ns > 1) {
+            if (L.ns > 1 && xb) { /* tagged, as the forward */
+                const unsigned long long *xr = xb + ((step & 1) * B + b0) * P;
+                __syncthreads();
+                for (unsigned e = tid; e < (unsigned)(nb * P); e += nt) {
+                    const unsigned b = e / (unsigned)P, p = e - b * (unsigned)P;
+                    sd[b * ps + p] = prn_lay_take<T>(xr + e, step + 1);
+                }
+            } else if (L.ns > 1) {
                 prn_lay_barrier(cnt + grp, (unsigned)(L.ns * (step + 1)));
                 for (unsigned e = tid; e < (unsigned)(nb * P); e += nt) {
                     const unsigned b = e / (unsigned)P, p = e - b * (unsigned)P;
@@ -600,7 +658,7 @@ __global__ void __launch_bounds__(PRN_LAY1_TPB)
             if (step >= TT) break;
             T sq[4] = {0, 0, 0, 0}, dh, dc;
             prn_lay_cell_bwd((size_t)1, kind, relu, 0, ring[k], step != 0, ch, cc, dxp + row * G, dq + row * G, sq,
-                             dh, dc);
+                             (unsigned long long *)NULL, 0, dh, dc);
             if (step + K::D < TT)
                 prn_lay_fetch_bwd_at(TT, (size_t)1, kind, rev, step + K::D, b, 0, g, s0, states, saved, ring[k]);
             ch = dh + prn_lay1_dot(wr, sq, G); /* d h_prev: the cell's part, then dq W_hh */
@@ -716,9 +774,14 @@ static int prn_lay_occ(int f64, int rb, int bwd, int threads, size_t smem, size_
  * measured sizes this keeps one block wherever W_hh fits (GRU H <= 128,
  * LSTM H <= 64 in f32) and takes somewhat fewer slices than before (LSTM
  * H 128: 10 instead of 16; GRU H 512: 32 instead of 47). Refit from the
- * next run (bench_rnn at T = 1000, B = 1, per plan). */
+ * next run (bench_rnn at T = 1000, B = 1, per plan). f32 slice plans use
+ * the tagged exchange instead of the barrier: PRN_LAY_CT. */
 #define PRN_LAY_C1 1200.0
 #define PRN_LAY_CB 3500.0
+/* f32 slices exchange tagged words instead (prn_lay_put): one L2 round
+ * trip for the producer's store and one for the polls, ~700 cycles each,
+ * no fence or atomic -- an estimate, unmeasured */
+#define PRN_LAY_CT 1500.0
 #define PRN_LAY_CBB 20.0
 extern "C" int prn_cu_rnn_layer_plan(int f64, int kind, int bwd, size_t B, size_t T, size_t H, int sm_count,
                                      size_t smem_optin, unsigned min_slices, int blocks_only, prn_cu_layer_plan *pl) {
@@ -775,7 +838,7 @@ extern "C" int prn_cu_rnn_layer_plan(int f64, int kind, int bwd, size_t B, size_
             if (cap < 1 || (ns > 1 && ns * nbg > cap)) continue;
             const double rate = (double)(f64 ? 16 : 32) * (double)rb;
             double cyc = (double)(rows * nr * bgp) / rate + PRN_LAY_C1;
-            if (ns > 1) cyc += PRN_LAY_CB + PRN_LAY_CBB * (double)(ns * nbg) + (double)(bgp * n * es) / 32;
+            if (ns > 1) cyc += (f64 ? PRN_LAY_CB : PRN_LAY_CT) + PRN_LAY_CBB * (double)(ns * nbg) + (double)(bgp * n * es) / 32;
             if (ns == 1) cyc *= (double)prn_cdiv(nbg, cap);
             if (!found || cyc < best) {
                 /* threads: the dots' (ks per dot) or the cells', in warps, up to PRN_LAY_NT */
@@ -794,6 +857,8 @@ extern "C" int prn_cu_rnn_layer_plan(int f64, int kind, int bwd, size_t B, size_
                 pl->smem = smem;
                 pl->smem_max = smax;
                 pl->scratch = 256 * prn_cdiv(nbg * 4, 256) + (bwd ? 2 * B * (kind == PRN_RNN_LSTM ? 2 : 1) * H * es : 0);
+                pl->xtag = ns > 1 && !f64; /* the tagged exchange's two rows of 64-bit words a sequence */
+                pl->scratch += pl->xtag ? 2 * B * (bwd ? G * H : H) * 8 : 0;
             }
         }
     }
@@ -821,21 +886,23 @@ extern "C" int prn_cu_rnn_layer_fwd(cudaStream_t st, int f64, int kind, int relu
         return prn_launched();
     }
     unsigned *cnt = (unsigned *)scratch;
-    cudaError_t e = cudaMemsetAsync(cnt, 0, 256 * prn_cdiv(pl->nbg * 4, 256), st);
+    const size_t zeroed = 256 * prn_cdiv(pl->nbg * 4, 256);
+    unsigned long long *xb = pl->xtag ? (unsigned long long *)((char *)scratch + zeroed) : NULL;
+    cudaError_t e = cudaMemsetAsync(cnt, 0, zeroed + (pl->xtag ? 2 * B * H * 8 : 0), st); /* the counters, the tags */
     if (e != cudaSuccess) return (int)e;
     prn_cu_layer_plan L = *pl; /* (not const: the cooperative launch takes void pointers) */
 #define PRN_LAY_FWD(R, RB)                                                                                         \
     do {                                                                                                           \
         const R *a0 = (const R *)xp, *a1 = (const R *)w, *a2 = (const R *)bias, *a3 = (const R *)s0;              \
         R *a4 = (R *)states, *a5 = (R *)saved;                                                                     \
-        void *args[] = {&B, &TT, &H, &kind, &relu, &rev, &L, &a0, &a1, &a2, &a3, &a4, &a5, &cnt};                  \
+        void *args[] = {&B, &TT, &H, &kind, &relu, &rev, &L, &a0, &a1, &a2, &a3, &a4, &a5, &cnt, &xb};             \
         e = cudaFuncSetAttribute(k_lay_fwd<R, RB>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)L.smem_max);  \
         if (e != cudaSuccess) return (int)e;                                                                       \
         if (L.ns > 1) /* blocks that wait for each other: all resident, or the launch fails */                    \
             return (int)cudaLaunchCooperativeKernel(k_lay_fwd<R, RB>, dim3(L.grid), dim3(L.threads), args, L.smem, \
                                                     st);                                                           \
         k_lay_fwd<R, RB><<<L.grid, L.threads, L.smem, st>>>(B, TT, H, kind, relu, rev, L, a0, a1, a2, a3, a4, a5,  \
-                                                            cnt);                                                  \
+                                                            cnt, xb);                                              \
     } while (0)
     if (f64 && L.rb == 1) PRN_LAY_FWD(double, 1);
     else if (f64) PRN_LAY_FWD(double, 4);
@@ -862,10 +929,15 @@ extern "C" int prn_cu_rnn_layer_bwd(cudaStream_t st, int f64, int kind, int relu
                 (const float *)saved, (float *)dxp, (float *)dq, (float *)ds0);
         return prn_launched();
     }
-    const size_t zeroed = 256 * prn_cdiv(pl->nbg * 4, 256);
+    const size_t zeroed = 256 * prn_cdiv(pl->nbg * 4, 256), cs = 2 * B * (kind == PRN_RNN_LSTM ? 2 : 1) * H * (f64 ? 8 : 4);
     unsigned *cnt = (unsigned *)scratch;
     void *carry = (char *)scratch + zeroed;
+    unsigned long long *xb = pl->xtag ? (unsigned long long *)((char *)carry + cs) : NULL; /* (8-byte aligned: cs is) */
     cudaError_t e = cudaMemsetAsync(cnt, 0, zeroed, st);
+    if (e == cudaSuccess && xb) {
+        const size_t G = kind == PRN_RNN_LSTM ? 4 : kind == PRN_RNN_ELMAN ? 1 : 3;
+        e = cudaMemsetAsync(xb, 0, 2 * B * G * H * 8, st); /* the tags */
+    }
     if (e != cudaSuccess) return (int)e;
     prn_cu_layer_plan L = *pl; /* (not const: the cooperative launch takes void pointers) */
 #define PRN_LAY_BWD(R, RB)                                                                                         \
@@ -873,14 +945,14 @@ extern "C" int prn_cu_rnn_layer_bwd(cudaStream_t st, int f64, int kind, int relu
         const R *a0 = (const R *)g, *a1 = (const R *)w, *a2 = (const R *)s0, *a3 = (const R *)states;              \
         const R *a4 = (const R *)saved;                                                                            \
         R *a5 = (R *)dxp, *a6 = (R *)dq, *a7 = (R *)ds0, *a8 = (R *)carry;                                         \
-        void *args[] = {&B, &TT, &H, &kind, &relu, &rev, &L, &a0, &a1, &a2, &a3, &a4, &a5, &a6, &a7, &cnt, &a8};   \
+        void *args[] = {&B, &TT, &H, &kind, &relu, &rev, &L, &a0, &a1, &a2, &a3, &a4, &a5, &a6, &a7, &cnt, &a8, &xb}; \
         e = cudaFuncSetAttribute(k_lay_bwd<R, RB>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)L.smem_max);  \
         if (e != cudaSuccess) return (int)e;                                                                       \
         if (L.ns > 1)                                                                                              \
             return (int)cudaLaunchCooperativeKernel(k_lay_bwd<R, RB>, dim3(L.grid), dim3(L.threads), args, L.smem, \
                                                     st);                                                           \
         k_lay_bwd<R, RB><<<L.grid, L.threads, L.smem, st>>>(B, TT, H, kind, relu, rev, L, a0, a1, a2, a3, a4, a5,  \
-                                                            a6, a7, cnt, a8);                                      \
+                                                            a6, a7, cnt, a8, xb);                                  \
     } while (0)
     if (f64 && L.rb == 1) PRN_LAY_BWD(double, 1);
     else if (f64) PRN_LAY_BWD(double, 4);
