@@ -67,17 +67,20 @@
  *   rnn_layer_forward / _backward: ONE persistent kernel per layer wherever
  *   W_hh fits on chip: W_hh cut by hidden units over ns blocks (each keeps
  *   its slice in shared memory for all T steps and runs a group of bg
- *   sequences; the blocks of a group meet a barrier each step, all resident
+ *   sequences; the blocks of a group exchange h each step (f32: tagged
+ *   64-bit words; f64: a barrier), all resident
  *   at once by the occupancy), the plan made per call from H, B, the SM
- *   count and the opt-in shared memory (kernels_cuda/rnn_cell.cu). The
+ *   count and the opt-in shared memory (kernels_cuda/rnn_cell.cu); at
+ *   H = 1, a thread per sequence with everything in registers. The
  *   results' bits do not depend on the plan. Otherwise (W_hh too large for
  *   the resident blocks: f32 LSTM H = 512 backward at B = 64, larger f64
  *   layers) they queue per step a cuBLAS GEMM (the hidden projection; in
  *   the backward, d h_prev += dq W_hh) and the cell kernel of
  *   rnn_cell_forward / _backward, reading and writing the layer's [B, T, X]
  *   arrays in place. PARRNN_CUDA_LAYER=steps (read at context creation)
- *   forces the latter; PARRNN_CUDA_LAYER_SLICES=n plans at least n slices
- *   (tests, benchmarks).
+ *   forces the latter, PARRNN_CUDA_LAYER=blocks the block kernels even at
+ *   H = 1; PARRNN_CUDA_LAYER_SLICES=n plans at least n slices (tests,
+ *   benchmarks).
  *
  * DEER
  *   deer_iterate / deer_adjoint: prn_deer_rnn's built-in cells of at most
@@ -151,6 +154,7 @@ typedef struct prn__cu_state {
     size_t scan_items;      /* threads that fill the device */
     int scan_force;         /* PARRNN_CUDA_SCAN: 0 auto, 1 look-back, 2 chunked (for AUTO) */
     int layer_steps;        /* PARRNN_CUDA_LAYER=steps: layers as a GEMM and a cell kernel per step */
+    int layer_blocks;       /* PARRNN_CUDA_LAYER=blocks: the one-kernel layers never a thread per sequence */
     unsigned layer_slices;  /* PARRNN_CUDA_LAYER_SLICES=n: the one-kernel layers in at least n slices */
     size_t smem_optin;      /* dynamic shared memory a block may opt in to */
     int deer_composed;      /* PARRNN_CUDA_DEER=composed: deer_takes declines every call */
@@ -315,6 +319,7 @@ PRN__CU_FN prn_status prn__cu_create(prn_context *ctx, void **state) {
         s->scan_force = force && !strcmp(force, "lookback") ? 1 : force && !strcmp(force, "chunked") ? 2 : 0;
         force = getenv("PARRNN_CUDA_LAYER");
         s->layer_steps = force && !strcmp(force, "steps");
+        s->layer_blocks = force && !strcmp(force, "blocks");
         force = getenv("PARRNN_CUDA_LAYER_SLICES");
         s->layer_slices = force ? (unsigned)strtoul(force, NULL, 10) : 0;
         force = getenv("PARRNN_CUDA_DEER");
@@ -738,7 +743,7 @@ PRN__CU_FN prn_status prn__cu_rnn_layer_forward(prn_context *ctx, prn_dtype dtyp
     prn_status st = prn__cu_layer_begin(ctx, fn, dtype, kind, 0, saved, &cs);
     if (st != PRN_OK || B == 0 || T == 0 || H == 0) return st;
     if (!cs->layer_steps && prn_cu_rnn_layer_plan(dtype == PRN_F64, kind, 0, B, T, H, cs->sm_count, cs->smem_optin,
-                                                  cs->layer_slices, &pl)) {
+                                                  cs->layer_slices, cs->layer_blocks, &pl)) {
         if ((st = prn__cu_malloc(ctx, cs, pl.scratch, &q, "rnn_layer_forward: layer status")) != PRN_OK) return st;
         st = prn__cu_launched(ctx, fn, "layer_fwd",
                               prn_cu_rnn_layer_fwd(cs->stream, dtype == PRN_F64, kind, relu != 0, reverse != 0, B, T, H,
@@ -792,7 +797,7 @@ PRN__CU_FN prn_status prn__cu_rnn_layer_backward(prn_context *ctx, prn_dtype dty
     V = rows.saved;
     if (T == 0) return prn__cu_fill(ctx, dtype, ds0, B * S, 0.0); /* no steps: s0 reaches nothing */
     if (!cs->layer_steps && prn_cu_rnn_layer_plan(dtype == PRN_F64, kind, 1, B, T, H, cs->sm_count, cs->smem_optin,
-                                                  cs->layer_slices, &pl)) {
+                                                  cs->layer_slices, cs->layer_blocks, &pl)) {
         if ((st = prn__cu_malloc(ctx, cs, pl.scratch, (void **)&carry, "rnn_layer_backward: layer status")) != PRN_OK)
             return st;
         st = prn__cu_launched(ctx, fn, "layer_bwd",

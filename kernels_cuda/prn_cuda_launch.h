@@ -79,9 +79,13 @@ int prn_cu_rnn_cell_bwd(cudaStream_t s, int f64, int kind, int relu, size_t B, s
 typedef struct prn_cu_layer_plan {
     unsigned ns, u, bg, nbg, grid, threads, ks, rb;
     size_t smem, smem_max, scratch; /* smem_max: the kernels' opt-in (the device's limit) */
+    unsigned path;                  /* 0: the block kernels (k_lay_*); 1: a thread per sequence (H = 1, k_lay1_*) */
+    unsigned xtag;                  /* slices exchange tagged 64-bit words (f32), not the counter barrier */
 } prn_cu_layer_plan;
+/* blocks_only: never the thread-per-sequence kernels (tests, benchmarks:
+ * PARRNN_CUDA_LAYER=blocks) */
 int prn_cu_rnn_layer_plan(int f64, int kind, int bwd, size_t B, size_t T, size_t H, int sm_count, size_t smem_optin,
-                          unsigned min_slices, prn_cu_layer_plan *pl);
+                          unsigned min_slices, int blocks_only, prn_cu_layer_plan *pl);
 int prn_cu_rnn_layer_fwd(cudaStream_t s, int f64, int kind, int relu, int rev, size_t B, size_t T, size_t H,
                          const prn_cu_layer_plan *pl, const void *xp, const void *w, const void *bias, const void *s0,
                          void *states, void *saved, void *scratch);

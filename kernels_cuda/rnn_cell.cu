@@ -5,6 +5,7 @@
  * steps read and write its [B, T, X] arrays in place. kind is a
  * prn_rnn_kind: ELMAN, LSTM, GRU or MHGRU (gates grouped by head of k). */
 #include "common.cuh"
+#include <string.h>
 
 template <typename T> __device__ __forceinline__ T csigm(T x) { return (T)1 / ((T)1 + pexp(-x)); }
 
@@ -126,7 +127,9 @@ __global__ void k_cell_bwd(size_t B, size_t H, size_t k, int kind, int relu, prn
  * as can be resident at once (occupancy x multiprocessors; on the
  * emulator, PRN_CUDA_EMU_RESIDENT), and such grids are cooperative
  * launches (all blocks at once, or an error): no deadlock. Groups beyond
- * that are looped over (ns = 1 only, where no block waits). */
+ * that are looped over (ns = 1 only, where no block waits). f32 slices
+ * replace the barrier and the staging from states / dq by the tagged
+ * exchange (prn_lay_put, below). */
 #define PRN_LAY_NT 512 /* threads per block at most (fewer where the work is less) */
 
 __device__ __forceinline__ void prn_lay_barrier(unsigned *cnt, unsigned target) {
@@ -139,6 +142,40 @@ __device__ __forceinline__ void prn_lay_barrier(unsigned *cnt, unsigned target) 
         __threadfence();
     }
     __syncthreads();
+}
+
+/* The tagged exchange (f32 slices): instead of the counter barrier, each
+ * value a block's cells produce for the other blocks (h forward, dq
+ * backward) goes out as ONE 64-bit word, (step + 1) << 32 | its bits, into
+ * a buffer of two rows per sequence (step parity), zeroed before the
+ * launch; a block stages a value by polling its word until the tag is
+ * step + 1. A 64-bit aligned store and load are single-copy atomic, so the
+ * tag vouches for the value in the same word: no fence, no atomic, no
+ * counter -- a step's exchange costs about one L2 round trip for the
+ * store and one for the polls, where the barrier had fence, atomic, polls
+ * (each an L2 round trip), fence and then the staging loads. Two rows
+ * suffice: a block writes step s + 2's values only after it staged all of
+ * step s + 1's, which every block produced after staging all of step s's.
+ * Every block of the grid is resident (a cooperative launch), as for the
+ * barrier. f64 values need the whole word: they keep the barrier. */
+__device__ __forceinline__ void prn_lay_put(unsigned long long *p, float v, size_t tag) {
+    union {
+        float f;
+        unsigned u;
+    } c;
+    c.f = v;
+    *(volatile unsigned long long *)p = (unsigned long long)tag << 32 | c.u;
+}
+__device__ __forceinline__ void prn_lay_put(unsigned long long *, double, size_t) {} /* (never: f64 keeps the barrier) */
+template <typename T> __device__ __forceinline__ T prn_lay_take(const unsigned long long *p, size_t tag) {
+    unsigned long long w;
+    while ((w = *(volatile const unsigned long long *)p) >> 32 != (unsigned long long)(unsigned)tag) __nanosleep(20);
+    union {
+        float f;
+        unsigned u;
+    } c;
+    c.u = (unsigned)w;
+    return (T)c.f;
 }
 
 /* A unit's inputs of a step, fetched from global memory before the block
@@ -164,10 +201,10 @@ __device__ __forceinline__ void prn_lay_fetch_fwd(size_t H, int kind, size_t i, 
 
 /* Unit i's step (ELMAN, LSTM, GRU with one head) with its gates' hidden
  * projections q[g] (without b_hh): prn_cell_fwd_unit's arithmetic.
- * Returns the new h. */
+ * Returns the new h; the new c (LSTM) in cn. */
 template <typename T>
 __device__ __forceinline__ T prn_lay_cell_fwd(size_t H, int kind, int relu, size_t i, const prn_lay_in<T> &f,
-                                              const T *q, T *n, T *v) {
+                                              const T *q, T *n, T *v, T &cn) {
     if (kind == PRN_RNN_ELMAN) {
         const T p = f.x[0] + q[0] + f.b[0];
         return n[i] = relu ? (p > 0 ? p : (T)0) : ptanh(p);
@@ -177,7 +214,7 @@ __device__ __forceinline__ T prn_lay_cell_fwd(size_t H, int kind, int relu, size
         const T og = csigm(f.x[3] + q[3] + f.b[3]);
         const T c = fg * f.c + ig * gg, tc = ptanh(c), h = og * tc;
         n[i] = h;
-        n[H + i] = c;
+        n[H + i] = cn = c;
         if (v) {
             v[i] = ig; v[H + i] = fg; v[2 * H + i] = gg; v[3 * H + i] = og; v[4 * H + i] = tc;
         }
@@ -225,16 +262,19 @@ __device__ __forceinline__ void prn_lay_fetch_bwd_at(size_t TT, size_t H, int ki
 
 /* prn_cell_bwd_unit's arithmetic on fetched values; with cb, (ch, cc) is
  * the carry of the step after. Writes dx, dqq of the unit's gates (dqq also
- * to sq unless NULL: the block's stage) and returns d (dh, dc). */
+ * to sq unless NULL: the block's stage; and tagged to xq unless NULL: the
+ * tagged exchange) and returns d (dh, dc). */
 #define PRN_LAY_DQ(k, val)                                                                                         \
     do {                                                                                                           \
         const T v_ = (val);                                                                                        \
         dqq[k] = v_;                                                                                               \
         if (sq) sq[k] = v_;                                                                                        \
+        if (xq) prn_lay_put(xq + (k), v_, tag);                                                                    \
     } while (0)
 template <typename T>
 __device__ __forceinline__ void prn_lay_cell_bwd(size_t H, int kind, int relu, size_t i, const prn_lay_bin<T> &f,
-                                                 bool cb, T ch, T cc, T *dx, T *dqq, T *sq, T &dh, T &dcr) {
+                                                 bool cb, T ch, T cc, T *dx, T *dqq, T *sq, unsigned long long *xq,
+                                                 size_t tag, T &dh, T &dcr) {
     const T g0 = cb ? f.gh + ch : f.gh;
     if (kind == PRN_RNN_ELMAN) {
         const T dp = relu ? (f.nh > 0 ? g0 : (T)0) : g0 * ((T)1 - f.nh * f.nh);
@@ -274,18 +314,47 @@ __device__ __forceinline__ void prn_lay_dots(const T *a, const T *x, size_t xs, 
     }
 }
 
+/* The dots' walk over o = (c, p) (c: a pass of RB sequences, p: a row of
+ * np), from o0 = tid / KS in strides of NW, in 32-bit arithmetic and
+ * without a division per step (a 64-bit division is a call of some 70
+ * instructions on the device, and the old walk did three per dot: most
+ * of a small layer's step). */
+struct prn_lay_walk {
+    unsigned p0, c0, dp, dc;
+};
+__device__ __forceinline__ prn_lay_walk prn_lay_walk_of(unsigned o0, unsigned nw, unsigned np) {
+    prn_lay_walk w;
+    w.p0 = o0 % np;
+    w.c0 = o0 / np;
+    w.dp = nw % np;
+    w.dc = nw / np;
+    return w;
+}
+
+/* x of unit i's gates at one step (the rest of prn_lay_fetch_fwd's values
+ * stay in registers between steps). */
+template <typename T>
+__device__ __forceinline__ void prn_lay_fetch_x(size_t H, int kind, size_t i, const T *x, T *out) {
+    const size_t G = kind == PRN_RNN_LSTM ? 4 : kind == PRN_RNN_ELMAN ? 1 : 3;
+#pragma unroll
+    for (int g = 0; g < 4; ++g)
+        if ((size_t)g < G) out[g] = x[g * H + i];
+}
+
 template <typename T, int RB>
 __global__ void __launch_bounds__(PRN_LAY_NT, 1)
     k_lay_fwd(size_t B, size_t TT, size_t H, int kind, int relu, int rev, prn_cu_layer_plan L, const T *xp,
-              const T *w, const T *bias, const T *s0, T *states, T *saved, unsigned *cnt) {
+              const T *w, const T *bias, const T *s0, T *states, T *saved, unsigned *cnt, unsigned long long *xb) {
     PRN_DYN_SHARED(smem);
     const size_t G = kind == PRN_RNN_LSTM ? 4 : kind == PRN_RNN_ELMAN ? 1 : 3, P = G * H;
     const size_t S = kind == PRN_RNN_LSTM ? 2 * H : H, V = (kind == PRN_RNN_LSTM ? 5 : kind == PRN_RNN_ELMAN ? 0 : 4) * H;
     const unsigned tid = threadIdx.x, nt = blockDim.x, KS = L.ks, ks = tid % KS, NW = nt / KS;
     const size_t U = L.u, slice = blockIdx.x % L.ns, u0 = slice * U, uc = prn_min(U, H - u0), GU = G * U;
     const size_t hs = prn_cdiv(H, 32) * 32, ws = hs + (prn_vec<T>::N * KS) % (128 / sizeof(T));
-    const size_t bgp = prn_cdiv(L.bg, RB) * RB, NO = GU * (bgp / RB);
+    const size_t bgp = prn_cdiv(L.bg, RB) * RB;
+    const unsigned NO = (unsigned)(GU * (bgp / RB)), U32 = (unsigned)U;
     const unsigned nv = (unsigned)(hs / prn_vec<T>::N);
+    const prn_lay_walk wk = prn_lay_walk_of(tid / KS, NW, (unsigned)GU);
     T *sW = (T *)smem, *sh = sW + GU * ws, *sp = sh + bgp * hs;
     for (size_t e = tid; e < GU * ws; e += nt) { /* the slice's rows, zero past H and past the last unit */
         const size_t r = e / ws, m = e % ws, uu = r % U;
@@ -293,50 +362,81 @@ __global__ void __launch_bounds__(PRN_LAY_NT, 1)
     }
     for (size_t grp = blockIdx.x / L.ns; grp < L.nbg; grp += gridDim.x / L.ns) {
         const size_t b0 = grp * L.bg, nb = prn_min(L.bg, B - b0);
-        const bool one = nb * uc <= nt; /* a unit per thread at most */
+        /* one: a unit per thread at most, the same unit every step, so its
+         * b_hh, state (h, c) and next x stay in registers: no step reads
+         * back what the step before wrote, and x of step + 1 is loaded
+         * during step (its latency, a DRAM round trip, behind the barrier
+         * and the dots). */
+        const bool one = nb * uc <= nt, mine = one && tid < nb * uc;
+        const size_t mb = one ? tid / uc : 0, mu = one ? tid % uc : 0;
+        prn_lay_in<T> in;
         for (size_t e = tid; e < bgp * hs; e += nt) {
             const size_t b = e / hs, m = e % hs;
             sh[e] = b < nb && m < H ? s0[(b0 + b) * S + m] : (T)0;
         }
+        if (mine) {
+            const size_t bb = b0 + mb, t = rev ? TT - 1 : 0;
+            prn_lay_fetch_fwd(H, kind, u0 + mu, xp + (bb * TT + t) * P, bias, s0 + bb * S, in);
+        }
         __syncthreads();
         for (size_t step = 0; step < TT; ++step) {
             const size_t t = rev ? TT - 1 - step : step;
-            prn_lay_in<T> in;
-            if (one && tid < nb * uc) { /* this thread's unit: its inputs on their way during the dots */
-                const size_t bb = b0 + tid / uc;
-                prn_lay_fetch_fwd(H, kind, u0 + tid % uc, xp + (bb * TT + t) * P, bias,
-                                  step ? states + (bb * TT + (rev ? t + 1 : t - 1)) * S : s0 + bb * S, in);
-            }
             /* (1) q = W_hh h_prev for the slice's rows, partial sums */
-            for (size_t o = tid / KS; o < NO; o += NW) {
-                const size_t p = o % GU, c = o / GU;
-                if (p % U >= uc) continue;
-                T acc[RB];
-                prn_lay_dots<T, RB>(sW + p * ws, sh + c * RB * hs, hs, nv, ks, KS, acc);
-                for (int j = 0; j < RB; ++j) sp[((c * RB + j) * GU + p) * KS + ks] = acc[j];
+            {
+                unsigned p = wk.p0, c = wk.c0;
+                for (unsigned o = tid / KS; o < NO; o += NW) {
+                    if (uc == U || p % U32 < uc) {
+                        T acc[RB];
+                        prn_lay_dots<T, RB>(sW + p * ws, sh + c * RB * hs, hs, nv, ks, KS, acc);
+                        for (int j = 0; j < RB; ++j) sp[((c * RB + j) * GU + p) * KS + ks] = acc[j];
+                    }
+                    p += wk.dp;
+                    c += wk.dc;
+                    if (p >= (unsigned)GU) {
+                        p -= (unsigned)GU;
+                        ++c;
+                    }
+                }
             }
             __syncthreads();
             /* (2) the cell of the slice's units */
             for (size_t idx = tid; idx < nb * uc; idx += nt) {
-                const size_t b = idx / uc, uu = idx % uc, i = u0 + uu, bb = b0 + b, row = bb * TT + t;
+                const size_t b = one ? mb : idx / uc, uu = one ? mu : idx % uc, i = u0 + uu, bb = b0 + b,
+                             row = bb * TT + t;
                 if (!one)
                     prn_lay_fetch_fwd(H, kind, i, xp + row * P, bias,
                                       step ? states + (bb * TT + (rev ? t + 1 : t - 1)) * S : s0 + bb * S, in);
-                T q[4];
+                T q[4], cn = 0;
                 for (size_t g = 0; g < G; ++g) {
                     const T *pp = sp + (b * GU + g * U + uu) * KS;
                     T a = pp[0];
                     for (unsigned k = 1; k < KS; ++k) a += pp[k];
                     q[g] = a;
                 }
-                const T h = prn_lay_cell_fwd(H, kind, relu, i, in, q, states + row * S, saved ? saved + row * V : (T *)NULL);
+                const T h = prn_lay_cell_fwd(H, kind, relu, i, in, q, states + row * S,
+                                             saved ? saved + row * V : (T *)NULL, cn);
                 if (L.ns == 1) sh[b * hs + i] = h;
+                else if (xb && step + 1 < TT) prn_lay_put(xb + ((step & 1) * B + bb) * H + i, h, step + 1);
+                if (one) { /* the next step's state and x */
+                    in.h = h;
+                    in.c = cn;
+                    if (step + 1 < TT) prn_lay_fetch_x(H, kind, i, xp + (bb * TT + (rev ? t - 1 : t + 1)) * P, in.x);
+                }
             }
-            if (L.ns > 1 && step + 1 < TT) {
+            if (L.ns > 1 && step + 1 < TT && xb) {
+                /* (3) every slice's h of this step, tagged (the barrier first:
+                 * this block's own values, on the emulator's fibers too) */
+                const unsigned long long *xr = xb + ((step & 1) * B + b0) * H;
+                __syncthreads();
+                for (unsigned e = tid; e < (unsigned)(nb * H); e += nt) {
+                    const unsigned b = e / (unsigned)H, m = e - b * (unsigned)H;
+                    sh[b * hs + m] = prn_lay_take<T>(xr + e, step + 1);
+                }
+            } else if (L.ns > 1 && step + 1 < TT) {
                 /* (3) every slice's h of this step, from the states array */
                 prn_lay_barrier(cnt + grp, (unsigned)(L.ns * (step + 1)));
-                for (size_t e = tid; e < nb * H; e += nt) {
-                    const size_t b = e / H, m = e % H;
+                for (unsigned e = tid; e < (unsigned)(nb * H); e += nt) { /* (32 bits: nb H <= 64 x 4096) */
+                    const unsigned b = e / (unsigned)H, m = e - b * (unsigned)H;
                     sh[b * hs + m] = ((volatile const T *)states)[((b0 + b) * TT + t) * S + m];
                 }
             }
@@ -349,15 +449,16 @@ template <typename T, int RB>
 __global__ void __launch_bounds__(PRN_LAY_NT, 1)
     k_lay_bwd(size_t B, size_t TT, size_t H, int kind, int relu, int rev, prn_cu_layer_plan L, const T *g,
               const T *w, const T *s0, const T *states, const T *saved, T *dxp, T *dq, T *ds0, unsigned *cnt,
-              T *carry) {
+              T *carry, unsigned long long *xb) {
     PRN_DYN_SHARED(smem);
     const size_t G = kind == PRN_RNN_LSTM ? 4 : kind == PRN_RNN_ELMAN ? 1 : 3, P = G * H;
     const size_t S = kind == PRN_RNN_LSTM ? 2 * H : H;
     const unsigned tid = threadIdx.x, nt = blockDim.x, KS = L.ks, ks = tid % KS, NW = nt / KS;
     const size_t U = L.u, slice = blockIdx.x % L.ns, u0 = slice * U, uc = prn_min(U, H - u0);
     const size_t ps = prn_cdiv(P, 32) * 32, ws = ps + (prn_vec<T>::N * KS) % (128 / sizeof(T));
-    const size_t bgp = prn_cdiv(L.bg, RB) * RB, NO = U * (bgp / RB);
-    const unsigned nv = (unsigned)(ps / prn_vec<T>::N);
+    const size_t bgp = prn_cdiv(L.bg, RB) * RB;
+    const unsigned NO = (unsigned)(U * (bgp / RB)), nv = (unsigned)(ps / prn_vec<T>::N);
+    const prn_lay_walk wk = prn_lay_walk_of(tid / KS, NW, (unsigned)U);
     T *sW = (T *)smem, *sd = sW + U * ws, *sp = sd + bgp * ps;
     for (size_t e = tid; e < U * ws; e += nt) { /* columns of the slice's units, as rows */
         const size_t uu = e / ws, p = e % ws;
@@ -368,22 +469,25 @@ __global__ void __launch_bounds__(PRN_LAY_NT, 1)
     for (size_t grp = blockIdx.x / L.ns; grp < L.nbg; grp += gridDim.x / L.ns) {
         const size_t b0 = grp * L.bg, nb = prn_min(L.bg, B - b0);
         const bool one = nb * uc <= nt; /* a unit per thread at most */
+        const size_t mb = one ? tid / uc : 0, mu = one ? tid % uc : 0; /* its unit */
         prn_lay_bin<T> in;
         T ch = 0, cc = 0; /* one: the carry of this thread's unit, d state (h, c), between steps */
         if (one && tid < nb * uc) /* the first step's inputs */
-            prn_lay_fetch_bwd_at(TT, H, kind, rev, 0, b0 + tid / uc, u0 + tid % uc, g, s0, states, saved, in);
+            prn_lay_fetch_bwd_at(TT, H, kind, rev, 0, b0 + mb, u0 + mu, g, s0, states, saved, in);
         for (size_t step = 0; step < TT; ++step) {
             const size_t t = rev ? step : TT - 1 - step;
             /* (1) the cell's backward of the slice's units */
             for (size_t idx = tid; idx < nb * uc; idx += nt) {
-                const size_t i = u0 + idx % uc, bb = b0 + idx / uc, row = bb * TT + t;
+                const size_t i = u0 + (one ? mu : idx % uc), bb = b0 + (one ? mb : idx / uc), row = bb * TT + t;
                 const T *cb = carry + ((step - 1) & 1) * B * S + bb * S; /* !one: the carry in global memory */
                 T *d = carry + (step & 1) * B * S + bb * S, dh, dc;
                 if (!one) prn_lay_fetch_bwd_at(TT, H, kind, rev, step, bb, i, g, s0, states, saved, in);
                 /* one call site for both (the same arithmetic, contracted alike) */
                 prn_lay_cell_bwd(H, kind, relu, i, in, step != 0, one ? ch : step ? cb[i] : (T)0,
                                  one ? cc : step && S > H ? cb[H + i] : (T)0, dxp + row * P, dq + row * P,
-                                 L.ns == 1 ? sd + (idx / uc) * ps : (T *)NULL, dh, dc);
+                                 L.ns == 1 ? sd + (bb - b0) * ps : (T *)NULL,
+                                 L.ns > 1 && xb ? xb + ((step & 1) * B + bb) * P : (unsigned long long *)NULL, step + 1,
+                                 dh, dc);
                 if (one) {
                     ch = dh;
                     cc = dc;
@@ -393,34 +497,53 @@ __global__ void __launch_bounds__(PRN_LAY_NT, 1)
                 }
             }
             if (one && tid < nb * uc && step + 1 < TT) /* the next step's inputs, on their way during this one's dots */
-                prn_lay_fetch_bwd_at(TT, H, kind, rev, step + 1, b0 + tid / uc, u0 + tid % uc, g, s0, states, saved, in);
+                prn_lay_fetch_bwd_at(TT, H, kind, rev, step + 1, b0 + mb, u0 + mu, g, s0, states, saved, in);
             /* (2), (3): the whole dq row of the step (ns = 1: the cells wrote it to the stage) */
-            if (L.ns > 1) {
+            if (L.ns > 1 && xb) { /* tagged, as the forward */
+                const unsigned long long *xr = xb + ((step & 1) * B + b0) * P;
+                __syncthreads();
+                for (unsigned e = tid; e < (unsigned)(nb * P); e += nt) {
+                    const unsigned b = e / (unsigned)P, p = e - b * (unsigned)P;
+                    sd[b * ps + p] = prn_lay_take<T>(xr + e, step + 1);
+                }
+            } else if (L.ns > 1) {
                 prn_lay_barrier(cnt + grp, (unsigned)(L.ns * (step + 1)));
-                for (size_t e = tid; e < nb * P; e += nt) {
-                    const size_t b = e / P, p = e % P;
+                for (unsigned e = tid; e < (unsigned)(nb * P); e += nt) {
+                    const unsigned b = e / (unsigned)P, p = e - b * (unsigned)P;
                     sd[b * ps + p] = ((volatile const T *)dq)[((b0 + b) * TT + t) * P + p];
                 }
             }
             __syncthreads();
             /* (4) d h_prev of the slice's units: dq W_hh[:, units], partial sums */
-            for (size_t o = tid / KS; o < NO; o += NW) {
-                const size_t uu = o % U, c = o / U;
-                if (uu >= uc) continue;
-                T acc[RB];
-                prn_lay_dots<T, RB>(sW + uu * ws, sd + c * RB * ps, ps, nv, ks, KS, acc);
-                for (int j = 0; j < RB; ++j) sp[((c * RB + j) * U + uu) * KS + ks] = acc[j];
+            {
+                unsigned uu = wk.p0, c = wk.c0; /* o = (c, uu), as the forward's walk */
+                for (unsigned o = tid / KS; o < NO; o += NW) {
+                    if (uu < uc) {
+                        T acc[RB];
+                        prn_lay_dots<T, RB>(sW + uu * ws, sd + c * RB * ps, ps, nv, ks, KS, acc);
+                        for (int j = 0; j < RB; ++j) sp[((c * RB + j) * U + uu) * KS + ks] = acc[j];
+                    }
+                    uu += wk.dp;
+                    c += wk.dc;
+                    if (uu >= (unsigned)U) {
+                        uu -= (unsigned)U;
+                        ++c;
+                    }
+                }
             }
             __syncthreads();
             for (size_t idx = tid; idx < nb * uc; idx += nt) {
-                const size_t b = idx / uc, uu = idx % uc;
+                const size_t b = one ? mb : idx / uc, uu = one ? mu : idx % uc;
                 const T *pp = sp + (b * U + uu) * KS;
                 T a = pp[0];
                 for (unsigned k = 1; k < KS; ++k) a += pp[k];
                 if (one) ch += a;
                 else carry[(step & 1) * B * S + (b0 + b) * S + u0 + uu] += a;
             }
-            __syncthreads();
+            /* no barrier here: the next step's cell writes the stage sd, whose
+             * readers (the dots above) all passed the barrier after them, and
+             * its dots write sp only after the next step's barrier; the carry
+             * is read back by the thread that wrote it (the same unit mapping) */
         }
         for (size_t idx = tid; idx < nb * uc; idx += nt) { /* d s0: the carry after the first step */
             const size_t b = idx / uc, i = u0 + idx % uc;
@@ -429,6 +552,121 @@ __global__ void __launch_bounds__(PRN_LAY_NT, 1)
             if (S > H) ds0[(b0 + b) * S + H + i] = one ? cc : c[H + i];
         }
     }
+}
+
+/* ---- Hidden size 1: a thread per sequence ----------------------------------
+ * At H = 1 a step is a handful of flops per sequence, and what bounds the
+ * block kernels above is their step's chain of latencies (two barriers, a
+ * trip through shared memory, the partial sums of ks threads): about
+ * 1.4 us a step forward on an H200 (run 2: 2.67 s for the DEER baseline,
+ * GRU, B = 16, T = 1e6, with gradients; the old two launches a step took
+ * 1.60 s). Here one thread runs one sequence's T steps with W_hh, b_hh,
+ * the state and the carry in registers: no barrier, no shared memory, and
+ * the loads of later steps (x; the backward's g, states and saved values)
+ * issued PRN_LAY1_D steps ahead into a ring of registers (a DRAM round
+ * trip is several steps' work), so a step costs its arithmetic's latency
+ * (the gates' exp, tanh and divisions, about 0.1-0.2 us) plus stores that
+ * nothing waits for.
+ * The bits are the block kernels': their dot of length n (n = 1 forward,
+ * G backward, both <= 4 = one or two 16-byte vectors) is ks partial sums
+ * (ks = 2 for f32, 4 for f64 at n <= 32: prn_lay_ks), partial k summing
+ * the vectors k, k + ks, ... from 0, each ending with the zero padding up
+ * to 32 elements (acc + 0: the same bits, -0 becoming +0 as there), then
+ * added in order. prn_lay1_dot does exactly that on registers. */
+template <typename T> struct prn_lay1_k {
+    enum { N = 16 / sizeof(T), KS = sizeof(T) == 4 ? 2 : 4, D = sizeof(T) == 4 ? 8 : 4 };
+};
+#define PRN_LAY1_TPB 64 /* threads per block (sequences; a few blocks spread over the SMs) */
+
+template <typename T> __device__ __forceinline__ T prn_lay1_dot(const T *a, const T *x, int n) {
+    typedef prn_lay1_k<T> K;
+    T s = 0;
+#pragma unroll
+    for (int k = 0; k < (int)K::KS; ++k) {
+        T acc = 0;
+#pragma unroll
+        for (int m = 0; m < 4; ++m)
+            if ((m / (int)K::N) % (int)K::KS == k && m < n) acc += a[m] * x[m];
+        acc += (T)0; /* the padding's products */
+        s = k ? s + acc : acc;
+    }
+    return s;
+}
+
+template <typename T>
+__global__ void __launch_bounds__(PRN_LAY1_TPB)
+    k_lay1_fwd(size_t B, size_t TT, int kind, int relu, int rev, const T *xp, const T *w, const T *bias,
+               const T *s0, T *states, T *saved) {
+    typedef prn_lay1_k<T> K;
+    const int G = kind == PRN_RNN_LSTM ? 4 : kind == PRN_RNN_ELMAN ? 1 : 3;
+    const size_t S = kind == PRN_RNN_LSTM ? 2 : 1, V = kind == PRN_RNN_LSTM ? 5 : kind == PRN_RNN_ELMAN ? 0 : 4;
+    const size_t b = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
+    if (b >= B) return;
+    const T *x = xp + b * TT * G;
+    T wr[4], xr[K::D][4];
+    prn_lay_in<T> in;
+#pragma unroll
+    for (int g = 0; g < 4; ++g) {
+        wr[g] = g < G ? w[g] : (T)0;
+        in.b[g] = g < G ? bias[g] : (T)0;
+    }
+    in.h = s0[b * S];
+    in.c = S > 1 ? s0[b * S + 1] : (T)0;
+#pragma unroll
+    for (int k = 0; k < (int)K::D; ++k) /* the ring: step k in slot k */
+        if ((size_t)k < TT) prn_lay_fetch_x((size_t)1, kind, 0, x + (rev ? TT - 1 - k : k) * G, xr[k]);
+    for (size_t s = 0; s < TT; s += K::D) {
+#pragma unroll
+        for (int k = 0; k < (int)K::D; ++k) {
+            const size_t step = s + k, t = rev ? TT - 1 - step : step, row = b * TT + t;
+            if (step >= TT) break;
+            T q[4], cn = 0;
+#pragma unroll
+            for (int g = 0; g < 4; ++g) {
+                in.x[g] = xr[k][g];
+                q[g] = prn_lay1_dot(wr + g, &in.h, 1);
+            }
+            if (step + K::D < TT) /* the slot's next step */
+                prn_lay_fetch_x((size_t)1, kind, 0, x + (rev ? t - K::D : t + K::D) * G, xr[k]);
+            in.h = prn_lay_cell_fwd((size_t)1, kind, relu, 0, in, q, states + row * S,
+                                    saved ? saved + row * V : (T *)NULL, cn);
+            in.c = cn;
+        }
+    }
+}
+
+template <typename T>
+__global__ void __launch_bounds__(PRN_LAY1_TPB)
+    k_lay1_bwd(size_t B, size_t TT, int kind, int relu, int rev, const T *g, const T *w, const T *s0,
+               const T *states, const T *saved, T *dxp, T *dq, T *ds0) {
+    typedef prn_lay1_k<T> K;
+    const int G = kind == PRN_RNN_LSTM ? 4 : kind == PRN_RNN_ELMAN ? 1 : 3;
+    const size_t S = kind == PRN_RNN_LSTM ? 2 : 1;
+    const size_t b = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
+    if (b >= B) return;
+    T wr[4], ch = 0, cc = 0;
+    prn_lay_bin<T> ring[K::D];
+#pragma unroll
+    for (int m = 0; m < 4; ++m) wr[m] = m < G ? w[m] : (T)0; /* W_hh's column (P x 1) */
+#pragma unroll
+    for (int k = 0; k < (int)K::D; ++k)
+        if ((size_t)k < TT) prn_lay_fetch_bwd_at(TT, (size_t)1, kind, rev, (size_t)k, b, 0, g, s0, states, saved, ring[k]);
+    for (size_t s = 0; s < TT; s += K::D) {
+#pragma unroll
+        for (int k = 0; k < (int)K::D; ++k) {
+            const size_t step = s + k, t = rev ? step : TT - 1 - step, row = b * TT + t;
+            if (step >= TT) break;
+            T sq[4] = {0, 0, 0, 0}, dh, dc;
+            prn_lay_cell_bwd((size_t)1, kind, relu, 0, ring[k], step != 0, ch, cc, dxp + row * G, dq + row * G, sq,
+                             (unsigned long long *)NULL, 0, dh, dc);
+            if (step + K::D < TT)
+                prn_lay_fetch_bwd_at(TT, (size_t)1, kind, rev, step + K::D, b, 0, g, s0, states, saved, ring[k]);
+            ch = dh + prn_lay1_dot(wr, sq, G); /* d h_prev: the cell's part, then dq W_hh */
+            cc = dc;
+        }
+    }
+    ds0[b * S] = ch;
+    if (S > 1) ds0[b * S + 1] = cc;
 }
 
 extern "C" int prn_cu_rnn_cell_fwd(cudaStream_t st, int f64, int kind, int relu, size_t B, size_t H, size_t k,
@@ -508,18 +746,45 @@ static int prn_lay_occ(int f64, int rb, int bwd, int threads, size_t smem, size_
 /* Picks ns (slices) and bg (sequences per block) by an estimate of a
  * step's cycles on one multiprocessor: the dot products bound by shared
  * memory's 128 bytes per cycle (each W vector serves rb sequences: up to
- * 128 f32 / 64 f64 FMAs per cycle), about 600 cycles of cell, barriers
+ * 128 f32 / 64 f64 FMAs per cycle), PRN_LAY_C1 cycles of cell, barriers
  * and latency, and with ns > 1 the step barrier and the staging of h (dq)
- * from L2 (about 2500 cycles: fence, atomic, polls and loads, each an L2
- * round trip; more with more blocks), so a layer that fits one block's
- * shared memory stays in one block per group unless the dots are long. Groups that cannot
- * run at once multiply it (ns = 1 only; with ns > 1 every block must be
- * resident). Blocks per multiprocessor: the kernel's limit without shared
- * memory (threads, registers) and the multiprocessor's shared memory (the
- * opt-in limit + the 1 KiB the runtime reserves per block, as on sm_80 and
- * sm_90); the chosen plan is checked with the runtime's occupancy. */
+ * from L2 (PRN_LAY_CB + PRN_LAY_CBB per block of the grid: fence, atomic,
+ * polls and loads, each an L2 round trip), so a layer that fits one
+ * block's shared memory stays in one block per group unless the dots are
+ * long. Groups that cannot run at once multiply it (ns = 1 only; with
+ * ns > 1 every block must be resident). Blocks per multiprocessor: the
+ * kernel's limit without shared memory (threads, registers) and the
+ * multiprocessor's shared memory (the opt-in limit + the 1 KiB the runtime
+ * reserves per block, as on sm_80 and sm_90); the chosen plan is checked
+ * with the runtime's occupancy.
+ * The constants, from the H200's run 2 (bench/results/gpu_check_nvidia-
+ * h200_2026-11-27_run2, T = 1000, f32, B = 1, 1.8 cycles a ns). The
+ * one-block steps took 4500 (GRU H 64) to 8800 (GRU H 128) cycles: 3000 +
+ * 0.12 a multiply-add, four times the shared-memory bound -- the walk's
+ * 64-bit divisions (three per dot, ~150 cycles each) made the dots
+ * issue-bound -- with the x and state loads' DRAM / L2 round trips exposed
+ * in each step. The slice plans' steps (LSTM H 128, 16 slices: 6500; GRU
+ * H 256, 26: 6800; LSTM H 256, 32: 7300; GRU H 512, 47: 8700; LSTM H 512,
+ * 57: 9200) fit 5670 + 0.12 a multiply-add + 21 a block within 5%. Those
+ * divisions are gone (prn_lay_walk) and the loads run a step ahead, so the
+ * dots are taken at the bound above, the one-block step's rest at C1 =
+ * 1200 (the cell's chain: partial sums, exp, tanh, IEEE divisions, two
+ * barriers; an estimate), and the barrier's at CB = 5670 - C1 - ~1000 (the
+ * cell's and staging's divisions, gone) = 3500, CBB = 20 a block. At the
+ * measured sizes this keeps one block wherever W_hh fits (GRU H <= 128,
+ * LSTM H <= 64 in f32) and takes somewhat fewer slices than before (LSTM
+ * H 128: 10 instead of 16; GRU H 512: 32 instead of 47). Refit from the
+ * next run (bench_rnn at T = 1000, B = 1, per plan). f32 slice plans use
+ * the tagged exchange instead of the barrier: PRN_LAY_CT. */
+#define PRN_LAY_C1 1200.0
+#define PRN_LAY_CB 3500.0
+/* f32 slices exchange tagged words instead (prn_lay_put): one L2 round
+ * trip for the producer's store and one for the polls, ~700 cycles each,
+ * no fence or atomic -- an estimate, unmeasured */
+#define PRN_LAY_CT 1500.0
+#define PRN_LAY_CBB 20.0
 extern "C" int prn_cu_rnn_layer_plan(int f64, int kind, int bwd, size_t B, size_t T, size_t H, int sm_count,
-                                     size_t smem_optin, unsigned min_slices, prn_cu_layer_plan *pl) {
+                                     size_t smem_optin, unsigned min_slices, int blocks_only, prn_cu_layer_plan *pl) {
     const size_t G = kind == PRN_RNN_LSTM ? 4 : kind == PRN_RNN_ELMAN ? 1 : 3, es = f64 ? 8 : 4;
     const size_t n = bwd ? G * H : H, nr = prn_cdiv(n, 32) * 32;
     const unsigned ks = prn_lay_ks(n, es);
@@ -528,6 +793,30 @@ extern "C" int prn_cu_rnn_layer_plan(int f64, int kind, int bwd, size_t B, size_
     double best = 0;
     int found = 0, occ0[2];
     if (kind == PRN_RNN_MHGRU || !B || !T || !H || H > 4096 || sm_count < 1) return 0;
+    pl->path = 0;
+    /* H = 1: a thread per sequence (k_lay1_*) wherever the slices are not
+     * forced. It is faster than any block plan at every B: a block plan's
+     * step is a chain of two or three barriers, shared-memory round trips
+     * and ks partial sums (about 2500 cycles a step forward on the H200, run 2),
+     * the thread's step only the cell's arithmetic (a few hundred cycles);
+     * B threads fill the device no worse than B / bg blocks would. Its dot
+     * order is the block plans' for ks = prn_lay1_k<T>::KS, which
+     * prn_lay_ks gives for every dot of length <= 32. */
+    if (H == 1 && !blocks_only && min_slices <= 1 && prn_lay_ks(bwd ? G : 1, es) == (f64 ? 4u : 2u) &&
+        prn_cdiv(B, PRN_LAY1_TPB) <= 0x7fffffff) {
+        memset(pl, 0, sizeof *pl);
+        pl->path = 1;
+        pl->ns = pl->u = 1;
+        pl->bg = 1;
+        pl->nbg = (unsigned)(B > 0xffffffffu ? 0xffffffffu : B);
+        pl->grid = (unsigned)prn_cdiv(B, PRN_LAY1_TPB);
+        pl->threads = PRN_LAY1_TPB;
+        pl->ks = ks;
+        pl->rb = 1;
+        pl->smem_max = smax;
+        pl->scratch = 256;
+        return 1;
+    }
     occ0[0] = prn_lay_occ(f64, 1, bwd, PRN_LAY_NT, 0, smax); /* at the most threads: a lower bound */
     occ0[1] = prn_lay_occ(f64, 4, bwd, PRN_LAY_NT, 0, smax);
 #ifdef PRN_CUDA_EMU
@@ -548,8 +837,8 @@ extern "C" int prn_cu_rnn_layer_plan(int f64, int kind, int bwd, size_t B, size_
             if (cap > resident) cap = resident;
             if (cap < 1 || (ns > 1 && ns * nbg > cap)) continue;
             const double rate = (double)(f64 ? 16 : 32) * (double)rb;
-            double cyc = (double)(rows * nr * bgp) / rate + 600;
-            if (ns > 1) cyc += 2500 + 10.0 * (double)(ns * nbg) + (double)(bgp * n * es) / 32;
+            double cyc = (double)(rows * nr * bgp) / rate + PRN_LAY_C1;
+            if (ns > 1) cyc += (f64 ? PRN_LAY_CB : PRN_LAY_CT) + PRN_LAY_CBB * (double)(ns * nbg) + (double)(bgp * n * es) / 32;
             if (ns == 1) cyc *= (double)prn_cdiv(nbg, cap);
             if (!found || cyc < best) {
                 /* threads: the dots' (ks per dot) or the cells', in warps, up to PRN_LAY_NT */
@@ -568,6 +857,8 @@ extern "C" int prn_cu_rnn_layer_plan(int f64, int kind, int bwd, size_t B, size_
                 pl->smem = smem;
                 pl->smem_max = smax;
                 pl->scratch = 256 * prn_cdiv(nbg * 4, 256) + (bwd ? 2 * B * (kind == PRN_RNN_LSTM ? 2 : 1) * H * es : 0);
+                pl->xtag = ns > 1 && !f64; /* the tagged exchange's two rows of 64-bit words a sequence */
+                pl->scratch += pl->xtag ? 2 * B * (bwd ? G * H : H) * 8 : 0;
             }
         }
     }
@@ -582,22 +873,36 @@ extern "C" int prn_cu_rnn_layer_fwd(cudaStream_t st, int f64, int kind, int relu
                                     const prn_cu_layer_plan *pl, const void *xp, const void *w, const void *bias,
                                     const void *s0, void *states, void *saved, void *scratch) {
     if (B * TT * H == 0) return 0;
+    if (pl->path == 1) {
+        const unsigned grid1 = pl->grid;
+        if (f64)
+            k_lay1_fwd<double><<<grid1, PRN_LAY1_TPB, 0, st>>>(B, TT, kind, relu, rev, (const double *)xp,
+                                                                 (const double *)w, (const double *)bias,
+                                                                 (const double *)s0, (double *)states, (double *)saved);
+        else
+            k_lay1_fwd<float><<<grid1, PRN_LAY1_TPB, 0, st>>>(B, TT, kind, relu, rev, (const float *)xp,
+                                                                (const float *)w, (const float *)bias,
+                                                                (const float *)s0, (float *)states, (float *)saved);
+        return prn_launched();
+    }
     unsigned *cnt = (unsigned *)scratch;
-    cudaError_t e = cudaMemsetAsync(cnt, 0, 256 * prn_cdiv(pl->nbg * 4, 256), st);
+    const size_t zeroed = 256 * prn_cdiv(pl->nbg * 4, 256);
+    unsigned long long *xb = pl->xtag ? (unsigned long long *)((char *)scratch + zeroed) : NULL;
+    cudaError_t e = cudaMemsetAsync(cnt, 0, zeroed + (pl->xtag ? 2 * B * H * 8 : 0), st); /* the counters, the tags */
     if (e != cudaSuccess) return (int)e;
     prn_cu_layer_plan L = *pl; /* (not const: the cooperative launch takes void pointers) */
 #define PRN_LAY_FWD(R, RB)                                                                                         \
     do {                                                                                                           \
         const R *a0 = (const R *)xp, *a1 = (const R *)w, *a2 = (const R *)bias, *a3 = (const R *)s0;              \
         R *a4 = (R *)states, *a5 = (R *)saved;                                                                     \
-        void *args[] = {&B, &TT, &H, &kind, &relu, &rev, &L, &a0, &a1, &a2, &a3, &a4, &a5, &cnt};                  \
+        void *args[] = {&B, &TT, &H, &kind, &relu, &rev, &L, &a0, &a1, &a2, &a3, &a4, &a5, &cnt, &xb};             \
         e = cudaFuncSetAttribute(k_lay_fwd<R, RB>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)L.smem_max);  \
         if (e != cudaSuccess) return (int)e;                                                                       \
         if (L.ns > 1) /* blocks that wait for each other: all resident, or the launch fails */                    \
             return (int)cudaLaunchCooperativeKernel(k_lay_fwd<R, RB>, dim3(L.grid), dim3(L.threads), args, L.smem, \
                                                     st);                                                           \
         k_lay_fwd<R, RB><<<L.grid, L.threads, L.smem, st>>>(B, TT, H, kind, relu, rev, L, a0, a1, a2, a3, a4, a5,  \
-                                                            cnt);                                                  \
+                                                            cnt, xb);                                              \
     } while (0)
     if (f64 && L.rb == 1) PRN_LAY_FWD(double, 1);
     else if (f64) PRN_LAY_FWD(double, 4);
@@ -612,10 +917,27 @@ extern "C" int prn_cu_rnn_layer_bwd(cudaStream_t st, int f64, int kind, int relu
                                     const void *states, const void *saved, void *dxp, void *dq, void *ds0,
                                     void *scratch) {
     if (B * TT * H == 0) return 0;
-    const size_t zeroed = 256 * prn_cdiv(pl->nbg * 4, 256);
+    if (pl->path == 1) {
+        const unsigned grid1 = pl->grid;
+        if (f64)
+            k_lay1_bwd<double><<<grid1, PRN_LAY1_TPB, 0, st>>>(
+                B, TT, kind, relu, rev, (const double *)g, (const double *)w, (const double *)s0,
+                (const double *)states, (const double *)saved, (double *)dxp, (double *)dq, (double *)ds0);
+        else
+            k_lay1_bwd<float><<<grid1, PRN_LAY1_TPB, 0, st>>>(
+                B, TT, kind, relu, rev, (const float *)g, (const float *)w, (const float *)s0, (const float *)states,
+                (const float *)saved, (float *)dxp, (float *)dq, (float *)ds0);
+        return prn_launched();
+    }
+    const size_t zeroed = 256 * prn_cdiv(pl->nbg * 4, 256), cs = 2 * B * (kind == PRN_RNN_LSTM ? 2 : 1) * H * (f64 ? 8 : 4);
     unsigned *cnt = (unsigned *)scratch;
     void *carry = (char *)scratch + zeroed;
+    unsigned long long *xb = pl->xtag ? (unsigned long long *)((char *)carry + cs) : NULL; /* (8-byte aligned: cs is) */
     cudaError_t e = cudaMemsetAsync(cnt, 0, zeroed, st);
+    if (e == cudaSuccess && xb) {
+        const size_t G = kind == PRN_RNN_LSTM ? 4 : kind == PRN_RNN_ELMAN ? 1 : 3;
+        e = cudaMemsetAsync(xb, 0, 2 * B * G * H * 8, st); /* the tags */
+    }
     if (e != cudaSuccess) return (int)e;
     prn_cu_layer_plan L = *pl; /* (not const: the cooperative launch takes void pointers) */
 #define PRN_LAY_BWD(R, RB)                                                                                         \
@@ -623,14 +945,14 @@ extern "C" int prn_cu_rnn_layer_bwd(cudaStream_t st, int f64, int kind, int relu
         const R *a0 = (const R *)g, *a1 = (const R *)w, *a2 = (const R *)s0, *a3 = (const R *)states;              \
         const R *a4 = (const R *)saved;                                                                            \
         R *a5 = (R *)dxp, *a6 = (R *)dq, *a7 = (R *)ds0, *a8 = (R *)carry;                                         \
-        void *args[] = {&B, &TT, &H, &kind, &relu, &rev, &L, &a0, &a1, &a2, &a3, &a4, &a5, &a6, &a7, &cnt, &a8};   \
+        void *args[] = {&B, &TT, &H, &kind, &relu, &rev, &L, &a0, &a1, &a2, &a3, &a4, &a5, &a6, &a7, &cnt, &a8, &xb}; \
         e = cudaFuncSetAttribute(k_lay_bwd<R, RB>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)L.smem_max);  \
         if (e != cudaSuccess) return (int)e;                                                                       \
         if (L.ns > 1)                                                                                              \
             return (int)cudaLaunchCooperativeKernel(k_lay_bwd<R, RB>, dim3(L.grid), dim3(L.threads), args, L.smem, \
                                                     st);                                                           \
         k_lay_bwd<R, RB><<<L.grid, L.threads, L.smem, st>>>(B, TT, H, kind, relu, rev, L, a0, a1, a2, a3, a4, a5,  \
-                                                            a6, a7, cnt, a8);                                      \
+                                                            a6, a7, cnt, a8, xb);                                  \
     } while (0)
     if (f64 && L.rb == 1) PRN_LAY_BWD(double, 1);
     else if (f64) PRN_LAY_BWD(double, 4);

@@ -15,7 +15,8 @@
  * pointers off 16-byte boundaries); AUTO's choice between it and the
  * chunked scan; the chunked block scans at every compiled bound on k; the
  * one-kernel RNN layers against the per-step path (PARRNN_CUDA_LAYER=
- * steps); under the emulator again with 64 (the look-back) or 8 (block
+ * steps), hidden size 1's thread per sequence against the block kernels
+ * (=blocks) bit for bit, and the plan's choice of it; under the emulator again with 64 (the look-back) or 8 (block
  * scans, layers) blocks running at once.
  * Its primitives are checked by test_conformance, and the whole
  * suite runs on it with PARRNN_BACKEND=cuda. Skipped when the backend is
@@ -28,6 +29,17 @@
 #include <string.h>
 
 #include "prn_test_device.h"
+#ifdef PARRNN_WITH_CUDA
+/* the CUDA headers use C11 anonymous unions (as in backends/parrnn_cuda.h) */
+#if defined(__GNUC__) || defined(__clang__)
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wpedantic"
+#endif
+#include "kernels_cuda/prn_cuda_launch.h" /* prn_cu_rnn_layer_plan */
+#if defined(__GNUC__) || defined(__clang__)
+#pragma GCC diagnostic pop
+#endif
+#endif
 
 #ifdef PRNT_CUDA_EMU /* the emulator's own counters (tests/cuda_emu/cuda_runtime_api.h) */
 size_t prn_cuda_emu_live_allocations(void);
@@ -379,8 +391,8 @@ static void run_lookback_cases(void) {
  * (the sums' order does not depend on the launch), unless it could not
  * have the blocks resident and ran per step (bits 0: compared with the
  * tolerance only). */
-static void layer_paths_case3(prn_dtype dt, int kind, int rev, size_t B, size_t T, size_t H, unsigned slices,
-                              int bits) {
+static void layer_paths_case4(prn_dtype dt, int kind, int rev, size_t B, size_t T, size_t H, unsigned slices,
+                              int bits, const char *layer3) {
     const size_t G = kind == PRN_RNN_LSTM ? 4 : kind == PRN_RNN_ELMAN ? 1 : 3, P = G * H;
     const size_t S = kind == PRN_RNN_LSTM ? 2 * H : H, V = (kind == PRN_RNN_LSTM ? 5 : kind == PRN_RNN_ELMAN ? 0 : 4) * H;
     const size_t es = dt == PRN_F64 ? 8 : 4;
@@ -392,7 +404,7 @@ static void layer_paths_case3(prn_dtype dt, int kind, int rev, size_t B, size_t 
     prn_context *ctx[3] = {NULL, NULL, NULL};
     char err[512], num[32];
     size_t i, q, diff = 0;
-    const int sides = slices ? 3 : 2;
+    const int sides = slices || layer3 ? 3 : 2;
     int side, bad = 0;
     double worst = 0;
     memset(host, 0, sizeof host);
@@ -400,8 +412,8 @@ static void layer_paths_case3(prn_dtype dt, int kind, int rev, size_t B, size_t 
     memset(dev, 0, sizeof dev);
     snprintf(num, sizeof num, "%u", slices);
     for (side = 0; side < sides; ++side) {
-        set_env("PARRNN_CUDA_LAYER", side == 1 ? "steps" : NULL);
-        set_env("PARRNN_CUDA_LAYER_SLICES", side == 2 ? num : NULL);
+        set_env("PARRNN_CUDA_LAYER", side == 1 ? "steps" : side == 2 ? layer3 : NULL);
+        set_env("PARRNN_CUDA_LAYER_SLICES", side == 2 && slices ? num : NULL);
         if (make(NULL, &ctx[side], err, sizeof err) != PRN_OK) {
             PRNT_CHECK(0, "context: %s", err);
             goto done;
@@ -444,16 +456,16 @@ static void layer_paths_case3(prn_dtype dt, int kind, int rev, size_t B, size_t 
             const double d = fabs(a - b) / (1 + fabs(b));
             if (!(d <= worst)) worst = d;
             bad += a != a;
-            if (slices) {
+            if (sides == 3) {
                 const double c = dt == PRN_F64 ? ((double *)out[2][q])[i] : ((float *)out[2][q])[i];
                 const double dc = fabs(c - b) / (1 + fabs(b));
                 if (!(dc <= worst)) worst = dc;
                 diff += bits && memcmp(out[0][q] + i * es, out[2][q] + i * es, es) != 0;
             }
         }
-    PRNT_CHECK(!diff, "%s kind=%d reverse=%d B=%lu T=%lu H=%lu: %lu values differ in bits between %u slices and the default plan",
+    PRNT_CHECK(!diff, "%s kind=%d reverse=%d B=%lu T=%lu H=%lu: %lu values differ in bits between %u slices%s%s and the default plan",
                dt == PRN_F64 ? "f64" : "f32", kind, rev, (unsigned long)B, (unsigned long)T, (unsigned long)H,
-               (unsigned long)diff, slices);
+               (unsigned long)diff, slices, layer3 ? ", PARRNN_CUDA_LAYER=" : "", layer3 ? layer3 : "");
     PRNT_CHECK(!bad && worst <= (dt == PRN_F64 ? 1e-12 : 2e-5),
                "%s kind=%d reverse=%d B=%lu T=%lu H=%lu: one kernel per layer vs per step: %d NaNs, worst %g",
                dt == PRN_F64 ? "f64" : "f32", kind, rev, (unsigned long)B, (unsigned long)T, (unsigned long)H, bad,
@@ -469,6 +481,11 @@ done:
         prn_context_destroy(ctx[side]);
     }
     for (q = 0; q < 10; ++q) free(host[q]);
+}
+
+static void layer_paths_case3(prn_dtype dt, int kind, int rev, size_t B, size_t T, size_t H, unsigned slices,
+                              int bits) {
+    layer_paths_case4(dt, kind, rev, B, T, H, slices, bits, NULL);
 }
 
 static void layer_paths_case(prn_dtype dt, int kind, int rev, size_t B, size_t T, size_t H) {
@@ -515,6 +532,58 @@ static void test_layer_slices(void) {
     set_env("PRN_CUDA_EMU_RESIDENT", NULL);
 #ifdef PRNT_CUDA_EMU
     layer_paths_case3(PRN_F32, PRN_RNN_GRU, 0, 2, 6, 24, 3, 0);
+#endif
+}
+
+/* Hidden size 1: a thread per sequence (k_lay1_*), every kind, both
+ * directions, f32 and f64, T below, at and past the ring of prefetched
+ * steps (8 f32, 4 f64), and B = 70: two blocks of 64 threads, several
+ * resident at once; the same bits as the block kernels
+ * (PARRNN_CUDA_LAYER=blocks) and the per-step path's values. Then hidden
+ * 64 and 128, where the block kernels keep b_hh, the state and the next
+ * x in registers: the same bits as forced slices (several blocks resident). */
+static void test_layer_small(void) {
+    static const int kinds[3] = {PRN_RNN_GRU, PRN_RNN_LSTM, PRN_RNN_ELMAN};
+    static const size_t Ts[3] = {3, 8, 21}, Bs[3] = {1, 16, 70};
+    int k, f64, rev;
+    if (g_skip[0]) { PRNT_SKIP("%s", g_skip); return; }
+    set_env("PRN_CUDA_EMU_RESIDENT", "8");
+    set_env("PRN_CUDA_EMU_SMS", "8");
+    for (k = 0; k < 3; ++k)
+        for (f64 = 0; f64 < 2; ++f64)
+            for (rev = 0; rev < 2; ++rev)
+                layer_paths_case4(f64 ? PRN_F64 : PRN_F32, kinds[k], rev, Bs[(k + rev) % 3], Ts[(k + f64 + rev) % 3], 1,
+                                  0, 1, "blocks");
+    layer_paths_case4(PRN_F32, PRN_RNN_GRU, 0, 70, 21, 1, 0, 1, "blocks");
+    layer_paths_case4(PRN_F64, PRN_RNN_LSTM, 1, 70, 9, 1, 0, 1, "blocks");
+    layer_paths_case3(PRN_F32, PRN_RNN_GRU, 0, 3, 5, 64, 2, 1);
+    layer_paths_case3(PRN_F32, PRN_RNN_LSTM, 1, 2, 4, 64, 2, 1);
+    layer_paths_case3(PRN_F64, PRN_RNN_ELMAN, 0, 5, 4, 64, 3, 1);
+    layer_paths_case3(PRN_F32, PRN_RNN_GRU, 1, 2, 4, 128, 2, 1);
+    layer_paths_case3(PRN_F64, PRN_RNN_LSTM, 0, 1, 3, 128, 4, 1);
+    layer_paths_case3(PRN_F32, PRN_RNN_ELMAN, 1, 9, 4, 128, 2, 1);
+    set_env("PRN_CUDA_EMU_SMS", NULL);
+    set_env("PRN_CUDA_EMU_RESIDENT", NULL);
+#ifdef PARRNN_WITH_CUDA
+    { /* the plans: H = 1 a thread per sequence unless slices or the blocks are forced (an H200's 132 SMs, 227 KiB) */
+        prn_cu_layer_plan pl;
+        int bwd;
+        for (bwd = 0; bwd < 2; ++bwd)
+            for (k = 0; k < 3; ++k) {
+                memset(&pl, 0, sizeof pl);
+                PRNT_CHECK(prn_cu_rnn_layer_plan(0, kinds[k], bwd, 16, 1000000, 1, 132, 232448, 0, 0, &pl) &&
+                               pl.path == 1 && pl.grid == 1,
+                           "kind=%d bwd=%d H=1 B=16: a thread per sequence (path %u, grid %u)", kinds[k], bwd, pl.path,
+                           pl.grid);
+                PRNT_CHECK(prn_cu_rnn_layer_plan(1, kinds[k], bwd, 130, 1000, 1, 132, 232448, 0, 0, &pl) &&
+                               pl.path == 1 && pl.grid == 3,
+                           "kind=%d bwd=%d H=1 B=130 f64: three blocks (path %u, grid %u)", kinds[k], bwd, pl.path, pl.grid);
+                PRNT_CHECK(!prn_cu_rnn_layer_plan(0, kinds[k], bwd, 16, 1000, 1, 132, 232448, 0, 1, &pl) || pl.path == 0,
+                           "kind=%d bwd=%d H=1, blocks forced: a block plan", kinds[k], bwd);
+                PRNT_CHECK(!prn_cu_rnn_layer_plan(0, kinds[k], bwd, 16, 1000, 64, 132, 232448, 0, 0, &pl) || pl.path == 0,
+                           "kind=%d bwd=%d H=64: a block plan", kinds[k], bwd);
+            }
+    }
 #endif
 }
 
@@ -883,6 +952,7 @@ int main(void) {
     PRNT_RUN(test_scan_block_sizes);
     PRNT_RUN(test_layer_paths);
     PRNT_RUN(test_layer_slices);
+    PRNT_RUN(test_layer_small);
 #ifdef PRNT_CUDA_EMU
     PRNT_RUN(test_scan_lookback_resident);
     PRNT_RUN(test_blocks_resident);

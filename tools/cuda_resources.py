@@ -33,6 +33,8 @@ def block_size(name):
         return 128 if kb <= 16 else 64 if kb == 32 else 32
     if name.startswith("k_scan_block_expand"):
         return 128
+    if name.startswith("k_lay1_"):
+        return 64  # PRN_LAY1_TPB: a thread per sequence (hidden size 1)
     if name.startswith("k_lay_"):
         return 512  # PRN_LAY_NT (dynamic shared memory, not counted here: W_hh's slice, see the plan)
     if name.startswith("k_probe"):
