@@ -1524,7 +1524,9 @@ struct prn_backend {
     /* Its backward: from g [B, T, S] (d loss / d states) and the forward's
      * w_hh, s0, states and saved (required for LSTM and GRU), writes dxp
      * [B, T, P] (d loss / d xp), dq [B, T, P] (d loss / d (q + b_hh) of
-     * each step) and ds0 [B, S] (d loss / d s0; zero when T = 0). */
+     * each step) and ds0 [B, S] (d loss / d s0; zero when T = 0). For ELMAN
+     * and LSTM, whose dq equals dxp, dq may be dxp itself (the generic code
+     * passes one buffer for both); every other buffer is distinct. */
     prn_status (*rnn_layer_backward)(prn_context *ctx, prn_dtype dtype, int kind, int relu, int reverse, size_t B,
                                      size_t T, size_t H, const void *g, const void *w_hh, const void *s0,
                                      const void *states, const void *saved, void *dxp, void *dq, void *ds0);
@@ -3983,7 +3985,8 @@ PRN__FN ATTR void prn__layer_bw_##SFX(const prn__layer *L, size_t j, size_t m) {
                 PRN__SIMD for (i = 0; i < n; ++i) c[i] += e[i];                  \
                 prn__gru_bw_##UNIT(n, c, sp + u0, v, H, dx, dq, H, e);           \
             }                                                                    \
-            for (g = 0; g < G; ++g) memcpy(DQ + (b * TT + t) * P + g * H + u0, dq + g * H, n * sizeof(T)); \
+            /* DQ may be DX (ELMAN and LSTM: the same values) */                \
+            for (g = 0; DQ != DX && g < G; ++g) memcpy(DQ + (b * TT + t) * P + g * H + u0, dq + g * H, n * sizeof(T)); \
         }                                                                        \
         PRN__BARRIER(L->bar, m);                                                 \
         for (b = 0; n && step + 1 < TT && b < B; ++b) {                          \
@@ -8452,6 +8455,29 @@ PRN__FN prn_tensor *prn__recur_stack(prn__cw *w, const prn__recur *r, int j) {
     return prn__cw_v2(w, y, B * r->T, X);
 }
 
+/* h before each step, in time order, as [B T, H]: the first H of each
+ * state of Sall [B, T, S] one step earlier, s0's where there is none. One
+ * copy of B T H (the states' concatenation and its slice were two, of B T S
+ * and B T H). */
+PRN__FN prn_tensor *prn__bw_hprev(prn__cw *w, prn_tensor *s0, prn_tensor *Sall, size_t B, size_t T, size_t H, size_t S,
+                                  int rev) {
+    prn_tensor *y = prn__cw_empty(w, Sall->dtype, B * T, H);
+    size_t sh4[4], ss[4], ds[4];
+    if (!y || !B || !T || !H) return y;
+    sh4[0] = 1; sh4[1] = 1; sh4[2] = B; sh4[3] = H;
+    ss[0] = 0; ss[1] = 0; ss[2] = S; ss[3] = 1;
+    ds[0] = 0; ds[1] = 0; ds[2] = T * H; ds[3] = 1;
+    w->st = prn__in_fn(w->ctx, "prn_backward", w->ctx->be->strided_copy(w->ctx, Sall->dtype, sh4, s0->st->buf, 0, ss,
+                                                                        y->st->buf, rev ? (T - 1) * H : 0, ds));
+    if (w->st != PRN_OK || T < 2) return w->st == PRN_OK ? y : NULL;
+    sh4[0] = 1; sh4[1] = B; sh4[2] = T - 1; sh4[3] = H;
+    ss[0] = 0; ss[1] = T * S; ss[2] = S; ss[3] = 1;
+    ds[0] = 0; ds[1] = T * H; ds[2] = H; ds[3] = 1;
+    w->st = prn__in_fn(w->ctx, "prn_backward", w->ctx->be->strided_copy(w->ctx, Sall->dtype, sh4, Sall->st->buf,
+                                                                        rev ? S : 0, ss, y->st->buf, rev ? 0 : H, ds));
+    return w->st == PRN_OK ? y : NULL;
+}
+
 PRN__FN prn_status prn__bw_recur(prn_context *ctx, const prn_op *op, prn_tensor *g, prn_tensor **gin) {
     prn__recur *r = (prn__recur *)op->user;
     const prn__rk *k = &r->k;
@@ -8464,13 +8490,21 @@ PRN__FN prn_status prn__bw_recur(prn_context *ctx, const prn_op *op, prn_tensor 
     w.ctx = ctx;
     np = prn__rk_params(k->kind);
     shape[0] = B; shape[1] = T; shape[2] = P;
-    DXP = prn__cw_new(&w, xp->dtype, 3, shape, 0.0);
+    /* The fused layer writes every element of dxp and dq: no zeros first
+     * (a pass over B T P each). Its ELMAN and LSTM dq is dxp itself (the
+     * gates' pre-activations take xp and q + b_hh alike): one buffer, which
+     * rnn_layer_backward allows for these kinds. */
+    DXP = k->layer ? prn__cw_v3(&w, prn__cw_empty(&w, xp->dtype, BT, P), B, T, P) : prn__cw_new(&w, xp->dtype, 3, shape, 0.0);
     for (j = 0; j < nq; ++j) {
         shape[2] = prn__rnn_torch(k->kind) ? P : prm[3]->shape[0];
-        DQ[j] = prn__cw_new(&w, xp->dtype, 3, shape, 0.0);
+        DQ[j] = !k->layer ? prn__cw_new(&w, xp->dtype, 3, shape, 0.0)
+                : k->kind == PRN_RNN_ELMAN || k->kind == PRN_RNN_LSTM ? DXP
+                : prn__cw_v3(&w, prn__cw_empty(&w, xp->dtype, BT, shape[2]), B, T, shape[2]);
     }
-    /* states before each step, in time order */
-    {
+    /* states before each step, in time order; the fused LSTM layer needs
+     * only their h (below): not built then (a copy of B T S) */
+    if (k->layer && k->kind == PRN_RNN_LSTM) Sprev = NULL;
+    else {
         prn_tensor *s03 = prn__cw_v3(&w, s0, B, 1, S);
         Sprev = T == 1 ? s03
                 : r->rev ? prn__cw_cat(&w, prn__cw_slice(&w, Sall, 1, 1, T - 1), s03, 1)
@@ -8507,10 +8541,11 @@ PRN__FN prn_status prn__bw_recur(prn_context *ctx, const prn_op *op, prn_tensor 
     if (w.st == PRN_OK && op->needs_grad[0]) w.st = prn__view(ctx, "prn_backward", DXP, 3, xp->shape, &gin[0]);
     if (w.st == PRN_OK && op->needs_grad[1]) w.st = prn__view(ctx, "prn_backward", carry, s0->ndim, s0->shape, &gin[1]);
     if (w.st == PRN_OK) {
-        prn_tensor *D2 = prn__cw_v2(&w, DXP, BT, P), *Sp2 = prn__cw_v2(&w, Sprev, BT, S), *Hp, *Q2, *R;
+        prn_tensor *D2 = prn__cw_v2(&w, DXP, BT, P), *Sp2 = Sprev ? prn__cw_v2(&w, Sprev, BT, S) : NULL, *Hp, *Q2, *R;
         switch (k->kind) {
         case PRN_RNN_ELMAN: case PRN_RNN_LSTM: case PRN_RNN_GRU: case PRN_RNN_MHGRU:
-            Hp = k->kind == PRN_RNN_LSTM ? prn__cw_slice(&w, Sp2, 1, 0, k->H) : Sp2;
+            Hp = k->kind != PRN_RNN_LSTM ? Sp2 : Sp2 ? prn__cw_slice(&w, Sp2, 1, 0, k->H)
+                                                     : prn__bw_hprev(&w, s0, Sall, B, T, k->H, S, r->rev);
             Q2 = prn__cw_v2(&w, DQ[0], BT, P);
             if (op->needs_grad[2]) {
                 if (k->flat) res[0] = prn__cw_mm(&w, Q2, 1, Hp, 0);
