@@ -4039,13 +4039,14 @@ PRN__FN int prn__cblas_weak_f32(prn_context *ctx, size_t M, size_t N, size_t K, 
     return 0;
 }
 /* prn__panel_mm_f32x for op(A) = A^T: out[r, 0..15] (+)= sum_k a[k * lda +
- * r] p[k * 16 + 0..15], r < R -- a weight gradient's product (X^T dY, K
- * the batch rows times the steps): the four rows of a step are adjacent in
+ * r] p[k * pk + 0..15], r < R -- a weight gradient's product (X^T dY, K
+ * the batch rows times the steps; p packed, pk = 16, or B itself, pk its
+ * ldb): the four rows of a step are adjacent in
  * memory, so A needs no packing. acc: add to out (the caller's earlier
  * block of K). Each entry sums k = 0, 1, ... by FMAs, as
  * prn__panel_mm_f32x's do. */
-PRN__FN PRN__AVX2 void prn__panel_tn_f32x(size_t R, size_t K, const float *a, size_t lda, const float *p, float *out,
-                                         size_t ldo, int acc) {
+PRN__FN PRN__AVX2 void prn__panel_tn_f32x(size_t R, size_t K, const float *a, size_t lda, const float *p, size_t pk,
+                                         float *out, size_t ldo, int acc) {
     size_t r = 0, k;
     for (; r + 4 <= R; r += 4) {
         const float *ar = a + r;
@@ -4059,7 +4060,7 @@ PRN__FN PRN__AVX2 void prn__panel_tn_f32x(size_t R, size_t K, const float *a, si
         }
         for (k = 0; k < K; ++k) {
             const float *ak = ar + k * lda;
-            const __m256 w0 = _mm256_loadu_ps(p + k * 16), w1 = _mm256_loadu_ps(p + k * 16 + 8);
+            const __m256 w0 = _mm256_loadu_ps(p + k * pk), w1 = _mm256_loadu_ps(p + k * pk + 8);
             __m256 x = _mm256_broadcast_ss(ak);
             c00 = _mm256_fmadd_ps(x, w0, c00); c01 = _mm256_fmadd_ps(x, w1, c01);
             x = _mm256_broadcast_ss(ak + 1);
@@ -4076,8 +4077,8 @@ PRN__FN PRN__AVX2 void prn__panel_tn_f32x(size_t R, size_t K, const float *a, si
         if (acc) { c00 = _mm256_loadu_ps(out + r * ldo); c01 = _mm256_loadu_ps(out + r * ldo + 8); }
         for (k = 0; k < K; ++k) {
             const __m256 x = _mm256_broadcast_ss(a + k * lda + r);
-            c00 = _mm256_fmadd_ps(x, _mm256_loadu_ps(p + k * 16), c00);
-            c01 = _mm256_fmadd_ps(x, _mm256_loadu_ps(p + k * 16 + 8), c01);
+            c00 = _mm256_fmadd_ps(x, _mm256_loadu_ps(p + k * pk), c00);
+            c01 = _mm256_fmadd_ps(x, _mm256_loadu_ps(p + k * pk + 8), c01);
         }
         _mm256_storeu_ps(out + r * ldo, c00); _mm256_storeu_ps(out + r * ldo + 8, c01);
     }
@@ -4094,7 +4095,7 @@ PRN__FN PRN__AVX2 void prn__panel_tn_f32x(size_t R, size_t K, const float *a, si
     { c##i##0 = acc ? _mm512_loadu_ps(o + (i) * ldo) : _mm512_setzero_ps();       \
       c##i##1 = acc ? _mm512_loadu_ps(o + (i) * ldo + 16) : _mm512_setzero_ps(); }
 PRN__FN PRN__AVX512 size_t prn__panel_tnz_f32z(size_t R, size_t K, const float *a, size_t lda, size_t ts, const float *p,
-                                              size_t ps, size_t Z, float *out, size_t ldo, int acc) {
+                                              size_t pk, size_t ps, size_t Z, float *out, size_t ldo, int acc) {
     const size_t R8 = R / 8 * 8;
     size_t z = 0, r, k;
     for (; z + 2 <= Z; z += 2)
@@ -4104,7 +4105,7 @@ PRN__FN PRN__AVX512 size_t prn__panel_tnz_f32z(size_t R, size_t K, const float *
             __m512 c00, c01, c10, c11, c20, c21, c30, c31, c40, c41, c50, c51, c60, c61, c70, c71;
             PRN__TLD2(0) PRN__TLD2(1) PRN__TLD2(2) PRN__TLD2(3) PRN__TLD2(4) PRN__TLD2(5) PRN__TLD2(6) PRN__TLD2(7)
             for (k = 0; k < K; ++k) {
-                const __m512 w0 = _mm512_loadu_ps(p0 + k * 16), w1 = _mm512_loadu_ps(p1 + k * 16);
+                const __m512 w0 = _mm512_loadu_ps(p0 + k * pk), w1 = _mm512_loadu_ps(p1 + k * pk);
                 const float *ak = ar + k * lda;
                 PRN__TFMA2(0) PRN__TFMA2(1) PRN__TFMA2(2) PRN__TFMA2(3)
                 PRN__TFMA2(4) PRN__TFMA2(5) PRN__TFMA2(6) PRN__TFMA2(7)
@@ -4118,21 +4119,21 @@ PRN__FN PRN__AVX512 size_t prn__panel_tnz_f32z(size_t R, size_t K, const float *
 #undef PRN__ZST2 /* the 8 x 32 tile store of both AVX-512 panel kernels */
 #endif
 PRN__FN PRN__AVX2 void prn__panel_tnz_f32x(size_t R, size_t K, const float *a, size_t lda, size_t ts, const float *p,
-                                          size_t ps, size_t Z, float *out, size_t ldo, int acc) {
+                                          size_t pk, size_t ps, size_t Z, float *out, size_t ldo, int acc) {
     size_t z = 0, r;
 #ifdef PRN__HAVE_AVX512
-    if (R >= 8 && __builtin_cpu_supports("avx512f")) z = prn__panel_tnz_f32z(R, K, a, lda, ts, p, ps, Z, out, ldo, acc);
+    if (R >= 8 && __builtin_cpu_supports("avx512f")) z = prn__panel_tnz_f32z(R, K, a, lda, ts, p, pk, ps, Z, out, ldo, acc);
 #endif
     /* blocks the AVX-512 loop left (or all): by 8 rows, then the rest; rows
      * [r, r + 8) of a at a + r / 8 ts */
     for (; z < Z; ++z)
         for (r = 0; r < R; r += 8)
-            prn__panel_tn_f32x(R - r < 8 ? R - r : 8, K, a + r / 8 * ts, lda, p + z * ps, out + r * ldo + z * 16, ldo, acc);
+            prn__panel_tn_f32x(R - r < 8 ? R - r : 8, K, a + r / 8 * ts, lda, p + z * ps, pk, out + r * ldo + z * 16, ldo, acc);
     /* the rows past a multiple of 8 of the blocks it did */
 #ifdef PRN__HAVE_AVX512
     if (R >= 8 && R % 8 && __builtin_cpu_supports("avx512f"))
         for (z = 0; z < Z / 2 * 2; ++z)
-            prn__panel_tn_f32x(R % 8, K, a + R / 8 * ts, lda, p + z * ps, out + R / 8 * 8 * ldo + z * 16, ldo, acc);
+            prn__panel_tn_f32x(R % 8, K, a + R / 8 * ts, lda, p + z * ps, pk, out + R / 8 * 8 * ldo + z * 16, ldo, acc);
 #endif
 }
 /* C = alpha op(A) op(B) + beta C by prn__panel_mm_f32x (op(A) = A) or
@@ -4147,24 +4148,31 @@ PRN__FN PRN__AVX2 prn_status prn__gemm_f32x(prn_context *ctx, int trans_a, int t
                                             size_t ldb, size_t sb, float beta, float *C, size_t ldc, size_t sc,
                                             size_t batch) {
     const size_t nb = (N + 15) / 16, nb2 = (nb + 1) / 2, nr = (M + 63) / 64;
-    float *pan = (float *)prn__alloc_quiet(ctx, nb * K * 16 * sizeof(float));
+    /* A^T with B as it is (whole blocks of 16 columns along its rows): the
+     * kernel reads B in place, its rows ldb apart -- no packing pass over K
+     * N of it (a weight gradient's K is the batch times the steps: the pass
+     * and its buffer, 16 MiB at B 64 T 1000 N 64, cost a serial trip
+     * through memory). Rows of 512 bytes at most: at ldb = 256 (1 KiB) a
+     * chunk's rows crowd a few L1 sets, 5% slower than packed (N = 256). */
+    const int direct = trans_a && !trans_b && N % 16 == 0 && ldb <= 128;
+    float *pan = direct ? NULL : (float *)prn__alloc_quiet(ctx, nb * K * 16 * sizeof(float));
     /* A^T: its sums [M][nb 16], then each thread's chunk of A (256 x its
      * slab of rows, a multiple of 8: M + 8 per thread at most) */
     const size_t wn = trans_a ? M * nb * 16 + 256 * (M + 8 * (size_t)prn_context_num_threads(ctx)) : 0;
     float *wk = wn ? (float *)prn__alloc_quiet(ctx, wn * sizeof(float)) : NULL;
     size_t bi;
     PRN__PAR_SETUP(ctx, M * N * K / 8);
-    if (!pan || (wn && !wk)) {
+    if ((!direct && !pan) || (wn && !wk)) {
         prn_free(ctx, pan);
         prn_free(ctx, wk);
         return PRN__ERR(ctx, PRN_ERR_OUT_OF_MEMORY, "gemm: out of memory for the packed matrices (%lu bytes)",
-                        (unsigned long)((nb * K * 16 + wn) * sizeof(float)));
+                        (unsigned long)(((direct ? 0 : nb * K * 16) + wn) * sizeof(float)));
     }
     for (bi = 0; bi < batch; ++bi) {
         const float *Bb = B + bi * sb, *Ab = A + bi * sa;
         float *Cb = C + bi * sc;
         size_t blk, task;
-        for (blk = 0; blk < nb; ++blk) {
+        for (blk = 0; !direct && blk < nb; ++blk) {
             size_t k, c;
             for (k = 0; k < K; ++k)
                 for (c = 0; c < 16; ++c) {
@@ -4195,7 +4203,8 @@ PRN__FN PRN__AVX2 prn_status prn__gemm_f32x(prn_context *ctx, int trans_a, int t
                         for (r = 0; r + 8 <= rows; r += 8) memcpy(ap + (r / 8 * kc + k) * 8, sk + r, 8 * sizeof(float));
                         for (c = 0; r < rows && c < 8; ++c) ap[(r / 8 * kc + k) * 8 + c] = r + c < rows ? sk[r + c] : 0.0f;
                     }
-                    prn__panel_tnz_f32x(rows, kc, ap, 8, kc * 8, pan + k0 * 16, K * 16, nb, acc, nb * 16, k0 > 0);
+                    if (direct) prn__panel_tnz_f32x(rows, kc, ap, 8, kc * 8, Bb + k0 * ldb, ldb, 16, nb, acc, nb * 16, k0 > 0);
+                    else prn__panel_tnz_f32x(rows, kc, ap, 8, kc * 8, pan + k0 * 16, 16, K * 16, nb, acc, nb * 16, k0 > 0);
                 }
                 for (r = 0; r < rows; ++r) {
                     float *cr = Cb + (i0 + r) * ldc;
