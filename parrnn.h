@@ -8469,21 +8469,24 @@ PRN__FN prn_tensor *prn__recur_stack(prn__cw *w, const prn__recur *r, int j) {
  * copy of B T H (the states' concatenation and its slice were two, of B T S
  * and B T H). */
 PRN__FN prn_tensor *prn__bw_hprev(prn__cw *w, prn_tensor *s0, prn_tensor *Sall, size_t B, size_t T, size_t H, size_t S,
-                                  int rev) {
-    prn_tensor *y = prn__cw_empty(w, Sall->dtype, B * T, H);
-    size_t sh4[4], ss[4], ds[4];
+                                  int rev, size_t E) {
+    const size_t L = H + E; /* E > 0: E columns of ones after h ([B T, H + E]) */
+    prn_tensor *y;
+    size_t sh4[4], ss[4], ds[4], shape[2];
+    shape[0] = B * T; shape[1] = L;
+    y = E ? prn__cw_new(w, Sall->dtype, 2, shape, 1.0) : prn__cw_empty(w, Sall->dtype, B * T, H);
     if (!y || !B || !T || !H) return y;
     sh4[0] = 1; sh4[1] = 1; sh4[2] = B; sh4[3] = H;
     ss[0] = 0; ss[1] = 0; ss[2] = S; ss[3] = 1;
-    ds[0] = 0; ds[1] = 0; ds[2] = T * H; ds[3] = 1;
+    ds[0] = 0; ds[1] = 0; ds[2] = T * L; ds[3] = 1;
     w->st = prn__in_fn(w->ctx, "prn_backward", w->ctx->be->strided_copy(w->ctx, Sall->dtype, sh4, s0->st->buf, 0, ss,
-                                                                        y->st->buf, rev ? (T - 1) * H : 0, ds));
+                                                                        y->st->buf, rev ? (T - 1) * L : 0, ds));
     if (w->st != PRN_OK || T < 2) return w->st == PRN_OK ? y : NULL;
     sh4[0] = 1; sh4[1] = B; sh4[2] = T - 1; sh4[3] = H;
     ss[0] = 0; ss[1] = T * S; ss[2] = S; ss[3] = 1;
-    ds[0] = 0; ds[1] = T * H; ds[2] = H; ds[3] = 1;
+    ds[0] = 0; ds[1] = T * L; ds[2] = L; ds[3] = 1;
     w->st = prn__in_fn(w->ctx, "prn_backward", w->ctx->be->strided_copy(w->ctx, Sall->dtype, sh4, Sall->st->buf,
-                                                                        rev ? S : 0, ss, y->st->buf, rev ? 0 : H, ds));
+                                                                        rev ? S : 0, ss, y->st->buf, rev ? 0 : L, ds));
     return w->st == PRN_OK ? y : NULL;
 }
 
@@ -8493,6 +8496,11 @@ PRN__FN prn_status prn__bw_recur(prn_context *ctx, const prn_op *op, prn_tensor 
     prn_tensor *xp = op->inputs[0], *s0 = op->inputs[1], *const *prm = op->inputs + 2, *Sall = op->output;
     size_t B = xp->shape[0], T = xp->shape[1], P = xp->shape[2], S = k->S, BT = B * T, step, t, mark, shape[3];
     int nq = prn__rnn_torch(k->kind) ? 1 : prn__rnn_shallow(k->kind) ? 2 : 0, j, np;
+    /* the fused layer of ELMAN, LSTM, GRU: h before each step built for the
+     * weight gradient alone (prn__bw_hprev), with 16 columns of ones when
+     * b_hh's gradient is wanted too: dq's column sums come out of the same
+     * product (one pass over dq, B T P, instead of two) */
+    const int flat = k->layer && (k->kind == PRN_RNN_ELMAN || k->kind == PRN_RNN_LSTM || k->kind == PRN_RNN_GRU);
     prn_tensor *DXP, *DQ[2] = {NULL, NULL}, *Sprev, *carry = NULL, *res[4] = {NULL, NULL, NULL, NULL};
     prn__cw w;
     memset(&w, 0, sizeof w);
@@ -8510,9 +8518,9 @@ PRN__FN prn_status prn__bw_recur(prn_context *ctx, const prn_op *op, prn_tensor 
                 : k->kind == PRN_RNN_ELMAN || k->kind == PRN_RNN_LSTM ? DXP
                 : prn__cw_v3(&w, prn__cw_empty(&w, xp->dtype, BT, shape[2]), B, T, shape[2]);
     }
-    /* states before each step, in time order; the fused LSTM layer needs
-     * only their h (below): not built then (a copy of B T S) */
-    if (k->layer && k->kind == PRN_RNN_LSTM) Sprev = NULL;
+    /* states before each step, in time order; the fused layer needs only
+     * their h (below): not built then (for LSTM a copy of B T S) */
+    if (flat) Sprev = NULL;
     else {
         prn_tensor *s03 = prn__cw_v3(&w, s0, B, 1, S);
         Sprev = T == 1 ? s03
@@ -8553,9 +8561,15 @@ PRN__FN prn_status prn__bw_recur(prn_context *ctx, const prn_op *op, prn_tensor 
         prn_tensor *D2 = prn__cw_v2(&w, DXP, BT, P), *Sp2 = Sprev ? prn__cw_v2(&w, Sprev, BT, S) : NULL, *Hp, *Q2, *R;
         switch (k->kind) {
         case PRN_RNN_ELMAN: case PRN_RNN_LSTM: case PRN_RNN_GRU: case PRN_RNN_MHGRU:
-            Hp = k->kind != PRN_RNN_LSTM ? Sp2 : Sp2 ? prn__cw_slice(&w, Sp2, 1, 0, k->H)
-                                                     : prn__bw_hprev(&w, s0, Sall, B, T, k->H, S, r->rev);
             Q2 = prn__cw_v2(&w, DQ[0], BT, P);
+            if (flat && op->needs_grad[2] && op->needs_grad[3]) { /* [dW_hh | db_hh x 16] */
+                prn_tensor *M2 = prn__cw_mm(&w, Q2, 1, prn__bw_hprev(&w, s0, Sall, B, T, k->H, S, r->rev, 16), 0);
+                res[0] = prn__cw_slice(&w, M2, 1, 0, k->H);
+                res[1] = prn__cw_slice(&w, M2, 1, k->H, 1);
+                break;
+            }
+            Hp = flat ? (op->needs_grad[2] ? prn__bw_hprev(&w, s0, Sall, B, T, k->H, S, r->rev, 0) : NULL)
+                 : k->kind == PRN_RNN_LSTM ? prn__cw_slice(&w, Sp2, 1, 0, k->H) : Sp2;
             if (op->needs_grad[2]) {
                 if (k->flat) res[0] = prn__cw_mm(&w, Q2, 1, Hp, 0);
                 else res[0] = prn__cw_mm(&w, prn__cw_tr(&w, prn__cw_v3(&w, Q2, BT, k->nh, 3 * k->hk), 0, 1), 1,
