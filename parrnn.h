@@ -1544,7 +1544,9 @@ struct prn_backend {
     /* Its backward: from g [B, T, S] (d loss / d states) and the forward's
      * w_hh, s0, states and saved (required for LSTM and GRU), writes dxp
      * [B, T, P] (d loss / d xp), dq [B, T, P] (d loss / d (q + b_hh) of
-     * each step) and ds0 [B, S] (d loss / d s0; zero when T = 0). */
+     * each step) and ds0 [B, S] (d loss / d s0; zero when T = 0). For ELMAN
+     * and LSTM, whose dq equals dxp, dq may be dxp itself (the generic code
+     * passes one buffer for both); every other buffer is distinct. */
     prn_status (*rnn_layer_backward)(prn_context *ctx, prn_dtype dtype, int kind, int relu, int reverse, size_t B,
                                      size_t T, size_t H, const void *g, const void *w_hh, const void *s0,
                                      const void *states, const void *saved, void *dxp, void *dq, void *ds0);
@@ -4111,7 +4113,8 @@ PRN__FN ATTR void prn__layer_bw_##SFX(const prn__layer *L, size_t j, size_t m) {
                 PRN__SIMD for (i = 0; i < n; ++i) c[i] += e[i];                  \
                 prn__gru_bw_##UNIT(n, c, sp + u0, v, H, dx, dq, H, e);           \
             }                                                                    \
-            for (g = 0; g < G; ++g) memcpy(DQ + (b * TT + t) * P + g * H + u0, dq + g * H, n * sizeof(T)); \
+            /* DQ may be DX (ELMAN and LSTM: the same values) */                \
+            for (g = 0; DQ != DX && g < G; ++g) memcpy(DQ + (b * TT + t) * P + g * H + u0, dq + g * H, n * sizeof(T)); \
         }                                                                        \
         PRN__BARRIER(L->bar, m);                                                 \
         for (b = 0; n && step + 1 < TT && b < B; ++b) {                          \
@@ -4164,13 +4167,14 @@ PRN__FN int prn__cblas_weak_f32(prn_context *ctx, size_t M, size_t N, size_t K, 
     return 0;
 }
 /* prn__panel_mm_f32x for op(A) = A^T: out[r, 0..15] (+)= sum_k a[k * lda +
- * r] p[k * 16 + 0..15], r < R -- a weight gradient's product (X^T dY, K
- * the batch rows times the steps): the four rows of a step are adjacent in
+ * r] p[k * pk + 0..15], r < R -- a weight gradient's product (X^T dY, K
+ * the batch rows times the steps; p packed, pk = 16, or B itself, pk its
+ * ldb): the four rows of a step are adjacent in
  * memory, so A needs no packing. acc: add to out (the caller's earlier
  * block of K). Each entry sums k = 0, 1, ... by FMAs, as
  * prn__panel_mm_f32x's do. */
-PRN__FN PRN__AVX2 void prn__panel_tn_f32x(size_t R, size_t K, const float *a, size_t lda, const float *p, float *out,
-                                         size_t ldo, int acc) {
+PRN__FN PRN__AVX2 void prn__panel_tn_f32x(size_t R, size_t K, const float *a, size_t lda, const float *p, size_t pk,
+                                         float *out, size_t ldo, int acc) {
     size_t r = 0, k;
     for (; r + 4 <= R; r += 4) {
         const float *ar = a + r;
@@ -4184,7 +4188,7 @@ PRN__FN PRN__AVX2 void prn__panel_tn_f32x(size_t R, size_t K, const float *a, si
         }
         for (k = 0; k < K; ++k) {
             const float *ak = ar + k * lda;
-            const __m256 w0 = _mm256_loadu_ps(p + k * 16), w1 = _mm256_loadu_ps(p + k * 16 + 8);
+            const __m256 w0 = _mm256_loadu_ps(p + k * pk), w1 = _mm256_loadu_ps(p + k * pk + 8);
             __m256 x = _mm256_broadcast_ss(ak);
             c00 = _mm256_fmadd_ps(x, w0, c00); c01 = _mm256_fmadd_ps(x, w1, c01);
             x = _mm256_broadcast_ss(ak + 1);
@@ -4201,8 +4205,8 @@ PRN__FN PRN__AVX2 void prn__panel_tn_f32x(size_t R, size_t K, const float *a, si
         if (acc) { c00 = _mm256_loadu_ps(out + r * ldo); c01 = _mm256_loadu_ps(out + r * ldo + 8); }
         for (k = 0; k < K; ++k) {
             const __m256 x = _mm256_broadcast_ss(a + k * lda + r);
-            c00 = _mm256_fmadd_ps(x, _mm256_loadu_ps(p + k * 16), c00);
-            c01 = _mm256_fmadd_ps(x, _mm256_loadu_ps(p + k * 16 + 8), c01);
+            c00 = _mm256_fmadd_ps(x, _mm256_loadu_ps(p + k * pk), c00);
+            c01 = _mm256_fmadd_ps(x, _mm256_loadu_ps(p + k * pk + 8), c01);
         }
         _mm256_storeu_ps(out + r * ldo, c00); _mm256_storeu_ps(out + r * ldo + 8, c01);
     }
@@ -4219,7 +4223,7 @@ PRN__FN PRN__AVX2 void prn__panel_tn_f32x(size_t R, size_t K, const float *a, si
     { c##i##0 = acc ? _mm512_loadu_ps(o + (i) * ldo) : _mm512_setzero_ps();       \
       c##i##1 = acc ? _mm512_loadu_ps(o + (i) * ldo + 16) : _mm512_setzero_ps(); }
 PRN__FN PRN__AVX512 size_t prn__panel_tnz_f32z(size_t R, size_t K, const float *a, size_t lda, size_t ts, const float *p,
-                                              size_t ps, size_t Z, float *out, size_t ldo, int acc) {
+                                              size_t pk, size_t ps, size_t Z, float *out, size_t ldo, int acc) {
     const size_t R8 = R / 8 * 8;
     size_t z = 0, r, k;
     for (; z + 2 <= Z; z += 2)
@@ -4229,7 +4233,7 @@ PRN__FN PRN__AVX512 size_t prn__panel_tnz_f32z(size_t R, size_t K, const float *
             __m512 c00, c01, c10, c11, c20, c21, c30, c31, c40, c41, c50, c51, c60, c61, c70, c71;
             PRN__TLD2(0) PRN__TLD2(1) PRN__TLD2(2) PRN__TLD2(3) PRN__TLD2(4) PRN__TLD2(5) PRN__TLD2(6) PRN__TLD2(7)
             for (k = 0; k < K; ++k) {
-                const __m512 w0 = _mm512_loadu_ps(p0 + k * 16), w1 = _mm512_loadu_ps(p1 + k * 16);
+                const __m512 w0 = _mm512_loadu_ps(p0 + k * pk), w1 = _mm512_loadu_ps(p1 + k * pk);
                 const float *ak = ar + k * lda;
                 PRN__TFMA2(0) PRN__TFMA2(1) PRN__TFMA2(2) PRN__TFMA2(3)
                 PRN__TFMA2(4) PRN__TFMA2(5) PRN__TFMA2(6) PRN__TFMA2(7)
@@ -4243,21 +4247,21 @@ PRN__FN PRN__AVX512 size_t prn__panel_tnz_f32z(size_t R, size_t K, const float *
 #undef PRN__ZST2 /* the 8 x 32 tile store of both AVX-512 panel kernels */
 #endif
 PRN__FN PRN__AVX2 void prn__panel_tnz_f32x(size_t R, size_t K, const float *a, size_t lda, size_t ts, const float *p,
-                                          size_t ps, size_t Z, float *out, size_t ldo, int acc) {
+                                          size_t pk, size_t ps, size_t Z, float *out, size_t ldo, int acc) {
     size_t z = 0, r;
 #ifdef PRN__HAVE_AVX512
-    if (R >= 8 && __builtin_cpu_supports("avx512f")) z = prn__panel_tnz_f32z(R, K, a, lda, ts, p, ps, Z, out, ldo, acc);
+    if (R >= 8 && __builtin_cpu_supports("avx512f")) z = prn__panel_tnz_f32z(R, K, a, lda, ts, p, pk, ps, Z, out, ldo, acc);
 #endif
     /* blocks the AVX-512 loop left (or all): by 8 rows, then the rest; rows
      * [r, r + 8) of a at a + r / 8 ts */
     for (; z < Z; ++z)
         for (r = 0; r < R; r += 8)
-            prn__panel_tn_f32x(R - r < 8 ? R - r : 8, K, a + r / 8 * ts, lda, p + z * ps, out + r * ldo + z * 16, ldo, acc);
+            prn__panel_tn_f32x(R - r < 8 ? R - r : 8, K, a + r / 8 * ts, lda, p + z * ps, pk, out + r * ldo + z * 16, ldo, acc);
     /* the rows past a multiple of 8 of the blocks it did */
 #ifdef PRN__HAVE_AVX512
     if (R >= 8 && R % 8 && __builtin_cpu_supports("avx512f"))
         for (z = 0; z < Z / 2 * 2; ++z)
-            prn__panel_tn_f32x(R % 8, K, a + R / 8 * ts, lda, p + z * ps, out + R / 8 * 8 * ldo + z * 16, ldo, acc);
+            prn__panel_tn_f32x(R % 8, K, a + R / 8 * ts, lda, p + z * ps, pk, out + R / 8 * 8 * ldo + z * 16, ldo, acc);
 #endif
 }
 /* C = alpha op(A) op(B) + beta C by prn__panel_mm_f32x (op(A) = A) or
@@ -4272,24 +4276,31 @@ PRN__FN PRN__AVX2 prn_status prn__gemm_f32x(prn_context *ctx, int trans_a, int t
                                             size_t ldb, size_t sb, float beta, float *C, size_t ldc, size_t sc,
                                             size_t batch) {
     const size_t nb = (N + 15) / 16, nb2 = (nb + 1) / 2, nr = (M + 63) / 64;
-    float *pan = (float *)prn__alloc_quiet(ctx, nb * K * 16 * sizeof(float));
+    /* A^T with B as it is (whole blocks of 16 columns along its rows): the
+     * kernel reads B in place, its rows ldb apart -- no packing pass over K
+     * N of it (a weight gradient's K is the batch times the steps: the pass
+     * and its buffer, 16 MiB at B 64 T 1000 N 64, cost a serial trip
+     * through memory). Rows of 512 bytes at most: at ldb = 256 (1 KiB) a
+     * chunk's rows crowd a few L1 sets, 5% slower than packed (N = 256). */
+    const int direct = trans_a && !trans_b && N % 16 == 0 && ldb <= 128;
+    float *pan = direct ? NULL : (float *)prn__alloc_quiet(ctx, nb * K * 16 * sizeof(float));
     /* A^T: its sums [M][nb 16], then each thread's chunk of A (256 x its
      * slab of rows, a multiple of 8: M + 8 per thread at most) */
     const size_t wn = trans_a ? M * nb * 16 + 256 * (M + 8 * (size_t)prn_context_num_threads(ctx)) : 0;
     float *wk = wn ? (float *)prn__alloc_quiet(ctx, wn * sizeof(float)) : NULL;
     size_t bi;
     PRN__PAR_SETUP(ctx, M * N * K / 8);
-    if (!pan || (wn && !wk)) {
+    if ((!direct && !pan) || (wn && !wk)) {
         prn_free(ctx, pan);
         prn_free(ctx, wk);
         return PRN__ERR(ctx, PRN_ERR_OUT_OF_MEMORY, "gemm: out of memory for the packed matrices (%lu bytes)",
-                        (unsigned long)((nb * K * 16 + wn) * sizeof(float)));
+                        (unsigned long)(((direct ? 0 : nb * K * 16) + wn) * sizeof(float)));
     }
     for (bi = 0; bi < batch; ++bi) {
         const float *Bb = B + bi * sb, *Ab = A + bi * sa;
         float *Cb = C + bi * sc;
         size_t blk, task;
-        for (blk = 0; blk < nb; ++blk) {
+        for (blk = 0; !direct && blk < nb; ++blk) {
             size_t k, c;
             for (k = 0; k < K; ++k)
                 for (c = 0; c < 16; ++c) {
@@ -4320,7 +4331,8 @@ PRN__FN PRN__AVX2 prn_status prn__gemm_f32x(prn_context *ctx, int trans_a, int t
                         for (r = 0; r + 8 <= rows; r += 8) memcpy(ap + (r / 8 * kc + k) * 8, sk + r, 8 * sizeof(float));
                         for (c = 0; r < rows && c < 8; ++c) ap[(r / 8 * kc + k) * 8 + c] = r + c < rows ? sk[r + c] : 0.0f;
                     }
-                    prn__panel_tnz_f32x(rows, kc, ap, 8, kc * 8, pan + k0 * 16, K * 16, nb, acc, nb * 16, k0 > 0);
+                    if (direct) prn__panel_tnz_f32x(rows, kc, ap, 8, kc * 8, Bb + k0 * ldb, ldb, 16, nb, acc, nb * 16, k0 > 0);
+                    else prn__panel_tnz_f32x(rows, kc, ap, 8, kc * 8, pan + k0 * 16, 16, K * 16, nb, acc, nb * 16, k0 > 0);
                 }
                 for (r = 0; r < rows; ++r) {
                     float *cr = Cb + (i0 + r) * ldc;
@@ -8603,25 +8615,64 @@ PRN__FN prn_tensor *prn__recur_stack(prn__cw *w, const prn__recur *r, int j) {
     return prn__cw_v2(w, y, B * r->T, X);
 }
 
+/* h before each step, in time order, as [B T, H]: the first H of each
+ * state of Sall [B, T, S] one step earlier, s0's where there is none. One
+ * copy of B T H (the states' concatenation and its slice were two, of B T S
+ * and B T H). */
+PRN__FN prn_tensor *prn__bw_hprev(prn__cw *w, prn_tensor *s0, prn_tensor *Sall, size_t B, size_t T, size_t H, size_t S,
+                                  int rev, size_t E) {
+    const size_t L = H + E; /* E > 0: E columns of ones after h ([B T, H + E]) */
+    prn_tensor *y;
+    size_t sh4[4], ss[4], ds[4], shape[2];
+    shape[0] = B * T; shape[1] = L;
+    y = E ? prn__cw_new(w, Sall->dtype, 2, shape, 1.0) : prn__cw_empty(w, Sall->dtype, B * T, H);
+    if (!y || !B || !T || !H) return y;
+    sh4[0] = 1; sh4[1] = 1; sh4[2] = B; sh4[3] = H;
+    ss[0] = 0; ss[1] = 0; ss[2] = S; ss[3] = 1;
+    ds[0] = 0; ds[1] = 0; ds[2] = T * L; ds[3] = 1;
+    w->st = prn__in_fn(w->ctx, "prn_backward", w->ctx->be->strided_copy(w->ctx, Sall->dtype, sh4, s0->st->buf, 0, ss,
+                                                                        y->st->buf, rev ? (T - 1) * L : 0, ds));
+    if (w->st != PRN_OK || T < 2) return w->st == PRN_OK ? y : NULL;
+    sh4[0] = 1; sh4[1] = B; sh4[2] = T - 1; sh4[3] = H;
+    ss[0] = 0; ss[1] = T * S; ss[2] = S; ss[3] = 1;
+    ds[0] = 0; ds[1] = T * L; ds[2] = L; ds[3] = 1;
+    w->st = prn__in_fn(w->ctx, "prn_backward", w->ctx->be->strided_copy(w->ctx, Sall->dtype, sh4, Sall->st->buf,
+                                                                        rev ? S : 0, ss, y->st->buf, rev ? 0 : L, ds));
+    return w->st == PRN_OK ? y : NULL;
+}
+
 PRN__FN prn_status prn__bw_recur(prn_context *ctx, const prn_op *op, prn_tensor *g, prn_tensor **gin) {
     prn__recur *r = (prn__recur *)op->user;
     const prn__rk *k = &r->k;
     prn_tensor *xp = op->inputs[0], *s0 = op->inputs[1], *const *prm = op->inputs + 2, *Sall = op->output;
     size_t B = xp->shape[0], T = xp->shape[1], P = xp->shape[2], S = k->S, BT = B * T, step, t, mark, shape[3];
     int nq = prn__rnn_torch(k->kind) ? 1 : prn__rnn_shallow(k->kind) ? 2 : 0, j, np;
+    /* the fused layer of ELMAN, LSTM, GRU: h before each step built for the
+     * weight gradient alone (prn__bw_hprev), with 16 columns of ones when
+     * b_hh's gradient is wanted too: dq's column sums come out of the same
+     * product (one pass over dq, B T P, instead of two) */
+    const int flat = k->layer && (k->kind == PRN_RNN_ELMAN || k->kind == PRN_RNN_LSTM || k->kind == PRN_RNN_GRU);
     prn_tensor *DXP, *DQ[2] = {NULL, NULL}, *Sprev, *carry = NULL, *res[4] = {NULL, NULL, NULL, NULL};
     prn__cw w;
     memset(&w, 0, sizeof w);
     w.ctx = ctx;
     np = prn__rk_params(k->kind);
     shape[0] = B; shape[1] = T; shape[2] = P;
-    DXP = prn__cw_new(&w, xp->dtype, 3, shape, 0.0);
+    /* The fused layer writes every element of dxp and dq: no zeros first
+     * (a pass over B T P each). Its ELMAN and LSTM dq is dxp itself (the
+     * gates' pre-activations take xp and q + b_hh alike): one buffer, which
+     * rnn_layer_backward allows for these kinds. */
+    DXP = k->layer ? prn__cw_v3(&w, prn__cw_empty(&w, xp->dtype, BT, P), B, T, P) : prn__cw_new(&w, xp->dtype, 3, shape, 0.0);
     for (j = 0; j < nq; ++j) {
         shape[2] = prn__rnn_torch(k->kind) ? P : prm[3]->shape[0];
-        DQ[j] = prn__cw_new(&w, xp->dtype, 3, shape, 0.0);
+        DQ[j] = !k->layer ? prn__cw_new(&w, xp->dtype, 3, shape, 0.0)
+                : k->kind == PRN_RNN_ELMAN || k->kind == PRN_RNN_LSTM ? DXP
+                : prn__cw_v3(&w, prn__cw_empty(&w, xp->dtype, BT, shape[2]), B, T, shape[2]);
     }
-    /* states before each step, in time order */
-    {
+    /* states before each step, in time order; the fused layer needs only
+     * their h (below): not built then (for LSTM a copy of B T S) */
+    if (flat) Sprev = NULL;
+    else {
         prn_tensor *s03 = prn__cw_v3(&w, s0, B, 1, S);
         Sprev = T == 1 ? s03
                 : r->rev ? prn__cw_cat(&w, prn__cw_slice(&w, Sall, 1, 1, T - 1), s03, 1)
@@ -8658,11 +8709,18 @@ PRN__FN prn_status prn__bw_recur(prn_context *ctx, const prn_op *op, prn_tensor 
     if (w.st == PRN_OK && op->needs_grad[0]) w.st = prn__view(ctx, "prn_backward", DXP, 3, xp->shape, &gin[0]);
     if (w.st == PRN_OK && op->needs_grad[1]) w.st = prn__view(ctx, "prn_backward", carry, s0->ndim, s0->shape, &gin[1]);
     if (w.st == PRN_OK) {
-        prn_tensor *D2 = prn__cw_v2(&w, DXP, BT, P), *Sp2 = prn__cw_v2(&w, Sprev, BT, S), *Hp, *Q2, *R;
+        prn_tensor *D2 = prn__cw_v2(&w, DXP, BT, P), *Sp2 = Sprev ? prn__cw_v2(&w, Sprev, BT, S) : NULL, *Hp, *Q2, *R;
         switch (k->kind) {
         case PRN_RNN_ELMAN: case PRN_RNN_LSTM: case PRN_RNN_GRU: case PRN_RNN_MHGRU:
-            Hp = k->kind == PRN_RNN_LSTM ? prn__cw_slice(&w, Sp2, 1, 0, k->H) : Sp2;
             Q2 = prn__cw_v2(&w, DQ[0], BT, P);
+            if (flat && op->needs_grad[2] && op->needs_grad[3]) { /* [dW_hh | db_hh x 16] */
+                prn_tensor *M2 = prn__cw_mm(&w, Q2, 1, prn__bw_hprev(&w, s0, Sall, B, T, k->H, S, r->rev, 16), 0);
+                res[0] = prn__cw_slice(&w, M2, 1, 0, k->H);
+                res[1] = prn__cw_slice(&w, M2, 1, k->H, 1);
+                break;
+            }
+            Hp = flat ? (op->needs_grad[2] ? prn__bw_hprev(&w, s0, Sall, B, T, k->H, S, r->rev, 0) : NULL)
+                 : k->kind == PRN_RNN_LSTM ? prn__cw_slice(&w, Sp2, 1, 0, k->H) : Sp2;
             if (op->needs_grad[2]) {
                 if (k->flat) res[0] = prn__cw_mm(&w, Q2, 1, Hp, 0);
                 else res[0] = prn__cw_mm(&w, prn__cw_tr(&w, prn__cw_v3(&w, Q2, BT, k->nh, 3 * k->hk), 0, 1), 1,

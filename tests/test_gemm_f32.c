@@ -116,6 +116,10 @@ static void test_transposes(void) {
             check_case(0, 0, 129, 1040, 64, ta, tb); /* an input projection's shape (N = 4 H + 16) */
             check_case(0, 0, 3, 5, 9, ta, tb);       /* below the size the AVX2 kernel takes */
         }
+    /* A^T B with B read in place (N a multiple of 16, rows of 128 floats at
+     * most), rows past a multiple of 8: a weight gradient's shape */
+    check_case(0, 0, 100, 128, 3000, 1, 0);
+    check_case(0, 0, 256, 48, 2500, 1, 0);
 }
 
 static void test_batched(void) {
