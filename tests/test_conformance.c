@@ -2548,6 +2548,17 @@ static int deer_direct_weights(prn_rnn_kind kind, prn_dtype dt, size_t G, size_t
  * damping 0 and 0.3; few rows over long times (the CUDA backend then cuts
  * each row into segments, several blocks of them) and many rows over short
  * times; and an iterate holding NaN or Inf (finite 0 on both sides). */
+/* The direct DEER cases' inputs: xp (nx values in [-1, 1]) and h0 (nh in
+ * [-0.5, 0.5]), drawn in that order */
+static int deer_direct_xh(prn_dtype dt, size_t nx, size_t nh, pbuf **xb, pbuf **hb, const char *desc) {
+    double *v = hd(nx);
+    size_t i;
+    for (i = 0; i < nx; ++i) v[i] = rng_range(-1, 1);
+    if (!(*xb = pb_input(dt, v, nx, desc))) return 0;
+    v = hd(nh);
+    for (i = 0; i < nh; ++i) v[i] = rng_range(-0.5, 0.5);
+    return (*hb = pb_input(dt, v, nh, desc)) != NULL;
+}
 static void deer_direct_case(prn_rnn_kind kind, prn_dtype dt, prn_jacobian_mode mode, int rev, size_t H, size_t B,
                              size_t T, int vary, int bad) {
     const int shallow = kind == PRN_RNN_SHPLRNN || kind == PRN_RNN_CLIPPED_SHPLRNN;
@@ -2570,12 +2581,7 @@ static void deer_direct_case(prn_rnn_kind kind, prn_dtype dt, prn_jacobian_mode 
     a[0].damping = vary == 3 ? 0.3 : 0; a[0].clip = 1e8; a[0].atol = a[0].rtol = dt == PRN_F64 ? 1e-10 : 1e-5;
     if (g_side[0].be->deer_takes && !g_side[0].be->deer_takes(g_side[0].ctx, &a[0], 0)) return; /* composed instead */
     if (!deer_direct_weights(kind, dt, G, H, hk, L, nw, wb, desc)) return;
-    v = hd(B * T * P);
-    for (i = 0; i < B * T * P; ++i) v[i] = rng_range(-1, 1);
-    if (!(xb = pb_input(dt, v, B * T * P, desc))) return;
-    v = hd(B * S);
-    for (i = 0; i < B * S; ++i) v[i] = rng_range(-0.5, 0.5);
-    if (!(hb = pb_input(dt, v, B * S, desc))) return;
+    if (!deer_direct_xh(dt, B * T * P, B * S, &xb, &hb, desc)) return;
     if (use_y) {
         v = hd(B * T * S);
         for (i = 0; i < B * T * S; ++i) v[i] = quant1(dt, rng_range(-0.5, 0.5));
@@ -2624,7 +2630,7 @@ static void deer_multi_case(prn_rnn_kind kind, prn_dtype dt, prn_jacobian_mode m
     size_t nw[4] = {0, 0, 0, 0}, i;
     prn_deer_fused a0, a;
     pbuf *wb[4] = {NULL, NULL, NULL, NULL}, *xb, *hb, *yb, *nb, *zb, *sa, *sb;
-    double *v, *y0, *got, *want;
+    double *y0, *got, *want;
     char desc[200];
     int s, k, j, cnt;
     snprintf(desc, sizeof desc, "%s H=%lu B=%lu T=%lu %s %s%s iters %d%s%s%s", prn_rnn_kind_name(kind), ZU(H), ZU(B), ZU(T),
@@ -2636,12 +2642,7 @@ static void deer_multi_case(prn_rnn_kind kind, prn_dtype dt, prn_jacobian_mode m
     a0.clip = 1e8; a0.atol = a0.rtol = dt == PRN_F64 ? 1e-10 : 1e-5;
     a0.discard_converged = discard;
     if (!deer_direct_weights(kind, dt, G, H, hk, L, nw, wb, desc)) return;
-    v = hd(B * T * P);
-    for (i = 0; i < B * T * P; ++i) v[i] = rng_range(-1, 1);
-    if (!(xb = pb_input(dt, v, B * T * P, desc))) return;
-    v = hd(B * S);
-    for (i = 0; i < B * S; ++i) v[i] = rng_range(-0.5, 0.5);
-    if (!(hb = pb_input(dt, v, B * S, desc))) return;
+    if (!deer_direct_xh(dt, B * T * P, B * S, &xb, &hb, desc)) return;
     y0 = hd(n);
     for (i = 0; i < n; ++i) y0[i] = quant1(dt, rng_range(-0.5, 0.5));
     if (bad) y0[rng_below(n)] = NAN;
@@ -2713,12 +2714,7 @@ static void deer_adj_direct_case(prn_rnn_kind kind, prn_dtype dt, int rev, size_
     a[0].B = B; a[0].T = T; a[0].H = H; a[0].S = S; a[0].hk = hk; a[0].L = L;
     if (g_side[0].be->deer_takes && !g_side[0].be->deer_takes(g_side[0].ctx, &a[0], 1)) return;
     if (!deer_direct_weights(kind, dt, G, H, hk, L, nw, wb, desc)) return;
-    v = hd(N * P);
-    for (i = 0; i < N * P; ++i) v[i] = rng_range(-1, 1);
-    if (!(xb = pb_input(dt, v, N * P, desc))) return;
-    v = hd(B * S);
-    for (i = 0; i < B * S; ++i) v[i] = rng_range(-0.5, 0.5);
-    if (!(hb = pb_input(dt, v, B * S, desc))) return;
+    if (!deer_direct_xh(dt, N * P, B * S, &xb, &hb, desc)) return;
     v = hd(N * S);
     for (i = 0; i < N * S; ++i) v[i] = rng_range(-0.5, 0.5);
     if (!(yb = pb_input(dt, v, N * S, desc))) return;
