@@ -3518,16 +3518,18 @@ PRN__FN_INLINE void prn__gru_bw_##SFX(size_t n, const T *g, const T *hp, const T
 }
 PRN__DEFINE_CELL_UNITS(float, f32, prn__expf, prn__tanhf)
 PRN__DEFINE_CELL_UNITS(double, f64, exp, tanh)
-/* the fused layers' LSTM gates: h also copied to h2 (prn__lstm_fw2_f32x) */
-#define PRN__DEFINE_LSTM_FW2(T, SFX)                                             \
-PRN__FN_INLINE void prn__lstm_fw2_##SFX(size_t n, const T *x, size_t xs, const T *q, size_t qs, const T *bb, \
-                                        size_t bs, const T *cp, T *h, T *h2, T *c, T *v, size_t vs) { \
-    prn__lstm_fw_##SFX(n, x, xs, q, qs, bb, bs, cp, h, c, v, vs);               \
-    memcpy(h2, h, n * sizeof(T));                                                \
+/* the fused layers' LSTM gates: h also copied to h2 (prn__lstm_fw2_f32x
+ * writes it from the gate loop where it can) */
+PRN__FN_INLINE void prn__lstm_fw2_f32(size_t n, const float *x, size_t xs, const float *q, size_t qs, const float *bb,
+                                      size_t bs, const float *cp, float *h, float *h2, float *c, float *v, size_t vs) {
+    prn__lstm_fw_f32(n, x, xs, q, qs, bb, bs, cp, h, c, v, vs);
+    memcpy(h2, h, n * sizeof(float));
 }
-PRN__DEFINE_LSTM_FW2(float, f32)
-PRN__DEFINE_LSTM_FW2(double, f64)
-#undef PRN__DEFINE_LSTM_FW2
+PRN__FN_INLINE void prn__lstm_fw2_f64(size_t n, const double *x, size_t xs, const double *q, size_t qs, const double *bb,
+                                      size_t bs, const double *cp, double *h, double *h2, double *c, double *v, size_t vs) {
+    prn__lstm_fw_f64(n, x, xs, q, qs, bb, bs, cp, h, c, v, vs);
+    memcpy(h2, h, n * sizeof(double));
+}
 
 #define PRN__CELL_FWD(T, SFX)                                                    \
     {   const T *X = (const T *)xp, *Q = (const T *)q, *bb = (const T *)bias, *S0 = (const T *)s; \
