@@ -320,7 +320,7 @@ __device__ __forceinline__ void prn_lay_dots(const T *a, const T *x, size_t xs, 
  * instructions on the device, and the old walk did three per dot: most
  * of a small layer's step). */
 struct prn_lay_walk {
-    unsigned p0, c0, dp, dc;
+    unsigned p0, c0, dp, dc, np;
 };
 __device__ __forceinline__ prn_lay_walk prn_lay_walk_of(unsigned o0, unsigned nw, unsigned np) {
     prn_lay_walk w;
@@ -328,7 +328,17 @@ __device__ __forceinline__ prn_lay_walk prn_lay_walk_of(unsigned o0, unsigned nw
     w.c0 = o0 / np;
     w.dp = nw % np;
     w.dc = nw / np;
+    w.np = np;
     return w;
+}
+/* (c, p) of o + NW from that of o */
+__device__ __forceinline__ void prn_lay_walk_next(const prn_lay_walk &w, unsigned &p, unsigned &c) {
+    p += w.dp;
+    c += w.dc;
+    if (p >= w.np) {
+        p -= w.np;
+        ++c;
+    }
 }
 
 /* x of unit i's gates at one step (the rest of prn_lay_fetch_fwd's values
@@ -390,12 +400,7 @@ __global__ void __launch_bounds__(PRN_LAY_NT, 1)
                         prn_lay_dots<T, RB>(sW + p * ws, sh + c * RB * hs, hs, nv, ks, KS, acc);
                         for (int j = 0; j < RB; ++j) sp[((c * RB + j) * GU + p) * KS + ks] = acc[j];
                     }
-                    p += wk.dp;
-                    c += wk.dc;
-                    if (p >= (unsigned)GU) {
-                        p -= (unsigned)GU;
-                        ++c;
-                    }
+                    prn_lay_walk_next(wk, p, c);
                 }
             }
             __syncthreads();
@@ -523,12 +528,7 @@ __global__ void __launch_bounds__(PRN_LAY_NT, 1)
                         prn_lay_dots<T, RB>(sW + uu * ws, sd + c * RB * ps, ps, nv, ks, KS, acc);
                         for (int j = 0; j < RB; ++j) sp[((c * RB + j) * U + uu) * KS + ks] = acc[j];
                     }
-                    uu += wk.dp;
-                    c += wk.dc;
-                    if (uu >= (unsigned)U) {
-                        uu -= (unsigned)U;
-                        ++c;
-                    }
+                    prn_lay_walk_next(wk, uu, c);
                 }
             }
             __syncthreads();
