@@ -1578,8 +1578,21 @@ struct prn_backend {
      * declines with it instead of failing. */
     int (*deer_takes)(prn_context *ctx, const prn_deer_fused *a, int adjoint);
 
+    /* Optional (NULL: rnn_layer_backward, then dw and db from dq by gemm
+     * and reduce). rnn_layer_backward (same arguments, dq required) that
+     * also writes dw [P, H], the sum over all rows b and steps t of dq_t
+     * h_{t-1}^T (h_{t-1} the first H values of the previous state, s0's
+     * before the first step), and db [P] (unless NULL), the sum of dq_t: the
+     * gradients of w_hh and b_hh. Each sum runs in an order fixed by B and
+     * T alone (not by the threads), so that the reference computes them
+     * per chunk of steps while dq is still in its caches. */
+    prn_status (*rnn_layer_backward_dw)(prn_context *ctx, prn_dtype dtype, int kind, int relu, int reverse, size_t B,
+                                        size_t T, size_t H, const void *g, const void *w_hh, const void *s0,
+                                        const void *states, const void *saved, void *dxp, void *dq, void *ds0,
+                                        void *dw, void *db);
+
     /* Room for the primitives of later versions: keep NULL. */
-    void (*reserved[21])(void);
+    void (*reserved[20])(void);
 };
 
 /* The backend table the context runs on. */
@@ -3613,6 +3626,14 @@ typedef struct prn__layer {
     size_t lanes_C, lanes_Bp; /* the one-thread loop over lanes (prn__lanes_plan) when lanes_C > 0 */
     int by_rows;              /* threads split the batch: each runs every step of its rows, no barriers */
     prn__barrier *bar;        /* the per-step barrier when threads split the units */
+    /* rnn_layer_backward_dw (prn__layer_dwc): dw, db its outputs; dwa
+     * [P][Hq] the sums; rq [2][dwC][dwB][Pq] and rh [2][dwC][dwB][Hq] the
+     * rings of dq and h_{t-1} (set when dwC > 0); r0 the layer's first row
+     * in the whole batch of dwB; with by_rows, thread tj of tm and the
+     * barrier dbar that the team passes at the end of each chunk */
+    void *dw, *db, *dwa, *rq, *rh;
+    size_t dwC, dwB, Pq, Hq, r0, tj, tm;
+    prn__barrier *dbar;
 } prn__layer;
 /* Thread j of m: units [*u0, *u1) -- nu per thread, a multiple of 8 -- and
  * the thread's 16-column blocks per gate; returns the elements of its
@@ -4032,6 +4053,74 @@ PRN__FN_INLINE PRN__AVX2 void prn__lstm_fw2_f32x(size_t n, const float *x, size_
 #define prn__gru_bw_f32x prn__gru_bw_f32
 #endif
 
+/* The weight gradients inside the layer backward (rnn_layer_backward_dw):
+ * each step the threads put every row's dq and h_{t-1} into a ring of
+ * dwC steps (rq, rh; h padded with zeros to a multiple of 16 columns and
+ * then 16 columns of ones, whose sums against dq are db); at the end of
+ * the chunk, after a barrier, thread j of m adds the chunk's dq^T [h | 1]
+ * to its rows of dwa while the ring is in the caches -- no pass over dq
+ * (B T P) and h (B T H) in memory afterwards, nor their copies and
+ * packings. Two rings alternate by chunk, so that a thread that goes on
+ * with the next chunk's steps never writes one that another still reads.
+ * Each entry's sum runs over the steps in the order the backward takes
+ * them and, within a step, over the rows in order: an order set by B and T
+ * alone, whatever the threads' split. */
+PRN__FN void prn__layer_dw_rows(const prn__layer *L, size_t j, size_t m, size_t *p0, size_t *p1) {
+    const size_t pr = ((L->P + m - 1) / m + 7) / 8 * 8;
+    *p0 = j * pr < L->P ? j * pr : L->P;
+    *p1 = *p0 + pr < L->P ? *p0 + pr : L->P;
+}
+/* out[r, 0..N) (+)= sum_k a[k lda + r] p[k N + 0..N), r < R: each entry
+ * by one chain over k (the AVX kernels' order) */
+#define PRN__DEFINE_TNACC(T, SFX)                                                \
+PRN__FN void prn__tnacc_##SFX(size_t R, size_t K, const T *a, size_t lda, const T *p, size_t N, T *out, int acc) { \
+    size_t r, k, c;                                                              \
+    for (r = 0; r < R; ++r) {                                                    \
+        T *o = out + r * N;                                                      \
+        if (!acc) for (c = 0; c < N; ++c) o[c] = 0;                              \
+        for (k = 0; k < K; ++k) {                                                \
+            const T x = a[k * lda + r], *pk = p + k * N;                         \
+            PRN__SIMD for (c = 0; c < N; ++c) o[c] += x * pk[c];                 \
+        }                                                                        \
+    }                                                                            \
+}
+PRN__DEFINE_TNACC(float, f32)
+PRN__DEFINE_TNACC(double, f64)
+#ifdef PRN__HAVE_AVX2
+PRN__FN PRN__AVX2 void prn__panel_tnz_f32x(size_t R, size_t K, const float *a, size_t lda, size_t ts, const float *p,
+                                          size_t pk, size_t ps, size_t Z, float *out, size_t ldo, int acc);
+PRN__FN PRN__AVX2 void prn__tnacc_f32x(size_t R, size_t K, const float *a, size_t lda, const float *p, size_t N,
+                                      float *out, int acc) {
+    prn__panel_tnz_f32x(R, K, a, lda, 8, p, N, 16, N / 16, out, N, acc);
+}
+#endif
+/* chunk's sums (its steps, whose ring is chunk & 1), and the end's copy
+ * of thread j's rows of dwa into dw and db */
+#define PRN__DEFINE_LAYER_DW(T, SFX, ATTR)                                       \
+PRN__FN ATTR void prn__layer_dwc_##SFX(const prn__layer *L, size_t chunk, size_t steps, size_t j, size_t m) { \
+    const size_t ring = (chunk & 1) * L->dwC * L->dwB;                           \
+    size_t p0, p1;                                                               \
+    prn__layer_dw_rows(L, j, m, &p0, &p1);                                       \
+    if (p1 > p0)                                                                 \
+        prn__tnacc_##SFX(p1 - p0, steps * L->dwB, (const T *)L->rq + ring * L->Pq + p0, L->Pq, \
+                         (const T *)L->rh + ring * L->Hq, L->Hq, (T *)L->dwa + p0 * L->Hq, chunk > 0); \
+}                                                                                \
+PRN__FN void prn__layer_dwput_##SFX(const prn__layer *L, size_t j, size_t m) {   \
+    const T *s = (const T *)L->dwa;                                              \
+    T *dw = (T *)L->dw, *db = (T *)L->db;                                        \
+    size_t p0, p1, r;                                                            \
+    prn__layer_dw_rows(L, j, m, &p0, &p1);                                       \
+    for (r = p0; r < p1; ++r) {                                                  \
+        memcpy(dw + r * L->H, s + r * L->Hq, L->H * sizeof(T));                  \
+        if (db) db[r] = s[r * L->Hq + L->Hq - 16];                               \
+    }                                                                            \
+}
+PRN__DEFINE_LAYER_DW(float, f32, )
+PRN__DEFINE_LAYER_DW(double, f64, )
+#ifdef PRN__HAVE_AVX2
+PRN__DEFINE_LAYER_DW(float, f32x, PRN__AVX2)
+#endif
+
 /* Thread j's part of a layer, forward and backward; called inside the
  * parallel region (the barriers are the region's). ATTR and MM: compiled
  * plainly with the C product, or for AVX2 with its product (the gate
@@ -4117,8 +4206,18 @@ PRN__FN ATTR void prn__layer_bw_##SFX(const prn__layer *L, size_t j, size_t m) {
             }                                                                    \
             /* DQ may be DX (ELMAN and LSTM: the same values) */                \
             for (g = 0; DQ != DX && g < G; ++g) memcpy(DQ + (b * TT + t) * P + g * H + u0, dq + g * H, n * sizeof(T)); \
+            if (L->dwC) { /* the row's dq and h_{t-1} into the chunk's ring */ \
+                const size_t slot = ((step / L->dwC & 1) * L->dwC + step % L->dwC) * L->dwB + L->r0 + b; \
+                T *rq = (T *)L->rq + slot * L->Pq + u0;                          \
+                for (g = 0; g < G; ++g) memcpy(rq + g * H, dq + g * H, n * sizeof(T)); \
+                memcpy((T *)L->rh + slot * L->Hq + u0, sp + u0, n * sizeof(T));  \
+            }                                                                    \
         }                                                                        \
         PRN__BARRIER(L->bar, m);                                                 \
+        if (L->dwC && (step % L->dwC == L->dwC - 1 || step + 1 == TT)) {         \
+            if (L->dbar) PRN__BARRIER(L->dbar, L->tm); /* by rows: the team's */ \
+            prn__layer_dwc_##SFX(L, step / L->dwC, step % L->dwC + 1, L->dbar ? L->tj : j, L->dbar ? L->tm : m); \
+        }                                                                        \
         for (b = 0; n && step + 1 < TT && b < B; ++b) {                          \
             const size_t tn = L->rev ? t + 1 : t - 1;                            \
             prn__prefetch_run(Gr + (b * TT + tn) * S + u0, n * sizeof(T));       \
@@ -4135,6 +4234,7 @@ PRN__FN ATTR void prn__layer_bw_##SFX(const prn__layer *L, size_t j, size_t m) {
         else if (L->kind == PRN_RNN_GRU) for (i = 0; i < n; ++i) d[i] = c[i] + e[i]; \
         else for (i = 0; i < n; ++i) d[i] = c[i];                                \
     }                                                                            \
+    if (L->dwC) prn__layer_dwput_##SFX(L, L->dbar ? L->tj : j, L->dbar ? L->tm : m); \
 }
 PRN__DEFINE_LAYER(float, f32, f32, , prn__panel_mmz_f32)
 PRN__DEFINE_LAYER(double, f64, f64, , prn__panel_mmz_f64)
@@ -4671,7 +4771,7 @@ PRN__FN size_t prn__layer_rows_ws(const prn__layer *L, int bw, size_t r) {
 /* Checks and workspace shared by both entries; *run is the thread body. */
 PRN__FN prn_status prn__layer_begin(prn_context *ctx, const char *fn, prn__layer *L, int bw, prn_dtype dtype, int *nt,
                                     void **raw) {
-    size_t m, need = 0, es = prn_dtype_size(dtype), u0, u1, nb;
+    size_t m, need = 0, es = prn_dtype_size(dtype), u0, u1, nb, off = 0;
     PRN__TRY(prn_backend_rnn_layer_check(ctx, fn, L->kind, bw, L->saved));
     if (dtype != PRN_F32 && dtype != PRN_F64)
         return prn_set_error(ctx, PRN_ERR_DTYPE, "%s: dtype %s is not f32 or f64", fn, prn_dtype_name(dtype));
@@ -4704,11 +4804,32 @@ PRN__FN prn_status prn__layer_begin(prn_context *ctx, const char *fn, prn__layer
         if (L->by_rows) all = m * prn__layer_rows_ws(L, bw, (L->B + m - 1) / m);
         if (all > need) need = all;
     }
+    /* rnn_layer_backward_dw: the rings of about 256 rows of dq and h (the
+     * steps of a chunk times B) and the sums, after the threads' parts */
+    if (bw && L->dw && !L->lanes_C && L->B && L->Tn && L->H) {
+        L->dwC = L->B >= 256 ? 1 : 256 / L->B < L->Tn ? 256 / L->B : L->Tn;
+        L->dwB = L->B;
+        L->Pq = (L->P + 15) / 16 * 16 + 16; /* not a multiple of 4 KiB: the rows of a chunk spread over L1's sets */
+        L->Hq = (L->H + 15) / 16 * 16 + 16;
+        off = (need + 15) / 16 * 16;
+        need = off + 2 * L->dwC * L->B * (L->Pq + L->Hq) + L->P * L->Hq;
+    }
     *raw = prn_alloc(ctx, need * es + 64);
     if (!*raw) return prn_set_error(ctx, PRN_ERR_OUT_OF_MEMORY, "%s: out of memory for the workspace (%lu bytes)", fn,
                                     (unsigned long)(need * es + 64));
     L->ws = (char *)*raw + (64 - (uintptr_t)*raw % 64) % 64;
     if (L->lanes_C) memset(L->ws, 0, need * es);
+    if (L->dwC) { /* h's columns past H: zeros, then 16 ones (db) */
+        size_t r, c, rows = 2 * L->dwC * L->B;
+        L->rq = (char *)L->ws + off * es;
+        L->rh = (char *)L->rq + rows * L->Pq * es;
+        L->dwa = (char *)L->rh + rows * L->Hq * es;
+        for (r = 0; r < rows; ++r)
+            for (c = L->H; c < L->Hq; ++c) {
+                if (dtype == PRN_F64) ((double *)L->rh)[r * L->Hq + c] = c < L->Hq - 16 ? 0.0 : 1.0;
+                else ((float *)L->rh)[r * L->Hq + c] = c < L->Hq - 16 ? 0.0f : 1.0f;
+            }
+    }
     return PRN_OK;
 }
 PRN__FN void prn__layer_run(const prn__layer *L, int bw, prn_dtype dtype, int nt) {
@@ -4730,6 +4851,8 @@ PRN__FN void prn__layer_run(const prn__layer *L, int bw, prn_dtype dtype, int nt
     }
     if (L->by_rows) {
         const size_t es = prn_dtype_size(dtype);
+        prn__barrier dbar; /* the chunks' of rnn_layer_backward_dw */
+        prn__barrier_init(&dbar);
         PRN__OMP(omp parallel num_threads(nt) if(nt > 1))
         {
             const size_t j = (size_t)PRN__THREAD_NUM(), m = (size_t)PRN__NUM_THREADS(), r = (L->B + m - 1) / m;
@@ -4737,8 +4860,10 @@ PRN__FN void prn__layer_run(const prn__layer *L, int bw, prn_dtype dtype, int nt
             prn__layer R;
             prn__layer_rows(L, es, r0, r1, &R);
             R.ws = (char *)L->ws + j * prn__layer_rows_ws(L, bw, r) * es;
-            if (r1 > r0) run(&R, 0, 1);
+            R.r0 = r0; R.tj = j; R.tm = m; R.dbar = &dbar;
+            if (r1 > r0 || L->dwC) run(&R, 0, 1); /* every thread of the team passes the chunks' barriers */
         }
+        prn__barrier_destroy(&dbar);
         return;
     }
     {
@@ -4782,6 +4907,51 @@ PRN__FN prn_status prn__ref_rnn_layer_backward(prn_context *ctx, prn_dtype dtype
     L.dxp = dxp; L.dq = dq; L.ds0 = ds0;
     PRN__TRY(prn__layer_call(ctx, "rnn_layer_backward", &L, 1, dtype));
     if (!T && B && H) memset(ds0, 0, B * L.S * prn_dtype_size(dtype)); /* no steps: s0 reaches nothing */
+    return PRN_OK;
+}
+/* The sums of rnn_layer_backward_dw from dq in memory, in the order of the
+ * layer's (steps as the backward takes them, then rows): for the cases
+ * without its rings (the lanes loop, no rows or steps). */
+#define PRN__DEFINE_LAYER_DW_PLAIN(T, SFX)                                       \
+PRN__FN void prn__layer_dw_plain_##SFX(const prn__layer *L) {                    \
+    const size_t B = L->B, TT = L->Tn, H = L->H, P = L->P, S = L->S;            \
+    const T *DQ = (const T *)L->dq, *St = (const T *)L->states, *s0 = (const T *)L->s0; \
+    T *dw = (T *)L->dw, *db = (T *)L->db;                                        \
+    size_t step, b, r, c;                                                        \
+    for (r = 0; r < P * H; ++r) dw[r] = 0;                                       \
+    for (r = 0; db && r < P; ++r) db[r] = 0;                                     \
+    for (step = 0; step < TT; ++step) {                                          \
+        const size_t t = L->rev ? step : TT - 1 - step, tp = L->rev ? t + 1 : t - 1; \
+        for (b = 0; b < B; ++b) {                                                \
+            const T *dq = DQ + (b * TT + t) * P, *h = step == TT - 1 ? s0 + b * S : St + (b * TT + tp) * S; \
+            for (r = 0; r < P; ++r) {                                            \
+                for (c = 0; c < H; ++c) dw[r * H + c] += dq[r] * h[c];           \
+                if (db) db[r] += dq[r];                                          \
+            }                                                                    \
+        }                                                                        \
+    }                                                                            \
+}
+PRN__DEFINE_LAYER_DW_PLAIN(float, f32)
+PRN__DEFINE_LAYER_DW_PLAIN(double, f64)
+PRN__FN prn_status prn__ref_rnn_layer_backward_dw(prn_context *ctx, prn_dtype dtype, int kind, int relu, int reverse,
+                                                  size_t B, size_t T, size_t H, const void *g, const void *w_hh,
+                                                  const void *s0, const void *states, const void *saved, void *dxp,
+                                                  void *dq, void *ds0, void *dw, void *db) {
+    prn__layer L;
+    if (!dq || !dw)
+        return prn_set_error(ctx, PRN_ERR_INVALID_ARGUMENT, "rnn_layer_backward_dw: argument '%s' is NULL",
+                             dq ? "dw" : "dq");
+    memset(&L, 0, sizeof L);
+    L.kind = kind; L.relu = relu; L.rev = reverse != 0;
+    L.B = B; L.Tn = T; L.H = H;
+    L.g = g; L.w = w_hh; L.s0 = s0; L.states = (void *)(uintptr_t)states; L.saved = (void *)(uintptr_t)saved;
+    L.dxp = dxp; L.dq = dq; L.ds0 = ds0; L.dw = dw; L.db = db;
+    PRN__TRY(prn__layer_call(ctx, "rnn_layer_backward_dw", &L, 1, dtype));
+    if (!T && B && H) memset(ds0, 0, B * L.S * prn_dtype_size(dtype)); /* no steps: s0 reaches nothing */
+    if (!L.dwC) { /* the sums were not taken inside */
+        if (dtype == PRN_F64) prn__layer_dw_plain_f64(&L);
+        else prn__layer_dw_plain_f32(&L);
+    }
     return PRN_OK;
 }
 
@@ -5786,7 +5956,8 @@ PRN__FN prn_status prn__ref_all_finite(prn_context *ctx, prn_dtype dtype, size_t
       prn__ref_adam_update, prn__ref_scan_diag, prn__ref_scan_block,             \
       prn__ref_rnn_cell_forward, prn__ref_rnn_cell_backward, prn__ref_solve_batched,   \
       prn__ref_rnn_layer_forward, prn__ref_rnn_layer_backward,                   \
-      prn__ref_deer_iterate, prn__ref_deer_adjoint, prn__ref_all_finite, NULL, { NULL } }
+      prn__ref_deer_iterate, prn__ref_deer_adjoint, prn__ref_all_finite, NULL,  \
+      prn__ref_rnn_layer_backward_dw, { NULL } }
 
 PRN__DEF const prn_backend *prn_reference_noblas_backend(void) {
     static const prn_backend b = PRN__REFERENCE_TABLE("reference-noblas", prn__ref_gemm_loops);
@@ -8655,6 +8826,9 @@ PRN__FN prn_status prn__bw_recur(prn_context *ctx, const prn_op *op, prn_tensor 
      * product (one pass over dq, B T P, instead of two) */
     const int flat = k->layer && (k->kind == PRN_RNN_ELMAN || k->kind == PRN_RNN_LSTM || k->kind == PRN_RNN_GRU);
     prn_tensor *DXP, *DQ[2] = {NULL, NULL}, *Sprev, *carry = NULL, *res[4] = {NULL, NULL, NULL, NULL};
+    /* the backend's layer backward with the sums of dW_hh and db_hh inside
+     * (rnn_layer_backward_dw), when it has one and W_hh's gradient is asked */
+    const int indw = flat && ctx->be->rnn_layer_backward_dw && op->needs_grad[2];
     prn__cw w;
     memset(&w, 0, sizeof w);
     w.ctx = ctx;
@@ -8682,7 +8856,18 @@ PRN__FN prn_status prn__bw_recur(prn_context *ctx, const prn_op *op, prn_tensor 
     }
     if (k->layer) { /* the backend's fused layer: every step in one call */
         carry = prn_tensor_retain(prn__cw_empty(&w, xp->dtype, B, S)); /* d loss / d s0; freed below */
-        if (w.st == PRN_OK)
+        if (indw) {
+            res[0] = prn__cw_empty(&w, xp->dtype, P, k->H);
+            if (op->needs_grad[3]) res[1] = prn__cw_empty(&w, xp->dtype, P, 1);
+        }
+        if (w.st == PRN_OK && indw)
+            w.st = prn__in_fn(ctx, "prn_backward",
+                              ctx->be->rnn_layer_backward_dw(ctx, xp->dtype, prn__rk_layer_kind(k), k->relu, r->rev, B, T,
+                                                             k->H, g->st->buf, prm[0]->st->buf, s0->st->buf,
+                                                             Sall->st->buf, r->svall ? r->svall->st->buf : NULL,
+                                                             DXP->st->buf, DQ[0]->st->buf, carry->st->buf,
+                                                             res[0]->st->buf, res[1] ? res[1]->st->buf : NULL));
+        else if (w.st == PRN_OK)
             w.st = prn__in_fn(ctx, "prn_backward",
                               ctx->be->rnn_layer_backward(ctx, xp->dtype, prn__rk_layer_kind(k), k->relu, r->rev, B, T, k->H,
                                                           g->st->buf, prm[0]->st->buf, s0->st->buf, Sall->st->buf,
@@ -8715,6 +8900,7 @@ PRN__FN prn_status prn__bw_recur(prn_context *ctx, const prn_op *op, prn_tensor 
         switch (k->kind) {
         case PRN_RNN_ELMAN: case PRN_RNN_LSTM: case PRN_RNN_GRU: case PRN_RNN_MHGRU:
             Q2 = prn__cw_v2(&w, DQ[0], BT, P);
+            if (indw) break; /* both sums came with the layer */
             if (flat && op->needs_grad[2] && op->needs_grad[3]) { /* [dW_hh | db_hh x 16] */
                 prn_tensor *M2 = prn__cw_mm(&w, Q2, 1, prn__bw_hprev(&w, s0, Sall, B, T, k->H, S, r->rev, 16), 0);
                 res[0] = prn__cw_slice(&w, M2, 1, 0, k->H);

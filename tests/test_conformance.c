@@ -113,7 +113,7 @@ static int st_ok(int s, prn_status st, const char *call, const char *desc) {
  * Per-case arena: host arrays and paired backend buffers, freed by case_end
  * ---------------------------------------------------------------------- */
 #define HOST_MAX 256
-#define POOL_MAX 16
+#define POOL_MAX 24
 static void *g_host[HOST_MAX];
 static int g_nhost;
 
@@ -444,7 +444,7 @@ static void t_table(void) {
     NOTE_NULL(random) NOTE_NULL(sgd_update) NOTE_NULL(adam_update)
     NOTE_NULL(scan_diag) NOTE_NULL(scan_block) NOTE_NULL(rnn_cell_forward) NOTE_NULL(rnn_cell_backward)
     NOTE_NULL(solve_batched) NOTE_NULL(rnn_layer_forward) NOTE_NULL(rnn_layer_backward)
-    NOTE_NULL(deer_iterate) NOTE_NULL(deer_adjoint) NOTE_NULL(all_finite)
+    NOTE_NULL(deer_iterate) NOTE_NULL(deer_adjoint) NOTE_NULL(all_finite) NOTE_NULL(rnn_layer_backward_dw)
 #undef NOTE_NULL
     if (nnull) printf("    note: backend '%s' leaves %d primitive(s) NULL:%s\n", g_side[0].name, nnull, missing);
     g_cases++;
@@ -1924,6 +1924,55 @@ static void rnn_layer_case(prn_dtype dt, int kind, int relu, int rev, size_t B, 
     if (!check_out(bd0, dt, B * S, ds0, one, base_tol(dt) * 16 * (double)T, "rnn_layer_backward ds0", desc)) goto out;
     if (!check_unchanged(bg, dt, n * S, g, "rnn_layer_backward g", desc)) goto out;
     if (!check_unchanged(bs, dt, n * S, st, "rnn_layer_backward states", desc)) goto out;
+    if (g_side[0].be->rnn_layer_backward_dw) {
+        /* the same with the weight gradients inside, against rnn_layer_backward's
+         * outputs composed into them on the host: dw = sum over rows and steps
+         * of dq_t h_{t-1}^T, db = sum of dq_t (each entry's error scales with
+         * the sum of its terms' magnitudes) */
+        double *dw = hd(P * H + P + 2 * GUARD), *sc = hd(P * H + P);
+        pbuf *bdw, *bdb, *bdx2, *bdq2, *bd02;
+        size_t b, t, r, c;
+        for (i = 0; i < P * H + P; ++i) dw[i] = sc[i] = 0;
+        for (b = 0; b < B; ++b)
+            for (t = 0; t < T; ++t) {
+                const size_t tp = rev ? t + 1 : t - 1;
+                const double *hp = (rev ? t == T - 1 : t == 0) ? s0 + b * S : st + (b * T + tp) * S, *q = dq + (b * T + t) * P;
+                for (r = 0; r < P; ++r) {
+                    for (c = 0; c < H; ++c) { dw[r * H + c] += q[r] * hp[c]; sc[r * H + c] += fabs(q[r] * hp[c]); }
+                    dw[P * H + r] += q[r]; sc[P * H + r] += fabs(q[r]);
+                }
+            }
+        for (i = 0; i < P * H + P; ++i) sc[i] = 4.0 * sc[i] + 4.0;
+        bdx2 = pb_output(dt, n * P + GUARD, NULL, desc);
+        bdq2 = bdx2 ? pb_output(dt, n * P + GUARD, NULL, desc) : NULL;
+        bd02 = bdq2 ? pb_output(dt, B * S + GUARD, NULL, desc) : NULL;
+        bdw = bd02 ? pb_output(dt, P * H + GUARD, NULL, desc) : NULL;
+        bdb = bdw ? pb_output(dt, P + GUARD, NULL, desc) : NULL;
+        if (!bdb) goto out;
+        for (si = 0; si < nsides(); ++si)
+            if (!st_ok(si, g_side[si].be->rnn_layer_backward_dw(g_side[si].ctx, dt, kind, relu, rev, B, T, H, bg->h[si],
+                                                                 bw->h[si], b0->h[si], bs->h[si], V ? bv->h[si] : NULL,
+                                                                 bdx2->h[si], bdq2->h[si], bd02->h[si], bdw->h[si],
+                                                                 bdb->h[si]),
+                       "rnn_layer_backward_dw", desc))
+                goto out;
+        if (!check_out(bdx2, dt, n * P, dxp, one, base_tol(dt) * 16 * (double)T, "rnn_layer_backward_dw dxp", desc)) goto out;
+        if (!check_out(bdq2, dt, n * P, dq, one, base_tol(dt) * 16 * (double)T, "rnn_layer_backward_dw dq", desc)) goto out;
+        if (!check_out(bd02, dt, B * S, ds0, one, base_tol(dt) * 16 * (double)T, "rnn_layer_backward_dw ds0", desc)) goto out;
+        if (!check_out(bdw, dt, P * H, dw, sc, base_tol(dt) * 16 * (double)T, "rnn_layer_backward_dw dw", desc)) goto out;
+        if (!check_out(bdb, dt, P, dw + P * H, sc + P * H, base_tol(dt) * 16 * (double)T, "rnn_layer_backward_dw db", desc))
+            goto out;
+        {   /* nothing past dw and db */
+            double gd[GUARD];
+            if (!pb_download(bdw, 0, dt, dw, P * H + GUARD, desc) || !pb_download(bdb, 0, dt, dw + P * H + GUARD, P + GUARD, desc))
+                goto out;
+            for (i = 0; i < GUARD; ++i) {
+                gd[i] = dw[P * H + i];
+                PRNT_CHECK(gd[i] == SENTINEL && dw[P * H + GUARD + P + i] == SENTINEL,
+                           "rnn_layer_backward_dw wrote past dw or db for %s", desc);
+            }
+        }
+    }
 out:
     g_cases++;
     case_end();
@@ -1946,6 +1995,14 @@ static void t_rnn_layer(void) {
                                 if (hi == 3 && (bi == 0 || ti == 0)) continue;
                                 rnn_layer_case(d ? PRN_F64 : PRN_F32, kind, relu, rev, Bs[bi], Ts[ti], Hs[hi]);
                             }
+    /* rnn_layer_backward_dw's chunks of steps (about 256 rows of B each):
+     * several, the last one partial, with the threads splitting the rows
+     * (B = 3) and the units (B = 1, H = 100) */
+    for (d = 0; d < 2; ++d)
+        for (kind = PRN_RNN_ELMAN; kind <= PRN_RNN_GRU; ++kind) {
+            rnn_layer_case(d ? PRN_F64 : PRN_F32, kind, 0, d, 3, 300, 33);
+            rnn_layer_case(d ? PRN_F64 : PRN_F32, kind, 0, !d, 1, 300, 100);
+        }
     /* the reference backend's one-thread loop with the batch in vector
      * lanes (a step too small for a barrier, H < 8, or H = 8 with B >= 8):
      * every H of 1 .. 8, one row, an odd B (lanes padded to 8) and B past
