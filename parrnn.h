@@ -3627,7 +3627,7 @@ typedef struct prn__layer {
     int by_rows;              /* threads split the batch: each runs every step of its rows, no barriers */
     prn__barrier *bar;        /* the per-step barrier when threads split the units */
     /* rnn_layer_backward_dw (prn__layer_dwc): dw, db its outputs; dwa
-     * [P][Hq] the sums; rq [2][dwC][dwB][Pq] and rh [2][dwC][dwB][Hq] the
+     * [P][Hq] the sums, then db's [P]; rq [2][dwC][dwB][Pq] and rh [2][dwC][dwB][Hq] the
      * rings of dq and h_{t-1} (set when dwC > 0); r0 the layer's first row
      * in the whole batch of dwB; with by_rows, thread tj of tm and the
      * barrier dbar that the team passes at the end of each chunk */
@@ -4055,10 +4055,10 @@ PRN__FN_INLINE PRN__AVX2 void prn__lstm_fw2_f32x(size_t n, const float *x, size_
 
 /* The weight gradients inside the layer backward (rnn_layer_backward_dw):
  * each step the threads put every row's dq and h_{t-1} into a ring of
- * dwC steps (rq, rh; h padded with zeros to a multiple of 16 columns and
- * then 16 columns of ones, whose sums against dq are db); at the end of
- * the chunk, after a barrier, thread j of m adds the chunk's dq^T [h | 1]
- * to its rows of dwa while the ring is in the caches -- no pass over dq
+ * dwC steps (rq, rh; h padded with zeros to a multiple of 16 columns); at
+ * the end of the chunk, after a barrier, thread j of m adds the chunk's
+ * dq^T h to its rows of dwa, and dq's sums to db's, while the ring is in
+ * the caches -- no pass over dq
  * (B T P) and h (B T H) in memory afterwards, nor their copies and
  * packings. Two rings alternate by chunk, so that a thread that goes on
  * with the next chunk's steps never writes one that another still reads.
@@ -4101,9 +4101,19 @@ PRN__FN ATTR void prn__layer_dwc_##SFX(const prn__layer *L, size_t chunk, size_t
     const size_t ring = (chunk & 1) * L->dwC * L->dwB;                           \
     size_t p0, p1;                                                               \
     prn__layer_dw_rows(L, j, m, &p0, &p1);                                       \
-    if (p1 > p0)                                                                 \
-        prn__tnacc_##SFX(p1 - p0, steps * L->dwB, (const T *)L->rq + ring * L->Pq + p0, L->Pq, \
-                         (const T *)L->rh + ring * L->Hq, L->Hq, (T *)L->dwa + p0 * L->Hq, chunk > 0); \
+    if (p1 > p0) {                                                               \
+        const T *a = (const T *)L->rq + ring * L->Pq;                            \
+        T *db = (T *)L->dwa + L->P * L->Hq;                                      \
+        size_t k, r;                                                             \
+        prn__tnacc_##SFX(p1 - p0, steps * L->dwB, a + p0, L->Pq, (const T *)L->rh + ring * L->Hq, L->Hq, \
+                         (T *)L->dwa + p0 * L->Hq, chunk > 0);                   \
+        /* db: plain adds, each the bits of the FMA by a column of ones      \
+         * (an odd 16-column block fell to the AVX2 kernel: 2% of the time)  \
+         */                                                                      \
+        if (!chunk) for (r = p0; r < p1; ++r) db[r] = 0;                         \
+        for (k = 0; L->db && k < steps * L->dwB; ++k)                            \
+            PRN__SIMD for (r = p0; r < p1; ++r) db[r] += a[k * L->Pq + r];       \
+    }                                                                            \
 }                                                                                \
 PRN__FN void prn__layer_dwput_##SFX(const prn__layer *L, size_t j, size_t m) {   \
     const T *s = (const T *)L->dwa;                                              \
@@ -4112,7 +4122,7 @@ PRN__FN void prn__layer_dwput_##SFX(const prn__layer *L, size_t j, size_t m) {  
     prn__layer_dw_rows(L, j, m, &p0, &p1);                                       \
     for (r = p0; r < p1; ++r) {                                                  \
         memcpy(dw + r * L->H, s + r * L->Hq, L->H * sizeof(T));                  \
-        if (db) db[r] = s[r * L->Hq + L->Hq - 16];                               \
+        if (db) db[r] = s[L->P * L->Hq + r];                                     \
     }                                                                            \
 }
 PRN__DEFINE_LAYER_DW(float, f32, )
@@ -4810,24 +4820,24 @@ PRN__FN prn_status prn__layer_begin(prn_context *ctx, const char *fn, prn__layer
         L->dwC = L->B >= 256 ? 1 : 256 / L->B < L->Tn ? 256 / L->B : L->Tn;
         L->dwB = L->B;
         L->Pq = (L->P + 15) / 16 * 16 + 16; /* not a multiple of 4 KiB: the rows of a chunk spread over L1's sets */
-        L->Hq = (L->H + 15) / 16 * 16 + 16;
+        L->Hq = (L->H + 15) / 16 * 16;
         off = (need + 15) / 16 * 16;
-        need = off + 2 * L->dwC * L->B * (L->Pq + L->Hq) + L->P * L->Hq;
+        need = off + 2 * L->dwC * L->B * (L->Pq + L->Hq) + L->P * (L->Hq + 1);
     }
     *raw = prn_alloc(ctx, need * es + 64);
     if (!*raw) return prn_set_error(ctx, PRN_ERR_OUT_OF_MEMORY, "%s: out of memory for the workspace (%lu bytes)", fn,
                                     (unsigned long)(need * es + 64));
     L->ws = (char *)*raw + (64 - (uintptr_t)*raw % 64) % 64;
     if (L->lanes_C) memset(L->ws, 0, need * es);
-    if (L->dwC) { /* h's columns past H: zeros, then 16 ones (db) */
+    if (L->dwC) { /* h's columns past H: zeros */
         size_t r, c, rows = 2 * L->dwC * L->B;
         L->rq = (char *)L->ws + off * es;
         L->rh = (char *)L->rq + rows * L->Pq * es;
         L->dwa = (char *)L->rh + rows * L->Hq * es;
         for (r = 0; r < rows; ++r)
             for (c = L->H; c < L->Hq; ++c) {
-                if (dtype == PRN_F64) ((double *)L->rh)[r * L->Hq + c] = c < L->Hq - 16 ? 0.0 : 1.0;
-                else ((float *)L->rh)[r * L->Hq + c] = c < L->Hq - 16 ? 0.0f : 1.0f;
+                if (dtype == PRN_F64) ((double *)L->rh)[r * L->Hq + c] = 0.0;
+                else ((float *)L->rh)[r * L->Hq + c] = 0.0f;
             }
     }
     return PRN_OK;
