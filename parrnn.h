@@ -4065,10 +4065,17 @@ PRN__FN_INLINE PRN__AVX2 void prn__lstm_fw2_f32x(size_t n, const float *x, size_
  * Each entry's sum runs over the steps in the order the backward takes
  * them and, within a step, over the rows in order: an order set by B and T
  * alone, whatever the threads' split. */
-PRN__FN void prn__layer_dw_rows(const prn__layer *L, size_t j, size_t m, size_t *p0, size_t *p1) {
+/* Thread j's rows of dw: segment s < G of [*p0, *p1). Threads that split
+ * the units (no dbar) take their units' rows of each gate, whose dq they
+ * wrote themselves (no transfer between cores); threads that split the
+ * batch a range of P / m rows. */
+PRN__FN void prn__layer_dw_rows(const prn__layer *L, size_t j, size_t m, size_t u0, size_t u1, size_t s, size_t *p0,
+                                size_t *p1) {
     const size_t pr = ((L->P + m - 1) / m + 7) / 8 * 8;
+    if (!L->dbar) { *p0 = s * L->H + u0; *p1 = s * L->H + u1; return; }
     *p0 = j * pr < L->P ? j * pr : L->P;
     *p1 = *p0 + pr < L->P ? *p0 + pr : L->P;
+    if (s) *p1 = *p0;
 }
 /* out[r, 0..N) (+)= sum_k a[k lda + r] p[k N + 0..N), r < R: each entry
  * by one chain over k (the AVX kernels' order) */
@@ -4097,11 +4104,14 @@ PRN__FN PRN__AVX2 void prn__tnacc_f32x(size_t R, size_t K, const float *a, size_
 /* chunk's sums (its steps, whose ring is chunk & 1), and the end's copy
  * of thread j's rows of dwa into dw and db */
 #define PRN__DEFINE_LAYER_DW(T, SFX, ATTR)                                       \
-PRN__FN ATTR void prn__layer_dwc_##SFX(const prn__layer *L, size_t chunk, size_t steps, size_t j, size_t m) { \
+PRN__FN ATTR void prn__layer_dwc_##SFX(const prn__layer *L, size_t chunk, size_t steps, size_t j, size_t m, \
+                                       size_t u0, size_t u1) {                   \
     const size_t ring = (chunk & 1) * L->dwC * L->dwB;                           \
-    size_t p0, p1;                                                               \
-    prn__layer_dw_rows(L, j, m, &p0, &p1);                                       \
-    if (p1 > p0) {                                                               \
+    size_t p0, p1, sg;                                                           \
+    for (sg = 0; sg < L->G; ++sg) {                                              \
+        prn__layer_dw_rows(L, j, m, u0, u1, sg, &p0, &p1);                       \
+        if (p1 <= p0) continue;                                                  \
+      {                                                                          \
         const T *a = (const T *)L->rq + ring * L->Pq;                            \
         T *db = (T *)L->dwa + L->P * L->Hq;                                      \
         size_t k, r;                                                             \
@@ -4113,16 +4123,19 @@ PRN__FN ATTR void prn__layer_dwc_##SFX(const prn__layer *L, size_t chunk, size_t
         if (!chunk) for (r = p0; r < p1; ++r) db[r] = 0;                         \
         for (k = 0; L->db && k < steps * L->dwB; ++k)                            \
             PRN__SIMD for (r = p0; r < p1; ++r) db[r] += a[k * L->Pq + r];       \
+      }                                                                          \
     }                                                                            \
 }                                                                                \
-PRN__FN void prn__layer_dwput_##SFX(const prn__layer *L, size_t j, size_t m) {   \
+PRN__FN void prn__layer_dwput_##SFX(const prn__layer *L, size_t j, size_t m, size_t u0, size_t u1) { \
     const T *s = (const T *)L->dwa;                                              \
     T *dw = (T *)L->dw, *db = (T *)L->db;                                        \
-    size_t p0, p1, r;                                                            \
-    prn__layer_dw_rows(L, j, m, &p0, &p1);                                       \
-    for (r = p0; r < p1; ++r) {                                                  \
-        memcpy(dw + r * L->H, s + r * L->Hq, L->H * sizeof(T));                  \
-        if (db) db[r] = s[L->P * L->Hq + r];                                     \
+    size_t p0, p1, r, sg;                                                        \
+    for (sg = 0; sg < L->G; ++sg) {                                              \
+        prn__layer_dw_rows(L, j, m, u0, u1, sg, &p0, &p1);                       \
+        for (r = p0; r < p1; ++r) {                                              \
+            memcpy(dw + r * L->H, s + r * L->Hq, L->H * sizeof(T));              \
+            if (db) db[r] = s[L->P * L->Hq + r];                                 \
+        }                                                                        \
     }                                                                            \
 }
 PRN__DEFINE_LAYER_DW(float, f32, )
@@ -4226,7 +4239,7 @@ PRN__FN ATTR void prn__layer_bw_##SFX(const prn__layer *L, size_t j, size_t m) {
         PRN__BARRIER(L->bar, m);                                                 \
         if (L->dwC && (step % L->dwC == L->dwC - 1 || step + 1 == TT)) {         \
             if (L->dbar) PRN__BARRIER(L->dbar, L->tm); /* by rows: the team's */ \
-            prn__layer_dwc_##SFX(L, step / L->dwC, step % L->dwC + 1, L->dbar ? L->tj : j, L->dbar ? L->tm : m); \
+            prn__layer_dwc_##SFX(L, step / L->dwC, step % L->dwC + 1, L->dbar ? L->tj : j, L->dbar ? L->tm : m, u0, u1); \
         }                                                                        \
         for (b = 0; n && step + 1 < TT && b < B; ++b) {                          \
             const size_t tn = L->rev ? t + 1 : t - 1;                            \
@@ -4244,7 +4257,7 @@ PRN__FN ATTR void prn__layer_bw_##SFX(const prn__layer *L, size_t j, size_t m) {
         else if (L->kind == PRN_RNN_GRU) for (i = 0; i < n; ++i) d[i] = c[i] + e[i]; \
         else for (i = 0; i < n; ++i) d[i] = c[i];                                \
     }                                                                            \
-    if (L->dwC) prn__layer_dwput_##SFX(L, L->dbar ? L->tj : j, L->dbar ? L->tm : m); \
+    if (L->dwC) prn__layer_dwput_##SFX(L, L->dbar ? L->tj : j, L->dbar ? L->tm : m, u0, u1); \
 }
 PRN__DEFINE_LAYER(float, f32, f32, , prn__panel_mmz_f32)
 PRN__DEFINE_LAYER(double, f64, f64, , prn__panel_mmz_f64)
