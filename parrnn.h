@@ -4291,6 +4291,9 @@ PRN__FN int prn__cblas_weak_f32(prn_context *ctx, size_t M, size_t N, size_t K, 
 #endif
     return 0;
 }
+#endif
+
+#ifdef PRN__HAVE_AVX2 /* also without CBLAS: the layer backward's weight gradients take them */
 /* prn__panel_mm_f32x for op(A) = A^T: out[r, 0..15] (+)= sum_k a[k * lda +
  * r] p[k * pk + 0..15], r < R -- a weight gradient's product (X^T dY, K
  * the batch rows times the steps; p packed, pk = 16, or B itself, pk its
@@ -4389,6 +4392,9 @@ PRN__FN PRN__AVX2 void prn__panel_tnz_f32x(size_t R, size_t K, const float *a, s
             prn__panel_tn_f32x(R % 8, K, a + R / 8 * ts, lda, p + z * ps, pk, out + R / 8 * 8 * ldo + z * 16, ldo, acc);
 #endif
 }
+#endif
+
+#if defined(PARRNN_USE_CBLAS) && defined(PRN__HAVE_AVX2)
 /* C = alpha op(A) op(B) + beta C by prn__panel_mm_f32x (op(A) = A) or
  * prn__panel_tn_f32x (A^T): op(B) packed once per matrix into blocks of 16
  * columns [K][16] (zero past N), then tiles of 64 rows x 16 columns over
