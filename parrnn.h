@@ -4833,13 +4833,19 @@ PRN__FN prn_status prn__layer_begin(prn_context *ctx, const char *fn, prn__layer
         if (L->by_rows) all = m * prn__layer_rows_ws(L, bw, (L->B + m - 1) / m);
         if (all > need) need = all;
     }
-    /* rnn_layer_backward_dw: the rings of about 256 rows of dq and h (the
-     * steps of a chunk times B) and the sums, after the threads' parts */
+    /* rnn_layer_backward_dw: the rings of dq and h, 64 to 256 rows (the
+     * steps of a chunk times B) of at most 512 KiB each, so that both with
+     * W_hh's panels stay in L2 (the 1.3 MiB of 256 rows at H = 256 made
+     * one row 5% slower than the product after the layer); then the sums,
+     * after the threads' parts */
     if (bw && L->dw && !L->lanes_C && L->B && L->Tn && L->H) {
-        L->dwC = L->B >= 256 ? 1 : 256 / L->B < L->Tn ? 256 / L->B : L->Tn;
-        L->dwB = L->B;
+        size_t rows;
         L->Pq = (L->P + 15) / 16 * 16 + 16; /* not a multiple of 4 KiB: the rows of a chunk spread over L1's sets */
         L->Hq = (L->H + 15) / 16 * 16;
+        rows = ((size_t)512 << 10) / ((L->Pq + L->Hq) * es);
+        rows = rows > 256 ? 256 : rows < 64 ? 64 : rows;
+        L->dwC = L->B >= rows ? 1 : rows / L->B < L->Tn ? rows / L->B : L->Tn;
+        L->dwB = L->B;
         off = (need + 15) / 16 * 16;
         need = off + 2 * L->dwC * L->B * (L->Pq + L->Hq) + L->P * (L->Hq + 1);
     }
