@@ -2037,6 +2037,12 @@ static void t_rnn_layer(void) {
                                                   b->h[0], b->h[0], NULL, b->h[0], b->h[0], b->h[0]);
             PRNT_CHECK(st == PRN_ERR_INVALID_ARGUMENT, "rnn_layer_backward of LSTM without saved: %s",
                        prn_status_string(st));
+            if (g_side[0].be->rnn_layer_backward_dw) { /* dw is required */
+                st = g_side[0].be->rnn_layer_backward_dw(g_side[0].ctx, PRN_F32, PRN_RNN_GRU, 0, 0, 1, 1, 2, b->h[0],
+                                                         b->h[0], b->h[0], b->h[0], b->h[0], b->h[0], b->h[0], b->h[0],
+                                                         NULL, NULL);
+                PRNT_CHECK(st == PRN_ERR_INVALID_ARGUMENT, "rnn_layer_backward_dw without dw: %s", prn_status_string(st));
+            }
             st = g_side[0].be->rnn_layer_backward(g_side[0].ctx, PRN_F64, PRN_RNN_LSTM, 0, 0, 2, 0, 1, b->h[0], b->h[0],
                                                   b->h[0], b->h[0], b->h[0], b->h[0], b->h[0], d0->h[0]);
             PRNT_CHECK(st == PRN_OK, "rnn_layer_backward with T = 0: %s", prn_status_string(st));
