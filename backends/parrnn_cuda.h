@@ -1157,6 +1157,7 @@ PRN__CU_DEF const prn_backend *prn_cuda_backend(void) {
         prn__cu_deer_iterate, prn__cu_deer_adjoint,
         NULL,       /* all_finite: composed from unary and reduce */
         prn__cu_deer_takes,
+        NULL,       /* rnn_layer_forward_x: the generic code's gemm, then rnn_layer_forward */
         {NULL}};
     return &b;
 }

@@ -1139,6 +1139,7 @@ PRN__OCL_DEF const prn_backend *prn_opencl_backend(void) {
         NULL, NULL, /* deer_iterate/_adjoint: DEER composes its iterations */
         NULL,       /* all_finite: composed from unary and reduce */
         NULL,       /* deer_takes */
+        NULL,       /* rnn_layer_forward_x */
         {NULL}};
     return &b;
 }
