@@ -4841,6 +4841,45 @@ PRN__FN prn_status prn__ref_rnn_layer_forward(prn_context *ctx, prn_dtype dtype,
     L.xp = xp; L.w = w_hh; L.bias = b_hh; L.s0 = s0; L.states = states; L.saved = saved;
     return prn__layer_call(ctx, "rnn_layer_forward", &L, 0, dtype);
 }
+/* xp [B T, P] = x W_ih^T + b_ih whole, for the lanes loop: by the threaded
+ * loop's own product kernel over a panel of W_ih, each entry plus b_ih, so
+ * that a row's bits do not depend on which loop its batch takes (H = 8:
+ * the lanes with 8 rows or more, the threaded loop with fewer). 0: out of
+ * memory. */
+#define PRN__DEFINE_XPROJ(T, SFX, ATTR, MM)                                      \
+PRN__FN ATTR void prn__layer_xproj_##SFX(const prn__layer *L, T *pan, T *tile, T *xp) { \
+    const size_t n = L->B * L->Tn, P = L->P, NI = L->NI, nbp = (P + 15) / 16;    \
+    const T *w = (const T *)L->w_ih, *x = (const T *)L->x, *bi = (const T *)L->b_ih; \
+    size_t z, k, c, r0, r, p;                                                    \
+    for (z = 0; z < nbp; ++z)                                                    \
+        for (k = 0; k < NI; ++k)                                                 \
+            for (c = 0; c < 16; ++c)                                             \
+                pan[(z * NI + k) * 16 + c] = z * 16 + c < P ? w[(z * 16 + c) * NI + k] : (T)0; \
+    for (r0 = 0; r0 < n; r0 += 64) {                                             \
+        const size_t rows = n - r0 < 64 ? n - r0 : 64;                           \
+        MM(rows, NI, x + r0 * NI, NI, pan, nbp, tile, nbp * 16);                 \
+        for (r = 0; r < rows; ++r)                                               \
+            for (p = 0; p < P; ++p) xp[(r0 + r) * P + p] = bi ? tile[r * nbp * 16 + p] + bi[p] : tile[r * nbp * 16 + p]; \
+    }                                                                            \
+}
+PRN__DEFINE_XPROJ(float, f32, , prn__panel_mmz_f32)
+PRN__DEFINE_XPROJ(double, f64, , prn__panel_mmz_f64)
+#ifdef PRN__HAVE_AVX2
+PRN__DEFINE_XPROJ(float, f32x, PRN__AVX2, prn__panel_mmz_f32x)
+#endif
+#undef PRN__DEFINE_XPROJ
+PRN__FN int prn__layer_xproj(prn_context *ctx, const prn__layer *L, prn_dtype dtype, void *xp) {
+    const size_t nbp = (L->P + 15) / 16, es = prn_dtype_size(dtype);
+    char *ws = (char *)prn__alloc_quiet(ctx, nbp * 16 * (L->NI + 64) * es);
+    if (!ws) return 0;
+    if (dtype == PRN_F64) prn__layer_xproj_f64(L, (double *)ws, (double *)ws + nbp * 16 * L->NI, (double *)xp);
+#ifdef PRN__HAVE_AVX2
+    else if (prn__cpu_avx2()) prn__layer_xproj_f32x(L, (float *)ws, (float *)ws + nbp * 16 * L->NI, (float *)xp);
+#endif
+    else prn__layer_xproj_f32(L, (float *)ws, (float *)ws + nbp * 16 * L->NI, (float *)xp);
+    prn_free(ctx, ws);
+    return 1;
+}
 /* With the input projection: each thread computes the projections of its
  * rows (by_rows) or of its units' gate columns (the units split) a chunk of
  * steps at a time (prn__layer_xchunk) right before stepping through them,
@@ -4869,26 +4908,18 @@ PRN__FN prn_status prn__ref_rnn_layer_forward_x(prn_context *ctx, prn_dtype dtyp
         return PRN_OK;
     }
     if (L.lanes_C) {
-        const size_t n = B * T, P = L.P;
-        size_t r, p, k;
-        xp = prn_alloc(ctx, n * P * prn_dtype_size(dtype));
+        const size_t n = B * T;
+        xp = prn_alloc(ctx, n * L.P * prn_dtype_size(dtype));
         if (!xp) {
             prn_free(ctx, raw);
             return prn_set_error(ctx, PRN_ERR_OUT_OF_MEMORY, "%s: out of memory for the projections (%lu bytes)", fn,
-                                 (unsigned long)(n * P * prn_dtype_size(dtype)));
+                                 (unsigned long)(n * L.P * prn_dtype_size(dtype)));
         }
-#define PRN__XPROJ(T)                                                            \
-        {   const T *xs = (const T *)x, *ws = (const T *)w_ih, *bs = (const T *)b_ih; \
-            T *o = (T *)xp;                                                      \
-            for (r = 0; r < n; ++r)                                              \
-                for (p = 0; p < P; ++p) {                                        \
-                    T acc = 0;                                                   \
-                    for (k = 0; k < In; ++k) acc += xs[r * In + k] * ws[p * In + k]; \
-                    o[r * P + p] = bs ? acc + bs[p] : acc;                       \
-                } }
-        if (dtype == PRN_F64) PRN__XPROJ(double)
-        else PRN__XPROJ(float)
-#undef PRN__XPROJ
+        if (!prn__layer_xproj(ctx, &L, dtype, xp)) {
+            prn_free(ctx, xp);
+            prn_free(ctx, raw);
+            return prn_set_error(ctx, PRN_ERR_OUT_OF_MEMORY, "%s: out of memory for the packed W_ih", fn);
+        }
         L.xp = xp;
         L.x = NULL;
     }
