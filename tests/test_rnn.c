@@ -1449,7 +1449,8 @@ static void test_row_same_bits(void) {
  * around a row (H 40: 8-row tiles and single rows, chunks of steps per row
  * or a product per step; H 8: the lanes loop with 11 rows, the threaded one
  * alone). Shapes: the units split (B 1, H 112), a few rows per thread (B 6),
- * 8 or more (B 17), the lanes loop (H 5, 8), 2 layers bidirectional; T 150
+ * 8 or more (B 17), the lanes loop (H 5, 8), 2 layers bidirectional, and
+ * W_hh past 2 MB with 4 rows (LSTM H 264 f64: split by units); T 150
  * crosses B 1's chunks of 64 steps. */
 static int g_xcalls;
 static prn_status count_layer_x(prn_context *ctx, prn_dtype dtype, int kind, int relu, int reverse, size_t B,
@@ -1491,8 +1492,9 @@ static size_t run_x(prn_context *ctx, prn_rnn_kind kind, prn_dtype dt, size_t B,
 }
 static void test_fused_projection(void) {
     static const prn_rnn_kind kinds[4] = {PRN_RNN_ELMAN, PRN_RNN_LSTM, PRN_RNN_GRU, PRN_RNN_MHGRU};
-    static const size_t shapes[6][5] = {{1, 150, 112, 7, 1}, {6, 40, 40, 5, 1}, {17, 40, 24, 9, 1},
-                                        {11, 30, 8, 8, 1}, {3, 20, 5, 4, 1}, {5, 12, 20, 6, 2}}; /* B T H I layers */
+    static const size_t shapes[7][5] = {{1, 150, 112, 7, 1}, {6, 40, 40, 5, 1}, {17, 40, 24, 9, 1},
+                                        {11, 30, 8, 8, 1}, {3, 20, 5, 4, 1}, {5, 12, 20, 6, 2},
+                                        {4, 3, 264, 5, 1}}; /* B T H I layers */
     enum { CAP = 1 << 16 };
     static double xv[CAP], a[CAP], b[CAP], c[CAP];
     prn_backend bx, bn;
@@ -1520,7 +1522,7 @@ static void test_fused_projection(void) {
     }
     rand_fill(xv, CAP, &seed, 1.0);
     for (k = 0; k < 4 && ctx[1][1]; ++k)
-        for (s = 0; s < 6; ++s)
+        for (s = 0; s < 7; ++s)
             for (d = 0; d < 2; ++d) {
                 const prn_dtype dt = d ? PRN_F64 : PRN_F32;
                 const size_t B = shapes[s][0], T = shapes[s][1], H = shapes[s][2], NI = shapes[s][3];
