@@ -4848,22 +4848,27 @@ PRN__FN prn_status prn__ref_rnn_layer_forward(prn_context *ctx, prn_dtype dtype,
     L.xp = xp; L.w = w_hh; L.bias = b_hh; L.s0 = s0; L.states = states; L.saved = saved;
     return prn__layer_call(ctx, "rnn_layer_forward", &L, 0, dtype);
 }
-/* xp [B T, P] = x W_ih^T + b_ih whole, for the lanes loop: by the threaded
- * loop's own product kernel over a panel of W_ih, each entry plus b_ih, so
- * that a row's bits do not depend on which loop its batch takes (H = 8:
- * the lanes with 8 rows or more, the threaded loop with fewer). 0: out of
- * memory. */
+/* xp [B T, P] = x W_ih^T + b_ih whole (the lanes loop, and layers that
+ * run better from a stored xp: prn__ref_rnn_layer_forward_x), tiles of 64
+ * rows over the team: by the threaded loop's own product kernel over a
+ * panel of W_ih, each entry plus b_ih, so that a row's bits do not depend
+ * on which loop its batch takes (H = 8: the lanes with 8 rows or more, the
+ * threaded loop with fewer) nor on the threads. 0: out of memory. */
 #define PRN__DEFINE_XPROJ(T, SFX, ATTR, MM)                                      \
-PRN__FN ATTR void prn__layer_xproj_##SFX(const prn__layer *L, T *pan, T *tile, T *xp) { \
+PRN__FN ATTR void prn__layer_xproj_##SFX(const prn__layer *L, T *pan, T *tiles, T *xp, int prn__nt, int prn__par) { \
     const size_t n = L->B * L->Tn, P = L->P, NI = L->NI, nbp = (P + 15) / 16;    \
     const T *w = (const T *)L->w_ih, *x = (const T *)L->x, *bi = (const T *)L->b_ih; \
-    size_t z, k, c, r0, r, p;                                                    \
+    size_t z, k, c, ti;                                                          \
     for (z = 0; z < nbp; ++z)                                                    \
         for (k = 0; k < NI; ++k)                                                 \
             for (c = 0; c < 16; ++c)                                             \
                 pan[(z * NI + k) * 16 + c] = z * 16 + c < P ? w[(z * 16 + c) * NI + k] : (T)0; \
-    for (r0 = 0; r0 < n; r0 += 64) {                                             \
-        const size_t rows = n - r0 < 64 ? n - r0 : 64;                           \
+    (void)prn__nt; (void)prn__par;                                               \
+    PRN__PARFOR                                                                  \
+    for (ti = 0; ti < (n + 63) / 64; ++ti) {                                     \
+        const size_t r0 = ti * 64, rows = n - r0 < 64 ? n - r0 : 64;             \
+        T *tile = tiles + (size_t)PRN__THREAD_NUM() * 64 * nbp * 16;             \
+        size_t r, p;                                                             \
         MM(rows, NI, x + r0 * NI, NI, pan, nbp, tile, nbp * 16);                 \
         for (r = 0; r < rows; ++r)                                               \
             for (p = 0; p < P; ++p) xp[(r0 + r) * P + p] = bi ? tile[r * nbp * 16 + p] + bi[p] : tile[r * nbp * 16 + p]; \
@@ -4877,13 +4882,16 @@ PRN__DEFINE_XPROJ(float, f32x, PRN__AVX2, prn__panel_mmz_f32x)
 #undef PRN__DEFINE_XPROJ
 PRN__FN int prn__layer_xproj(prn_context *ctx, const prn__layer *L, prn_dtype dtype, void *xp) {
     const size_t nbp = (L->P + 15) / 16, es = prn_dtype_size(dtype);
-    char *ws = (char *)prn__alloc_quiet(ctx, nbp * 16 * (L->NI + 64) * es);
+    PRN__PAR_SETUP(ctx, L->B * L->Tn * L->P * (L->NI + 1));
+    char *ws = (char *)prn__alloc_quiet(ctx, nbp * 16 * (L->NI + 64 * (size_t)prn__nt) * es);
     if (!ws) return 0;
-    if (dtype == PRN_F64) prn__layer_xproj_f64(L, (double *)ws, (double *)ws + nbp * 16 * L->NI, (double *)xp);
+    if (dtype == PRN_F64)
+        prn__layer_xproj_f64(L, (double *)ws, (double *)ws + nbp * 16 * L->NI, (double *)xp, prn__nt, prn__par);
 #ifdef PRN__HAVE_AVX2
-    else if (prn__cpu_avx2()) prn__layer_xproj_f32x(L, (float *)ws, (float *)ws + nbp * 16 * L->NI, (float *)xp);
+    else if (prn__cpu_avx2())
+        prn__layer_xproj_f32x(L, (float *)ws, (float *)ws + nbp * 16 * L->NI, (float *)xp, prn__nt, prn__par);
 #endif
-    else prn__layer_xproj_f32(L, (float *)ws, (float *)ws + nbp * 16 * L->NI, (float *)xp);
+    else prn__layer_xproj_f32(L, (float *)ws, (float *)ws + nbp * 16 * L->NI, (float *)xp, prn__nt, prn__par);
     prn_free(ctx, ws);
     return 1;
 }
@@ -4914,7 +4922,14 @@ PRN__FN prn_status prn__ref_rnn_layer_forward_x(prn_context *ctx, prn_dtype dtyp
         prn_free(ctx, raw);
         return PRN_OK;
     }
-    if (L.lanes_C) {
+    /* xp stored first (by the whole team) where computing it inside pays
+     * nothing: the lanes loop; a layer on one thread of several (the
+     * projection, up to half the work at H 64, would run on one); W_hh
+     * past a core's L2 split by units with fewer than 8 rows (H 512 B 1:
+     * W_ih's panel and the chunks crowd W_hh's stream, 2-8% slower; with
+     * 16 rows computing inside is 10% faster) */
+    if (L.lanes_C || (!L.by_rows && ((nt == 1 && prn_context_num_threads(ctx) > 1) ||
+                                     (B < 8 && L.P * L.H * prn_dtype_size(dtype) > PRN__LAYER_ROWS_MAX_W)))) {
         const size_t n = B * T;
         xp = prn_alloc(ctx, n * L.P * prn_dtype_size(dtype));
         if (!xp) {
