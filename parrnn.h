@@ -635,7 +635,12 @@ PRNDEF size_t prn_cell_state_size(const prn_cell *cell);
  * call where the backend has rnn_cell_forward/_backward (reference,
  * OpenCL, CUDA), else as a composition of elementwise ops; a one-head
  * layer's whole recurrence is one call where the backend also has
- * rnn_layer_forward/_backward (reference, CUDA).
+ * rnn_layer_forward/_backward (reference, CUDA). A forward that records
+ * nothing (no gradient asked for) of such a layer with input_size > 0 takes
+ * the input projection into that call too where the backend has
+ * rnn_layer_forward_x (reference): the projections are computed a few
+ * steps at a time next to the recurrence and never stored for the whole
+ * sequence.
  *
  * Per step t, with x_t the layer's input, s_t its state, s() the logistic
  * sigmoid, products of vectors elementwise, "W x" a matrix-vector product:
@@ -1590,9 +1595,25 @@ struct prn_backend {
                                         size_t T, size_t H, const void *g, const void *w_hh, const void *s0,
                                         const void *states, const void *saved, void *dxp, void *dq, void *ds0,
                                         void *dw, void *db);
+    /* Optional (NULL: the generic code computes xp with gemm and calls
+     * rnn_layer_forward; it uses this one only on a backend that has
+     * rnn_layer_forward/_backward as well, and only for a forward that
+     * saves nothing for a backward). rnn_layer_forward with its input
+     * projections taken from the layer's input: xp = x W_ih^T + b_ih, each
+     * entry the product's sum plus b_ih (b_ih NULL: plus nothing), with x
+     * [B, T, In], w_ih [P, In], b_ih [P]; the other arguments and the result
+     * as rnn_layer_forward's. xp need not exist in memory as a whole (the
+     * reference backend computes it a few steps at a time, so that it never
+     * leaves the caches). The result agrees with the composition within the
+     * rounding of a different order of the product's sum (the reference
+     * backend: the same bits as its gemm's own AVX2/AVX-512 f32 kernel). */
+    prn_status (*rnn_layer_forward_x)(prn_context *ctx, prn_dtype dtype, int kind, int relu, int reverse, size_t B,
+                                      size_t T, size_t H, size_t In, const void *x, const void *w_ih,
+                                      const void *b_ih, const void *w_hh, const void *b_hh, const void *s0,
+                                      void *states, void *saved);
 
     /* Room for the primitives of later versions: keep NULL. */
-    void (*reserved[20])(void);
+    void (*reserved[19])(void);
 };
 
 /* The backend table the context runs on. */
@@ -3634,7 +3655,25 @@ typedef struct prn__layer {
     void *dw, *db, *dwa, *rq, *rh;
     size_t dwC, dwB, Pq, Hq, r0, tj, tm;
     prn__barrier *dbar;
+    /* forward with the input projection inside (rnn_layer_forward_x; xp
+     * NULL): x [B, T, I], w_ih [P, I], b_ih [P] or NULL */
+    const void *x, *w_ih, *b_ih;
+    size_t NI;
 } prn__layer;
+/* Steps per chunk of the input projections a thread computes itself (x
+ * set), for B rows and ldq values per row: with 8 rows or more one product
+ * of B rows per step, right before the step's own (C = 1: B ldq values
+ * that stay in L1/L2 next to the weights); with fewer, one product per row
+ * over C steps (a product of 1 .. 7 rows leaves the kernel's 8-row tile
+ * mostly empty), C up to 64 within 32768 values. */
+PRN__FN size_t prn__layer_xchunk(const prn__layer *L, size_t B, size_t ldq) {
+    size_t C;
+    if (!L->x || B >= 8) return 1;
+    C = B && ldq ? 32768 / (B * ldq) : 64;
+    if (C < 8) C = 8;
+    if (C > 64) C = 64;
+    return C;
+}
 /* Thread j of m: units [*u0, *u1) -- nu per thread, a multiple of 8 -- and
  * the thread's 16-column blocks per gate; returns the elements of its
  * workspace (panel, then product tile and carries). */
@@ -3643,7 +3682,11 @@ PRN__FN size_t prn__layer_plan(const prn__layer *L, int bw, size_t m, size_t j, 
     *u0 = j * nu < L->H ? j * nu : L->H;
     *u1 = *u0 + nu < L->H ? *u0 + nu : L->H;
     *nb = (nu + 15) / 16;
-    return bw ? *nb * 16 * (L->P + 2 * L->B) : L->G * *nb * 16 * (L->H + L->B);
+    if (bw) return *nb * 16 * (L->P + 2 * L->B);
+    /* forward: W_hh's panel [G nb][H][16], the product [B][G nb 16]; with x
+     * also W_ih's panel [G nb][I][16] and a chunk of projections */
+    return L->G * *nb * 16 * (L->H + L->B) +
+           (L->x ? L->G * *nb * 16 * (L->NI + prn__layer_xchunk(L, L->B, L->G * *nb * 16) * L->B) : 0);
 }
 /* Asks the caches for n values at p (gcc and clang; elsewhere nothing).
  * The layer loops touch a row of each of B sequences per step, B * (a few)
@@ -4150,34 +4193,60 @@ PRN__DEFINE_LAYER_DW(float, f32x, PRN__AVX2)
  * loops then vectorise with AVX2 too). */
 #define PRN__DEFINE_LAYER(T, SFX, UNIT, ATTR, MM)                                      \
 PRN__FN ATTR void prn__layer_fw_##SFX(const prn__layer *L, size_t j, size_t m) { \
-    const size_t B = L->B, TT = L->Tn, H = L->H, G = L->G, P = L->P, S = L->S, V = L->V; \
+    const size_t B = L->B, TT = L->Tn, H = L->H, G = L->G, P = L->P, S = L->S, V = L->V, NI = L->NI; \
     size_t u0, u1, nb, per = prn__layer_plan(L, 0, m, j, &u0, &u1, &nb), n = u1 - u0, qs = nb * 16, ldq = G * qs; \
-    size_t g, blk, k, i, step, b;                                                \
+    const size_t C = prn__layer_xchunk(L, B, ldq);                               \
+    size_t g, blk, k, i, step, b, c, tlo = 0;                                    \
     const T *W = (const T *)L->w, *X = (const T *)L->xp, *bias = (const T *)L->bias, *s0 = (const T *)L->s0; \
+    const T *Xi = (const T *)L->x, *Wi = (const T *)L->w_ih, *Bi = (const T *)L->b_ih; \
     T *St = (T *)L->states, *Sv = (T *)L->saved, *pan = (T *)L->ws + j * per, *qt = pan + G * nb * 16 * H; \
+    T *pih = qt + B * ldq, *xc = pih + G * nb * 16 * NI; /* with x: W_ih's panel, the chunk's xp */ \
     T *hb = (T *)L->ws + m * per; /* [2][B, H]: h of the last step, compact */ \
     for (g = 0; g < G; ++g)                                                      \
-        for (blk = 0; blk < nb; ++blk)                                           \
+        for (blk = 0; blk < nb; ++blk) {                                         \
             for (k = 0; k < H; ++k)                                              \
                 for (i = 0; i < 16; ++i) {                                       \
                     const size_t u = u0 + blk * 16 + i;                          \
                     pan[((g * nb + blk) * H + k) * 16 + i] = u < u1 ? W[(g * H + u) * H + k] : (T)0; } \
+            for (k = 0; Xi && k < NI; ++k)                                        \
+                for (i = 0; i < 16; ++i) {                                       \
+                    const size_t u = u0 + blk * 16 + i;                          \
+                    pih[((g * nb + blk) * NI + k) * 16 + i] = u < u1 ? Wi[(g * H + u) * NI + k] : (T)0; } \
+        }                                                                        \
     for (step = 0; step < TT; ++step) {                                          \
         const size_t t = L->rev ? TT - 1 - step : step, tp = L->rev ? t + 1 : t - 1; \
         const T *a = step ? hb + ((step - 1) & 1) * B * H : s0;                  \
         T *hn = hb + (step & 1) * B * H;                                         \
+        if (Xi && n && step % C == 0) {                                          \
+            /* the next C steps' projections, [t - tlo][b][ldq] in the        \
+             * product's layout (gate g of the thread's units at g qs): each  \
+             * entry the chain of the product kernel plus b_ih, as the        \
+             * composition's gemm (beta 1 onto the broadcast bias) has it */  \
+            const size_t cn = TT - step < C ? TT - step : C;                     \
+            tlo = L->rev ? TT - step - cn : step;                                \
+            if (C == 1) MM(B, NI, Xi + tlo * NI, TT * NI, pih, G * nb, xc, ldq);    \
+            else for (b = 0; b < B; ++b) MM(cn, NI, Xi + (b * TT + tlo) * NI, NI, pih, G * nb, xc + b * ldq, B * ldq); \
+            for (c = 0; Bi && c < cn * B; ++c)                                   \
+                for (g = 0; g < G; ++g) {                                        \
+                    T *r = xc + c * ldq + g * qs;                                \
+                    const T *bi = Bi + g * H + u0;                               \
+                    PRN__SIMD for (i = 0; i < n; ++i) r[i] += bi[i];             \
+                }                                                                \
+        }                                                                        \
         /* block (g, blk) at pan + (g nb + blk) H 16, its output at qt + g qs +  \
          * blk 16 = qt + (g nb + blk) 16: the G nb blocks in one call */      \
         if (n) MM(B, H, a, step ? H : S, pan, G * nb, qt, ldq);                  \
         for (b = 0; n && b < B; ++b) {                                           \
-            const T *x = X + (b * TT + t) * P + u0, *q = qt + b * ldq, *bb = bias + u0; \
+            const T *x = Xi ? xc + ((t - tlo) * B + b) * ldq : X + (b * TT + t) * P + u0; \
+            const T *q = qt + b * ldq, *bb = bias + u0;                          \
             const T *sp = step ? St + (b * TT + tp) * S : s0 + b * S;            \
+            const size_t xs = Xi ? qs : H; /* x's gates apart */                 \
             T *nx = St + (b * TT + t) * S, *v = Sv && V ? Sv + (b * TT + t) * V * H + u0 : NULL; \
             if (L->kind == PRN_RNN_LSTM) /* h into hn by the gate loop */      \
-                prn__lstm_fw2_##UNIT(n, x, H, q, qs, bb, H, sp + H + u0, nx + u0, hn + b * H + u0, nx + H + u0, v, H); \
+                prn__lstm_fw2_##UNIT(n, x, xs, q, qs, bb, H, sp + H + u0, nx + u0, hn + b * H + u0, nx + H + u0, v, H); \
             else {                                                               \
                 if (L->kind == PRN_RNN_ELMAN) prn__elman_fw_##UNIT(n, L->relu, x, q, bb, nx + u0); \
-                else prn__gru_fw_##UNIT(n, x, H, q, qs, bb, H, sp + u0, nx + u0, v, H); \
+                else prn__gru_fw_##UNIT(n, x, xs, q, qs, bb, H, sp + u0, nx + u0, v, H); \
                 memcpy(hn + b * H + u0, nx + u0, n * sizeof(T));                \
             }                                                                    \
             /* the row's next step, asked for here between the rows' gates    \
@@ -4185,7 +4254,8 @@ PRN__FN ATTR void prn__layer_fw_##SFX(const prn__layer *L, size_t j, size_t m) {
              * fill buffers: a quarter of this loop's time at H 256 B 16) */  \
             if (step + 1 < TT) {                                                 \
                 const size_t tn = L->rev ? t - 1 : t + 1;                        \
-                for (g = 0; g < G; ++g) prn__prefetch_run(X + (b * TT + tn) * P + g * H + u0, n * sizeof(T)); \
+                if (Xi && C == 1) prn__prefetch_run(Xi + (b * TT + tn) * NI, NI * sizeof(T)); \
+                for (g = 0; !Xi && g < G; ++g) prn__prefetch_run(X + (b * TT + tn) * P + g * H + u0, n * sizeof(T)); \
                 for (g = 0; g < S / H; ++g) prn__prefetch_run(St + (b * TT + tn) * S + g * H + u0, n * sizeof(T)); \
             }                                                                    \
         }                                                                        \
@@ -4780,13 +4850,14 @@ PRN__FN PRN__AVX2 void prn__lanes_gru1_fw_f32x(const prn__layer *L, size_t C, si
  * the elements of workspace a thread needs for r rows, a multiple of 16
  * (each thread's part starts on a cache line). */
 #define PRN__LAYER_ROWS_MIN ((size_t)1 << 20) /* B T P H: a fork per call pays */
+#define PRN__LAYER_ROWS_MAX_W ((size_t)2 << 20) /* bytes of W_hh: past them, few rows split by units */
 PRN__FN void prn__layer_rows(const prn__layer *L, size_t es, size_t r0, size_t r1, prn__layer *R) {
     const size_t T = L->Tn;
 #define PRN__MOVE(p, per) ((p) ? (void *)((char *)(uintptr_t)(p) + r0 * (per) * es) : NULL)
     *R = *L;
     R->B = r1 - r0;
     R->by_rows = 0;
-    R->xp = PRN__MOVE(L->xp, T * L->P); R->s0 = PRN__MOVE(L->s0, L->S); R->g = PRN__MOVE(L->g, T * L->S);
+    R->xp = PRN__MOVE(L->xp, T * L->P); R->x = PRN__MOVE(L->x, T * L->NI); R->s0 = PRN__MOVE(L->s0, L->S); R->g = PRN__MOVE(L->g, T * L->S);
     R->states = PRN__MOVE(L->states, T * L->S); R->saved = PRN__MOVE(L->saved, T * L->V * L->H);
     R->dxp = PRN__MOVE(L->dxp, T * L->P); R->dq = PRN__MOVE(L->dq, T * L->P); R->ds0 = PRN__MOVE(L->ds0, L->S);
 #undef PRN__MOVE
@@ -4817,6 +4888,12 @@ PRN__FN prn_status prn__layer_begin(prn_context *ctx, const char *fn, prn__layer
     *nt = prn__team(ctx);
     L->by_rows = *nt > 1 && L->B >= 2 && !(L->H <= PRN__LANES_MAX_H && (L->H < 8 || L->B >= 8)) &&
                  L->B * L->Tn * L->P * L->H >= PRN__LAYER_ROWS_MIN;
+    /* Forward, with W_hh larger than a core's L2 (H 512 in f32): each thread
+     * of the batch split streams all of it from L3 every step, and with
+     * fewer than 16 rows each its product waits on that stream; split by
+     * units, each thread streams its half (H 512, B 16: 0.21 -> 0.17 s
+     * LSTM, 0.16 -> 0.12 s GRU, T 1000, 2 threads). */
+    if (L->by_rows && !bw && L->P * L->H * es > PRN__LAYER_ROWS_MAX_W && L->B < 16 * (size_t)*nt) L->by_rows = 0;
     if (L->by_rows) {
         if ((size_t)*nt > L->B) *nt = (int)L->B;
     } else {
@@ -4929,6 +5006,108 @@ PRN__FN prn_status prn__ref_rnn_layer_forward(prn_context *ctx, prn_dtype dtype,
     L.B = B; L.Tn = T; L.H = H;
     L.xp = xp; L.w = w_hh; L.bias = b_hh; L.s0 = s0; L.states = states; L.saved = saved;
     return prn__layer_call(ctx, "rnn_layer_forward", &L, 0, dtype);
+}
+/* xp [B T, P] = x W_ih^T + b_ih whole (the lanes loop, and layers that
+ * run better from a stored xp: prn__ref_rnn_layer_forward_x), tiles of 64
+ * rows over the team: by the threaded loop's own product kernel over a
+ * panel of W_ih, each entry plus b_ih, so that a row's bits do not depend
+ * on which loop its batch takes (H = 8: the lanes with 8 rows or more, the
+ * threaded loop with fewer) nor on the threads. 0: out of memory. */
+#define PRN__DEFINE_XPROJ(T, SFX, ATTR, MM)                                      \
+PRN__FN ATTR void prn__layer_xproj_##SFX(const prn__layer *L, T *pan, T *tiles, T *xp, int prn__nt, int prn__par) { \
+    const size_t n = L->B * L->Tn, P = L->P, NI = L->NI, nbp = (P + 15) / 16;    \
+    const T *w = (const T *)L->w_ih, *x = (const T *)L->x, *bi = (const T *)L->b_ih; \
+    size_t z, k, c, ti;                                                          \
+    for (z = 0; z < nbp; ++z)                                                    \
+        for (k = 0; k < NI; ++k)                                                 \
+            for (c = 0; c < 16; ++c)                                             \
+                pan[(z * NI + k) * 16 + c] = z * 16 + c < P ? w[(z * 16 + c) * NI + k] : (T)0; \
+    (void)prn__nt; (void)prn__par;                                               \
+    PRN__PARFOR                                                                  \
+    for (ti = 0; ti < (n + 63) / 64; ++ti) {                                     \
+        const size_t r0 = ti * 64, rows = n - r0 < 64 ? n - r0 : 64;             \
+        T *tile = tiles + (size_t)PRN__THREAD_NUM() * 64 * nbp * 16;             \
+        size_t r, p;                                                             \
+        MM(rows, NI, x + r0 * NI, NI, pan, nbp, tile, nbp * 16);                 \
+        for (r = 0; r < rows; ++r)                                               \
+            for (p = 0; p < P; ++p) xp[(r0 + r) * P + p] = bi ? tile[r * nbp * 16 + p] + bi[p] : tile[r * nbp * 16 + p]; \
+    }                                                                            \
+}
+PRN__DEFINE_XPROJ(float, f32, , prn__panel_mmz_f32)
+PRN__DEFINE_XPROJ(double, f64, , prn__panel_mmz_f64)
+#ifdef PRN__HAVE_AVX2
+PRN__DEFINE_XPROJ(float, f32x, PRN__AVX2, prn__panel_mmz_f32x)
+#endif
+#undef PRN__DEFINE_XPROJ
+PRN__FN int prn__layer_xproj(prn_context *ctx, const prn__layer *L, prn_dtype dtype, void *xp) {
+    const size_t nbp = (L->P + 15) / 16, es = prn_dtype_size(dtype);
+    PRN__PAR_SETUP(ctx, L->B * L->Tn * L->P * (L->NI + 1));
+    char *ws = (char *)prn__alloc_quiet(ctx, nbp * 16 * (L->NI + 64 * (size_t)prn__nt) * es);
+    if (!ws) return 0;
+    if (dtype == PRN_F64)
+        prn__layer_xproj_f64(L, (double *)ws, (double *)ws + nbp * 16 * L->NI, (double *)xp, prn__nt, prn__par);
+#ifdef PRN__HAVE_AVX2
+    else if (prn__cpu_avx2())
+        prn__layer_xproj_f32x(L, (float *)ws, (float *)ws + nbp * 16 * L->NI, (float *)xp, prn__nt, prn__par);
+#endif
+    else prn__layer_xproj_f32(L, (float *)ws, (float *)ws + nbp * 16 * L->NI, (float *)xp, prn__nt, prn__par);
+    prn_free(ctx, ws);
+    return 1;
+}
+/* With the input projection: each thread computes the projections of its
+ * rows (by_rows) or of its units' gate columns (the units split) a chunk of
+ * steps at a time (prn__layer_xchunk) right before stepping through them,
+ * so that xp [B, T, P] (262 MB at H 256, B 64, T 1000 in f32) is neither
+ * written nor read back: four passes over it (the bias broadcast, the
+ * gemm's read and write, the layer's read) were a quarter to a third of
+ * the forward. Each entry is the product kernel's chain of FMAs from zero
+ * plus b_ih: the bits of the composition through prn__gemm_f32x (f32 with
+ * AVX2). The lanes loop (H <= 8) reads xp whole: it gets it computed
+ * first. */
+PRN__FN prn_status prn__ref_rnn_layer_forward_x(prn_context *ctx, prn_dtype dtype, int kind, int relu, int reverse,
+                                                size_t B, size_t T, size_t H, size_t In, const void *x,
+                                                const void *w_ih, const void *b_ih, const void *w_hh,
+                                                const void *b_hh, const void *s0, void *states, void *saved) {
+    static const char fn[] = "rnn_layer_forward_x";
+    prn__layer L;
+    void *raw = NULL, *xp = NULL;
+    int nt = 1;
+    memset(&L, 0, sizeof L);
+    L.kind = kind; L.relu = relu; L.rev = reverse != 0;
+    L.B = B; L.Tn = T; L.H = H; L.NI = In;
+    L.x = x; L.w_ih = w_ih; L.b_ih = b_ih; L.w = w_hh; L.bias = b_hh; L.s0 = s0; L.states = states; L.saved = saved;
+    PRN__TRY(prn__layer_begin(ctx, fn, &L, 0, dtype, &nt, &raw));
+    if (!(B && T && H)) {
+        prn_free(ctx, raw);
+        return PRN_OK;
+    }
+    /* xp stored first (by the whole team) where computing it inside pays
+     * nothing: the lanes loop; a layer on one thread of several (the
+     * projection, up to half the work at H 64, would run on one); W_hh
+     * past a core's L2 split by units with fewer than 8 rows (H 512 B 1:
+     * W_ih's panel and the chunks crowd W_hh's stream, 2-8% slower; with
+     * 16 rows computing inside is 10% faster) */
+    if (L.lanes_C || (!L.by_rows && ((nt == 1 && prn_context_num_threads(ctx) > 1) ||
+                                     (B < 8 && L.P * L.H * prn_dtype_size(dtype) > PRN__LAYER_ROWS_MAX_W)))) {
+        const size_t n = B * T;
+        xp = prn_alloc(ctx, n * L.P * prn_dtype_size(dtype));
+        if (!xp) {
+            prn_free(ctx, raw);
+            return prn_set_error(ctx, PRN_ERR_OUT_OF_MEMORY, "%s: out of memory for the projections (%lu bytes)", fn,
+                                 (unsigned long)(n * L.P * prn_dtype_size(dtype)));
+        }
+        if (!prn__layer_xproj(ctx, &L, dtype, xp)) {
+            prn_free(ctx, xp);
+            prn_free(ctx, raw);
+            return prn_set_error(ctx, PRN_ERR_OUT_OF_MEMORY, "%s: out of memory for the packed W_ih", fn);
+        }
+        L.xp = xp;
+        L.x = NULL;
+    }
+    prn__layer_run(&L, 0, dtype, nt);
+    prn_free(ctx, xp);
+    prn_free(ctx, raw);
+    return PRN_OK;
 }
 PRN__FN prn_status prn__ref_rnn_layer_backward(prn_context *ctx, prn_dtype dtype, int kind, int relu, int reverse,
                                                size_t B, size_t T, size_t H, const void *g, const void *w_hh,
@@ -5992,7 +6171,7 @@ PRN__FN prn_status prn__ref_all_finite(prn_context *ctx, prn_dtype dtype, size_t
       prn__ref_rnn_cell_forward, prn__ref_rnn_cell_backward, prn__ref_solve_batched,   \
       prn__ref_rnn_layer_forward, prn__ref_rnn_layer_backward,                   \
       prn__ref_deer_iterate, prn__ref_deer_adjoint, prn__ref_all_finite, NULL,  \
-      prn__ref_rnn_layer_backward_dw, { NULL } }
+      prn__ref_rnn_layer_backward_dw, prn__ref_rnn_layer_forward_x, { NULL } }
 
 PRN__DEF const prn_backend *prn_reference_noblas_backend(void) {
     static const prn_backend b = PRN__REFERENCE_TABLE("reference-noblas", prn__ref_gemm_loops);
@@ -9343,6 +9522,39 @@ PRN__FN prn_tensor *prn__rnn_proj(prn__cw *w, const prn_rnn *r, int ld, prn_tens
     }
 }
 
+/* Whether layer-direction ld's forward takes its input projection into the
+ * backend's fused layer (rnn_layer_forward_x): a one-head layer the backend
+ * fuses, an input to project, and nothing to record (no gradient asked for
+ * any input or parameter): the backward needs xp's op on the tape. */
+PRN__FN int prn__rnn_xfused(prn_context *ctx, const prn_rnn *r, const prn__rk *k, int ld, const prn_tensor *X,
+                            const prn_tensor *s0, prn_tensor *const *prm) {
+    prn_tensor *const *ro = r->role[ld];
+    if (!k->layer || !ctx->be->rnn_layer_forward_x || X->shape[2] == 0) return 0;
+    if (!prn_grad_enabled(ctx)) return 1;
+    return !(X->requires_grad || s0->requires_grad || ro[PRN__R_WIN]->requires_grad ||
+             (ro[PRN__R_BIN] && ro[PRN__R_BIN]->requires_grad) || prm[0]->requires_grad || prm[1]->requires_grad);
+}
+/* The states Sall [B, T, S] of layer-direction ld from its input X [B, T,
+ * I] by rnn_layer_forward_x (prn__rnn_xfused: nothing recorded). */
+PRN__FN prn_status prn__recur_x(prn_context *ctx, const char *fn, const prn_rnn *r, const prn__rk *k, int ld,
+                                prn_tensor *X, prn_tensor *s0, prn_tensor *const *prm, int rev, prn_tensor **out) {
+    prn_tensor *const *ro = r->role[ld];
+    prn_tensor *Sall = NULL;
+    size_t shape[3];
+    prn_status st;
+    shape[0] = X->shape[0]; shape[1] = X->shape[1]; shape[2] = k->S;
+    PRN__TRY(prn__tensor_new(ctx, fn, X->dtype, 3, shape, &Sall));
+    st = prn__in_fn(ctx, fn, ctx->be->rnn_layer_forward_x(ctx, X->dtype, prn__rk_layer_kind(k), k->relu, rev, shape[0],
+                                                          shape[1], k->H, X->shape[2], X->st->buf,
+                                                          ro[PRN__R_WIN]->st->buf,
+                                                          ro[PRN__R_BIN] ? ro[PRN__R_BIN]->st->buf : NULL,
+                                                          prm[0]->st->buf, prm[1]->st->buf, s0->st->buf,
+                                                          Sall->st->buf, NULL));
+    if (st != PRN_OK) { prn_tensor_free(Sall); return st; }
+    *out = Sall;
+    return PRN_OK;
+}
+
 PRN__FN prn_status prn__rnn_arg(prn_context *ctx, const char *fn, const prn_rnn *rnn) {
     PRN__CTX(ctx, fn);
     if (!rnn) return PRN__ERR(ctx, PRN_ERR_NULL_ARGUMENT, "%s: argument 'rnn' is NULL", fn);
@@ -9455,7 +9667,10 @@ PRN__DEF prn_status prn_rnn_forward(prn_context *ctx, const prn_rnn *rnn, prn_te
             shape[0] = B; shape[1] = S;
             s0 = s03 ? prn__cw_v2(&w, prn__cw_slice(&w, s03, 0, (size_t)ld, 1), B, S) : prn__cw_new(&w, rnn->cfg.dtype, 2, shape, 0.0);
             prn__rnn_rprm(rnn, ld, prm);
-            if (w.st == PRN_OK) {
+            if (w.st == PRN_OK && prn__rnn_xfused(ctx, rnn, &k, ld, X, s0, prm)) {
+                prn_status rs = prn__recur_x(ctx, fn, rnn, &k, ld, X, s0, prm, d, &Sall);
+                prn__cw_keep(&w, rs, Sall);
+            } else if (w.st == PRN_OK) {
                 prn_tensor *xp = prn__rnn_proj(&w, rnn, ld, X);
                 if (w.st == PRN_OK) {
                     prn_status rs = prn__recur_op(ctx, fn, &k, xp, s0, prm, d, &Sall);

@@ -1158,6 +1158,7 @@ PRN__CU_DEF const prn_backend *prn_cuda_backend(void) {
         NULL,       /* all_finite: composed from unary and reduce */
         prn__cu_deer_takes,
         NULL,       /* rnn_layer_backward_dw: rnn_layer_backward, then gemm and reduce */
+        NULL,       /* rnn_layer_forward_x: the generic code's gemm, then rnn_layer_forward */
         {NULL}};
     return &b;
 }

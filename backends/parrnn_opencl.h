@@ -1140,6 +1140,7 @@ PRN__OCL_DEF const prn_backend *prn_opencl_backend(void) {
         NULL,       /* all_finite: composed from unary and reduce */
         NULL,       /* deer_takes */
         NULL,       /* rnn_layer_backward_dw */
+        NULL,       /* rnn_layer_forward_x */
         {NULL}};
     return &b;
 }

@@ -445,6 +445,7 @@ static void t_table(void) {
     NOTE_NULL(scan_diag) NOTE_NULL(scan_block) NOTE_NULL(rnn_cell_forward) NOTE_NULL(rnn_cell_backward)
     NOTE_NULL(solve_batched) NOTE_NULL(rnn_layer_forward) NOTE_NULL(rnn_layer_backward)
     NOTE_NULL(deer_iterate) NOTE_NULL(deer_adjoint) NOTE_NULL(all_finite) NOTE_NULL(rnn_layer_backward_dw)
+    NOTE_NULL(rnn_layer_forward_x)
 #undef NOTE_NULL
     if (nnull) printf("    note: backend '%s' leaves %d primitive(s) NULL:%s\n", g_side[0].name, nnull, missing);
     g_cases++;
@@ -2964,6 +2965,124 @@ static void t_all_finite(void) {
                 }
 }
 
+/* --- rnn_layer_forward_x -------------------------------------------------- */
+/* The fused layer with its input projection (xp = x W_ih^T + b_ih inside)
+ * against host math, and on the tested side against its composition from
+ * the backend's own gemm (beta 1 onto the broadcast b_ih, as the generic
+ * code's linear does) and rnn_layer_forward. The projection's sum may run
+ * in another order than the gemm's: the two agree within the tolerance of
+ * rnn_layer_forward, not necessarily to the bit. */
+static void rnn_layer_x_case(prn_dtype dt, int kind, int rev, size_t B, size_t T, size_t H, size_t In, int has_b) {
+    size_t G = kind == PRN_RNN_LSTM ? 4 : kind == PRN_RNN_ELMAN ? 1 : 3, P = G * H, S = kind == PRN_RNN_LSTM ? 2 * H : H;
+    size_t V = kind == PRN_RNN_LSTM ? 5 : kind == PRN_RNN_ELMAN ? 0 : 4, i, k, n = B * T;
+    double *x = hd(n * In + 1), *Wi = hd(P * In + 1), *bi = hd(P), *xp = hd(n * P), *W = hd(P * H), *bias = hd(P);
+    double *s0 = hd(B * S), *st = hd(n * S), *sv = hd(n * V * H + 1), *one = hd(n * (P + S) + 1), *bb = hd(n * P);
+    double *g0 = hd(n * S), *g1 = hd(n * S), *d0 = NULL, *dxp = hd(n * P), *dq = hd(n * P), *ds0 = hd(B * S);
+    const double tol = base_tol(dt) * 4 * (double)T;
+    pbuf *bx, *bwi, *bbi, *bw, *bb0, *b0, *bs, *bv, *bxp, *bs2;
+    char desc[200];
+    int si;
+    snprintf(desc, sizeof desc, "%s kind=%s%s B=%lu T=%lu H=%lu I=%lu%s", dname(dt), prn_rnn_kind_name((prn_rnn_kind)kind),
+             rev ? " reverse" : "", ZU(B), ZU(T), ZU(H), ZU(In), has_b ? "" : " b_ih NULL");
+    for (i = 0; i < n * In; ++i) x[i] = quant1(dt, rng_range(-1, 1));
+    for (i = 0; i < P * In; ++i) Wi[i] = quant1(dt, rng_range(-1.5, 1.5) / sqrt((double)(In ? In : 1)));
+    for (i = 0; i < P; ++i) bi[i] = has_b ? quant1(dt, rng_range(-0.5, 0.5)) : 0;
+    for (i = 0; i < P * H; ++i) W[i] = quant1(dt, rng_range(-1, 1) / sqrt((double)H));
+    for (i = 0; i < P; ++i) bias[i] = quant1(dt, rng_range(-0.5, 0.5));
+    for (i = 0; i < B * S; ++i) s0[i] = quant1(dt, rng_range(-1, 1));
+    for (i = 0; i < n * (P + S) + 1; ++i) one[i] = 4.0;
+    for (i = 0; i < n; ++i)
+        for (k = 0; k < P; ++k) {
+            size_t m;
+            double acc = bi[k];
+            for (m = 0; m < In; ++m) acc += x[i * In + m] * Wi[k * In + m];
+            xp[i * P + k] = acc;
+            bb[i * P + k] = bi[k];
+        }
+    layer_math(kind, 0, rev, B, T, H, xp, W, bias, s0, g0, st, sv, dxp, dq, ds0);
+    (void)g1; (void)d0;
+    bx = pb_input(dt, x, n * In + 1, desc);
+    bwi = bx ? pb_input(dt, Wi, P * In + 1, desc) : NULL;
+    bbi = bwi ? pb_input(dt, bi, P, desc) : NULL;
+    bw = bbi ? pb_input(dt, W, P * H, desc) : NULL;
+    bb0 = bw ? pb_input(dt, bias, P, desc) : NULL;
+    b0 = bb0 ? pb_input(dt, s0, B * S, desc) : NULL;
+    bs = b0 ? pb_output(dt, n * S + GUARD, NULL, desc) : NULL;
+    bv = bs ? pb_output(dt, n * V * H + GUARD, NULL, desc) : NULL;
+    if (!bv) goto out;
+    for (si = 0; si < nsides(); ++si)
+        if (!st_ok(si, g_side[si].be->rnn_layer_forward_x(g_side[si].ctx, dt, kind, 0, rev, B, T, H, In, bx->h[si],
+                                                           bwi->h[si], has_b ? bbi->h[si] : NULL, bw->h[si], bb0->h[si],
+                                                           b0->h[si], bs->h[si], V ? bv->h[si] : NULL),
+                   "rnn_layer_forward_x", desc))
+            goto out;
+    if (!check_out(bs, dt, n * S, st, one, tol, "rnn_layer_forward_x states", desc)) goto out;
+    if (V && !check_out(bv, dt, n * V * H, sv, one, tol, "rnn_layer_forward_x saved", desc)) goto out;
+    if (!check_unchanged(bx, dt, n * In, x, "rnn_layer_forward_x x", desc)) goto out;
+    if (!check_unchanged(bwi, dt, P * In, Wi, "rnn_layer_forward_x w_ih", desc)) goto out;
+    if (!check_unchanged(bw, dt, P * H, W, "rnn_layer_forward_x w_hh", desc)) goto out;
+    {   /* the guards after the outputs */
+        double *gd = hd(n * S + GUARD);
+        if (!pb_download(bs, 0, dt, gd, n * S + GUARD, desc)) goto out;
+        for (i = n * S; i < n * S + GUARD; ++i)
+            if (gd[i] != SENTINEL) { failf("rnn_layer_forward_x wrote past states for %s", desc); goto out; }
+    }
+    /* the composition on the tested side: gemm, then rnn_layer_forward */
+    if (!g_side[0].be->gemm || !g_side[0].be->rnn_layer_forward) goto out;
+    bxp = pb_output(dt, n * P, bb, desc);
+    bs2 = bxp ? pb_output(dt, n * S + GUARD, NULL, desc) : NULL;
+    if (!bs2) goto out;
+    if (n && P &&
+        !st_ok(0, g_side[0].be->gemm(g_side[0].ctx, dt, 0, 1, n, P, In, 1.0, bx->h[0], In, 0, bwi->h[0], In, 0, 1.0,
+                                     bxp->h[0], P, n * P, 1), "gemm", desc))
+        goto out;
+    if (!st_ok(0, g_side[0].be->rnn_layer_forward(g_side[0].ctx, dt, kind, 0, rev, B, T, H, bxp->h[0], bw->h[0],
+                                                   bb0->h[0], b0->h[0], bs2->h[0], NULL),
+               "rnn_layer_forward", desc))
+        goto out;
+    {
+        double *got = hd(n * S), *want = hd(n * S);
+        if (!pb_download(bs, 0, dt, got, n * S, desc) || !pb_download(bs2, 0, dt, want, n * S, desc)) goto out;
+        compare(got, want, one, n * S, tol, dt, "rnn_layer_forward_x states vs gemm + rnn_layer_forward", desc,
+                "the composition on the same backend");
+    }
+out:
+    g_cases++;
+    case_end();
+}
+static void t_rnn_layer_x(void) {
+    /* B 1: the units split (H >= 32 on two threads), chunks of steps per
+     * row; B 6: a few rows per thread (chunks), B 17: 8 rows or more per
+     * thread (a product per step); H 5: the lanes loop; T 70 crosses the
+     * chunks of 8 .. 64 steps; In 0 (a product of nothing: b_ih alone) */
+    static const size_t Bs[] = {1, 6, 17}, Hs[] = {5, 33, 72}, Ts[] = {1, 70}, Is[] = {0, 3, 20};
+    int d, kind, rev;
+    size_t bi, hi, ti, ii;
+    NEED(rnn_layer_forward_x);
+    for (d = 0; d < 2; ++d)
+        for (kind = PRN_RNN_ELMAN; kind <= PRN_RNN_GRU; ++kind)
+            for (bi = 0; bi < 3; ++bi)
+                for (hi = 0; hi < 3; ++hi)
+                    for (ti = 0; ti < 2; ++ti)
+                        for (ii = 0; ii < 3; ++ii) {
+                            rev = (int)((bi + hi + ii + ti) % 2);
+                            if (ii == 0 && (hi != 1 || ti != 1)) continue;
+                            if (hi == 2 && ti == 1 && kind != PRN_RNN_LSTM && bi != 2) continue;
+                            rnn_layer_x_case(d ? PRN_F64 : PRN_F32, kind, rev, Bs[bi], Ts[ti], Hs[hi], Is[ii],
+                                             (int)((bi + ii) % 3 != 1));
+                        }
+    {   /* refused with a status: a kind without a fused layer */
+        pbuf *b = pb_alloc(64);
+        if (b) {
+            prn_status st = g_side[0].be->rnn_layer_forward_x(g_side[0].ctx, PRN_F32, PRN_RNN_MHGRU, 0, 0, 1, 1, 2, 1,
+                                                              b->h[0], b->h[0], b->h[0], b->h[0], b->h[0], b->h[0],
+                                                              b->h[0], NULL);
+            PRNT_CHECK(st != PRN_OK, "rnn_layer_forward_x accepted kind MHGRU");
+        }
+        case_end();
+    }
+}
+
 static const prim_test k_prims[] = {
     {"table", t_table},
     {"buf_alloc+buf_free+buf_upload+buf_download", t_buffers},
@@ -2983,6 +3102,7 @@ static const prim_test k_prims[] = {
     {"scan_block", t_scan_block},
     {"rnn_cell_forward+rnn_cell_backward", t_rnn_cell},
     {"rnn_layer_forward+rnn_layer_backward", t_rnn_layer},
+    {"rnn_layer_forward_x", t_rnn_layer_x},
     {"solve_batched", t_solve_batched},
     {"deer_iterate+deer_adjoint", t_deer},
     {"deer_iterate (direct)", t_deer_direct},

@@ -1439,6 +1439,147 @@ static void test_row_same_bits(void) {
             }
 }
 
+/* --- the input projection inside the fused layer (rnn_layer_forward_x) ---
+ * A forward that records nothing takes rnn_layer_forward_x, once per layer
+ * and direction; a recorded one (gradients asked for) the gemm and
+ * rnn_layer_forward. Its outputs and final states against the composition
+ * (the same backend without the entry): within rounding (the product's sum
+ * may run in another order than the gemm's). Its own bits do not depend on
+ * the threads (1 or 2: the batch split, the units split) nor on the batch
+ * around a row (H 40: 8-row tiles and single rows, chunks of steps per row
+ * or a product per step; H 8: the lanes loop with 11 rows, the threaded one
+ * alone). Shapes: the units split (B 1, H 112), a few rows per thread (B 6),
+ * 8 or more (B 17), the lanes loop (H 5, 8), 2 layers bidirectional, and
+ * W_hh past 2 MB with 4 rows (LSTM H 264 f64: split by units); T 150
+ * crosses B 1's chunks of 64 steps. */
+static int g_xcalls;
+static prn_status count_layer_x(prn_context *ctx, prn_dtype dtype, int kind, int relu, int reverse, size_t B,
+                                size_t T, size_t H, size_t In, const void *x, const void *w_ih, const void *b_ih,
+                                const void *w_hh, const void *b_hh, const void *s0, void *states, void *saved) {
+    g_xcalls++;
+    return prn_reference_noblas_backend()->rnn_layer_forward_x(ctx, dtype, kind, relu, reverse, B, T, H, In, x, w_ih,
+                                                                b_ih, w_hh, b_hh, s0, states, saved);
+}
+/* y then the final states of a forward (no_grad: nothing recorded) into out */
+static size_t run_x(prn_context *ctx, prn_rnn_kind kind, prn_dtype dt, size_t B, size_t T, size_t H, size_t NI,
+                    int layers, const double *xv, int no_grad, double *out) {
+    prn_rnn_config rc = cfg_of(kind, dt, NI, H, layers, layers > 1, 0);
+    prn_rnn *rnn = NULL;
+    prn_tensor *x = NULL, *y = NULL, *st = NULL;
+    size_t xs[3], n = 0;
+    if (kind == PRN_RNN_MHGRU) rc.num_heads = 1;
+    xs[0] = B; xs[1] = T; xs[2] = NI;
+    prn_seed(ctx, 31);
+    PRNT_OK(ctx, prn_rnn_create(ctx, &rc, &rnn));
+    PRNT_OK(ctx, prn_tensor_create(ctx, dt, 3, xs, &x));
+    if (rnn && x) {
+        prnt_upload_f64(x, xv);
+        if (no_grad) prn_no_grad_begin(ctx);
+        PRNT_OK(ctx, prn_rnn_forward(ctx, rnn, x, NULL, &y, &st));
+        if (no_grad) prn_no_grad_end(ctx);
+        if (y && st) {
+            PRNT_OK(ctx, prn_tensor_download(y, out, prn_tensor_numel(y)));
+            n = prn_tensor_numel(y);
+            PRNT_OK(ctx, prn_tensor_download(st, (char *)out + n * (dt == PRN_F64 ? 8 : 4), prn_tensor_numel(st)));
+            n += prn_tensor_numel(st);
+        }
+    }
+    prn_tensor_free(y);
+    prn_tensor_free(st);
+    prn_tensor_free(x);
+    prn_rnn_free(rnn);
+    return n;
+}
+static void test_fused_projection(void) {
+    static const prn_rnn_kind kinds[4] = {PRN_RNN_ELMAN, PRN_RNN_LSTM, PRN_RNN_GRU, PRN_RNN_MHGRU};
+    static const size_t shapes[7][5] = {{1, 150, 112, 7, 1}, {6, 40, 40, 5, 1}, {17, 40, 24, 9, 1},
+                                        {11, 30, 8, 8, 1}, {3, 20, 5, 4, 1}, {5, 12, 20, 6, 2},
+                                        {4, 3, 264, 5, 1}}; /* B T H I layers */
+    enum { CAP = 1 << 16 };
+    static double xv[CAP], a[CAP], b[CAP], c[CAP];
+    prn_backend bx, bn;
+    const prn_backend *list[2];
+    prn_context *ctx[2][2] = {{NULL, NULL}, {NULL, NULL}}; /* [with the entry, without][threads 1, 2] */
+    prn_config cfg;
+    unsigned seed = 13;
+    int k, d, s, th, i;
+    bx = *prn_reference_noblas_backend();
+    bx.name = "xcount";
+    bx.rnn_layer_forward_x = count_layer_x;
+    bn = *prn_reference_noblas_backend();
+    bn.name = "nox";
+    bn.rnn_layer_forward_x = NULL;
+    list[0] = &bx;
+    list[1] = &bn;
+    for (i = 0; i < 4; ++i) {
+        char err[256];
+        memset(&cfg, 0, sizeof cfg);
+        cfg.backends = list;
+        cfg.num_backends = 2;
+        cfg.backend = i / 2 ? "nox" : "xcount";
+        cfg.num_threads = i % 2 + 1;
+        if (prn_context_create(&cfg, &ctx[i / 2][i % 2], err, sizeof err) != PRN_OK) PRNT_CHECK(0, "%s", err);
+    }
+    rand_fill(xv, CAP, &seed, 1.0);
+    for (k = 0; k < 4 && ctx[1][1]; ++k)
+        for (s = 0; s < 7; ++s)
+            for (d = 0; d < 2; ++d) {
+                const prn_dtype dt = d ? PRN_F64 : PRN_F32;
+                const size_t B = shapes[s][0], T = shapes[s][1], H = shapes[s][2], NI = shapes[s][3];
+                const int L = (int)shapes[s][4], LD = L * (L > 1 ? 2 : 1);
+                const size_t es = d ? 8 : 4;
+                const double tol = d ? 1e-12 : 2e-5;
+                size_t n1, n2, j, diff;
+                double worst = 0;
+                for (th = 0; th < 2; ++th) {
+                    g_xcalls = 0;
+                    n1 = run_x(ctx[0][th], kinds[k], dt, B, T, H, NI, L, xv, 1, th ? b : a);
+                    PRNT_CHECK(g_xcalls == LD, "%s: rnn_layer_forward_x called %d times, not %d", prn_rnn_kind_name(kinds[k]),
+                               g_xcalls, LD);
+                }
+                /* 1 and 2 threads: the same bits */
+                for (j = 0, diff = 0; j < n1; ++j) diff += memcmp((char *)a + j * es, (char *)b + j * es, es) != 0;
+                PRNT_CHECK(diff == 0, "%s %s B %lu H %lu: %lu of %lu values differ between 1 and 2 threads",
+                           prn_rnn_kind_name(kinds[k]), d ? "f64" : "f32", (unsigned long)B, (unsigned long)H,
+                           (unsigned long)diff, (unsigned long)n1);
+                /* against the composition, 2 threads */
+                n2 = run_x(ctx[1][1], kinds[k], dt, B, T, H, NI, L, xv, 1, c);
+                PRNT_CHECK(n1 == n2 && n1 > 0, "%lu and %lu values", (unsigned long)n1, (unsigned long)n2);
+                for (j = 0; j < n1 && j < n2; ++j) {
+                    const double u = d ? a[j] : (double)((float *)a)[j], v = d ? c[j] : (double)((float *)c)[j];
+                    if (!(fabs(u - v) <= worst)) worst = fabs(u - v);
+                }
+                PRNT_CHECK(worst <= tol, "%s %s B %lu T %lu H %lu: the fused projection differs from gemm + layer by %g",
+                           prn_rnn_kind_name(kinds[k]), d ? "f64" : "f32", (unsigned long)B, (unsigned long)T,
+                           (unsigned long)H, worst);
+                /* recorded (gradients asked for): the composition, not the entry */
+                g_xcalls = 0;
+                n2 = run_x(ctx[0][1], kinds[k], dt, B, T, H, NI, L, xv, 0, c);
+                PRNT_CHECK(g_xcalls == 0 && n2 == n1, "%s: a recorded forward called rnn_layer_forward_x %d times",
+                           prn_rnn_kind_name(kinds[k]), g_xcalls);
+            }
+    /* a row alone and in a batch of 11: the same bits */
+    for (k = 1; k < 3 && ctx[0][0]; ++k)
+        for (s = 0; s < 2; ++s)
+            for (d = 0; d < 2; ++d) {
+                const prn_dtype dt = d ? PRN_F64 : PRN_F32;
+                const size_t H = s ? 8 : 40, T = 30, NI = 8, es = d ? 8 : 4;
+                static const size_t rows[2] = {0, 9};
+                int r;
+                run_x(ctx[0][0], kinds[k], dt, 11, T, H, NI, 1, xv, 1, a);
+                for (r = 0; r < 2; ++r) {
+                    size_t j, diff = 0;
+                    run_x(ctx[0][0], kinds[k], dt, 1, T, H, NI, 1, xv + rows[r] * T * NI, 1, b);
+                    for (j = 0; j < T * H; ++j)
+                        diff += memcmp((char *)b + j * es, (char *)a + (rows[r] * T * H + j) * es, es) != 0;
+                    PRNT_CHECK(diff == 0, "%s %s H %lu row %lu of 11: %lu of %lu outputs differ from the row alone",
+                               prn_rnn_kind_name(kinds[k]), d ? "f64" : "f32", (unsigned long)H, (unsigned long)rows[r],
+                               (unsigned long)diff, (unsigned long)(T * H));
+                }
+            }
+    for (i = 0; i < 4; ++i) prn_context_destroy(ctx[i / 2][i % 2]);
+}
+
 static void test_no_leaks(void) {
     PRNT_CHECK(prn_live_tensors(g_ctx) == 0, "live tensors: %lu", (unsigned long)prn_live_tensors(g_ctx));
 }
@@ -1460,6 +1601,7 @@ int main(void) {
     PRNT_RUN(test_mhgru_one_head);
     PRNT_RUN(test_threads_same_bits);
     PRNT_RUN(test_row_same_bits);
+    PRNT_RUN(test_fused_projection);
     PRNT_RUN(test_alloc_failures);
     PRNT_RUN(test_frame_create_oom);
     PRNT_RUN(test_no_leaks);
