@@ -2,7 +2,7 @@
  *
  * Tensors, a reverse-mode autodiff tape, optimisers, parallel scans of linear
  * recurrences and the RNN cells built on them, and a reference C backend, all
- * dispatched through a table of backend primitives (see prn_backend).
+ * dispatched through a table of backend primitives (see PRN_BACKEND_SLOTS).
  *
  * USAGE (stb style)
  *   In exactly one C or C++ file:
@@ -1431,11 +1431,12 @@ typedef struct prn_deer_fused {
  *    naming it.
  *  - OPTIONAL: create, destroy, supports: NULL has a meaning of its own
  *    (no per-context state; every fused slot set takes every call).
- *  - FUSED: optional. One step, layer or iteration of a model that the
- *    generic code also composes from BASIC slots, bit for bit as the
- *    conformance test checks; it uses the fused slot when the slot is set
- *    and supports (when set) does not decline the call: prn_backend_supports
- *    is the one gate every generic caller of a fused slot goes through.
+ *  - FUSED: optional. One step, layer or iteration of a model (or one
+ *    pass for what takes several) that the generic code also composes from
+ *    BASIC slots, the conformance test checking the one against the other;
+ *    the generic code uses the fused slot when it is set and supports (when
+ *    set) does not decline the call: prn_backend_supports is the one gate
+ *    every generic caller of a fused slot goes through.
  *
  * Which are fused: rnn_cell_*, rnn_layer_*, deer_iterate, deer_adjoint
  * and all_finite each have a composition from the basic slots in the
@@ -1454,12 +1455,14 @@ typedef struct prn_deer_fused {
  * arguments and supports gets NULL for them (the slot as a whole).
  *
  * Adding a slot: define its PRN_SLOT_DECL_<name> (with its contract in a
- * comment above it), append PRN_SLOT_DECL_<name>(X) at the END of
- * PRN_BACKEND_SLOTS (the layout of the slots before it stays), bump
- * PARRNN_BACKEND_ABI; then the generic caller (through
- * prn_backend_supports when FUSED), the backends' entry lists that
- * implement it (E(name, fn); the others leave it NULL) and a test. The
- * conformance test's coverage check follows the list by itself.
+ * comment above it) and append PRN_SLOT_DECL_<name>(X) at the END of
+ * PRN_BACKEND_SLOTS: it takes the first reserved pointer, which tables
+ * made for the list before leave NULL, so the layout of the others stays
+ * (PARRNN_BACKEND_ABI is bumped only when a slot changes or goes). Then
+ * the generic caller (through prn_backend_supports when FUSED), the
+ * backends that implement it (E(name, fn) in their entry lists; the
+ * others leave it NULL) and its test in tests/test_conformance.c's
+ * k_prims, whose coverage check fails for a slot without one.
  *
  * Conventions for every slot:
  *  - ctx is the calling context; prn_backend_state(ctx) is what create made.
@@ -1471,10 +1474,10 @@ typedef struct prn_deer_fused {
  *    broadcasts that axis.
  * ---------------------------------------------------------------------- */
 typedef enum prn_slot_kind {
-    PRN_SLOT_KIND_BUFFER,
-    PRN_SLOT_KIND_BASIC,
-    PRN_SLOT_KIND_OPTIONAL,
-    PRN_SLOT_KIND_FUSED
+    PRN_SLOT_KIND_BUFFER,   /* required to create a context          */
+    PRN_SLOT_KIND_BASIC,    /* required by the conformance test      */
+    PRN_SLOT_KIND_OPTIONAL, /* NULL means something of its own       */
+    PRN_SLOT_KIND_FUSED     /* NULL or declined: composed from BASIC */
 } prn_slot_kind;
 
 /* Lifetime: create makes per-context state; destroy frees it. */
@@ -5959,9 +5962,11 @@ PRN__FN prn_status prn__ref_all_finite(prn_context *ctx, prn_dtype dtype, size_t
     return PRN_OK;
 }
 
-/* The reference backend's entries (PRN_BACKEND_TABLE); gemm is added by
- * each of its two tables. */
-#define PRN__REF_ENTRIES(E)                                                                        \
+/* The reference backend's entries (PRN_BACKEND_TABLE), in groups: a
+ * configuration that leaves a part of the library out can define its
+ * group empty (its slots are then NULL). gemm is added by each of the two
+ * tables. */
+#define PRN__REF_CORE_ENTRIES(E)                                                                   \
     E(create, prn__ref_create) E(destroy, prn__ref_destroy)                                        \
     E(buf_alloc, prn__ref_buf_alloc) E(buf_free, prn__ref_buf_free)                                \
     E(buf_upload, prn__ref_buf_upload) E(buf_download, prn__ref_buf_download)                      \
@@ -5969,14 +5974,16 @@ PRN__FN prn_status prn__ref_all_finite(prn_context *ctx, prn_dtype dtype, size_t
     E(fill, prn__ref_fill) E(unary, prn__ref_unary) E(binary, prn__ref_binary)                     \
     E(strided_copy, prn__ref_strided_copy) E(reduce, prn__ref_reduce) E(argmax, prn__ref_argmax)  \
     E(softmax, prn__ref_softmax) E(random, prn__ref_random)                                        \
-    E(sgd_update, prn__ref_sgd_update) E(adam_update, prn__ref_adam_update)                        \
-    E(scan_diag, prn__ref_scan_diag) E(scan_block, prn__ref_scan_block)                            \
+    E(scan_diag, prn__ref_scan_diag) E(scan_block, prn__ref_scan_block) E(all_finite, prn__ref_all_finite)
+#define PRN__REF_OPTIM_ENTRIES(E) E(sgd_update, prn__ref_sgd_update) E(adam_update, prn__ref_adam_update)
+#define PRN__REF_RNN_ENTRIES(E)                                                                    \
     E(rnn_cell_forward, prn__ref_rnn_cell_forward) E(rnn_cell_backward, prn__ref_rnn_cell_backward) \
-    E(solve_batched, prn__ref_solve_batched)                                                       \
-    E(rnn_layer_forward, prn__ref_rnn_layer_forward)                                               \
-    E(rnn_layer_backward, prn__ref_rnn_layer_backward)                                             \
-    E(deer_iterate, prn__ref_deer_iterate) E(deer_adjoint, prn__ref_deer_adjoint)                  \
-    E(all_finite, prn__ref_all_finite)
+    E(rnn_layer_forward, prn__ref_rnn_layer_forward) E(rnn_layer_backward, prn__ref_rnn_layer_backward)
+#define PRN__REF_SCYFI_ENTRIES(E) E(solve_batched, prn__ref_solve_batched)
+#define PRN__REF_DEER_ENTRIES(E) E(deer_iterate, prn__ref_deer_iterate) E(deer_adjoint, prn__ref_deer_adjoint)
+#define PRN__REF_ENTRIES(E)                                                                        \
+    PRN__REF_CORE_ENTRIES(E) PRN__REF_OPTIM_ENTRIES(E) PRN__REF_RNN_ENTRIES(E) PRN__REF_SCYFI_ENTRIES(E) \
+    PRN__REF_DEER_ENTRIES(E)
 #define PRN__REF_NOBLAS_ENTRIES(E) PRN__REF_ENTRIES(E) E(gemm, prn__ref_gemm_loops)
 #ifdef PARRNN_USE_CBLAS
 #define PRN__REF_BLAS_ENTRIES(E) PRN__REF_ENTRIES(E) E(gemm, prn__ref_gemm_cblas)

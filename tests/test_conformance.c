@@ -443,6 +443,51 @@ static void table_coverage(const prn_backend *be) {
     g_cases++;
 }
 static void slots_tested(void);
+/* A supports that declines deer_iterate alone, counting its calls and
+ * keeping the last slot and args it was asked about. */
+static int g_sup_calls, g_sup_slot;
+static const void *g_sup_args;
+static int decline_deer_iterate(prn_context *ctx, prn_backend_slot slot, const void *args) {
+    (void)ctx;
+    g_sup_calls++;
+    g_sup_slot = (int)slot;
+    g_sup_args = args;
+    return slot != PRN_SLOT_deer_iterate;
+}
+/* prn_backend_supports, the generic code's gate of the fused slots: a
+ * NULL slot is not taken; a basic slot is taken without asking supports;
+ * a fused one is taken when supports is NULL or says so, and supports
+ * sees the slot and args it was asked with. */
+static void supports_gate(void) {
+    prn_backend t = *prn_reference_noblas_backend();
+    const prn_backend *list[1];
+    prn_config cfg;
+    prn_context *c = NULL;
+    char err[256];
+    int x = 0;
+    g_sup_calls = 0; /* t_table runs once per backend */
+    t.name = "reference-noblas-declines";
+    t.all_finite = NULL;
+    t.supports = decline_deer_iterate;
+    list[0] = &t;
+    memset(&cfg, 0, sizeof cfg);
+    cfg.backend = t.name;
+    cfg.backends = list;
+    cfg.num_backends = 1;
+    if (prn_context_create(&cfg, &c, err, sizeof err) != PRN_OK) { failf("context on a custom table: %s", err); return; }
+    PRNT_CHECK(prn_backend_supports(c, PRN_SLOT_gemm, NULL) && g_sup_calls == 0, "a basic slot, supports not asked");
+    PRNT_CHECK(!prn_backend_supports(c, PRN_SLOT_all_finite, NULL) && g_sup_calls == 0, "a NULL fused slot");
+    PRNT_CHECK(!prn_backend_supports(c, PRN_SLOT_deer_iterate, &x) && g_sup_calls == 1 &&
+                   g_sup_slot == PRN_SLOT_deer_iterate && g_sup_args == &x, "supports declines deer_iterate");
+    PRNT_CHECK(prn_backend_supports(c, PRN_SLOT_deer_adjoint, &x) && g_sup_calls == 2 &&
+                   g_sup_slot == PRN_SLOT_deer_adjoint, "supports takes deer_adjoint");
+    PRNT_CHECK(prn_backend_supports(c, PRN_SLOT_rnn_layer_forward, NULL) && g_sup_calls == 3 && g_sup_args == NULL,
+               "supports takes rnn_layer_forward");
+    PRNT_CHECK(!prn_backend_supports(NULL, PRN_SLOT_gemm, NULL) && !prn_backend_supports(c, PRN_SLOT_COUNT, NULL),
+               "no context, or a slot out of range");
+    prn_context_destroy(c);
+    g_cases++;
+}
 static void t_table(void) {
     const prn_backend *be = g_side[0].be;
     prn_backend probe;
@@ -484,6 +529,7 @@ static void t_table(void) {
         PRNT_CHECK(ok, "prn_backend_has: slot %d (%s) is not the %d-th pointer", k, prn_backend_slot_name(k), k);
     }
     slots_tested();
+    supports_gate();
     g_cases++;
 }
 
