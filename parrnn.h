@@ -2,7 +2,7 @@
  *
  * Tensors, a reverse-mode autodiff tape, optimisers, parallel scans of linear
  * recurrences and the RNN cells built on them, and a reference C backend, all
- * dispatched through a table of backend primitives (see prn_backend).
+ * dispatched through a table of backend primitives (see PRN_BACKEND_SLOTS).
  *
  * USAGE (stb style)
  *   In exactly one C or C++ file:
@@ -101,7 +101,7 @@
 #define PARRNN_VERSION_STRING "0.1.0"
 /* Bumped whenever prn_backend changes layout; backends state the version
  * they were written for and contexts refuse a mismatch. */
-#define PARRNN_BACKEND_ABI 1
+#define PARRNN_BACKEND_ABI 2
 
 #include <stddef.h>
 #include <stdint.h>
@@ -1288,17 +1288,9 @@ PRNDEF prn_status prn_clip_grad_norm(prn_context *ctx, prn_tensor *const *params
  *
  * A backend implements primitives on opaque buffers; everything above
  * (tensors, autodiff, optimisers, later cells, DEER, SCYFI) is generic code
- * calling these. Any entry but the buffer entries may be NULL: the generic
- * code then fails with PRN_ERR_UNSUPPORTED naming the primitive.
- *
- * Conventions for every entry:
- *  - ctx is the calling context; prn_backend_state(ctx) is what create made.
- *  - Buffers are void* handles from buf_alloc; sizes and offsets in bytes for
- *    buffer entries, in elements elsewhere.
- *  - Report failures with prn_set_error and return its status.
- *  - Outputs never alias inputs unless the entry says so.
- *  - Shapes are always 4-D ({1,1,...} padded on the left); a stride of 0
- *    broadcasts that axis.
+ * calling these through the table. The slots are declared once, in
+ * PRN_BACKEND_SLOTS below, with their kinds, conventions and contracts;
+ * a backend's table is written with PRN_BACKEND_TABLE.
  * ---------------------------------------------------------------------- */
 typedef enum prn_unary_op {
     PRN_UNARY_NEG,      /* -x            */
@@ -1425,196 +1417,394 @@ typedef struct prn_deer_fused {
     int done;
 } prn_deer_fused;
 
+/* ------------------------------------------------------------------------
+ * The slots of struct prn_backend, declared once
+ *
+ * Each slot is one macro PRN_SLOT_DECL_<name>(X) that hands X its return
+ * type, name, parameter list and kind; PRN_BACKEND_SLOTS(X) lists them in
+ * the struct's order. From that list come the struct's members, the slot
+ * ids (enum prn_backend_slot: PRN_SLOT_<name>), their names
+ * (prn_backend_slot_name), their kinds (prn_backend_slot_kind), the test of
+ * a slot by id (prn_backend_has) and the conformance test's check that
+ * every required slot of every backend is set.
+ *
+ * Kinds:
+ *  - BUFFER: required; prn_context_create refuses a table without it.
+ *  - BASIC: required; the conformance test fails a backend that leaves one
+ *    NULL. A context still runs on such a table (a partial backend while
+ *    it is written): what needs the slot fails with PRN_ERR_UNSUPPORTED
+ *    naming it.
+ *  - OPTIONAL: create, destroy, supports: NULL has a meaning of its own
+ *    (no per-context state; every fused slot set takes every call).
+ *  - FUSED: optional. One step, layer or iteration of a model (or one
+ *    pass for what takes several) that the generic code also composes from
+ *    BASIC slots, the conformance test checking the one against the other;
+ *    the generic code uses the fused slot when it is set and supports (when
+ *    set) does not decline the call: prn_backend_supports is the one gate
+ *    every generic caller of a fused slot goes through.
+ *
+ * Which are fused: rnn_cell_*, rnn_layer_*, deer_iterate, deer_adjoint
+ * and all_finite each have a composition from the basic slots in the
+ * generic code (so a new backend can start without them). sgd_update,
+ * adam_update and solve_batched are BASIC although fused in name or
+ * model-specific: nothing composes them (the optimisers and SCYFI call
+ * them directly), so a backend without them cannot run those parts.
+ * deer_takes (ABI 1) is now the general query supports.
+ *
+ * Why typed slots and not one entry taking an op code and a void *
+ * parameter block: every fused slot keeps its C prototype, so the compiler
+ * checks each kernel's signature and each call; the op code is the slot id
+ * (PRN_SLOT_deer_iterate, ...), and supports(ctx, slot, args) is the
+ * capability query over it. The parameter block of the DEER slots is
+ * prn_deer_fused (supports reads it); the other fused slots have plain
+ * arguments and supports gets NULL for them (the slot as a whole).
+ *
+ * Adding a slot: define its PRN_SLOT_DECL_<name> (with its contract in a
+ * comment above it) and append PRN_SLOT_DECL_<name>(X) at the END of
+ * PRN_BACKEND_SLOTS: it takes the first reserved pointer, which tables
+ * made for the list before leave NULL, so the layout of the others stays
+ * (PARRNN_BACKEND_ABI is bumped only when a slot changes or goes). Then
+ * the generic caller (through prn_backend_supports when FUSED), the
+ * backends that implement it (E(name, fn) in their entry lists; the
+ * others leave it NULL) and its test in tests/test_conformance.c's
+ * k_prims, whose coverage check fails for a slot without one.
+ *
+ * Conventions for every slot:
+ *  - ctx is the calling context; prn_backend_state(ctx) is what create made.
+ *  - Buffers are void* handles from buf_alloc; sizes and offsets in bytes for
+ *    buffer entries, in elements elsewhere.
+ *  - Report failures with prn_set_error and return its status.
+ *  - Outputs never alias inputs unless the entry says so.
+ *  - Shapes are always 4-D ({1,1,...} padded on the left); a stride of 0
+ *    broadcasts that axis.
+ * ---------------------------------------------------------------------- */
+typedef enum prn_slot_kind {
+    PRN_SLOT_KIND_BUFFER,   /* required to create a context          */
+    PRN_SLOT_KIND_BASIC,    /* required by the conformance test      */
+    PRN_SLOT_KIND_OPTIONAL, /* NULL means something of its own       */
+    PRN_SLOT_KIND_FUSED     /* NULL or declined: composed from BASIC */
+} prn_slot_kind;
+
+/* Lifetime: create makes per-context state; destroy frees it. */
+#define PRN_SLOT_DECL_create(X) X(prn_status, create, (prn_context *ctx, void **state), PRN_SLOT_KIND_OPTIONAL)
+#define PRN_SLOT_DECL_destroy(X) X(void, destroy, (prn_context *ctx, void *state), PRN_SLOT_KIND_OPTIONAL)
+
+/* Buffers. buf_alloc of 0 bytes must still give a handle. */
+#define PRN_SLOT_DECL_buf_alloc(X) X(prn_status, buf_alloc, (prn_context *ctx, size_t bytes, void **buf), PRN_SLOT_KIND_BUFFER)
+#define PRN_SLOT_DECL_buf_free(X) X(void, buf_free, (prn_context *ctx, void *buf), PRN_SLOT_KIND_BUFFER)
+#define PRN_SLOT_DECL_buf_upload(X)                                                                    \
+    X(prn_status, buf_upload, (prn_context *ctx, void *dst, size_t offset, const void *src, size_t bytes), \
+      PRN_SLOT_KIND_BUFFER)
+#define PRN_SLOT_DECL_buf_download(X)                                                                      \
+    X(prn_status, buf_download, (prn_context *ctx, const void *src, size_t offset, void *dst, size_t bytes), \
+      PRN_SLOT_KIND_BUFFER)
+#define PRN_SLOT_DECL_buf_copy(X)                                                                        \
+    X(prn_status, buf_copy,                                                                              \
+      (prn_context *ctx, void *dst, size_t dst_offset, const void *src, size_t src_offset, size_t bytes), \
+      PRN_SLOT_KIND_BUFFER)
+
+/* y[i] = value for i < n. */
+#define PRN_SLOT_DECL_fill(X) \
+    X(prn_status, fill, (prn_context *ctx, prn_dtype dtype, void *y, size_t n, double value), PRN_SLOT_KIND_BASIC)
+/* y[i] = op(x[i]); alpha/beta are POWS/AFFINE/CLAMP's. y may equal x. */
+#define PRN_SLOT_DECL_unary(X)                                                                               \
+    X(prn_status, unary,                                                                                     \
+      (prn_context *ctx, prn_unary_op op, prn_dtype dtype, size_t n, const void *x, void *y, double alpha, \
+       double beta),                                                                                         \
+      PRN_SLOT_KIND_BASIC)
+/* y[i0,i1,i2,i3] = op(a[sum i*astride], b[sum i*bstride]) over shape;
+ * y is contiguous. y may equal a or b when that operand is contiguous
+ * and not broadcast. */
+#define PRN_SLOT_DECL_binary(X)                                                                            \
+    X(prn_status, binary,                                                                                  \
+      (prn_context *ctx, prn_binary_op op, prn_dtype dtype, const size_t shape[4], const void *a,        \
+       const size_t astride[4], const void *b, const size_t bstride[4], void *y),                        \
+      PRN_SLOT_KIND_BASIC)
+/* y[y_off + sum i*ystride] = x[x_off + sum i*xstride] over shape (offsets
+ * and strides in elements): copies, transposes, broadcasts (xstride 0),
+ * slices and writes into part of a tensor. Written elements are distinct. */
+#define PRN_SLOT_DECL_strided_copy(X)                                                                  \
+    X(prn_status, strided_copy,                                                                        \
+      (prn_context *ctx, prn_dtype dtype, const size_t shape[4], const void *x, size_t x_off,        \
+       const size_t xstride[4], void *y, size_t y_off, const size_t ystride[4]),                     \
+      PRN_SLOT_KIND_BASIC)
+/* C_b = alpha op(A_b) op(B_b) + beta C_b for b < batch; op(A) is M x K,
+ * op(B) K x N, all row-major with leading dimensions lda/ldb/ldc and
+ * batch strides sa/sb/sc (sa or sb 0 broadcasts; sc is never 0). */
+#define PRN_SLOT_DECL_gemm(X)                                                                               \
+    X(prn_status, gemm,                                                                                     \
+      (prn_context *ctx, prn_dtype dtype, int trans_a, int trans_b, size_t M, size_t N, size_t K,         \
+       double alpha, const void *A, size_t lda, size_t sa, const void *B, size_t ldb, size_t sb,           \
+       double beta, void *C, size_t ldc, size_t sc, size_t batch),                                         \
+      PRN_SLOT_KIND_BASIC)
+/* x viewed as [outer, n, inner]; y[o, i] = reduce over the middle axis. */
+#define PRN_SLOT_DECL_reduce(X)                                                                          \
+    X(prn_status, reduce,                                                                                \
+      (prn_context *ctx, prn_reduce_op op, prn_dtype dtype, size_t outer, size_t n, size_t inner,      \
+       const void *x, void *y),                                                                          \
+      PRN_SLOT_KIND_BASIC)
+/* As reduce; y is int32 index of the first maximum. */
+#define PRN_SLOT_DECL_argmax(X)                                                                          \
+    X(prn_status, argmax,                                                                                \
+      (prn_context *ctx, prn_dtype dtype, size_t outer, size_t n, size_t inner, const void *x, void *y), \
+      PRN_SLOT_KIND_BASIC)
+/* (log-)softmax over the middle axis of [outer, n, inner]. */
+#define PRN_SLOT_DECL_softmax(X)                                                                          \
+    X(prn_status, softmax,                                                                                \
+      (prn_context *ctx, prn_dtype dtype, int log, size_t outer, size_t n, size_t inner, const void *x, \
+       void *y),                                                                                          \
+      PRN_SLOT_KIND_BASIC)
+/* Counter-based random numbers: element i is a function of
+ * (seed, counter + i) only -- Philox4x32-10, see prn_philox4x32 --
+ * so every backend must produce the same values. */
+#define PRN_SLOT_DECL_random(X)                                                                     \
+    X(prn_status, random,                                                                           \
+      (prn_context *ctx, prn_random_dist dist, prn_dtype dtype, size_t n, uint64_t seed,          \
+       uint64_t counter, double p0, double p1, void *y),                                           \
+      PRN_SLOT_KIND_BASIC)
+/* Fused optimiser updates of n elements of param from grad, in place
+ * (BASIC: the optimisers have no composed path). */
+#define PRN_SLOT_DECL_sgd_update(X)                                                                  \
+    X(prn_status, sgd_update,                                                                        \
+      (prn_context *ctx, prn_dtype dtype, size_t n, void *param, const void *grad, void *velocity, \
+       const prn_optim_params *p),                                                                   \
+      PRN_SLOT_KIND_BASIC)
+#define PRN_SLOT_DECL_adam_update(X)                                                                   \
+    X(prn_status, adam_update,                                                                         \
+      (prn_context *ctx, prn_dtype dtype, size_t n, void *param, const void *grad, void *m, void *v, \
+       const prn_optim_params *p),                                                                     \
+      PRN_SLOT_KIND_BASIC)
+
+/* Linear recurrences over time, batched, on contiguous arrays. Forward:
+ *   h[n,t] = a[n,t] * h[n,t-1] + b[n,t]   (t = 0..T-1, h[n,-1] = h0[n])
+ * reverse: h[n,t] = a[n,t] * h[n,t+1] + b[n,t]   (h[n,T] = h0[n]).
+ * scan_diag: a, b, h are [batch, T, C], h0 is [batch, C] or NULL (zero);
+ * a[n,t] * h is elementwise. h may equal b. */
+#define PRN_SLOT_DECL_scan_diag(X)                                                                      \
+    X(prn_status, scan_diag,                                                                            \
+      (prn_context *ctx, prn_dtype dtype, int reverse, prn_scan_algo algo, size_t batch, size_t T,    \
+       size_t C, const void *a, const void *b, const void *h0, void *h),                               \
+      PRN_SLOT_KIND_BASIC)
+/* scan_block: C = nblk * k channels in blocks of k; a is [batch, T, C, k]:
+ * rows j*k..j*k+k-1 of step t are the k x k matrix of block j, and
+ * a[n,t] * h multiplies each block of h by its matrix (by its transpose
+ * when transpose is set: the adjoint scans of backward). Dense is k = C. */
+#define PRN_SLOT_DECL_scan_block(X)                                                                      \
+    X(prn_status, scan_block,                                                                            \
+      (prn_context *ctx, prn_dtype dtype, int reverse, int transpose, prn_scan_algo algo, size_t batch, \
+       size_t T, size_t C, size_t k, const void *a, const void *b, const void *h0, void *h),            \
+      PRN_SLOT_KIND_BASIC)
+
+/* FUSED, both or neither (NULL: the generic code composes the step from
+ * the basic slots). One time step of the gates of the classic cells:
+ * kind is PRN_RNN_ELMAN (relu: relu instead of tanh), PRN_RNN_LSTM or
+ * PRN_RNN_GRU / PRN_RNN_MHGRU (gates grouped by head of k units; k = H
+ * for GRU). xp [B, P] holds the input projections (with b_ih), q [B, P]
+ * the hidden ones without bias, bias [P] is b_hh, s [B, S] the previous
+ * state (P = G H, S = 2H for LSTM, else H). Writes next [B, S] and
+ * saved [B, V H] for the backward (V: ELMAN 0, LSTM 5: i f g o tanh c';
+ * GRU 4: r z n and q_n + b_hn). */
+#define PRN_SLOT_DECL_rnn_cell_forward(X)                                                                  \
+    X(prn_status, rnn_cell_forward,                                                                        \
+      (prn_context *ctx, prn_dtype dtype, int kind, int relu, size_t B, size_t H, size_t k, const void *xp, \
+       const void *q, const void *bias, const void *s, void *next, void *saved),                           \
+      PRN_SLOT_KIND_FUSED)
+/* Its backward: from g [B, S] (d loss / d next) and the forward's s,
+ * next and saved, writes dxp [B, P] (d loss / d xp), dq [B, P] (d loss /
+ * d (q + bias)) and ds [B, S], the part of d loss / d s that does not go
+ * through q (zeros for ELMAN). */
+#define PRN_SLOT_DECL_rnn_cell_backward(X)                                                                \
+    X(prn_status, rnn_cell_backward,                                                                      \
+      (prn_context *ctx, prn_dtype dtype, int kind, int relu, size_t B, size_t H, size_t k, const void *g, \
+       const void *s, const void *next, const void *saved, void *dxp, void *dq, void *ds),                \
+      PRN_SLOT_KIND_FUSED)
+
+/* Batched dense solves (SCYFI's candidates; BASIC: nothing composes an LU
+ * with pivoting, SCYFI fails PRN_ERR_UNSUPPORTED without it): for b <
+ * batch, solves a[b] x = r[b] by LU with partial pivoting (the first
+ * largest |pivot| of the column wins; no scaling), a [batch, n, n]
+ * row-major, r [batch, n]. a is overwritten (factors or scratch), r by x.
+ * info is a host array of batch ints: 0, or j + 1 when the pivot of
+ * column j was 0 or not finite (that r is then unspecified). n >= 1. */
+#define PRN_SLOT_DECL_solve_batched(X)                                                                    \
+    X(prn_status, solve_batched, (prn_context *ctx, prn_dtype dtype, size_t batch, size_t n, void *a,   \
+                                  void *r, int *info),                                                    \
+      PRN_SLOT_KIND_BASIC)
+
+/* FUSED, both or neither (NULL: the generic code runs each step with
+ * gemm and rnn_cell_forward/_backward; it uses these two only on a
+ * backend that has those as well). A whole layer of one head of
+ * kind PRN_RNN_ELMAN, PRN_RNN_LSTM or PRN_RNN_GRU (a one-head MHGRU is
+ * passed as GRU): for t = 0 .. T-1
+ * (T-1 .. 0 when reverse), the step of rnn_cell_forward with xp[:, t]
+ * and q = h_prev W_hh^T, h_prev being the first H values of the previous
+ * state (of s0 before the first step). xp [B, T, P] (input projections
+ * with b_ih), w_hh [P, H], b_hh [P], s0 [B, S]; writes states [B, T, S]
+ * and, unless NULL, saved [B, T, V H] (rnn_cell_forward's saved values,
+ * step by step). */
+#define PRN_SLOT_DECL_rnn_layer_forward(X)                                                                 \
+    X(prn_status, rnn_layer_forward,                                                                       \
+      (prn_context *ctx, prn_dtype dtype, int kind, int relu, int reverse, size_t B, size_t T, size_t H,   \
+       const void *xp, const void *w_hh, const void *b_hh, const void *s0, void *states, void *saved),     \
+      PRN_SLOT_KIND_FUSED)
+/* Its backward: from g [B, T, S] (d loss / d states) and the forward's
+ * w_hh, s0, states and saved (required for LSTM and GRU), writes dxp
+ * [B, T, P] (d loss / d xp), dq [B, T, P] (d loss / d (q + b_hh) of
+ * each step) and ds0 [B, S] (d loss / d s0; zero when T = 0). For ELMAN
+ * and LSTM, whose dq equals dxp, dq may be dxp itself (the generic code
+ * passes one buffer for both); every other buffer is distinct. */
+#define PRN_SLOT_DECL_rnn_layer_backward(X)                                                                \
+    X(prn_status, rnn_layer_backward,                                                                      \
+      (prn_context *ctx, prn_dtype dtype, int kind, int relu, int reverse, size_t B, size_t T, size_t H,   \
+       const void *g, const void *w_hh, const void *s0, const void *states, const void *saved, void *dxp, \
+       void *dq, void *ds0),                                                                               \
+      PRN_SLOT_KIND_FUSED)
+
+/* FUSED (NULL: DEER composes its iterations from the basic slots). One
+ * Newton iteration of prn_deer_rnn's built-in cells (or several in a
+ * call, stopping on the device: prn_deer_fused's iters) in one pass over
+ * the rows, the Jacobians never stored for all rows (see prn_deer_fused
+ * for the contract), and the adjoint solve of its backward. prn_deer_rnn
+ * calls them with S <= 64 in DENSE and BLOCK mode (the block scan's
+ * limit, which the generic path has). deer_adjoint may be NULL with
+ * deer_iterate set: gradients then take the composed adjoint; it is used
+ * only with deer_iterate. supports gets the call's prn_deer_fused. */
+#define PRN_SLOT_DECL_deer_iterate(X) X(prn_status, deer_iterate, (prn_context *ctx, prn_deer_fused *a), PRN_SLOT_KIND_FUSED)
+#define PRN_SLOT_DECL_deer_adjoint(X) \
+    X(prn_status, deer_adjoint, (prn_context *ctx, const prn_deer_fused *a), PRN_SLOT_KIND_FUSED)
+
+/* FUSED (NULL: the check is composed from unary AFFINE x * 0 + 0 and a
+ * reduce SUM, which keeps a NaN). *finite = 1 when none of the n values
+ * of x is NaN or Inf (i32: always), else 0. The functions that run a
+ * network check their arguments and results with it on every call: one
+ * pass, no temporaries. */
+#define PRN_SLOT_DECL_all_finite(X)                                                                       \
+    X(prn_status, all_finite, (prn_context *ctx, prn_dtype dtype, size_t n, const void *x, int *finite), \
+      PRN_SLOT_KIND_FUSED)
+
+/* OPTIONAL (NULL: every fused slot that is set takes every call). The
+ * capability query of the fused slots: 1 when the fused slot `slot`
+ * takes a call with these arguments, 0 when the generic code should
+ * compose it instead (a backend with a size limit -- a per-thread map of
+ * S x S values, say -- declines with it instead of failing). args:
+ * deer_iterate and deer_adjoint: the call's prn_deer_fused, of which only
+ * kind, relu, dtype, mode, reverse, B, T, H, S, hk and L are read; the
+ * other fused slots: NULL (the slot as a whole). Asked for fused slots
+ * only, and only when the slot is set. */
+#define PRN_SLOT_DECL_supports(X) \
+    X(int, supports, (prn_context *ctx, prn_backend_slot slot, const void *args), PRN_SLOT_KIND_OPTIONAL)
+
+/* FUSED (NULL: rnn_layer_backward, then dw and db from dq by gemm and
+ * reduce). rnn_layer_backward (same arguments, dq required) that also
+ * writes dw [P, H], the sum over all rows b and steps t of dq_t
+ * h_{t-1}^T (h_{t-1} the first H values of the previous state, s0's
+ * before the first step), and db [P] (unless NULL), the sum of dq_t: the
+ * gradients of w_hh and b_hh. Each sum runs in an order fixed by B and T
+ * alone (not by the threads), so that the reference computes them per
+ * chunk of steps while dq is still in its caches. */
+#define PRN_SLOT_DECL_rnn_layer_backward_dw(X)                                                             \
+    X(prn_status, rnn_layer_backward_dw,                                                                   \
+      (prn_context *ctx, prn_dtype dtype, int kind, int relu, int reverse, size_t B, size_t T, size_t H,   \
+       const void *g, const void *w_hh, const void *s0, const void *states, const void *saved, void *dxp, \
+       void *dq, void *ds0, void *dw, void *db),                                                          \
+      PRN_SLOT_KIND_FUSED)
+
+/* FUSED (NULL: the generic code computes xp with gemm and calls
+ * rnn_layer_forward; it uses this one only on a backend that has
+ * rnn_layer_forward/_backward as well, and only for a forward that saves
+ * nothing for a backward). rnn_layer_forward with its input projections
+ * taken from the layer's input: xp = x W_ih^T + b_ih, each entry the
+ * product's sum plus b_ih (b_ih NULL: plus nothing), with x [B, T, In],
+ * w_ih [P, In], b_ih [P]; the other arguments and the result as
+ * rnn_layer_forward's. xp need not exist in memory as a whole (the
+ * reference backend computes it a few steps at a time, so that it never
+ * leaves the caches). The result agrees with the composition within the
+ * rounding of a different order of the product's sum (the reference
+ * backend: the same bits as its gemm's own AVX2/AVX-512 f32 kernel). */
+#define PRN_SLOT_DECL_rnn_layer_forward_x(X)                                                               \
+    X(prn_status, rnn_layer_forward_x,                                                                     \
+      (prn_context *ctx, prn_dtype dtype, int kind, int relu, int reverse, size_t B, size_t T, size_t H,   \
+       size_t In, const void *x, const void *w_ih, const void *b_ih, const void *w_hh, const void *b_hh,   \
+       const void *s0, void *states, void *saved),                                                        \
+      PRN_SLOT_KIND_FUSED)
+
+/* The list, in the struct's order (new slots go at the end). */
+#define PRN_BACKEND_SLOTS(X)                                                                                 \
+    PRN_SLOT_DECL_create(X) PRN_SLOT_DECL_destroy(X)                                                         \
+    PRN_SLOT_DECL_buf_alloc(X) PRN_SLOT_DECL_buf_free(X) PRN_SLOT_DECL_buf_upload(X)                          \
+    PRN_SLOT_DECL_buf_download(X) PRN_SLOT_DECL_buf_copy(X)                                                  \
+    PRN_SLOT_DECL_fill(X) PRN_SLOT_DECL_unary(X) PRN_SLOT_DECL_binary(X) PRN_SLOT_DECL_strided_copy(X)       \
+    PRN_SLOT_DECL_gemm(X) PRN_SLOT_DECL_reduce(X) PRN_SLOT_DECL_argmax(X) PRN_SLOT_DECL_softmax(X)            \
+    PRN_SLOT_DECL_random(X) PRN_SLOT_DECL_sgd_update(X) PRN_SLOT_DECL_adam_update(X)                         \
+    PRN_SLOT_DECL_scan_diag(X) PRN_SLOT_DECL_scan_block(X)                                                   \
+    PRN_SLOT_DECL_rnn_cell_forward(X) PRN_SLOT_DECL_rnn_cell_backward(X) PRN_SLOT_DECL_solve_batched(X)      \
+    PRN_SLOT_DECL_rnn_layer_forward(X) PRN_SLOT_DECL_rnn_layer_backward(X)                                   \
+    PRN_SLOT_DECL_deer_iterate(X) PRN_SLOT_DECL_deer_adjoint(X) PRN_SLOT_DECL_all_finite(X)                  \
+    PRN_SLOT_DECL_supports(X) PRN_SLOT_DECL_rnn_layer_backward_dw(X) PRN_SLOT_DECL_rnn_layer_forward_x(X)
+
+/* The slot ids: PRN_SLOT_create, PRN_SLOT_destroy, ..., PRN_SLOT_COUNT. */
+#define PRN__SLOT_ID(ret, name, args, kind) PRN_SLOT_##name,
+typedef enum prn_backend_slot { PRN_BACKEND_SLOTS(PRN__SLOT_ID) PRN_SLOT_COUNT } prn_backend_slot;
+#undef PRN__SLOT_ID
+
+/* The total of slots and reserved room: the struct's size stays put as
+ * slots are added (reserved shrinks). */
+#define PRN__BACKEND_ROOM 50
+
+#define PRN__SLOT_MEMBER(ret, name, args, kind) ret(*name) args;
 struct prn_backend {
     const char *name;
-    int abi_version;               /* PARRNN_BACKEND_ABI */
-
-    /* Lifetime: create makes per-context state (may be NULL entry). */
-    prn_status (*create)(prn_context *ctx, void **state);
-    void (*destroy)(prn_context *ctx, void *state);
-
-    /* Buffers (required). buf_alloc of 0 bytes must still give a handle. */
-    prn_status (*buf_alloc)(prn_context *ctx, size_t bytes, void **buf);
-    void (*buf_free)(prn_context *ctx, void *buf);
-    prn_status (*buf_upload)(prn_context *ctx, void *dst, size_t offset, const void *src, size_t bytes);
-    prn_status (*buf_download)(prn_context *ctx, const void *src, size_t offset, void *dst, size_t bytes);
-    prn_status (*buf_copy)(prn_context *ctx, void *dst, size_t dst_offset, const void *src,
-                           size_t src_offset, size_t bytes);
-
-    /* y[i] = value for i < n. */
-    prn_status (*fill)(prn_context *ctx, prn_dtype dtype, void *y, size_t n, double value);
-    /* y[i] = op(x[i]); alpha/beta are POWS/AFFINE/CLAMP's. y may equal x. */
-    prn_status (*unary)(prn_context *ctx, prn_unary_op op, prn_dtype dtype, size_t n,
-                        const void *x, void *y, double alpha, double beta);
-    /* y[i0,i1,i2,i3] = op(a[sum i*astride], b[sum i*bstride]) over shape;
-     * y is contiguous. y may equal a or b when that operand is contiguous
-     * and not broadcast. */
-    prn_status (*binary)(prn_context *ctx, prn_binary_op op, prn_dtype dtype,
-                         const size_t shape[4], const void *a, const size_t astride[4],
-                         const void *b, const size_t bstride[4], void *y);
-    /* y[y_off + sum i*ystride] = x[x_off + sum i*xstride] over shape (offsets
-     * and strides in elements): copies, transposes, broadcasts (xstride 0),
-     * slices and writes into part of a tensor. Written elements are distinct. */
-    prn_status (*strided_copy)(prn_context *ctx, prn_dtype dtype, const size_t shape[4],
-                               const void *x, size_t x_off, const size_t xstride[4],
-                               void *y, size_t y_off, const size_t ystride[4]);
-    /* C_b = alpha op(A_b) op(B_b) + beta C_b for b < batch; op(A) is M x K,
-     * op(B) K x N, all row-major with leading dimensions lda/ldb/ldc and
-     * batch strides sa/sb/sc (sa or sb 0 broadcasts; sc is never 0). */
-    prn_status (*gemm)(prn_context *ctx, prn_dtype dtype, int trans_a, int trans_b,
-                       size_t M, size_t N, size_t K, double alpha,
-                       const void *A, size_t lda, size_t sa,
-                       const void *B, size_t ldb, size_t sb,
-                       double beta, void *C, size_t ldc, size_t sc, size_t batch);
-    /* x viewed as [outer, n, inner]; y[o, i] = reduce over the middle axis. */
-    prn_status (*reduce)(prn_context *ctx, prn_reduce_op op, prn_dtype dtype,
-                         size_t outer, size_t n, size_t inner, const void *x, void *y);
-    /* As reduce; y is int32 index of the first maximum. */
-    prn_status (*argmax)(prn_context *ctx, prn_dtype dtype, size_t outer, size_t n,
-                         size_t inner, const void *x, void *y);
-    /* (log-)softmax over the middle axis of [outer, n, inner]. */
-    prn_status (*softmax)(prn_context *ctx, prn_dtype dtype, int log, size_t outer,
-                          size_t n, size_t inner, const void *x, void *y);
-    /* Counter-based random numbers: element i is a function of
-     * (seed, counter + i) only -- Philox4x32-10, see prn_philox4x32 --
-     * so every backend must produce the same values. */
-    prn_status (*random)(prn_context *ctx, prn_random_dist dist, prn_dtype dtype,
-                         size_t n, uint64_t seed, uint64_t counter,
-                         double p0, double p1, void *y);
-    /* Fused optimiser updates of n elements of param from grad, in place. */
-    prn_status (*sgd_update)(prn_context *ctx, prn_dtype dtype, size_t n, void *param,
-                             const void *grad, void *velocity, const prn_optim_params *p);
-    prn_status (*adam_update)(prn_context *ctx, prn_dtype dtype, size_t n, void *param,
-                              const void *grad, void *m, void *v, const prn_optim_params *p);
-
-    /* Linear recurrences over time, batched, on contiguous arrays. Forward:
-     *   h[n,t] = a[n,t] * h[n,t-1] + b[n,t]   (t = 0..T-1, h[n,-1] = h0[n])
-     * reverse: h[n,t] = a[n,t] * h[n,t+1] + b[n,t]   (h[n,T] = h0[n]).
-     * scan_diag: a, b, h are [batch, T, C], h0 is [batch, C] or NULL (zero);
-     * a[n,t] * h is elementwise. h may equal b. */
-    prn_status (*scan_diag)(prn_context *ctx, prn_dtype dtype, int reverse, prn_scan_algo algo,
-                            size_t batch, size_t T, size_t C, const void *a, const void *b,
-                            const void *h0, void *h);
-    /* scan_block: C = nblk * k channels in blocks of k; a is [batch, T, C, k]:
-     * rows j*k..j*k+k-1 of step t are the k x k matrix of block j, and
-     * a[n,t] * h multiplies each block of h by its matrix (by its transpose
-     * when transpose is set: the adjoint scans of backward). Dense is k = C. */
-    prn_status (*scan_block)(prn_context *ctx, prn_dtype dtype, int reverse, int transpose,
-                             prn_scan_algo algo, size_t batch, size_t T, size_t C, size_t k,
-                             const void *a, const void *b, const void *h0, void *h);
-
-    /* Optional (NULL: the generic code composes the step from the entries
-     * above). One time step of the gates of the classic cells, fused:
-     * kind is PRN_RNN_ELMAN (relu: relu instead of tanh), PRN_RNN_LSTM or
-     * PRN_RNN_GRU / PRN_RNN_MHGRU (gates grouped by head of k units; k = H
-     * for GRU). xp [B, P] holds the input projections (with b_ih), q [B, P]
-     * the hidden ones without bias, bias [P] is b_hh, s [B, S] the previous
-     * state (P = G H, S = 2H for LSTM, else H). Writes next [B, S] and
-     * saved [B, V H] for the backward (V: ELMAN 0, LSTM 5: i f g o tanh c';
-     * GRU 4: r z n and q_n + b_hn). */
-    prn_status (*rnn_cell_forward)(prn_context *ctx, prn_dtype dtype, int kind, int relu, size_t B, size_t H,
-                                   size_t k, const void *xp, const void *q, const void *bias, const void *s,
-                                   void *next, void *saved);
-    /* Its backward: from g [B, S] (d loss / d next) and the forward's s,
-     * next and saved, writes dxp [B, P] (d loss / d xp), dq [B, P] (d loss /
-     * d (q + bias)) and ds [B, S], the part of d loss / d s that does not go
-     * through q (zeros for ELMAN). */
-    prn_status (*rnn_cell_backward)(prn_context *ctx, prn_dtype dtype, int kind, int relu, size_t B, size_t H,
-                                    size_t k, const void *g, const void *s, const void *next, const void *saved,
-                                    void *dxp, void *dq, void *ds);
-
-    /* Batched dense solves (SCYFI's candidates): for b < batch, solves
-     * a[b] x = r[b] by LU with partial pivoting (the first largest |pivot|
-     * of the column wins; no scaling), a [batch, n, n] row-major, r
-     * [batch, n]. a is overwritten (factors or scratch), r by x. info is a
-     * host array of batch ints: 0, or j + 1 when the pivot of column j was
-     * 0 or not finite (that r is then unspecified). n >= 1. */
-    prn_status (*solve_batched)(prn_context *ctx, prn_dtype dtype, size_t batch, size_t n, void *a,
-                                void *r, int *info);
-
-    /* Optional, both or neither (NULL: the generic code runs each step with
-     * gemm and rnn_cell_forward/_backward; it uses these two only on a
-     * backend that has those as well). A whole layer of one head of
-     * kind PRN_RNN_ELMAN, PRN_RNN_LSTM or PRN_RNN_GRU (a one-head MHGRU is
-     * passed as GRU): for t = 0 .. T-1
-     * (T-1 .. 0 when reverse), the step of rnn_cell_forward with xp[:, t]
-     * and q = h_prev W_hh^T, h_prev being the first H values of the previous
-     * state (of s0 before the first step). xp [B, T, P] (input projections
-     * with b_ih), w_hh [P, H], b_hh [P], s0 [B, S]; writes states [B, T, S]
-     * and, unless NULL, saved [B, T, V H] (rnn_cell_forward's saved values,
-     * step by step). */
-    prn_status (*rnn_layer_forward)(prn_context *ctx, prn_dtype dtype, int kind, int relu, int reverse, size_t B,
-                                    size_t T, size_t H, const void *xp, const void *w_hh, const void *b_hh,
-                                    const void *s0, void *states, void *saved);
-    /* Its backward: from g [B, T, S] (d loss / d states) and the forward's
-     * w_hh, s0, states and saved (required for LSTM and GRU), writes dxp
-     * [B, T, P] (d loss / d xp), dq [B, T, P] (d loss / d (q + b_hh) of
-     * each step) and ds0 [B, S] (d loss / d s0; zero when T = 0). For ELMAN
-     * and LSTM, whose dq equals dxp, dq may be dxp itself (the generic code
-     * passes one buffer for both); every other buffer is distinct. */
-    prn_status (*rnn_layer_backward)(prn_context *ctx, prn_dtype dtype, int kind, int relu, int reverse, size_t B,
-                                     size_t T, size_t H, const void *g, const void *w_hh, const void *s0,
-                                     const void *states, const void *saved, void *dxp, void *dq, void *ds0);
-
-    /* Optional, both or neither (NULL: DEER composes its iterations from the
-     * entries above). One Newton iteration of prn_deer_rnn's built-in cells
-     * (or several in a call, stopping on the device: prn_deer_fused's iters)
-     * in one pass over the rows, the Jacobians never stored for all rows
-     * (see prn_deer_fused for the contract), and the adjoint solve of its
-     * backward. prn_deer_rnn calls them with S <= 64 in DENSE and BLOCK mode
-     * (the block scan's limit, which the generic path has). deer_adjoint
-     * may be NULL with deer_iterate set: gradients then take the composed
-     * adjoint. */
-    prn_status (*deer_iterate)(prn_context *ctx, prn_deer_fused *a);
-    prn_status (*deer_adjoint)(prn_context *ctx, const prn_deer_fused *a);
-
-    /* Optional (NULL: the check is composed from unary AFFINE x * 0 + 0 and
-     * a reduce SUM, which keeps a NaN). *finite = 1 when none of the n
-     * values of x is NaN or Inf (i32: always), else 0. The functions that
-     * run a network check their arguments and results with it on every
-     * call: one pass, no temporaries. */
-    prn_status (*all_finite)(prn_context *ctx, prn_dtype dtype, size_t n, const void *x, int *finite);
-
-    /* Optional (NULL: deer_iterate and deer_adjoint take every call). 1 when
-     * deer_iterate (adjoint 0) or deer_adjoint (adjoint 1) takes a call with
-     * a's kind, relu, dtype, mode, reverse, B, T, H, S, hk and L (nothing
-     * else of a is read); 0: prn_deer_rnn composes that part instead. A
-     * backend with a size limit (a per-thread map of S x S values, say)
-     * declines with it instead of failing. */
-    int (*deer_takes)(prn_context *ctx, const prn_deer_fused *a, int adjoint);
-
-    /* Optional (NULL: rnn_layer_backward, then dw and db from dq by gemm
-     * and reduce). rnn_layer_backward (same arguments, dq required) that
-     * also writes dw [P, H], the sum over all rows b and steps t of dq_t
-     * h_{t-1}^T (h_{t-1} the first H values of the previous state, s0's
-     * before the first step), and db [P] (unless NULL), the sum of dq_t: the
-     * gradients of w_hh and b_hh. Each sum runs in an order fixed by B and
-     * T alone (not by the threads), so that the reference computes them
-     * per chunk of steps while dq is still in its caches. */
-    prn_status (*rnn_layer_backward_dw)(prn_context *ctx, prn_dtype dtype, int kind, int relu, int reverse, size_t B,
-                                        size_t T, size_t H, const void *g, const void *w_hh, const void *s0,
-                                        const void *states, const void *saved, void *dxp, void *dq, void *ds0,
-                                        void *dw, void *db);
-    /* Optional (NULL: the generic code computes xp with gemm and calls
-     * rnn_layer_forward; it uses this one only on a backend that has
-     * rnn_layer_forward/_backward as well, and only for a forward that
-     * saves nothing for a backward). rnn_layer_forward with its input
-     * projections taken from the layer's input: xp = x W_ih^T + b_ih, each
-     * entry the product's sum plus b_ih (b_ih NULL: plus nothing), with x
-     * [B, T, In], w_ih [P, In], b_ih [P]; the other arguments and the result
-     * as rnn_layer_forward's. xp need not exist in memory as a whole (the
-     * reference backend computes it a few steps at a time, so that it never
-     * leaves the caches). The result agrees with the composition within the
-     * rounding of a different order of the product's sum (the reference
-     * backend: the same bits as its gemm's own AVX2/AVX-512 f32 kernel). */
-    prn_status (*rnn_layer_forward_x)(prn_context *ctx, prn_dtype dtype, int kind, int relu, int reverse, size_t B,
-                                      size_t T, size_t H, size_t In, const void *x, const void *w_ih,
-                                      const void *b_ih, const void *w_hh, const void *b_hh, const void *s0,
-                                      void *states, void *saved);
-
+    int abi_version; /* PARRNN_BACKEND_ABI */
+    PRN_BACKEND_SLOTS(PRN__SLOT_MEMBER)
     /* Room for the primitives of later versions: keep NULL. */
-    void (*reserved[19])(void);
+    void (*reserved[PRN__BACKEND_ROOM - PRN_SLOT_COUNT])(void);
 };
+#undef PRN__SLOT_MEMBER
+
+/* Writing a backend's table: list what it implements as E(slot, function)
+ * in a macro, in any order, and define the table with
+ * PRN_BACKEND_TABLE(variable, name, list); slots not listed are NULL:
+ *
+ *     #define MY_ENTRIES(E) E(buf_alloc, my_buf_alloc) E(buf_free, my_buf_free) \
+ *         E(buf_upload, my_upload) E(buf_download, my_download) E(buf_copy, my_copy) E(gemm, my_gemm)
+ *     const prn_backend *my_backend(void) {
+ *         PRN_BACKEND_TABLE(table, "mine", MY_ENTRIES);
+ *         return &table;
+ *     }
+ *
+ * A misspelt slot or a function of the wrong type does not compile. An
+ * entry that a configuration leaves out goes into a sub-list defined
+ * empty under that configuration. In C the table is a constant with
+ * designated initialisers; C++ before C++20 has none, so there it is a
+ * local static built once by assignments (thread-safe since C++11). */
+#ifdef __cplusplus
+#define PRN__TABLE_ENTRY(slot, fn) prn__t.slot = fn;
+#define PRN_BACKEND_TABLE(var, NAME, ENTRIES)               \
+    static const prn_backend var = []() {                   \
+        prn_backend prn__t = prn_backend();                 \
+        prn__t.name = NAME;                                 \
+        prn__t.abi_version = PARRNN_BACKEND_ABI;            \
+        ENTRIES(PRN__TABLE_ENTRY)                           \
+        return prn__t;                                      \
+    }()
+#else
+#define PRN__TABLE_ENTRY(slot, fn) .slot = fn,
+#define PRN_BACKEND_TABLE(var, NAME, ENTRIES) \
+    static const prn_backend var = {.name = NAME, .abi_version = PARRNN_BACKEND_ABI, ENTRIES(PRN__TABLE_ENTRY)}
+#endif
+
+/* Introspection over the list: the number of slots (PRN_SLOT_COUNT), the
+ * name of slot i ("gemm"; NULL when i is out of range), its kind (a
+ * prn_slot_kind; -1 out of range), whether table be sets it (0
+ * for a NULL be or i out of range), and whether the context's backend
+ * takes a call of the fused or basic slot i with args (the slot is set
+ * and, for a FUSED slot, supports is NULL or returns nonzero; see
+ * supports for args): the gate of the generic code's fused paths. */
+PRNDEF int prn_backend_slot_count(void);
+PRNDEF const char *prn_backend_slot_name(int slot);
+PRNDEF int prn_backend_slot_kind(int slot);
+PRNDEF int prn_backend_has(const prn_backend *be, int slot);
+PRNDEF int prn_backend_supports(prn_context *ctx, prn_backend_slot slot, const void *args);
 
 /* The backend table the context runs on. */
 PRNDEF const prn_backend *prn_context_backend(const prn_context *ctx);
@@ -6161,29 +6351,77 @@ PRN__FN prn_status prn__ref_all_finite(prn_context *ctx, prn_dtype dtype, size_t
     return PRN_OK;
 }
 
-#define PRN__REFERENCE_TABLE(NAME, GEMM)                                         \
-    { NAME, PARRNN_BACKEND_ABI, prn__ref_create, prn__ref_destroy,              \
-      prn__ref_buf_alloc, prn__ref_buf_free, prn__ref_buf_upload,                \
-      prn__ref_buf_download, prn__ref_buf_copy, prn__ref_fill, prn__ref_unary,   \
-      prn__ref_binary, prn__ref_strided_copy, GEMM, prn__ref_reduce,             \
-      prn__ref_argmax, prn__ref_softmax, prn__ref_random, prn__ref_sgd_update,   \
-      prn__ref_adam_update, prn__ref_scan_diag, prn__ref_scan_block,             \
-      prn__ref_rnn_cell_forward, prn__ref_rnn_cell_backward, prn__ref_solve_batched,   \
-      prn__ref_rnn_layer_forward, prn__ref_rnn_layer_backward,                   \
-      prn__ref_deer_iterate, prn__ref_deer_adjoint, prn__ref_all_finite, NULL,  \
-      prn__ref_rnn_layer_backward_dw, prn__ref_rnn_layer_forward_x, { NULL } }
+/* The reference backend's entries (PRN_BACKEND_TABLE), in groups: a
+ * configuration that leaves a part of the library out can define its
+ * group empty (its slots are then NULL). gemm is added by each of the two
+ * tables. */
+#define PRN__REF_CORE_ENTRIES(E)                                                                   \
+    E(create, prn__ref_create) E(destroy, prn__ref_destroy)                                        \
+    E(buf_alloc, prn__ref_buf_alloc) E(buf_free, prn__ref_buf_free)                                \
+    E(buf_upload, prn__ref_buf_upload) E(buf_download, prn__ref_buf_download)                      \
+    E(buf_copy, prn__ref_buf_copy)                                                                 \
+    E(fill, prn__ref_fill) E(unary, prn__ref_unary) E(binary, prn__ref_binary)                     \
+    E(strided_copy, prn__ref_strided_copy) E(reduce, prn__ref_reduce) E(argmax, prn__ref_argmax)  \
+    E(softmax, prn__ref_softmax) E(random, prn__ref_random)                                        \
+    E(scan_diag, prn__ref_scan_diag) E(scan_block, prn__ref_scan_block) E(all_finite, prn__ref_all_finite)
+#define PRN__REF_OPTIM_ENTRIES(E) E(sgd_update, prn__ref_sgd_update) E(adam_update, prn__ref_adam_update)
+#define PRN__REF_RNN_ENTRIES(E)                                                                    \
+    E(rnn_cell_forward, prn__ref_rnn_cell_forward) E(rnn_cell_backward, prn__ref_rnn_cell_backward) \
+    E(rnn_layer_forward, prn__ref_rnn_layer_forward) E(rnn_layer_backward, prn__ref_rnn_layer_backward) \
+    E(rnn_layer_backward_dw, prn__ref_rnn_layer_backward_dw) E(rnn_layer_forward_x, prn__ref_rnn_layer_forward_x)
+#define PRN__REF_SCYFI_ENTRIES(E) E(solve_batched, prn__ref_solve_batched)
+#define PRN__REF_DEER_ENTRIES(E) E(deer_iterate, prn__ref_deer_iterate) E(deer_adjoint, prn__ref_deer_adjoint)
+#define PRN__REF_ENTRIES(E)                                                                        \
+    PRN__REF_CORE_ENTRIES(E) PRN__REF_OPTIM_ENTRIES(E) PRN__REF_RNN_ENTRIES(E) PRN__REF_SCYFI_ENTRIES(E) \
+    PRN__REF_DEER_ENTRIES(E)
+#define PRN__REF_NOBLAS_ENTRIES(E) PRN__REF_ENTRIES(E) E(gemm, prn__ref_gemm_loops)
+#ifdef PARRNN_USE_CBLAS
+#define PRN__REF_BLAS_ENTRIES(E) PRN__REF_ENTRIES(E) E(gemm, prn__ref_gemm_cblas)
+#else
+#define PRN__REF_BLAS_ENTRIES(E) PRN__REF_ENTRIES(E) E(gemm, prn__ref_gemm_loops)
+#endif
 
 PRN__DEF const prn_backend *prn_reference_noblas_backend(void) {
-    static const prn_backend b = PRN__REFERENCE_TABLE("reference-noblas", prn__ref_gemm_loops);
+    PRN_BACKEND_TABLE(b, "reference-noblas", PRN__REF_NOBLAS_ENTRIES);
     return &b;
 }
 PRN__DEF const prn_backend *prn_reference_backend(void) {
-#ifdef PARRNN_USE_CBLAS
-    static const prn_backend b = PRN__REFERENCE_TABLE("reference", prn__ref_gemm_cblas);
-#else
-    static const prn_backend b = PRN__REFERENCE_TABLE("reference", prn__ref_gemm_loops);
-#endif
+    PRN_BACKEND_TABLE(b, "reference", PRN__REF_BLAS_ENTRIES);
     return &b;
+}
+
+/* ------------------------------------------------------------------------
+ * The slot list's introspection (PRN_BACKEND_SLOTS)
+ * ---------------------------------------------------------------------- */
+PRN__DEF int prn_backend_slot_count(void) { return (int)PRN_SLOT_COUNT; }
+PRN__DEF const char *prn_backend_slot_name(int slot) {
+#define PRN__SLOT_NAME(ret, name, args, kind) #name,
+    static const char *const names[PRN_SLOT_COUNT] = {PRN_BACKEND_SLOTS(PRN__SLOT_NAME)};
+#undef PRN__SLOT_NAME
+    return slot >= 0 && slot < (int)PRN_SLOT_COUNT ? names[slot] : NULL;
+}
+PRN__DEF int prn_backend_slot_kind(int slot) {
+#define PRN__SLOT_KIND(ret, name, args, kind) (unsigned char)kind,
+    static const unsigned char kinds[PRN_SLOT_COUNT] = {PRN_BACKEND_SLOTS(PRN__SLOT_KIND)};
+#undef PRN__SLOT_KIND
+    return slot >= 0 && slot < (int)PRN_SLOT_COUNT ? (int)kinds[slot] : -1;
+}
+PRN__DEF int prn_backend_has(const prn_backend *be, int slot) {
+    if (!be) return 0;
+    switch (slot) {
+#define PRN__SLOT_HAS(ret, name, args, kind) \
+    case PRN_SLOT_##name: return be->name != NULL;
+        PRN_BACKEND_SLOTS(PRN__SLOT_HAS)
+#undef PRN__SLOT_HAS
+    default: return 0;
+    }
+}
+/* The one gate of the generic code's fused paths. */
+PRN__DEF int prn_backend_supports(prn_context *ctx, prn_backend_slot slot, const void *args) {
+    const prn_backend *be = ctx ? ctx->be : NULL;
+    if (!prn_backend_has(be, (int)slot)) return 0;
+    if (prn_backend_slot_kind((int)slot) != PRN_SLOT_KIND_FUSED || !be->supports) return 1;
+    return be->supports(ctx, slot, args) != 0;
 }
 
 /* ------------------------------------------------------------------------
@@ -6272,9 +6510,11 @@ PRN__DEF prn_status prn_context_create(const prn_config *config, prn_context **o
         return prn__create_fail(err_buf, err_size, PRN_ERR_INVALID_ARGUMENT,
                                 "prn_context_create: backend '%s' was written for ABI %d, this header is ABI %d",
                                 be->name, be->abi_version, PARRNN_BACKEND_ABI);
-    if (!be->buf_alloc || !be->buf_free || !be->buf_upload || !be->buf_download || !be->buf_copy)
-        return prn__create_fail(err_buf, err_size, PRN_ERR_INVALID_ARGUMENT,
-                                "prn_context_create: backend '%s' lacks a required buffer entry", be->name);
+    for (i = 0; i < (int)PRN_SLOT_COUNT; ++i)
+        if (prn_backend_slot_kind(i) == PRN_SLOT_KIND_BUFFER && !prn_backend_has(be, i))
+            return prn__create_fail(err_buf, err_size, PRN_ERR_INVALID_ARGUMENT,
+                                    "prn_context_create: backend '%s' lacks a required buffer entry (%s)", be->name,
+                                    prn_backend_slot_name(i));
     ctx = (prn_context *)(cfg.allocator.alloc ? cfg.allocator.alloc(cfg.allocator.user, sizeof *ctx)
                                               : PARRNN_MALLOC(sizeof *ctx));
     if (!ctx)
@@ -7113,7 +7353,8 @@ PRN__FN prn_status prn__all_finite(prn_context *ctx, const char *fn, prn_tensor 
     prn_status st;
     *finite = 1;
     if (!x->numel) return PRN_OK;
-    if (ctx->be->all_finite) return prn__in_fn(ctx, fn, ctx->be->all_finite(ctx, x->dtype, x->numel, x->st->buf, finite));
+    if (prn_backend_supports(ctx, PRN_SLOT_all_finite, NULL))
+        return prn__in_fn(ctx, fn, ctx->be->all_finite(ctx, x->dtype, x->numel, x->st->buf, finite));
     n = x->numel;
     st = prn__unary_raw(ctx, fn, PRN_UNARY_AFFINE, x, 0.0, 0.0, &z);
     if (st == PRN_OK) st = prn__view(ctx, fn, z, 1, &n, &zv);
@@ -8633,8 +8874,10 @@ PRN__FN void prn__rk_of(const prn_rnn *r, prn__rk *k) {
     k->hk = r->hk;
     k->m2 = r->m2;
     k->m2c = r->m2c;
-    k->fused = prn__rnn_torch(k->kind) && r->ctx->be->rnn_cell_forward && r->ctx->be->rnn_cell_backward;
-    k->layer = k->fused && k->nh == 1 && r->ctx->be->rnn_layer_forward && r->ctx->be->rnn_layer_backward;
+    k->fused = prn__rnn_torch(k->kind) && prn_backend_supports(r->ctx, PRN_SLOT_rnn_cell_forward, NULL) &&
+               prn_backend_supports(r->ctx, PRN_SLOT_rnn_cell_backward, NULL);
+    k->layer = k->fused && k->nh == 1 && prn_backend_supports(r->ctx, PRN_SLOT_rnn_layer_forward, NULL) &&
+               prn_backend_supports(r->ctx, PRN_SLOT_rnn_layer_backward, NULL);
 }
 /* The kind a fused layer is asked for: a one-head MHGRU is a GRU (the same
  * gate layout), which rnn_layer_* know. */
@@ -9042,7 +9285,7 @@ PRN__FN prn_status prn__bw_recur(prn_context *ctx, const prn_op *op, prn_tensor 
     prn_tensor *DXP, *DQ[2] = {NULL, NULL}, *Sprev, *carry = NULL, *res[4] = {NULL, NULL, NULL, NULL};
     /* the backend's layer backward with the sums of dW_hh and db_hh inside
      * (rnn_layer_backward_dw), when it has one and W_hh's gradient is asked */
-    const int indw = flat && ctx->be->rnn_layer_backward_dw && op->needs_grad[2];
+    const int indw = flat && op->needs_grad[2] && prn_backend_supports(ctx, PRN_SLOT_rnn_layer_backward_dw, NULL);
     prn__cw w;
     memset(&w, 0, sizeof w);
     w.ctx = ctx;
@@ -9529,7 +9772,7 @@ PRN__FN prn_tensor *prn__rnn_proj(prn__cw *w, const prn_rnn *r, int ld, prn_tens
 PRN__FN int prn__rnn_xfused(prn_context *ctx, const prn_rnn *r, const prn__rk *k, int ld, const prn_tensor *X,
                             const prn_tensor *s0, prn_tensor *const *prm) {
     prn_tensor *const *ro = r->role[ld];
-    if (!k->layer || !ctx->be->rnn_layer_forward_x || X->shape[2] == 0) return 0;
+    if (!k->layer || X->shape[2] == 0 || !prn_backend_supports(ctx, PRN_SLOT_rnn_layer_forward_x, NULL)) return 0;
     if (!prn_grad_enabled(ctx)) return 1;
     return !(X->requires_grad || s0->requires_grad || ro[PRN__R_WIN]->requires_grad ||
              (ro[PRN__R_BIN] && ro[PRN__R_BIN]->requires_grad) || prm[0]->requires_grad || prm[1]->requires_grad);
@@ -11206,7 +11449,7 @@ PRN__FN prn_status prn__deer_finite(prn__deer *d, prn_tensor *x, int *finite) {
     prn_status st;
     *finite = 1;
     if (!x->numel) return PRN_OK;
-    if (d->ctx->be->all_finite)
+    if (prn_backend_supports(d->ctx, PRN_SLOT_all_finite, NULL))
         return prn__in_fn(d->ctx, d->fn, d->ctx->be->all_finite(d->ctx, x->dtype, x->numel, x->st->buf, finite));
     st = prn__unary_raw(d->ctx, d->fn, PRN_UNARY_AFFINE, x, 0.0, 0.0, &z);
     if (st == PRN_OK) st = prn__deer_view(d, z, z->numel, 0, 0, 0, 1, &zv);
@@ -11349,16 +11592,14 @@ PRN__FN prn_status prn__deer_h0_guess(prn__deer *d, prn_tensor *h0, prn_tensor *
 /* *yio NULL: the default guess, which deer_iterate takes as y = NULL (made
  * only when it is kept) */
 /* Whether the backend's fused entry (adjoint 0: deer_iterate, 1:
- * deer_adjoint) takes this cell at these sizes (deer_takes, when the
- * backend has it: a backend may take only some sizes). */
+ * deer_adjoint, which is used only with deer_iterate) takes this cell at
+ * these sizes (prn_backend_supports: a backend may take only some sizes). */
 PRN__FN int prn__deer_fused_takes(const prn__deer *d, int adjoint) {
-    const prn_backend *be = d->ctx->be;
     prn_deer_fused a;
-    if (!d->fz || !be->deer_iterate || (adjoint && !be->deer_adjoint)) return 0;
-    if (!be->deer_takes) return 1;
+    if (!d->fz || !prn_backend_has(d->ctx->be, PRN_SLOT_deer_iterate)) return 0;
     a = *d->fz;
     a.dtype = d->dt; a.mode = d->o.mode; a.reverse = d->rev; a.B = d->B; a.T = d->T;
-    return be->deer_takes(d->ctx, &a, adjoint) != 0;
+    return prn_backend_supports(d->ctx, adjoint ? PRN_SLOT_deer_adjoint : PRN_SLOT_deer_iterate, &a);
 }
 PRN__FN prn_status prn__deer_iters_fused(prn__deer *d, prn_tensor *x, prn_tensor *h0, prn_tensor **yio, int *itp,
                                          double *rp, int *finp, double *kp, prn_deer_stats *stats) {

@@ -85,8 +85,8 @@
  * DEER
  *   deer_iterate / deer_adjoint: prn_deer_rnn's built-in cells of at most
  *   64 states (f64: 32) fused (kernels_cuda/deer.cu; see the kernels' README);
- *   deer_takes declines larger ones, which are composed from the entries
- *   above. PARRNN_CUDA_DEER=composed (read at context creation) declines
+ *   the table's supports declines larger ones, which are composed from the
+ *   entries above. PARRNN_CUDA_DEER=composed (read at context creation) declines
  *   all, for comparisons and benchmarks.
  *
  * ERRORS
@@ -157,7 +157,7 @@ typedef struct prn__cu_state {
     int layer_blocks;       /* PARRNN_CUDA_LAYER=blocks: the one-kernel layers never a thread per sequence */
     unsigned layer_slices;  /* PARRNN_CUDA_LAYER_SLICES=n: the one-kernel layers in at least n slices */
     size_t smem_optin;      /* dynamic shared memory a block may opt in to */
-    int deer_composed;      /* PARRNN_CUDA_DEER=composed: deer_takes declines every call */
+    int deer_composed;      /* PARRNN_CUDA_DEER=composed: supports declines every DEER call */
     cudaStream_t stream;
     cublasHandle_t blas;
     cudaMemPool_t pool;     /* NULL where the device has no memory pools */
@@ -1024,7 +1024,7 @@ PRN__CU_FN prn_status prn__cu_scan_block(prn_context *ctx, prn_dtype dtype, int 
  * block scan), then each segment solved again from its true carry. One
  * state, and 2 or 4 where S fixes the cell's sizes, run in registers; the
  * other cells of up to 64 states (f64: 32) keep their values (and the S x S map) in
- * shared memory; deer_takes declines larger ones, which
+ * shared memory; supports declines larger ones, which
  * prn_deer_rnn then composes from the other entries. Per call: one
  * stream-ordered scratch allocation, 4 or 5 launches an iteration for up
  * to iters iterations (prn_deer_fused), all queued at once and decided on
@@ -1033,9 +1033,12 @@ PRN__CU_FN prn_status prn__cu_scan_block(prn_context *ctx, prn_dtype dtype, int 
  * a converged iteration whose ynew is discarded skips its chain and
  * second pass on the device.
  * ---------------------------------------------------------------------- */
-PRN__CU_FN int prn__cu_deer_takes(prn_context *ctx, const prn_deer_fused *a, int adjoint) {
+/* The table's supports: the DEER entries take a cell the kernels size for
+ * (both entries alike); every other fused entry set takes every call. */
+PRN__CU_FN int prn__cu_supports(prn_context *ctx, prn_backend_slot slot, const void *args) {
     const prn__cu_state *s = (const prn__cu_state *)prn_backend_state(ctx);
-    (void)adjoint;
+    const prn_deer_fused *a = (const prn_deer_fused *)args;
+    if (slot != PRN_SLOT_deer_iterate && slot != PRN_SLOT_deer_adjoint) return 1;
     if (!a || (s && s->deer_composed) || (a->dtype != PRN_F32 && a->dtype != PRN_F64)) return 0;
     return prn_cu_deer_takes(a->kind, a->S, a->dtype == PRN_F64);
 }
@@ -1050,7 +1053,7 @@ PRN__CU_FN prn_status prn__cu_deer_args(prn_context *ctx, const char *fn, const 
     S = a->S;
     if (!prn_cu_deer_takes(a->kind, S, a->dtype == PRN_F64))
         return prn_set_error(ctx, PRN_ERR_UNSUPPORTED, "%s: the CUDA kernels take at most 64 states (f64: 32); this "
-                             "cell has %lu (deer_takes declines it)", fn, (unsigned long)S);
+                             "cell has %lu (supports declines it)", fn, (unsigned long)S);
     if (!a->B || !a->T) { *empty = 1; return PRN_OK; }
     memset(k, 0, sizeof *k);
     G = a->kind == PRN_RNN_LSTM ? 4 : a->kind == PRN_RNN_GRU || a->kind == PRN_RNN_MHGRU ? 3 : 1;
@@ -1142,24 +1145,23 @@ PRN__CU_FN prn_status prn__cu_deer_adjoint(prn_context *ctx, const prn_deer_fuse
 /* ------------------------------------------------------------------------
  * The table
  * ---------------------------------------------------------------------- */
+/* all_finite is left NULL: composed from unary and reduce. */
+#define PRN__CU_ENTRIES(E)                                                                          \
+    E(create, prn__cu_create) E(destroy, prn__cu_destroy)                                           \
+    E(buf_alloc, prn__cu_buf_alloc) E(buf_free, prn__cu_buf_free) E(buf_upload, prn__cu_buf_upload) \
+    E(buf_download, prn__cu_buf_download) E(buf_copy, prn__cu_buf_copy)                            \
+    E(fill, prn__cu_fill) E(unary, prn__cu_unary) E(binary, prn__cu_binary)                         \
+    E(strided_copy, prn__cu_strided_copy) E(gemm, prn__cu_gemm) E(reduce, prn__cu_reduce)          \
+    E(argmax, prn__cu_argmax) E(softmax, prn__cu_softmax) E(random, prn__cu_random)                 \
+    E(sgd_update, prn__cu_sgd_update) E(adam_update, prn__cu_adam_update)                           \
+    E(scan_diag, prn__cu_scan_diag) E(scan_block, prn__cu_scan_block)                               \
+    E(rnn_cell_forward, prn__cu_rnn_cell_forward) E(rnn_cell_backward, prn__cu_rnn_cell_backward)   \
+    E(solve_batched, prn__cu_solve_batched)                                                         \
+    E(rnn_layer_forward, prn__cu_rnn_layer_forward) E(rnn_layer_backward, prn__cu_rnn_layer_backward) \
+    E(deer_iterate, prn__cu_deer_iterate) E(deer_adjoint, prn__cu_deer_adjoint)                     \
+    E(supports, prn__cu_supports)
 PRN__CU_DEF const prn_backend *prn_cuda_backend(void) {
-    /* in the order of struct prn_backend */
-    static const prn_backend b = {
-        "cuda", PARRNN_BACKEND_ABI, prn__cu_create, prn__cu_destroy,
-        prn__cu_buf_alloc, prn__cu_buf_free, prn__cu_buf_upload, prn__cu_buf_download, prn__cu_buf_copy,
-        prn__cu_fill, prn__cu_unary, prn__cu_binary, prn__cu_strided_copy,
-        prn__cu_gemm, prn__cu_reduce, prn__cu_argmax, prn__cu_softmax, prn__cu_random,
-        prn__cu_sgd_update, prn__cu_adam_update,
-        prn__cu_scan_diag, prn__cu_scan_block,
-        prn__cu_rnn_cell_forward, prn__cu_rnn_cell_backward,
-        prn__cu_solve_batched,
-        prn__cu_rnn_layer_forward, prn__cu_rnn_layer_backward,
-        prn__cu_deer_iterate, prn__cu_deer_adjoint,
-        NULL,       /* all_finite: composed from unary and reduce */
-        prn__cu_deer_takes,
-        NULL,       /* rnn_layer_backward_dw: rnn_layer_backward, then gemm and reduce */
-        NULL,       /* rnn_layer_forward_x: the generic code's gemm, then rnn_layer_forward */
-        {NULL}};
+    PRN_BACKEND_TABLE(b, "cuda", PRN__CU_ENTRIES);
     return &b;
 }
 

@@ -1124,24 +1124,22 @@ PRN__OCL_FN prn_status prn__ocl_scan_block(prn_context *ctx, prn_dtype dtype, in
 /* ------------------------------------------------------------------------
  * The table
  * ---------------------------------------------------------------------- */
+/* Left NULL: rnn_layer_forward/_backward (the generic code steps through
+ * time), deer_iterate/_adjoint (DEER composes its iterations), all_finite
+ * (composed from unary and reduce), supports. */
+#define PRN__OCL_ENTRIES(E)                                                                             \
+    E(create, prn__ocl_create) E(destroy, prn__ocl_destroy)                                             \
+    E(buf_alloc, prn__ocl_buf_alloc) E(buf_free, prn__ocl_buf_free) E(buf_upload, prn__ocl_buf_upload) \
+    E(buf_download, prn__ocl_buf_download) E(buf_copy, prn__ocl_buf_copy)                               \
+    E(fill, prn__ocl_fill) E(unary, prn__ocl_unary) E(binary, prn__ocl_binary)                          \
+    E(strided_copy, prn__ocl_strided_copy) E(gemm, prn__ocl_gemm) E(reduce, prn__ocl_reduce)            \
+    E(argmax, prn__ocl_argmax) E(softmax, prn__ocl_softmax) E(random, prn__ocl_random)                  \
+    E(sgd_update, prn__ocl_sgd_update) E(adam_update, prn__ocl_adam_update)                             \
+    E(scan_diag, prn__ocl_scan_diag) E(scan_block, prn__ocl_scan_block)                                 \
+    E(rnn_cell_forward, prn__ocl_rnn_cell_forward) E(rnn_cell_backward, prn__ocl_rnn_cell_backward)     \
+    E(solve_batched, prn__ocl_solve_batched)
 PRN__OCL_DEF const prn_backend *prn_opencl_backend(void) {
-    /* in the order of struct prn_backend */
-    static const prn_backend b = {
-        "opencl", PARRNN_BACKEND_ABI, prn__ocl_create, prn__ocl_destroy,
-        prn__ocl_buf_alloc, prn__ocl_buf_free, prn__ocl_buf_upload, prn__ocl_buf_download, prn__ocl_buf_copy,
-        prn__ocl_fill, prn__ocl_unary, prn__ocl_binary, prn__ocl_strided_copy,
-        prn__ocl_gemm, prn__ocl_reduce, prn__ocl_argmax, prn__ocl_softmax, prn__ocl_random,
-        prn__ocl_sgd_update, prn__ocl_adam_update,
-        prn__ocl_scan_diag, prn__ocl_scan_block,
-        prn__ocl_rnn_cell_forward, prn__ocl_rnn_cell_backward,
-        prn__ocl_solve_batched,
-        NULL, NULL, /* rnn_layer_forward/_backward: the generic code steps through time */
-        NULL, NULL, /* deer_iterate/_adjoint: DEER composes its iterations */
-        NULL,       /* all_finite: composed from unary and reduce */
-        NULL,       /* deer_takes */
-        NULL,       /* rnn_layer_backward_dw */
-        NULL,       /* rnn_layer_forward_x */
-        {NULL}};
+    PRN_BACKEND_TABLE(b, "opencl", PRN__OCL_ENTRIES);
     return &b;
 }
 

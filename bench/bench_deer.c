@@ -37,7 +37,7 @@
  * 10 B T n * 4; quasi-DEER 56 B T n * 4; DEER 12 B T n^2 * 4 + 56 B T n * 4
  * (the GRU's dense Jacobian is built from about ten temporaries of B T n^2
  * values); on a backend with fused DEER iterations (deer_iterate: the
- * reference) DEER and quasi-DEER 16 B T n * 4 where its deer_takes takes
+ * reference) DEER and quasi-DEER 16 B T n * 4 where its supports takes
  * the size (CUDA: n <= 64; the composed estimate above otherwise: the
  * H200 run of n = 32 had used the fused one for the composed path); --grad doubles B T n; each
  * plus 0.6 GB for the reference backend's cache of freed buffers. Peaks measured on the
@@ -119,18 +119,17 @@ static int g_fused = 0;             /* the backend has deer_iterate (prn_deer_rn
 static prn_context *g_ectx = NULL;  /* for fused_takes */
 
 /* Whether prn_deer_rnn runs this GRU's iterations (and with --grad its
- * adjoint) fused: the backend has the entries and its deer_takes, when it
+ * adjoint) fused: the backend has the entries and its supports, when it
  * has one, takes the sizes (the CUDA kernels: n <= 64; larger ones are
  * composed, with the composed path's memory). */
 static int fused_takes(size_t n, size_t T) {
-    const prn_backend *be = g_ectx ? prn_context_backend(g_ectx) : NULL;
     prn_deer_fused a;
-    if (!be || !be->deer_iterate) return 0;
-    if (!be->deer_takes) return 1;
+    if (!g_ectx) return 0;
     memset(&a, 0, sizeof a);
     a.kind = PRN_RNN_GRU; a.dtype = PRN_F32; a.mode = PRN_JACOBIAN_DENSE;
     a.B = DEER_BATCH; a.T = T; a.H = a.S = a.hk = n;
-    return be->deer_takes(g_ectx, &a, 0) && (!g_grad || (be->deer_adjoint && be->deer_takes(g_ectx, &a, 1)));
+    return prn_backend_supports(g_ectx, PRN_SLOT_deer_iterate, &a) &&
+           (!g_grad || prn_backend_supports(g_ectx, PRN_SLOT_deer_adjoint, &a));
 }
 
 /* One (n, T, method). */

@@ -416,13 +416,82 @@ static double spec_random(prn_random_dist dist, prn_dtype dt, uint64_t seed, uin
  * case covers f32 and f64 (and i32 where the primitive takes it).
  * ====================================================================== */
 
-/* --- the table itself ------------------------------------------------- */
-static void t_table(void) {
-    const prn_backend *be = g_side[0].be;
-    int k, nnull = 0;
-    char missing[256];
+/* --- the table itself -------------------------------------------------
+ * The coverage check follows the slot list (PRN_BACKEND_SLOTS): every
+ * required slot (BUFFER, BASIC) of every table under test (the tested
+ * backend and the oracle) is set, a failure naming the backend and the
+ * slot; the fused and optional ones it leaves NULL are listed. The list
+ * itself: ids, names and kinds agree with the struct. */
+static void table_coverage(const prn_backend *be) {
+    int i, nnull = 0;
+    char missing[512];
     size_t len = 0;
     missing[0] = 0;
+    for (i = 0; i < prn_backend_slot_count(); ++i) {
+        int kind = prn_backend_slot_kind(i);
+        if (prn_backend_has(be, i)) continue;
+        if (kind == PRN_SLOT_KIND_BUFFER || kind == PRN_SLOT_KIND_BASIC)
+            failf("backend '%s' leaves the required slot '%s' NULL (implement it, or declare it optional in "
+                  "PRN_BACKEND_SLOTS)", be->name, prn_backend_slot_name(i));
+        else {
+            nnull++;
+            len += (size_t)snprintf(missing + len, len < sizeof missing ? sizeof missing - len : 0, " %s",
+                                    prn_backend_slot_name(i));
+        }
+    }
+    if (nnull) printf("    note: backend '%s' leaves %d optional slot(s) NULL:%s\n", be->name, nnull, missing);
+    g_cases++;
+}
+static void slots_tested(void);
+/* A supports that declines deer_iterate alone, counting its calls and
+ * keeping the last slot and args it was asked about. */
+static int g_sup_calls, g_sup_slot;
+static const void *g_sup_args;
+static int decline_deer_iterate(prn_context *ctx, prn_backend_slot slot, const void *args) {
+    (void)ctx;
+    g_sup_calls++;
+    g_sup_slot = (int)slot;
+    g_sup_args = args;
+    return slot != PRN_SLOT_deer_iterate;
+}
+/* prn_backend_supports, the generic code's gate of the fused slots: a
+ * NULL slot is not taken; a basic slot is taken without asking supports;
+ * a fused one is taken when supports is NULL or says so, and supports
+ * sees the slot and args it was asked with. */
+static void supports_gate(void) {
+    prn_backend t = *prn_reference_noblas_backend();
+    const prn_backend *list[1];
+    prn_config cfg;
+    prn_context *c = NULL;
+    char err[256];
+    int x = 0;
+    g_sup_calls = 0; /* t_table runs once per backend */
+    t.name = "reference-noblas-declines";
+    t.all_finite = NULL;
+    t.supports = decline_deer_iterate;
+    list[0] = &t;
+    memset(&cfg, 0, sizeof cfg);
+    cfg.backend = t.name;
+    cfg.backends = list;
+    cfg.num_backends = 1;
+    if (prn_context_create(&cfg, &c, err, sizeof err) != PRN_OK) { failf("context on a custom table: %s", err); return; }
+    PRNT_CHECK(prn_backend_supports(c, PRN_SLOT_gemm, NULL) && g_sup_calls == 0, "a basic slot, supports not asked");
+    PRNT_CHECK(!prn_backend_supports(c, PRN_SLOT_all_finite, NULL) && g_sup_calls == 0, "a NULL fused slot");
+    PRNT_CHECK(!prn_backend_supports(c, PRN_SLOT_deer_iterate, &x) && g_sup_calls == 1 &&
+                   g_sup_slot == PRN_SLOT_deer_iterate && g_sup_args == &x, "supports declines deer_iterate");
+    PRNT_CHECK(prn_backend_supports(c, PRN_SLOT_deer_adjoint, &x) && g_sup_calls == 2 &&
+                   g_sup_slot == PRN_SLOT_deer_adjoint, "supports takes deer_adjoint");
+    PRNT_CHECK(prn_backend_supports(c, PRN_SLOT_rnn_layer_forward, NULL) && g_sup_calls == 3 && g_sup_args == NULL,
+               "supports takes rnn_layer_forward");
+    PRNT_CHECK(!prn_backend_supports(NULL, PRN_SLOT_gemm, NULL) && !prn_backend_supports(c, PRN_SLOT_COUNT, NULL),
+               "no context, or a slot out of range");
+    prn_context_destroy(c);
+    g_cases++;
+}
+static void t_table(void) {
+    const prn_backend *be = g_side[0].be;
+    prn_backend probe;
+    int k, s;
     PRNT_CHECK(be != NULL, "prn_context_backend returned NULL");
     if (!be) return;
     PRNT_CHECK(be->name && strcmp(be->name, g_side[0].name) == 0, "table name '%s', asked for '%s'",
@@ -431,25 +500,37 @@ static void t_table(void) {
                prn_context_backend_name(g_side[0].ctx));
     PRNT_CHECK(be->abi_version == PARRNN_BACKEND_ABI, "abi_version %d, header ABI %d", be->abi_version,
                PARRNN_BACKEND_ABI);
-    PRNT_CHECK(be->buf_alloc && be->buf_free && be->buf_upload && be->buf_download && be->buf_copy,
-               "a required buffer entry is NULL");
-#if PARRNN_BACKEND_ABI == 1
     for (k = 0; k < (int)(sizeof be->reserved / sizeof be->reserved[0]); ++k)
         PRNT_CHECK(be->reserved[k] == NULL, "reserved[%d] is not NULL", k);
-#endif
-#define NOTE_NULL(e) \
-    if (!be->e) { nnull++; len += (size_t)snprintf(missing + len, len < sizeof missing ? sizeof missing - len : 0, " %s", #e); }
-    NOTE_NULL(fill) NOTE_NULL(unary) NOTE_NULL(binary) NOTE_NULL(strided_copy)
-    NOTE_NULL(gemm) NOTE_NULL(reduce) NOTE_NULL(argmax) NOTE_NULL(softmax)
-    NOTE_NULL(random) NOTE_NULL(sgd_update) NOTE_NULL(adam_update)
-    NOTE_NULL(scan_diag) NOTE_NULL(scan_block) NOTE_NULL(rnn_cell_forward) NOTE_NULL(rnn_cell_backward)
-    NOTE_NULL(solve_batched) NOTE_NULL(rnn_layer_forward) NOTE_NULL(rnn_layer_backward)
-    NOTE_NULL(deer_iterate) NOTE_NULL(deer_adjoint) NOTE_NULL(all_finite) NOTE_NULL(rnn_layer_backward_dw)
-    NOTE_NULL(rnn_layer_forward_x)
-#undef NOTE_NULL
-    if (nnull) printf("    note: backend '%s' leaves %d primitive(s) NULL:%s\n", g_side[0].name, nnull, missing);
+    for (s = 0; s < nsides(); ++s) table_coverage(g_side[s].be);
+    /* The list's introspection: ids in the struct's order, names, kinds,
+     * and prn_backend_has reading the slot the id names (each slot set
+     * alone in a zeroed table). */
+    PRNT_CHECK(prn_backend_slot_count() == PRN_SLOT_COUNT && PRN_SLOT_COUNT > 0, "slot count %d",
+               prn_backend_slot_count());
+    PRNT_CHECK(prn_backend_slot_name(-1) == NULL && prn_backend_slot_name(PRN_SLOT_COUNT) == NULL &&
+               prn_backend_slot_kind(PRN_SLOT_COUNT) == -1 && !prn_backend_has(be, PRN_SLOT_COUNT) &&
+               !prn_backend_has(NULL, PRN_SLOT_gemm), "out-of-range slots");
+    PRNT_CHECK(strcmp(prn_backend_slot_name(PRN_SLOT_gemm), "gemm") == 0 &&
+               strcmp(prn_backend_slot_name(PRN_SLOT_supports), "supports") == 0 &&
+               prn_backend_slot_kind(PRN_SLOT_buf_alloc) == PRN_SLOT_KIND_BUFFER &&
+               prn_backend_slot_kind(PRN_SLOT_gemm) == PRN_SLOT_KIND_BASIC &&
+               prn_backend_slot_kind(PRN_SLOT_deer_iterate) == PRN_SLOT_KIND_FUSED &&
+               prn_backend_slot_kind(PRN_SLOT_create) == PRN_SLOT_KIND_OPTIONAL, "slot names and kinds");
+    PRNT_CHECK((const char *)&be->create - (const char *)be == (ptrdiff_t)offsetof(prn_backend, create) &&
+               offsetof(prn_backend, reserved) - offsetof(prn_backend, create) ==
+                   (size_t)PRN_SLOT_COUNT * sizeof be->create, "one pointer per slot, reserved after the last");
+    for (k = 0; k < PRN_SLOT_COUNT; ++k) {
+        int j, ok = 1;
+        memset(&probe, 0, sizeof probe);
+        memcpy((char *)&probe + offsetof(prn_backend, create) + (size_t)k * sizeof probe.create, &be->buf_alloc,
+               sizeof probe.create); /* any non-NULL pointer of that size */
+        for (j = 0; j < PRN_SLOT_COUNT; ++j) ok &= prn_backend_has(&probe, j) == (j == k);
+        PRNT_CHECK(ok, "prn_backend_has: slot %d (%s) is not the %d-th pointer", k, prn_backend_slot_name(k), k);
+    }
+    slots_tested();
+    supports_gate();
     g_cases++;
-    (void)k;
 }
 
 /* --- buf_alloc / buf_free / buf_upload / buf_download ------------------- */
@@ -2518,7 +2599,7 @@ static void t_deer(void) {
     g_generic_be.name = "reference-noblas-generic-deer";
     g_generic_be.deer_iterate = NULL;
     g_generic_be.deer_adjoint = NULL;
-    g_generic_be.deer_takes = NULL;
+    g_generic_be.supports = NULL;
     tbl[0] = &g_generic_be;
     memset(&cfg, 0, sizeof cfg);
     cfg.backend = g_generic_be.name;
@@ -2606,7 +2687,7 @@ static int deer_direct_weights(prn_rnn_kind kind, prn_dtype dt, size_t G, size_t
 }
 /* --- deer_iterate, called directly ----------------------------------------
  * The entry itself against the oracle's on the same arguments, where the
- * tested backend takes them (deer_takes): ynew, the residual and the finite
+ * tested backend takes them (prn_backend_supports): ynew, the residual and the finite
  * flag, for every cell, mode, dtype, direction, with and without an
  * iterate (y NULL: h0 at every step), ynew NULL (the residual alone),
  * damping 0 and 0.3; few rows over long times (the CUDA backend then cuts
@@ -2643,7 +2724,7 @@ static void deer_direct_case(prn_rnn_kind kind, prn_dtype dt, prn_jacobian_mode 
     a[0].kind = (int)kind; a[0].relu = 0; a[0].dtype = dt; a[0].mode = mode; a[0].reverse = rev;
     a[0].B = B; a[0].T = T; a[0].H = H; a[0].S = S; a[0].hk = hk; a[0].L = L;
     a[0].damping = vary == 3 ? 0.3 : 0; a[0].clip = 1e8; a[0].atol = a[0].rtol = dt == PRN_F64 ? 1e-10 : 1e-5;
-    if (g_side[0].be->deer_takes && !g_side[0].be->deer_takes(g_side[0].ctx, &a[0], 0)) return; /* composed instead */
+    if (!prn_backend_supports(g_side[0].ctx, PRN_SLOT_deer_iterate, &a[0])) return; /* composed instead */
     if (!deer_direct_weights(kind, dt, G, H, hk, L, nw, wb, desc)) return;
     if (!deer_direct_xh(dt, B * T * P, B * S, &xb, &hb, desc)) return;
     if (use_y) {
@@ -2719,7 +2800,7 @@ static void deer_multi_case(prn_rnn_kind kind, prn_dtype dt, prn_jacobian_mode m
     for (s = 0; s < nsides(); ++s) {
         const prn_backend *be = g_side[s].be;
         pbuf *in, *out, *last;
-        if (!be->deer_iterate || (be->deer_takes && !be->deer_takes(g_side[s].ctx, &a0, 0))) continue;
+        if (!prn_backend_supports(g_side[s].ctx, PRN_SLOT_deer_iterate, &a0)) continue;
         a = a0;
         for (k = 0; k < 4; ++k) a.w[k] = wb[k] ? wb[k]->h[s] : NULL;
         a.xp = xb->h[s]; a.h0 = hb->h[s];
@@ -2776,7 +2857,7 @@ static void deer_adj_direct_case(prn_rnn_kind kind, prn_dtype dt, int rev, size_
     memset(a, 0, sizeof a);
     a[0].kind = (int)kind; a[0].dtype = dt; a[0].mode = PRN_JACOBIAN_DIAG; a[0].reverse = rev;
     a[0].B = B; a[0].T = T; a[0].H = H; a[0].S = S; a[0].hk = hk; a[0].L = L;
-    if (g_side[0].be->deer_takes && !g_side[0].be->deer_takes(g_side[0].ctx, &a[0], 1)) return;
+    if (!prn_backend_supports(g_side[0].ctx, PRN_SLOT_deer_adjoint, &a[0])) return;
     if (!deer_direct_weights(kind, dt, G, H, hk, L, nw, wb, desc)) return;
     if (!deer_direct_xh(dt, N * P, B * S, &xb, &hb, desc)) return;
     v = hd(N * S);
@@ -3101,7 +3182,7 @@ static const prim_test k_prims[] = {
     {"scan_diag", t_scan_diag},
     {"scan_block", t_scan_block},
     {"rnn_cell_forward+rnn_cell_backward", t_rnn_cell},
-    {"rnn_layer_forward+rnn_layer_backward", t_rnn_layer},
+    {"rnn_layer_forward+rnn_layer_backward+rnn_layer_backward_dw", t_rnn_layer},
     {"rnn_layer_forward_x", t_rnn_layer_x},
     {"solve_batched", t_solve_batched},
     {"deer_iterate+deer_adjoint", t_deer},
@@ -3110,6 +3191,32 @@ static const prim_test k_prims[] = {
     {"all_finite", t_all_finite},
     {"public_random", t_public_random},
 };
+
+/* Every slot of the list but the OPTIONAL ones (create, destroy,
+ * supports: no result of their own to compare) has a test above: a name
+ * in k_prims holds it as a word ("rnn_cell_forward+rnn_cell_backward",
+ * "deer_iterate (direct)"). A slot added to PRN_BACKEND_SLOTS without a
+ * test fails here. */
+static void slots_tested(void) {
+    int i;
+    size_t p;
+    for (i = 0; i < prn_backend_slot_count(); ++i) {
+        const char *name = prn_backend_slot_name(i);
+        size_t n = strlen(name);
+        int found = 0;
+        if (prn_backend_slot_kind(i) == PRN_SLOT_KIND_OPTIONAL) continue;
+        for (p = 0; p < sizeof k_prims / sizeof k_prims[0] && !found; ++p) {
+            const char *t = k_prims[p].name;
+            while (*t && !found) {
+                size_t w = strcspn(t, "+ ");
+                found = w == n && strncmp(t, name, n) == 0;
+                t += w;
+                t += strspn(t, "+ ");
+            }
+        }
+        if (!found) failf("slot '%s' of PRN_BACKEND_SLOTS has no conformance test (k_prims)", name);
+    }
+}
 
 static void run_named(const char *group, const char *backend, const char *prim, void (*fn)(void)) {
     char label[160];

@@ -835,12 +835,12 @@ static void test_bad_input(void) {
     prn_no_grad_end(g_ctx);
     prn_tensor_free(y); y = NULL;
     {
-        const prn_backend *be = prn_context_backend(g_ctx);
         prn_deer_fused fz;
         memset(&fz, 0, sizeof fz);
         fz.kind = PRN_RNN_GRU; fz.dtype = PRN_F32; fz.mode = PRN_JACOBIAN_DIAG; fz.B = 2; fz.T = 10;
         fz.H = fz.S = fz.hk = 80;
-        takes = be->deer_adjoint && be->deer_iterate && (!be->deer_takes || be->deer_takes(g_ctx, &fz, 1));
+        takes = prn_backend_supports(g_ctx, PRN_SLOT_deer_iterate, &fz) &&
+                prn_backend_supports(g_ctx, PRN_SLOT_deer_adjoint, &fz);
     }
     if (takes) {
         PRNT_OK(g_ctx, prn_deer_rnn(g_ctx, big, x, NULL, &o, &y, NULL, NULL));
