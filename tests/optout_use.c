@@ -11,6 +11,8 @@
  *     grad); with it, backward and an SGD step change a parameter;
  *   - where kept, DEER reproduces the forward and SCYFI finds the fixed
  *     point of a one-unit PLRNN.
+ * An argument names another backend to run on (its slots are not checked;
+ * the OpenCL and CUDA backends link with any of the builds).
  * Prints the summary line of the test programs. */
 #include "parrnn.h"
 #include <math.h>
@@ -124,19 +126,20 @@ static void check_network(prn_context *ctx, prn_rnn_kind kind, int layers, size_
     prn_rnn_free(rnn);
 }
 
-int main(void) {
+int main(int argc, char **argv) {
     prn_config cfg;
     prn_context *ctx = NULL;
     const prn_backend *be;
     char err[256];
     memset(&cfg, 0, sizeof cfg);
-    cfg.backend = "reference";
+    cfg.backend = argc > 1 ? argv[1] : "reference";
     cfg.seed = 7;
     if (prn_context_create(&cfg, &ctx, err, sizeof err) != PRN_OK) {
         printf("FAIL prn_context_create: %s\nsummary passed=0 failed=1 skipped=0\n", err);
         return 1;
     }
     be = prn_context_backend(ctx);
+    if (argc > 1) goto run;
     /* what the build left out (NULL), what it kept */
     CHECK(be->rnn_cell_forward && be->rnn_layer_forward && be->scan_diag && be->gemm && be->all_finite);
 #ifdef PARRNN_NO_SCYFI
@@ -158,6 +161,7 @@ int main(void) {
 #if !defined(PARRNN_NO_TRAINING) && !defined(PARRNN_NO_DEER)
     CHECK(be->deer_adjoint != NULL);
 #endif
+run:
     check_network(ctx, PRN_RNN_GRU, 2, O);
     check_network(ctx, PRN_RNN_LSTM, 1, 0);
 #ifndef PARRNN_NO_SCYFI
