@@ -60,7 +60,7 @@
  *                      a gradient needs: the tape records nothing (every op
  *                      runs as inside prn_no_grad_begin, prn_grad_enabled
  *                      is 0; parameters may still be marked requires_grad,
- *                      prn_tensor_grad is always NULL); left out are
+ *                      no backward fills prn_tensor_grad); left out are
  *                      prn_backward, prn_backward_retain, prn_tape_record,
  *                      the optimisers (prn_optim_sgd, _adam, _step,
  *                      _zero_grad, _set_lr, _free), prn_clip_grad_norm and
