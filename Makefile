@@ -100,7 +100,7 @@ TOOLS        = $(BUILD)/parrnn-scyfi
 EXAMPLE_BINS = $(addprefix $(BUILD)/examples/,$(EXAMPLES))
 BENCH_BINS   = $(addprefix $(BUILD)/bench/,$(BENCHES))
 
-.PHONY: all test test-mpi test-sanitize test-valgrind demo bench examples clean fuzz fuzz-replay fuzz-corpus-rnn teach teach-shots bench-frames
+.PHONY: all test optout-check test-mpi test-sanitize test-valgrind demo bench examples clean fuzz fuzz-replay fuzz-corpus-rnn teach teach-shots bench-frames
 all: $(TEST_BINS) $(BUILD)/tests/backend_probe $(BUILD)/tests/fuzz_corpus_rnn_gen $(EXAMPLE_BINS) $(BENCH_BINS) $(TOOLS) $(if $(filter 1,$(MPI)),$(MPI_BINS))
 examples: $(EXAMPLE_BINS)
 
@@ -231,8 +231,16 @@ test: $(TEST_BINS) $(BUILD)/tests/backend_probe $(TOOLS) $(EXAMPLE_BINS) $(BUILD
 	$(if $(filter 1,$(CUDA_EMU)),,echo "note: no C++ compiler ($(CXX)): the CUDA backend is not run on the CUDA emulator";) \
 	PRNT_PROBE=$(BUILD)/tests/backend_probe PRNT_BACKENDS="$(EXTRA_BACKENDS)" PRNT_SCYFI=$(BUILD)/parrnn-scyfi \
 	    PRNT_SCAN_EXPLAIN=$(BUILD)/examples/scan_explain PRNT_RNN_TRAIN_SMALL=$(BUILD)/examples/rnn_train_small PRNT_ALSO="$(addprefix cuda:,$(EMU_IN_TEST))" PRNT_JOBS=$${PRNT_JOBS:-$(NPROC)} \
-	    sh tests/run.sh tests/compile_check.sh tests/tool_scyfi.sh tests/teach_page.sh tests/frame_bits.sh tests/export_torch.sh \
+	    PRNT_FULL_OBJ=$(BUILD)/parrnn.o \
+	    sh tests/run.sh tests/compile_check.sh tests/optout_check.sh tests/tool_scyfi.sh tests/teach_page.sh tests/frame_bits.sh tests/export_torch.sh \
 	    $(TEST_BINS) $(if $(filter 1,$(CUDA_EMU)),tests/gpu_check_flow.sh)
+
+# The opt-out macros (LEAVING PARTS OUT in parrnn.h): each macro and the
+# three together built with gcc and clang as C99 and C++, a program on what
+# remains run, and nm shows none of the left-out functions (part of `make
+# test`; about 110 s of CPU, a minute on two idle cores).
+optout-check: $(BUILD)/parrnn.o
+	@PRNT_FULL_OBJ=$(BUILD)/parrnn.o sh tests/run.sh tests/optout_check.sh
 
 # The MPI tests: tests/test_mpi under `mpirun -np N` for N in MPI_NPS (each
 # run limited to 300 s; one that dies or hangs counts as a failure); the

@@ -39,6 +39,49 @@
  *                      prn_opencl_backend() / prn_cuda_backend() in
  *                      prn_config.backends.
  *
+ * LEAVING PARTS OUT (define in the implementation file, before the include)
+ *   An engine that only steps a network need not compile the rest (stb's
+ *   STBI_NO_*). Each macro removes the functions listed; the types stay.
+ *   A left-out function is neither defined nor, in a file that defines the
+ *   macro too, declared: a call to it fails to compile (undeclared), or,
+ *   from a file that does not define the macro, to link ("undefined
+ *   reference to `prn_scyfi'"). No left-out function is kept as a stub
+ *   that returns an error. Without any of the macros nothing changes.
+ *   PARRNN_NO_SCYFI    prn_scyfi, prn_scyfi_free, the piecewise-linear
+ *                      models (prn_pwl_check, _step, _parse, _load, _free)
+ *                      and prn_eigenvalues (SCYFI's alone). The reference
+ *                      backend's solve_batched entry is NULL.
+ *   PARRNN_NO_DEER     prn_deer, prn_deer_rnn, with their damping, quasi-DEER
+ *                      and adjoint code; the reference backend's
+ *                      deer_iterate and deer_adjoint entries (its fused DEER
+ *                      kernels) are NULL. prn_rnn_jacobian stays (RNN API),
+ *                      and so does prn_backend_deer_check (for backends).
+ *   PARRNN_NO_TRAINING frames and inference only. "Training" is what only
+ *                      a gradient needs: the tape records nothing (every op
+ *                      runs as inside prn_no_grad_begin, prn_grad_enabled
+ *                      is 0; parameters may still be marked requires_grad,
+ *                      no backward fills prn_tensor_grad); left out are
+ *                      prn_backward, prn_backward_retain, prn_tape_record,
+ *                      the optimisers (prn_optim_sgd, _adam, _step,
+ *                      _zero_grad, _set_lr, _free), prn_clip_grad_norm and
+ *                      every op's backward function; the reference
+ *                      backend's sgd_update, adam_update, rnn_cell_backward,
+ *                      rnn_layer_backward and deer_adjoint entries are NULL
+ *                      (its fused cells and layers still run the forward:
+ *                      without a tape no backward is ever asked of them).
+ *                      The losses prn_mse and prn_cross_entropy stay: they
+ *                      are forward ops, and evaluate a model too.
+ *   PARRNN_ONLY_FRAMES all three: tensors, ops, scans, cells, prn_rnn
+ *                      (forward, step, Jacobian, files) and the frames.
+ *   The macros concern parrnn.h's implementation and its reference backend.
+ *   The backends in backends/ need no change: the OpenCL and CUDA ones call
+ *   only functions every build keeps (prn_backend_*_check, prn_set_error,
+ *   ...), and their entries for a left-out part are simply never called.
+ *   backends/parrnn_mpi.h needs the full build (prn_mpi_scyfi, training).
+ *   `make optout-check` (part of `make test`) builds each macro and all
+ *   three with gcc and clang, C99 and C++, runs a program on what remains
+ *   and checks with nm that the left-out functions are gone.
+ *
  * ERRORS
  *   Every fallible function returns a prn_status. On failure the context
  *   keeps a message naming the function, the argument and the problem
@@ -94,6 +137,19 @@
  */
 #ifndef PARRNN_H
 #define PARRNN_H
+
+/* LEAVING PARTS OUT, above: PARRNN_ONLY_FRAMES is the three macros. */
+#ifdef PARRNN_ONLY_FRAMES
+#ifndef PARRNN_NO_SCYFI
+#define PARRNN_NO_SCYFI
+#endif
+#ifndef PARRNN_NO_DEER
+#define PARRNN_NO_DEER
+#endif
+#ifndef PARRNN_NO_TRAINING
+#define PARRNN_NO_TRAINING
+#endif
+#endif
 
 #define PARRNN_VERSION_MAJOR 0
 #define PARRNN_VERSION_MINOR 1
@@ -343,11 +399,15 @@ PRNDEF prn_status prn_tensor_set_grad(prn_tensor *t, prn_tensor *g);
  * The message names the op and the input. On failure no gradient has
  * changed and the tape is kept as it was (but for a backend that fails
  * while the gradients are added into the .grad tensors, the last step). */
+#ifndef PARRNN_NO_TRAINING
 PRNDEF prn_status prn_backward(prn_context *ctx, prn_tensor *loss);
+#endif
 /* prn_backward that keeps the records it ran, so that a later prn_backward
  * (on the same loss, or on another one sharing part of the graph) can run
  * them again; the last pass over them should be a plain prn_backward. */
+#ifndef PARRNN_NO_TRAINING
 PRNDEF prn_status prn_backward_retain(prn_context *ctx, prn_tensor *loss);
+#endif
 /* Forgets everything recorded (e.g. after an evaluation pass with recording
  * on). A later prn_backward on an output recorded before fails. */
 PRNDEF void prn_tape_clear(prn_context *ctx);
@@ -395,10 +455,12 @@ typedef struct prn_op {
 typedef prn_status (*prn_backward_fn)(prn_context *ctx, const prn_op *op,
                                       prn_tensor *grad_output,
                                       prn_tensor **grad_inputs);
+#ifndef PARRNN_NO_TRAINING
 PRNDEF prn_status prn_tape_record(prn_context *ctx, const char *name,
                                   prn_tensor *const *inputs, int num_inputs,
                                   prn_tensor *output, prn_backward_fn backward,
                                   void *user, void (*free_user)(void *user));
+#endif
 
 /* ------------------------------------------------------------------------
  * Ops. Each returns a new tensor through out and records its backward on
@@ -1051,16 +1113,20 @@ typedef struct prn_deer_cell {
 
 /* The trajectory y [B, T, S] of cell from state0 [B, S] (NULL: zeros)
  * over x [B, T, X], T >= 1. opt and stats may be NULL. */
+#ifndef PARRNN_NO_DEER
 PRNDEF prn_status prn_deer(prn_context *ctx, const prn_deer_cell *cell, prn_tensor *x, prn_tensor *state0,
                            const prn_deer_options *opt, prn_tensor **y, prn_deer_stats *stats);
+#endif
 /* prn_rnn_forward by DEER: the same arguments and results (y, final
  * state), layer by layer and direction by direction (a reverse direction
  * is a reverse scan). *warm holds the states of every layer-direction:
  * [L*D, B, T, S]. The input projections of all steps are one GEMM, done
  * once. */
+#ifndef PARRNN_NO_DEER
 PRNDEF prn_status prn_deer_rnn(prn_context *ctx, const prn_rnn *rnn, prn_tensor *x, prn_tensor *state0,
                                const prn_deer_options *opt, prn_tensor **y, prn_tensor **state,
                                prn_deer_stats *stats);
+#endif
 
 /* ------------------------------------------------------------------------
  * Piecewise-linear models and SCYFI: their fixed points and cycles
@@ -1146,9 +1212,11 @@ typedef struct prn_pwl_model {
 } prn_pwl_model;
 
 /* Checks a model (sizes, the arrays its kind needs, finite numbers). */
+#ifndef PARRNN_NO_SCYFI
 PRNDEF prn_status prn_pwl_check(prn_context *ctx, const prn_pwl_model *m);
 /* One step z -> z' = F(z) (M numbers each; out may equal z). */
 PRNDEF prn_status prn_pwl_step(prn_context *ctx, const prn_pwl_model *m, const double *z, double *out);
+#endif
 
 /* Model files (text). '#' starts a comment; each field is a keyword
  * followed by its numbers, which may continue on the following lines:
@@ -1164,9 +1232,11 @@ PRNDEF prn_status prn_pwl_step(prn_context *ctx, const prn_pwl_model *m, const d
  * context's allocator, freed with prn_pwl_free. prn_pwl_load reads the
  * file up to prn_config.max_file_bytes (default 1 GiB; more:
  * PRN_ERR_FORMAT) or to its first NUL byte, which the parser refuses. */
+#ifndef PARRNN_NO_SCYFI
 PRNDEF prn_status prn_pwl_parse(prn_context *ctx, const char *text, size_t len, prn_pwl_model **out);
 PRNDEF prn_status prn_pwl_load(prn_context *ctx, const char *path, prn_pwl_model **out);
 PRNDEF void prn_pwl_free(prn_context *ctx, prn_pwl_model *m);
+#endif
 
 /* The largest opt->kmax prn_scyfi takes. */
 #define PRN_SCYFI_MAX_KMAX 100000
@@ -1225,9 +1295,11 @@ typedef struct prn_scyfi_result {
 
 /* Every cycle of order 1 .. kmax that the search (or enumeration) finds.
  * opt may be NULL. On success *out is freed with prn_scyfi_free. */
+#ifndef PARRNN_NO_SCYFI
 PRNDEF prn_status prn_scyfi(prn_context *ctx, const prn_pwl_model *m, const prn_scyfi_options *opt,
                             prn_scyfi_result **out);
 PRNDEF void prn_scyfi_free(prn_context *ctx, prn_scyfi_result *r);
+#endif
 
 /* Eigenvalues of a real n x n matrix a (row-major; not changed): balancing,
  * Hessenberg reduction and the shifted (Francis double-shift) QR
@@ -1235,7 +1307,9 @@ PRNDEF void prn_scyfi_free(prn_context *ctx, prn_scyfi_result *r);
  * with PARRNN_USE_LAPACK. re/im get n values, sorted by decreasing modulus
  * (a conjugate pair: positive imaginary part first). PRN_ERR_NONFINITE
  * for a non-finite a or when the iteration does not converge. */
+#ifndef PARRNN_NO_SCYFI
 PRNDEF prn_status prn_eigenvalues(prn_context *ctx, int n, const double *a, double *re, double *im);
+#endif
 
 /* ------------------------------------------------------------------------
  * Optimisers
@@ -1264,6 +1338,7 @@ typedef struct prn_adam_config {
  * listed twice, or two tensors sharing storage, would be updated twice per
  * step, so creation refuses them (PRN_ERR_INVALID_ARGUMENT, naming both
  * indices). */
+#ifndef PARRNN_NO_TRAINING
 PRNDEF prn_status prn_optim_sgd(prn_context *ctx, prn_tensor *const *params, int num_params,
                                 const prn_sgd_config *config, prn_optim **out);
 PRNDEF prn_status prn_optim_adam(prn_context *ctx, prn_tensor *const *params, int num_params,
@@ -1282,6 +1357,7 @@ PRNDEF void prn_optim_free(prn_optim *opt);
  * listed more than once counts, and is scaled, once. */
 PRNDEF prn_status prn_clip_grad_norm(prn_context *ctx, prn_tensor *const *params, int num_params,
                                      double max_norm, double *total_norm);
+#endif
 
 /* ------------------------------------------------------------------------
  * The backend table
@@ -1987,6 +2063,25 @@ PRN__MATH_INLINE float prn__tanhf(float x) { return 1.0f - 2.0f / (1.0f + prn__e
 #define PRN__DEF static PRN__UNUSED
 #else
 #define PRN__DEF
+#endif
+
+/* LEAVING PARTS OUT (top of the file): a reference to a function of a
+ * left-out part (a backend table's entry, an op's backward function) is
+ * NULL, so that nothing refers to it and the compiler drops it. */
+#ifdef PARRNN_NO_SCYFI
+#define PRN__IF_SCYFI(f) NULL
+#else
+#define PRN__IF_SCYFI(f) f
+#endif
+#ifdef PARRNN_NO_DEER
+#define PRN__IF_DEER(f) NULL
+#else
+#define PRN__IF_DEER(f) f
+#endif
+#ifdef PARRNN_NO_TRAINING
+#define PRN__IF_TRAINING(f) NULL
+#else
+#define PRN__IF_TRAINING(f) f
 #endif
 
 /* OpenMP: loops parallelise only when work is large enough to pay the
@@ -5134,6 +5229,18 @@ PRN__FN prn_status prn__layer_begin(prn_context *ctx, const char *fn, prn__layer
     }
     return PRN_OK;
 }
+#ifdef PARRNN_NO_TRAINING
+/* No tape, no rnn_layer_backward: bw is always 0 in prn__layer_run, whose
+ * references to the backward kernels name the forward ones instead, so
+ * that nothing refers to the backward kernels and the compiler drops them
+ * (a branch that is dead only after optimisation would keep them). */
+#define prn__layer_bw_f32 prn__layer_fw_f32
+#define prn__layer_bw_f64 prn__layer_fw_f64
+#define prn__layer_bw_f32x prn__layer_fw_f32x
+#define prn__lanes_bw_f32 prn__lanes_fw_f32
+#define prn__lanes_bw_f64 prn__lanes_fw_f64
+#define prn__lanes_bw_f32x prn__lanes_fw_f32x
+#endif
 PRN__FN void prn__layer_run(const prn__layer *L, int bw, prn_dtype dtype, int nt) {
     void (*run)(const prn__layer *, size_t, size_t) = dtype == PRN_F64 ? (bw ? prn__layer_bw_f64 : prn__layer_fw_f64)
                                                                         : (bw ? prn__layer_bw_f32 : prn__layer_fw_f32);
@@ -5179,6 +5286,14 @@ PRN__FN void prn__layer_run(const prn__layer *L, int bw, prn_dtype dtype, int nt
     }
 }
 /* Both entries: checks, workspace, the threads' run, its release. */
+#ifdef PARRNN_NO_TRAINING
+#undef prn__layer_bw_f32
+#undef prn__layer_bw_f64
+#undef prn__layer_bw_f32x
+#undef prn__lanes_bw_f32
+#undef prn__lanes_bw_f64
+#undef prn__lanes_bw_f32x
+#endif
 PRN__FN prn_status prn__layer_call(prn_context *ctx, const char *fn, prn__layer *L, int bw, prn_dtype dtype) {
     void *raw = NULL;
     int nt = 1;
@@ -5359,6 +5474,7 @@ PRN__FN prn_status prn__ref_rnn_layer_backward_dw(prn_context *ctx, prn_dtype dt
     return PRN_OK;
 }
 
+#ifndef PARRNN_NO_SCYFI /* solve_batched: SCYFI's candidates (LEAVING PARTS OUT) */
 /* --- batched LU solves (solve_batched) ----------------------------------- */
 /* One system: a x = r by LU with partial pivoting, elimination by rows so
  * the inner loop runs along contiguous memory. par threads the row loop
@@ -5439,6 +5555,8 @@ PRN__FN prn_status prn__ref_solve_batched(prn_context *ctx, prn_dtype dtype, siz
     return PRN_OK;
 }
 
+#endif /* PARRNN_NO_SCYFI */
+#ifndef PARRNN_NO_DEER /* the fused DEER kernels (LEAVING PARTS OUT) */
 /* --- fused DEER iterations (deer_iterate / deer_adjoint) ----------------
  * A thread takes PRN__DZW batch rows at once (lanes; the last group repeats
  * its first row in the unused lanes and writes nothing from them) and walks
@@ -6323,6 +6441,7 @@ PRN__FN prn_status prn__ref_deer_iterate(prn_context *ctx, prn_deer_fused *a) {
 PRN__FN prn_status prn__ref_deer_adjoint(prn_context *ctx, const prn_deer_fused *a) {
     return prn__ref_deer_run(ctx, "deer_adjoint", a, 1);
 }
+#endif /* PARRNN_NO_DEER */
 /* An exponent of all ones is NaN or Inf: OR over the lanes of a block, by
  * integer operations the compiler vectorises (no float compare, no
  * temporaries), one pass at memory speed. f32's test is also the float
@@ -6364,16 +6483,33 @@ PRN__FN prn_status prn__ref_all_finite(prn_context *ctx, prn_dtype dtype, size_t
     E(strided_copy, prn__ref_strided_copy) E(reduce, prn__ref_reduce) E(argmax, prn__ref_argmax)  \
     E(softmax, prn__ref_softmax) E(random, prn__ref_random)                                        \
     E(scan_diag, prn__ref_scan_diag) E(scan_block, prn__ref_scan_block) E(all_finite, prn__ref_all_finite)
-#define PRN__REF_OPTIM_ENTRIES(E) E(sgd_update, prn__ref_sgd_update) E(adam_update, prn__ref_adam_update)
 #define PRN__REF_RNN_ENTRIES(E)                                                                    \
-    E(rnn_cell_forward, prn__ref_rnn_cell_forward) E(rnn_cell_backward, prn__ref_rnn_cell_backward) \
-    E(rnn_layer_forward, prn__ref_rnn_layer_forward) E(rnn_layer_backward, prn__ref_rnn_layer_backward) \
-    E(rnn_layer_backward_dw, prn__ref_rnn_layer_backward_dw) E(rnn_layer_forward_x, prn__ref_rnn_layer_forward_x)
+    E(rnn_cell_forward, prn__ref_rnn_cell_forward) E(rnn_layer_forward, prn__ref_rnn_layer_forward) \
+    E(rnn_layer_forward_x, prn__ref_rnn_layer_forward_x)
+#ifndef PARRNN_NO_TRAINING
+#define PRN__REF_OPTIM_ENTRIES(E) E(sgd_update, prn__ref_sgd_update) E(adam_update, prn__ref_adam_update)
+#define PRN__REF_RNN_BACKWARD_ENTRIES(E)                                                           \
+    E(rnn_cell_backward, prn__ref_rnn_cell_backward) E(rnn_layer_backward, prn__ref_rnn_layer_backward) \
+    E(rnn_layer_backward_dw, prn__ref_rnn_layer_backward_dw)
+#else
+#define PRN__REF_OPTIM_ENTRIES(E)
+#define PRN__REF_RNN_BACKWARD_ENTRIES(E)
+#endif
+#ifndef PARRNN_NO_SCYFI
 #define PRN__REF_SCYFI_ENTRIES(E) E(solve_batched, prn__ref_solve_batched)
+#else
+#define PRN__REF_SCYFI_ENTRIES(E)
+#endif
+#if !defined(PARRNN_NO_DEER) && !defined(PARRNN_NO_TRAINING)
 #define PRN__REF_DEER_ENTRIES(E) E(deer_iterate, prn__ref_deer_iterate) E(deer_adjoint, prn__ref_deer_adjoint)
+#elif !defined(PARRNN_NO_DEER)
+#define PRN__REF_DEER_ENTRIES(E) E(deer_iterate, prn__ref_deer_iterate)
+#else
+#define PRN__REF_DEER_ENTRIES(E)
+#endif
 #define PRN__REF_ENTRIES(E)                                                                        \
-    PRN__REF_CORE_ENTRIES(E) PRN__REF_OPTIM_ENTRIES(E) PRN__REF_RNN_ENTRIES(E) PRN__REF_SCYFI_ENTRIES(E) \
-    PRN__REF_DEER_ENTRIES(E)
+    PRN__REF_CORE_ENTRIES(E) PRN__REF_OPTIM_ENTRIES(E) PRN__REF_RNN_ENTRIES(E) PRN__REF_RNN_BACKWARD_ENTRIES(E) \
+    PRN__REF_SCYFI_ENTRIES(E) PRN__REF_DEER_ENTRIES(E)
 #define PRN__REF_NOBLAS_ENTRIES(E) PRN__REF_ENTRIES(E) E(gemm, prn__ref_gemm_loops)
 #ifdef PARRNN_USE_CBLAS
 #define PRN__REF_BLAS_ENTRIES(E) PRN__REF_ENTRIES(E) E(gemm, prn__ref_gemm_cblas)
@@ -6858,7 +6994,11 @@ PRN__DEF prn_status prn_tensor_set_requires_grad(prn_tensor *t, int rg) {
  * ---------------------------------------------------------------------- */
 PRN__DEF void prn_no_grad_begin(prn_context *ctx) { if (ctx) ctx->no_grad++; }
 PRN__DEF void prn_no_grad_end(prn_context *ctx) { if (ctx && ctx->no_grad > 0) ctx->no_grad--; }
+#ifdef PARRNN_NO_TRAINING /* nothing is ever recorded */
+PRN__DEF int prn_grad_enabled(const prn_context *ctx) { (void)ctx; return 0; }
+#else
 PRN__DEF int prn_grad_enabled(const prn_context *ctx) { return ctx && ctx->no_grad == 0; }
+#endif
 PRN__DEF size_t prn_tape_size(const prn_context *ctx) { return ctx ? ctx->tape_n : 0; }
 
 PRN__FN void prn__node_release(prn__node *nd) {
@@ -6889,6 +7029,9 @@ PRN__FN prn_status prn__record(prn_context *ctx, const char *fn, const char *nam
     prn__node *nd;
     int k, any = 0;
     *recorded = 0;
+#ifdef PARRNN_NO_TRAINING /* no tape: nothing to record (bw is NULL) */
+    return PRN_OK;
+#endif
     if (ctx->no_grad) return PRN_OK;
     if (ctx->in_backward) /* recording was switched back on inside a backward function */
         return PRN__ERR(ctx, PRN_ERR_STATE, "%s: cannot record on the tape from a backward function", fn);
@@ -6925,6 +7068,7 @@ PRN__FN prn_status prn__record(prn_context *ctx, const char *fn, const char *nam
     return PRN_OK;
 }
 
+#ifndef PARRNN_NO_TRAINING /* the tape's backward (LEAVING PARTS OUT) */
 PRN__DEF prn_status prn_tape_record(prn_context *ctx, const char *name, prn_tensor *const *inputs, int num_inputs,
                                     prn_tensor *output, prn_backward_fn backward, void *user,
                                     void (*free_user)(void *)) {
@@ -7175,6 +7319,7 @@ PRN__DEF prn_status prn_backward(prn_context *ctx, prn_tensor *loss) {
 PRN__DEF prn_status prn_backward_retain(prn_context *ctx, prn_tensor *loss) {
     return prn__backward(ctx, "prn_backward_retain", loss, 1);
 }
+#endif /* PARRNN_NO_TRAINING */
 
 /* ------------------------------------------------------------------------
  * Shape helpers and raw (unrecorded) operations
@@ -7495,7 +7640,7 @@ PRN__FN prn_status prn__binary_op(prn_context *ctx, const char *fn, prn_binary_o
     PRN__TRY(prn__binary_raw(ctx, fn, op, a, b, &y));
     in[0] = a;
     in[1] = b;
-    return prn__finish(ctx, fn, y, in, 2, prn__bw_binary, NULL, 0, &iv, 1, out);
+    return prn__finish(ctx, fn, y, in, 2, PRN__IF_TRAINING(prn__bw_binary), NULL, 0, &iv, 1, out);
 }
 PRN__DEF prn_status prn_add(prn_context *ctx, prn_tensor *a, prn_tensor *b, prn_tensor **out) {
     return prn__binary_op(ctx, "prn_add", PRN_BINARY_ADD, a, b, out);
@@ -7555,7 +7700,7 @@ PRN__FN prn_status prn__unary_op(prn_context *ctx, const char *fn, prn_unary_op 
     PRN__TRY(prn__unary_raw(ctx, fn, op, x, alpha, beta, &y));
     f[0] = alpha;
     f[1] = beta;
-    return prn__finish(ctx, fn, y, &x, 1, prn__bw_unary, f, 2, &iv, 1, out);
+    return prn__finish(ctx, fn, y, &x, 1, PRN__IF_TRAINING(prn__bw_unary), f, 2, &iv, 1, out);
 }
 PRN__DEF prn_status prn_neg(prn_context *ctx, prn_tensor *x, prn_tensor **out) {
     return prn__unary_op(ctx, "prn_neg", PRN_UNARY_NEG, x, 0, 0, out);
@@ -7605,7 +7750,7 @@ PRN__DEF prn_status prn_copy(prn_context *ctx, prn_tensor *x, prn_tensor **out) 
     st = prn__in_fn(ctx, fn, ctx->be->buf_copy(ctx, y->st->buf, 0, x->st->buf, 0, x->st->bytes < y->st->bytes ? x->st->bytes : y->st->bytes));
     if (st != PRN_OK) { prn_tensor_free(y); return st; }
     if (x->dtype == PRN_I32) { *out = y; return PRN_OK; }
-    return prn__finish(ctx, fn, y, &x, 1, prn__bw_identity, NULL, 0, NULL, 0, out);
+    return prn__finish(ctx, fn, y, &x, 1, PRN__IF_TRAINING(prn__bw_identity), NULL, 0, NULL, 0, out);
 }
 
 PRN__DEF prn_status prn_broadcast(prn_context *ctx, prn_tensor *x, int ndim, const size_t *shape, prn_tensor **out) {
@@ -7626,7 +7771,7 @@ PRN__DEF prn_status prn_broadcast(prn_context *ctx, prn_tensor *x, int ndim, con
             return PRN__ERR(ctx, PRN_ERR_SHAPE, "%s: argument 'shape': axis %d has size %lu where x has %lu (not 1)",
                             fn, i - (4 - ndim), (unsigned long)o4[i], (unsigned long)x4[i]);
     PRN__TRY(prn__expand_raw(ctx, fn, x, ndim, shape, &y));
-    return prn__finish(ctx, fn, y, &x, 1, prn__bw_identity, NULL, 0, NULL, 0, out);
+    return prn__finish(ctx, fn, y, &x, 1, PRN__IF_TRAINING(prn__bw_identity), NULL, 0, NULL, 0, out);
 }
 
 PRN__DEF prn_status prn_reshape(prn_context *ctx, prn_tensor *x, int ndim, const size_t *shape, prn_tensor **out) {
@@ -7642,7 +7787,7 @@ PRN__DEF prn_status prn_reshape(prn_context *ctx, prn_tensor *x, int ndim, const
                         (unsigned long)numel, (unsigned long)x->numel);
     PRN__TRY(prn__view(ctx, fn, x, ndim, shape, &y));
     if (x->dtype == PRN_I32) { *out = y; return PRN_OK; }
-    return prn__finish(ctx, fn, y, &x, 1, prn__bw_reshape, NULL, 0, NULL, 0, out);
+    return prn__finish(ctx, fn, y, &x, 1, PRN__IF_TRAINING(prn__bw_reshape), NULL, 0, NULL, 0, out);
 }
 
 PRN__FN prn_status prn__transpose_raw(prn_context *ctx, const char *fn, prn_tensor *x, int a0, int a1,
@@ -7681,7 +7826,7 @@ PRN__DEF prn_status prn_transpose(prn_context *ctx, prn_tensor *x, int axis0, in
     if (x->dtype == PRN_I32) { *out = y; return PRN_OK; }
     iv[0] = axis0;
     iv[1] = axis1;
-    return prn__finish(ctx, fn, y, &x, 1, prn__bw_transpose, NULL, 0, iv, 2, out);
+    return prn__finish(ctx, fn, y, &x, 1, PRN__IF_TRAINING(prn__bw_transpose), NULL, 0, iv, 2, out);
 }
 
 /* Matrices in a batch: the product of the axes before the last two. */
@@ -7819,7 +7964,7 @@ PRN__DEF prn_status prn_matmul_ex(prn_context *ctx, prn_tensor *a, int trans_a, 
     PRN__TRY(prn__matmul_raw(ctx, fn, a, iv[0], b, iv[1], 0, &y));
     in[0] = a;
     in[1] = b;
-    return prn__finish(ctx, fn, y, in, 2, prn__bw_matmul, NULL, 0, iv, 2, out);
+    return prn__finish(ctx, fn, y, in, 2, PRN__IF_TRAINING(prn__bw_matmul), NULL, 0, iv, 2, out);
 }
 PRN__DEF prn_status prn_matmul(prn_context *ctx, prn_tensor *a, prn_tensor *b, prn_tensor **out) {
     return prn_matmul_ex(ctx, a, 0, b, 0, out);
@@ -7857,7 +8002,7 @@ PRN__FN prn_status prn__linear(prn_context *ctx, const char *fn, prn_tensor *x, 
     }
     if (st != PRN_OK) { prn_tensor_free(y); return st; }
     in[0] = x; in[1] = W; in[2] = b;
-    return prn__finish(ctx, fn, y, in, b ? 3 : 2, prn__bw_linear, NULL, 0, NULL, 0, out);
+    return prn__finish(ctx, fn, y, in, b ? 3 : 2, PRN__IF_TRAINING(prn__bw_linear), NULL, 0, NULL, 0, out);
 }
 
 /* --- reductions ------------------------------------------------------- */
@@ -7917,7 +8062,7 @@ PRN__FN prn_status prn__reduce_op(prn_context *ctx, const char *fn, int kind, pr
     }
     iv[0] = axis;
     iv[1] = kind;
-    return prn__finish(ctx, fn, y, &x, 1, prn__bw_reduce, NULL, 0, iv, 2, out);
+    return prn__finish(ctx, fn, y, &x, 1, PRN__IF_TRAINING(prn__bw_reduce), NULL, 0, iv, 2, out);
 }
 PRN__DEF prn_status prn_sum(prn_context *ctx, prn_tensor *x, int axis, int keepdim, prn_tensor **out) {
     return prn__reduce_op(ctx, "prn_sum", 0, x, axis, keepdim, out);
@@ -7986,7 +8131,7 @@ PRN__FN prn_status prn__softmax_op(prn_context *ctx, const char *fn, int log, pr
     if (st != PRN_OK) { prn_tensor_free(y); return st; }
     iv[0] = axis;
     iv[1] = log;
-    return prn__finish(ctx, fn, y, &x, 1, prn__bw_softmax, NULL, 0, iv, 2, out);
+    return prn__finish(ctx, fn, y, &x, 1, PRN__IF_TRAINING(prn__bw_softmax), NULL, 0, iv, 2, out);
 }
 PRN__DEF prn_status prn_softmax(prn_context *ctx, prn_tensor *x, int axis, prn_tensor **out) {
     return prn__softmax_op(ctx, "prn_softmax", 0, x, axis, out);
@@ -8115,7 +8260,7 @@ PRN__DEF prn_status prn_slice(prn_context *ctx, prn_tensor *x, int axis, size_t 
     PRN__TRY(prn__slice_raw(ctx, fn, x, axis, start, len, &y));
     if (x->dtype == PRN_I32) { *out = y; return PRN_OK; }
     f = (double)start; /* exact below 2^53 */
-    return prn__finish(ctx, fn, y, &x, 1, prn__bw_slice, &f, 1, &axis, 1, out);
+    return prn__finish(ctx, fn, y, &x, 1, PRN__IF_TRAINING(prn__bw_slice), &f, 1, &axis, 1, out);
 }
 
 /* --- concatenation ---------------------------------------------------- */
@@ -8168,7 +8313,7 @@ PRN__DEF prn_status prn_concat(prn_context *ctx, prn_tensor *a, prn_tensor *b, i
     if (a->dtype == PRN_I32) { *out = y; return PRN_OK; }
     in[0] = a;
     in[1] = b;
-    return prn__finish(ctx, fn, y, in, 2, prn__bw_concat, NULL, 0, &axis, 1, out);
+    return prn__finish(ctx, fn, y, in, 2, PRN__IF_TRAINING(prn__bw_concat), NULL, 0, &axis, 1, out);
 }
 
 /* --- scans ------------------------------------------------------------ */
@@ -8320,7 +8465,7 @@ PRN__FN prn_status prn__scan_op(prn_context *ctx, const char *fn, int block, prn
     if (st != PRN_OK) { prn_tensor_free(y); return st; }
     in[0] = a; in[1] = b; in[2] = h0;
     iv[0] = reverse != 0; iv[1] = block; iv[2] = (int)B; iv[3] = (int)T; iv[4] = (int)C; iv[5] = (int)k; iv[6] = (int)algo;
-    return prn__finish(ctx, fn, y, in, h0 ? 3 : 2, prn__bw_scan, NULL, 0, iv, 7, out);
+    return prn__finish(ctx, fn, y, in, h0 ? 3 : 2, PRN__IF_TRAINING(prn__bw_scan), NULL, 0, iv, 7, out);
 }
 PRN__DEF prn_status prn_scan_diag(prn_context *ctx, prn_tensor *a, prn_tensor *b, prn_tensor *h0, int reverse,
                                   prn_scan_algo algo, prn_tensor **out) {
@@ -8874,10 +9019,15 @@ PRN__FN void prn__rk_of(const prn_rnn *r, prn__rk *k) {
     k->hk = r->hk;
     k->m2 = r->m2;
     k->m2c = r->m2c;
+#ifdef PARRNN_NO_TRAINING /* no backward is ever asked: the forward entries suffice */
+    k->fused = prn__rnn_torch(k->kind) && prn_backend_supports(r->ctx, PRN_SLOT_rnn_cell_forward, NULL);
+    k->layer = k->fused && k->nh == 1 && prn_backend_supports(r->ctx, PRN_SLOT_rnn_layer_forward, NULL);
+#else
     k->fused = prn__rnn_torch(k->kind) && prn_backend_supports(r->ctx, PRN_SLOT_rnn_cell_forward, NULL) &&
                prn_backend_supports(r->ctx, PRN_SLOT_rnn_cell_backward, NULL);
     k->layer = k->fused && k->nh == 1 && prn_backend_supports(r->ctx, PRN_SLOT_rnn_layer_forward, NULL) &&
                prn_backend_supports(r->ctx, PRN_SLOT_rnn_layer_backward, NULL);
+#endif
 }
 /* The kind a fused layer is asked for: a one-head MHGRU is a GRU (the same
  * gate layout), which rnn_layer_* know. */
@@ -9471,10 +9621,12 @@ PRN__FN prn_status prn__recur_op(prn_context *ctx, const char *fn, const prn__rk
     prn__cw_release(&w, 0);
     prn_free(ctx, w.t);
     st = w.st;
+#ifndef PARRNN_NO_TRAINING /* else r is NULL: prn_grad_enabled is 0 */
     if (st == PRN_OK && r) {
         st = prn_tape_record(ctx, "rnn_layer", in, np + 2, Sall, prn__bw_recur, r, prn__recur_free);
         if (st == PRN_OK) r = NULL; /* the tape owns it */
     }
+#endif
     prn__recur_free(r);
     if (st != PRN_OK) { prn_tensor_free(Sall); return st; }
     *out = Sall;
@@ -9887,8 +10039,10 @@ PRN__FN prn_status prn__rnn_seq_args(prn_context *ctx, const char *fn, const prn
 PRN__DEF prn_status prn_rnn_forward(prn_context *ctx, const prn_rnn *rnn, prn_tensor *x, prn_tensor *state0,
                                     prn_tensor **y, prn_tensor **state) {
     static const char fn[] = "prn_rnn_forward";
-    size_t B, T, LD, S, mark;
-    int batched, l, d;
+    /* set by prn__rnn_seq_args on success; zeros for gcc -O2, which, with
+     * DEER left out (PARRNN_NO_DEER), inlines it and cannot tell */
+    size_t B = 0, T = 0, LD, S, mark;
+    int batched = 0, l, d;
     prn_tensor *X, *s03 = NULL, *fin = NULL, *prm[4];
     prn__rk k;
     prn__cw w;
@@ -11383,6 +11537,7 @@ PRN__DEF prn_status prn_rnn_load(prn_context *ctx, const char *path, prn_rnn **o
     return PRN_OK;
 }
 
+#ifndef PARRNN_NO_DEER
 /* ------------------------------------------------------------------------
  * DEER (API section): Newton iterations of batched cell evaluations and
  * scans, all through the table; the adjoint op for the gradients
@@ -11883,7 +12038,7 @@ PRN__FN prn_status prn__deer_record(prn__deer *d, prn_tensor *xr, prn_tensor *h0
             prn_tensor *in[4];
             in[0] = xr; in[1] = h0; in[2] = d->fzp[0]; in[3] = d->fzp[1];
             iv[0] = d->rev; iv[1] = (int)B; iv[2] = (int)T; iv[3] = (int)S; iv[4] = (int)k; iv[5] = (int)d->o.algo;
-            st = prn__record(ctx, d->fn, "deer", in, 4, ystar, prn__bw_deer_fgrad, adj, prn__deer_adj_free, NULL, 0, iv, 6, &rec);
+            st = prn__record(ctx, d->fn, "deer", in, 4, ystar, PRN__IF_TRAINING(prn__bw_deer_fgrad), adj, prn__deer_adj_free, NULL, 0, iv, 6, &rec);
             if (st == PRN_OK && rec) adj = NULL;
             prn__deer_adj_free(adj);
             return st;
@@ -11924,10 +12079,10 @@ PRN__FN prn_status prn__deer_record(prn__deer *d, prn_tensor *xr, prn_tensor *h0
     if (st == PRN_OK) {
         iv[0] = d->rev; iv[1] = (int)B; iv[2] = (int)T; iv[3] = (int)S; iv[4] = (int)k; iv[5] = (int)d->o.algo;
         if (adj) {
-            st = prn__record(ctx, d->fn, "deer", &fy, 1, ystar, prn__bw_deer_fused, adj, prn__deer_adj_free, NULL, 0, iv, 6, &rec);
+            st = prn__record(ctx, d->fn, "deer", &fy, 1, ystar, PRN__IF_TRAINING(prn__bw_deer_fused), adj, prn__deer_adj_free, NULL, 0, iv, 6, &rec);
             if (st == PRN_OK && rec) adj = NULL;
         } else {
-            st = prn__record(ctx, d->fn, "deer", &fy, 1, ystar, prn__bw_deer, J, prn__deer_free_user, NULL, 0, iv, 6, &rec);
+            st = prn__record(ctx, d->fn, "deer", &fy, 1, ystar, PRN__IF_TRAINING(prn__bw_deer), J, prn__deer_free_user, NULL, 0, iv, 6, &rec);
             if (st == PRN_OK && rec) J = NULL; /* the tape owns it now */
         }
     }
@@ -12207,6 +12362,8 @@ PRN__DEF prn_status prn_deer_rnn(prn_context *ctx, const prn_rnn *rnn, prn_tenso
     return prn__in_fn(ctx, fn, w.st);
 }
 
+#endif /* PARRNN_NO_DEER */
+#ifndef PARRNN_NO_SCYFI
 /* ------------------------------------------------------------------------
  * Piecewise-linear models and SCYFI
  * ---------------------------------------------------------------------- */
@@ -13978,6 +14135,8 @@ PRN__DEF prn_status prn_eigenvalues(prn_context *ctx, int n, const double *a, do
     return PRN_OK;
 }
 
+#endif /* PARRNN_NO_SCYFI */
+#ifndef PARRNN_NO_TRAINING
 /* ------------------------------------------------------------------------
  * Optimisers
  * ---------------------------------------------------------------------- */
@@ -14180,6 +14339,7 @@ PRN__DEF prn_status prn_clip_grad_norm(prn_context *ctx, prn_tensor *const *para
     return PRN_OK;
 }
 
+#endif /* PARRNN_NO_TRAINING */
 #endif /* PARRNN_IMPLEMENTATION_DONE */
 #endif /* PARRNN_IMPLEMENTATION */
 
