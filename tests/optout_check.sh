@@ -17,7 +17,6 @@
 # Compiles run $PRNT_COMPILE_JOBS at once (default: the number of cores).
 # Prints a summary line like the test programs.
 cd "$(dirname "$0")/.." || exit 1
-passed=0; failed=0; skipped=0
 tmp=${TMPDIR:-/tmp}/prn_optout_$$
 mkdir -p "$tmp"
 jobs=${PRNT_COMPILE_JOBS:-$(nproc 2>/dev/null || echo 2)}
@@ -88,14 +87,5 @@ done
 LINK=; try "the three: clang c99 -O0" "$ALL" "SCYFI DEER TRAINING" clang -std=c99 -O0
 LINK=; try "the three: g++ c++11 -O2" "$ALL" "SCYFI DEER TRAINING" g++ -std=c++11 -O2 -x c++
 wait
-i=1
-while [ "$i" -le "$n" ]; do
-    cat "$tmp/$i.res"
-    case $(head -n 1 "$tmp/$i.res") in
-        ok*) passed=$((passed + 1)) ;; skip*) skipped=$((skipped + 1)) ;; *) failed=$((failed + 1)) ;;
-    esac
-    i=$((i + 1))
-done
-rm -rf "$tmp"
-echo "summary passed=$passed failed=$failed skipped=$skipped"
-[ "$failed" -eq 0 ]
+. "$(dirname "$0")/jobs_report.sh"
+jobs_report "$tmp" "$n"

@@ -281,6 +281,16 @@ static int check_unchanged(pbuf *b, prn_dtype dt, size_t n, const double *x, con
     return compare(got, x, NULL, n, 0, dt, what, d, "its uploaded value");
 }
 
+/* The GUARD elements after an output's n must still hold SENTINEL. */
+static int check_guard(pbuf *b, prn_dtype dt, size_t n, const char *what, const char *desc) {
+    double *gd = hd(n + GUARD);
+    size_t i;
+    if (!pb_download(b, 0, dt, gd, n + GUARD, desc)) return 0;
+    for (i = n; i < n + GUARD; ++i)
+        if (gd[i] != SENTINEL) { failf("%s wrote past its output for %s", what, desc); return 0; }
+    return 1;
+}
+
 #define NEED(entry)                                                                      \
     do { if (!g_side[0].be->entry) {                                                     \
         PRNT_SKIP("backend '%s' leaves primitive '%s' NULL", g_side[0].name, #entry);   \
@@ -1967,12 +1977,7 @@ static void rnn_layer_case(prn_dtype dt, int kind, int relu, int rev, size_t B, 
     if (!check_unchanged(bx, dt, n * P, xp, "rnn_layer_forward xp", desc)) goto out;
     if (!check_unchanged(bw, dt, P * H, W, "rnn_layer_forward w_hh", desc)) goto out;
     if (!check_unchanged(b0, dt, B * S, s0, "rnn_layer_forward s0", desc)) goto out;
-    {   /* the guards after the outputs */
-        double *gd = hd(n * S + GUARD);
-        if (!pb_download(bs, 0, dt, gd, n * S + GUARD, desc)) goto out;
-        for (i = n * S; i < n * S + GUARD; ++i)
-            if (gd[i] != SENTINEL) { failf("rnn_layer_forward wrote past states for %s", desc); goto out; }
-    }
+    if (!check_guard(bs, dt, n * S, "rnn_layer_forward states", desc)) goto out;
     if (V) { /* saved NULL (a forward no backward follows): the same states */
         pbuf *bs2 = pb_output(dt, n * S + GUARD, NULL, desc);
         if (!bs2) goto out;
@@ -3102,12 +3107,7 @@ static void rnn_layer_x_case(prn_dtype dt, int kind, int rev, size_t B, size_t T
     if (!check_unchanged(bx, dt, n * In, x, "rnn_layer_forward_x x", desc)) goto out;
     if (!check_unchanged(bwi, dt, P * In, Wi, "rnn_layer_forward_x w_ih", desc)) goto out;
     if (!check_unchanged(bw, dt, P * H, W, "rnn_layer_forward_x w_hh", desc)) goto out;
-    {   /* the guards after the outputs */
-        double *gd = hd(n * S + GUARD);
-        if (!pb_download(bs, 0, dt, gd, n * S + GUARD, desc)) goto out;
-        for (i = n * S; i < n * S + GUARD; ++i)
-            if (gd[i] != SENTINEL) { failf("rnn_layer_forward_x wrote past states for %s", desc); goto out; }
-    }
+    if (!check_guard(bs, dt, n * S, "rnn_layer_forward_x states", desc)) goto out;
     /* the composition on the tested side: gemm, then rnn_layer_forward */
     if (!g_side[0].be->gemm || !g_side[0].be->rnn_layer_forward) goto out;
     bxp = pb_output(dt, n * P, bb, desc);
