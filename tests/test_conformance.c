@@ -464,27 +464,35 @@ static int decline_deer_iterate(prn_context *ctx, prn_backend_slot slot, const v
     g_sup_args = args;
     return slot != PRN_SLOT_deer_iterate;
 }
+/* A context on table be alone (be outlives it; the context keeps be, not
+ * the list), seeded with seed; NULL after a failure naming what. */
+static prn_context *context_on_table(const prn_backend *be, uint64_t seed, const char *what) {
+    const prn_backend *list[1];
+    prn_config cfg;
+    prn_context *c = NULL;
+    char err[256];
+    list[0] = be;
+    memset(&cfg, 0, sizeof cfg);
+    cfg.backend = be->name;
+    cfg.backends = list;
+    cfg.num_backends = 1;
+    cfg.seed = seed;
+    if (prn_context_create(&cfg, &c, err, sizeof err) != PRN_OK) { failf("%s: %s", what, err); return NULL; }
+    return c;
+}
 /* prn_backend_supports, the generic code's gate of the fused slots: a
  * NULL slot is not taken; a basic slot is taken without asking supports;
  * a fused one is taken when supports is NULL or says so, and supports
  * sees the slot and args it was asked with. */
 static void supports_gate(void) {
     prn_backend t = *prn_reference_noblas_backend();
-    const prn_backend *list[1];
-    prn_config cfg;
-    prn_context *c = NULL;
-    char err[256];
+    prn_context *c;
     int x = 0;
     g_sup_calls = 0; /* t_table runs once per backend */
     t.name = "reference-noblas-declines";
     t.all_finite = NULL;
     t.supports = decline_deer_iterate;
-    list[0] = &t;
-    memset(&cfg, 0, sizeof cfg);
-    cfg.backend = t.name;
-    cfg.backends = list;
-    cfg.num_backends = 1;
-    if (prn_context_create(&cfg, &c, err, sizeof err) != PRN_OK) { failf("context on a custom table: %s", err); return; }
+    if (!(c = context_on_table(&t, 0, "context on a custom table"))) return;
     PRNT_CHECK(prn_backend_supports(c, PRN_SLOT_gemm, NULL) && g_sup_calls == 0, "a basic slot, supports not asked");
     PRNT_CHECK(!prn_backend_supports(c, PRN_SLOT_all_finite, NULL) && g_sup_calls == 0, "a NULL fused slot");
     PRNT_CHECK(!prn_backend_supports(c, PRN_SLOT_deer_iterate, &x) && g_sup_calls == 1 &&
@@ -2594,10 +2602,7 @@ static void deer_case(prn_context *gen, prn_rnn_kind kind, prn_dtype dt, prn_jac
 static void t_deer(void) {
     static const prn_rnn_kind kinds[] = {PRN_RNN_ELMAN, PRN_RNN_LSTM, PRN_RNN_GRU, PRN_RNN_MHGRU, PRN_RNN_PLRNN,
                                          PRN_RNN_SHPLRNN, PRN_RNN_CLIPPED_SHPLRNN, PRN_RNN_ALRNN};
-    prn_config cfg;
-    const prn_backend *tbl[1];
-    prn_context *gen = NULL;
-    char err[256];
+    prn_context *gen;
     int kk, d, m, h, nw;
     NEED(deer_iterate); /* deer_adjoint may be NULL: the composed adjoint then serves */
     g_generic_be = *prn_reference_noblas_backend();
@@ -2605,13 +2610,7 @@ static void t_deer(void) {
     g_generic_be.deer_iterate = NULL;
     g_generic_be.deer_adjoint = NULL;
     g_generic_be.supports = NULL;
-    tbl[0] = &g_generic_be;
-    memset(&cfg, 0, sizeof cfg);
-    cfg.backend = g_generic_be.name;
-    cfg.backends = tbl;
-    cfg.num_backends = 1;
-    cfg.seed = 7;
-    if (prn_context_create(&cfg, &gen, err, sizeof err) != PRN_OK) { failf("generic context: %s", err); return; }
+    if (!(gen = context_on_table(&g_generic_be, 7, "generic context"))) return;
     for (kk = 0; kk < (int)(sizeof kinds / sizeof *kinds); ++kk)
         for (d = 0; d < 2; ++d)
             for (m = 0; m < 3; ++m)
