@@ -32,6 +32,11 @@
  *   PARRNN_NO_AVX512   no AVX-512 functions (the float frames use AVX-512F
  *                      when the processor has it and the hidden size,
  *                      rounded up to 8, is a multiple of 16).
+ *   PARRNN_SELF_PATH   the implementation includes this file again to
+ *                      instantiate its templates (see TEMPLATES at the
+ *                      end), by default as "parrnn.h", which the quoted
+ *                      include finds beside itself; a copy renamed in a
+ *                      project defines this to its new name, in quotes.
  *   PARRNN_WITH_OPENCL / PARRNN_WITH_CUDA  "opencl" / "cuda" are built-in
  *                      backend names; link the backend of
  *                      backends/parrnn_opencl.h / backends/parrnn_cuda.h
@@ -2036,6 +2041,14 @@ PRN__MATH_INLINE float prn__tanhf(float x) { return 1.0f - 2.0f / (1.0f + prn__e
 #endif
 #endif
 
+/* The implementation includes this file again to instantiate its
+ * templates (TEMPLATES, at the end of the file); a quoted include looks
+ * beside the including file first, so this finds the file itself. A copy
+ * renamed in a project defines PARRNN_SELF_PATH to its new name. */
+#ifndef PARRNN_SELF_PATH
+#define PARRNN_SELF_PATH "parrnn.h"
+#endif
+
 #if defined(PARRNN_MALLOC) != defined(PARRNN_FREE)
 #error "parrnn: define both PARRNN_MALLOC and PARRNN_FREE, or neither"
 #endif
@@ -3250,22 +3263,15 @@ PRN__FN_INLINE double prn__scan1_f64(int rev, size_t n, const double *a, const d
     return c;
 }
 #else
-#define PRN__DEFINE_SCAN1(T_, SFX)                                               \
-PRN__FN_INLINE T_ prn__scan1_##SFX(int rev, size_t n, const T_ *a, const T_ *b, T_ *h, T_ c, T_ *prod, \
-                                   int stream) {                                 \
-    size_t i, j;                                                                 \
-    T_ p = 1;                                                                    \
-    (void)stream;                                                                \
-    for (i = 0; i < n; ++i) {                                                    \
-        j = rev ? n - 1 - i : i;                                                 \
-        c = a[j] * c + b[j]; p *= a[j];                                          \
-        if (h) h[j] = c;                                                         \
-    }                                                                            \
-    if (prod) *prod = p;                                                         \
-    return c;                                                                    \
-}
-PRN__DEFINE_SCAN1(float, f32)
-PRN__DEFINE_SCAN1(double, f64)
+/* prn__scan1_f32 and prn__scan1_f64 without intrinsics: TEMPLATE SCAN1 */
+#define PRN__TPL_SCAN1
+#define PRN__T float
+#define PRN__SFX f32
+#include PARRNN_SELF_PATH
+#define PRN__TPL_SCAN1
+#define PRN__T double
+#define PRN__SFX f64
+#include PARRNN_SELF_PATH
 #endif
 
 /* A chunk of n steps of C > 1 channels from row pointer a, b (h), ds apart
@@ -14342,6 +14348,64 @@ PRN__DEF prn_status prn_clip_grad_norm(prn_context *ctx, prn_tensor *const *para
 #endif /* PARRNN_NO_TRAINING */
 #endif /* PARRNN_IMPLEMENTATION_DONE */
 #endif /* PARRNN_IMPLEMENTATION */
+
+
+/* ========================================================================
+ * TEMPLATES (part of the implementation)
+ * A function that exists once per element type (or per instruction set)
+ * is written once here, as plain code over the parameters below, and the
+ * implementation instantiates it where it is needed by defining the
+ * template's switch PRN__TPL_<NAME> and its parameters, then including
+ * this file again:
+ *       #define PRN__TPL_SCAN1
+ *       #define PRN__T float        (element type)
+ *       #define PRN__SFX f32        (suffix of the generated names)
+ *       #include PARRNN_SELF_PATH
+ * Such a pass skips everything else in the file (PARRNN_H and
+ * PARRNN_IMPLEMENTATION_DONE are defined by then) and compiles only the
+ * switched-on section, which then undefines its switch; the parameters
+ * are undefined at the end of every pass. Bodies are real lines of this
+ * file, so a debugger steps through them and a compiler error names them.
+ * Within a template a generated name is spelt <name>_T (grep finds it as
+ * "prn__scan1_"), mapped to <name>_<sfx> by PRN__TNAME at its top.
+ * Other parameters a template may take: PRN__ATTR (a target attribute,
+ * empty when none), and those its own comment lists.
+ * ====================================================================== */
+#if defined(PARRNN_IMPLEMENTATION) && defined(PARRNN_IMPLEMENTATION_DONE)
+#ifndef PRN__TNAME
+#define PRN__TPASTE_(a, b) a##b
+#define PRN__TPASTE(a, b) PRN__TPASTE_(a, b)
+/* prn__name_T -> prn__name_<PRN__SFX> */
+#define PRN__TNAME(stem) PRN__TPASTE(stem, PRN__SFX)
+#endif
+
+/* ---- SCAN1: one channel's sequential scan, plain C (parameters: T, SFX).
+ * Generates prn__scan1_<sfx>. The SSE2/AVX2 builds have their own
+ * prn__scan1_f32/_f64 above. */
+#ifdef PRN__TPL_SCAN1
+#undef PRN__TPL_SCAN1
+#define prn__scan1_T PRN__TNAME(prn__scan1_)
+PRN__FN_INLINE PRN__T prn__scan1_T(int rev, size_t n, const PRN__T *a, const PRN__T *b, PRN__T *h, PRN__T c,
+                                  PRN__T *prod, int stream) {
+    size_t i, j;
+    PRN__T p = 1;
+    (void)stream;
+    for (i = 0; i < n; ++i) {
+        j = rev ? n - 1 - i : i;
+        c = a[j] * c + b[j]; p *= a[j];
+        if (h) h[j] = c;
+    }
+    if (prod) *prod = p;
+    return c;
+}
+#undef prn__scan1_T
+#endif /* PRN__TPL_SCAN1 */
+
+/* end of every template pass */
+#undef PRN__T
+#undef PRN__SFX
+#undef PRN__ATTR
+#endif /* PARRNN_IMPLEMENTATION && PARRNN_IMPLEMENTATION_DONE (templates) */
 
 /*
 ------------------------------------------------------------------------------
