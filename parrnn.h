@@ -14379,6 +14379,8 @@ PRN__DEF prn_status prn_clip_grad_norm(prn_context *ctx, prn_tensor *const *para
 #define PRN__TNAME(stem) PRN__TPASTE(stem, PRN__SFX)
 #endif
 
+/* ======== scans and elementwise ops ======== */
+
 /* ---- SCAN1: one channel's sequential scan, plain C (parameters: T, SFX).
  * Generates prn__scan1_<sfx>. The SSE2/AVX2 builds have their own
  * prn__scan1_f32/_f64 above. */
@@ -14400,6 +14402,16 @@ PRN__FN_INLINE PRN__T prn__scan1_T(int rev, size_t n, const PRN__T *a, const PRN
 }
 #undef prn__scan1_T
 #endif /* PRN__TPL_SCAN1 */
+
+/* (end of the scans and elementwise ops) */
+
+/* ======== cells and fused layers ======== */
+
+/* (end of the cells and fused layers) */
+
+/* ======== DEER and the frames' kernels ======== */
+
+/* (end of DEER and the frames' kernels) */
 
 /* end of every template pass */
 #undef PRN__T
