@@ -6444,9 +6444,11 @@ PRN__FN prn_status prn__ref_deer_iterate(prn_context *ctx, prn_deer_fused *a) {
     a->done = j;
     return PRN_OK;
 }
+#ifndef PARRNN_NO_TRAINING
 PRN__FN prn_status prn__ref_deer_adjoint(prn_context *ctx, const prn_deer_fused *a) {
     return prn__ref_deer_run(ctx, "deer_adjoint", a, 1);
 }
+#endif /* PARRNN_NO_TRAINING */
 #endif /* PARRNN_NO_DEER */
 /* An exponent of all ones is NaN or Inf: OR over the lanes of a block, by
  * integer operations the compiler vectorises (no float compare, no
@@ -7518,6 +7520,7 @@ PRN__FN prn_status prn__all_finite(prn_context *ctx, const char *fn, prn_tensor 
 
 /* g summed over the axes along which like was broadcast, shaped like like.
  * Returns g itself (retained) when nothing is to be done. */
+#ifndef PARRNN_NO_TRAINING
 PRN__FN prn_status prn__sum_to(prn_context *ctx, prn_tensor *g, const prn_tensor *like, prn_tensor **out) {
     static const char fn[] = "prn_backward";
     size_t g4[4], l4[4];
@@ -7553,6 +7556,7 @@ PRN__FN prn_status prn__sum_to(prn_context *ctx, prn_tensor *g, const prn_tensor
     *out = cur;
     return PRN_OK;
 }
+#endif /* PARRNN_NO_TRAINING */
 
 /* ------------------------------------------------------------------------
  * Recorded ops: forward, then backward functions (prn_backward_fn)
@@ -7572,6 +7576,7 @@ PRN__FN prn_status prn__finish(prn_context *ctx, const char *fn, prn_tensor *y, 
     do { if (!(out)) return PRN__ERR((ctx), PRN_ERR_NULL_ARGUMENT, "%s: argument 'out' is NULL", (fn)); } while (0)
 
 /* --- binary ----------------------------------------------------------- */
+#ifndef PARRNN_NO_TRAINING
 PRN__FN prn_status prn__bw_binary(prn_context *ctx, const prn_op *op, prn_tensor *g, prn_tensor **gin) {
     static const char fn[] = "prn_backward";
     prn_tensor *a = op->inputs[0], *b = op->inputs[1], *y = op->output, *t = NULL, *u = NULL, *v = NULL;
@@ -7633,6 +7638,7 @@ PRN__FN prn_status prn__bw_binary(prn_context *ctx, const prn_op *op, prn_tensor
     }
     return st;
 }
+#endif /* PARRNN_NO_TRAINING */
 
 PRN__FN prn_status prn__binary_op(prn_context *ctx, const char *fn, prn_binary_op op, prn_tensor *a, prn_tensor *b,
                                   prn_tensor **out) {
@@ -7665,6 +7671,7 @@ PRN__DEF prn_status prn_pow(prn_context *ctx, prn_tensor *a, prn_tensor *b, prn_
 }
 
 /* --- unary ------------------------------------------------------------ */
+#ifndef PARRNN_NO_TRAINING
 PRN__FN prn_status prn__bw_unary(prn_context *ctx, const prn_op *op, prn_tensor *g, prn_tensor **gin) {
     static const char fn[] = "prn_backward";
     prn_tensor *x = op->inputs[0], *y = op->output, *t = NULL;
@@ -7688,6 +7695,7 @@ PRN__FN prn_status prn__bw_unary(prn_context *ctx, const prn_op *op, prn_tensor 
     default: return PRN__ERR(ctx, PRN_ERR_INVALID_ARGUMENT, "%s: no gradient for unary op %d", fn, op->i[0]);
     }
 }
+#endif /* PARRNN_NO_TRAINING */
 
 PRN__FN prn_status prn__unary_op(prn_context *ctx, const char *fn, prn_unary_op op, prn_tensor *x, double alpha,
                                  double beta, prn_tensor **out) {
@@ -7737,6 +7745,7 @@ PRN__DEF prn_status prn_add_scalar(prn_context *ctx, prn_tensor *x, double c, pr
 }
 
 /* --- copy, broadcast, reshape, transpose ------------------------------ */
+#ifndef PARRNN_NO_TRAINING
 PRN__FN prn_status prn__bw_identity(prn_context *ctx, const prn_op *op, prn_tensor *g, prn_tensor **gin) {
     /* copy: g; broadcast: g summed back; reshape: g viewed in x's shape */
     return prn__sum_to(ctx, g, op->inputs[0], &gin[0]);
@@ -7744,6 +7753,7 @@ PRN__FN prn_status prn__bw_identity(prn_context *ctx, const prn_op *op, prn_tens
 PRN__FN prn_status prn__bw_reshape(prn_context *ctx, const prn_op *op, prn_tensor *g, prn_tensor **gin) {
     return prn__view(ctx, "prn_backward", g, op->inputs[0]->ndim, op->inputs[0]->shape, &gin[0]);
 }
+#endif /* PARRNN_NO_TRAINING */
 
 PRN__DEF prn_status prn_copy(prn_context *ctx, prn_tensor *x, prn_tensor **out) {
     static const char fn[] = "prn_copy";
@@ -7816,9 +7826,11 @@ PRN__FN prn_status prn__transpose_raw(prn_context *ctx, const char *fn, prn_tens
     *out = y;
     return PRN_OK;
 }
+#ifndef PARRNN_NO_TRAINING
 PRN__FN prn_status prn__bw_transpose(prn_context *ctx, const prn_op *op, prn_tensor *g, prn_tensor **gin) {
     return prn__transpose_raw(ctx, "prn_backward", g, op->i[0], op->i[1], &gin[0]);
 }
+#endif /* PARRNN_NO_TRAINING */
 PRN__DEF prn_status prn_transpose(prn_context *ctx, prn_tensor *x, int axis0, int axis1, prn_tensor **out) {
     static const char fn[] = "prn_transpose";
     prn_tensor *y = NULL;
@@ -7927,6 +7939,7 @@ PRN__FN prn_status prn__matmul_raw(prn_context *ctx, const char *fn, prn_tensor 
 
 /* Gradient for operand x (shape like) from a product computed with the
  * batch of g: summed over the batch when x was a single broadcast matrix. */
+#ifndef PARRNN_NO_TRAINING
 PRN__FN prn_status prn__mm_grad(prn_context *ctx, prn_tensor *p, int tp, prn_tensor *q, int tq, const prn_tensor *like,
                                 size_t gbatch, prn_tensor **out) {
     static const char fn[] = "prn_backward";
@@ -7953,6 +7966,7 @@ PRN__FN prn_status prn__bw_matmul(prn_context *ctx, const prn_op *op, prn_tensor
     }
     return PRN_OK;
 }
+#endif /* PARRNN_NO_TRAINING */
 PRN__DEF prn_status prn_matmul_ex(prn_context *ctx, prn_tensor *a, int trans_a, prn_tensor *b, int trans_b,
                                   prn_tensor **out) {
     static const char fn[] = "prn_matmul";
@@ -7980,6 +7994,7 @@ PRN__DEF prn_status prn_matmul(prn_context *ctx, prn_tensor *a, prn_tensor *b, p
  * (the layers' input projections): b is copied into y's rows and the
  * product added onto it by one gemm with beta = 1, instead of a product
  * into zeros and a pass that adds the bias. */
+#ifndef PARRNN_NO_TRAINING
 PRN__FN prn_status prn__bw_linear(prn_context *ctx, const prn_op *op, prn_tensor *g, prn_tensor **gin) {
     static const char fn[] = "prn_backward";
     if (op->needs_grad[0]) PRN__TRY(prn__matmul_raw(ctx, fn, g, 0, op->inputs[1], 0, 0, &gin[0])); /* g W   */
@@ -7987,6 +8002,7 @@ PRN__FN prn_status prn__bw_linear(prn_context *ctx, const prn_op *op, prn_tensor
     if (op->num_inputs > 2 && op->needs_grad[2]) PRN__TRY(prn__sum_to(ctx, g, op->inputs[2], &gin[2]));
     return PRN_OK;
 }
+#endif /* PARRNN_NO_TRAINING */
 PRN__FN prn_status prn__linear(prn_context *ctx, const char *fn, prn_tensor *x, prn_tensor *W, prn_tensor *b,
                                prn_tensor **out) {
     size_t N = x->shape[0], In = x->shape[1], P = W->shape[0], shape[2];
@@ -8012,11 +8028,14 @@ PRN__FN prn_status prn__linear(prn_context *ctx, const char *fn, prn_tensor *x, 
 }
 
 /* --- reductions ------------------------------------------------------- */
+#ifndef PARRNN_NO_TRAINING
 PRN__FN void prn__keep_shape(const prn_tensor *x, int axis, size_t shape[4]) {
     int i;
     for (i = 0; i < x->ndim; ++i) shape[i] = (axis == PRN_ALL_AXES || axis == i) ? 1 : x->shape[i];
 }
+#endif /* PARRNN_NO_TRAINING */
 /* op->i = {axis, kind}: kind 0 sum, 1 mean, 2 max. */
+#ifndef PARRNN_NO_TRAINING
 PRN__FN prn_status prn__bw_reduce(prn_context *ctx, const prn_op *op, prn_tensor *g, prn_tensor **gin) {
     static const char fn[] = "prn_backward";
     prn_tensor *x = op->inputs[0], *gk = NULL, *yk = NULL, *mask = NULL, *cnt = NULL, *w = NULL;
@@ -8044,6 +8063,7 @@ PRN__FN prn_status prn__bw_reduce(prn_context *ctx, const prn_op *op, prn_tensor
     prn_tensor_free(gk); prn_tensor_free(yk); prn_tensor_free(mask); prn_tensor_free(cnt); prn_tensor_free(w);
     return st;
 }
+#endif /* PARRNN_NO_TRAINING */
 PRN__FN prn_status prn__reduce_op(prn_context *ctx, const char *fn, int kind, prn_tensor *x, int axis, int keepdim,
                                   prn_tensor **out) {
     prn_tensor *y = NULL;
@@ -8102,6 +8122,7 @@ PRN__DEF prn_status prn_argmax(prn_context *ctx, prn_tensor *x, int axis, int ke
 }
 
 /* --- softmax ---------------------------------------------------------- */
+#ifndef PARRNN_NO_TRAINING
 PRN__FN prn_status prn__bw_softmax(prn_context *ctx, const prn_op *op, prn_tensor *g, prn_tensor **gin) {
     static const char fn[] = "prn_backward";
     prn_tensor *y = op->output, *t = NULL, *s = NULL, *u = NULL;
@@ -8121,6 +8142,7 @@ PRN__FN prn_status prn__bw_softmax(prn_context *ctx, const prn_op *op, prn_tenso
     prn_tensor_free(t); prn_tensor_free(s); prn_tensor_free(u);
     return st;
 }
+#endif /* PARRNN_NO_TRAINING */
 PRN__FN prn_status prn__softmax_op(prn_context *ctx, const char *fn, int log, prn_tensor *x, int axis, prn_tensor **out) {
     size_t outer, n, inner;
     prn_tensor *y = NULL;
@@ -8230,6 +8252,7 @@ PRN__FN prn_status prn__slice_raw(prn_context *ctx, const char *fn, prn_tensor *
     return PRN_OK;
 }
 /* g placed at [:, start:start+len, :] of zeros shaped like x */
+#ifndef PARRNN_NO_TRAINING
 PRN__FN prn_status prn__unslice_raw(prn_context *ctx, const char *fn, prn_tensor *g, const prn_tensor *like, int axis,
                                     size_t start, prn_tensor **out) {
     size_t outer, n, inner, len = g->shape[axis], sh4[4], gs[4], ys[4];
@@ -8252,6 +8275,7 @@ PRN__FN prn_status prn__unslice_raw(prn_context *ctx, const char *fn, prn_tensor
 PRN__FN prn_status prn__bw_slice(prn_context *ctx, const prn_op *op, prn_tensor *g, prn_tensor **gin) {
     return prn__unslice_raw(ctx, "prn_backward", g, op->inputs[0], op->i[0], (size_t)op->f[0], &gin[0]);
 }
+#endif /* PARRNN_NO_TRAINING */
 PRN__DEF prn_status prn_slice(prn_context *ctx, prn_tensor *x, int axis, size_t start, size_t len, prn_tensor **out) {
     static const char fn[] = "prn_slice";
     prn_tensor *y = NULL;
@@ -8270,6 +8294,7 @@ PRN__DEF prn_status prn_slice(prn_context *ctx, prn_tensor *x, int axis, size_t 
 }
 
 /* --- concatenation ---------------------------------------------------- */
+#ifndef PARRNN_NO_TRAINING
 PRN__FN prn_status prn__bw_concat(prn_context *ctx, const prn_op *op, prn_tensor *g, prn_tensor **gin) {
     int axis = op->i[0];
     size_t na = op->inputs[0]->shape[axis];
@@ -8278,6 +8303,7 @@ PRN__FN prn_status prn__bw_concat(prn_context *ctx, const prn_op *op, prn_tensor
         PRN__TRY(prn__slice_raw(ctx, "prn_backward", g, axis, na, op->inputs[1]->shape[axis], &gin[1]));
     return PRN_OK;
 }
+#endif /* PARRNN_NO_TRAINING */
 PRN__DEF prn_status prn_concat(prn_context *ctx, prn_tensor *a, prn_tensor *b, int axis, prn_tensor **out) {
     static const char fn[] = "prn_concat";
     size_t outer, na, nb, inner, shape[4] = {0, 0, 0, 0}, sh4[4], xs[4], ys[4];
@@ -8326,6 +8352,7 @@ PRN__DEF prn_status prn_concat(prn_context *ctx, prn_tensor *a, prn_tensor *b, i
 /* x [B, T, F] shifted one step along time: towards later steps (dir > 0:
  * y[t] = x[t-1]) or earlier ones (y[t] = x[t+1]); the freed end is edge
  * ([B, F]) or zero. */
+#if !defined(PARRNN_NO_TRAINING) || !defined(PARRNN_NO_DEER) /* gradients of scans and DEER */
 PRN__FN prn_status prn__shift_time(prn_context *ctx, const char *fn, prn_tensor *x, size_t B, size_t T, size_t F,
                                    int dir, prn_tensor *edge, prn_tensor **out) {
     size_t sh[4], xs[4], ys[4];
@@ -8347,10 +8374,12 @@ PRN__FN prn_status prn__shift_time(prn_context *ctx, const char *fn, prn_tensor 
     *out = y;
     return PRN_OK;
 }
+#endif
 
 /* The adjoint of a forward (rev: reverse) scan with a [B, T, C] (block:
  * [B, T, C, k]) for the gradient g of its output: lam[t] = g[t] +
  * A[t+1]^T lam[t+1], run the other way in time. */
+#ifndef PARRNN_NO_TRAINING
 PRN__FN prn_status prn__scan_adjoint(prn_context *ctx, const char *fn, prn_tensor *a, int block, int rev, prn_scan_algo algo,
                                      size_t B, size_t T, size_t C, size_t k, prn_tensor *g, prn_tensor **lam) {
     prn_tensor *ash = NULL, *l = NULL;
@@ -8365,8 +8394,10 @@ PRN__FN prn_status prn__scan_adjoint(prn_context *ctx, const char *fn, prn_tenso
     *lam = l;
     return PRN_OK;
 }
+#endif /* PARRNN_NO_TRAINING */
 
 /* op->i = {reverse, block (0: diagonal), B, T, C, k, algo}: the adjoint runs with the forward's algorithm */
+#ifndef PARRNN_NO_TRAINING
 PRN__FN prn_status prn__bw_scan(prn_context *ctx, const prn_op *op, prn_tensor *g, prn_tensor **gin) {
     static const char fn[] = "prn_backward";
     prn_tensor *a = op->inputs[0], *h = op->output, *h0 = op->num_inputs > 2 ? op->inputs[2] : NULL;
@@ -8416,6 +8447,7 @@ PRN__FN prn_status prn__bw_scan(prn_context *ctx, const prn_op *op, prn_tensor *
     else prn_tensor_free(lam);
     return st;
 }
+#endif /* PARRNN_NO_TRAINING */
 
 PRN__FN prn_status prn__scan_op(prn_context *ctx, const char *fn, int block, prn_tensor *a, prn_tensor *b, prn_tensor *h0,
                                 int reverse, prn_scan_algo algo, prn_tensor **out) {
@@ -9075,6 +9107,7 @@ PRN__FN prn_tensor *prn__cw_tr(prn__cw *w, prn_tensor *x, int a0, int a1) {
     st = prn_transpose(w->ctx, x, a0, a1, &y);
     return prn__cw_keep(w, st, y);
 }
+#ifndef PARRNN_NO_TRAINING
 PRN__FN prn_tensor *prn__cw_sum0(prn__cw *w, prn_tensor *x) {
     prn_tensor *y = NULL;
     prn_status st;
@@ -9082,6 +9115,7 @@ PRN__FN prn_tensor *prn__cw_sum0(prn__cw *w, prn_tensor *x) {
     st = prn_sum(w->ctx, x, 0, 0, &y);
     return prn__cw_keep(w, st, y);
 }
+#endif /* PARRNN_NO_TRAINING */
 PRN__FN prn_tensor *prn__cw_view(prn__cw *w, prn_tensor *x, int nd, const size_t *shape) {
     prn_tensor *y = NULL;
     prn_status st;
@@ -9197,6 +9231,7 @@ PRN__FN prn_tensor *prn__gru_gate(prn__cw *w, const prn__rk *k, prn_tensor *p, i
     if (k->nh == 1) return prn__cw_slice(w, p, 1, (size_t)g * k->H, k->H);
     return prn__cw_v2(w, prn__cw_slice(w, prn__cw_v3(w, p, B, k->nh, 3 * k->hk), 2, (size_t)g * k->hk, k->hk), B, k->H);
 }
+#ifndef PARRNN_NO_TRAINING
 PRN__FN prn_tensor *prn__gru_join(prn__cw *w, const prn__rk *k, prn_tensor *r, prn_tensor *z, prn_tensor *n) {
     size_t B;
     if (w->st != PRN_OK) return NULL;
@@ -9205,6 +9240,7 @@ PRN__FN prn_tensor *prn__gru_join(prn__cw *w, const prn__rk *k, prn_tensor *r, p
     return prn__cw_v2(w, prn__cw_cat(w, prn__cw_cat(w, prn__cw_v3(w, r, B, k->nh, k->hk), prn__cw_v3(w, z, B, k->nh, k->hk), 2),
                                      prn__cw_v3(w, n, B, k->nh, k->hk), 2), B, 3 * k->H);
 }
+#endif /* PARRNN_NO_TRAINING */
 /* h W_hh^T per head: h [B, H] -> [B, G H] (heads: W_hh [nh, 3k, k]). */
 PRN__FN prn_tensor *prn__hh(prn__cw *w, const prn__rk *k, prn_tensor *h, prn_tensor *Whh) {
     size_t B;
@@ -9217,6 +9253,7 @@ PRN__FN prn_tensor *prn__hh(prn__cw *w, const prn__rk *k, prn_tensor *h, prn_ten
     return prn__cw_v2(w, t, B, 3 * k->H);
 }
 /* The transposed product: d [B, G H] -> d W_hh [B, H]. */
+#ifndef PARRNN_NO_TRAINING
 PRN__FN prn_tensor *prn__hh_t(prn__cw *w, const prn__rk *k, prn_tensor *d, prn_tensor *Whh) {
     size_t B;
     prn_tensor *t;
@@ -9227,6 +9264,7 @@ PRN__FN prn_tensor *prn__hh_t(prn__cw *w, const prn__rk *k, prn_tensor *d, prn_t
     t = prn__cw_tr(w, prn__cw_mm(w, t, 0, Whh, 0), 0, 1);                  /* [B, nh, k]  */
     return prn__cw_v2(w, t, B, k->H);
 }
+#endif /* PARRNN_NO_TRAINING */
 /* ALRNN: phi'(s), 1 on the identity units and (s > 0) on the relu units. */
 PRN__FN prn_tensor *prn__alrnn_d(prn__cw *w, const prn__rk *k, prn_tensor *s) {
     return prn__cw2(w, prn_add, prn__cw_bin(w, PRN_BINARY_RELU_GRAD, k->m2, s), k->m2c);
@@ -9300,6 +9338,7 @@ PRN__FN prn_tensor *prn__rstep(prn__cw *w, const prn__rk *k, prn_tensor *const *
  * return value d loss / d s; *dq receives what the weight gradients need
  * per step (torch kinds: d of the hidden projection [B, G H]; shallow:
  * d u (and d v)). */
+#ifndef PARRNN_NO_TRAINING
 PRN__FN prn_tensor *prn__rstep_bw(prn__cw *w, const prn__rk *k, prn_tensor *const *prm, prn_tensor *s,
                                   prn_tensor *const *sv, prn_tensor *next, prn_tensor *gs, prn_tensor **dxp,
                                   prn_tensor **dq) {
@@ -9367,6 +9406,7 @@ PRN__FN prn_tensor *prn__rstep_bw(prn__cw *w, const prn__rk *k, prn_tensor *cons
         return prn__cw2(w, prn_add, prn__cw2(w, prn_mul, prm[0], gs), ds);
     }
 }
+#endif /* PARRNN_NO_TRAINING */
 
 /* --- one layer's recurrence as a recorded op --------------------------- */
 typedef struct prn__recur {
@@ -9392,6 +9432,7 @@ PRN__FN void prn__recur_free(void *user) {
 }
 
 /* Assembles the saved tensor j of every step into [B * T, X]. */
+#ifndef PARRNN_NO_TRAINING
 PRN__FN prn_tensor *prn__recur_stack(prn__cw *w, const prn__recur *r, int j) {
     prn_tensor *first = r->sv[j], *y;
     size_t B = first->shape[0], X = first->shape[1], t, shape[3];
@@ -9400,11 +9441,13 @@ PRN__FN prn_tensor *prn__recur_stack(prn__cw *w, const prn__recur *r, int j) {
     for (t = 0; t < r->T; ++t) prn__cw_put(w, y, t, r->sv[t * (size_t)r->nsv + j]);
     return prn__cw_v2(w, y, B * r->T, X);
 }
+#endif /* PARRNN_NO_TRAINING */
 
 /* h before each step, in time order, as [B T, H]: the first H of each
  * state of Sall [B, T, S] one step earlier, s0's where there is none. One
  * copy of B T H (the states' concatenation and its slice were two, of B T S
  * and B T H). */
+#ifndef PARRNN_NO_TRAINING
 PRN__FN prn_tensor *prn__bw_hprev(prn__cw *w, prn_tensor *s0, prn_tensor *Sall, size_t B, size_t T, size_t H, size_t S,
                                   int rev, size_t E) {
     const size_t L = H + E; /* E > 0: E columns of ones after h ([B T, H + E]) */
@@ -9426,7 +9469,9 @@ PRN__FN prn_tensor *prn__bw_hprev(prn__cw *w, prn_tensor *s0, prn_tensor *Sall, 
                                                                         rev ? S : 0, ss, y->st->buf, rev ? 0 : L, ds));
     return w->st == PRN_OK ? y : NULL;
 }
+#endif /* PARRNN_NO_TRAINING */
 
+#ifndef PARRNN_NO_TRAINING
 PRN__FN prn_status prn__bw_recur(prn_context *ctx, const prn_op *op, prn_tensor *g, prn_tensor **gin) {
     prn__recur *r = (prn__recur *)op->user;
     const prn__rk *k = &r->k;
@@ -9556,6 +9601,7 @@ PRN__FN prn_status prn__bw_recur(prn_context *ctx, const prn_op *op, prn_tensor 
     prn_free(ctx, w.t);
     return w.st;
 }
+#endif /* PARRNN_NO_TRAINING */
 
 /* The states after every step, Sall [B, T, S], of the recurrence with
  * input projections xp [B, T, P] from s0 [B, S]; recorded as one op. */
@@ -11926,12 +11972,14 @@ PRN__FN prn_status prn__deer_solve(prn__deer *d, prn_tensor *x, prn_tensor *h0, 
  * f(y_prev, x) over every row; op->user holds the exact Jacobians
  * [B, T, S, k]; op->i = {rev, B, T, S, k, algo}. */
 PRN__FN void prn__deer_free_user(void *p) { prn_tensor_free((prn_tensor *)p); }
+#ifndef PARRNN_NO_TRAINING
 PRN__FN prn_status prn__bw_deer(prn_context *ctx, const prn_op *op, prn_tensor *g, prn_tensor **gin) {
     static const char fn[] = "prn_backward";
     /* the gradient of fy: lam[t] = g[t] + J[t+1]^T lam[t+1], the other way in time */
     return prn__scan_adjoint(ctx, fn, (prn_tensor *)op->user, 1, op->i[0], (prn_scan_algo)op->i[5], (size_t)op->i[1],
                              (size_t)op->i[2], (size_t)op->i[3], (size_t)op->i[4], g, &gin[0]);
 }
+#endif /* PARRNN_NO_TRAINING */
 
 /* The adjoint op by the backend's deer_adjoint: op->user holds the
  * arguments and references to what they point into. */
@@ -11947,6 +11995,7 @@ PRN__FN void prn__deer_adj_free(void *p) {
     for (i = 0; i < 7; ++i) prn_tensor_free(u->keep[i]);
     prn_free(u->ctx, u);
 }
+#ifndef PARRNN_NO_TRAINING
 PRN__FN prn_status prn__bw_deer_fused(prn_context *ctx, const prn_op *op, prn_tensor *g, prn_tensor **gin) {
     static const char fn[] = "prn_backward";
     prn__deer_adj *u = (prn__deer_adj *)op->user;
@@ -11960,12 +12009,14 @@ PRN__FN prn_status prn__bw_deer_fused(prn_context *ctx, const prn_op *op, prn_te
     gin[0] = lam;
     return PRN_OK;
 }
+#endif /* PARRNN_NO_TRAINING */
 
 /* The whole backward by the backend's deer_adjoint (the torch kinds): lam,
  * and in the same pass dxp, dq and dh0; the weight gradients are then dq's
  * sums over the rows (a GEMM and a sum: a fixed order whatever the
  * threads). op->inputs: xp rows [B*T, P], h0 [B, S], w_hh, b_hh; the
  * output is the solution. No step of f is recorded or evaluated again. */
+#ifndef PARRNN_NO_TRAINING
 PRN__FN prn_status prn__bw_deer_fgrad(prn_context *ctx, const prn_op *op, prn_tensor *g, prn_tensor **gin) {
     static const char fn[] = "prn_backward";
     const prn__deer_adj *u = (const prn__deer_adj *)op->user;
@@ -12014,6 +12065,7 @@ PRN__FN prn_status prn__bw_deer_fgrad(prn_context *ctx, const prn_op *op, prn_te
     prn_free(ctx, w.t);
     return w.st;
 }
+#endif /* PARRNN_NO_TRAINING */
 
 /* Records the solution ystar for gradients: fy = f(y_prev, x) as one
  * batched recorded step (y_prev from ystar, h0 first, recorded through h0),
@@ -13636,6 +13688,8 @@ void dgeev_(const char *jobvl, const char *jobvr, const int *n, double *a, const
 #endif
 #endif
 
+/* the header's own QR iteration: not compiled where LAPACK's dgeev does the work */
+#ifndef PARRNN_USE_LAPACK
 /* ------------------------------------------------------------------------
  * Eigenvalues of a real nonsymmetric matrix (no eigenvectors)
  *
@@ -14089,6 +14143,7 @@ PRN__FN int prn__eig_real(size_t n, double *a, double *re, double *im) {
     return 0;
 #undef PRN__EH
 }
+#endif /* PARRNN_USE_LAPACK */
 
 PRN__DEF prn_status prn_eigenvalues(prn_context *ctx, int n, const double *a, double *re, double *im) {
     static const char *fn = "prn_eigenvalues";
