@@ -160,6 +160,16 @@ static pbuf *pb_alloc(size_t bytes) {
     return b;
 }
 
+/* PRNT_QUICK (valgrind and the sanitizers, where a case costs 20-50 times
+ * more): the heavy families (the fused layers, DEER, the batched solve)
+ * run one case in three, in turn, so that each loop's values still come
+ * up; make test runs every case. */
+static int g_quick;
+static int quick_skip(void) {
+    static unsigned long n;
+    return g_quick && (n++ % 3) != 0;
+}
+
 static void case_end(void) {
     int i, s;
     for (i = 0; i < g_npool; ++i)
@@ -1951,6 +1961,7 @@ static void layer_math(int kind, int relu, int rev, size_t B, size_t T, size_t H
     free(x); free(q); free(sp); free(gs); free(nx); free(sv); free(dx); free(dqq); free(d); free(carry);
 }
 static void rnn_layer_case(prn_dtype dt, int kind, int relu, int rev, size_t B, size_t T, size_t H) {
+    if (quick_skip()) return;
     size_t G = kind == PRN_RNN_LSTM ? 4 : kind == PRN_RNN_ELMAN ? 1 : 3, P = G * H, S = kind == PRN_RNN_LSTM ? 2 * H : H;
     size_t V = kind == PRN_RNN_LSTM ? 5 : kind == PRN_RNN_ELMAN ? 0 : 4, i, n = B * T;
     double *xp = hd(n * P), *W = hd(P * H), *bias = hd(P), *s0 = hd(B * S), *g = hd(n * S), *st = hd(n * S);
@@ -2298,6 +2309,7 @@ static void sv_host_solve(size_t n, const double *a0, const double *r0, double *
  * with info != 0 is unspecified and not compared. a is scratch, but the
  * guards after a and r must stay, and info[batch] too. */
 static void solve_case(prn_dtype dt, size_t batch, size_t n, const int *kinds, size_t nk) {
+    if (quick_skip()) return;
     const size_t na = batch * n * n, nr = batch * n;
     double *a = hd(na + GUARD), *r = hd(nr + GUARD), *x = hd(nr + GUARD), *sc = hd(nr + GUARD);
     double *got = hd(nr + GUARD), *want = hd(nr + GUARD), *xt = hd(n), *ga = hd(na + GUARD);
@@ -2530,6 +2542,7 @@ static double deer_dev(const double *a, const double *b, size_t n) {
 }
 static void deer_case_bt(prn_context *gen, prn_rnn_kind kind, prn_dtype dt, prn_jacobian_mode mode, int use_h0,
                          int newton_only, size_t H, size_t B, size_t T) {
+    if (quick_skip()) return;
     const size_t I = 3;
     prn_rnn_config c;
     prn_rnn *r = NULL;
@@ -2710,6 +2723,7 @@ static int deer_direct_xh(prn_dtype dt, size_t nx, size_t nh, pbuf **xb, pbuf **
 }
 static void deer_direct_case(prn_rnn_kind kind, prn_dtype dt, prn_jacobian_mode mode, int rev, size_t H, size_t B,
                              size_t T, int vary, int bad) {
+    if (quick_skip()) return;
     const int shallow = kind == PRN_RNN_SHPLRNN || kind == PRN_RNN_CLIPPED_SHPLRNN;
     const size_t G = kind == PRN_RNN_LSTM ? 4 : kind == PRN_RNN_GRU || kind == PRN_RNN_MHGRU ? 3 : 1;
     const size_t S = kind == PRN_RNN_LSTM ? 2 * H : H, P = G * H, hk = kind == PRN_RNN_MHGRU ? H / 2 : H;
@@ -2772,6 +2786,7 @@ static void deer_direct_case(prn_rnn_kind kind, prn_dtype dt, prn_jacobian_mode 
  * into y (the first iteration is not finite: one made). */
 static void deer_multi_case(prn_rnn_kind kind, prn_dtype dt, prn_jacobian_mode mode, int rev, size_t H, size_t B,
                             size_t T, int K, int alias, int discard, int bad) {
+    if (quick_skip()) return;
     const int shallow = kind == PRN_RNN_SHPLRNN || kind == PRN_RNN_CLIPPED_SHPLRNN;
     const size_t G = kind == PRN_RNN_LSTM ? 4 : kind == PRN_RNN_GRU || kind == PRN_RNN_MHGRU ? 3 : 1;
     const size_t S = kind == PRN_RNN_LSTM ? 2 * H : H, P = G * H, hk = kind == PRN_RNN_MHGRU ? H / 2 : H, n = B * T * S;
@@ -2845,6 +2860,7 @@ static void deer_multi_case(prn_rnn_kind kind, prn_dtype dt, prn_jacobian_mode m
 /* deer_adjoint on the same arguments: lam, and (outs) dh0; dxp and dq;
  * dxp, dw and db (the torch kinds) */
 static void deer_adj_direct_case(prn_rnn_kind kind, prn_dtype dt, int rev, size_t H, size_t B, size_t T, int outs) {
+    if (quick_skip()) return;
     const int shallow = kind == PRN_RNN_SHPLRNN || kind == PRN_RNN_CLIPPED_SHPLRNN, torch = kind <= PRN_RNN_MHGRU;
     const size_t G = kind == PRN_RNN_LSTM ? 4 : kind == PRN_RNN_GRU || kind == PRN_RNN_MHGRU ? 3 : 1;
     const size_t S = kind == PRN_RNN_LSTM ? 2 * H : H, P = G * H, hk = kind == PRN_RNN_MHGRU ? H / 2 : H;
@@ -3058,6 +3074,7 @@ static void t_all_finite(void) {
  * in another order than the gemm's: the two agree within the tolerance of
  * rnn_layer_forward, not necessarily to the bit. */
 static void rnn_layer_x_case(prn_dtype dt, int kind, int rev, size_t B, size_t T, size_t H, size_t In, int has_b) {
+    if (quick_skip()) return;
     size_t G = kind == PRN_RNN_LSTM ? 4 : kind == PRN_RNN_ELMAN ? 1 : 3, P = G * H, S = kind == PRN_RNN_LSTM ? 2 * H : H;
     size_t V = kind == PRN_RNN_LSTM ? 5 : kind == PRN_RNN_ELMAN ? 0 : 4, i, k, n = B * T;
     double *x = hd(n * In + 1), *Wi = hd(P * In + 1), *bi = hd(P), *xp = hd(n * P), *W = hd(P * H), *bias = hd(P);
@@ -3356,6 +3373,7 @@ int main(void) {
     }
     env = NULL;
 #endif
+    g_quick = getenv("PRNT_QUICK") != NULL;
     PRNT_RUN(test_philox_known_answers);
 
     /* The oracle against host math, with the same cases. */
