@@ -3778,60 +3778,32 @@ PRN__FN_INLINE void prn__lstm_fw2_f64(size_t n, const double *x, size_t xs, cons
     memcpy(h2, h, n * sizeof(double));
 }
 
-#define PRN__CELL_FWD(T, SFX)                                                    \
-    {   const T *X = (const T *)xp, *Q = (const T *)q, *bb = (const T *)bias, *S0 = (const T *)s; \
-        T *N = (T *)next, *V = (T *)saved;                                       \
-        size_t G = kind == PRN_RNN_LSTM ? 4 : kind == PRN_RNN_ELMAN ? 1 : 3, P = G * H, S = kind == PRN_RNN_LSTM ? 2 * H : H, b; \
-        PRN__PARFOR                                                              \
-        for (b = 0; b < B; ++b) {                                                \
-            const T *x = X + b * P, *qq = Q + b * P, *sp = S0 + b * S;          \
-            T *n = N + b * S, *v = V ? V + b * prn__cell_saved(kind) * H : NULL; \
-            size_t hd;                                                           \
-            if (kind == PRN_RNN_ELMAN) prn__elman_fw_##SFX(H, relu, x, qq, bb, n); \
-            else if (kind == PRN_RNN_LSTM) prn__lstm_fw_##SFX(H, x, H, qq, H, bb, H, sp + H, n, n + H, v, H); \
-            else /* GRU: heads of k units, gates r | z | n inside a head */      \
-                for (hd = 0; hd < H / k; ++hd)                                   \
-                    prn__gru_fw_##SFX(k, x + hd * 3 * k, k, qq + hd * 3 * k, k, bb + hd * 3 * k, k, sp + hd * k, \
-                                      n + hd * k, v ? v + hd * k : NULL, H);     \
-        } }
+/* prn__cell_fwd_f32, prn__cell_bwd_f32, prn__cell_fwd_f64, prn__cell_bwd_f64:
+ * TEMPLATE CELL_STEP */
+#define PRN__TPL_CELL_STEP
+#define PRN__T float
+#define PRN__SFX f32
+#include PARRNN_SELF_PATH
+#define PRN__TPL_CELL_STEP
+#define PRN__T double
+#define PRN__SFX f64
+#include PARRNN_SELF_PATH
 PRN__FN prn_status prn__ref_rnn_cell_forward(prn_context *ctx, prn_dtype dtype, int kind, int relu, size_t B, size_t H,
                                              size_t k, const void *xp, const void *q, const void *bias, const void *s,
                                              void *next, void *saved) {
     PRN__PAR_SETUP(ctx, B * H * 2); /* per-step sizes stay serial: a thread team per step costs more */
     PRN__TRY(prn_backend_rnn_cell_check(ctx, "rnn_cell_forward", kind, H, &k));
-    if (dtype == PRN_F64) PRN__CELL_FWD(double, f64)
-    else PRN__CELL_FWD(float, f32)
+    if (dtype == PRN_F64) prn__cell_fwd_f64(kind, relu, B, H, k, xp, q, bias, s, next, saved, prn__nt, prn__par);
+    else prn__cell_fwd_f32(kind, relu, B, H, k, xp, q, bias, s, next, saved, prn__nt, prn__par);
     return PRN_OK;
 }
-#define PRN__CELL_BWD(T, SFX)                                                    \
-    {   const T *Gr = (const T *)g, *S0 = (const T *)s, *N = (const T *)next, *V = (const T *)saved; \
-        T *DX = (T *)dxp, *DQ = (T *)dq, *DS = (T *)ds;                          \
-        size_t G = kind == PRN_RNN_LSTM ? 4 : kind == PRN_RNN_ELMAN ? 1 : 3, P = G * H, b; \
-        size_t S = kind == PRN_RNN_LSTM ? 2 * H : H;                             \
-        PRN__PARFOR                                                              \
-        for (b = 0; b < B; ++b) {                                                \
-            const T *gg = Gr + b * S, *sp = S0 + b * S, *n = N + b * S;         \
-            T *dx = DX + b * P, *dqq = DQ + b * P, *d = DS + b * S;              \
-            size_t i, hd;                                                        \
-            if (kind == PRN_RNN_ELMAN) {                                         \
-                prn__elman_bw_##SFX(H, relu, gg, n, dx, dqq);                    \
-                for (i = 0; i < H; ++i) d[i] = 0;                                \
-            } else if (kind == PRN_RNN_LSTM) {                                   \
-                prn__lstm_bw_##SFX(H, gg, gg + H, sp + H, V + b * 5 * H, H, dx, dqq, H, d + H); \
-                for (i = 0; i < H; ++i) d[i] = 0;                                \
-            } else {                                                             \
-                for (hd = 0; hd < H / k; ++hd)                                   \
-                    prn__gru_bw_##SFX(k, gg + hd * k, sp + hd * k, V + b * 4 * H + hd * k, H, dx + hd * 3 * k, \
-                                      dqq + hd * 3 * k, k, d + hd * k);          \
-            }                                                                    \
-        } }
 PRN__FN prn_status prn__ref_rnn_cell_backward(prn_context *ctx, prn_dtype dtype, int kind, int relu, size_t B, size_t H,
                                               size_t k, const void *g, const void *s, const void *next, const void *saved,
                                               void *dxp, void *dq, void *ds) {
     PRN__PAR_SETUP(ctx, B * H * 2); /* per-step sizes stay serial: a thread team per step costs more */
     PRN__TRY(prn_backend_rnn_cell_check(ctx, "rnn_cell_backward", kind, H, &k));
-    if (dtype == PRN_F64) PRN__CELL_BWD(double, f64)
-    else PRN__CELL_BWD(float, f32)
+    if (dtype == PRN_F64) prn__cell_bwd_f64(kind, relu, B, H, k, g, s, next, saved, dxp, dq, ds, prn__nt, prn__par);
+    else prn__cell_bwd_f32(kind, relu, B, H, k, g, s, next, saved, dxp, dq, ds, prn__nt, prn__par);
     return PRN_OK;
 }
 
@@ -3916,34 +3888,16 @@ PRN__FN_INLINE void prn__prefetch_run(const void *p, size_t bytes) {
     for (i = 0; i < bytes; i += 64) PRN__PREFETCH(c + i);
     if (bytes) PRN__PREFETCH(c + bytes - 1);
 }
-/* out[b, 0..15] = sum_k a[b * lda + k] p[k * 16 + 0..15], b < B (16 columns
- * of a packed block) */
-#define PRN__PANEL_ROWS(T, M)                                                    \
-    {   T acc[M][16];                                                            \
-        memset(acc, 0, sizeof acc);                                              \
-        for (k = 0; k < K; ++k) {                                                \
-            const T *w = p + k * 16;                                             \
-            for (i = 0; i < M; ++i) {                                            \
-                const T x = a[(b + i) * lda + k];                                \
-                PRN__SIMD for (c = 0; c < 16; ++c) acc[i][c] += x * w[c];        \
-            } }                                                                  \
-        for (i = 0; i < M; ++i) memcpy(out + (b + i) * ldo, acc[i], sizeof acc[i]); }
-#define PRN__DEFINE_PANEL_MM(T, SFX)                                             \
-PRN__FN void prn__panel_mm_##SFX(size_t B, size_t K, const T *a, size_t lda, const T *p, T *out, size_t ldo) { \
-    size_t b = 0, k, i, c;                                                       \
-    for (; b + 4 <= B; b += 4) PRN__PANEL_ROWS(T, 4)                             \
-    for (; b < B; ++b) PRN__PANEL_ROWS(T, 1)                                     \
-}
-PRN__DEFINE_PANEL_MM(float, f32)
-PRN__DEFINE_PANEL_MM(double, f64)
-/* Z blocks: block z at p + z K 16, its output at out + z 16 */
-#define PRN__DEFINE_PANEL_MMZ(T, SFX)                                            \
-PRN__FN void prn__panel_mmz_##SFX(size_t B, size_t K, const T *a, size_t lda, const T *p, size_t Z, T *out, size_t ldo) { \
-    size_t z;                                                                    \
-    for (z = 0; z < Z; ++z) prn__panel_mm_##SFX(B, K, a, lda, p + z * K * 16, out + z * 16, ldo); \
-}
-PRN__DEFINE_PANEL_MMZ(float, f32)
-PRN__DEFINE_PANEL_MMZ(double, f64)
+/* prn__panel_mm_f32, prn__panel_mmz_f32, prn__panel_mm_f64, prn__panel_mmz_f64:
+ * TEMPLATE PANEL_MM */
+#define PRN__TPL_PANEL_MM
+#define PRN__T float
+#define PRN__SFX f32
+#include PARRNN_SELF_PATH
+#define PRN__TPL_PANEL_MM
+#define PRN__T double
+#define PRN__SFX f64
+#include PARRNN_SELF_PATH
 #ifdef PRN__HAVE_AVX512
 /* With AVX-512: 8 rows x 16 columns, one register a row, so that eight
  * FMA chains are in flight (an AVX2 register holds half a row). Each
@@ -4256,17 +4210,20 @@ PRN__FN_INLINE PRN__AVX512 __m512 prn__tanh16(__m512 x) {
 #define PRN__PRE16(g, i) _mm512_add_ps(_mm512_add_ps(PRN__L16(x + (g) * xs + (i)), PRN__L16(q + (g) * qs + (i))), PRN__L16(bb + (g) * bs + (i)))
 #define PRN__ST16(p, a) _mm512_mask_storeu_ps(p, mk, a)
 /* one vector of units at i (mask mk), its results stored */
-#define PRN__LSTM16(i)                                                           \
-    {   const __m512 ig = prn__sigm16(PRN__PRE16(0, i)), fg = prn__sigm16(PRN__PRE16(1, i)); \
-        const __m512 gg = prn__tanh16(PRN__PRE16(2, i)), og = prn__sigm16(PRN__PRE16(3, i)); \
-        const __m512 cn = _mm512_fmadd_ps(fg, PRN__L16(cp + (i)), _mm512_mul_ps(ig, gg)), tc = prn__tanh16(cn); \
-        const __m512 hv = _mm512_mul_ps(og, tc);                                 \
-        PRN__ST16(h + (i), hv); PRN__ST16(c + (i), cn);                          \
-        if (h2) PRN__ST16(h2 + (i), hv);                                         \
-        if (v) {                                                                 \
-            PRN__ST16(v + (i), ig); PRN__ST16(v + vs + (i), fg); PRN__ST16(v + 2 * vs + (i), gg); \
-            PRN__ST16(v + 3 * vs + (i), og); PRN__ST16(v + 4 * vs + (i), tc);    \
-        } }
+PRN__FN_INLINE PRN__AVX512 void prn__lstm16(const float *x, size_t xs, const float *q, size_t qs, const float *bb,
+                                            size_t bs, const float *cp, float *h, float *h2, float *c, float *v,
+                                            size_t vs, __mmask16 mk, size_t i) {
+    const __m512 ig = prn__sigm16(PRN__PRE16(0, i)), fg = prn__sigm16(PRN__PRE16(1, i));
+    const __m512 gg = prn__tanh16(PRN__PRE16(2, i)), og = prn__sigm16(PRN__PRE16(3, i));
+    const __m512 cn = _mm512_fmadd_ps(fg, PRN__L16(cp + i), _mm512_mul_ps(ig, gg)), tc = prn__tanh16(cn);
+    const __m512 hv = _mm512_mul_ps(og, tc);
+    PRN__ST16(h + i, hv); PRN__ST16(c + i, cn);
+    if (h2) PRN__ST16(h2 + i, hv);
+    if (v) {
+        PRN__ST16(v + i, ig); PRN__ST16(v + vs + i, fg); PRN__ST16(v + 2 * vs + i, gg);
+        PRN__ST16(v + 3 * vs + i, og); PRN__ST16(v + 4 * vs + i, tc);
+    }
+}
 PRN__FN PRN__AVX512 void prn__lstm_fw_f32z(size_t n, const float *x, size_t xs, const float *q, size_t qs,
                                            const float *bb, size_t bs, const float *cp, float *h, float *h2, float *c,
                                            float *v, size_t vs) {
@@ -4275,16 +4232,15 @@ PRN__FN PRN__AVX512 void prn__lstm_fw_f32z(size_t n, const float *x, size_t xs, 
     /* two vectors per pass: c's tanh waits on three gates' exponentials,
      * the other vector's work fills that wait */
     for (; i + 32 <= n; i += 32) {
-        PRN__LSTM16(i)
-        PRN__LSTM16(i + 16)
+        prn__lstm16(x, xs, q, qs, bb, bs, cp, h, h2, c, v, vs, mk, i);
+        prn__lstm16(x, xs, q, qs, bb, bs, cp, h, h2, c, v, vs, mk, i + 16);
     }
-    for (; i + 16 <= n; i += 16) PRN__LSTM16(i)
+    for (; i + 16 <= n; i += 16) prn__lstm16(x, xs, q, qs, bb, bs, cp, h, h2, c, v, vs, mk, i);
     if (i < n) {
         mk = (__mmask16)((1u << (n - i)) - 1u);
-        PRN__LSTM16(i)
+        prn__lstm16(x, xs, q, qs, bb, bs, cp, h, h2, c, v, vs, mk, i);
     }
 }
-#undef PRN__LSTM16
 #undef PRN__ST16
 #undef PRN__PRE16
 #undef PRN__L16
@@ -4754,19 +4710,21 @@ PRN__FN_INLINE PRN__AVX2 void prn__tr8_f32x(const float *s, size_t ls, float *d,
  * a chunk, with no store and reload of q and h per step, and two groups'
  * chains run interleaved. The operations are prn__gru_fw_f32x's with q =
  * w h, in the same order: the same bits as the general loop. */
-#define PRN__GRU1_STEP(h, xg, og, vg)                                           \
-    do {                                                                        \
-        const __m256 r_ = prn__sigm8(_mm256_add_ps(_mm256_add_ps(_mm256_loadu_ps(xg), _mm256_mul_ps(w0, h)), b0)); \
-        const __m256 z_ = prn__sigm8(_mm256_add_ps(_mm256_add_ps(_mm256_loadu_ps((xg) + Bp), _mm256_mul_ps(w1, h)), b1)); \
-        const __m256 hn_ = _mm256_add_ps(_mm256_mul_ps(w2, h), b2);            \
-        const __m256 nn_ = prn__tanh8(_mm256_fmadd_ps(r_, hn_, _mm256_loadu_ps((xg) + 2 * Bp))); \
-        h = _mm256_fmadd_ps(z_, _mm256_sub_ps(h, nn_), nn_);                   \
-        _mm256_storeu_ps(og, h);                                                \
-        if (Sv) {                                                               \
-            _mm256_storeu_ps(vg, r_); _mm256_storeu_ps((vg) + Bp, z_);          \
-            _mm256_storeu_ps((vg) + 2 * Bp, nn_); _mm256_storeu_ps((vg) + 3 * Bp, hn_); \
-        }                                                                       \
-    } while (0)
+PRN__FN_INLINE PRN__AVX2 __m256 prn__gru1_step(__m256 h, const float *xg, float *og, float *vg, const float *Sv,
+                                               size_t Bp, __m256 w0, __m256 w1, __m256 w2, __m256 b0, __m256 b1,
+                                               __m256 b2) {
+    const __m256 r_ = prn__sigm8(_mm256_add_ps(_mm256_add_ps(_mm256_loadu_ps(xg), _mm256_mul_ps(w0, h)), b0));
+    const __m256 z_ = prn__sigm8(_mm256_add_ps(_mm256_add_ps(_mm256_loadu_ps(xg + Bp), _mm256_mul_ps(w1, h)), b1));
+    const __m256 hn_ = _mm256_add_ps(_mm256_mul_ps(w2, h), b2);
+    const __m256 nn_ = prn__tanh8(_mm256_fmadd_ps(r_, hn_, _mm256_loadu_ps(xg + 2 * Bp)));
+    h = _mm256_fmadd_ps(z_, _mm256_sub_ps(h, nn_), nn_);
+    _mm256_storeu_ps(og, h);
+    if (Sv) {
+        _mm256_storeu_ps(vg, r_); _mm256_storeu_ps(vg + Bp, z_);
+        _mm256_storeu_ps(vg + 2 * Bp, nn_); _mm256_storeu_ps(vg + 3 * Bp, hn_);
+    }
+    return h;
+}
 PRN__FN PRN__AVX2 void prn__lanes_gru1_fw_f32x(const prn__layer *L, size_t C, size_t Bp) {
     const size_t B = L->B, TT = L->Tn, P = 3, VH = 4; /* S = H = 1 */
     const float *W = (const float *)L->w, *bias = (const float *)L->bias;
@@ -4785,15 +4743,15 @@ PRN__FN PRN__AVX2 void prn__lanes_gru1_fw_f32x(const prn__layer *L, size_t C, si
             __m256 ha = _mm256_loadu_ps(pv + l0), hb = _mm256_loadu_ps(pv + l0 + 8);
             for (i = 0; i < cn; ++i) {
                 float *xg = xt + (c = rev ? cn - 1 - i : i) * P * Bp + l0, *og = ot + c * Bp + l0, *vg = vt + c * VH * Bp + l0;
-                PRN__GRU1_STEP(ha, xg, og, vg);
-                PRN__GRU1_STEP(hb, xg + 8, og + 8, vg + 8);
+                ha = prn__gru1_step(ha, xg, og, vg, Sv, Bp, w0, w1, w2, b0, b1, b2);
+                hb = prn__gru1_step(hb, xg + 8, og + 8, vg + 8, Sv, Bp, w0, w1, w2, b0, b1, b2);
             }
         }
         for (; l0 < Bp; l0 += 8) {
             __m256 ha = _mm256_loadu_ps(pv + l0);
             for (i = 0; i < cn; ++i) {
                 float *xg = xt + (c = rev ? cn - 1 - i : i) * P * Bp + l0, *og = ot + c * Bp + l0, *vg = vt + c * VH * Bp + l0;
-                PRN__GRU1_STEP(ha, xg, og, vg);
+                ha = prn__gru1_step(ha, xg, og, vg, Sv, Bp, w0, w1, w2, b0, b1, b2);
             }
         }
         prn__lanes_put_f32x(ot, B, TT, 1, ta, cn, Bp, (float *)L->states);
@@ -4801,7 +4759,6 @@ PRN__FN PRN__AVX2 void prn__lanes_gru1_fw_f32x(const prn__layer *L, size_t C, si
         memcpy(pv, ot + (rev ? 0 : cn - 1) * Bp, Bp * sizeof(float));
     }
 }
-#undef PRN__GRU1_STEP
 #endif
 
 /* The threads' split of the batch (prn__layer.by_rows): rows [r0, r1) of
@@ -14163,6 +14120,119 @@ PRN__FN_INLINE void prn__gru_bw_T(size_t n, const PRN__T *g, const PRN__T *hp, c
 #undef PRN__EXP
 #undef PRN__TANH
 #endif /* PRN__TPL_CELL_UNITS */
+
+/* ---- CELL_STEP (parameters: T, SFX). Generates prn__cell_fwd_<sfx>,
+ * prn__cell_bwd_<sfx>. */
+/* One step of B rows (rnn_cell_forward / _backward, arguments checked by
+ * the callers): the rows over the team of prn__nt threads (prn__par), the
+ * gates of a row by the units above. */
+#ifdef PRN__TPL_CELL_STEP
+#undef PRN__TPL_CELL_STEP
+#define prn__cell_fwd_T PRN__TNAME(prn__cell_fwd_)
+#define prn__cell_bwd_T PRN__TNAME(prn__cell_bwd_)
+#define prn__elman_fw_T PRN__TNAME(prn__elman_fw_)
+#define prn__lstm_fw_T PRN__TNAME(prn__lstm_fw_)
+#define prn__gru_fw_T PRN__TNAME(prn__gru_fw_)
+#define prn__elman_bw_T PRN__TNAME(prn__elman_bw_)
+#define prn__lstm_bw_T PRN__TNAME(prn__lstm_bw_)
+#define prn__gru_bw_T PRN__TNAME(prn__gru_bw_)
+PRN__FN_INLINE void prn__cell_fwd_T(int kind, int relu, size_t B, size_t H, size_t k, const void *xp, const void *q,
+                                    const void *bias, const void *s, void *next, void *saved, int prn__nt,
+                                    int prn__par) {
+    const PRN__T *X = (const PRN__T *)xp, *Q = (const PRN__T *)q, *bb = (const PRN__T *)bias, *S0 = (const PRN__T *)s;
+    PRN__T *N = (PRN__T *)next, *V = (PRN__T *)saved;
+    size_t G = kind == PRN_RNN_LSTM ? 4 : kind == PRN_RNN_ELMAN ? 1 : 3, P = G * H, S = kind == PRN_RNN_LSTM ? 2 * H : H, b;
+    PRN__PARFOR
+    for (b = 0; b < B; ++b) {
+        const PRN__T *x = X + b * P, *qq = Q + b * P, *sp = S0 + b * S;
+        PRN__T *n = N + b * S, *v = V ? V + b * prn__cell_saved(kind) * H : NULL;
+        size_t hd;
+        if (kind == PRN_RNN_ELMAN) prn__elman_fw_T(H, relu, x, qq, bb, n);
+        else if (kind == PRN_RNN_LSTM) prn__lstm_fw_T(H, x, H, qq, H, bb, H, sp + H, n, n + H, v, H);
+        else /* GRU: heads of k units, gates r | z | n inside a head */
+            for (hd = 0; hd < H / k; ++hd)
+                prn__gru_fw_T(k, x + hd * 3 * k, k, qq + hd * 3 * k, k, bb + hd * 3 * k, k, sp + hd * k,
+                                  n + hd * k, v ? v + hd * k : NULL, H);
+    }
+    (void)prn__nt; (void)prn__par;
+}
+PRN__FN_INLINE void prn__cell_bwd_T(int kind, int relu, size_t B, size_t H, size_t k, const void *g, const void *s,
+                                    const void *next, const void *saved, void *dxp, void *dq, void *ds, int prn__nt,
+                                    int prn__par) {
+    const PRN__T *Gr = (const PRN__T *)g, *S0 = (const PRN__T *)s, *N = (const PRN__T *)next, *V = (const PRN__T *)saved;
+    PRN__T *DX = (PRN__T *)dxp, *DQ = (PRN__T *)dq, *DS = (PRN__T *)ds;
+    size_t G = kind == PRN_RNN_LSTM ? 4 : kind == PRN_RNN_ELMAN ? 1 : 3, P = G * H, b;
+    size_t S = kind == PRN_RNN_LSTM ? 2 * H : H;
+    PRN__PARFOR
+    for (b = 0; b < B; ++b) {
+        const PRN__T *gg = Gr + b * S, *sp = S0 + b * S, *n = N + b * S;
+        PRN__T *dx = DX + b * P, *dqq = DQ + b * P, *d = DS + b * S;
+        size_t i, hd;
+        if (kind == PRN_RNN_ELMAN) {
+            prn__elman_bw_T(H, relu, gg, n, dx, dqq);
+            for (i = 0; i < H; ++i) d[i] = 0;
+        } else if (kind == PRN_RNN_LSTM) {
+            prn__lstm_bw_T(H, gg, gg + H, sp + H, V + b * 5 * H, H, dx, dqq, H, d + H);
+            for (i = 0; i < H; ++i) d[i] = 0;
+        } else {
+            for (hd = 0; hd < H / k; ++hd)
+                prn__gru_bw_T(k, gg + hd * k, sp + hd * k, V + b * 4 * H + hd * k, H, dx + hd * 3 * k,
+                                  dqq + hd * 3 * k, k, d + hd * k);
+        }
+    }
+    (void)prn__nt; (void)prn__par;
+}
+#undef prn__cell_fwd_T
+#undef prn__cell_bwd_T
+#undef prn__elman_fw_T
+#undef prn__lstm_fw_T
+#undef prn__gru_fw_T
+#undef prn__elman_bw_T
+#undef prn__lstm_bw_T
+#undef prn__gru_bw_T
+#endif /* PRN__TPL_CELL_STEP */
+
+/* ---- PANEL_MM (parameters: T, SFX). Generates prn__panel_mm_<sfx>,
+ * prn__panel_mmz_<sfx>. */
+/* out[b, 0..15] = sum_k a[b * lda + k] p[k * 16 + 0..15], b < B (16 columns
+ * of a packed block): by 4 rows, then the rest one at a time */
+#ifdef PRN__TPL_PANEL_MM
+#undef PRN__TPL_PANEL_MM
+#define prn__panel_mm_T PRN__TNAME(prn__panel_mm_)
+#define prn__panel_mmz_T PRN__TNAME(prn__panel_mmz_)
+PRN__FN void prn__panel_mm_T(size_t B, size_t K, const PRN__T *a, size_t lda, const PRN__T *p, PRN__T *out, size_t ldo) {
+    size_t b = 0, k, i, c;
+    for (; b + 4 <= B; b += 4) {
+        PRN__T acc[4][16];
+        memset(acc, 0, sizeof acc);
+        for (k = 0; k < K; ++k) {
+            const PRN__T *w = p + k * 16;
+            for (i = 0; i < 4; ++i) {
+                const PRN__T x = a[(b + i) * lda + k];
+                PRN__SIMD for (c = 0; c < 16; ++c) acc[i][c] += x * w[c];
+            }
+        }
+        for (i = 0; i < 4; ++i) memcpy(out + (b + i) * ldo, acc[i], sizeof acc[i]);
+    }
+    for (; b < B; ++b) {
+        PRN__T acc[16];
+        memset(acc, 0, sizeof acc);
+        for (k = 0; k < K; ++k) {
+            const PRN__T *w = p + k * 16, x = a[b * lda + k];
+            PRN__SIMD for (c = 0; c < 16; ++c) acc[c] += x * w[c];
+        }
+        memcpy(out + b * ldo, acc, sizeof acc);
+    }
+}
+/* Z blocks: block z at p + z K 16, its output at out + z 16 */
+PRN__FN void prn__panel_mmz_T(size_t B, size_t K, const PRN__T *a, size_t lda, const PRN__T *p, size_t Z, PRN__T *out,
+                              size_t ldo) {
+    size_t z;
+    for (z = 0; z < Z; ++z) prn__panel_mm_T(B, K, a, lda, p + z * K * 16, out + z * 16, ldo);
+}
+#undef prn__panel_mm_T
+#undef prn__panel_mmz_T
+#endif /* PRN__TPL_PANEL_MM */
 
 /* ---- TNACC (parameters: T, SFX). Generates prn__tnacc_<sfx>. */
 /* out[r, 0..N) (+)= sum_k a[k lda + r] p[k N + 0..N), r < R: each entry
