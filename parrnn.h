@@ -3797,6 +3797,7 @@ PRN__FN prn_status prn__ref_rnn_cell_forward(prn_context *ctx, prn_dtype dtype, 
     else prn__cell_fwd_f32(kind, relu, B, H, k, xp, q, bias, s, next, saved, prn__nt, prn__par);
     return PRN_OK;
 }
+#ifndef PARRNN_NO_TRAINING /* the backward entries: only the training table has them */
 PRN__FN prn_status prn__ref_rnn_cell_backward(prn_context *ctx, prn_dtype dtype, int kind, int relu, size_t B, size_t H,
                                               size_t k, const void *g, const void *s, const void *next, const void *saved,
                                               void *dxp, void *dq, void *ds) {
@@ -3806,6 +3807,7 @@ PRN__FN prn_status prn__ref_rnn_cell_backward(prn_context *ctx, prn_dtype dtype,
     else prn__cell_bwd_f32(kind, relu, B, H, k, g, s, next, saved, dxp, dq, ds, prn__nt, prn__par);
     return PRN_OK;
 }
+#endif
 
 /* --- fused layers (rnn_layer_forward / _backward) ----------------------- */
 /* A layer's T steps in one parallel region, so that a step costs a matrix
@@ -4265,6 +4267,7 @@ PRN__FN_INLINE PRN__AVX2 void prn__lstm_fw2_f32x(size_t n, const float *x, size_
 #define prn__gru_bw_f32x prn__gru_bw_f32
 #endif
 
+#ifndef PARRNN_NO_TRAINING /* only the layer backward takes the weight gradients */
 /* The weight gradients inside the layer backward (rnn_layer_backward_dw):
  * each step the threads put every row's dq and h_{t-1} into a ring of
  * dwC steps (rq, rh; h padded with zeros to a multiple of 16 columns); at
@@ -4327,6 +4330,7 @@ PRN__FN PRN__AVX2 void prn__tnacc_f32x(size_t R, size_t K, const float *a, size_
 #define PRN__ATTR PRN__AVX2
 #include PARRNN_SELF_PATH
 #endif
+#endif /* PARRNN_NO_TRAINING */
 
 /* prn__layer_fw_f32, prn__layer_bw_f32: TEMPLATE LAYER */
 #define PRN__TPL_LAYER
@@ -4383,7 +4387,8 @@ PRN__FN int prn__cblas_weak_f32(prn_context *ctx, size_t M, size_t N, size_t K, 
 }
 #endif
 
-#ifdef PRN__HAVE_AVX2 /* also without CBLAS: the layer backward's weight gradients take them */
+#if defined(PRN__HAVE_AVX2) && (defined(PARRNN_USE_CBLAS) || !defined(PARRNN_NO_TRAINING))
+/* also without CBLAS: the layer backward's weight gradients take them */
 /* prn__panel_mm_f32x for op(A) = A^T: out[r, 0..15] (+)= sum_k a[k * lda +
  * r] p[k * pk + 0..15], r < R -- a weight gradient's product (X^T dY, K
  * the batch rows times the steps; p packed, pk = 16, or B itself, pk its
@@ -5036,6 +5041,7 @@ PRN__FN prn_status prn__ref_rnn_layer_forward_x(prn_context *ctx, prn_dtype dtyp
     prn_free(ctx, raw);
     return PRN_OK;
 }
+#ifndef PARRNN_NO_TRAINING /* the backward entries: only the training table has them */
 PRN__FN prn_status prn__ref_rnn_layer_backward(prn_context *ctx, prn_dtype dtype, int kind, int relu, int reverse,
                                                size_t B, size_t T, size_t H, const void *g, const void *w_hh,
                                                const void *s0, const void *states, const void *saved, void *dxp,
@@ -5081,6 +5087,7 @@ PRN__FN prn_status prn__ref_rnn_layer_backward_dw(prn_context *ctx, prn_dtype dt
     }
     return PRN_OK;
 }
+#endif /* PARRNN_NO_TRAINING */
 
 #ifndef PARRNN_NO_SCYFI /* solve_batched: SCYFI's candidates (LEAVING PARTS OUT) */
 /* --- batched LU solves (solve_batched) ----------------------------------- */
@@ -14076,6 +14083,7 @@ PRN__FN_INLINE void prn__gru_fw_T(size_t n, const PRN__T *x, size_t xs, const PR
         }
     }
 }
+#ifndef PARRNN_NO_TRAINING /* the backward ones */
 /* g: d loss / d h; nx: the step's output */
 PRN__FN_INLINE void prn__elman_bw_T(size_t n, int relu, const PRN__T *g, const PRN__T *nx, PRN__T *dx, PRN__T *dq) {
     size_t i;
@@ -14111,6 +14119,7 @@ PRN__FN_INLINE void prn__gru_bw_T(size_t n, const PRN__T *g, const PRN__T *hp, c
         dh[i] = gu * z;
     }
 }
+#endif
 #undef prn__elman_fw_T
 #undef prn__lstm_fw_T
 #undef prn__gru_fw_T
@@ -14156,6 +14165,7 @@ PRN__FN_INLINE void prn__cell_fwd_T(int kind, int relu, size_t B, size_t H, size
     }
     (void)prn__nt; (void)prn__par;
 }
+#ifndef PARRNN_NO_TRAINING /* (rnn_cell_backward, the training table's) */
 PRN__FN_INLINE void prn__cell_bwd_T(int kind, int relu, size_t B, size_t H, size_t k, const void *g, const void *s,
                                     const void *next, const void *saved, void *dxp, void *dq, void *ds, int prn__nt,
                                     int prn__par) {
@@ -14182,6 +14192,7 @@ PRN__FN_INLINE void prn__cell_bwd_T(int kind, int relu, size_t B, size_t H, size
     }
     (void)prn__nt; (void)prn__par;
 }
+#endif
 #undef prn__cell_fwd_T
 #undef prn__cell_bwd_T
 #undef prn__elman_fw_T
@@ -14390,6 +14401,7 @@ PRN__FN PRN__ATTR void prn__layer_fw_T(const prn__layer *L, size_t j, size_t m) 
         PRN__BARRIER(L->bar, m);
     }
 }
+#ifndef PARRNN_NO_TRAINING /* (prn__layer_run names the forward instead) */
 PRN__FN PRN__ATTR void prn__layer_bw_T(const prn__layer *L, size_t j, size_t m) {
     const size_t B = L->B, TT = L->Tn, H = L->H, G = L->G, P = L->P, S = L->S, V = L->V;
     size_t u0, u1, nb, per = prn__layer_plan(L, 1, m, j, &u0, &u1, &nb), n = u1 - u0, qs = nb * 16;
@@ -14457,6 +14469,7 @@ PRN__FN PRN__ATTR void prn__layer_bw_T(const prn__layer *L, size_t j, size_t m) 
     }
     if (L->dwC) prn__layer_dwput_T(L, L->dbar ? L->tj : j, L->dbar ? L->tm : m, u0, u1);
 }
+#endif
 #undef prn__layer_fw_T
 #undef prn__layer_bw_T
 #undef prn__layer_dwc_T
@@ -14592,6 +14605,7 @@ PRN__FN PRN__ATTR void prn__lanes_fw_T(const prn__layer *L, size_t C, size_t Bp)
         memcpy(pv, ot + (rev ? 0 : cn - 1) * S * Bp, S * Bp * sizeof(PRN__T));
     }
 }
+#ifndef PARRNN_NO_TRAINING /* (prn__layer_run names the forward instead) */
 PRN__FN PRN__ATTR void prn__lanes_bw_T(const prn__layer *L, size_t C, size_t Bp) {
     const size_t B = L->B, TT = L->Tn, H = L->H, P = L->P, S = L->S, VH = L->V * L->H, n = H * Bp;
     const PRN__T *W = (const PRN__T *)L->w, *St = (const PRN__T *)L->states, *s0 = (const PRN__T *)L->s0;
@@ -14659,6 +14673,7 @@ PRN__FN PRN__ATTR void prn__lanes_bw_T(const prn__layer *L, size_t C, size_t Bp)
             else d[i] = cc[i * Bp + b];
         }
 }
+#endif
 #undef prn__lanes_fw_T
 #undef PRN__LANES_MAC_T
 #undef prn__lanes_bw_T
