@@ -3749,100 +3749,22 @@ PRN__DEF prn_status prn_backend_deer_check(prn_context *ctx, const char *fn, con
     return PRN_OK;
 }
 #define PRN__SIGM(T, EXP, x) ((T)1 / ((T)1 + EXP(-(x))))
-/* The gates of n consecutive units of one batch row. Gate g of unit i is
- * at x[g * xs + i], q[g * qs + i] and bb[g * bs + i] (input projection,
- * hidden projection, b_hh); saved value m at v[m * vs + i] (v may be
- * NULL: nothing saved). The backward ones write d loss / d xp to dx and
- * d loss / d (q + b_hh) to dq, gate g at [g * ds + i]. Shared by the
- * one-step entries (rnn_cell_*) and the fused layers (rnn_layer_*). */
-#define PRN__DEFINE_CELL_UNITS(T, SFX, EXP, TANH)                                \
-PRN__FN_INLINE void prn__elman_fw_##SFX(size_t n, int relu, const T *x, const T *q, const T *bb, T *h) { \
-    size_t i;                                                                    \
-    if (relu) { for (i = 0; i < n; ++i) { T p = x[i] + q[i] + bb[i]; h[i] = p > 0 ? p : (T)0; } } \
-    else { PRN__SIMD for (i = 0; i < n; ++i) h[i] = TANH(x[i] + q[i] + bb[i]); } \
-}                                                                                \
-PRN__FN_INLINE void prn__lstm_fw_##SFX(size_t n, const T *x, size_t xs, const T *q, size_t qs, const T *bb, \
-                                       size_t bs, const T *cp, T *h, T *c, T *v, size_t vs) { \
-    size_t i;                                                                    \
-    if (v) {                                                                     \
-        PRN__SIMD for (i = 0; i < n; ++i) {                                      \
-            T ig = PRN__SIGM(T, EXP, x[i] + q[i] + bb[i]);                       \
-            T fg = PRN__SIGM(T, EXP, x[xs + i] + q[qs + i] + bb[bs + i]);        \
-            T gg = TANH(x[2 * xs + i] + q[2 * qs + i] + bb[2 * bs + i]);         \
-            T og = PRN__SIGM(T, EXP, x[3 * xs + i] + q[3 * qs + i] + bb[3 * bs + i]); \
-            T cn = fg * cp[i] + ig * gg, tc = TANH(cn);                          \
-            h[i] = og * tc; c[i] = cn;                                           \
-            v[i] = ig; v[vs + i] = fg; v[2 * vs + i] = gg; v[3 * vs + i] = og; v[4 * vs + i] = tc; \
-        }                                                                        \
-    } else {                                                                     \
-        PRN__SIMD for (i = 0; i < n; ++i) {                                      \
-            T ig = PRN__SIGM(T, EXP, x[i] + q[i] + bb[i]);                       \
-            T fg = PRN__SIGM(T, EXP, x[xs + i] + q[qs + i] + bb[bs + i]);        \
-            T gg = TANH(x[2 * xs + i] + q[2 * qs + i] + bb[2 * bs + i]);         \
-            T og = PRN__SIGM(T, EXP, x[3 * xs + i] + q[3 * qs + i] + bb[3 * bs + i]); \
-            T cn = fg * cp[i] + ig * gg;                                         \
-            h[i] = og * TANH(cn); c[i] = cn;                                     \
-        }                                                                        \
-    }                                                                            \
-}                                                                                \
-/* GRU: gates r | z | n; the saved values r z n and q_n + b_hn */              \
-PRN__FN_INLINE void prn__gru_fw_##SFX(size_t n, const T *x, size_t xs, const T *q, size_t qs, const T *bb, \
-                                      size_t bs, const T *hp, T *h, T *v, size_t vs) { \
-    size_t i;                                                                    \
-    if (v) {                                                                     \
-        PRN__SIMD for (i = 0; i < n; ++i) {                                      \
-            T r = PRN__SIGM(T, EXP, x[i] + q[i] + bb[i]);                        \
-            T z = PRN__SIGM(T, EXP, x[xs + i] + q[qs + i] + bb[bs + i]);         \
-            T hn = q[2 * qs + i] + bb[2 * bs + i], nn = TANH(x[2 * xs + i] + r * hn); \
-            h[i] = nn + z * (hp[i] - nn);                                        \
-            v[i] = r; v[vs + i] = z; v[2 * vs + i] = nn; v[3 * vs + i] = hn;     \
-        }                                                                        \
-    } else {                                                                     \
-        PRN__SIMD for (i = 0; i < n; ++i) {                                      \
-            T r = PRN__SIGM(T, EXP, x[i] + q[i] + bb[i]);                        \
-            T z = PRN__SIGM(T, EXP, x[xs + i] + q[qs + i] + bb[bs + i]);         \
-            T nn = TANH(x[2 * xs + i] + r * (q[2 * qs + i] + bb[2 * bs + i]));   \
-            h[i] = nn + z * (hp[i] - nn);                                        \
-        }                                                                        \
-    }                                                                            \
-}                                                                                \
-/* g: d loss / d h; nx: the step's output */                                   \
-PRN__FN_INLINE void prn__elman_bw_##SFX(size_t n, int relu, const T *g, const T *nx, T *dx, T *dq) { \
-    size_t i;                                                                    \
-    if (relu) { for (i = 0; i < n; ++i) { T dp = nx[i] > 0 ? g[i] : (T)0; dx[i] = dp; dq[i] = dp; } } \
-    else { PRN__SIMD for (i = 0; i < n; ++i) { T dp = g[i] * ((T)1 - nx[i] * nx[i]); dx[i] = dp; dq[i] = dp; } } \
-}                                                                                \
-/* gh, gc: d loss / d (h, c); cp: the previous c; writes dcp = d loss / d cp   \
- * through the cell (dc * f; may alias gc) */                                  \
-PRN__FN_INLINE void prn__lstm_bw_##SFX(size_t n, const T *gh, const T *gc, const T *cp, const T *v, size_t vs, \
-                                       T *dx, T *dq, size_t ds, T *dcp) {       \
-    size_t i;                                                                    \
-    PRN__SIMD for (i = 0; i < n; ++i) {                                          \
-        T ig = v[i], fg = v[vs + i], gt = v[2 * vs + i], og = v[3 * vs + i], tc = v[4 * vs + i]; \
-        T gu = gh[i], dc = gc[i] + gu * og * ((T)1 - tc * tc);                   \
-        T di = dc * gt * ig * ((T)1 - ig), df = dc * cp[i] * fg * ((T)1 - fg);   \
-        T dg = dc * ig * ((T)1 - gt * gt), dO = gu * tc * og * ((T)1 - og);      \
-        dx[i] = di; dq[i] = di; dx[ds + i] = df; dq[ds + i] = df;                \
-        dx[2 * ds + i] = dg; dq[2 * ds + i] = dg; dx[3 * ds + i] = dO; dq[3 * ds + i] = dO; \
-        dcp[i] = dc * fg;                                                        \
-    }                                                                            \
-}                                                                                \
-/* g: d loss / d h; hp: the previous h; writes dh = the part of d loss / d hp \
- * that does not go through q (may alias g) */                                  \
-PRN__FN_INLINE void prn__gru_bw_##SFX(size_t n, const T *g, const T *hp, const T *v, size_t vs, T *dx, T *dq, \
-                                      size_t ds, T *dh) {                        \
-    size_t i;                                                                    \
-    PRN__SIMD for (i = 0; i < n; ++i) {                                          \
-        T r = v[i], z = v[vs + i], nn = v[2 * vs + i], hn = v[3 * vs + i], gu = g[i]; \
-        T dpn = (gu - gu * z) * ((T)1 - nn * nn);                               \
-        T dpr = dpn * hn * r * ((T)1 - r), dpz = gu * (hp[i] - nn) * z * ((T)1 - z); \
-        dx[i] = dpr; dq[i] = dpr; dx[ds + i] = dpz; dq[ds + i] = dpz;            \
-        dx[2 * ds + i] = dpn; dq[2 * ds + i] = dpn * r;                          \
-        dh[i] = gu * z;                                                          \
-    }                                                                            \
-}
-PRN__DEFINE_CELL_UNITS(float, f32, prn__expf, prn__tanhf)
-PRN__DEFINE_CELL_UNITS(double, f64, exp, tanh)
+/* prn__elman_fw_f32, prn__lstm_fw_f32, prn__gru_fw_f32, prn__elman_bw_f32,
+ * prn__lstm_bw_f32, prn__gru_bw_f32: TEMPLATE CELL_UNITS */
+#define PRN__TPL_CELL_UNITS
+#define PRN__T float
+#define PRN__SFX f32
+#define PRN__EXP prn__expf
+#define PRN__TANH prn__tanhf
+#include PARRNN_SELF_PATH
+/* prn__elman_fw_f64, prn__lstm_fw_f64, prn__gru_fw_f64, prn__elman_bw_f64,
+ * prn__lstm_bw_f64, prn__gru_bw_f64: TEMPLATE CELL_UNITS */
+#define PRN__TPL_CELL_UNITS
+#define PRN__T double
+#define PRN__SFX f64
+#define PRN__EXP exp
+#define PRN__TANH tanh
+#include PARRNN_SELF_PATH
 /* the fused layers' LSTM gates: h also copied to h2 (prn__lstm_fw2_f32x
  * writes it from the gate loop where it can) */
 PRN__FN_INLINE void prn__lstm_fw2_f32(size_t n, const float *x, size_t xs, const float *q, size_t qs, const float *bb,
@@ -3856,62 +3778,36 @@ PRN__FN_INLINE void prn__lstm_fw2_f64(size_t n, const double *x, size_t xs, cons
     memcpy(h2, h, n * sizeof(double));
 }
 
-#define PRN__CELL_FWD(T, SFX)                                                    \
-    {   const T *X = (const T *)xp, *Q = (const T *)q, *bb = (const T *)bias, *S0 = (const T *)s; \
-        T *N = (T *)next, *V = (T *)saved;                                       \
-        size_t G = kind == PRN_RNN_LSTM ? 4 : kind == PRN_RNN_ELMAN ? 1 : 3, P = G * H, S = kind == PRN_RNN_LSTM ? 2 * H : H, b; \
-        PRN__PARFOR                                                              \
-        for (b = 0; b < B; ++b) {                                                \
-            const T *x = X + b * P, *qq = Q + b * P, *sp = S0 + b * S;          \
-            T *n = N + b * S, *v = V ? V + b * prn__cell_saved(kind) * H : NULL; \
-            size_t hd;                                                           \
-            if (kind == PRN_RNN_ELMAN) prn__elman_fw_##SFX(H, relu, x, qq, bb, n); \
-            else if (kind == PRN_RNN_LSTM) prn__lstm_fw_##SFX(H, x, H, qq, H, bb, H, sp + H, n, n + H, v, H); \
-            else /* GRU: heads of k units, gates r | z | n inside a head */      \
-                for (hd = 0; hd < H / k; ++hd)                                   \
-                    prn__gru_fw_##SFX(k, x + hd * 3 * k, k, qq + hd * 3 * k, k, bb + hd * 3 * k, k, sp + hd * k, \
-                                      n + hd * k, v ? v + hd * k : NULL, H);     \
-        } }
+/* prn__cell_fwd_f32, prn__cell_bwd_f32, prn__cell_fwd_f64, prn__cell_bwd_f64:
+ * TEMPLATE CELL_STEP */
+#define PRN__TPL_CELL_STEP
+#define PRN__T float
+#define PRN__SFX f32
+#include PARRNN_SELF_PATH
+#define PRN__TPL_CELL_STEP
+#define PRN__T double
+#define PRN__SFX f64
+#include PARRNN_SELF_PATH
 PRN__FN prn_status prn__ref_rnn_cell_forward(prn_context *ctx, prn_dtype dtype, int kind, int relu, size_t B, size_t H,
                                              size_t k, const void *xp, const void *q, const void *bias, const void *s,
                                              void *next, void *saved) {
     PRN__PAR_SETUP(ctx, B * H * 2); /* per-step sizes stay serial: a thread team per step costs more */
     PRN__TRY(prn_backend_rnn_cell_check(ctx, "rnn_cell_forward", kind, H, &k));
-    if (dtype == PRN_F64) PRN__CELL_FWD(double, f64)
-    else PRN__CELL_FWD(float, f32)
+    if (dtype == PRN_F64) prn__cell_fwd_f64(kind, relu, B, H, k, xp, q, bias, s, next, saved, prn__nt, prn__par);
+    else prn__cell_fwd_f32(kind, relu, B, H, k, xp, q, bias, s, next, saved, prn__nt, prn__par);
     return PRN_OK;
 }
-#define PRN__CELL_BWD(T, SFX)                                                    \
-    {   const T *Gr = (const T *)g, *S0 = (const T *)s, *N = (const T *)next, *V = (const T *)saved; \
-        T *DX = (T *)dxp, *DQ = (T *)dq, *DS = (T *)ds;                          \
-        size_t G = kind == PRN_RNN_LSTM ? 4 : kind == PRN_RNN_ELMAN ? 1 : 3, P = G * H, b; \
-        size_t S = kind == PRN_RNN_LSTM ? 2 * H : H;                             \
-        PRN__PARFOR                                                              \
-        for (b = 0; b < B; ++b) {                                                \
-            const T *gg = Gr + b * S, *sp = S0 + b * S, *n = N + b * S;         \
-            T *dx = DX + b * P, *dqq = DQ + b * P, *d = DS + b * S;              \
-            size_t i, hd;                                                        \
-            if (kind == PRN_RNN_ELMAN) {                                         \
-                prn__elman_bw_##SFX(H, relu, gg, n, dx, dqq);                    \
-                for (i = 0; i < H; ++i) d[i] = 0;                                \
-            } else if (kind == PRN_RNN_LSTM) {                                   \
-                prn__lstm_bw_##SFX(H, gg, gg + H, sp + H, V + b * 5 * H, H, dx, dqq, H, d + H); \
-                for (i = 0; i < H; ++i) d[i] = 0;                                \
-            } else {                                                             \
-                for (hd = 0; hd < H / k; ++hd)                                   \
-                    prn__gru_bw_##SFX(k, gg + hd * k, sp + hd * k, V + b * 4 * H + hd * k, H, dx + hd * 3 * k, \
-                                      dqq + hd * 3 * k, k, d + hd * k);          \
-            }                                                                    \
-        } }
+#ifndef PARRNN_NO_TRAINING /* the backward entries: only the training table has them */
 PRN__FN prn_status prn__ref_rnn_cell_backward(prn_context *ctx, prn_dtype dtype, int kind, int relu, size_t B, size_t H,
                                               size_t k, const void *g, const void *s, const void *next, const void *saved,
                                               void *dxp, void *dq, void *ds) {
     PRN__PAR_SETUP(ctx, B * H * 2); /* per-step sizes stay serial: a thread team per step costs more */
     PRN__TRY(prn_backend_rnn_cell_check(ctx, "rnn_cell_backward", kind, H, &k));
-    if (dtype == PRN_F64) PRN__CELL_BWD(double, f64)
-    else PRN__CELL_BWD(float, f32)
+    if (dtype == PRN_F64) prn__cell_bwd_f64(kind, relu, B, H, k, g, s, next, saved, dxp, dq, ds, prn__nt, prn__par);
+    else prn__cell_bwd_f32(kind, relu, B, H, k, g, s, next, saved, dxp, dq, ds, prn__nt, prn__par);
     return PRN_OK;
 }
+#endif
 
 /* --- fused layers (rnn_layer_forward / _backward) ----------------------- */
 /* A layer's T steps in one parallel region, so that a step costs a matrix
@@ -3994,34 +3890,16 @@ PRN__FN_INLINE void prn__prefetch_run(const void *p, size_t bytes) {
     for (i = 0; i < bytes; i += 64) PRN__PREFETCH(c + i);
     if (bytes) PRN__PREFETCH(c + bytes - 1);
 }
-/* out[b, 0..15] = sum_k a[b * lda + k] p[k * 16 + 0..15], b < B (16 columns
- * of a packed block) */
-#define PRN__PANEL_ROWS(T, M)                                                    \
-    {   T acc[M][16];                                                            \
-        memset(acc, 0, sizeof acc);                                              \
-        for (k = 0; k < K; ++k) {                                                \
-            const T *w = p + k * 16;                                             \
-            for (i = 0; i < M; ++i) {                                            \
-                const T x = a[(b + i) * lda + k];                                \
-                PRN__SIMD for (c = 0; c < 16; ++c) acc[i][c] += x * w[c];        \
-            } }                                                                  \
-        for (i = 0; i < M; ++i) memcpy(out + (b + i) * ldo, acc[i], sizeof acc[i]); }
-#define PRN__DEFINE_PANEL_MM(T, SFX)                                             \
-PRN__FN void prn__panel_mm_##SFX(size_t B, size_t K, const T *a, size_t lda, const T *p, T *out, size_t ldo) { \
-    size_t b = 0, k, i, c;                                                       \
-    for (; b + 4 <= B; b += 4) PRN__PANEL_ROWS(T, 4)                             \
-    for (; b < B; ++b) PRN__PANEL_ROWS(T, 1)                                     \
-}
-PRN__DEFINE_PANEL_MM(float, f32)
-PRN__DEFINE_PANEL_MM(double, f64)
-/* Z blocks: block z at p + z K 16, its output at out + z 16 */
-#define PRN__DEFINE_PANEL_MMZ(T, SFX)                                            \
-PRN__FN void prn__panel_mmz_##SFX(size_t B, size_t K, const T *a, size_t lda, const T *p, size_t Z, T *out, size_t ldo) { \
-    size_t z;                                                                    \
-    for (z = 0; z < Z; ++z) prn__panel_mm_##SFX(B, K, a, lda, p + z * K * 16, out + z * 16, ldo); \
-}
-PRN__DEFINE_PANEL_MMZ(float, f32)
-PRN__DEFINE_PANEL_MMZ(double, f64)
+/* prn__panel_mm_f32, prn__panel_mmz_f32, prn__panel_mm_f64, prn__panel_mmz_f64:
+ * TEMPLATE PANEL_MM */
+#define PRN__TPL_PANEL_MM
+#define PRN__T float
+#define PRN__SFX f32
+#include PARRNN_SELF_PATH
+#define PRN__TPL_PANEL_MM
+#define PRN__T double
+#define PRN__SFX f64
+#include PARRNN_SELF_PATH
 #ifdef PRN__HAVE_AVX512
 /* With AVX-512: 8 rows x 16 columns, one register a row, so that eight
  * FMA chains are in flight (an AVX2 register holds half a row). Each
@@ -4334,17 +4212,20 @@ PRN__FN_INLINE PRN__AVX512 __m512 prn__tanh16(__m512 x) {
 #define PRN__PRE16(g, i) _mm512_add_ps(_mm512_add_ps(PRN__L16(x + (g) * xs + (i)), PRN__L16(q + (g) * qs + (i))), PRN__L16(bb + (g) * bs + (i)))
 #define PRN__ST16(p, a) _mm512_mask_storeu_ps(p, mk, a)
 /* one vector of units at i (mask mk), its results stored */
-#define PRN__LSTM16(i)                                                           \
-    {   const __m512 ig = prn__sigm16(PRN__PRE16(0, i)), fg = prn__sigm16(PRN__PRE16(1, i)); \
-        const __m512 gg = prn__tanh16(PRN__PRE16(2, i)), og = prn__sigm16(PRN__PRE16(3, i)); \
-        const __m512 cn = _mm512_fmadd_ps(fg, PRN__L16(cp + (i)), _mm512_mul_ps(ig, gg)), tc = prn__tanh16(cn); \
-        const __m512 hv = _mm512_mul_ps(og, tc);                                 \
-        PRN__ST16(h + (i), hv); PRN__ST16(c + (i), cn);                          \
-        if (h2) PRN__ST16(h2 + (i), hv);                                         \
-        if (v) {                                                                 \
-            PRN__ST16(v + (i), ig); PRN__ST16(v + vs + (i), fg); PRN__ST16(v + 2 * vs + (i), gg); \
-            PRN__ST16(v + 3 * vs + (i), og); PRN__ST16(v + 4 * vs + (i), tc);    \
-        } }
+PRN__FN_INLINE PRN__AVX512 void prn__lstm16(const float *x, size_t xs, const float *q, size_t qs, const float *bb,
+                                            size_t bs, const float *cp, float *h, float *h2, float *c, float *v,
+                                            size_t vs, __mmask16 mk, size_t i) {
+    const __m512 ig = prn__sigm16(PRN__PRE16(0, i)), fg = prn__sigm16(PRN__PRE16(1, i));
+    const __m512 gg = prn__tanh16(PRN__PRE16(2, i)), og = prn__sigm16(PRN__PRE16(3, i));
+    const __m512 cn = _mm512_fmadd_ps(fg, PRN__L16(cp + i), _mm512_mul_ps(ig, gg)), tc = prn__tanh16(cn);
+    const __m512 hv = _mm512_mul_ps(og, tc);
+    PRN__ST16(h + i, hv); PRN__ST16(c + i, cn);
+    if (h2) PRN__ST16(h2 + i, hv);
+    if (v) {
+        PRN__ST16(v + i, ig); PRN__ST16(v + vs + i, fg); PRN__ST16(v + 2 * vs + i, gg);
+        PRN__ST16(v + 3 * vs + i, og); PRN__ST16(v + 4 * vs + i, tc);
+    }
+}
 PRN__FN PRN__AVX512 void prn__lstm_fw_f32z(size_t n, const float *x, size_t xs, const float *q, size_t qs,
                                            const float *bb, size_t bs, const float *cp, float *h, float *h2, float *c,
                                            float *v, size_t vs) {
@@ -4353,16 +4234,15 @@ PRN__FN PRN__AVX512 void prn__lstm_fw_f32z(size_t n, const float *x, size_t xs, 
     /* two vectors per pass: c's tanh waits on three gates' exponentials,
      * the other vector's work fills that wait */
     for (; i + 32 <= n; i += 32) {
-        PRN__LSTM16(i)
-        PRN__LSTM16(i + 16)
+        prn__lstm16(x, xs, q, qs, bb, bs, cp, h, h2, c, v, vs, mk, i);
+        prn__lstm16(x, xs, q, qs, bb, bs, cp, h, h2, c, v, vs, mk, i + 16);
     }
-    for (; i + 16 <= n; i += 16) PRN__LSTM16(i)
+    for (; i + 16 <= n; i += 16) prn__lstm16(x, xs, q, qs, bb, bs, cp, h, h2, c, v, vs, mk, i);
     if (i < n) {
         mk = (__mmask16)((1u << (n - i)) - 1u);
-        PRN__LSTM16(i)
+        prn__lstm16(x, xs, q, qs, bb, bs, cp, h, h2, c, v, vs, mk, i);
     }
 }
-#undef PRN__LSTM16
 #undef PRN__ST16
 #undef PRN__PRE16
 #undef PRN__L16
@@ -4387,6 +4267,7 @@ PRN__FN_INLINE PRN__AVX2 void prn__lstm_fw2_f32x(size_t n, const float *x, size_
 #define prn__gru_bw_f32x prn__gru_bw_f32
 #endif
 
+#ifndef PARRNN_NO_TRAINING /* only the layer backward takes the weight gradients */
 /* The weight gradients inside the layer backward (rnn_layer_backward_dw):
  * each step the threads put every row's dq and h_{t-1} into a ring of
  * dwC steps (rq, rh; h padded with zeros to a multiple of 16 columns); at
@@ -4411,22 +4292,16 @@ PRN__FN void prn__layer_dw_rows(const prn__layer *L, size_t j, size_t m, size_t 
     *p1 = *p0 + pr < L->P ? *p0 + pr : L->P;
     if (s) *p1 = *p0;
 }
-/* out[r, 0..N) (+)= sum_k a[k lda + r] p[k N + 0..N), r < R: each entry
- * by one chain over k (the AVX kernels' order) */
-#define PRN__DEFINE_TNACC(T, SFX)                                                \
-PRN__FN void prn__tnacc_##SFX(size_t R, size_t K, const T *a, size_t lda, const T *p, size_t N, T *out, int acc) { \
-    size_t r, k, c;                                                              \
-    for (r = 0; r < R; ++r) {                                                    \
-        T *o = out + r * N;                                                      \
-        if (!acc) for (c = 0; c < N; ++c) o[c] = 0;                              \
-        for (k = 0; k < K; ++k) {                                                \
-            const T x = a[k * lda + r], *pk = p + k * N;                         \
-            PRN__SIMD for (c = 0; c < N; ++c) o[c] += x * pk[c];                 \
-        }                                                                        \
-    }                                                                            \
-}
-PRN__DEFINE_TNACC(float, f32)
-PRN__DEFINE_TNACC(double, f64)
+/* prn__tnacc_f32: TEMPLATE TNACC */
+#define PRN__TPL_TNACC
+#define PRN__T float
+#define PRN__SFX f32
+#include PARRNN_SELF_PATH
+/* prn__tnacc_f64: TEMPLATE TNACC */
+#define PRN__TPL_TNACC
+#define PRN__T double
+#define PRN__SFX f64
+#include PARRNN_SELF_PATH
 #ifdef PRN__HAVE_AVX2
 PRN__FN PRN__AVX2 void prn__panel_tnz_f32x(size_t R, size_t K, const float *a, size_t lda, size_t ts, const float *p,
                                           size_t pk, size_t ps, size_t Z, float *out, size_t ldo, int acc);
@@ -4435,195 +4310,53 @@ PRN__FN PRN__AVX2 void prn__tnacc_f32x(size_t R, size_t K, const float *a, size_
     prn__panel_tnz_f32x(R, K, a, lda, 8, p, N, 16, N / 16, out, N, acc);
 }
 #endif
-/* chunk's sums (its steps, whose ring is chunk & 1), and the end's copy
- * of thread j's rows of dwa into dw and db */
-#define PRN__DEFINE_LAYER_DW(T, SFX, ATTR)                                       \
-PRN__FN ATTR void prn__layer_dwc_##SFX(const prn__layer *L, size_t chunk, size_t steps, size_t j, size_t m, \
-                                       size_t u0, size_t u1) {                   \
-    const size_t ring = (chunk & 1) * L->dwC * L->dwB;                           \
-    size_t p0, p1, sg;                                                           \
-    for (sg = 0; sg < L->G; ++sg) {                                              \
-        prn__layer_dw_rows(L, j, m, u0, u1, sg, &p0, &p1);                       \
-        if (p1 <= p0) continue;                                                  \
-      {                                                                          \
-        const T *a = (const T *)L->rq + ring * L->Pq;                            \
-        T *db = (T *)L->dwa + L->P * L->Hq;                                      \
-        size_t k, r;                                                             \
-        prn__tnacc_##SFX(p1 - p0, steps * L->dwB, a + p0, L->Pq, (const T *)L->rh + ring * L->Hq, L->Hq, \
-                         (T *)L->dwa + p0 * L->Hq, chunk > 0);                   \
-        /* db: plain adds, each the bits of the FMA by a column of ones      \
-         * (an odd 16-column block fell to the AVX2 kernel: 2% of the time)  \
-         */                                                                      \
-        if (!chunk) for (r = p0; r < p1; ++r) db[r] = 0;                         \
-        for (k = 0; L->db && k < steps * L->dwB; ++k)                            \
-            PRN__SIMD for (r = p0; r < p1; ++r) db[r] += a[k * L->Pq + r];       \
-      }                                                                          \
-    }                                                                            \
-}                                                                                \
-PRN__FN void prn__layer_dwput_##SFX(const prn__layer *L, size_t j, size_t m, size_t u0, size_t u1) { \
-    const T *s = (const T *)L->dwa;                                              \
-    T *dw = (T *)L->dw, *db = (T *)L->db;                                        \
-    size_t p0, p1, r, sg;                                                        \
-    for (sg = 0; sg < L->G; ++sg) {                                              \
-        prn__layer_dw_rows(L, j, m, u0, u1, sg, &p0, &p1);                       \
-        for (r = p0; r < p1; ++r) {                                              \
-            memcpy(dw + r * L->H, s + r * L->Hq, L->H * sizeof(T));              \
-            if (db) db[r] = s[L->P * L->Hq + r];                                 \
-        }                                                                        \
-    }                                                                            \
-}
-PRN__DEFINE_LAYER_DW(float, f32, )
-PRN__DEFINE_LAYER_DW(double, f64, )
+/* prn__layer_dwc_f32, prn__layer_dwput_f32: TEMPLATE LAYER_DW */
+#define PRN__TPL_LAYER_DW
+#define PRN__T float
+#define PRN__SFX f32
+#define PRN__ATTR
+#include PARRNN_SELF_PATH
+/* prn__layer_dwc_f64, prn__layer_dwput_f64: TEMPLATE LAYER_DW */
+#define PRN__TPL_LAYER_DW
+#define PRN__T double
+#define PRN__SFX f64
+#define PRN__ATTR
+#include PARRNN_SELF_PATH
 #ifdef PRN__HAVE_AVX2
-PRN__DEFINE_LAYER_DW(float, f32x, PRN__AVX2)
+/* prn__layer_dwc_f32x, prn__layer_dwput_f32x: TEMPLATE LAYER_DW */
+#define PRN__TPL_LAYER_DW
+#define PRN__T float
+#define PRN__SFX f32x
+#define PRN__ATTR PRN__AVX2
+#include PARRNN_SELF_PATH
 #endif
+#endif /* PARRNN_NO_TRAINING */
 
-/* Thread j's part of a layer, forward and backward; called inside the
- * parallel region (the barriers are the region's). ATTR and MM: compiled
- * plainly with the C product, or for AVX2 with its product (the gate
- * loops then vectorise with AVX2 too). */
-#define PRN__DEFINE_LAYER(T, SFX, UNIT, ATTR, MM)                                      \
-PRN__FN ATTR void prn__layer_fw_##SFX(const prn__layer *L, size_t j, size_t m) { \
-    const size_t B = L->B, TT = L->Tn, H = L->H, G = L->G, P = L->P, S = L->S, V = L->V, NI = L->NI; \
-    size_t u0, u1, nb, per = prn__layer_plan(L, 0, m, j, &u0, &u1, &nb), n = u1 - u0, qs = nb * 16, ldq = G * qs; \
-    const size_t C = prn__layer_xchunk(L, B, ldq);                               \
-    size_t g, blk, k, i, step, b, c, tlo = 0;                                    \
-    const T *W = (const T *)L->w, *X = (const T *)L->xp, *bias = (const T *)L->bias, *s0 = (const T *)L->s0; \
-    const T *Xi = (const T *)L->x, *Wi = (const T *)L->w_ih, *Bi = (const T *)L->b_ih; \
-    T *St = (T *)L->states, *Sv = (T *)L->saved, *pan = (T *)L->ws + j * per, *qt = pan + G * nb * 16 * H; \
-    T *pih = qt + B * ldq, *xc = pih + G * nb * 16 * NI; /* with x: W_ih's panel, the chunk's xp */ \
-    T *hb = (T *)L->ws + m * per; /* [2][B, H]: h of the last step, compact */ \
-    for (g = 0; g < G; ++g)                                                      \
-        for (blk = 0; blk < nb; ++blk) {                                         \
-            for (k = 0; k < H; ++k)                                              \
-                for (i = 0; i < 16; ++i) {                                       \
-                    const size_t u = u0 + blk * 16 + i;                          \
-                    pan[((g * nb + blk) * H + k) * 16 + i] = u < u1 ? W[(g * H + u) * H + k] : (T)0; } \
-            for (k = 0; Xi && k < NI; ++k)                                        \
-                for (i = 0; i < 16; ++i) {                                       \
-                    const size_t u = u0 + blk * 16 + i;                          \
-                    pih[((g * nb + blk) * NI + k) * 16 + i] = u < u1 ? Wi[(g * H + u) * NI + k] : (T)0; } \
-        }                                                                        \
-    for (step = 0; step < TT; ++step) {                                          \
-        const size_t t = L->rev ? TT - 1 - step : step, tp = L->rev ? t + 1 : t - 1; \
-        const T *a = step ? hb + ((step - 1) & 1) * B * H : s0;                  \
-        T *hn = hb + (step & 1) * B * H;                                         \
-        if (Xi && n && step % C == 0) {                                          \
-            /* the next C steps' projections, [t - tlo][b][ldq] in the        \
-             * product's layout (gate g of the thread's units at g qs): each  \
-             * entry the chain of the product kernel plus b_ih, as the        \
-             * composition's gemm (beta 1 onto the broadcast bias) has it */  \
-            const size_t cn = TT - step < C ? TT - step : C;                     \
-            tlo = L->rev ? TT - step - cn : step;                                \
-            if (C == 1) MM(B, NI, Xi + tlo * NI, TT * NI, pih, G * nb, xc, ldq);    \
-            else for (b = 0; b < B; ++b) MM(cn, NI, Xi + (b * TT + tlo) * NI, NI, pih, G * nb, xc + b * ldq, B * ldq); \
-            for (c = 0; Bi && c < cn * B; ++c)                                   \
-                for (g = 0; g < G; ++g) {                                        \
-                    T *r = xc + c * ldq + g * qs;                                \
-                    const T *bi = Bi + g * H + u0;                               \
-                    PRN__SIMD for (i = 0; i < n; ++i) r[i] += bi[i];             \
-                }                                                                \
-        }                                                                        \
-        /* block (g, blk) at pan + (g nb + blk) H 16, its output at qt + g qs +  \
-         * blk 16 = qt + (g nb + blk) 16: the G nb blocks in one call */      \
-        if (n) MM(B, H, a, step ? H : S, pan, G * nb, qt, ldq);                  \
-        for (b = 0; n && b < B; ++b) {                                           \
-            const T *x = Xi ? xc + ((t - tlo) * B + b) * ldq : X + (b * TT + t) * P + u0; \
-            const T *q = qt + b * ldq, *bb = bias + u0;                          \
-            const T *sp = step ? St + (b * TT + tp) * S : s0 + b * S;            \
-            const size_t xs = Xi ? qs : H; /* x's gates apart */                 \
-            T *nx = St + (b * TT + t) * S, *v = Sv && V ? Sv + (b * TT + t) * V * H + u0 : NULL; \
-            if (L->kind == PRN_RNN_LSTM) /* h into hn by the gate loop */      \
-                prn__lstm_fw2_##UNIT(n, x, xs, q, qs, bb, H, sp + H + u0, nx + u0, hn + b * H + u0, nx + H + u0, v, H); \
-            else {                                                               \
-                if (L->kind == PRN_RNN_ELMAN) prn__elman_fw_##UNIT(n, L->relu, x, q, bb, nx + u0); \
-                else prn__gru_fw_##UNIT(n, x, xs, q, qs, bb, H, sp + u0, nx + u0, v, H); \
-                memcpy(hn + b * H + u0, nx + u0, n * sizeof(T));                \
-            }                                                                    \
-            /* the row's next step, asked for here between the rows' gates    \
-             * (a burst of them all before the product stalled on the line   \
-             * fill buffers: a quarter of this loop's time at H 256 B 16) */  \
-            if (step + 1 < TT) {                                                 \
-                const size_t tn = L->rev ? t - 1 : t + 1;                        \
-                if (Xi && C == 1) prn__prefetch_run(Xi + (b * TT + tn) * NI, NI * sizeof(T)); \
-                for (g = 0; !Xi && g < G; ++g) prn__prefetch_run(X + (b * TT + tn) * P + g * H + u0, n * sizeof(T)); \
-                for (g = 0; g < S / H; ++g) prn__prefetch_run(St + (b * TT + tn) * S + g * H + u0, n * sizeof(T)); \
-            }                                                                    \
-        }                                                                        \
-        PRN__BARRIER(L->bar, m);                                                 \
-    }                                                                            \
-}                                                                                \
-PRN__FN ATTR void prn__layer_bw_##SFX(const prn__layer *L, size_t j, size_t m) { \
-    const size_t B = L->B, TT = L->Tn, H = L->H, G = L->G, P = L->P, S = L->S, V = L->V; \
-    size_t u0, u1, nb, per = prn__layer_plan(L, 1, m, j, &u0, &u1, &nb), n = u1 - u0, qs = nb * 16; \
-    size_t g, blk, k, i, step, b;                                                \
-    const T *W = (const T *)L->w, *Gr = (const T *)L->g, *s0 = (const T *)L->s0; \
-    const T *St = (const T *)L->states, *Sv = (const T *)L->saved;              \
-    T *DX = (T *)L->dxp, *DQ = (T *)L->dq, *D0 = (T *)L->ds0;                    \
-    T *pan = (T *)L->ws + j * per, *ct = pan + nb * 16 * P, *dd = ct + B * qs;  \
-    T *qb = (T *)L->ws + m * per; /* [2][B, P]: d q of the last step, compact */ \
-    for (blk = 0; blk < nb; ++blk)                                               \
-        for (k = 0; k < P; ++k)                                                  \
-            for (i = 0; i < 16; ++i) {                                           \
-                const size_t u = u0 + blk * 16 + i;                              \
-                pan[(blk * P + k) * 16 + i] = u < u1 ? W[k * H + u] : (T)0; }   \
-    for (i = 0; i < 2 * B * qs; ++i) ct[i] = 0; /* and dd */                     \
-    for (step = 0; step < TT; ++step) {                                          \
-        /* the forward's steps in reverse; its first has s0 before it */        \
-        const size_t t = L->rev ? step : TT - 1 - step, tp = L->rev ? t + 1 : t - 1; \
-        T *qn = qb + (step & 1) * B * P;                                         \
-        for (b = 0; n && b < B; ++b) {                                           \
-            const T *gr = Gr + (b * TT + t) * S, *nx = St + (b * TT + t) * S;    \
-            const T *sp = step == TT - 1 ? s0 + b * S : St + (b * TT + tp) * S;  \
-            const T *v = Sv && V ? Sv + (b * TT + t) * V * H + u0 : NULL;        \
-            T *c = ct + b * qs, *e = dd + b * qs, *dx = DX + (b * TT + t) * P + u0, *dq = qn + b * P + u0; \
-            /* c: d loss / d h of the step (the later step's d q W_hh, plus   \
-             * what reached h directly); e: the rest of d loss / d state */   \
-            PRN__SIMD for (i = 0; i < n; ++i) c[i] += gr[u0 + i];                \
-            if (L->kind == PRN_RNN_ELMAN) prn__elman_bw_##UNIT(n, L->relu, c, nx + u0, dx, dq); \
-            else if (L->kind == PRN_RNN_LSTM) {                                  \
-                PRN__SIMD for (i = 0; i < n; ++i) e[i] += gr[H + u0 + i];        \
-                prn__lstm_bw_##UNIT(n, c, e, sp + H + u0, v, H, dx, dq, H, e);   \
-            } else {                                                             \
-                PRN__SIMD for (i = 0; i < n; ++i) c[i] += e[i];                  \
-                prn__gru_bw_##UNIT(n, c, sp + u0, v, H, dx, dq, H, e);           \
-            }                                                                    \
-            /* DQ may be DX (ELMAN and LSTM: the same values) */                \
-            for (g = 0; DQ != DX && g < G; ++g) memcpy(DQ + (b * TT + t) * P + g * H + u0, dq + g * H, n * sizeof(T)); \
-            if (L->dwC) { /* the row's dq and h_{t-1} into the chunk's ring */ \
-                const size_t slot = ((step / L->dwC & 1) * L->dwC + step % L->dwC) * L->dwB + L->r0 + b; \
-                T *rq = (T *)L->rq + slot * L->Pq + u0;                          \
-                for (g = 0; g < G; ++g) memcpy(rq + g * H, dq + g * H, n * sizeof(T)); \
-                memcpy((T *)L->rh + slot * L->Hq + u0, sp + u0, n * sizeof(T));  \
-            }                                                                    \
-        }                                                                        \
-        PRN__BARRIER(L->bar, m);                                                 \
-        if (L->dwC && (step % L->dwC == L->dwC - 1 || step + 1 == TT)) {         \
-            if (L->dbar) PRN__BARRIER(L->dbar, L->tm); /* by rows: the team's */ \
-            prn__layer_dwc_##SFX(L, step / L->dwC, step % L->dwC + 1, L->dbar ? L->tj : j, L->dbar ? L->tm : m, u0, u1); \
-        }                                                                        \
-        for (b = 0; n && step + 1 < TT && b < B; ++b) {                          \
-            const size_t tn = L->rev ? t + 1 : t - 1;                            \
-            prn__prefetch_run(Gr + (b * TT + tn) * S + u0, n * sizeof(T));       \
-            if (S > H) prn__prefetch_run(Gr + (b * TT + tn) * S + H + u0, n * sizeof(T)); \
-            prn__prefetch_run(St + (b * TT + tn) * S + u0, n * sizeof(T));       \
-            for (g = 0; Sv && g < V; ++g) prn__prefetch_run(Sv + ((b * TT + tn) * V + g) * H + u0, n * sizeof(T)); \
-        }                                                                        \
-        if (n) MM(B, P, qn, P, pan, nb, ct, qs);                                 \
-    }                                                                            \
-    for (b = 0; n && b < B; ++b) {                                               \
-        const T *c = ct + b * qs, *e = dd + b * qs;                              \
-        T *d = D0 + b * S + u0;                                                  \
-        if (L->kind == PRN_RNN_LSTM) for (i = 0; i < n; ++i) { d[i] = c[i]; d[H + i] = e[i]; } \
-        else if (L->kind == PRN_RNN_GRU) for (i = 0; i < n; ++i) d[i] = c[i] + e[i]; \
-        else for (i = 0; i < n; ++i) d[i] = c[i];                                \
-    }                                                                            \
-    if (L->dwC) prn__layer_dwput_##SFX(L, L->dbar ? L->tj : j, L->dbar ? L->tm : m, u0, u1); \
-}
-PRN__DEFINE_LAYER(float, f32, f32, , prn__panel_mmz_f32)
-PRN__DEFINE_LAYER(double, f64, f64, , prn__panel_mmz_f64)
+/* prn__layer_fw_f32, prn__layer_bw_f32: TEMPLATE LAYER */
+#define PRN__TPL_LAYER
+#define PRN__T float
+#define PRN__SFX f32
+#define PRN__UNIT f32
+#define PRN__ATTR
+#define PRN__MM prn__panel_mmz_f32
+#include PARRNN_SELF_PATH
+/* prn__layer_fw_f64, prn__layer_bw_f64: TEMPLATE LAYER */
+#define PRN__TPL_LAYER
+#define PRN__T double
+#define PRN__SFX f64
+#define PRN__UNIT f64
+#define PRN__ATTR
+#define PRN__MM prn__panel_mmz_f64
+#include PARRNN_SELF_PATH
 #ifdef PRN__HAVE_AVX2
-PRN__DEFINE_LAYER(float, f32x, f32x, PRN__AVX2, prn__panel_mmz_f32x)
+/* prn__layer_fw_f32x, prn__layer_bw_f32x: TEMPLATE LAYER */
+#define PRN__TPL_LAYER
+#define PRN__T float
+#define PRN__SFX f32x
+#define PRN__UNIT f32x
+#define PRN__ATTR PRN__AVX2
+#define PRN__MM prn__panel_mmz_f32x
+#include PARRNN_SELF_PATH
 #endif
 
 #if defined(PARRNN_USE_CBLAS) && defined(PRN__HAVE_AVX2)
@@ -4654,7 +4387,8 @@ PRN__FN int prn__cblas_weak_f32(prn_context *ctx, size_t M, size_t N, size_t K, 
 }
 #endif
 
-#ifdef PRN__HAVE_AVX2 /* also without CBLAS: the layer backward's weight gradients take them */
+#if defined(PRN__HAVE_AVX2) && (defined(PARRNN_USE_CBLAS) || !defined(PARRNN_NO_TRAINING))
+/* also without CBLAS: the layer backward's weight gradients take them */
 /* prn__panel_mm_f32x for op(A) = A^T: out[r, 0..15] (+)= sum_k a[k * lda +
  * r] p[k * pk + 0..15], r < R -- a weight gradient's product (X^T dY, K
  * the batch rows times the steps; p packed, pk = 16, or B itself, pk its
@@ -4886,17 +4620,16 @@ PRN__FN size_t prn__lanes_plan(const prn__layer *L, int bw, size_t *C, size_t *B
     if (*C < 1) *C = 1;
     return (*C * per + fixed) * *Bp;
 }
-/* d[c ld + r] = s[r ls + c], r, c < 8: one tile of the lanes' transposes,
- * with constant bounds that let the compiler unroll it (a loop per element
- * costs more than the element's load and store). */
-#define PRN__DEFINE_TR8(T, SFX)                                                  \
-PRN__FN_INLINE void prn__tr8_##SFX(const T *s, size_t ls, T *d, size_t ld) {    \
-    size_t r, c;                                                                 \
-    for (c = 0; c < 8; ++c)                                                      \
-        for (r = 0; r < 8; ++r) d[c * ld + r] = s[r * ls + c];                   \
-}
-PRN__DEFINE_TR8(float, f32)
-PRN__DEFINE_TR8(double, f64)
+/* prn__tr8_f32: TEMPLATE TR8 */
+#define PRN__TPL_TR8
+#define PRN__T float
+#define PRN__SFX f32
+#include PARRNN_SELF_PATH
+/* prn__tr8_f64: TEMPLATE TR8 */
+#define PRN__TPL_TR8
+#define PRN__T double
+#define PRN__SFX f64
+#include PARRNN_SELF_PATH
 #ifdef PRN__HAVE_AVX2
 /* The same in registers: rows interleaved in pairs, then quadruples, then
  * the 128-bit halves exchanged. */
@@ -4921,163 +4654,59 @@ PRN__FN_INLINE PRN__AVX2 void prn__tr8_f32x(const float *s, size_t ls, float *d,
     _mm256_storeu_ps(d + 7 * ld, _mm256_permute2f128_ps(b3, b7, 0x31));
 }
 #endif
-#define PRN__DEFINE_LANES_COPY(T, SFX, TR, ATTR)                                 \
-/* d[i Bp + l] = s[l ls + i] for l < nl <= 8, i < len, by tiles of 8 x 8. */   \
-PRN__FN_INLINE ATTR void prn__lanes_in_##SFX(const T *s, size_t ls, size_t nl, size_t len, size_t Bp, T *d) { \
-    size_t i = 0, l;                                                             \
-    if (nl == 8)                                                                 \
-        for (; i + 8 <= len; i += 8) prn__tr8_##TR(s + i, ls, d + i * Bp, Bp);   \
-    for (; i < len; ++i)                                                         \
-        for (l = 0; l < nl; ++l) d[i * Bp + l] = s[l * ls + i];                  \
-}                                                                                \
-PRN__FN_INLINE ATTR void prn__lanes_out_##SFX(const T *s, size_t Bp, size_t nl, size_t len, T *d, size_t ls) { \
-    size_t i = 0, l;                                                             \
-    if (nl == 8)                                                                 \
-        for (; i + 8 <= len; i += 8) prn__tr8_##TR(s + i * Bp, Bp, d + i, ls);   \
-    for (; i < len; ++i)                                                         \
-        for (l = 0; l < nl; ++l) d[l * ls + i] = s[i * Bp + l];                  \
-}                                                                                \
-/* dst[(c K + e) Bp + b] = src[(b TT + t0 + c) K + e] for c < C, e < K:     \
- * rows t0 .. t0 + C - 1, one run of C K elements per lane. */                 \
-PRN__FN ATTR void prn__lanes_get_##SFX(const T *src, size_t B, size_t TT, size_t K, size_t t0, size_t C, \
-                                       size_t Bp, T *dst) {                                      \
-    size_t b;                                                                    \
-    for (b = 0; b < B; b += 8)                                                   \
-        prn__lanes_in_##SFX(src + (b * TT + t0) * K, TT * K, B - b < 8 ? B - b : 8, C * K, Bp, dst + b); \
-}                                                                                \
-/* The inverse. */                                                              \
-PRN__FN ATTR void prn__lanes_put_##SFX(const T *src, size_t B, size_t TT, size_t K, size_t t0, size_t C, \
-                                       size_t Bp, T *dst) {                                      \
-    size_t b;                                                                    \
-    for (b = 0; b < B; b += 8)                                                   \
-        prn__lanes_out_##SFX(src + b, Bp, B - b < 8 ? B - b : 8, C * K, dst + (b * TT + t0) * K, TT * K); \
-}
-PRN__DEFINE_LANES_COPY(float, f32, f32, )
-PRN__DEFINE_LANES_COPY(double, f64, f64, )
+/* prn__lanes_in_f32, prn__lanes_out_f32, prn__lanes_get_f32, prn__lanes_put_f32: TEMPLATE LANES_COPY */
+#define PRN__TPL_LANES_COPY
+#define PRN__T float
+#define PRN__SFX f32
+#define PRN__TR f32
+#define PRN__ATTR
+#include PARRNN_SELF_PATH
+/* prn__lanes_in_f64, prn__lanes_out_f64, prn__lanes_get_f64, prn__lanes_put_f64: TEMPLATE LANES_COPY */
+#define PRN__TPL_LANES_COPY
+#define PRN__T double
+#define PRN__SFX f64
+#define PRN__TR f64
+#define PRN__ATTR
+#include PARRNN_SELF_PATH
 #ifdef PRN__HAVE_AVX2
-PRN__DEFINE_LANES_COPY(float, f32x, f32x, PRN__AVX2)
+/* prn__lanes_in_f32x, prn__lanes_out_f32x, prn__lanes_get_f32x, prn__lanes_put_f32x: TEMPLATE LANES_COPY */
+#define PRN__TPL_LANES_COPY
+#define PRN__T float
+#define PRN__SFX f32x
+#define PRN__TR f32x
+#define PRN__ATTR PRN__AVX2
+#include PARRNN_SELF_PATH
 #endif
-/* The two loops; the workspace L->ws is zeroed (padded lanes, carries).
- * Chunk k holds the steps at times ta .. ta + cn - 1 in memory order (the
- * copies are runs), and its steps run up or down through it. */
 /* c + a b as the threaded loop's product computes it: with AVX2 one FMA
  * (prn__panel_mm_f32x), else a product and a sum (prn__panel_mm_f32/f64) */
 #define PRN__LANES_MAC_f32(a, b, c) ((c) + (a) * (b))
 #define PRN__LANES_MAC_f64(a, b, c) ((c) + (a) * (b))
 #define PRN__LANES_MAC_f32x(a, b, c) __builtin_fmaf((a), (b), (c))
-#define PRN__DEFINE_LANES(T, SFX, UNIT, CP, ATTR)                                \
-PRN__FN ATTR void prn__lanes_fw_##SFX(const prn__layer *L, size_t C, size_t Bp) { \
-    const size_t B = L->B, TT = L->Tn, H = L->H, P = L->P, S = L->S, VH = L->V * L->H, n = H * Bp; \
-    const T *W = (const T *)L->w, *bias = (const T *)L->bias;                    \
-    T *xt = (T *)L->ws, *ot = xt + C * P * Bp, *vt = ot + C * S * Bp, *q = vt + C * VH * Bp, *bl = q + P * Bp; \
-    T *pv = bl + P * Bp, *Sv = L->saved && VH ? (T *)L->saved : NULL;           \
-    const int rev = L->rev;                                                      \
-    size_t k0, i, c, j, k, l, l0, cn, ta;                                        \
-    for (j = 0; j < P; ++j)                                                      \
-        for (l = 0; l < Bp; ++l) bl[j * Bp + l] = bias[j];                       \
-    prn__lanes_get_##CP((const T *)L->s0, B, 1, S, 0, 1, Bp, pv);                \
-    for (k0 = 0; k0 < TT; k0 += C) {                                             \
-        cn = TT - k0 < C ? TT - k0 : C;                                          \
-        ta = rev ? TT - k0 - cn : k0;                                            \
-        prn__lanes_get_##CP((const T *)L->xp, B, TT, P, ta, cn, Bp, xt);         \
-        for (i = 0; i < cn; ++i) {                                               \
-            const T *hp, *x;                                                     \
-            T *o, *v;                                                            \
-            c = rev ? cn - 1 - i : i;                                            \
-            hp = i ? ot + (rev ? c + 1 : c - 1) * S * Bp : pv;                   \
-            x = xt + c * P * Bp; o = ot + c * S * Bp; v = Sv ? vt + c * VH * Bp : NULL; \
-            for (l0 = 0; l0 < Bp; l0 += 8) /* q = W_hh h: 8 lanes in registers, \
-                 * each the threaded loop's chain over k from zero (its bits) */ \
-                for (j = 0; j < P; ++j) {                                        \
-                    const T *wj = W + j * H, *h0 = hp + l0;                      \
-                    T acc[8];                                                    \
-                    PRN__SIMD for (l = 0; l < 8; ++l) acc[l] = (T)0;             \
-                    for (k = 0; k < H; ++k) {                                    \
-                        const T wk = wj[k], *hk = h0 + k * Bp;                   \
-                        PRN__SIMD for (l = 0; l < 8; ++l) acc[l] = PRN__LANES_MAC_##SFX(hk[l], wk, acc[l]); \
-                    }                                                            \
-                    PRN__SIMD for (l = 0; l < 8; ++l) q[j * Bp + l0 + l] = acc[l]; \
-                }                                                                \
-            if (L->kind == PRN_RNN_ELMAN) prn__elman_fw_##UNIT(n, L->relu, x, q, bl, o); \
-            else if (L->kind == PRN_RNN_LSTM) prn__lstm_fw_##UNIT(n, x, n, q, n, bl, n, hp + n, o, o + n, v, n); \
-            else prn__gru_fw_##UNIT(n, x, n, q, n, bl, n, hp, o, v, n);          \
-        }                                                                        \
-        prn__lanes_put_##CP(ot, B, TT, S, ta, cn, Bp, (T *)L->states);           \
-        if (Sv) prn__lanes_put_##CP(vt, B, TT, VH, ta, cn, Bp, Sv);              \
-        memcpy(pv, ot + (rev ? 0 : cn - 1) * S * Bp, S * Bp * sizeof(T));        \
-    }                                                                            \
-}                                                                                \
-PRN__FN ATTR void prn__lanes_bw_##SFX(const prn__layer *L, size_t C, size_t Bp) { \
-    const size_t B = L->B, TT = L->Tn, H = L->H, P = L->P, S = L->S, VH = L->V * L->H, n = H * Bp; \
-    const T *W = (const T *)L->w, *St = (const T *)L->states, *s0 = (const T *)L->s0; \
-    T *gt = (T *)L->ws, *pt = gt + C * S * Bp, *vt = pt + C * S * Bp, *dxt = vt + C * VH * Bp, *dqt = dxt + C * P * Bp; \
-    T *cc = dqt + C * P * Bp, *ee = cc + n, *D0 = (T *)L->ds0;                   \
-    const int rev = L->rev; /* the forward's direction: this loop runs the other way */ \
-    size_t k0, i, c, j, k, l, l0, b, cn, ta;                                     \
-    for (k0 = 0; k0 < TT; k0 += C) {                                             \
-        cn = TT - k0 < C ? TT - k0 : C;                                          \
-        ta = rev ? k0 : TT - k0 - cn;                                            \
-        prn__lanes_get_##CP((const T *)L->g, B, TT, S, ta, cn, Bp, gt);          \
-        if (VH) prn__lanes_get_##CP((const T *)L->saved, B, TT, VH, ta, cn, Bp, vt); \
-        /* pt: Elman the steps' own states; LSTM, GRU the states before them  \
-         * (s0 before the forward's first step) */                             \
-        if (L->kind == PRN_RNN_ELMAN) prn__lanes_get_##CP(St, B, TT, S, ta, cn, Bp, pt); \
-        else if (!rev) {                                                         \
-            if (ta) prn__lanes_get_##CP(St, B, TT, S, ta - 1, cn, Bp, pt);       \
-            else {                                                               \
-                prn__lanes_get_##CP(s0, B, 1, S, 0, 1, Bp, pt);                  \
-                prn__lanes_get_##CP(St, B, TT, S, 0, cn - 1, Bp, pt + S * Bp);   \
-            }                                                                    \
-        } else {                                                                 \
-            if (ta + cn < TT) prn__lanes_get_##CP(St, B, TT, S, ta + 1, cn, Bp, pt); \
-            else {                                                               \
-                prn__lanes_get_##CP(St, B, TT, S, ta + 1, cn - 1, Bp, pt);       \
-                prn__lanes_get_##CP(s0, B, 1, S, 0, 1, Bp, pt + (cn - 1) * S * Bp); \
-            }                                                                    \
-        }                                                                        \
-        for (i = 0; i < cn; ++i) {                                               \
-            const T *g, *sp, *v;                                                 \
-            T *dx, *dq;                                                          \
-            c = rev ? i : cn - 1 - i;                                            \
-            g = gt + c * S * Bp; sp = pt + c * S * Bp + (L->kind == PRN_RNN_LSTM ? n : 0); v = vt + c * VH * Bp; \
-            dx = dxt + c * P * Bp; dq = dqt + c * P * Bp;                        \
-            /* cc: d loss / d h of the step; ee: the rest of d loss / d state */ \
-            PRN__SIMD for (j = 0; j < n; ++j) cc[j] += g[j];                     \
-            if (L->kind == PRN_RNN_ELMAN) prn__elman_bw_##UNIT(n, L->relu, cc, sp, dx, dq); \
-            else if (L->kind == PRN_RNN_LSTM) {                                  \
-                PRN__SIMD for (j = 0; j < n; ++j) ee[j] += g[n + j];             \
-                prn__lstm_bw_##UNIT(n, cc, ee, sp, v, n, dx, dq, n, ee);         \
-            } else {                                                             \
-                PRN__SIMD for (j = 0; j < n; ++j) cc[j] += ee[j];                \
-                prn__gru_bw_##UNIT(n, cc, sp, v, n, dx, dq, n, ee);              \
-            }                                                                    \
-            for (l0 = 0; l0 < Bp; l0 += 8) /* cc = d q W_hh, by columns */     \
-                for (k = 0; k < H; ++k) {                                        \
-                    const T *d0 = dq + l0;                                       \
-                    T acc[8];                                                    \
-                    PRN__SIMD for (l = 0; l < 8; ++l) acc[l] = W[k] * d0[l];     \
-                    for (j = 1; j < P; ++j) {                                    \
-                        const T wj = W[j * H + k], *dj = d0 + j * Bp;            \
-                        PRN__SIMD for (l = 0; l < 8; ++l) acc[l] += wj * dj[l];  \
-                    }                                                            \
-                    PRN__SIMD for (l = 0; l < 8; ++l) cc[k * Bp + l0 + l] = acc[l]; \
-                }                                                                \
-        }                                                                        \
-        prn__lanes_put_##CP(dxt, B, TT, P, ta, cn, Bp, (T *)L->dxp);             \
-        prn__lanes_put_##CP(dqt, B, TT, P, ta, cn, Bp, (T *)L->dq);              \
-    }                                                                            \
-    for (b = 0; b < B; ++b)                                                      \
-        for (i = 0; i < H; ++i) {                                                \
-            T *d = D0 + b * S;                                                   \
-            if (L->kind == PRN_RNN_LSTM) { d[i] = cc[i * Bp + b]; d[H + i] = ee[i * Bp + b]; } \
-            else if (L->kind == PRN_RNN_GRU) d[i] = cc[i * Bp + b] + ee[i * Bp + b]; \
-            else d[i] = cc[i * Bp + b];                                          \
-        }                                                                        \
-}
-PRN__DEFINE_LANES(float, f32, f32, f32, )
-PRN__DEFINE_LANES(double, f64, f64, f64, )
+/* prn__lanes_fw_f32, prn__lanes_bw_f32: TEMPLATE LANES */
+#define PRN__TPL_LANES
+#define PRN__T float
+#define PRN__SFX f32
+#define PRN__UNIT f32
+#define PRN__CP f32
+#define PRN__ATTR
+#include PARRNN_SELF_PATH
+/* prn__lanes_fw_f64, prn__lanes_bw_f64: TEMPLATE LANES */
+#define PRN__TPL_LANES
+#define PRN__T double
+#define PRN__SFX f64
+#define PRN__UNIT f64
+#define PRN__CP f64
+#define PRN__ATTR
+#include PARRNN_SELF_PATH
 #ifdef PRN__HAVE_AVX2
-PRN__DEFINE_LANES(float, f32x, f32x, f32x, PRN__AVX2)
+/* prn__lanes_fw_f32x, prn__lanes_bw_f32x: TEMPLATE LANES */
+#define PRN__TPL_LANES
+#define PRN__T float
+#define PRN__SFX f32x
+#define PRN__UNIT f32x
+#define PRN__CP f32x
+#define PRN__ATTR PRN__AVX2
+#include PARRNN_SELF_PATH
 #endif
 #ifdef PRN__HAVE_AVX2
 /* prn__lanes_fw_f32x for a GRU of one unit (the smallest networks, where a
@@ -5086,19 +4715,21 @@ PRN__DEFINE_LANES(float, f32x, f32x, f32x, PRN__AVX2)
  * a chunk, with no store and reload of q and h per step, and two groups'
  * chains run interleaved. The operations are prn__gru_fw_f32x's with q =
  * w h, in the same order: the same bits as the general loop. */
-#define PRN__GRU1_STEP(h, xg, og, vg)                                           \
-    do {                                                                        \
-        const __m256 r_ = prn__sigm8(_mm256_add_ps(_mm256_add_ps(_mm256_loadu_ps(xg), _mm256_mul_ps(w0, h)), b0)); \
-        const __m256 z_ = prn__sigm8(_mm256_add_ps(_mm256_add_ps(_mm256_loadu_ps((xg) + Bp), _mm256_mul_ps(w1, h)), b1)); \
-        const __m256 hn_ = _mm256_add_ps(_mm256_mul_ps(w2, h), b2);            \
-        const __m256 nn_ = prn__tanh8(_mm256_fmadd_ps(r_, hn_, _mm256_loadu_ps((xg) + 2 * Bp))); \
-        h = _mm256_fmadd_ps(z_, _mm256_sub_ps(h, nn_), nn_);                   \
-        _mm256_storeu_ps(og, h);                                                \
-        if (Sv) {                                                               \
-            _mm256_storeu_ps(vg, r_); _mm256_storeu_ps((vg) + Bp, z_);          \
-            _mm256_storeu_ps((vg) + 2 * Bp, nn_); _mm256_storeu_ps((vg) + 3 * Bp, hn_); \
-        }                                                                       \
-    } while (0)
+PRN__FN_INLINE PRN__AVX2 __m256 prn__gru1_step(__m256 h, const float *xg, float *og, float *vg, const float *Sv,
+                                               size_t Bp, __m256 w0, __m256 w1, __m256 w2, __m256 b0, __m256 b1,
+                                               __m256 b2) {
+    const __m256 r_ = prn__sigm8(_mm256_add_ps(_mm256_add_ps(_mm256_loadu_ps(xg), _mm256_mul_ps(w0, h)), b0));
+    const __m256 z_ = prn__sigm8(_mm256_add_ps(_mm256_add_ps(_mm256_loadu_ps(xg + Bp), _mm256_mul_ps(w1, h)), b1));
+    const __m256 hn_ = _mm256_add_ps(_mm256_mul_ps(w2, h), b2);
+    const __m256 nn_ = prn__tanh8(_mm256_fmadd_ps(r_, hn_, _mm256_loadu_ps(xg + 2 * Bp)));
+    h = _mm256_fmadd_ps(z_, _mm256_sub_ps(h, nn_), nn_);
+    _mm256_storeu_ps(og, h);
+    if (Sv) {
+        _mm256_storeu_ps(vg, r_); _mm256_storeu_ps(vg + Bp, z_);
+        _mm256_storeu_ps(vg + 2 * Bp, nn_); _mm256_storeu_ps(vg + 3 * Bp, hn_);
+    }
+    return h;
+}
 PRN__FN PRN__AVX2 void prn__lanes_gru1_fw_f32x(const prn__layer *L, size_t C, size_t Bp) {
     const size_t B = L->B, TT = L->Tn, P = 3, VH = 4; /* S = H = 1 */
     const float *W = (const float *)L->w, *bias = (const float *)L->bias;
@@ -5117,15 +4748,15 @@ PRN__FN PRN__AVX2 void prn__lanes_gru1_fw_f32x(const prn__layer *L, size_t C, si
             __m256 ha = _mm256_loadu_ps(pv + l0), hb = _mm256_loadu_ps(pv + l0 + 8);
             for (i = 0; i < cn; ++i) {
                 float *xg = xt + (c = rev ? cn - 1 - i : i) * P * Bp + l0, *og = ot + c * Bp + l0, *vg = vt + c * VH * Bp + l0;
-                PRN__GRU1_STEP(ha, xg, og, vg);
-                PRN__GRU1_STEP(hb, xg + 8, og + 8, vg + 8);
+                ha = prn__gru1_step(ha, xg, og, vg, Sv, Bp, w0, w1, w2, b0, b1, b2);
+                hb = prn__gru1_step(hb, xg + 8, og + 8, vg + 8, Sv, Bp, w0, w1, w2, b0, b1, b2);
             }
         }
         for (; l0 < Bp; l0 += 8) {
             __m256 ha = _mm256_loadu_ps(pv + l0);
             for (i = 0; i < cn; ++i) {
                 float *xg = xt + (c = rev ? cn - 1 - i : i) * P * Bp + l0, *og = ot + c * Bp + l0, *vg = vt + c * VH * Bp + l0;
-                PRN__GRU1_STEP(ha, xg, og, vg);
+                ha = prn__gru1_step(ha, xg, og, vg, Sv, Bp, w0, w1, w2, b0, b1, b2);
             }
         }
         prn__lanes_put_f32x(ot, B, TT, 1, ta, cn, Bp, (float *)L->states);
@@ -5133,7 +4764,6 @@ PRN__FN PRN__AVX2 void prn__lanes_gru1_fw_f32x(const prn__layer *L, size_t C, si
         memcpy(pv, ot + (rev ? 0 : cn - 1) * Bp, Bp * sizeof(float));
     }
 }
-#undef PRN__GRU1_STEP
 #endif
 
 /* The threads' split of the batch (prn__layer.by_rows): rows [r0, r1) of
@@ -5318,38 +4948,29 @@ PRN__FN prn_status prn__ref_rnn_layer_forward(prn_context *ctx, prn_dtype dtype,
     L.xp = xp; L.w = w_hh; L.bias = b_hh; L.s0 = s0; L.states = states; L.saved = saved;
     return prn__layer_call(ctx, "rnn_layer_forward", &L, 0, dtype);
 }
-/* xp [B T, P] = x W_ih^T + b_ih whole (the lanes loop, and layers that
- * run better from a stored xp: prn__ref_rnn_layer_forward_x), tiles of 64
- * rows over the team: by the threaded loop's own product kernel over a
- * panel of W_ih, each entry plus b_ih, so that a row's bits do not depend
- * on which loop its batch takes (H = 8: the lanes with 8 rows or more, the
- * threaded loop with fewer) nor on the threads. 0: out of memory. */
-#define PRN__DEFINE_XPROJ(T, SFX, ATTR, MM)                                      \
-PRN__FN ATTR void prn__layer_xproj_##SFX(const prn__layer *L, T *pan, T *tiles, T *xp, int prn__nt, int prn__par) { \
-    const size_t n = L->B * L->Tn, P = L->P, NI = L->NI, nbp = (P + 15) / 16;    \
-    const T *w = (const T *)L->w_ih, *x = (const T *)L->x, *bi = (const T *)L->b_ih; \
-    size_t z, k, c, ti;                                                          \
-    for (z = 0; z < nbp; ++z)                                                    \
-        for (k = 0; k < NI; ++k)                                                 \
-            for (c = 0; c < 16; ++c)                                             \
-                pan[(z * NI + k) * 16 + c] = z * 16 + c < P ? w[(z * 16 + c) * NI + k] : (T)0; \
-    (void)prn__nt; (void)prn__par;                                               \
-    PRN__PARFOR                                                                  \
-    for (ti = 0; ti < (n + 63) / 64; ++ti) {                                     \
-        const size_t r0 = ti * 64, rows = n - r0 < 64 ? n - r0 : 64;             \
-        T *tile = tiles + (size_t)PRN__THREAD_NUM() * 64 * nbp * 16;             \
-        size_t r, p;                                                             \
-        MM(rows, NI, x + r0 * NI, NI, pan, nbp, tile, nbp * 16);                 \
-        for (r = 0; r < rows; ++r)                                               \
-            for (p = 0; p < P; ++p) xp[(r0 + r) * P + p] = bi ? tile[r * nbp * 16 + p] + bi[p] : tile[r * nbp * 16 + p]; \
-    }                                                                            \
-}
-PRN__DEFINE_XPROJ(float, f32, , prn__panel_mmz_f32)
-PRN__DEFINE_XPROJ(double, f64, , prn__panel_mmz_f64)
+/* prn__layer_xproj_f32: TEMPLATE XPROJ */
+#define PRN__TPL_XPROJ
+#define PRN__T float
+#define PRN__SFX f32
+#define PRN__ATTR
+#define PRN__MM prn__panel_mmz_f32
+#include PARRNN_SELF_PATH
+/* prn__layer_xproj_f64: TEMPLATE XPROJ */
+#define PRN__TPL_XPROJ
+#define PRN__T double
+#define PRN__SFX f64
+#define PRN__ATTR
+#define PRN__MM prn__panel_mmz_f64
+#include PARRNN_SELF_PATH
 #ifdef PRN__HAVE_AVX2
-PRN__DEFINE_XPROJ(float, f32x, PRN__AVX2, prn__panel_mmz_f32x)
+/* prn__layer_xproj_f32x: TEMPLATE XPROJ */
+#define PRN__TPL_XPROJ
+#define PRN__T float
+#define PRN__SFX f32x
+#define PRN__ATTR PRN__AVX2
+#define PRN__MM prn__panel_mmz_f32x
+#include PARRNN_SELF_PATH
 #endif
-#undef PRN__DEFINE_XPROJ
 PRN__FN int prn__layer_xproj(prn_context *ctx, const prn__layer *L, prn_dtype dtype, void *xp) {
     const size_t nbp = (L->P + 15) / 16, es = prn_dtype_size(dtype);
     PRN__PAR_SETUP(ctx, L->B * L->Tn * L->P * (L->NI + 1));
@@ -5420,6 +5041,7 @@ PRN__FN prn_status prn__ref_rnn_layer_forward_x(prn_context *ctx, prn_dtype dtyp
     prn_free(ctx, raw);
     return PRN_OK;
 }
+#ifndef PARRNN_NO_TRAINING /* the backward entries: only the training table has them */
 PRN__FN prn_status prn__ref_rnn_layer_backward(prn_context *ctx, prn_dtype dtype, int kind, int relu, int reverse,
                                                size_t B, size_t T, size_t H, const void *g, const void *w_hh,
                                                const void *s0, const void *states, const void *saved, void *dxp,
@@ -5434,30 +5056,16 @@ PRN__FN prn_status prn__ref_rnn_layer_backward(prn_context *ctx, prn_dtype dtype
     if (!T && B && H) memset(ds0, 0, B * L.S * prn_dtype_size(dtype)); /* no steps: s0 reaches nothing */
     return PRN_OK;
 }
-/* The sums of rnn_layer_backward_dw from dq in memory, in the order of the
- * layer's (steps as the backward takes them, then rows): for the cases
- * without its rings (the lanes loop, no rows or steps). */
-#define PRN__DEFINE_LAYER_DW_PLAIN(T, SFX)                                       \
-PRN__FN void prn__layer_dw_plain_##SFX(const prn__layer *L) {                    \
-    const size_t B = L->B, TT = L->Tn, H = L->H, P = L->P, S = L->S;            \
-    const T *DQ = (const T *)L->dq, *St = (const T *)L->states, *s0 = (const T *)L->s0; \
-    T *dw = (T *)L->dw, *db = (T *)L->db;                                        \
-    size_t step, b, r, c;                                                        \
-    for (r = 0; r < P * H; ++r) dw[r] = 0;                                       \
-    for (r = 0; db && r < P; ++r) db[r] = 0;                                     \
-    for (step = 0; step < TT; ++step) {                                          \
-        const size_t t = L->rev ? step : TT - 1 - step, tp = L->rev ? t + 1 : t - 1; \
-        for (b = 0; b < B; ++b) {                                                \
-            const T *dq = DQ + (b * TT + t) * P, *h = step == TT - 1 ? s0 + b * S : St + (b * TT + tp) * S; \
-            for (r = 0; r < P; ++r) {                                            \
-                for (c = 0; c < H; ++c) dw[r * H + c] += dq[r] * h[c];           \
-                if (db) db[r] += dq[r];                                          \
-            }                                                                    \
-        }                                                                        \
-    }                                                                            \
-}
-PRN__DEFINE_LAYER_DW_PLAIN(float, f32)
-PRN__DEFINE_LAYER_DW_PLAIN(double, f64)
+/* prn__layer_dw_plain_f32: TEMPLATE LAYER_DW_PLAIN */
+#define PRN__TPL_LAYER_DW_PLAIN
+#define PRN__T float
+#define PRN__SFX f32
+#include PARRNN_SELF_PATH
+/* prn__layer_dw_plain_f64: TEMPLATE LAYER_DW_PLAIN */
+#define PRN__TPL_LAYER_DW_PLAIN
+#define PRN__T double
+#define PRN__SFX f64
+#include PARRNN_SELF_PATH
 PRN__FN prn_status prn__ref_rnn_layer_backward_dw(prn_context *ctx, prn_dtype dtype, int kind, int relu, int reverse,
                                                   size_t B, size_t T, size_t H, const void *g, const void *w_hh,
                                                   const void *s0, const void *states, const void *saved, void *dxp,
@@ -5479,6 +5087,7 @@ PRN__FN prn_status prn__ref_rnn_layer_backward_dw(prn_context *ctx, prn_dtype dt
     }
     return PRN_OK;
 }
+#endif /* PARRNN_NO_TRAINING */
 
 #ifndef PARRNN_NO_SCYFI /* solve_batched: SCYFI's candidates (LEAVING PARTS OUT) */
 /* --- batched LU solves (solve_batched) ----------------------------------- */
@@ -14461,6 +14070,740 @@ PRN__FN_INLINE PRN__T prn__scan1_T(int rev, size_t n, const PRN__T *a, const PRN
 /* (end of the scans and elementwise ops) */
 
 /* ======== cells and fused layers ======== */
+
+/* ---- CELL_UNITS (parameters: T, SFX, EXP, TANH).
+ * Generates prn__elman_fw_<sfx>, prn__lstm_fw_<sfx>, prn__gru_fw_<sfx>,
+ * prn__elman_bw_<sfx>, prn__lstm_bw_<sfx>, prn__gru_bw_<sfx>. */
+/* The gates of n consecutive units of one batch row. Gate g of unit i is
+ * at x[g * xs + i], q[g * qs + i] and bb[g * bs + i] (input projection,
+ * hidden projection, b_hh); saved value m at v[m * vs + i] (v may be
+ * NULL: nothing saved). The backward ones write d loss / d xp to dx and
+ * d loss / d (q + b_hh) to dq, gate g at [g * ds + i]. Shared by the
+ * one-step entries (rnn_cell_*) and the fused layers (rnn_layer_*). */
+#ifdef PRN__TPL_CELL_UNITS
+#undef PRN__TPL_CELL_UNITS
+#define prn__elman_fw_T PRN__TNAME(prn__elman_fw_)
+#define prn__lstm_fw_T PRN__TNAME(prn__lstm_fw_)
+#define prn__gru_fw_T PRN__TNAME(prn__gru_fw_)
+#define prn__elman_bw_T PRN__TNAME(prn__elman_bw_)
+#define prn__lstm_bw_T PRN__TNAME(prn__lstm_bw_)
+#define prn__gru_bw_T PRN__TNAME(prn__gru_bw_)
+PRN__FN_INLINE void prn__elman_fw_T(size_t n, int relu, const PRN__T *x, const PRN__T *q, const PRN__T *bb, PRN__T *h) {
+    size_t i;
+    if (relu) { for (i = 0; i < n; ++i) { PRN__T p = x[i] + q[i] + bb[i]; h[i] = p > 0 ? p : (PRN__T)0; } }
+    else { PRN__SIMD for (i = 0; i < n; ++i) h[i] = PRN__TANH(x[i] + q[i] + bb[i]); }
+}
+PRN__FN_INLINE void prn__lstm_fw_T(size_t n, const PRN__T *x, size_t xs, const PRN__T *q, size_t qs, const PRN__T *bb,
+                                   size_t bs, const PRN__T *cp, PRN__T *h, PRN__T *c, PRN__T *v, size_t vs) {
+    size_t i;
+    if (v) {
+        PRN__SIMD for (i = 0; i < n; ++i) {
+            PRN__T ig = PRN__SIGM(PRN__T, PRN__EXP, x[i] + q[i] + bb[i]);
+            PRN__T fg = PRN__SIGM(PRN__T, PRN__EXP, x[xs + i] + q[qs + i] + bb[bs + i]);
+            PRN__T gg = PRN__TANH(x[2 * xs + i] + q[2 * qs + i] + bb[2 * bs + i]);
+            PRN__T og = PRN__SIGM(PRN__T, PRN__EXP, x[3 * xs + i] + q[3 * qs + i] + bb[3 * bs + i]);
+            PRN__T cn = fg * cp[i] + ig * gg, tc = PRN__TANH(cn);
+            h[i] = og * tc; c[i] = cn;
+            v[i] = ig; v[vs + i] = fg; v[2 * vs + i] = gg; v[3 * vs + i] = og; v[4 * vs + i] = tc;
+        }
+    } else {
+        PRN__SIMD for (i = 0; i < n; ++i) {
+            PRN__T ig = PRN__SIGM(PRN__T, PRN__EXP, x[i] + q[i] + bb[i]);
+            PRN__T fg = PRN__SIGM(PRN__T, PRN__EXP, x[xs + i] + q[qs + i] + bb[bs + i]);
+            PRN__T gg = PRN__TANH(x[2 * xs + i] + q[2 * qs + i] + bb[2 * bs + i]);
+            PRN__T og = PRN__SIGM(PRN__T, PRN__EXP, x[3 * xs + i] + q[3 * qs + i] + bb[3 * bs + i]);
+            PRN__T cn = fg * cp[i] + ig * gg;
+            h[i] = og * PRN__TANH(cn); c[i] = cn;
+        }
+    }
+}
+/* GRU: gates r | z | n; the saved values r z n and q_n + b_hn */
+PRN__FN_INLINE void prn__gru_fw_T(size_t n, const PRN__T *x, size_t xs, const PRN__T *q, size_t qs, const PRN__T *bb,
+                                  size_t bs, const PRN__T *hp, PRN__T *h, PRN__T *v, size_t vs) {
+    size_t i;
+    if (v) {
+        PRN__SIMD for (i = 0; i < n; ++i) {
+            PRN__T r = PRN__SIGM(PRN__T, PRN__EXP, x[i] + q[i] + bb[i]);
+            PRN__T z = PRN__SIGM(PRN__T, PRN__EXP, x[xs + i] + q[qs + i] + bb[bs + i]);
+            PRN__T hn = q[2 * qs + i] + bb[2 * bs + i], nn = PRN__TANH(x[2 * xs + i] + r * hn);
+            h[i] = nn + z * (hp[i] - nn);
+            v[i] = r; v[vs + i] = z; v[2 * vs + i] = nn; v[3 * vs + i] = hn;
+        }
+    } else {
+        PRN__SIMD for (i = 0; i < n; ++i) {
+            PRN__T r = PRN__SIGM(PRN__T, PRN__EXP, x[i] + q[i] + bb[i]);
+            PRN__T z = PRN__SIGM(PRN__T, PRN__EXP, x[xs + i] + q[qs + i] + bb[bs + i]);
+            PRN__T nn = PRN__TANH(x[2 * xs + i] + r * (q[2 * qs + i] + bb[2 * bs + i]));
+            h[i] = nn + z * (hp[i] - nn);
+        }
+    }
+}
+#ifndef PARRNN_NO_TRAINING /* the backward ones */
+/* g: d loss / d h; nx: the step's output */
+PRN__FN_INLINE void prn__elman_bw_T(size_t n, int relu, const PRN__T *g, const PRN__T *nx, PRN__T *dx, PRN__T *dq) {
+    size_t i;
+    if (relu) { for (i = 0; i < n; ++i) { PRN__T dp = nx[i] > 0 ? g[i] : (PRN__T)0; dx[i] = dp; dq[i] = dp; } }
+    else { PRN__SIMD for (i = 0; i < n; ++i) { PRN__T dp = g[i] * ((PRN__T)1 - nx[i] * nx[i]); dx[i] = dp; dq[i] = dp; } }
+}
+/* gh, gc: d loss / d (h, c); cp: the previous c; writes dcp = d loss / d cp
+ * through the cell (dc * f; may alias gc) */
+PRN__FN_INLINE void prn__lstm_bw_T(size_t n, const PRN__T *gh, const PRN__T *gc, const PRN__T *cp, const PRN__T *v,
+                                   size_t vs, PRN__T *dx, PRN__T *dq, size_t ds, PRN__T *dcp) {
+    size_t i;
+    PRN__SIMD for (i = 0; i < n; ++i) {
+        PRN__T ig = v[i], fg = v[vs + i], gt = v[2 * vs + i], og = v[3 * vs + i], tc = v[4 * vs + i];
+        PRN__T gu = gh[i], dc = gc[i] + gu * og * ((PRN__T)1 - tc * tc);
+        PRN__T di = dc * gt * ig * ((PRN__T)1 - ig), df = dc * cp[i] * fg * ((PRN__T)1 - fg);
+        PRN__T dg = dc * ig * ((PRN__T)1 - gt * gt), dO = gu * tc * og * ((PRN__T)1 - og);
+        dx[i] = di; dq[i] = di; dx[ds + i] = df; dq[ds + i] = df;
+        dx[2 * ds + i] = dg; dq[2 * ds + i] = dg; dx[3 * ds + i] = dO; dq[3 * ds + i] = dO;
+        dcp[i] = dc * fg;
+    }
+}
+/* g: d loss / d h; hp: the previous h; writes dh = the part of d loss / d hp
+ * that does not go through q (may alias g) */
+PRN__FN_INLINE void prn__gru_bw_T(size_t n, const PRN__T *g, const PRN__T *hp, const PRN__T *v, size_t vs, PRN__T *dx,
+                                  PRN__T *dq, size_t ds, PRN__T *dh) {
+    size_t i;
+    PRN__SIMD for (i = 0; i < n; ++i) {
+        PRN__T r = v[i], z = v[vs + i], nn = v[2 * vs + i], hn = v[3 * vs + i], gu = g[i];
+        PRN__T dpn = (gu - gu * z) * ((PRN__T)1 - nn * nn);
+        PRN__T dpr = dpn * hn * r * ((PRN__T)1 - r), dpz = gu * (hp[i] - nn) * z * ((PRN__T)1 - z);
+        dx[i] = dpr; dq[i] = dpr; dx[ds + i] = dpz; dq[ds + i] = dpz;
+        dx[2 * ds + i] = dpn; dq[2 * ds + i] = dpn * r;
+        dh[i] = gu * z;
+    }
+}
+#endif
+#undef prn__elman_fw_T
+#undef prn__lstm_fw_T
+#undef prn__gru_fw_T
+#undef prn__elman_bw_T
+#undef prn__lstm_bw_T
+#undef prn__gru_bw_T
+#undef PRN__EXP
+#undef PRN__TANH
+#endif /* PRN__TPL_CELL_UNITS */
+
+/* ---- CELL_STEP (parameters: T, SFX). Generates prn__cell_fwd_<sfx>,
+ * prn__cell_bwd_<sfx>. */
+/* One step of B rows (rnn_cell_forward / _backward, arguments checked by
+ * the callers): the rows over the team of prn__nt threads (prn__par), the
+ * gates of a row by the units above. */
+#ifdef PRN__TPL_CELL_STEP
+#undef PRN__TPL_CELL_STEP
+#define prn__cell_fwd_T PRN__TNAME(prn__cell_fwd_)
+#define prn__cell_bwd_T PRN__TNAME(prn__cell_bwd_)
+#define prn__elman_fw_T PRN__TNAME(prn__elman_fw_)
+#define prn__lstm_fw_T PRN__TNAME(prn__lstm_fw_)
+#define prn__gru_fw_T PRN__TNAME(prn__gru_fw_)
+#define prn__elman_bw_T PRN__TNAME(prn__elman_bw_)
+#define prn__lstm_bw_T PRN__TNAME(prn__lstm_bw_)
+#define prn__gru_bw_T PRN__TNAME(prn__gru_bw_)
+PRN__FN_INLINE void prn__cell_fwd_T(int kind, int relu, size_t B, size_t H, size_t k, const void *xp, const void *q,
+                                    const void *bias, const void *s, void *next, void *saved, int prn__nt,
+                                    int prn__par) {
+    const PRN__T *X = (const PRN__T *)xp, *Q = (const PRN__T *)q, *bb = (const PRN__T *)bias, *S0 = (const PRN__T *)s;
+    PRN__T *N = (PRN__T *)next, *V = (PRN__T *)saved;
+    size_t G = kind == PRN_RNN_LSTM ? 4 : kind == PRN_RNN_ELMAN ? 1 : 3, P = G * H, S = kind == PRN_RNN_LSTM ? 2 * H : H, b;
+    PRN__PARFOR
+    for (b = 0; b < B; ++b) {
+        const PRN__T *x = X + b * P, *qq = Q + b * P, *sp = S0 + b * S;
+        PRN__T *n = N + b * S, *v = V ? V + b * prn__cell_saved(kind) * H : NULL;
+        size_t hd;
+        if (kind == PRN_RNN_ELMAN) prn__elman_fw_T(H, relu, x, qq, bb, n);
+        else if (kind == PRN_RNN_LSTM) prn__lstm_fw_T(H, x, H, qq, H, bb, H, sp + H, n, n + H, v, H);
+        else /* GRU: heads of k units, gates r | z | n inside a head */
+            for (hd = 0; hd < H / k; ++hd)
+                prn__gru_fw_T(k, x + hd * 3 * k, k, qq + hd * 3 * k, k, bb + hd * 3 * k, k, sp + hd * k,
+                                  n + hd * k, v ? v + hd * k : NULL, H);
+    }
+    (void)prn__nt; (void)prn__par;
+}
+#ifndef PARRNN_NO_TRAINING /* (rnn_cell_backward, the training table's) */
+PRN__FN_INLINE void prn__cell_bwd_T(int kind, int relu, size_t B, size_t H, size_t k, const void *g, const void *s,
+                                    const void *next, const void *saved, void *dxp, void *dq, void *ds, int prn__nt,
+                                    int prn__par) {
+    const PRN__T *Gr = (const PRN__T *)g, *S0 = (const PRN__T *)s, *N = (const PRN__T *)next, *V = (const PRN__T *)saved;
+    PRN__T *DX = (PRN__T *)dxp, *DQ = (PRN__T *)dq, *DS = (PRN__T *)ds;
+    size_t G = kind == PRN_RNN_LSTM ? 4 : kind == PRN_RNN_ELMAN ? 1 : 3, P = G * H, b;
+    size_t S = kind == PRN_RNN_LSTM ? 2 * H : H;
+    PRN__PARFOR
+    for (b = 0; b < B; ++b) {
+        const PRN__T *gg = Gr + b * S, *sp = S0 + b * S, *n = N + b * S;
+        PRN__T *dx = DX + b * P, *dqq = DQ + b * P, *d = DS + b * S;
+        size_t i, hd;
+        if (kind == PRN_RNN_ELMAN) {
+            prn__elman_bw_T(H, relu, gg, n, dx, dqq);
+            for (i = 0; i < H; ++i) d[i] = 0;
+        } else if (kind == PRN_RNN_LSTM) {
+            prn__lstm_bw_T(H, gg, gg + H, sp + H, V + b * 5 * H, H, dx, dqq, H, d + H);
+            for (i = 0; i < H; ++i) d[i] = 0;
+        } else {
+            for (hd = 0; hd < H / k; ++hd)
+                prn__gru_bw_T(k, gg + hd * k, sp + hd * k, V + b * 4 * H + hd * k, H, dx + hd * 3 * k,
+                                  dqq + hd * 3 * k, k, d + hd * k);
+        }
+    }
+    (void)prn__nt; (void)prn__par;
+}
+#endif
+#undef prn__cell_fwd_T
+#undef prn__cell_bwd_T
+#undef prn__elman_fw_T
+#undef prn__lstm_fw_T
+#undef prn__gru_fw_T
+#undef prn__elman_bw_T
+#undef prn__lstm_bw_T
+#undef prn__gru_bw_T
+#endif /* PRN__TPL_CELL_STEP */
+
+/* ---- PANEL_MM (parameters: T, SFX). Generates prn__panel_mm_<sfx>,
+ * prn__panel_mmz_<sfx>. */
+/* out[b, 0..15] = sum_k a[b * lda + k] p[k * 16 + 0..15], b < B (16 columns
+ * of a packed block): by 4 rows, then the rest one at a time */
+#ifdef PRN__TPL_PANEL_MM
+#undef PRN__TPL_PANEL_MM
+#define prn__panel_mm_T PRN__TNAME(prn__panel_mm_)
+#define prn__panel_mmz_T PRN__TNAME(prn__panel_mmz_)
+PRN__FN void prn__panel_mm_T(size_t B, size_t K, const PRN__T *a, size_t lda, const PRN__T *p, PRN__T *out, size_t ldo) {
+    size_t b = 0, k, i, c;
+    for (; b + 4 <= B; b += 4) {
+        PRN__T acc[4][16];
+        memset(acc, 0, sizeof acc);
+        for (k = 0; k < K; ++k) {
+            const PRN__T *w = p + k * 16;
+            for (i = 0; i < 4; ++i) {
+                const PRN__T x = a[(b + i) * lda + k];
+                PRN__SIMD for (c = 0; c < 16; ++c) acc[i][c] += x * w[c];
+            }
+        }
+        for (i = 0; i < 4; ++i) memcpy(out + (b + i) * ldo, acc[i], sizeof acc[i]);
+    }
+    for (; b < B; ++b) {
+        PRN__T acc[16];
+        memset(acc, 0, sizeof acc);
+        for (k = 0; k < K; ++k) {
+            const PRN__T *w = p + k * 16, x = a[b * lda + k];
+            PRN__SIMD for (c = 0; c < 16; ++c) acc[c] += x * w[c];
+        }
+        memcpy(out + b * ldo, acc, sizeof acc);
+    }
+}
+/* Z blocks: block z at p + z K 16, its output at out + z 16 */
+PRN__FN void prn__panel_mmz_T(size_t B, size_t K, const PRN__T *a, size_t lda, const PRN__T *p, size_t Z, PRN__T *out,
+                              size_t ldo) {
+    size_t z;
+    for (z = 0; z < Z; ++z) prn__panel_mm_T(B, K, a, lda, p + z * K * 16, out + z * 16, ldo);
+}
+#undef prn__panel_mm_T
+#undef prn__panel_mmz_T
+#endif /* PRN__TPL_PANEL_MM */
+
+/* ---- TNACC (parameters: T, SFX). Generates prn__tnacc_<sfx>. */
+/* out[r, 0..N) (+)= sum_k a[k lda + r] p[k N + 0..N), r < R: each entry
+ * by one chain over k (the AVX kernels' order) */
+#ifdef PRN__TPL_TNACC
+#undef PRN__TPL_TNACC
+#define prn__tnacc_T PRN__TNAME(prn__tnacc_)
+PRN__FN void prn__tnacc_T(size_t R, size_t K, const PRN__T *a, size_t lda, const PRN__T *p, size_t N, PRN__T *out, int acc) {
+    size_t r, k, c;
+    for (r = 0; r < R; ++r) {
+        PRN__T *o = out + r * N;
+        if (!acc) for (c = 0; c < N; ++c) o[c] = 0;
+        for (k = 0; k < K; ++k) {
+            const PRN__T x = a[k * lda + r], *pk = p + k * N;
+            PRN__SIMD for (c = 0; c < N; ++c) o[c] += x * pk[c];
+        }
+    }
+}
+#undef prn__tnacc_T
+#endif /* PRN__TPL_TNACC */
+
+/* ---- LAYER_DW (parameters: T, SFX, ATTR).
+ * Generates prn__layer_dwc_<sfx>, prn__layer_dwput_<sfx>. */
+/* chunk's sums (its steps, whose ring is chunk & 1), and the end's copy
+ * of thread j's rows of dwa into dw and db */
+#ifdef PRN__TPL_LAYER_DW
+#undef PRN__TPL_LAYER_DW
+#define prn__layer_dwc_T PRN__TNAME(prn__layer_dwc_)
+#define prn__tnacc_T PRN__TNAME(prn__tnacc_)
+#define prn__layer_dwput_T PRN__TNAME(prn__layer_dwput_)
+PRN__FN PRN__ATTR void prn__layer_dwc_T(const prn__layer *L, size_t chunk, size_t steps, size_t j, size_t m,
+                                        size_t u0, size_t u1) {
+    const size_t ring = (chunk & 1) * L->dwC * L->dwB;
+    size_t p0, p1, sg;
+    for (sg = 0; sg < L->G; ++sg) {
+        prn__layer_dw_rows(L, j, m, u0, u1, sg, &p0, &p1);
+        if (p1 <= p0) continue;
+      {
+        const PRN__T *a = (const PRN__T *)L->rq + ring * L->Pq;
+        PRN__T *db = (PRN__T *)L->dwa + L->P * L->Hq;
+        size_t k, r;
+        prn__tnacc_T(p1 - p0, steps * L->dwB, a + p0, L->Pq, (const PRN__T *)L->rh + ring * L->Hq, L->Hq,
+                         (PRN__T *)L->dwa + p0 * L->Hq, chunk > 0);
+        /* db: plain adds, each the bits of the FMA by a column of ones
+         * (an odd 16-column block fell to the AVX2 kernel: 2% of the time)
+         */
+        if (!chunk) for (r = p0; r < p1; ++r) db[r] = 0;
+        for (k = 0; L->db && k < steps * L->dwB; ++k)
+            PRN__SIMD for (r = p0; r < p1; ++r) db[r] += a[k * L->Pq + r];
+      }
+    }
+}
+PRN__FN void prn__layer_dwput_T(const prn__layer *L, size_t j, size_t m, size_t u0, size_t u1) {
+    const PRN__T *s = (const PRN__T *)L->dwa;
+    PRN__T *dw = (PRN__T *)L->dw, *db = (PRN__T *)L->db;
+    size_t p0, p1, r, sg;
+    for (sg = 0; sg < L->G; ++sg) {
+        prn__layer_dw_rows(L, j, m, u0, u1, sg, &p0, &p1);
+        for (r = p0; r < p1; ++r) {
+            memcpy(dw + r * L->H, s + r * L->Hq, L->H * sizeof(PRN__T));
+            if (db) db[r] = s[L->P * L->Hq + r];
+        }
+    }
+}
+#undef prn__layer_dwc_T
+#undef prn__tnacc_T
+#undef prn__layer_dwput_T
+#endif /* PRN__TPL_LAYER_DW */
+
+/* ---- LAYER (parameters: T, SFX, UNIT, ATTR, MM).
+ * Generates prn__layer_fw_<sfx>, prn__layer_bw_<sfx>. */
+/* Thread j's part of a layer, forward and backward; called inside the
+ * parallel region (the barriers are the region's). ATTR and MM: compiled
+ * plainly with the C product, or for AVX2 with its product (the gate
+ * loops then vectorise with AVX2 too). */
+#ifdef PRN__TPL_LAYER
+#undef PRN__TPL_LAYER
+#define prn__layer_fw_T PRN__TNAME(prn__layer_fw_)
+#define prn__layer_bw_T PRN__TNAME(prn__layer_bw_)
+#define prn__layer_dwc_T PRN__TNAME(prn__layer_dwc_)
+#define prn__layer_dwput_T PRN__TNAME(prn__layer_dwput_)
+#define prn__lstm_fw2_U PRN__TPASTE(prn__lstm_fw2_, PRN__UNIT)
+#define prn__elman_fw_U PRN__TPASTE(prn__elman_fw_, PRN__UNIT)
+#define prn__gru_fw_U PRN__TPASTE(prn__gru_fw_, PRN__UNIT)
+#define prn__elman_bw_U PRN__TPASTE(prn__elman_bw_, PRN__UNIT)
+#define prn__lstm_bw_U PRN__TPASTE(prn__lstm_bw_, PRN__UNIT)
+#define prn__gru_bw_U PRN__TPASTE(prn__gru_bw_, PRN__UNIT)
+PRN__FN PRN__ATTR void prn__layer_fw_T(const prn__layer *L, size_t j, size_t m) {
+    const size_t B = L->B, TT = L->Tn, H = L->H, G = L->G, P = L->P, S = L->S, V = L->V, NI = L->NI;
+    size_t u0, u1, nb, per = prn__layer_plan(L, 0, m, j, &u0, &u1, &nb), n = u1 - u0, qs = nb * 16, ldq = G * qs;
+    const size_t C = prn__layer_xchunk(L, B, ldq);
+    size_t g, blk, k, i, step, b, c, tlo = 0;
+    const PRN__T *W = (const PRN__T *)L->w, *X = (const PRN__T *)L->xp, *bias = (const PRN__T *)L->bias, *s0 = (const PRN__T *)L->s0;
+    const PRN__T *Xi = (const PRN__T *)L->x, *Wi = (const PRN__T *)L->w_ih, *Bi = (const PRN__T *)L->b_ih;
+    PRN__T *St = (PRN__T *)L->states, *Sv = (PRN__T *)L->saved, *pan = (PRN__T *)L->ws + j * per, *qt = pan + G * nb * 16 * H;
+    PRN__T *pih = qt + B * ldq, *xc = pih + G * nb * 16 * NI; /* with x: W_ih's panel, the chunk's xp */
+    PRN__T *hb = (PRN__T *)L->ws + m * per; /* [2][B, H]: h of the last step, compact */
+    for (g = 0; g < G; ++g)
+        for (blk = 0; blk < nb; ++blk) {
+            for (k = 0; k < H; ++k)
+                for (i = 0; i < 16; ++i) {
+                    const size_t u = u0 + blk * 16 + i;
+                    pan[((g * nb + blk) * H + k) * 16 + i] = u < u1 ? W[(g * H + u) * H + k] : (PRN__T)0; }
+            for (k = 0; Xi && k < NI; ++k)
+                for (i = 0; i < 16; ++i) {
+                    const size_t u = u0 + blk * 16 + i;
+                    pih[((g * nb + blk) * NI + k) * 16 + i] = u < u1 ? Wi[(g * H + u) * NI + k] : (PRN__T)0; }
+        }
+    for (step = 0; step < TT; ++step) {
+        const size_t t = L->rev ? TT - 1 - step : step, tp = L->rev ? t + 1 : t - 1;
+        const PRN__T *a = step ? hb + ((step - 1) & 1) * B * H : s0;
+        PRN__T *hn = hb + (step & 1) * B * H;
+        if (Xi && n && step % C == 0) {
+            /* the next C steps' projections, [t - tlo][b][ldq] in the
+             * product's layout (gate g of the thread's units at g qs): each
+             * entry the chain of the product kernel plus b_ih, as the
+             * composition's gemm (beta 1 onto the broadcast bias) has it */
+            const size_t cn = TT - step < C ? TT - step : C;
+            tlo = L->rev ? TT - step - cn : step;
+            if (C == 1) PRN__MM(B, NI, Xi + tlo * NI, TT * NI, pih, G * nb, xc, ldq);
+            else for (b = 0; b < B; ++b) PRN__MM(cn, NI, Xi + (b * TT + tlo) * NI, NI, pih, G * nb, xc + b * ldq, B * ldq);
+            for (c = 0; Bi && c < cn * B; ++c)
+                for (g = 0; g < G; ++g) {
+                    PRN__T *r = xc + c * ldq + g * qs;
+                    const PRN__T *bi = Bi + g * H + u0;
+                    PRN__SIMD for (i = 0; i < n; ++i) r[i] += bi[i];
+                }
+        }
+        /* block (g, blk) at pan + (g nb + blk) H 16, its output at qt + g qs +
+         * blk 16 = qt + (g nb + blk) 16: the G nb blocks in one call */
+        if (n) PRN__MM(B, H, a, step ? H : S, pan, G * nb, qt, ldq);
+        for (b = 0; n && b < B; ++b) {
+            const PRN__T *x = Xi ? xc + ((t - tlo) * B + b) * ldq : X + (b * TT + t) * P + u0;
+            const PRN__T *q = qt + b * ldq, *bb = bias + u0;
+            const PRN__T *sp = step ? St + (b * TT + tp) * S : s0 + b * S;
+            const size_t xs = Xi ? qs : H; /* x's gates apart */
+            PRN__T *nx = St + (b * TT + t) * S, *v = Sv && V ? Sv + (b * TT + t) * V * H + u0 : NULL;
+            if (L->kind == PRN_RNN_LSTM) /* h into hn by the gate loop */
+                prn__lstm_fw2_U(n, x, xs, q, qs, bb, H, sp + H + u0, nx + u0, hn + b * H + u0, nx + H + u0, v, H);
+            else {
+                if (L->kind == PRN_RNN_ELMAN) prn__elman_fw_U(n, L->relu, x, q, bb, nx + u0);
+                else prn__gru_fw_U(n, x, xs, q, qs, bb, H, sp + u0, nx + u0, v, H);
+                memcpy(hn + b * H + u0, nx + u0, n * sizeof(PRN__T));
+            }
+            /* the row's next step, asked for here between the rows' gates
+             * (a burst of them all before the product stalled on the line
+             * fill buffers: a quarter of this loop's time at H 256 B 16) */
+            if (step + 1 < TT) {
+                const size_t tn = L->rev ? t - 1 : t + 1;
+                if (Xi && C == 1) prn__prefetch_run(Xi + (b * TT + tn) * NI, NI * sizeof(PRN__T));
+                for (g = 0; !Xi && g < G; ++g) prn__prefetch_run(X + (b * TT + tn) * P + g * H + u0, n * sizeof(PRN__T));
+                for (g = 0; g < S / H; ++g) prn__prefetch_run(St + (b * TT + tn) * S + g * H + u0, n * sizeof(PRN__T));
+            }
+        }
+        PRN__BARRIER(L->bar, m);
+    }
+}
+#ifndef PARRNN_NO_TRAINING /* (prn__layer_run names the forward instead) */
+PRN__FN PRN__ATTR void prn__layer_bw_T(const prn__layer *L, size_t j, size_t m) {
+    const size_t B = L->B, TT = L->Tn, H = L->H, G = L->G, P = L->P, S = L->S, V = L->V;
+    size_t u0, u1, nb, per = prn__layer_plan(L, 1, m, j, &u0, &u1, &nb), n = u1 - u0, qs = nb * 16;
+    size_t g, blk, k, i, step, b;
+    const PRN__T *W = (const PRN__T *)L->w, *Gr = (const PRN__T *)L->g, *s0 = (const PRN__T *)L->s0;
+    const PRN__T *St = (const PRN__T *)L->states, *Sv = (const PRN__T *)L->saved;
+    PRN__T *DX = (PRN__T *)L->dxp, *DQ = (PRN__T *)L->dq, *D0 = (PRN__T *)L->ds0;
+    PRN__T *pan = (PRN__T *)L->ws + j * per, *ct = pan + nb * 16 * P, *dd = ct + B * qs;
+    PRN__T *qb = (PRN__T *)L->ws + m * per; /* [2][B, P]: d q of the last step, compact */
+    for (blk = 0; blk < nb; ++blk)
+        for (k = 0; k < P; ++k)
+            for (i = 0; i < 16; ++i) {
+                const size_t u = u0 + blk * 16 + i;
+                pan[(blk * P + k) * 16 + i] = u < u1 ? W[k * H + u] : (PRN__T)0; }
+    for (i = 0; i < 2 * B * qs; ++i) ct[i] = 0; /* and dd */
+    for (step = 0; step < TT; ++step) {
+        /* the forward's steps in reverse; its first has s0 before it */
+        const size_t t = L->rev ? step : TT - 1 - step, tp = L->rev ? t + 1 : t - 1;
+        PRN__T *qn = qb + (step & 1) * B * P;
+        for (b = 0; n && b < B; ++b) {
+            const PRN__T *gr = Gr + (b * TT + t) * S, *nx = St + (b * TT + t) * S;
+            const PRN__T *sp = step == TT - 1 ? s0 + b * S : St + (b * TT + tp) * S;
+            const PRN__T *v = Sv && V ? Sv + (b * TT + t) * V * H + u0 : NULL;
+            PRN__T *c = ct + b * qs, *e = dd + b * qs, *dx = DX + (b * TT + t) * P + u0, *dq = qn + b * P + u0;
+            /* c: d loss / d h of the step (the later step's d q W_hh, plus
+             * what reached h directly); e: the rest of d loss / d state */
+            PRN__SIMD for (i = 0; i < n; ++i) c[i] += gr[u0 + i];
+            if (L->kind == PRN_RNN_ELMAN) prn__elman_bw_U(n, L->relu, c, nx + u0, dx, dq);
+            else if (L->kind == PRN_RNN_LSTM) {
+                PRN__SIMD for (i = 0; i < n; ++i) e[i] += gr[H + u0 + i];
+                prn__lstm_bw_U(n, c, e, sp + H + u0, v, H, dx, dq, H, e);
+            } else {
+                PRN__SIMD for (i = 0; i < n; ++i) c[i] += e[i];
+                prn__gru_bw_U(n, c, sp + u0, v, H, dx, dq, H, e);
+            }
+            /* DQ may be DX (ELMAN and LSTM: the same values) */
+            for (g = 0; DQ != DX && g < G; ++g) memcpy(DQ + (b * TT + t) * P + g * H + u0, dq + g * H, n * sizeof(PRN__T));
+            if (L->dwC) { /* the row's dq and h_{t-1} into the chunk's ring */
+                const size_t slot = ((step / L->dwC & 1) * L->dwC + step % L->dwC) * L->dwB + L->r0 + b;
+                PRN__T *rq = (PRN__T *)L->rq + slot * L->Pq + u0;
+                for (g = 0; g < G; ++g) memcpy(rq + g * H, dq + g * H, n * sizeof(PRN__T));
+                memcpy((PRN__T *)L->rh + slot * L->Hq + u0, sp + u0, n * sizeof(PRN__T));
+            }
+        }
+        PRN__BARRIER(L->bar, m);
+        if (L->dwC && (step % L->dwC == L->dwC - 1 || step + 1 == TT)) {
+            if (L->dbar) PRN__BARRIER(L->dbar, L->tm); /* by rows: the team's */
+            prn__layer_dwc_T(L, step / L->dwC, step % L->dwC + 1, L->dbar ? L->tj : j, L->dbar ? L->tm : m, u0, u1);
+        }
+        for (b = 0; n && step + 1 < TT && b < B; ++b) {
+            const size_t tn = L->rev ? t + 1 : t - 1;
+            prn__prefetch_run(Gr + (b * TT + tn) * S + u0, n * sizeof(PRN__T));
+            if (S > H) prn__prefetch_run(Gr + (b * TT + tn) * S + H + u0, n * sizeof(PRN__T));
+            prn__prefetch_run(St + (b * TT + tn) * S + u0, n * sizeof(PRN__T));
+            for (g = 0; Sv && g < V; ++g) prn__prefetch_run(Sv + ((b * TT + tn) * V + g) * H + u0, n * sizeof(PRN__T));
+        }
+        if (n) PRN__MM(B, P, qn, P, pan, nb, ct, qs);
+    }
+    for (b = 0; n && b < B; ++b) {
+        const PRN__T *c = ct + b * qs, *e = dd + b * qs;
+        PRN__T *d = D0 + b * S + u0;
+        if (L->kind == PRN_RNN_LSTM) for (i = 0; i < n; ++i) { d[i] = c[i]; d[H + i] = e[i]; }
+        else if (L->kind == PRN_RNN_GRU) for (i = 0; i < n; ++i) d[i] = c[i] + e[i];
+        else for (i = 0; i < n; ++i) d[i] = c[i];
+    }
+    if (L->dwC) prn__layer_dwput_T(L, L->dbar ? L->tj : j, L->dbar ? L->tm : m, u0, u1);
+}
+#endif
+#undef prn__layer_fw_T
+#undef prn__layer_bw_T
+#undef prn__layer_dwc_T
+#undef prn__layer_dwput_T
+#undef prn__lstm_fw2_U
+#undef prn__elman_fw_U
+#undef prn__gru_fw_U
+#undef prn__elman_bw_U
+#undef prn__lstm_bw_U
+#undef prn__gru_bw_U
+#undef PRN__UNIT
+#undef PRN__MM
+#endif /* PRN__TPL_LAYER */
+
+/* ---- TR8 (parameters: T, SFX). Generates prn__tr8_<sfx>. */
+/* d[c ld + r] = s[r ls + c], r, c < 8: one tile of the lanes' transposes,
+ * with constant bounds that let the compiler unroll it (a loop per element
+ * costs more than the element's load and store). */
+#ifdef PRN__TPL_TR8
+#undef PRN__TPL_TR8
+#define prn__tr8_T PRN__TNAME(prn__tr8_)
+PRN__FN_INLINE void prn__tr8_T(const PRN__T *s, size_t ls, PRN__T *d, size_t ld) {
+    size_t r, c;
+    for (c = 0; c < 8; ++c)
+        for (r = 0; r < 8; ++r) d[c * ld + r] = s[r * ls + c];
+}
+#undef prn__tr8_T
+#endif /* PRN__TPL_TR8 */
+
+/* ---- LANES_COPY (parameters: T, SFX, TR, ATTR).
+ * Generates prn__lanes_in_<sfx>, prn__lanes_out_<sfx>, prn__lanes_get_<sfx>, prn__lanes_put_<sfx>. */
+#ifdef PRN__TPL_LANES_COPY
+#undef PRN__TPL_LANES_COPY
+#define prn__lanes_in_T PRN__TNAME(prn__lanes_in_)
+#define prn__lanes_out_T PRN__TNAME(prn__lanes_out_)
+#define prn__lanes_get_T PRN__TNAME(prn__lanes_get_)
+#define prn__lanes_put_T PRN__TNAME(prn__lanes_put_)
+#define prn__tr8_TR PRN__TPASTE(prn__tr8_, PRN__TR)
+/* d[i Bp + l] = s[l ls + i] for l < nl <= 8, i < len, by tiles of 8 x 8. */
+PRN__FN_INLINE PRN__ATTR void prn__lanes_in_T(const PRN__T *s, size_t ls, size_t nl, size_t len, size_t Bp, PRN__T *d) {
+    size_t i = 0, l;
+    if (nl == 8)
+        for (; i + 8 <= len; i += 8) prn__tr8_TR(s + i, ls, d + i * Bp, Bp);
+    for (; i < len; ++i)
+        for (l = 0; l < nl; ++l) d[i * Bp + l] = s[l * ls + i];
+}
+PRN__FN_INLINE PRN__ATTR void prn__lanes_out_T(const PRN__T *s, size_t Bp, size_t nl, size_t len, PRN__T *d, size_t ls) {
+    size_t i = 0, l;
+    if (nl == 8)
+        for (; i + 8 <= len; i += 8) prn__tr8_TR(s + i * Bp, Bp, d + i, ls);
+    for (; i < len; ++i)
+        for (l = 0; l < nl; ++l) d[l * ls + i] = s[i * Bp + l];
+}
+/* dst[(c K + e) Bp + b] = src[(b TT + t0 + c) K + e] for c < C, e < K:
+ * rows t0 .. t0 + C - 1, one run of C K elements per lane. */
+PRN__FN PRN__ATTR void prn__lanes_get_T(const PRN__T *src, size_t B, size_t TT, size_t K, size_t t0, size_t C,
+                                        size_t Bp, PRN__T *dst) {
+    size_t b;
+    for (b = 0; b < B; b += 8)
+        prn__lanes_in_T(src + (b * TT + t0) * K, TT * K, B - b < 8 ? B - b : 8, C * K, Bp, dst + b);
+}
+/* The inverse. */
+PRN__FN PRN__ATTR void prn__lanes_put_T(const PRN__T *src, size_t B, size_t TT, size_t K, size_t t0, size_t C,
+                                        size_t Bp, PRN__T *dst) {
+    size_t b;
+    for (b = 0; b < B; b += 8)
+        prn__lanes_out_T(src + b, Bp, B - b < 8 ? B - b : 8, C * K, dst + (b * TT + t0) * K, TT * K);
+}
+#undef prn__lanes_in_T
+#undef prn__lanes_out_T
+#undef prn__lanes_get_T
+#undef prn__lanes_put_T
+#undef prn__tr8_TR
+#undef PRN__TR
+#endif /* PRN__TPL_LANES_COPY */
+
+/* ---- LANES (parameters: T, SFX, UNIT, CP, ATTR).
+ * Generates prn__lanes_fw_<sfx>, prn__lanes_bw_<sfx>. */
+/* The two loops; the workspace L->ws is zeroed (padded lanes, carries).
+ * Chunk k holds the steps at times ta .. ta + cn - 1 in memory order (the
+ * copies are runs), and its steps run up or down through it. */
+#ifdef PRN__TPL_LANES
+#undef PRN__TPL_LANES
+#define prn__lanes_fw_T PRN__TNAME(prn__lanes_fw_)
+#define PRN__LANES_MAC_T PRN__TNAME(PRN__LANES_MAC_)
+#define prn__lanes_bw_T PRN__TNAME(prn__lanes_bw_)
+#define prn__lanes_get_CP PRN__TPASTE(prn__lanes_get_, PRN__CP)
+#define prn__lanes_put_CP PRN__TPASTE(prn__lanes_put_, PRN__CP)
+#define prn__elman_fw_U PRN__TPASTE(prn__elman_fw_, PRN__UNIT)
+#define prn__lstm_fw_U PRN__TPASTE(prn__lstm_fw_, PRN__UNIT)
+#define prn__gru_fw_U PRN__TPASTE(prn__gru_fw_, PRN__UNIT)
+#define prn__elman_bw_U PRN__TPASTE(prn__elman_bw_, PRN__UNIT)
+#define prn__lstm_bw_U PRN__TPASTE(prn__lstm_bw_, PRN__UNIT)
+#define prn__gru_bw_U PRN__TPASTE(prn__gru_bw_, PRN__UNIT)
+PRN__FN PRN__ATTR void prn__lanes_fw_T(const prn__layer *L, size_t C, size_t Bp) {
+    const size_t B = L->B, TT = L->Tn, H = L->H, P = L->P, S = L->S, VH = L->V * L->H, n = H * Bp;
+    const PRN__T *W = (const PRN__T *)L->w, *bias = (const PRN__T *)L->bias;
+    PRN__T *xt = (PRN__T *)L->ws, *ot = xt + C * P * Bp, *vt = ot + C * S * Bp, *q = vt + C * VH * Bp, *bl = q + P * Bp;
+    PRN__T *pv = bl + P * Bp, *Sv = L->saved && VH ? (PRN__T *)L->saved : NULL;
+    const int rev = L->rev;
+    size_t k0, i, c, j, k, l, l0, cn, ta;
+    for (j = 0; j < P; ++j)
+        for (l = 0; l < Bp; ++l) bl[j * Bp + l] = bias[j];
+    prn__lanes_get_CP((const PRN__T *)L->s0, B, 1, S, 0, 1, Bp, pv);
+    for (k0 = 0; k0 < TT; k0 += C) {
+        cn = TT - k0 < C ? TT - k0 : C;
+        ta = rev ? TT - k0 - cn : k0;
+        prn__lanes_get_CP((const PRN__T *)L->xp, B, TT, P, ta, cn, Bp, xt);
+        for (i = 0; i < cn; ++i) {
+            const PRN__T *hp, *x;
+            PRN__T *o, *v;
+            c = rev ? cn - 1 - i : i;
+            hp = i ? ot + (rev ? c + 1 : c - 1) * S * Bp : pv;
+            x = xt + c * P * Bp; o = ot + c * S * Bp; v = Sv ? vt + c * VH * Bp : NULL;
+            for (l0 = 0; l0 < Bp; l0 += 8) /* q = W_hh h: 8 lanes in registers,
+                 * each the threaded loop's chain over k from zero (its bits) */
+                for (j = 0; j < P; ++j) {
+                    const PRN__T *wj = W + j * H, *h0 = hp + l0;
+                    PRN__T acc[8];
+                    PRN__SIMD for (l = 0; l < 8; ++l) acc[l] = (PRN__T)0;
+                    for (k = 0; k < H; ++k) {
+                        const PRN__T wk = wj[k], *hk = h0 + k * Bp;
+                        PRN__SIMD for (l = 0; l < 8; ++l) acc[l] = PRN__LANES_MAC_T(hk[l], wk, acc[l]);
+                    }
+                    PRN__SIMD for (l = 0; l < 8; ++l) q[j * Bp + l0 + l] = acc[l];
+                }
+            if (L->kind == PRN_RNN_ELMAN) prn__elman_fw_U(n, L->relu, x, q, bl, o);
+            else if (L->kind == PRN_RNN_LSTM) prn__lstm_fw_U(n, x, n, q, n, bl, n, hp + n, o, o + n, v, n);
+            else prn__gru_fw_U(n, x, n, q, n, bl, n, hp, o, v, n);
+        }
+        prn__lanes_put_CP(ot, B, TT, S, ta, cn, Bp, (PRN__T *)L->states);
+        if (Sv) prn__lanes_put_CP(vt, B, TT, VH, ta, cn, Bp, Sv);
+        memcpy(pv, ot + (rev ? 0 : cn - 1) * S * Bp, S * Bp * sizeof(PRN__T));
+    }
+}
+#ifndef PARRNN_NO_TRAINING /* (prn__layer_run names the forward instead) */
+PRN__FN PRN__ATTR void prn__lanes_bw_T(const prn__layer *L, size_t C, size_t Bp) {
+    const size_t B = L->B, TT = L->Tn, H = L->H, P = L->P, S = L->S, VH = L->V * L->H, n = H * Bp;
+    const PRN__T *W = (const PRN__T *)L->w, *St = (const PRN__T *)L->states, *s0 = (const PRN__T *)L->s0;
+    PRN__T *gt = (PRN__T *)L->ws, *pt = gt + C * S * Bp, *vt = pt + C * S * Bp, *dxt = vt + C * VH * Bp, *dqt = dxt + C * P * Bp;
+    PRN__T *cc = dqt + C * P * Bp, *ee = cc + n, *D0 = (PRN__T *)L->ds0;
+    const int rev = L->rev; /* the forward's direction: this loop runs the other way */
+    size_t k0, i, c, j, k, l, l0, b, cn, ta;
+    for (k0 = 0; k0 < TT; k0 += C) {
+        cn = TT - k0 < C ? TT - k0 : C;
+        ta = rev ? k0 : TT - k0 - cn;
+        prn__lanes_get_CP((const PRN__T *)L->g, B, TT, S, ta, cn, Bp, gt);
+        if (VH) prn__lanes_get_CP((const PRN__T *)L->saved, B, TT, VH, ta, cn, Bp, vt);
+        /* pt: Elman the steps' own states; LSTM, GRU the states before them
+         * (s0 before the forward's first step) */
+        if (L->kind == PRN_RNN_ELMAN) prn__lanes_get_CP(St, B, TT, S, ta, cn, Bp, pt);
+        else if (!rev) {
+            if (ta) prn__lanes_get_CP(St, B, TT, S, ta - 1, cn, Bp, pt);
+            else {
+                prn__lanes_get_CP(s0, B, 1, S, 0, 1, Bp, pt);
+                prn__lanes_get_CP(St, B, TT, S, 0, cn - 1, Bp, pt + S * Bp);
+            }
+        } else {
+            if (ta + cn < TT) prn__lanes_get_CP(St, B, TT, S, ta + 1, cn, Bp, pt);
+            else {
+                prn__lanes_get_CP(St, B, TT, S, ta + 1, cn - 1, Bp, pt);
+                prn__lanes_get_CP(s0, B, 1, S, 0, 1, Bp, pt + (cn - 1) * S * Bp);
+            }
+        }
+        for (i = 0; i < cn; ++i) {
+            const PRN__T *g, *sp, *v;
+            PRN__T *dx, *dq;
+            c = rev ? i : cn - 1 - i;
+            g = gt + c * S * Bp; sp = pt + c * S * Bp + (L->kind == PRN_RNN_LSTM ? n : 0); v = vt + c * VH * Bp;
+            dx = dxt + c * P * Bp; dq = dqt + c * P * Bp;
+            /* cc: d loss / d h of the step; ee: the rest of d loss / d state */
+            PRN__SIMD for (j = 0; j < n; ++j) cc[j] += g[j];
+            if (L->kind == PRN_RNN_ELMAN) prn__elman_bw_U(n, L->relu, cc, sp, dx, dq);
+            else if (L->kind == PRN_RNN_LSTM) {
+                PRN__SIMD for (j = 0; j < n; ++j) ee[j] += g[n + j];
+                prn__lstm_bw_U(n, cc, ee, sp, v, n, dx, dq, n, ee);
+            } else {
+                PRN__SIMD for (j = 0; j < n; ++j) cc[j] += ee[j];
+                prn__gru_bw_U(n, cc, sp, v, n, dx, dq, n, ee);
+            }
+            for (l0 = 0; l0 < Bp; l0 += 8) /* cc = d q W_hh, by columns */
+                for (k = 0; k < H; ++k) {
+                    const PRN__T *d0 = dq + l0;
+                    PRN__T acc[8];
+                    PRN__SIMD for (l = 0; l < 8; ++l) acc[l] = W[k] * d0[l];
+                    for (j = 1; j < P; ++j) {
+                        const PRN__T wj = W[j * H + k], *dj = d0 + j * Bp;
+                        PRN__SIMD for (l = 0; l < 8; ++l) acc[l] += wj * dj[l];
+                    }
+                    PRN__SIMD for (l = 0; l < 8; ++l) cc[k * Bp + l0 + l] = acc[l];
+                }
+        }
+        prn__lanes_put_CP(dxt, B, TT, P, ta, cn, Bp, (PRN__T *)L->dxp);
+        prn__lanes_put_CP(dqt, B, TT, P, ta, cn, Bp, (PRN__T *)L->dq);
+    }
+    for (b = 0; b < B; ++b)
+        for (i = 0; i < H; ++i) {
+            PRN__T *d = D0 + b * S;
+            if (L->kind == PRN_RNN_LSTM) { d[i] = cc[i * Bp + b]; d[H + i] = ee[i * Bp + b]; }
+            else if (L->kind == PRN_RNN_GRU) d[i] = cc[i * Bp + b] + ee[i * Bp + b];
+            else d[i] = cc[i * Bp + b];
+        }
+}
+#endif
+#undef prn__lanes_fw_T
+#undef PRN__LANES_MAC_T
+#undef prn__lanes_bw_T
+#undef prn__lanes_get_CP
+#undef prn__lanes_put_CP
+#undef prn__elman_fw_U
+#undef prn__lstm_fw_U
+#undef prn__gru_fw_U
+#undef prn__elman_bw_U
+#undef prn__lstm_bw_U
+#undef prn__gru_bw_U
+#undef PRN__UNIT
+#undef PRN__CP
+#endif /* PRN__TPL_LANES */
+
+/* ---- XPROJ (parameters: T, SFX, ATTR, MM). Generates prn__layer_xproj_<sfx>. */
+/* xp [B T, P] = x W_ih^T + b_ih whole (the lanes loop, and layers that
+ * run better from a stored xp: prn__ref_rnn_layer_forward_x), tiles of 64
+ * rows over the team: by the threaded loop's own product kernel over a
+ * panel of W_ih, each entry plus b_ih, so that a row's bits do not depend
+ * on which loop its batch takes (H = 8: the lanes with 8 rows or more, the
+ * threaded loop with fewer) nor on the threads. 0: out of memory. */
+#ifdef PRN__TPL_XPROJ
+#undef PRN__TPL_XPROJ
+#define prn__layer_xproj_T PRN__TNAME(prn__layer_xproj_)
+PRN__FN PRN__ATTR void prn__layer_xproj_T(const prn__layer *L, PRN__T *pan, PRN__T *tiles, PRN__T *xp, int prn__nt, int prn__par) {
+    const size_t n = L->B * L->Tn, P = L->P, NI = L->NI, nbp = (P + 15) / 16;
+    const PRN__T *w = (const PRN__T *)L->w_ih, *x = (const PRN__T *)L->x, *bi = (const PRN__T *)L->b_ih;
+    size_t z, k, c, ti;
+    for (z = 0; z < nbp; ++z)
+        for (k = 0; k < NI; ++k)
+            for (c = 0; c < 16; ++c)
+                pan[(z * NI + k) * 16 + c] = z * 16 + c < P ? w[(z * 16 + c) * NI + k] : (PRN__T)0;
+    (void)prn__nt; (void)prn__par;
+    PRN__PARFOR
+    for (ti = 0; ti < (n + 63) / 64; ++ti) {
+        const size_t r0 = ti * 64, rows = n - r0 < 64 ? n - r0 : 64;
+        PRN__T *tile = tiles + (size_t)PRN__THREAD_NUM() * 64 * nbp * 16;
+        size_t r, p;
+        PRN__MM(rows, NI, x + r0 * NI, NI, pan, nbp, tile, nbp * 16);
+        for (r = 0; r < rows; ++r)
+            for (p = 0; p < P; ++p) xp[(r0 + r) * P + p] = bi ? tile[r * nbp * 16 + p] + bi[p] : tile[r * nbp * 16 + p];
+    }
+}
+#undef prn__layer_xproj_T
+#undef PRN__MM
+#endif /* PRN__TPL_XPROJ */
+
+/* ---- LAYER_DW_PLAIN (parameters: T, SFX). Generates prn__layer_dw_plain_<sfx>. */
+/* The sums of rnn_layer_backward_dw from dq in memory, in the order of the
+ * layer's (steps as the backward takes them, then rows): for the cases
+ * without its rings (the lanes loop, no rows or steps). */
+#ifdef PRN__TPL_LAYER_DW_PLAIN
+#undef PRN__TPL_LAYER_DW_PLAIN
+#define prn__layer_dw_plain_T PRN__TNAME(prn__layer_dw_plain_)
+PRN__FN void prn__layer_dw_plain_T(const prn__layer *L) {
+    const size_t B = L->B, TT = L->Tn, H = L->H, P = L->P, S = L->S;
+    const PRN__T *DQ = (const PRN__T *)L->dq, *St = (const PRN__T *)L->states, *s0 = (const PRN__T *)L->s0;
+    PRN__T *dw = (PRN__T *)L->dw, *db = (PRN__T *)L->db;
+    size_t step, b, r, c;
+    for (r = 0; r < P * H; ++r) dw[r] = 0;
+    for (r = 0; db && r < P; ++r) db[r] = 0;
+    for (step = 0; step < TT; ++step) {
+        const size_t t = L->rev ? step : TT - 1 - step, tp = L->rev ? t + 1 : t - 1;
+        for (b = 0; b < B; ++b) {
+            const PRN__T *dq = DQ + (b * TT + t) * P, *h = step == TT - 1 ? s0 + b * S : St + (b * TT + tp) * S;
+            for (r = 0; r < P; ++r) {
+                for (c = 0; c < H; ++c) dw[r * H + c] += dq[r] * h[c];
+                if (db) db[r] += dq[r];
+            }
+        }
+    }
+}
+#undef prn__layer_dw_plain_T
+#endif /* PRN__TPL_LAYER_DW_PLAIN */
 
 /* (end of the cells and fused layers) */
 
