@@ -3286,35 +3286,15 @@ PRN__FN_INLINE double prn__scan1_f64(int rev, size_t n, const double *a, const d
 #define PRN__SFX f64
 #include PARRNN_SELF_PATH
 
-/* Sequential diagonal scan: one unit per (sequence, group of channels).
- * One channel takes prn__scan1; otherwise the state lives in registers for
- * narrow groups, in st (C values per sequence) for wide ones, so h is only
- * ever written. */
-#define PRN__SCAN_SEQ_DIAG(T_, SFX)                                              \
-    { const T_ *A = (const T_ *)a, *Bv = (const T_ *)b, *H0 = (const T_ *)h0;    \
-      T_ *H = (T_ *)h, *ST = (T_ *)ws; long w;                                   \
-      PRN__PARFOR for (w = 0; w < (long)(batch * ngrp); ++w) {                   \
-          size_t n = (size_t)w / ngrp, c0 = ((size_t)w % ngrp) * grp, c1 = c0 + grp < C ? c0 + grp : C, t, c; \
-          const T_ *an = A + n * T * C, *bn = Bv + n * T * C; T_ *hn = H + n * T * C; \
-          if (C == 1) {                                                          \
-              prn__scan1_##SFX(rev, T, an, bn, hn, H0 ? H0[n] : (T_)0, NULL, stream); \
-          } else if (c1 - c0 <= 16) {                                            \
-              T_ st[16]; const size_t wd = c1 - c0;                              \
-              for (c = 0; c < wd; ++c) st[c] = H0 ? H0[n * C + c0 + c] : (T_)0;  \
-              for (t = 0; t < T; ++t) {                                          \
-                  const size_t r = PRN__ROW(t) * C + c0;                         \
-                  for (c = 0; c < wd; ++c) { st[c] = an[r + c] * st[c] + bn[r + c]; hn[r + c] = st[c]; } \
-              }                                                                  \
-          } else {                                                               \
-              T_ *st = ST + n * C + c0;                                          \
-              for (c = 0; c < c1 - c0; ++c) st[c] = H0 ? H0[n * C + c0 + c] : (T_)0; \
-              for (t = 0; t < T; ++t) {                                          \
-                  const size_t r = PRN__ROW(t) * C + c0;                         \
-                  prn__scan_row_##SFX(c1 - c0, an + r, bn + r, st, hn + r, stream); \
-              }                                                                  \
-          }                                                                      \
-          if (stream) prn__stream_fence();                                       \
-      } }
+/* prn__scan_seq_diag_f32, prn__scan_seq_diag_f64: TEMPLATE SCAN_SEQ_DIAG */
+#define PRN__TPL_SCAN_SEQ_DIAG
+#define PRN__T float
+#define PRN__SFX f32
+#include PARRNN_SELF_PATH
+#define PRN__TPL_SCAN_SEQ_DIAG
+#define PRN__T double
+#define PRN__SFX f64
+#include PARRNN_SELF_PATH
 
 /* prn__scan_chunked_f32, prn__scan_chunked_f64: TEMPLATE DIAG_CHUNKED */
 #define PRN__TPL_DIAG_CHUNKED
@@ -3326,25 +3306,15 @@ PRN__FN_INLINE double prn__scan1_f64(int rev, size_t n, const double *a, const d
 #define PRN__SFX f64
 #include PARRNN_SELF_PATH
 
-/* Blelloch tree over one (sequence, channel): elements are affine maps
- * (m, o): h -> m*h + o; "later after earlier" is (m_l*m_e, m_l*o_e + o_l). */
-#define PRN__SCAN_TREE_DIAG(T_)                                                  \
-    { T_ *M = (T_ *)ws, *O = M + np; size_t d, i, t;                             \
-      const T_ *an = (const T_ *)a + n * T * C, *bn = (const T_ *)b + n * T * C; \
-      T_ *hn = (T_ *)h + n * T * C, hz = h0 ? ((const T_ *)h0)[n * C + c] : (T_)0; \
-      for (t = 0; t < np; ++t) { M[t] = t < T ? an[PRN__ROW(t) * C + c] : (T_)1; O[t] = t < T ? bn[PRN__ROW(t) * C + c] : (T_)0; } \
-      for (d = 1; d < np; d *= 2) { /* up-sweep: node i holds its subtree */    \
-          PRN__PARFOR for (i = 2 * d - 1; i < np; i += 2 * d) {                  \
-              O[i] = M[i] * O[i - d] + O[i]; M[i] = M[i] * M[i - d]; } }         \
-      M[np - 1] = 1; O[np - 1] = 0;                                              \
-      for (d = np / 2; d >= 1; d /= 2) { /* down-sweep: exclusive prefixes */    \
-          PRN__PARFOR for (i = 2 * d - 1; i < np; i += 2 * d) {                  \
-              T_ lm = M[i - d], lo = O[i - d];                                   \
-              M[i - d] = M[i]; O[i - d] = O[i];                                  \
-              O[i] = lm * O[i] + lo; M[i] = lm * M[i]; } }                       \
-      for (t = 0; t < T; ++t) { /* h_t = element t after its exclusive prefix */ \
-          size_t r = PRN__ROW(t);                                                \
-          hn[r * C + c] = an[r * C + c] * (M[t] * hz + O[t]) + bn[r * C + c]; } }
+/* prn__scan_tree_diag_f32, prn__scan_tree_diag_f64: TEMPLATE SCAN_TREE_DIAG */
+#define PRN__TPL_SCAN_TREE_DIAG
+#define PRN__T float
+#define PRN__SFX f32
+#include PARRNN_SELF_PATH
+#define PRN__TPL_SCAN_TREE_DIAG
+#define PRN__T double
+#define PRN__SFX f64
+#include PARRNN_SELF_PATH
 
 PRN__FN prn_status prn__ref_scan_diag(prn_context *ctx, prn_dtype dtype, int rev, prn_scan_algo algo,
                                       size_t batch, size_t T, size_t C, const void *a, const void *b,
@@ -3374,8 +3344,9 @@ PRN__FN prn_status prn__ref_scan_diag(prn_context *ctx, prn_dtype dtype, int rev
         ngrp = (C + grp - 1) / grp;
         if (grp > 16 && !(ws = prn_alloc(ctx, batch * C * es)))
             return PRN__ERR(ctx, PRN_ERR_OUT_OF_MEMORY, "%s: out of memory for the state workspace", fn);
-        if (dtype == PRN_F32) PRN__SCAN_SEQ_DIAG(float, f32)
-        else PRN__SCAN_SEQ_DIAG(double, f64)
+        if (dtype == PRN_F32) prn__scan_seq_diag_f32(rev, batch, T, C, grp, ngrp, a, b, h0, h, ws, stream,
+                                                      prn__nt, prn__par);
+        else prn__scan_seq_diag_f64(rev, batch, T, C, grp, ngrp, a, b, h0, h, ws, stream, prn__nt, prn__par);
         prn_free(ctx, ws);
         return PRN_OK;
     }
@@ -3411,8 +3382,8 @@ PRN__FN prn_status prn__ref_scan_diag(prn_context *ctx, prn_dtype dtype, int rev
         if (!ws) return PRN__ERR(ctx, PRN_ERR_OUT_OF_MEMORY, "%s: out of memory for the tree workspace", fn);
         for (n = 0; n < batch; ++n)
             for (c = 0; c < C; ++c) {
-                if (dtype == PRN_F32) PRN__SCAN_TREE_DIAG(float)
-                else PRN__SCAN_TREE_DIAG(double)
+                if (dtype == PRN_F32) prn__scan_tree_diag_f32(rev, T, C, np, n, c, a, b, h0, h, ws, prn__nt, prn__par);
+                else prn__scan_tree_diag_f64(rev, T, C, np, n, c, a, b, h0, h, ws, prn__nt, prn__par);
             }
         prn_free(ctx, ws);
         return PRN_OK;
@@ -14470,6 +14441,81 @@ PRN__FN void prn__scan_block_tree_T(int rev, int tr, size_t T, size_t C, size_t 
 #undef prn__scan_block_seq_T
 #undef prn__scan_block_tree_T
 #endif /* PRN__TPL_BLOCK_SCAN */
+
+/* ---- SCAN_SEQ_DIAG (parameters: T, SFX). Generates prn__scan_seq_diag_<sfx>; prn__nt, prn__par
+ * are the caller's PRN__PAR_SETUP team for PRN__PARFOR. */
+/* Sequential diagonal scan: one unit per (sequence, group of channels).
+ * One channel takes prn__scan1; otherwise the state lives in registers for
+ * narrow groups, in st (C values per sequence) for wide ones, so h is only
+ * ever written. */
+#ifdef PRN__TPL_SCAN_SEQ_DIAG
+#undef PRN__TPL_SCAN_SEQ_DIAG
+#define prn__scan_seq_diag_T PRN__TNAME(prn__scan_seq_diag_)
+#define prn__scan1_T PRN__TNAME(prn__scan1_)
+#define prn__scan_row_T PRN__TNAME(prn__scan_row_)
+PRN__FN_INLINE void prn__scan_seq_diag_T(int rev, size_t batch, size_t T, size_t C, size_t grp, size_t ngrp, const void *a,
+                                      const void *b, const void *h0, void *h, void *ws, int stream, int prn__nt,
+                                      int prn__par) {
+    const PRN__T *A = (const PRN__T *)a, *Bv = (const PRN__T *)b, *H0 = (const PRN__T *)h0;
+    PRN__T *H = (PRN__T *)h, *ST = (PRN__T *)ws; long w;
+    PRN__PARFOR for (w = 0; w < (long)(batch * ngrp); ++w) {
+        size_t n = (size_t)w / ngrp, c0 = ((size_t)w % ngrp) * grp, c1 = c0 + grp < C ? c0 + grp : C, t, c;
+        const PRN__T *an = A + n * T * C, *bn = Bv + n * T * C; PRN__T *hn = H + n * T * C;
+        if (C == 1) {
+            prn__scan1_T(rev, T, an, bn, hn, H0 ? H0[n] : (PRN__T)0, NULL, stream);
+        } else if (c1 - c0 <= 16) {
+            PRN__T st[16]; const size_t wd = c1 - c0;
+            for (c = 0; c < wd; ++c) st[c] = H0 ? H0[n * C + c0 + c] : (PRN__T)0;
+            for (t = 0; t < T; ++t) {
+                const size_t r = PRN__ROW(t) * C + c0;
+                for (c = 0; c < wd; ++c) { st[c] = an[r + c] * st[c] + bn[r + c]; hn[r + c] = st[c]; }
+            }
+        } else {
+            PRN__T *st = ST + n * C + c0;
+            for (c = 0; c < c1 - c0; ++c) st[c] = H0 ? H0[n * C + c0 + c] : (PRN__T)0;
+            for (t = 0; t < T; ++t) {
+                const size_t r = PRN__ROW(t) * C + c0;
+                prn__scan_row_T(c1 - c0, an + r, bn + r, st, hn + r, stream);
+            }
+        }
+        if (stream) prn__stream_fence();
+    }
+    (void)prn__nt; (void)prn__par;
+}
+#undef prn__scan1_T
+#undef prn__scan_row_T
+#undef prn__scan_seq_diag_T
+#endif /* PRN__TPL_SCAN_SEQ_DIAG */
+
+/* ---- SCAN_TREE_DIAG (parameters: T, SFX). Generates prn__scan_tree_diag_<sfx>; prn__nt, prn__par
+ * are the caller's PRN__PAR_SETUP team for PRN__PARFOR. */
+/* Blelloch tree over one (sequence, channel): elements are affine maps
+ * (m, o): h -> m*h + o; "later after earlier" is (m_l*m_e, m_l*o_e + o_l). */
+#ifdef PRN__TPL_SCAN_TREE_DIAG
+#undef PRN__TPL_SCAN_TREE_DIAG
+#define prn__scan_tree_diag_T PRN__TNAME(prn__scan_tree_diag_)
+PRN__FN_INLINE void prn__scan_tree_diag_T(int rev, size_t T, size_t C, size_t np, size_t n, size_t c, const void *a,
+                                       const void *b, const void *h0, void *h, void *ws, int prn__nt, int prn__par) {
+    PRN__T *M = (PRN__T *)ws, *O = M + np; size_t d, i, t;
+    const PRN__T *an = (const PRN__T *)a + n * T * C, *bn = (const PRN__T *)b + n * T * C;
+    PRN__T *hn = (PRN__T *)h + n * T * C, hz = h0 ? ((const PRN__T *)h0)[n * C + c] : (PRN__T)0;
+    for (t = 0; t < np; ++t) { M[t] = t < T ? an[PRN__ROW(t) * C + c] : (PRN__T)1; O[t] = t < T ? bn[PRN__ROW(t) * C + c] : (PRN__T)0; }
+    for (d = 1; d < np; d *= 2) { /* up-sweep: node i holds its subtree */
+        PRN__PARFOR for (i = 2 * d - 1; i < np; i += 2 * d) {
+            O[i] = M[i] * O[i - d] + O[i]; M[i] = M[i] * M[i - d]; } }
+    M[np - 1] = 1; O[np - 1] = 0;
+    for (d = np / 2; d >= 1; d /= 2) { /* down-sweep: exclusive prefixes */
+        PRN__PARFOR for (i = 2 * d - 1; i < np; i += 2 * d) {
+            PRN__T lm = M[i - d], lo = O[i - d];
+            M[i - d] = M[i]; O[i - d] = O[i];
+            O[i] = lm * O[i] + lo; M[i] = lm * M[i]; } }
+    for (t = 0; t < T; ++t) { /* h_t = element t after its exclusive prefix */
+        size_t r = PRN__ROW(t);
+        hn[r * C + c] = an[r * C + c] * (M[t] * hz + O[t]) + bn[r * C + c]; }
+    (void)prn__nt; (void)prn__par;
+}
+#undef prn__scan_tree_diag_T
+#endif /* PRN__TPL_SCAN_TREE_DIAG */
 
 /* (end of the scans and elementwise ops) */
 
