@@ -3040,13 +3040,15 @@ PRN__FN void prn__scan_row_f64(size_t n, const double *a, const double *b, doubl
 }
 #else
 #define prn__stream_fence() ((void)0)
-#define PRN__DEFINE_SCAN_ROW(T_, SFX)                                            \
-PRN__FN void prn__scan_row_##SFX(size_t n, const T_ *a, const T_ *b, T_ *st, T_ *h, int stream) { \
-    size_t i; (void)stream;                                                      \
-    PRN__SIMD for (i = 0; i < n; ++i) { st[i] = a[i] * st[i] + b[i]; h[i] = st[i]; } \
-}
-PRN__DEFINE_SCAN_ROW(float, f32)
-PRN__DEFINE_SCAN_ROW(double, f64)
+/* prn__scan_row_f32, prn__scan_row_f64: TEMPLATE SCAN_ROW */
+#define PRN__TPL_SCAN_ROW
+#define PRN__T float
+#define PRN__SFX f32
+#include PARRNN_SELF_PATH
+#define PRN__TPL_SCAN_ROW
+#define PRN__T double
+#define PRN__SFX f64
+#include PARRNN_SELF_PATH
 #endif
 /* outputs from this size up are streamed: well past what the caches keep */
 #define PRN__STREAM_MIN ((size_t)16 << 20)
@@ -3274,165 +3276,45 @@ PRN__FN_INLINE double prn__scan1_f64(int rev, size_t n, const double *a, const d
 #include PARRNN_SELF_PATH
 #endif
 
-/* A chunk of n steps of C > 1 channels from row pointer a, b (h), ds apart
- * (negative in reverse): its maps (P, B) per channel, or its expansion
- * from st (which ends as the chunk's last state). */
-#define PRN__DEFINE_DIAG_ROWS(T_, SFX)                                           \
-PRN__FN void prn__rows_reduce_##SFX(size_t C, size_t n, ptrdiff_t ds, const T_ *a, const T_ *b, T_ *P, T_ *B) { \
-    size_t i, c;                                                                 \
-    for (c = 0; c < C; ++c) { P[c] = 1; B[c] = 0; }                              \
-    for (i = 0; i < n; ++i) {                                                    \
-        const T_ *ar = a + (ptrdiff_t)i * ds, *br = b + (ptrdiff_t)i * ds;       \
-        PRN__SIMD for (c = 0; c < C; ++c) { B[c] = ar[c] * B[c] + br[c]; P[c] *= ar[c]; } \
-    }                                                                            \
-}                                                                                \
-PRN__FN void prn__rows_expand_##SFX(size_t C, size_t n, ptrdiff_t ds, const T_ *a, const T_ *b, T_ *h, T_ *st, \
-                                    int stream) {                                \
-    size_t i;                                                                    \
-    for (i = 0; i < n; ++i)                                                      \
-        prn__scan_row_##SFX(C, a + (ptrdiff_t)i * ds, b + (ptrdiff_t)i * ds, st, h + (ptrdiff_t)i * ds, stream); \
-}
-PRN__DEFINE_DIAG_ROWS(float, f32)
-PRN__DEFINE_DIAG_ROWS(double, f64)
+/* prn__rows_expand_f32, prn__rows_reduce_f32, prn__rows_expand_f64, prn__rows_reduce_f64: TEMPLATE DIAG_ROWS */
+#define PRN__TPL_DIAG_ROWS
+#define PRN__T float
+#define PRN__SFX f32
+#include PARRNN_SELF_PATH
+#define PRN__TPL_DIAG_ROWS
+#define PRN__T double
+#define PRN__SFX f64
+#include PARRNN_SELF_PATH
 
-/* Sequential diagonal scan: one unit per (sequence, group of channels).
- * One channel takes prn__scan1; otherwise the state lives in registers for
- * narrow groups, in st (C values per sequence) for wide ones, so h is only
- * ever written. */
-#define PRN__SCAN_SEQ_DIAG(T_, SFX)                                              \
-    { const T_ *A = (const T_ *)a, *Bv = (const T_ *)b, *H0 = (const T_ *)h0;    \
-      T_ *H = (T_ *)h, *ST = (T_ *)ws; long w;                                   \
-      PRN__PARFOR for (w = 0; w < (long)(batch * ngrp); ++w) {                   \
-          size_t n = (size_t)w / ngrp, c0 = ((size_t)w % ngrp) * grp, c1 = c0 + grp < C ? c0 + grp : C, t, c; \
-          const T_ *an = A + n * T * C, *bn = Bv + n * T * C; T_ *hn = H + n * T * C; \
-          if (C == 1) {                                                          \
-              prn__scan1_##SFX(rev, T, an, bn, hn, H0 ? H0[n] : (T_)0, NULL, stream); \
-          } else if (c1 - c0 <= 16) {                                            \
-              T_ st[16]; const size_t wd = c1 - c0;                              \
-              for (c = 0; c < wd; ++c) st[c] = H0 ? H0[n * C + c0 + c] : (T_)0;  \
-              for (t = 0; t < T; ++t) {                                          \
-                  const size_t r = PRN__ROW(t) * C + c0;                         \
-                  for (c = 0; c < wd; ++c) { st[c] = an[r + c] * st[c] + bn[r + c]; hn[r + c] = st[c]; } \
-              }                                                                  \
-          } else {                                                               \
-              T_ *st = ST + n * C + c0;                                          \
-              for (c = 0; c < c1 - c0; ++c) st[c] = H0 ? H0[n * C + c0 + c] : (T_)0; \
-              for (t = 0; t < T; ++t) {                                          \
-                  const size_t r = PRN__ROW(t) * C + c0;                         \
-                  prn__scan_row_##SFX(c1 - c0, an + r, bn + r, st, hn + r, stream); \
-              }                                                                  \
-          }                                                                      \
-          if (stream) prn__stream_fence();                                       \
-      } }
+/* prn__scan_seq_diag_f32, prn__scan_seq_diag_f64: TEMPLATE SCAN_SEQ_DIAG */
+#define PRN__TPL_SCAN_SEQ_DIAG
+#define PRN__T float
+#define PRN__SFX f32
+#include PARRNN_SELF_PATH
+#define PRN__TPL_SCAN_SEQ_DIAG
+#define PRN__T double
+#define PRN__SFX f64
+#include PARRNN_SELF_PATH
 
-/* Chunked diagonal scan of one sequence: reduce, scan the carries, expand,
- * with memory traffic of a single pass.
- *
- * Time is cut into superblocks of one chunk per thread: thread 0's chunk of
- * R0 steps first, then a chunk of R1 steps for each other thread j. A
- * superblock starts from a known carry, so thread 0 expands its chunk at
- * once (a sequential pass). Meanwhile each thread j reduces its chunk to
- * one affine map per channel, h -> P h + B (P the product of a, B the end
- * of the chunk's scan from zero). After a barrier, the end of chunk 0 and
- * the maps give every carry: thread j composes the maps of the chunks
- * between chunk 0 and its own to get its carry and expands its chunk --
- * read again from its L2 cache, since R1 steps of a and b are
- * PRN__SCAN_CHUNK_BYTES -- while thread 0 composes all of them into the
- * next superblock's carry and goes on. So phase p of the loop expands chunk
- * 0 of superblock p, and chunks j of superblock p - 1 after reducing those
- * of superblock p; maps and ends alternate between two slots by the
- * parity of p, and one barrier ends each phase. Thread 0's chunk is longer
- * (R0 > R1) because it skips the reduction.
- *
- * ws: 5 * nt + 2 rows of Cp values (maps, ends, states). */
-#define PRN__DEFINE_DIAG_CHUNKED(T_, SFX)                                        \
-PRN__FN void prn__scan_chunked_##SFX(int rev, size_t T, size_t C, const T_ *an, const T_ *bn, const T_ *h0n, \
-                                     T_ *hn, size_t R0, size_t R1, int nt, int stream, T_ *ws) { \
-    const size_t Cp = (C + 15) / 16 * 16; /* rows of a cache line or more */    \
-    const ptrdiff_t ds = rev ? -(ptrdiff_t)C : (ptrdiff_t)C;                     \
-    T_ *Pm = ws, *Bm = Pm + 2 * (size_t)nt * Cp, *E = Bm + 2 * (size_t)nt * Cp, *St = E + 2 * Cp; \
-    prn__barrier bar;                                                            \
-    (void)nt;                                                                    \
-    prn__barrier_init(&bar);                                                     \
-    PRN__OMP(omp parallel num_threads(nt) if(nt > 1))                            \
-    {                                                                            \
-        const size_t j = (size_t)PRN__THREAD_NUM(), m = (size_t)PRN__NUM_THREADS(); \
-        const size_t r0 = m > 1 ? R0 : T, S = r0 + (m - 1) * R1, nsb = (T + S - 1) / S; \
-        T_ *st = St + j * Cp;                                                    \
-        size_t p, c, q;                                                          \
-        for (p = 0; p <= nsb; ++p) {                                             \
-            const size_t now = (p & 1) * Cp, was = ((p & 1) ^ 1) * Cp;          \
-            if (j == 0 && p < nsb) {                                             \
-                const size_t t0 = p * S, len = T - t0 < r0 ? T - t0 : r0;        \
-                const size_t row = rev ? T - 1 - t0 : t0;                        \
-                if (p == 0) for (c = 0; c < C; ++c) st[c] = h0n ? h0n[c] : (T_)0; \
-                else {                                                           \
-                    for (c = 0; c < C; ++c) st[c] = E[was + c];                  \
-                    for (q = 1; q < m; ++q) {                                    \
-                        const T_ *P = Pm + 2 * q * Cp + was, *B = Bm + 2 * q * Cp + was; \
-                        PRN__SIMD for (c = 0; c < C; ++c) st[c] = P[c] * st[c] + B[c]; } \
-                }                                                                \
-                if (C == 1)                                                      \
-                    st[0] = prn__scan1_##SFX(rev, len, an + (rev ? row + 1 - len : row), \
-                                             bn + (rev ? row + 1 - len : row), hn + (rev ? row + 1 - len : row), \
-                                             st[0], NULL, stream);               \
-                else prn__rows_expand_##SFX(C, len, ds, an + row * C, bn + row * C, hn + row * C, st, stream); \
-                for (c = 0; c < C; ++c) E[now + c] = st[c];                      \
-            }                                                                    \
-            if (j > 0 && p > 0) { /* expand chunk j of superblock p - 1 */       \
-                const size_t t0 = (p - 1) * S + r0 + (j - 1) * R1;               \
-                if (t0 < T) {                                                    \
-                    const size_t len = T - t0 < R1 ? T - t0 : R1, row = rev ? T - 1 - t0 : t0; \
-                    for (c = 0; c < C; ++c) st[c] = E[was + c];                  \
-                    for (q = 1; q < j; ++q) {                                    \
-                        const T_ *P = Pm + 2 * q * Cp + was, *B = Bm + 2 * q * Cp + was; \
-                        PRN__SIMD for (c = 0; c < C; ++c) st[c] = P[c] * st[c] + B[c]; } \
-                    if (C == 1)                                                  \
-                        prn__scan1_##SFX(rev, len, an + (rev ? row + 1 - len : row), bn + (rev ? row + 1 - len : row), \
-                                         hn + (rev ? row + 1 - len : row), st[0], NULL, stream); \
-                    else prn__rows_expand_##SFX(C, len, ds, an + row * C, bn + row * C, hn + row * C, st, stream); \
-                }                                                                \
-            }                                                                    \
-            if (j > 0 && p < nsb) { /* reduce chunk j of superblock p */         \
-                const size_t t0 = p * S + r0 + (j - 1) * R1;                     \
-                T_ *P = Pm + 2 * j * Cp + now, *B = Bm + 2 * j * Cp + now;       \
-                if (t0 >= T) for (c = 0; c < C; ++c) { P[c] = 1; B[c] = 0; }     \
-                else {                                                           \
-                    const size_t len = T - t0 < R1 ? T - t0 : R1, row = rev ? T - 1 - t0 : t0; \
-                    if (C == 1)                                                  \
-                        B[0] = prn__scan1_##SFX(rev, len, an + (rev ? row + 1 - len : row), \
-                                                bn + (rev ? row + 1 - len : row), NULL, (T_)0, P, 0); \
-                    else prn__rows_reduce_##SFX(C, len, ds, an + row * C, bn + row * C, P, B); \
-                }                                                                \
-            }                                                                    \
-            PRN__BARRIER(&bar, m);                                               \
-        }                                                                        \
-        if (stream) prn__stream_fence();                                         \
-    }                                                                            \
-    prn__barrier_destroy(&bar);                                                  \
-}
-PRN__DEFINE_DIAG_CHUNKED(float, f32)
-PRN__DEFINE_DIAG_CHUNKED(double, f64)
+/* prn__scan_chunked_f32, prn__scan_chunked_f64: TEMPLATE DIAG_CHUNKED */
+#define PRN__TPL_DIAG_CHUNKED
+#define PRN__T float
+#define PRN__SFX f32
+#include PARRNN_SELF_PATH
+#define PRN__TPL_DIAG_CHUNKED
+#define PRN__T double
+#define PRN__SFX f64
+#include PARRNN_SELF_PATH
 
-/* Blelloch tree over one (sequence, channel): elements are affine maps
- * (m, o): h -> m*h + o; "later after earlier" is (m_l*m_e, m_l*o_e + o_l). */
-#define PRN__SCAN_TREE_DIAG(T_)                                                  \
-    { T_ *M = (T_ *)ws, *O = M + np; size_t d, i, t;                             \
-      const T_ *an = (const T_ *)a + n * T * C, *bn = (const T_ *)b + n * T * C; \
-      T_ *hn = (T_ *)h + n * T * C, hz = h0 ? ((const T_ *)h0)[n * C + c] : (T_)0; \
-      for (t = 0; t < np; ++t) { M[t] = t < T ? an[PRN__ROW(t) * C + c] : (T_)1; O[t] = t < T ? bn[PRN__ROW(t) * C + c] : (T_)0; } \
-      for (d = 1; d < np; d *= 2) { /* up-sweep: node i holds its subtree */    \
-          PRN__PARFOR for (i = 2 * d - 1; i < np; i += 2 * d) {                  \
-              O[i] = M[i] * O[i - d] + O[i]; M[i] = M[i] * M[i - d]; } }         \
-      M[np - 1] = 1; O[np - 1] = 0;                                              \
-      for (d = np / 2; d >= 1; d /= 2) { /* down-sweep: exclusive prefixes */    \
-          PRN__PARFOR for (i = 2 * d - 1; i < np; i += 2 * d) {                  \
-              T_ lm = M[i - d], lo = O[i - d];                                   \
-              M[i - d] = M[i]; O[i - d] = O[i];                                  \
-              O[i] = lm * O[i] + lo; M[i] = lm * M[i]; } }                       \
-      for (t = 0; t < T; ++t) { /* h_t = element t after its exclusive prefix */ \
-          size_t r = PRN__ROW(t);                                                \
-          hn[r * C + c] = an[r * C + c] * (M[t] * hz + O[t]) + bn[r * C + c]; } }
+/* prn__scan_tree_diag_f32, prn__scan_tree_diag_f64: TEMPLATE SCAN_TREE_DIAG */
+#define PRN__TPL_SCAN_TREE_DIAG
+#define PRN__T float
+#define PRN__SFX f32
+#include PARRNN_SELF_PATH
+#define PRN__TPL_SCAN_TREE_DIAG
+#define PRN__T double
+#define PRN__SFX f64
+#include PARRNN_SELF_PATH
 
 PRN__FN prn_status prn__ref_scan_diag(prn_context *ctx, prn_dtype dtype, int rev, prn_scan_algo algo,
                                       size_t batch, size_t T, size_t C, const void *a, const void *b,
@@ -3462,8 +3344,9 @@ PRN__FN prn_status prn__ref_scan_diag(prn_context *ctx, prn_dtype dtype, int rev
         ngrp = (C + grp - 1) / grp;
         if (grp > 16 && !(ws = prn_alloc(ctx, batch * C * es)))
             return PRN__ERR(ctx, PRN_ERR_OUT_OF_MEMORY, "%s: out of memory for the state workspace", fn);
-        if (dtype == PRN_F32) PRN__SCAN_SEQ_DIAG(float, f32)
-        else PRN__SCAN_SEQ_DIAG(double, f64)
+        if (dtype == PRN_F32) prn__scan_seq_diag_f32(rev, batch, T, C, grp, ngrp, a, b, h0, h, ws, stream,
+                                                      prn__nt, prn__par);
+        else prn__scan_seq_diag_f64(rev, batch, T, C, grp, ngrp, a, b, h0, h, ws, stream, prn__nt, prn__par);
         prn_free(ctx, ws);
         return PRN_OK;
     }
@@ -3499,8 +3382,8 @@ PRN__FN prn_status prn__ref_scan_diag(prn_context *ctx, prn_dtype dtype, int rev
         if (!ws) return PRN__ERR(ctx, PRN_ERR_OUT_OF_MEMORY, "%s: out of memory for the tree workspace", fn);
         for (n = 0; n < batch; ++n)
             for (c = 0; c < C; ++c) {
-                if (dtype == PRN_F32) PRN__SCAN_TREE_DIAG(float)
-                else PRN__SCAN_TREE_DIAG(double)
+                if (dtype == PRN_F32) prn__scan_tree_diag_f32(rev, T, C, np, n, c, a, b, h0, h, ws, prn__nt, prn__par);
+                else prn__scan_tree_diag_f64(rev, T, C, np, n, c, a, b, h0, h, ws, prn__nt, prn__par);
             }
         prn_free(ctx, ws);
         return PRN_OK;
@@ -3511,125 +3394,16 @@ PRN__FN prn_status prn__ref_scan_diag(prn_context *ctx, prn_dtype dtype, int rev
 /* Block scans. A step's matrix entry (i, m) of block j, honouring transpose. */
 #define PRN__AM(ar, i, m) (tr ? (ar)[(j0 + (m)) * k + (i)] : (ar)[(j0 + (i)) * k + (m)])
 
-#define PRN__DEFINE_BLOCK_SCAN(T_, SFX)                                          \
-/* sequential: one unit = (sequence, range of blocks [jb0, jb1)), time outside \
- * so each row of the unit is read once */                                      \
-PRN__FN void prn__scan_block_seq_##SFX(int rev, int tr, size_t T, size_t C, size_t k, const T_ *an, \
-                                       const T_ *bn, const T_ *h0n, T_ *hn, size_t jb0, size_t jb1) { \
-    size_t t, i, m, jb;                                                          \
-    for (t = 0; t < T; ++t) {                                                    \
-        size_t r = PRN__ROW(t);                                                  \
-        const T_ *ar = an + r * C * k, *prev = t ? hn + PRN__ROW(t - 1) * C : h0n; \
-        for (jb = jb0; jb < jb1; ++jb) {                                         \
-            const size_t j0 = jb * k;                                            \
-            for (i = 0; i < k; ++i) {                                            \
-                T_ acc = bn[r * C + j0 + i];                                     \
-                if (prev) for (m = 0; m < k; ++m) acc += PRN__AM(ar, i, m) * prev[j0 + m]; \
-                hn[r * C + j0 + i] = acc;                                        \
-            }                                                                    \
-        }                                                                        \
-    }                                                                            \
-}                                                                                \
-/* (M, v) <- step r after (M, v): M = A M, v = A v + b; tmp holds k*k + k */    \
-PRN__FN void prn__scan_block_compose_##SFX(int tr, size_t C, size_t k, const T_ *ar, const T_ *br, \
-                                           T_ *M, T_ *v, T_ *tmp, size_t j0) { \
-    size_t i, m, q;                                                              \
-    for (i = 0; i < k; ++i) {                                                    \
-        T_ acc = br[j0 + i];                                                     \
-        for (m = 0; m < k; ++m) acc += PRN__AM(ar, i, m) * v[m];                 \
-        tmp[k * k + i] = acc;                                                    \
-        for (q = 0; q < k; ++q) {                                                \
-            T_ s = 0;                                                            \
-            for (m = 0; m < k; ++m) s += PRN__AM(ar, i, m) * M[m * k + q];       \
-            tmp[i * k + q] = s;                                                  \
-        }                                                                        \
-    }                                                                            \
-    memcpy(M, tmp, k * k * sizeof(T_));                                          \
-    memcpy(v, tmp + k * k, k * sizeof(T_));                                      \
-    (void)C;                                                                     \
-}                                                                                \
-/* chunked, one unit; ws holds nch*(k*k + 2k) + k*k + 2k elements */            \
-PRN__FN void prn__scan_block_chunked_##SFX(prn_context *ctx, int rev, int tr, size_t T, size_t C, size_t k, \
-                                           const T_ *an, const T_ *bn, const T_ *h0n, T_ *hn, \
-                                           size_t j0, size_t nch, T_ *ws) {    \
-    size_t per = k * k + 2 * k, S = (T + nch - 1) / nch, i, m;                   \
-    T_ *carry = ws + nch * per;                                                  \
-    long j;                                                                      \
-    PRN__PAR_SETUP(ctx, T * k * k * k);                                          \
-    PRN__PARFOR for (j = 0; j < (long)nch; ++j) {                                \
-        T_ *M = ws + (size_t)j * per, *v = M + k * k;                            \
-        T_ tl[64 * 64 + 64]; /* k <= 64 */                                       \
-        size_t t, t1 = ((size_t)j + 1) * S < T ? ((size_t)j + 1) * S : T;        \
-        for (i = 0; i < k * k; ++i) M[i] = 0;                                    \
-        for (i = 0; i < k; ++i) { M[i * k + i] = 1; v[i] = 0; }                  \
-        for (t = (size_t)j * S; t < t1; ++t) {                                   \
-            size_t r = PRN__ROW(t);                                              \
-            prn__scan_block_compose_##SFX(tr, C, k, an + r * C * k, bn + r * C, M, v, tl, j0); \
-        }                                                                        \
-    }                                                                            \
-    for (i = 0; i < k; ++i) carry[i] = h0n ? h0n[j0 + i] : (T_)0;                \
-    for (j = 0; j < (long)nch; ++j) { /* carries: c_j in, c_{j+1} = M_j c_j + v_j */ \
-        T_ *M = ws + (size_t)j * per, *v = M + k * k, *cin = v + k, nx[64];      \
-        for (i = 0; i < k; ++i) cin[i] = carry[i];                               \
-        for (i = 0; i < k; ++i) { T_ s = v[i]; for (m = 0; m < k; ++m) s += M[i * k + m] * carry[m]; nx[i] = s; } \
-        for (i = 0; i < k; ++i) carry[i] = nx[i];                                \
-    }                                                                            \
-    PRN__PARFOR for (j = 0; j < (long)nch; ++j) {                                \
-        const T_ *cin = ws + (size_t)j * per + k * k + k;                        \
-        size_t t, t1 = ((size_t)j + 1) * S < T ? ((size_t)j + 1) * S : T, ii, mm; \
-        for (t = (size_t)j * S; t < t1; ++t) {                                   \
-            size_t r = PRN__ROW(t);                                              \
-            const T_ *ar = an + r * C * k, *prev = t > (size_t)j * S ? hn + PRN__ROW(t - 1) * C + j0 : cin; \
-            T_ nx[64];                                                           \
-            for (ii = 0; ii < k; ++ii) {                                         \
-                T_ acc = bn[r * C + j0 + ii];                                    \
-                for (mm = 0; mm < k; ++mm) acc += PRN__AM(ar, ii, mm) * prev[mm]; \
-                nx[ii] = acc;                                                    \
-            }                                                                    \
-            for (ii = 0; ii < k; ++ii) hn[r * C + j0 + ii] = nx[ii];              \
-        }                                                                        \
-    }                                                                            \
-}                                                                                \
-/* Blelloch tree, one unit; ws holds np*(k*k + k) + k*k + k elements */         \
-PRN__FN void prn__scan_block_tree_##SFX(int rev, int tr, size_t T, size_t C, size_t k, const T_ *an, \
-                                        const T_ *bn, const T_ *h0n, T_ *hn, size_t j0, size_t np, T_ *ws) { \
-    size_t per = k * k + k, d, i, t, q, m;                                       \
-    T_ *tmp = ws + np * per;                                                     \
-    for (t = 0; t < np; ++t) { /* leaves: step t's map, identity as padding */   \
-        T_ *M = ws + t * per, *v = M + k * k;                                    \
-        for (i = 0; i < k; ++i) for (q = 0; q < k; ++q)                          \
-            M[i * k + q] = t < T ? PRN__AM(an + PRN__ROW(t) * C * k, i, q) : (T_)(i == q); \
-        for (i = 0; i < k; ++i) v[i] = t < T ? bn[PRN__ROW(t) * C + j0 + i] : (T_)0; \
-    }                                                                            \
-    /* combine(later L into place of L, earlier E): L = L after E */             \
-    for (d = 1; d < np; d *= 2)                                                  \
-        for (i = 2 * d - 1; i < np; i += 2 * d) {                                \
-            T_ *L = ws + i * per, *E = ws + (i - d) * per;                       \
-            for (q = 0; q < k; ++q) { T_ s = L[k * k + q]; for (m = 0; m < k; ++m) s += L[q * k + m] * E[k * k + m]; tmp[k * k + q] = s; } \
-            for (q = 0; q < k * k; ++q) { T_ s = 0; for (m = 0; m < k; ++m) s += L[(q / k) * k + m] * E[m * k + q % k]; tmp[q] = s; } \
-            memcpy(L, tmp, per * sizeof(T_));                                    \
-        }                                                                        \
-    { T_ *R = ws + (np - 1) * per; for (q = 0; q < per; ++q) R[q] = 0; for (q = 0; q < k; ++q) R[q * k + q] = 1; } \
-    for (d = np / 2; d >= 1; d /= 2)                                             \
-        for (i = 2 * d - 1; i < np; i += 2 * d) {                                \
-            T_ *R = ws + i * per, *Lf = ws + (i - d) * per;                      \
-            /* left child gets the prefix before it; the right gets left-subtree after prefix */ \
-            for (q = 0; q < k; ++q) { T_ s = Lf[k * k + q]; for (m = 0; m < k; ++m) s += Lf[q * k + m] * R[k * k + m]; tmp[k * k + q] = s; } \
-            for (q = 0; q < k * k; ++q) { T_ s = 0; for (m = 0; m < k; ++m) s += Lf[(q / k) * k + m] * R[m * k + q % k]; tmp[q] = s; } \
-            memcpy(Lf, R, per * sizeof(T_));                                     \
-            memcpy(R, tmp, per * sizeof(T_));                                    \
-        }                                                                        \
-    for (t = 0; t < T; ++t) { /* h_t = step t after (exclusive prefix applied to h0) */ \
-        size_t r = PRN__ROW(t);                                                  \
-        const T_ *P = ws + t * per, *ar = an + r * C * k;                        \
-        T_ hp[64];                                                               \
-        for (q = 0; q < k; ++q) { T_ s = P[k * k + q]; if (h0n) for (m = 0; m < k; ++m) s += P[q * k + m] * h0n[j0 + m]; hp[q] = s; } \
-        for (q = 0; q < k; ++q) { T_ s = bn[r * C + j0 + q]; for (m = 0; m < k; ++m) s += PRN__AM(ar, q, m) * hp[m]; hn[r * C + j0 + q] = s; } \
-    }                                                                            \
-}
 
-PRN__DEFINE_BLOCK_SCAN(float, f32)
-PRN__DEFINE_BLOCK_SCAN(double, f64)
+/* prn__scan_block_chunked_f32, prn__scan_block_compose_f32, prn__scan_block_seq_f32, prn__scan_block_tree_f32, prn__scan_block_chunked_f64, prn__scan_block_compose_f64, prn__scan_block_seq_f64, prn__scan_block_tree_f64: TEMPLATE BLOCK_SCAN */
+#define PRN__TPL_BLOCK_SCAN
+#define PRN__T float
+#define PRN__SFX f32
+#include PARRNN_SELF_PATH
+#define PRN__TPL_BLOCK_SCAN
+#define PRN__T double
+#define PRN__SFX f64
+#include PARRNN_SELF_PATH
 
 PRN__FN prn_status prn__ref_scan_block(prn_context *ctx, prn_dtype dtype, int rev, int tr, prn_scan_algo algo,
                                        size_t batch, size_t T, size_t C, size_t k, const void *a, const void *b,
@@ -14066,6 +13840,346 @@ PRN__FN_INLINE PRN__T prn__scan1_T(int rev, size_t n, const PRN__T *a, const PRN
 }
 #undef prn__scan1_T
 #endif /* PRN__TPL_SCAN1 */
+
+/* ---- SCAN_ROW (parameters: T, SFX). Generates prn__scan_row_<sfx>. */
+#ifdef PRN__TPL_SCAN_ROW
+#undef PRN__TPL_SCAN_ROW
+#define prn__scan_row_T PRN__TNAME(prn__scan_row_)
+PRN__FN void prn__scan_row_T(size_t n, const PRN__T *a, const PRN__T *b, PRN__T *st, PRN__T *h, int stream) {
+    size_t i; (void)stream;
+    PRN__SIMD for (i = 0; i < n; ++i) { st[i] = a[i] * st[i] + b[i]; h[i] = st[i]; }
+}
+#undef prn__scan_row_T
+#endif /* PRN__TPL_SCAN_ROW */
+
+/* ---- DIAG_ROWS (parameters: T, SFX). Generates prn__rows_expand_<sfx>, prn__rows_reduce_<sfx>. */
+/* A chunk of n steps of C > 1 channels from row pointer a, b (h), ds apart
+ * (negative in reverse): its maps (P, B) per channel, or its expansion
+ * from st (which ends as the chunk's last state). */
+#ifdef PRN__TPL_DIAG_ROWS
+#undef PRN__TPL_DIAG_ROWS
+#define prn__rows_expand_T PRN__TNAME(prn__rows_expand_)
+#define prn__rows_reduce_T PRN__TNAME(prn__rows_reduce_)
+#define prn__scan_row_T PRN__TNAME(prn__scan_row_)
+PRN__FN void prn__rows_reduce_T(size_t C, size_t n, ptrdiff_t ds, const PRN__T *a, const PRN__T *b, PRN__T *P, PRN__T *B) {
+    size_t i, c;
+    for (c = 0; c < C; ++c) { P[c] = 1; B[c] = 0; }
+    for (i = 0; i < n; ++i) {
+        const PRN__T *ar = a + (ptrdiff_t)i * ds, *br = b + (ptrdiff_t)i * ds;
+        PRN__SIMD for (c = 0; c < C; ++c) { B[c] = ar[c] * B[c] + br[c]; P[c] *= ar[c]; }
+    }
+}
+PRN__FN void prn__rows_expand_T(size_t C, size_t n, ptrdiff_t ds, const PRN__T *a, const PRN__T *b, PRN__T *h, PRN__T *st,
+                                    int stream) {
+    size_t i;
+    for (i = 0; i < n; ++i)
+        prn__scan_row_T(C, a + (ptrdiff_t)i * ds, b + (ptrdiff_t)i * ds, st, h + (ptrdiff_t)i * ds, stream);
+}
+#undef prn__rows_expand_T
+#undef prn__rows_reduce_T
+#undef prn__scan_row_T
+#endif /* PRN__TPL_DIAG_ROWS */
+
+/* ---- DIAG_CHUNKED (parameters: T, SFX). Generates prn__scan_chunked_<sfx>. */
+/* Chunked diagonal scan of one sequence: reduce, scan the carries, expand,
+ * with memory traffic of a single pass.
+ *
+ * Time is cut into superblocks of one chunk per thread: thread 0's chunk of
+ * R0 steps first, then a chunk of R1 steps for each other thread j. A
+ * superblock starts from a known carry, so thread 0 expands its chunk at
+ * once (a sequential pass). Meanwhile each thread j reduces its chunk to
+ * one affine map per channel, h -> P h + B (P the product of a, B the end
+ * of the chunk's scan from zero). After a barrier, the end of chunk 0 and
+ * the maps give every carry: thread j composes the maps of the chunks
+ * between chunk 0 and its own to get its carry and expands its chunk --
+ * read again from its L2 cache, since R1 steps of a and b are
+ * PRN__SCAN_CHUNK_BYTES -- while thread 0 composes all of them into the
+ * next superblock's carry and goes on. So phase p of the loop expands chunk
+ * 0 of superblock p, and chunks j of superblock p - 1 after reducing those
+ * of superblock p; maps and ends alternate between two slots by the
+ * parity of p, and one barrier ends each phase. Thread 0's chunk is longer
+ * (R0 > R1) because it skips the reduction.
+ *
+ * ws: 5 * nt + 2 rows of Cp values (maps, ends, states). */
+#ifdef PRN__TPL_DIAG_CHUNKED
+#undef PRN__TPL_DIAG_CHUNKED
+#define prn__rows_expand_T PRN__TNAME(prn__rows_expand_)
+#define prn__rows_reduce_T PRN__TNAME(prn__rows_reduce_)
+#define prn__scan1_T PRN__TNAME(prn__scan1_)
+#define prn__scan_chunked_T PRN__TNAME(prn__scan_chunked_)
+PRN__FN void prn__scan_chunked_T(int rev, size_t T, size_t C, const PRN__T *an, const PRN__T *bn, const PRN__T *h0n,
+                                     PRN__T *hn, size_t R0, size_t R1, int nt, int stream, PRN__T *ws) {
+    const size_t Cp = (C + 15) / 16 * 16; /* rows of a cache line or more */
+    const ptrdiff_t ds = rev ? -(ptrdiff_t)C : (ptrdiff_t)C;
+    PRN__T *Pm = ws, *Bm = Pm + 2 * (size_t)nt * Cp, *E = Bm + 2 * (size_t)nt * Cp, *St = E + 2 * Cp;
+    prn__barrier bar;
+    (void)nt;
+    prn__barrier_init(&bar);
+    PRN__OMP(omp parallel num_threads(nt) if(nt > 1))
+    {
+        const size_t j = (size_t)PRN__THREAD_NUM(), m = (size_t)PRN__NUM_THREADS();
+        const size_t r0 = m > 1 ? R0 : T, S = r0 + (m - 1) * R1, nsb = (T + S - 1) / S;
+        PRN__T *st = St + j * Cp;
+        size_t p, c, q;
+        for (p = 0; p <= nsb; ++p) {
+            const size_t now = (p & 1) * Cp, was = ((p & 1) ^ 1) * Cp;
+            if (j == 0 && p < nsb) {
+                const size_t t0 = p * S, len = T - t0 < r0 ? T - t0 : r0;
+                const size_t row = rev ? T - 1 - t0 : t0;
+                if (p == 0) for (c = 0; c < C; ++c) st[c] = h0n ? h0n[c] : (PRN__T)0;
+                else {
+                    for (c = 0; c < C; ++c) st[c] = E[was + c];
+                    for (q = 1; q < m; ++q) {
+                        const PRN__T *P = Pm + 2 * q * Cp + was, *B = Bm + 2 * q * Cp + was;
+                        PRN__SIMD for (c = 0; c < C; ++c) st[c] = P[c] * st[c] + B[c]; }
+                }
+                if (C == 1)
+                    st[0] = prn__scan1_T(rev, len, an + (rev ? row + 1 - len : row),
+                                             bn + (rev ? row + 1 - len : row), hn + (rev ? row + 1 - len : row),
+                                             st[0], NULL, stream);
+                else prn__rows_expand_T(C, len, ds, an + row * C, bn + row * C, hn + row * C, st, stream);
+                for (c = 0; c < C; ++c) E[now + c] = st[c];
+            }
+            if (j > 0 && p > 0) { /* expand chunk j of superblock p - 1 */
+                const size_t t0 = (p - 1) * S + r0 + (j - 1) * R1;
+                if (t0 < T) {
+                    const size_t len = T - t0 < R1 ? T - t0 : R1, row = rev ? T - 1 - t0 : t0;
+                    for (c = 0; c < C; ++c) st[c] = E[was + c];
+                    for (q = 1; q < j; ++q) {
+                        const PRN__T *P = Pm + 2 * q * Cp + was, *B = Bm + 2 * q * Cp + was;
+                        PRN__SIMD for (c = 0; c < C; ++c) st[c] = P[c] * st[c] + B[c]; }
+                    if (C == 1)
+                        prn__scan1_T(rev, len, an + (rev ? row + 1 - len : row), bn + (rev ? row + 1 - len : row),
+                                         hn + (rev ? row + 1 - len : row), st[0], NULL, stream);
+                    else prn__rows_expand_T(C, len, ds, an + row * C, bn + row * C, hn + row * C, st, stream);
+                }
+            }
+            if (j > 0 && p < nsb) { /* reduce chunk j of superblock p */
+                const size_t t0 = p * S + r0 + (j - 1) * R1;
+                PRN__T *P = Pm + 2 * j * Cp + now, *B = Bm + 2 * j * Cp + now;
+                if (t0 >= T) for (c = 0; c < C; ++c) { P[c] = 1; B[c] = 0; }
+                else {
+                    const size_t len = T - t0 < R1 ? T - t0 : R1, row = rev ? T - 1 - t0 : t0;
+                    if (C == 1)
+                        B[0] = prn__scan1_T(rev, len, an + (rev ? row + 1 - len : row),
+                                                bn + (rev ? row + 1 - len : row), NULL, (PRN__T)0, P, 0);
+                    else prn__rows_reduce_T(C, len, ds, an + row * C, bn + row * C, P, B);
+                }
+            }
+            PRN__BARRIER(&bar, m);
+        }
+        if (stream) prn__stream_fence();
+    }
+    prn__barrier_destroy(&bar);
+}
+#undef prn__rows_expand_T
+#undef prn__rows_reduce_T
+#undef prn__scan1_T
+#undef prn__scan_chunked_T
+#endif /* PRN__TPL_DIAG_CHUNKED */
+
+/* ---- BLOCK_SCAN (parameters: T, SFX). Generates prn__scan_block_chunked_<sfx>, prn__scan_block_compose_<sfx>, prn__scan_block_seq_<sfx>, prn__scan_block_tree_<sfx>. */
+#ifdef PRN__TPL_BLOCK_SCAN
+#undef PRN__TPL_BLOCK_SCAN
+#define prn__scan_block_chunked_T PRN__TNAME(prn__scan_block_chunked_)
+#define prn__scan_block_compose_T PRN__TNAME(prn__scan_block_compose_)
+#define prn__scan_block_seq_T PRN__TNAME(prn__scan_block_seq_)
+#define prn__scan_block_tree_T PRN__TNAME(prn__scan_block_tree_)
+/* sequential: one unit = (sequence, range of blocks [jb0, jb1)), time outside
+ * so each row of the unit is read once */
+PRN__FN void prn__scan_block_seq_T(int rev, int tr, size_t T, size_t C, size_t k, const PRN__T *an,
+                                       const PRN__T *bn, const PRN__T *h0n, PRN__T *hn, size_t jb0, size_t jb1) {
+    size_t t, i, m, jb;
+    for (t = 0; t < T; ++t) {
+        size_t r = PRN__ROW(t);
+        const PRN__T *ar = an + r * C * k, *prev = t ? hn + PRN__ROW(t - 1) * C : h0n;
+        for (jb = jb0; jb < jb1; ++jb) {
+            const size_t j0 = jb * k;
+            for (i = 0; i < k; ++i) {
+                PRN__T acc = bn[r * C + j0 + i];
+                if (prev) for (m = 0; m < k; ++m) acc += PRN__AM(ar, i, m) * prev[j0 + m];
+                hn[r * C + j0 + i] = acc;
+            }
+        }
+    }
+}
+/* (M, v) <- step r after (M, v): M = A M, v = A v + b; tmp holds k*k + k */
+PRN__FN void prn__scan_block_compose_T(int tr, size_t C, size_t k, const PRN__T *ar, const PRN__T *br,
+                                           PRN__T *M, PRN__T *v, PRN__T *tmp, size_t j0) {
+    size_t i, m, q;
+    for (i = 0; i < k; ++i) {
+        PRN__T acc = br[j0 + i];
+        for (m = 0; m < k; ++m) acc += PRN__AM(ar, i, m) * v[m];
+        tmp[k * k + i] = acc;
+        for (q = 0; q < k; ++q) {
+            PRN__T s = 0;
+            for (m = 0; m < k; ++m) s += PRN__AM(ar, i, m) * M[m * k + q];
+            tmp[i * k + q] = s;
+        }
+    }
+    memcpy(M, tmp, k * k * sizeof(PRN__T));
+    memcpy(v, tmp + k * k, k * sizeof(PRN__T));
+    (void)C;
+}
+/* chunked, one unit; ws holds nch*(k*k + 2k) + k*k + 2k elements */
+PRN__FN void prn__scan_block_chunked_T(prn_context *ctx, int rev, int tr, size_t T, size_t C, size_t k,
+                                           const PRN__T *an, const PRN__T *bn, const PRN__T *h0n, PRN__T *hn,
+                                           size_t j0, size_t nch, PRN__T *ws) {
+    size_t per = k * k + 2 * k, S = (T + nch - 1) / nch, i, m;
+    PRN__T *carry = ws + nch * per;
+    long j;
+    PRN__PAR_SETUP(ctx, T * k * k * k);
+    PRN__PARFOR for (j = 0; j < (long)nch; ++j) {
+        PRN__T *M = ws + (size_t)j * per, *v = M + k * k;
+        PRN__T tl[64 * 64 + 64]; /* k <= 64 */
+        size_t t, t1 = ((size_t)j + 1) * S < T ? ((size_t)j + 1) * S : T;
+        for (i = 0; i < k * k; ++i) M[i] = 0;
+        for (i = 0; i < k; ++i) { M[i * k + i] = 1; v[i] = 0; }
+        for (t = (size_t)j * S; t < t1; ++t) {
+            size_t r = PRN__ROW(t);
+            prn__scan_block_compose_T(tr, C, k, an + r * C * k, bn + r * C, M, v, tl, j0);
+        }
+    }
+    for (i = 0; i < k; ++i) carry[i] = h0n ? h0n[j0 + i] : (PRN__T)0;
+    for (j = 0; j < (long)nch; ++j) { /* carries: c_j in, c_{j+1} = M_j c_j + v_j */
+        PRN__T *M = ws + (size_t)j * per, *v = M + k * k, *cin = v + k, nx[64];
+        for (i = 0; i < k; ++i) cin[i] = carry[i];
+        for (i = 0; i < k; ++i) { PRN__T s = v[i]; for (m = 0; m < k; ++m) s += M[i * k + m] * carry[m]; nx[i] = s; }
+        for (i = 0; i < k; ++i) carry[i] = nx[i];
+    }
+    PRN__PARFOR for (j = 0; j < (long)nch; ++j) {
+        const PRN__T *cin = ws + (size_t)j * per + k * k + k;
+        size_t t, t1 = ((size_t)j + 1) * S < T ? ((size_t)j + 1) * S : T, ii, mm;
+        for (t = (size_t)j * S; t < t1; ++t) {
+            size_t r = PRN__ROW(t);
+            const PRN__T *ar = an + r * C * k, *prev = t > (size_t)j * S ? hn + PRN__ROW(t - 1) * C + j0 : cin;
+            PRN__T nx[64];
+            for (ii = 0; ii < k; ++ii) {
+                PRN__T acc = bn[r * C + j0 + ii];
+                for (mm = 0; mm < k; ++mm) acc += PRN__AM(ar, ii, mm) * prev[mm];
+                nx[ii] = acc;
+            }
+            for (ii = 0; ii < k; ++ii) hn[r * C + j0 + ii] = nx[ii];
+        }
+    }
+}
+/* Blelloch tree, one unit; ws holds np*(k*k + k) + k*k + k elements */
+PRN__FN void prn__scan_block_tree_T(int rev, int tr, size_t T, size_t C, size_t k, const PRN__T *an,
+                                        const PRN__T *bn, const PRN__T *h0n, PRN__T *hn, size_t j0, size_t np, PRN__T *ws) {
+    size_t per = k * k + k, d, i, t, q, m;
+    PRN__T *tmp = ws + np * per;
+    for (t = 0; t < np; ++t) { /* leaves: step t's map, identity as padding */
+        PRN__T *M = ws + t * per, *v = M + k * k;
+        for (i = 0; i < k; ++i) for (q = 0; q < k; ++q)
+            M[i * k + q] = t < T ? PRN__AM(an + PRN__ROW(t) * C * k, i, q) : (PRN__T)(i == q);
+        for (i = 0; i < k; ++i) v[i] = t < T ? bn[PRN__ROW(t) * C + j0 + i] : (PRN__T)0;
+    }
+    /* combine(later L into place of L, earlier E): L = L after E */
+    for (d = 1; d < np; d *= 2)
+        for (i = 2 * d - 1; i < np; i += 2 * d) {
+            PRN__T *L = ws + i * per, *E = ws + (i - d) * per;
+            for (q = 0; q < k; ++q) { PRN__T s = L[k * k + q]; for (m = 0; m < k; ++m) s += L[q * k + m] * E[k * k + m]; tmp[k * k + q] = s; }
+            for (q = 0; q < k * k; ++q) { PRN__T s = 0; for (m = 0; m < k; ++m) s += L[(q / k) * k + m] * E[m * k + q % k]; tmp[q] = s; }
+            memcpy(L, tmp, per * sizeof(PRN__T));
+        }
+    { PRN__T *R = ws + (np - 1) * per; for (q = 0; q < per; ++q) R[q] = 0; for (q = 0; q < k; ++q) R[q * k + q] = 1; }
+    for (d = np / 2; d >= 1; d /= 2)
+        for (i = 2 * d - 1; i < np; i += 2 * d) {
+            PRN__T *R = ws + i * per, *Lf = ws + (i - d) * per;
+            /* left child gets the prefix before it; the right gets left-subtree after prefix */
+            for (q = 0; q < k; ++q) { PRN__T s = Lf[k * k + q]; for (m = 0; m < k; ++m) s += Lf[q * k + m] * R[k * k + m]; tmp[k * k + q] = s; }
+            for (q = 0; q < k * k; ++q) { PRN__T s = 0; for (m = 0; m < k; ++m) s += Lf[(q / k) * k + m] * R[m * k + q % k]; tmp[q] = s; }
+            memcpy(Lf, R, per * sizeof(PRN__T));
+            memcpy(R, tmp, per * sizeof(PRN__T));
+        }
+    for (t = 0; t < T; ++t) { /* h_t = step t after (exclusive prefix applied to h0) */
+        size_t r = PRN__ROW(t);
+        const PRN__T *P = ws + t * per, *ar = an + r * C * k;
+        PRN__T hp[64];
+        for (q = 0; q < k; ++q) { PRN__T s = P[k * k + q]; if (h0n) for (m = 0; m < k; ++m) s += P[q * k + m] * h0n[j0 + m]; hp[q] = s; }
+        for (q = 0; q < k; ++q) { PRN__T s = bn[r * C + j0 + q]; for (m = 0; m < k; ++m) s += PRN__AM(ar, q, m) * hp[m]; hn[r * C + j0 + q] = s; }
+    }
+}
+#undef prn__scan_block_chunked_T
+#undef prn__scan_block_compose_T
+#undef prn__scan_block_seq_T
+#undef prn__scan_block_tree_T
+#endif /* PRN__TPL_BLOCK_SCAN */
+
+/* ---- SCAN_SEQ_DIAG (parameters: T, SFX). Generates prn__scan_seq_diag_<sfx>; prn__nt, prn__par
+ * are the caller's PRN__PAR_SETUP team for PRN__PARFOR. */
+/* Sequential diagonal scan: one unit per (sequence, group of channels).
+ * One channel takes prn__scan1; otherwise the state lives in registers for
+ * narrow groups, in st (C values per sequence) for wide ones, so h is only
+ * ever written. */
+#ifdef PRN__TPL_SCAN_SEQ_DIAG
+#undef PRN__TPL_SCAN_SEQ_DIAG
+#define prn__scan_seq_diag_T PRN__TNAME(prn__scan_seq_diag_)
+#define prn__scan1_T PRN__TNAME(prn__scan1_)
+#define prn__scan_row_T PRN__TNAME(prn__scan_row_)
+PRN__FN_INLINE void prn__scan_seq_diag_T(int rev, size_t batch, size_t T, size_t C, size_t grp, size_t ngrp, const void *a,
+                                      const void *b, const void *h0, void *h, void *ws, int stream, int prn__nt,
+                                      int prn__par) {
+    const PRN__T *A = (const PRN__T *)a, *Bv = (const PRN__T *)b, *H0 = (const PRN__T *)h0;
+    PRN__T *H = (PRN__T *)h, *ST = (PRN__T *)ws; long w;
+    PRN__PARFOR for (w = 0; w < (long)(batch * ngrp); ++w) {
+        size_t n = (size_t)w / ngrp, c0 = ((size_t)w % ngrp) * grp, c1 = c0 + grp < C ? c0 + grp : C, t, c;
+        const PRN__T *an = A + n * T * C, *bn = Bv + n * T * C; PRN__T *hn = H + n * T * C;
+        if (C == 1) {
+            prn__scan1_T(rev, T, an, bn, hn, H0 ? H0[n] : (PRN__T)0, NULL, stream);
+        } else if (c1 - c0 <= 16) {
+            PRN__T st[16]; const size_t wd = c1 - c0;
+            for (c = 0; c < wd; ++c) st[c] = H0 ? H0[n * C + c0 + c] : (PRN__T)0;
+            for (t = 0; t < T; ++t) {
+                const size_t r = PRN__ROW(t) * C + c0;
+                for (c = 0; c < wd; ++c) { st[c] = an[r + c] * st[c] + bn[r + c]; hn[r + c] = st[c]; }
+            }
+        } else {
+            PRN__T *st = ST + n * C + c0;
+            for (c = 0; c < c1 - c0; ++c) st[c] = H0 ? H0[n * C + c0 + c] : (PRN__T)0;
+            for (t = 0; t < T; ++t) {
+                const size_t r = PRN__ROW(t) * C + c0;
+                prn__scan_row_T(c1 - c0, an + r, bn + r, st, hn + r, stream);
+            }
+        }
+        if (stream) prn__stream_fence();
+    }
+    (void)prn__nt; (void)prn__par;
+}
+#undef prn__scan1_T
+#undef prn__scan_row_T
+#undef prn__scan_seq_diag_T
+#endif /* PRN__TPL_SCAN_SEQ_DIAG */
+
+/* ---- SCAN_TREE_DIAG (parameters: T, SFX). Generates prn__scan_tree_diag_<sfx>; prn__nt, prn__par
+ * are the caller's PRN__PAR_SETUP team for PRN__PARFOR. */
+/* Blelloch tree over one (sequence, channel): elements are affine maps
+ * (m, o): h -> m*h + o; "later after earlier" is (m_l*m_e, m_l*o_e + o_l). */
+#ifdef PRN__TPL_SCAN_TREE_DIAG
+#undef PRN__TPL_SCAN_TREE_DIAG
+#define prn__scan_tree_diag_T PRN__TNAME(prn__scan_tree_diag_)
+PRN__FN_INLINE void prn__scan_tree_diag_T(int rev, size_t T, size_t C, size_t np, size_t n, size_t c, const void *a,
+                                       const void *b, const void *h0, void *h, void *ws, int prn__nt, int prn__par) {
+    PRN__T *M = (PRN__T *)ws, *O = M + np; size_t d, i, t;
+    const PRN__T *an = (const PRN__T *)a + n * T * C, *bn = (const PRN__T *)b + n * T * C;
+    PRN__T *hn = (PRN__T *)h + n * T * C, hz = h0 ? ((const PRN__T *)h0)[n * C + c] : (PRN__T)0;
+    for (t = 0; t < np; ++t) { M[t] = t < T ? an[PRN__ROW(t) * C + c] : (PRN__T)1; O[t] = t < T ? bn[PRN__ROW(t) * C + c] : (PRN__T)0; }
+    for (d = 1; d < np; d *= 2) { /* up-sweep: node i holds its subtree */
+        PRN__PARFOR for (i = 2 * d - 1; i < np; i += 2 * d) {
+            O[i] = M[i] * O[i - d] + O[i]; M[i] = M[i] * M[i - d]; } }
+    M[np - 1] = 1; O[np - 1] = 0;
+    for (d = np / 2; d >= 1; d /= 2) { /* down-sweep: exclusive prefixes */
+        PRN__PARFOR for (i = 2 * d - 1; i < np; i += 2 * d) {
+            PRN__T lm = M[i - d], lo = O[i - d];
+            M[i - d] = M[i]; O[i - d] = O[i];
+            O[i] = lm * O[i] + lo; M[i] = lm * M[i]; } }
+    for (t = 0; t < T; ++t) { /* h_t = element t after its exclusive prefix */
+        size_t r = PRN__ROW(t);
+        hn[r * C + c] = an[r * C + c] * (M[t] * hz + O[t]) + bn[r * C + c]; }
+    (void)prn__nt; (void)prn__par;
+}
+#undef prn__scan_tree_diag_T
+#endif /* PRN__TPL_SCAN_TREE_DIAG */
 
 /* (end of the scans and elementwise ops) */
 
