@@ -2057,18 +2057,21 @@ PRN__MATH_INLINE float prn__tanhf(float x) { return 1.0f - 2.0f / (1.0f + prn__e
 #define PARRNN_FREE(ptr) free(ptr)
 #endif
 
-/* Private functions are always static, public ones with PARRNN_STATIC;
- * a program need not use them all, so unused ones must not warn. */
+/* Private functions are static and carry no unused attribute, so that the
+ * compiler's unused-function warning finds dead code: one that only some
+ * configurations need (a part left out, an instruction set, LAPACK) sits
+ * under the same #if as its callers. Public functions, static with
+ * PARRNN_STATIC, are marked unused there: a program need not call them all. */
 #if defined(__GNUC__) || defined(__clang__)
 #define PRN__UNUSED __attribute__((unused))
 #else
 #define PRN__UNUSED
 #endif
-#define PRN__FN static PRN__UNUSED
+#define PRN__FN static
 /* Small functions called inside loops that must vectorise (gcc will not
  * inline prn__expf five times into one loop on its own judgement). */
 #if defined(__GNUC__) || defined(__clang__)
-#define PRN__FN_INLINE static inline __attribute__((always_inline, unused))
+#define PRN__FN_INLINE static inline __attribute__((always_inline))
 #else
 #define PRN__FN_INLINE static inline
 #endif
@@ -2877,6 +2880,7 @@ PRN__FN prn_status prn__ref_random(prn_context *ctx, prn_random_dist dist, prn_d
           T d = g[i] + wd * w[i];                                                \
           if (v) { v[i] = mom * v[i] + d; d = p->nesterov ? d + mom * v[i] : v[i]; } \
           w[i] -= lr * d; } }
+#ifndef PARRNN_NO_TRAINING
 PRN__FN prn_status prn__ref_sgd_update(prn_context *ctx, prn_dtype dtype, size_t n, void *param,
                                        const void *grad, void *velocity, const prn_optim_params *p) {
     PRN__PAR_SETUP(ctx, n);
@@ -2884,6 +2888,7 @@ PRN__FN prn_status prn__ref_sgd_update(prn_context *ctx, prn_dtype dtype, size_t
     else PRN__SGD_LOOP(double)
     return PRN_OK;
 }
+#endif /* PARRNN_NO_TRAINING */
 
 #define PRN__ADAM_LOOP(T, SQRT)                                                  \
     { T *w = (T *)param; const T *g = (const T *)grad; T *m = (T *)m_, *v = (T *)v_; \
@@ -2895,6 +2900,7 @@ PRN__FN prn_status prn__ref_sgd_update(prn_context *ctx, prn_dtype dtype, size_t
           m[i] = b1 * m[i] + ((T)1 - b1) * gi;                                   \
           v[i] = b2 * v[i] + ((T)1 - b2) * gi * gi;                              \
           w[i] -= lr * ((m[i] * ib1) / (SQRT(v[i] * ib2) + eps) + (dec ? wd * w[i] : (T)0)); } }
+#ifndef PARRNN_NO_TRAINING
 PRN__FN prn_status prn__ref_adam_update(prn_context *ctx, prn_dtype dtype, size_t n, void *param,
                                         const void *grad, void *m_, void *v_, const prn_optim_params *p) {
     PRN__PAR_SETUP(ctx, n);
@@ -2902,6 +2908,7 @@ PRN__FN prn_status prn__ref_adam_update(prn_context *ctx, prn_dtype dtype, size_
     else PRN__ADAM_LOOP(double, sqrt)
     return PRN_OK;
 }
+#endif /* PARRNN_NO_TRAINING */
 
 /* ------------------------------------------------------------------------
  * Reference scans of linear recurrences

@@ -134,11 +134,8 @@ PRNDEF const prn_backend *prn_cuda_backend(void);
 #include <stdlib.h>
 #include <string.h>
 
-#if defined(__GNUC__) || defined(__clang__)
-#define PRN__CU_FN static __attribute__((unused))
-#else
+/* private functions: static, no unused attribute, so that the compiler finds dead code */
 #define PRN__CU_FN static
-#endif
 #ifdef PARRNN_STATIC
 #define PRN__CU_DEF static
 #else

@@ -73,11 +73,8 @@ PRNDEF const prn_backend *prn_opencl_backend(void);
 
 #include "parrnn_opencl_kernels.h" /* prn__ocl_files[], generated from kernels_opencl/ */
 
-#if defined(__GNUC__) || defined(__clang__)
-#define PRN__OCL_FN static __attribute__((unused))
-#else
+/* private functions: static, no unused attribute, so that the compiler finds dead code */
 #define PRN__OCL_FN static
-#endif
 #ifdef PARRNN_STATIC
 #define PRN__OCL_DEF static
 #else
