@@ -2478,116 +2478,74 @@ PRN__FN prn_status prn__ref_buf_copy(prn_context *ctx, void *dst, size_t doff, c
     return PRN_OK;
 }
 
-#define PRN__FILL_LOOP(T)                                                        \
-    { T *yp = (T *)y; T v = (T)value; size_t i;                                  \
-      PRN__PARFOR_SIMD for (i = 0; i < n; ++i) yp[i] = v; }
+/* tiles of the copies' and binary ops' innermost axis, so that a single long row still uses every thread */
+#define PRN__TILE 8192
+/* prn__fill_f32, _f64, _i32, prn__scopy_rows_<sfx>, prn__scopy_tiles_<sfx>: TEMPLATE COPY */
+#define PRN__TPL_COPY
+#define PRN__T float
+#define PRN__SFX f32
+#include PARRNN_SELF_PATH
+#define PRN__TPL_COPY
+#define PRN__T double
+#define PRN__SFX f64
+#include PARRNN_SELF_PATH
+#define PRN__TPL_COPY
+#define PRN__T int32_t
+#define PRN__SFX i32
+#include PARRNN_SELF_PATH
+/* prn__unary_f32/_f64, prn__binary_*, prn__gemm_loops_*, prn__reduce_sum_*, prn__reduce_max_*, prn__argmax_*,
+ * prn__softmax_*, prn__sgd_*, prn__adam_*: TEMPLATE OPS */
+#define PRN__TPL_OPS
+#define PRN__T float
+#define PRN__SFX f32
+#define PRN__EXP expf
+#define PRN__LOG logf
+#define PRN__TANH tanhf
+#define PRN__SQRT sqrtf
+#define PRN__POW powf
+#define PRN__FABS fabsf
+#include PARRNN_SELF_PATH
+#define PRN__TPL_OPS
+#define PRN__T double
+#define PRN__SFX f64
+#define PRN__EXP exp
+#define PRN__LOG log
+#define PRN__TANH tanh
+#define PRN__SQRT sqrt
+#define PRN__POW pow
+#define PRN__FABS fabs
+#include PARRNN_SELF_PATH
 PRN__FN prn_status prn__ref_fill(prn_context *ctx, prn_dtype dtype, void *y, size_t n, double value) {
     PRN__PAR_SETUP(ctx, n);
-    if (dtype == PRN_F32) PRN__FILL_LOOP(float)
-    else if (dtype == PRN_F64) PRN__FILL_LOOP(double)
-    else PRN__FILL_LOOP(int32_t)
+    if (dtype == PRN_F32) prn__fill_f32((float *)y, n, value, prn__nt, prn__par);
+    else if (dtype == PRN_F64) prn__fill_f64((double *)y, n, value, prn__nt, prn__par);
+    else prn__fill_i32((int32_t *)y, n, value, prn__nt, prn__par);
     return PRN_OK;
 }
 
-/* One loop per (op, type) so each inner loop is branch-free. */
-#define PRN__UNARY_LOOP(T, EXPR)                                                 \
-    { const T *xp = (const T *)x; T *yp = (T *)y; const T al = (T)alpha, be = (T)beta; size_t i; \
-      (void)al; (void)be;                                                        \
-      PRN__PARFOR_SIMD for (i = 0; i < n; ++i) { const T v = xp[i]; yp[i] = (EXPR); } } break
-#define PRN__UNARY_CASES(T, EXP, LOG, TANH, SQRT, POW, FABS)                     \
-    switch (op) {                                                                \
-    case PRN_UNARY_NEG: PRN__UNARY_LOOP(T, -v);                                  \
-    case PRN_UNARY_EXP: PRN__UNARY_LOOP(T, EXP(v));                              \
-    case PRN_UNARY_LOG: PRN__UNARY_LOOP(T, LOG(v));                              \
-    case PRN_UNARY_RELU: PRN__UNARY_LOOP(T, v > 0 ? v : (T)0);                   \
-    case PRN_UNARY_SIGMOID: PRN__UNARY_LOOP(T, (T)1 / ((T)1 + EXP(-v)));         \
-    case PRN_UNARY_TANH: PRN__UNARY_LOOP(T, TANH(v));                            \
-    case PRN_UNARY_SQUARE: PRN__UNARY_LOOP(T, v * v);                            \
-    case PRN_UNARY_SQRT: PRN__UNARY_LOOP(T, SQRT(v));                            \
-    case PRN_UNARY_ABS: PRN__UNARY_LOOP(T, FABS(v));                             \
-    case PRN_UNARY_POWS: PRN__UNARY_LOOP(T, POW(v, al));                         \
-    case PRN_UNARY_AFFINE: PRN__UNARY_LOOP(T, al * v + be);                      \
-    case PRN_UNARY_CLAMP: PRN__UNARY_LOOP(T, v != v ? be : v > al ? al : v < -al ? -al : v); \
-    default: return PRN__ERR(ctx, PRN_ERR_INVALID_ARGUMENT, "unary: unknown op %d", (int)op); \
-    }
 PRN__FN prn_status prn__ref_unary(prn_context *ctx, prn_unary_op op, prn_dtype dtype, size_t n,
                                   const void *x, void *y, double alpha, double beta) {
     PRN__PAR_SETUP(ctx, n);
-    if (dtype == PRN_F32) { PRN__UNARY_CASES(float, expf, logf, tanhf, sqrtf, powf, fabsf) }
-    else { PRN__UNARY_CASES(double, exp, log, tanh, sqrt, pow, fabs) }
-    return PRN_OK;
+    if (dtype == PRN_F32 ? prn__unary_f32(op, n, (const float *)x, (float *)y, alpha, beta, prn__nt, prn__par)
+                         : prn__unary_f64(op, n, (const double *)x, (double *)y, alpha, beta, prn__nt, prn__par))
+        return PRN_OK;
+    return PRN__ERR(ctx, PRN_ERR_INVALID_ARGUMENT, "unary: unknown op %d", (int)op);
 }
 
-/* Broadcasting walk: the three outer axes and chunks of the innermost one
- * form the tiles of one parallel loop (so a single long row still uses every
- * thread); inside a tile, fast paths for contiguous and scalar operands let
- * the common cases vectorise. */
-#define PRN__TILE 8192
-#define PRN__BIN_INNER(T, EXPR)                                                  \
-    if (as3 == 1 && bs3 == 1) { PRN__SIMD for (i3 = 0; i3 < len; ++i3) { const T A = ap[i3], B = bp[i3]; yp[i3] = (EXPR); } } \
-    else if (as3 == 1 && bs3 == 0) { const T B = bp[0]; PRN__SIMD for (i3 = 0; i3 < len; ++i3) { const T A = ap[i3]; yp[i3] = (EXPR); } } \
-    else if (as3 == 0 && bs3 == 1) { const T A = ap[0]; PRN__SIMD for (i3 = 0; i3 < len; ++i3) { const T B = bp[i3]; yp[i3] = (EXPR); } } \
-    else { for (i3 = 0; i3 < len; ++i3) { const T A = ap[i3 * as3], B = bp[i3 * bs3]; yp[i3] = (EXPR); } }
-#define PRN__BIN_LOOP(T, EXPR)                                                   \
-    { const T *a0 = (const T *)a, *b0 = (const T *)b; T *y0 = (T *)y; size_t t;  \
-      PRN__PARFOR for (t = 0; t < rows * nch; ++t) {                             \
-          size_t r = t / nch, lo = (t % nch) * PRN__TILE;                        \
-          size_t len = s3 - lo < PRN__TILE ? s3 - lo : PRN__TILE;                \
-          size_t i0 = r / (s1 * s2), i1 = (r / s2) % s1, i2 = r % s2, i3;         \
-          const T *ap = a0 + i0 * as[0] + i1 * as[1] + i2 * as[2] + lo * as3;    \
-          const T *bp = b0 + i0 * bs[0] + i1 * bs[1] + i2 * bs[2] + lo * bs3;    \
-          T *yp = y0 + r * s3 + lo;                                              \
-          PRN__BIN_INNER(T, EXPR) } } break
-#define PRN__BIN_CASES(T, POW)                                                   \
-    switch (op) {                                                                \
-    case PRN_BINARY_ADD: PRN__BIN_LOOP(T, A + B);                                \
-    case PRN_BINARY_SUB: PRN__BIN_LOOP(T, A - B);                                \
-    case PRN_BINARY_MUL: PRN__BIN_LOOP(T, A * B);                                \
-    case PRN_BINARY_DIV: PRN__BIN_LOOP(T, A / B);                                \
-    case PRN_BINARY_POW: PRN__BIN_LOOP(T, POW(A, B));                            \
-    case PRN_BINARY_MAX: PRN__BIN_LOOP(T, A > B ? A : B);                        \
-    case PRN_BINARY_MIN: PRN__BIN_LOOP(T, A < B ? A : B);                        \
-    case PRN_BINARY_EQ: PRN__BIN_LOOP(T, A == B ? (T)1 : (T)0);                  \
-    case PRN_BINARY_RELU_GRAD: PRN__BIN_LOOP(T, B > 0 ? A : (T)0);               \
-    case PRN_BINARY_SIGMOID_GRAD: PRN__BIN_LOOP(T, A * B * ((T)1 - B));          \
-    case PRN_BINARY_TANH_GRAD: PRN__BIN_LOOP(T, A * ((T)1 - B * B));             \
-    default: return PRN__ERR(ctx, PRN_ERR_INVALID_ARGUMENT, "binary: unknown op %d", (int)op); \
-    }
 PRN__FN prn_status prn__ref_binary(prn_context *ctx, prn_binary_op op, prn_dtype dtype,
                                    const size_t shape[4], const void *a, const size_t as[4],
                                    const void *b, const size_t bs[4], void *y) {
-    size_t s1 = shape[1], s2 = shape[2], s3 = shape[3], as3 = as[3], bs3 = bs[3];
-    size_t rows = shape[0] * s1 * s2, nch = (s3 + PRN__TILE - 1) / PRN__TILE;
-    PRN__PAR_SETUP(ctx, rows * s3);
-    if (rows * s3 == 0) return PRN_OK;
-    if (dtype == PRN_F32) { PRN__BIN_CASES(float, powf) }
-    else { PRN__BIN_CASES(double, pow) }
+    PRN__PAR_SETUP(ctx, shape[0] * shape[1] * shape[2] * shape[3]);
+    if (shape[0] * shape[1] * shape[2] * shape[3] == 0) return PRN_OK;
+    if ((unsigned)op >= (unsigned)PRN_BINARY_COUNT)
+        return PRN__ERR(ctx, PRN_ERR_INVALID_ARGUMENT, "binary: unknown op %d", (int)op);
+    if (dtype == PRN_F32)
+        prn__binary_f32(op, shape, (const float *)a, as, (const float *)b, bs, (float *)y, prn__nt, prn__par);
+    else
+        prn__binary_f64(op, shape, (const double *)a, as, (const double *)b, bs, (double *)y, prn__nt, prn__par);
     return PRN_OK;
 }
 
-#define PRN__SCOPY_LOOP(T)                                                       \
-    { const T *x0 = (const T *)x + x_off; T *y0 = (T *)y + y_off; size_t t;      \
-      PRN__PARFOR for (t = 0; t < rows * nch; ++t) {                             \
-          size_t r = t / nch, lo = (t % nch) * PRN__TILE;                        \
-          size_t len = s3 - lo < PRN__TILE ? s3 - lo : PRN__TILE;                \
-          size_t i0 = r / (s1 * s2), i1 = (r / s2) % s1, i2 = r % s2, i3;         \
-          const T *xp = x0 + i0 * xs[0] + i1 * xs[1] + i2 * xs[2] + lo * xs3;    \
-          T *yp = y0 + i0 * ys[0] + i1 * ys[1] + i2 * ys[2] + lo * ys3;          \
-          if (xs3 == 1 && ys3 == 1) { PRN__SIMD for (i3 = 0; i3 < len; ++i3) yp[i3] = xp[i3]; } \
-          else { for (i3 = 0; i3 < len; ++i3) yp[i3 * ys3] = xp[i3 * xs3]; } } }
-/* Short rows (s3 <= PRN__TILE): blocks of rows of one (i0, i1), so that a
- * row costs its copy and no index divisions (a bias broadcast over 10^6
- * rows of 3 spent most of its time dividing). */
-#define PRN__SCOPY_ROWS(T)                                                       \
-    { const T *x0 = (const T *)x + x_off; T *y0 = (T *)y + y_off;                \
-      const size_t per = PRN__TILE / s3, nb = (s2 + per - 1) / per; size_t t;    \
-      PRN__PARFOR for (t = 0; t < shp[0] * s1 * nb; ++t) {                       \
-          size_t o = t / nb, i2 = (t % nb) * per, e = i2 + per < s2 ? i2 + per : s2, i3; \
-          const T *xp = x0 + (o / s1) * xs[0] + (o % s1) * xs[1] + i2 * xs[2];   \
-          T *yp = y0 + (o / s1) * ys[0] + (o % s1) * ys[1] + i2 * ys[2];         \
-          for (; i2 < e; ++i2, xp += xs[2], yp += ys[2]) {                       \
-              if (xs3 == 1 && ys3 == 1) { PRN__SIMD for (i3 = 0; i3 < s3; ++i3) yp[i3] = xp[i3]; } \
-              else { for (i3 = 0; i3 < s3; ++i3) yp[i3 * ys3] = xp[i3 * xs3]; } } } }
 PRN__FN prn_status prn__ref_strided_copy(prn_context *ctx, prn_dtype dtype, const size_t shape[4],
                                          const void *x, size_t x_off, const size_t xs_in[4],
                                          void *y, size_t y_off, const size_t ys_in[4]) {
@@ -2621,41 +2579,15 @@ PRN__FN prn_status prn__ref_strided_copy(prn_context *ctx, prn_dtype dtype, cons
         return PRN_OK;
     }
     if (nch == 1 && s2 > 1) {
-        if (dtype == PRN_F64) PRN__SCOPY_ROWS(double)
-        else if (dtype == PRN_F32) PRN__SCOPY_ROWS(float)
-        else PRN__SCOPY_ROWS(int32_t)
-    } else if (dtype == PRN_F64) PRN__SCOPY_LOOP(double)
-    else if (dtype == PRN_F32) PRN__SCOPY_LOOP(float)
-    else PRN__SCOPY_LOOP(int32_t)
+        if (dtype == PRN_F64) prn__scopy_rows_f64(shp, (const double *)x + x_off, xs, (double *)y + y_off, ys, prn__nt, prn__par);
+        else if (dtype == PRN_F32) prn__scopy_rows_f32(shp, (const float *)x + x_off, xs, (float *)y + y_off, ys, prn__nt, prn__par);
+        else prn__scopy_rows_i32(shp, (const int32_t *)x + x_off, xs, (int32_t *)y + y_off, ys, prn__nt, prn__par);
+    } else if (dtype == PRN_F64) prn__scopy_tiles_f64(shp, (const double *)x + x_off, xs, (double *)y + y_off, ys, prn__nt, prn__par);
+    else if (dtype == PRN_F32) prn__scopy_tiles_f32(shp, (const float *)x + x_off, xs, (float *)y + y_off, ys, prn__nt, prn__par);
+    else prn__scopy_tiles_i32(shp, (const int32_t *)x + x_off, xs, (int32_t *)y + y_off, ys, prn__nt, prn__par);
     return PRN_OK;
 }
 
-/* GEMM without BLAS. Row i of C is built as a sum of rows of B scaled by
- * op(A)[i,k] (contiguous, vectorises) when B is not transposed; with B
- * transposed each C[i,j] is a dot product of contiguous rows. */
-#define PRN__GEMM_LOOP(T)                                                        \
-    { const T *A0 = (const T *)A, *B0 = (const T *)B; T *C0 = (T *)C;            \
-      const T al = (T)alpha, bt = (T)beta; size_t r;                             \
-      PRN__PARFOR for (r = 0; r < batch * M; ++r) {                              \
-          size_t bi = r / M, i = r % M, j, k;                                    \
-          const T *Ab = A0 + bi * sa, *Bb = B0 + bi * sb;                        \
-          T *c = C0 + bi * sc + i * ldc;                                         \
-          if (beta == 0) { for (j = 0; j < N; ++j) c[j] = 0; }                   \
-          else if (beta != 1) { for (j = 0; j < N; ++j) c[j] *= bt; }            \
-          if (!trans_b) {                                                        \
-              for (k = 0; k < K; ++k) {                                          \
-                  const T aik = al * (trans_a ? Ab[k * lda + i] : Ab[i * lda + k]); \
-                  const T *brow = Bb + k * ldb;                                  \
-                  PRN__SIMD for (j = 0; j < N; ++j) c[j] += aik * brow[j];       \
-              }                                                                  \
-          } else {                                                               \
-              for (j = 0; j < N; ++j) {                                          \
-                  const T *brow = Bb + j * ldb; T s = 0;                         \
-                  if (!trans_a) { const T *arow = Ab + i * lda; PRN__SIMD_SUM(s) for (k = 0; k < K; ++k) s += arow[k] * brow[k]; } \
-                  else { for (k = 0; k < K; ++k) s += Ab[k * lda + i] * brow[k]; } \
-                  c[j] += al * s;                                                \
-              }                                                                  \
-          } } }
 #ifdef PRN__HAVE_AVX2
 PRN__FN_INLINE int prn__cpu_avx2(void);
 /* C = alpha A op(B) + beta C with K = 1 (f32), A a column (lda 1), C's rows
@@ -2720,8 +2652,12 @@ PRN__FN prn_status prn__ref_gemm_loops(prn_context *ctx, prn_dtype dtype, int tr
         return PRN_OK;
     }
 #endif
-    if (dtype == PRN_F32) PRN__GEMM_LOOP(float)
-    else PRN__GEMM_LOOP(double)
+    if (dtype == PRN_F32)
+        prn__gemm_loops_f32(trans_a, trans_b, M, N, K, alpha, (const float *)A, lda, sa, (const float *)B, ldb, sb, beta,
+                            (float *)C, ldc, sc, batch, prn__nt, prn__par);
+    else
+        prn__gemm_loops_f64(trans_a, trans_b, M, N, K, alpha, (const double *)A, lda, sa, (const double *)B, ldb, sb,
+                            beta, (double *)C, ldc, sc, batch, prn__nt, prn__par);
     return PRN_OK;
 }
 
@@ -2791,71 +2727,33 @@ PRN__FN prn_status prn__ref_gemm_cblas(prn_context *ctx, prn_dtype dtype, int tr
 }
 #endif
 
-/* A row reduction (inner == 1) accumulates in ACC: double for f32 sums, so
- * long rows keep f32 accuracy; strided ones vectorise across inner in T. */
-#define PRN__REDUCE_LOOP(T, ACC, INIT, COMBINE)                                  \
-    { const T *x0 = (const T *)x; T *y0 = (T *)y; size_t o;                      \
-      PRN__PARFOR for (o = 0; o < outer; ++o) {                                  \
-          const T *xo = x0 + o * n * inner; T *yo = y0 + o * inner; size_t k, i; \
-          if (inner == 1) { ACC acc = (INIT);                                    \
-              for (k = 0; k < n; ++k) { const ACC v = xo[k]; acc = (COMBINE); }  \
-              yo[0] = (T)acc;                                                    \
-          } else if (inner <= 16) { /* in registers: no store and reload per row */ \
-              T a[16];                                                           \
-              for (i = 0; i < inner; ++i) a[i] = (INIT);                         \
-              for (k = 0; k < n; ++k) { const T *xk = xo + k * inner;            \
-                  for (i = 0; i < inner; ++i) { const T acc = a[i], v = xk[i]; a[i] = (COMBINE); } } \
-              for (i = 0; i < inner; ++i) yo[i] = a[i];                          \
-          } else {                                                               \
-              for (i = 0; i < inner; ++i) yo[i] = (INIT);                        \
-              for (k = 0; k < n; ++k) { const T *xk = xo + k * inner;            \
-                  PRN__SIMD for (i = 0; i < inner; ++i) { const T acc = yo[i], v = xk[i]; yo[i] = (COMBINE); } } \
-          } } }
 PRN__FN prn_status prn__ref_reduce(prn_context *ctx, prn_reduce_op op, prn_dtype dtype, size_t outer,
                                    size_t n, size_t inner, const void *x, void *y) {
     PRN__PAR_SETUP(ctx, outer > 1 ? outer * n * inner : 0);
     if (op == PRN_REDUCE_SUM) {
-        if (dtype == PRN_F32) PRN__REDUCE_LOOP(float, double, 0.0f, acc + v)
-        else PRN__REDUCE_LOOP(double, double, 0.0, acc + v)
+        if (dtype == PRN_F32) prn__reduce_sum_f32(outer, n, inner, (const float *)x, (float *)y, prn__nt, prn__par);
+        else prn__reduce_sum_f64(outer, n, inner, (const double *)x, (double *)y, prn__nt, prn__par);
     } else {
-        if (dtype == PRN_F32) PRN__REDUCE_LOOP(float, float, -INFINITY, v > acc ? v : acc)
-        else PRN__REDUCE_LOOP(double, double, -INFINITY, v > acc ? v : acc)
+        if (dtype == PRN_F32) prn__reduce_max_f32(outer, n, inner, (const float *)x, (float *)y, prn__nt, prn__par);
+        else prn__reduce_max_f64(outer, n, inner, (const double *)x, (double *)y, prn__nt, prn__par);
     }
     return PRN_OK;
 }
 
-#define PRN__ARGMAX_LOOP(T)                                                      \
-    { const T *x0 = (const T *)x; int32_t *y0 = (int32_t *)y; size_t r;          \
-      PRN__PARFOR for (r = 0; r < outer * inner; ++r) {                          \
-          size_t o = r / inner, i = r % inner, k, best = 0;                      \
-          const T *xo = x0 + o * n * inner + i; T bv = xo[0];                    \
-          for (k = 1; k < n; ++k) if (xo[k * inner] > bv) { bv = xo[k * inner]; best = k; } \
-          y0[r] = (int32_t)best; } }
 PRN__FN prn_status prn__ref_argmax(prn_context *ctx, prn_dtype dtype, size_t outer, size_t n,
                                    size_t inner, const void *x, void *y) {
     PRN__PAR_SETUP(ctx, outer * inner * n);
-    if (dtype == PRN_F32) PRN__ARGMAX_LOOP(float)
-    else PRN__ARGMAX_LOOP(double)
+    if (dtype == PRN_F32) prn__argmax_f32(outer, n, inner, (const float *)x, (int32_t *)y, prn__nt, prn__par);
+    else prn__argmax_f64(outer, n, inner, (const double *)x, (int32_t *)y, prn__nt, prn__par);
     return PRN_OK;
 }
 
-#define PRN__SOFTMAX_LOOP(T, EXP, LOG)                                           \
-    { const T *x0 = (const T *)x; T *y0 = (T *)y; size_t r;                      \
-      PRN__PARFOR for (r = 0; r < outer * inner; ++r) {                          \
-          size_t o = r / inner, i = r % inner, k;                                \
-          const T *xo = x0 + o * n * inner + i; T *yo = y0 + o * n * inner + i;  \
-          T mx = xo[0], s = 0;                                                   \
-          for (k = 1; k < n; ++k) if (xo[k * inner] > mx) mx = xo[k * inner];    \
-          for (k = 0; k < n; ++k) s += EXP(xo[k * inner] - mx);                  \
-          if (logsm) { const T ls = LOG(s) + mx; for (k = 0; k < n; ++k) yo[k * inner] = xo[k * inner] - ls; } \
-          else { const T inv = (T)1 / s; for (k = 0; k < n; ++k) yo[k * inner] = EXP(xo[k * inner] - mx) * inv; } \
-      } }
 PRN__FN prn_status prn__ref_softmax(prn_context *ctx, prn_dtype dtype, int logsm, size_t outer,
                                     size_t n, size_t inner, const void *x, void *y) {
     PRN__PAR_SETUP(ctx, outer * inner * n);
     if (n == 0) return PRN_OK;
-    if (dtype == PRN_F32) PRN__SOFTMAX_LOOP(float, expf, logf)
-    else PRN__SOFTMAX_LOOP(double, exp, log)
+    if (dtype == PRN_F32) prn__softmax_f32(logsm, outer, n, inner, (const float *)x, (float *)y, prn__nt, prn__par);
+    else prn__softmax_f64(logsm, outer, n, inner, (const double *)x, (double *)y, prn__nt, prn__par);
     return PRN_OK;
 }
 
@@ -2873,39 +2771,24 @@ PRN__FN prn_status prn__ref_random(prn_context *ctx, prn_random_dist dist, prn_d
     return PRN_OK;
 }
 
-#define PRN__SGD_LOOP(T)                                                         \
-    { T *w = (T *)param; const T *g = (const T *)grad; T *v = (T *)velocity;     \
-      const T lr = (T)p->lr, mom = (T)p->momentum, wd = (T)p->weight_decay; size_t i; \
-      PRN__PARFOR_SIMD for (i = 0; i < n; ++i) {                                 \
-          T d = g[i] + wd * w[i];                                                \
-          if (v) { v[i] = mom * v[i] + d; d = p->nesterov ? d + mom * v[i] : v[i]; } \
-          w[i] -= lr * d; } }
 #ifndef PARRNN_NO_TRAINING
 PRN__FN prn_status prn__ref_sgd_update(prn_context *ctx, prn_dtype dtype, size_t n, void *param,
                                        const void *grad, void *velocity, const prn_optim_params *p) {
     PRN__PAR_SETUP(ctx, n);
-    if (dtype == PRN_F32) PRN__SGD_LOOP(float)
-    else PRN__SGD_LOOP(double)
+    if (dtype == PRN_F32) prn__sgd_f32(n, (float *)param, (const float *)grad, (float *)velocity, p, prn__nt, prn__par);
+    else prn__sgd_f64(n, (double *)param, (const double *)grad, (double *)velocity, p, prn__nt, prn__par);
     return PRN_OK;
 }
 #endif /* PARRNN_NO_TRAINING */
 
-#define PRN__ADAM_LOOP(T, SQRT)                                                  \
-    { T *w = (T *)param; const T *g = (const T *)grad; T *m = (T *)m_, *v = (T *)v_; \
-      const T lr = (T)p->lr, b1 = (T)p->beta1, b2 = (T)p->beta2, eps = (T)p->eps; \
-      const T wd = (T)p->weight_decay, ib1 = (T)(1.0 / p->bias1), ib2 = (T)(1.0 / p->bias2); \
-      const int dec = p->decoupled; size_t i;                                    \
-      PRN__PARFOR_SIMD for (i = 0; i < n; ++i) {                                 \
-          const T gi = dec ? g[i] : g[i] + wd * w[i];                            \
-          m[i] = b1 * m[i] + ((T)1 - b1) * gi;                                   \
-          v[i] = b2 * v[i] + ((T)1 - b2) * gi * gi;                              \
-          w[i] -= lr * ((m[i] * ib1) / (SQRT(v[i] * ib2) + eps) + (dec ? wd * w[i] : (T)0)); } }
 #ifndef PARRNN_NO_TRAINING
 PRN__FN prn_status prn__ref_adam_update(prn_context *ctx, prn_dtype dtype, size_t n, void *param,
                                         const void *grad, void *m_, void *v_, const prn_optim_params *p) {
     PRN__PAR_SETUP(ctx, n);
-    if (dtype == PRN_F32) PRN__ADAM_LOOP(float, sqrtf)
-    else PRN__ADAM_LOOP(double, sqrt)
+    if (dtype == PRN_F32)
+        prn__adam_f32(n, (float *)param, (const float *)grad, (float *)m_, (float *)v_, p, prn__nt, prn__par);
+    else
+        prn__adam_f64(n, (double *)param, (const double *)grad, (double *)m_, (double *)v_, p, prn__nt, prn__par);
     return PRN_OK;
 }
 #endif /* PARRNN_NO_TRAINING */
@@ -14187,6 +14070,362 @@ PRN__FN_INLINE void prn__scan_tree_diag_T(int rev, size_t T, size_t C, size_t np
 }
 #undef prn__scan_tree_diag_T
 #endif /* PRN__TPL_SCAN_TREE_DIAG */
+
+/* ---- COPY: fill and strided copy of one element type (parameters: T, SFX;
+ * float, double and int32_t). Generates prn__fill_<sfx>,
+ * prn__scopy_rows_<sfx>, prn__scopy_tiles_<sfx>; the caller's
+ * PRN__PAR_SETUP passes prn__nt/prn__par on. */
+#ifdef PRN__TPL_COPY
+#undef PRN__TPL_COPY
+#define prn__fill_T PRN__TNAME(prn__fill_)
+#define prn__scopy_rows_T PRN__TNAME(prn__scopy_rows_)
+#define prn__scopy_tiles_T PRN__TNAME(prn__scopy_tiles_)
+PRN__FN void prn__fill_T(PRN__T *yp, size_t n, double value, int prn__nt, int prn__par) {
+    const PRN__T v = (PRN__T)value;
+    size_t i;
+    (void)prn__nt; (void)prn__par;
+    PRN__PARFOR_SIMD for (i = 0; i < n; ++i) yp[i] = v;
+}
+/* Short rows (s3 <= PRN__TILE): blocks of rows of one (i0, i1), so that a
+ * row costs its copy and no index divisions (a bias broadcast over 10^6
+ * rows of 3 spent most of its time dividing). */
+PRN__FN void prn__scopy_rows_T(const size_t shp[4], const PRN__T *x0, const size_t xs[4], PRN__T *y0,
+                               const size_t ys[4], int prn__nt, int prn__par) {
+    const size_t s1 = shp[1], s2 = shp[2], s3 = shp[3], xs3 = xs[3], ys3 = ys[3];
+    const size_t per = PRN__TILE / s3, nb = (s2 + per - 1) / per;
+    size_t t;
+    (void)prn__nt; (void)prn__par;
+    PRN__PARFOR for (t = 0; t < shp[0] * s1 * nb; ++t) {
+        size_t o = t / nb, i2 = (t % nb) * per, e = i2 + per < s2 ? i2 + per : s2, i3;
+        const PRN__T *xp = x0 + (o / s1) * xs[0] + (o % s1) * xs[1] + i2 * xs[2];
+        PRN__T *yp = y0 + (o / s1) * ys[0] + (o % s1) * ys[1] + i2 * ys[2];
+        for (; i2 < e; ++i2, xp += xs[2], yp += ys[2]) {
+            if (xs3 == 1 && ys3 == 1) { PRN__SIMD for (i3 = 0; i3 < s3; ++i3) yp[i3] = xp[i3]; }
+            else { for (i3 = 0; i3 < s3; ++i3) yp[i3 * ys3] = xp[i3 * xs3]; }
+        }
+    }
+}
+/* Any layout: tiles of PRN__TILE elements of the innermost axis, so that a
+ * single long row still uses every thread. */
+PRN__FN void prn__scopy_tiles_T(const size_t shp[4], const PRN__T *x0, const size_t xs[4], PRN__T *y0,
+                                const size_t ys[4], int prn__nt, int prn__par) {
+    const size_t s1 = shp[1], s2 = shp[2], s3 = shp[3], xs3 = xs[3], ys3 = ys[3];
+    const size_t rows = shp[0] * s1 * s2, nch = (s3 + PRN__TILE - 1) / PRN__TILE;
+    size_t t;
+    (void)prn__nt; (void)prn__par;
+    PRN__PARFOR for (t = 0; t < rows * nch; ++t) {
+        size_t r = t / nch, lo = (t % nch) * PRN__TILE;
+        size_t len = s3 - lo < PRN__TILE ? s3 - lo : PRN__TILE;
+        size_t i0 = r / (s1 * s2), i1 = (r / s2) % s1, i2 = r % s2, i3;
+        const PRN__T *xp = x0 + i0 * xs[0] + i1 * xs[1] + i2 * xs[2] + lo * xs3;
+        PRN__T *yp = y0 + i0 * ys[0] + i1 * ys[1] + i2 * ys[2] + lo * ys3;
+        if (xs3 == 1 && ys3 == 1) { PRN__SIMD for (i3 = 0; i3 < len; ++i3) yp[i3] = xp[i3]; }
+        else { for (i3 = 0; i3 < len; ++i3) yp[i3 * ys3] = xp[i3 * xs3]; }
+    }
+}
+#undef prn__fill_T
+#undef prn__scopy_rows_T
+#undef prn__scopy_tiles_T
+#endif /* PRN__TPL_COPY */
+
+/* ---- OPS: the reference backend's elementwise ops, reductions, plain
+ * GEMM and optimiser steps of one float type (parameters: T, SFX, and the
+ * type's libm functions PRN__EXP, PRN__LOG, PRN__TANH, PRN__SQRT, PRN__POW,
+ * PRN__FABS). Every function takes the caller's prn__nt/prn__par. */
+#ifdef PRN__TPL_OPS
+#undef PRN__TPL_OPS
+#define prn__unary_T PRN__TNAME(prn__unary_)
+#define prn__bin1_T PRN__TNAME(prn__bin1_)
+#define prn__bin_tile_op_T PRN__TNAME(prn__bin_tile_op_)
+#define prn__bin_tile_T PRN__TNAME(prn__bin_tile_)
+#define prn__binary_T PRN__TNAME(prn__binary_)
+#define prn__gemm_loops_T PRN__TNAME(prn__gemm_loops_)
+#define prn__reduce_sum_T PRN__TNAME(prn__reduce_sum_)
+#define prn__reduce_max_T PRN__TNAME(prn__reduce_max_)
+#define prn__argmax_T PRN__TNAME(prn__argmax_)
+#define prn__softmax_T PRN__TNAME(prn__softmax_)
+#define prn__sgd_T PRN__TNAME(prn__sgd_)
+#define prn__adam_T PRN__TNAME(prn__adam_)
+/* One loop per op, so each inner loop is branch-free. */
+PRN__FN int prn__unary_T(prn_unary_op op, size_t n, const PRN__T *xp, PRN__T *yp, double alpha, double beta,
+                         int prn__nt, int prn__par) {
+    const PRN__T al = (PRN__T)alpha, be = (PRN__T)beta;
+    size_t i;
+    (void)prn__nt; (void)prn__par;
+    switch (op) {
+    case PRN_UNARY_NEG: PRN__PARFOR_SIMD for (i = 0; i < n; ++i) yp[i] = -xp[i]; break;
+    case PRN_UNARY_EXP: PRN__PARFOR_SIMD for (i = 0; i < n; ++i) yp[i] = PRN__EXP(xp[i]); break;
+    case PRN_UNARY_LOG: PRN__PARFOR_SIMD for (i = 0; i < n; ++i) yp[i] = PRN__LOG(xp[i]); break;
+    case PRN_UNARY_RELU: PRN__PARFOR_SIMD for (i = 0; i < n; ++i) { const PRN__T v = xp[i]; yp[i] = v > 0 ? v : (PRN__T)0; } break;
+    case PRN_UNARY_SIGMOID:
+        PRN__PARFOR_SIMD for (i = 0; i < n; ++i) yp[i] = (PRN__T)1 / ((PRN__T)1 + PRN__EXP(-xp[i]));
+        break;
+    case PRN_UNARY_TANH: PRN__PARFOR_SIMD for (i = 0; i < n; ++i) yp[i] = PRN__TANH(xp[i]); break;
+    case PRN_UNARY_SQUARE: PRN__PARFOR_SIMD for (i = 0; i < n; ++i) yp[i] = xp[i] * xp[i]; break;
+    case PRN_UNARY_SQRT: PRN__PARFOR_SIMD for (i = 0; i < n; ++i) yp[i] = PRN__SQRT(xp[i]); break;
+    case PRN_UNARY_ABS: PRN__PARFOR_SIMD for (i = 0; i < n; ++i) yp[i] = PRN__FABS(xp[i]); break;
+    case PRN_UNARY_POWS: PRN__PARFOR_SIMD for (i = 0; i < n; ++i) yp[i] = PRN__POW(xp[i], al); break;
+    case PRN_UNARY_AFFINE: PRN__PARFOR_SIMD for (i = 0; i < n; ++i) yp[i] = al * xp[i] + be; break;
+    case PRN_UNARY_CLAMP:
+        PRN__PARFOR_SIMD for (i = 0; i < n; ++i) {
+            const PRN__T v = xp[i];
+            yp[i] = v != v ? be : v > al ? al : v < -al ? -al : v;
+        }
+        break;
+    default: return 0;
+    }
+    return 1;
+}
+/* A binary op on one element; called with a constant op from
+ * prn__bin_tile_T's cases, where it folds to the one expression. */
+PRN__FN_INLINE PRN__T prn__bin1_T(prn_binary_op op, PRN__T A, PRN__T B) {
+    switch (op) {
+    case PRN_BINARY_ADD: return A + B;
+    case PRN_BINARY_SUB: return A - B;
+    case PRN_BINARY_MUL: return A * B;
+    case PRN_BINARY_DIV: return A / B;
+    case PRN_BINARY_POW: return PRN__POW(A, B);
+    case PRN_BINARY_MAX: return A > B ? A : B;
+    case PRN_BINARY_MIN: return A < B ? A : B;
+    case PRN_BINARY_EQ: return A == B ? (PRN__T)1 : (PRN__T)0;
+    case PRN_BINARY_RELU_GRAD: return B > 0 ? A : (PRN__T)0;
+    case PRN_BINARY_SIGMOID_GRAD: return A * B * ((PRN__T)1 - B);
+    case PRN_BINARY_TANH_GRAD: return A * ((PRN__T)1 - B * B);
+    default: return 0;
+    }
+}
+/* One tile of a row: fast paths for contiguous and scalar operands let the
+ * common cases vectorise. */
+PRN__FN_INLINE void prn__bin_tile_op_T(prn_binary_op op, size_t len, const PRN__T *ap, size_t as3, const PRN__T *bp,
+                                      size_t bs3, PRN__T *yp) {
+    size_t i3;
+    if (as3 == 1 && bs3 == 1) {
+        PRN__SIMD for (i3 = 0; i3 < len; ++i3) yp[i3] = prn__bin1_T(op, ap[i3], bp[i3]);
+    } else if (as3 == 1 && bs3 == 0) {
+        const PRN__T B = bp[0];
+        PRN__SIMD for (i3 = 0; i3 < len; ++i3) yp[i3] = prn__bin1_T(op, ap[i3], B);
+    } else if (as3 == 0 && bs3 == 1) {
+        const PRN__T A = ap[0];
+        PRN__SIMD for (i3 = 0; i3 < len; ++i3) yp[i3] = prn__bin1_T(op, A, bp[i3]);
+    } else {
+        for (i3 = 0; i3 < len; ++i3) yp[i3] = prn__bin1_T(op, ap[i3 * as3], bp[i3 * bs3]);
+    }
+}
+/* A switch per tile (PRN__TILE elements), each case a copy of the tile's
+ * loops for its op */
+PRN__FN void prn__bin_tile_T(prn_binary_op op, size_t len, const PRN__T *ap, size_t as3, const PRN__T *bp, size_t bs3,
+                             PRN__T *yp) {
+    switch (op) {
+    case PRN_BINARY_ADD: prn__bin_tile_op_T(PRN_BINARY_ADD, len, ap, as3, bp, bs3, yp); break;
+    case PRN_BINARY_SUB: prn__bin_tile_op_T(PRN_BINARY_SUB, len, ap, as3, bp, bs3, yp); break;
+    case PRN_BINARY_MUL: prn__bin_tile_op_T(PRN_BINARY_MUL, len, ap, as3, bp, bs3, yp); break;
+    case PRN_BINARY_DIV: prn__bin_tile_op_T(PRN_BINARY_DIV, len, ap, as3, bp, bs3, yp); break;
+    case PRN_BINARY_POW: prn__bin_tile_op_T(PRN_BINARY_POW, len, ap, as3, bp, bs3, yp); break;
+    case PRN_BINARY_MAX: prn__bin_tile_op_T(PRN_BINARY_MAX, len, ap, as3, bp, bs3, yp); break;
+    case PRN_BINARY_MIN: prn__bin_tile_op_T(PRN_BINARY_MIN, len, ap, as3, bp, bs3, yp); break;
+    case PRN_BINARY_EQ: prn__bin_tile_op_T(PRN_BINARY_EQ, len, ap, as3, bp, bs3, yp); break;
+    case PRN_BINARY_RELU_GRAD: prn__bin_tile_op_T(PRN_BINARY_RELU_GRAD, len, ap, as3, bp, bs3, yp); break;
+    case PRN_BINARY_SIGMOID_GRAD: prn__bin_tile_op_T(PRN_BINARY_SIGMOID_GRAD, len, ap, as3, bp, bs3, yp); break;
+    case PRN_BINARY_TANH_GRAD: prn__bin_tile_op_T(PRN_BINARY_TANH_GRAD, len, ap, as3, bp, bs3, yp); break;
+    default: break;
+    }
+}
+/* Broadcasting walk: the three outer axes and chunks of the innermost one
+ * form the tiles of one parallel loop (so a single long row still uses
+ * every thread). The op is checked by the caller. */
+PRN__FN void prn__binary_T(prn_binary_op op, const size_t shape[4], const PRN__T *a0, const size_t as[4],
+                           const PRN__T *b0, const size_t bs[4], PRN__T *y0, int prn__nt, int prn__par) {
+    const size_t s1 = shape[1], s2 = shape[2], s3 = shape[3], as3 = as[3], bs3 = bs[3];
+    const size_t rows = shape[0] * s1 * s2, nch = (s3 + PRN__TILE - 1) / PRN__TILE;
+    size_t t;
+    (void)prn__nt; (void)prn__par;
+    PRN__PARFOR for (t = 0; t < rows * nch; ++t) {
+        size_t r = t / nch, lo = (t % nch) * PRN__TILE;
+        size_t len = s3 - lo < PRN__TILE ? s3 - lo : PRN__TILE;
+        size_t i0 = r / (s1 * s2), i1 = (r / s2) % s1, i2 = r % s2;
+        const PRN__T *ap = a0 + i0 * as[0] + i1 * as[1] + i2 * as[2] + lo * as3;
+        const PRN__T *bp = b0 + i0 * bs[0] + i1 * bs[1] + i2 * bs[2] + lo * bs3;
+        prn__bin_tile_T(op, len, ap, as3, bp, bs3, y0 + r * s3 + lo);
+    }
+}
+/* GEMM without BLAS. Row i of C is built as a sum of rows of B scaled by
+ * op(A)[i,k] (contiguous, vectorises) when B is not transposed; with B
+ * transposed each C[i,j] is a dot product of contiguous rows. */
+PRN__FN void prn__gemm_loops_T(int trans_a, int trans_b, size_t M, size_t N, size_t K, double alpha,
+                               const PRN__T *A0, size_t lda, size_t sa, const PRN__T *B0, size_t ldb, size_t sb,
+                               double beta, PRN__T *C0, size_t ldc, size_t sc, size_t batch, int prn__nt,
+                               int prn__par) {
+    const PRN__T al = (PRN__T)alpha, bt = (PRN__T)beta;
+    size_t r;
+    (void)prn__nt; (void)prn__par;
+    PRN__PARFOR for (r = 0; r < batch * M; ++r) {
+        size_t bi = r / M, i = r % M, j, k;
+        const PRN__T *Ab = A0 + bi * sa, *Bb = B0 + bi * sb;
+        PRN__T *c = C0 + bi * sc + i * ldc;
+        if (beta == 0) { for (j = 0; j < N; ++j) c[j] = 0; }
+        else if (beta != 1) { for (j = 0; j < N; ++j) c[j] *= bt; }
+        if (!trans_b) {
+            for (k = 0; k < K; ++k) {
+                const PRN__T aik = al * (trans_a ? Ab[k * lda + i] : Ab[i * lda + k]);
+                const PRN__T *brow = Bb + k * ldb;
+                PRN__SIMD for (j = 0; j < N; ++j) c[j] += aik * brow[j];
+            }
+        } else {
+            for (j = 0; j < N; ++j) {
+                const PRN__T *brow = Bb + j * ldb;
+                PRN__T s = 0;
+                if (!trans_a) {
+                    const PRN__T *arow = Ab + i * lda;
+                    PRN__SIMD_SUM(s) for (k = 0; k < K; ++k) s += arow[k] * brow[k];
+                } else {
+                    for (k = 0; k < K; ++k) s += Ab[k * lda + i] * brow[k];
+                }
+                c[j] += al * s;
+            }
+        }
+    }
+}
+/* Sums: a row (inner == 1) accumulates in double, so long f32 rows keep
+ * their accuracy; strided ones vectorise across inner in T (in registers
+ * for inner <= 16: no store and reload per row). */
+PRN__FN void prn__reduce_sum_T(size_t outer, size_t n, size_t inner, const PRN__T *x0, PRN__T *y0, int prn__nt,
+                               int prn__par) {
+    size_t o;
+    (void)prn__nt; (void)prn__par;
+    PRN__PARFOR for (o = 0; o < outer; ++o) {
+        const PRN__T *xo = x0 + o * n * inner;
+        PRN__T *yo = y0 + o * inner;
+        size_t k, i;
+        if (inner == 1) {
+            double acc = 0.0;
+            for (k = 0; k < n; ++k) acc = acc + (double)xo[k];
+            yo[0] = (PRN__T)acc;
+        } else if (inner <= 16) {
+            PRN__T a[16];
+            for (i = 0; i < inner; ++i) a[i] = 0;
+            for (k = 0; k < n; ++k) {
+                const PRN__T *xk = xo + k * inner;
+                for (i = 0; i < inner; ++i) a[i] = a[i] + xk[i];
+            }
+            for (i = 0; i < inner; ++i) yo[i] = a[i];
+        } else {
+            for (i = 0; i < inner; ++i) yo[i] = 0;
+            for (k = 0; k < n; ++k) {
+                const PRN__T *xk = xo + k * inner;
+                PRN__SIMD for (i = 0; i < inner; ++i) yo[i] = yo[i] + xk[i];
+            }
+        }
+    }
+}
+/* Maxima, the same walk in T. */
+PRN__FN void prn__reduce_max_T(size_t outer, size_t n, size_t inner, const PRN__T *x0, PRN__T *y0, int prn__nt,
+                               int prn__par) {
+    size_t o;
+    (void)prn__nt; (void)prn__par;
+    PRN__PARFOR for (o = 0; o < outer; ++o) {
+        const PRN__T *xo = x0 + o * n * inner;
+        PRN__T *yo = y0 + o * inner;
+        size_t k, i;
+        if (inner == 1) {
+            PRN__T acc = -INFINITY;
+            for (k = 0; k < n; ++k) { const PRN__T v = xo[k]; acc = v > acc ? v : acc; }
+            yo[0] = acc;
+        } else if (inner <= 16) {
+            PRN__T a[16];
+            for (i = 0; i < inner; ++i) a[i] = -INFINITY;
+            for (k = 0; k < n; ++k) {
+                const PRN__T *xk = xo + k * inner;
+                for (i = 0; i < inner; ++i) { const PRN__T acc = a[i], v = xk[i]; a[i] = v > acc ? v : acc; }
+            }
+            for (i = 0; i < inner; ++i) yo[i] = a[i];
+        } else {
+            for (i = 0; i < inner; ++i) yo[i] = -INFINITY;
+            for (k = 0; k < n; ++k) {
+                const PRN__T *xk = xo + k * inner;
+                PRN__SIMD for (i = 0; i < inner; ++i) { const PRN__T acc = yo[i], v = xk[i]; yo[i] = v > acc ? v : acc; }
+            }
+        }
+    }
+}
+PRN__FN void prn__argmax_T(size_t outer, size_t n, size_t inner, const PRN__T *x0, int32_t *y0, int prn__nt,
+                           int prn__par) {
+    size_t r;
+    (void)prn__nt; (void)prn__par;
+    PRN__PARFOR for (r = 0; r < outer * inner; ++r) {
+        size_t o = r / inner, i = r % inner, k, best = 0;
+        const PRN__T *xo = x0 + o * n * inner + i;
+        PRN__T bv = xo[0];
+        for (k = 1; k < n; ++k)
+            if (xo[k * inner] > bv) { bv = xo[k * inner]; best = k; }
+        y0[r] = (int32_t)best;
+    }
+}
+PRN__FN void prn__softmax_T(int logsm, size_t outer, size_t n, size_t inner, const PRN__T *x0, PRN__T *y0,
+                            int prn__nt, int prn__par) {
+    size_t r;
+    (void)prn__nt; (void)prn__par;
+    PRN__PARFOR for (r = 0; r < outer * inner; ++r) {
+        size_t o = r / inner, i = r % inner, k;
+        const PRN__T *xo = x0 + o * n * inner + i;
+        PRN__T *yo = y0 + o * n * inner + i;
+        PRN__T mx = xo[0], s = 0;
+        for (k = 1; k < n; ++k) if (xo[k * inner] > mx) mx = xo[k * inner];
+        for (k = 0; k < n; ++k) s += PRN__EXP(xo[k * inner] - mx);
+        if (logsm) {
+            const PRN__T ls = PRN__LOG(s) + mx;
+            for (k = 0; k < n; ++k) yo[k * inner] = xo[k * inner] - ls;
+        } else {
+            const PRN__T inv = (PRN__T)1 / s;
+            for (k = 0; k < n; ++k) yo[k * inner] = PRN__EXP(xo[k * inner] - mx) * inv;
+        }
+    }
+}
+#ifndef PARRNN_NO_TRAINING
+PRN__FN void prn__sgd_T(size_t n, PRN__T *w, const PRN__T *g, PRN__T *v, const prn_optim_params *p, int prn__nt,
+                        int prn__par) {
+    const PRN__T lr = (PRN__T)p->lr, mom = (PRN__T)p->momentum, wd = (PRN__T)p->weight_decay;
+    size_t i;
+    (void)prn__nt; (void)prn__par;
+    PRN__PARFOR_SIMD for (i = 0; i < n; ++i) {
+        PRN__T d = g[i] + wd * w[i];
+        if (v) { v[i] = mom * v[i] + d; d = p->nesterov ? d + mom * v[i] : v[i]; }
+        w[i] -= lr * d;
+    }
+}
+PRN__FN void prn__adam_T(size_t n, PRN__T *w, const PRN__T *g, PRN__T *m, PRN__T *v, const prn_optim_params *p,
+                         int prn__nt, int prn__par) {
+    const PRN__T lr = (PRN__T)p->lr, b1 = (PRN__T)p->beta1, b2 = (PRN__T)p->beta2, eps = (PRN__T)p->eps;
+    const PRN__T wd = (PRN__T)p->weight_decay, ib1 = (PRN__T)(1.0 / p->bias1), ib2 = (PRN__T)(1.0 / p->bias2);
+    const int dec = p->decoupled;
+    size_t i;
+    (void)prn__nt; (void)prn__par;
+    PRN__PARFOR_SIMD for (i = 0; i < n; ++i) {
+        const PRN__T gi = dec ? g[i] : g[i] + wd * w[i];
+        m[i] = b1 * m[i] + ((PRN__T)1 - b1) * gi;
+        v[i] = b2 * v[i] + ((PRN__T)1 - b2) * gi * gi;
+        w[i] -= lr * ((m[i] * ib1) / (PRN__SQRT(v[i] * ib2) + eps) + (dec ? wd * w[i] : (PRN__T)0));
+    }
+}
+#endif /* PARRNN_NO_TRAINING */
+#undef prn__unary_T
+#undef prn__bin1_T
+#undef prn__bin_tile_op_T
+#undef prn__bin_tile_T
+#undef prn__binary_T
+#undef prn__gemm_loops_T
+#undef prn__reduce_sum_T
+#undef prn__reduce_max_T
+#undef prn__argmax_T
+#undef prn__softmax_T
+#undef prn__sgd_T
+#undef prn__adam_T
+#undef PRN__EXP
+#undef PRN__LOG
+#undef PRN__TANH
+#undef PRN__SQRT
+#undef PRN__POW
+#undef PRN__FABS
+#endif /* PRN__TPL_OPS */
 
 /* (end of the scans and elementwise ops) */
 
