@@ -10277,43 +10277,63 @@ PRN__FN PRN__AVX2 void prn__fr_gates8(int kind, int relu, size_t Hp, const float
         }
     }
 }
-/* A tile of NR rows x NV registers of eight columns, its accumulators in
- * registers (the conditions on the constants fold away at any -O level):
- * each row's chains as prn__fr_mv_ref's. */
+/* The tiles' parameter list and the call that passes it on (prn__fr_tile_fn) */
+#define PRN__FR_TILE_PARAMS const float *W, size_t bs, const float *bias, const float *bias2, const float *x, size_t xs, size_t nx, const float *h, size_t hs, size_t nh, float *a, float *a2, size_t as
+#define PRN__FR_TILE_ARGS W, bs, bias, bias2, x, xs, nx, h, hs, nh, a, a2, as
 #define PRN__FR_RV(M) M(0, 0) M(0, 1) M(0, 2) M(0, 3) M(0, 4) M(0, 5) M(0, 6) M(0, 7) \
                       M(1, 0) M(1, 1) M(1, 2) M(1, 3) M(2, 0) M(2, 1) M(3, 0) M(3, 1)
 #define PRN__FR_INIT(r, v) if ((r) < NR_ && (v) < NV_) acc[r][v] = _mm256_loadu_ps(bias + 8 * (v)), acc2[r][v] = bias2 ? _mm256_loadu_ps(bias2 + 8 * (v)) : _mm256_setzero_ps();
 #define PRN__FR_FMA(r, v) if ((r) < NR_ && (v) < NV_) acc[r][v] = _mm256_fmadd_ps(_mm256_load_ps(w + (v) * bs), s[r], acc[r][v]);
 #define PRN__FR_FMA2(r, v) if ((r) < NR_ && (v) < NV_) acc2[r][v] = _mm256_fmadd_ps(_mm256_load_ps(w + (v) * bs), s[r], acc2[r][v]);
 #define PRN__FR_STORE(r, v) if ((r) < NR_ && (v) < NV_) { if (a2) _mm256_storeu_ps(a + (r) * as + 8 * (v), acc[r][v]), _mm256_storeu_ps(a2 + (r) * as + 8 * (v), acc2[r][v]); else _mm256_storeu_ps(a + (r) * as + 8 * (v), _mm256_add_ps(acc[r][v], acc2[r][v])); }
-#define PRN__FR_BCAST(src, ss) \
-    s[0] = _mm256_set1_ps(src[k]);                  \
-    if (NR_ > 1) s[1] = _mm256_set1_ps(src[ss + k]); \
-    if (NR_ > 2) s[2] = _mm256_set1_ps(src[2 * ss + k]); \
-    if (NR_ > 3) s[3] = _mm256_set1_ps(src[3 * ss + k]);
-#define PRN__DEFINE_FR_TILE(NV, NR)                                                                           \
-    PRN__FN PRN__AVX2 void prn__fr_tile_##NV##x##NR(const float *W, size_t bs, const float *bias, const float *bias2, const float *x, \
-                                                    size_t xs, size_t nx, const float *h, size_t hs, size_t nh,  \
-                                                    float *a, float *a2, size_t as) {                                       \
-        enum { NV_ = NV, NR_ = NR };                                                                          \
-        __m256 acc[4][8], acc2[4][8], s[4];                                                                   \
-        const float *w = W;                                                                                   \
-        size_t k;                                                                                             \
-        PRN__FR_RV(PRN__FR_INIT)                                                                              \
-        for (k = 0; k < nx; ++k, w += 8) {                                                                    \
-            PRN__FR_BCAST(x, xs)                                                                              \
-            PRN__FR_RV(PRN__FR_FMA)                                                                           \
-        }                                                                                                     \
-        for (k = 0; k < nh; ++k, w += 8) {                                                                    \
-            PRN__FR_BCAST(h, hs)                                                                              \
-            PRN__FR_RV(PRN__FR_FMA2)                                                                          \
-        }                                                                                                     \
-        PRN__FR_RV(PRN__FR_STORE)                                                                             \
+/* A tile of NR rows x NV registers of 8 columns, its accumulators in
+ * registers: NV_ and NR_ are constants where it is inlined (the tiles
+ * below), so the conditions on them fold away and every acc[r][v] has
+ * constant indices (a register); each row's chains as prn__fr_mv_ref's.
+ * PRN__FR_RV lists the (r, v) pairs, the helpers one step of one pair. */
+PRN__FN_INLINE PRN__AVX2 void prn__fr_tile(const int NV_, const int NR_, const float *W, size_t bs, const float *bias,
+                                   const float *bias2, const float *x, size_t xs, size_t nx, const float *h, size_t hs,
+                                   size_t nh, float *a, float *a2, size_t as) {
+    __m256 acc[4][8], acc2[4][8], s[4];
+    const float *w = W;
+    size_t k;
+    PRN__FR_RV(PRN__FR_INIT)
+    for (k = 0; k < nx; ++k, w += 8) {
+        s[0] = _mm256_set1_ps(x[k]);
+        if (NR_ > 1) s[1] = _mm256_set1_ps(x[xs + k]);
+        if (NR_ > 2) s[2] = _mm256_set1_ps(x[2 * xs + k]);
+        if (NR_ > 3) s[3] = _mm256_set1_ps(x[3 * xs + k]);
+        PRN__FR_RV(PRN__FR_FMA)
     }
-PRN__DEFINE_FR_TILE(1, 1) PRN__DEFINE_FR_TILE(2, 1) PRN__DEFINE_FR_TILE(3, 1) PRN__DEFINE_FR_TILE(4, 1)
-PRN__DEFINE_FR_TILE(5, 1) PRN__DEFINE_FR_TILE(6, 1) PRN__DEFINE_FR_TILE(7, 1) PRN__DEFINE_FR_TILE(8, 1)
-PRN__DEFINE_FR_TILE(1, 2) PRN__DEFINE_FR_TILE(2, 2) PRN__DEFINE_FR_TILE(3, 2) PRN__DEFINE_FR_TILE(4, 2)
-PRN__DEFINE_FR_TILE(1, 4) PRN__DEFINE_FR_TILE(2, 4)
+    for (k = 0; k < nh; ++k, w += 8) {
+        s[0] = _mm256_set1_ps(h[k]);
+        if (NR_ > 1) s[1] = _mm256_set1_ps(h[hs + k]);
+        if (NR_ > 2) s[2] = _mm256_set1_ps(h[2 * hs + k]);
+        if (NR_ > 3) s[3] = _mm256_set1_ps(h[3 * hs + k]);
+        PRN__FR_RV(PRN__FR_FMA2)
+    }
+    PRN__FR_RV(PRN__FR_STORE)
+}
+/* the tiles prn__fr_tile_<NV>x<NR> (parameters: PRN__FR_TILE_PARAMS) */
+PRN__FN PRN__AVX2 void prn__fr_tile_1x1(PRN__FR_TILE_PARAMS) { prn__fr_tile(1, 1, PRN__FR_TILE_ARGS); }
+PRN__FN PRN__AVX2 void prn__fr_tile_2x1(PRN__FR_TILE_PARAMS) { prn__fr_tile(2, 1, PRN__FR_TILE_ARGS); }
+PRN__FN PRN__AVX2 void prn__fr_tile_3x1(PRN__FR_TILE_PARAMS) { prn__fr_tile(3, 1, PRN__FR_TILE_ARGS); }
+PRN__FN PRN__AVX2 void prn__fr_tile_4x1(PRN__FR_TILE_PARAMS) { prn__fr_tile(4, 1, PRN__FR_TILE_ARGS); }
+PRN__FN PRN__AVX2 void prn__fr_tile_5x1(PRN__FR_TILE_PARAMS) { prn__fr_tile(5, 1, PRN__FR_TILE_ARGS); }
+PRN__FN PRN__AVX2 void prn__fr_tile_6x1(PRN__FR_TILE_PARAMS) { prn__fr_tile(6, 1, PRN__FR_TILE_ARGS); }
+PRN__FN PRN__AVX2 void prn__fr_tile_7x1(PRN__FR_TILE_PARAMS) { prn__fr_tile(7, 1, PRN__FR_TILE_ARGS); }
+PRN__FN PRN__AVX2 void prn__fr_tile_8x1(PRN__FR_TILE_PARAMS) { prn__fr_tile(8, 1, PRN__FR_TILE_ARGS); }
+PRN__FN PRN__AVX2 void prn__fr_tile_1x2(PRN__FR_TILE_PARAMS) { prn__fr_tile(1, 2, PRN__FR_TILE_ARGS); }
+PRN__FN PRN__AVX2 void prn__fr_tile_2x2(PRN__FR_TILE_PARAMS) { prn__fr_tile(2, 2, PRN__FR_TILE_ARGS); }
+PRN__FN PRN__AVX2 void prn__fr_tile_3x2(PRN__FR_TILE_PARAMS) { prn__fr_tile(3, 2, PRN__FR_TILE_ARGS); }
+PRN__FN PRN__AVX2 void prn__fr_tile_4x2(PRN__FR_TILE_PARAMS) { prn__fr_tile(4, 2, PRN__FR_TILE_ARGS); }
+PRN__FN PRN__AVX2 void prn__fr_tile_1x4(PRN__FR_TILE_PARAMS) { prn__fr_tile(1, 4, PRN__FR_TILE_ARGS); }
+PRN__FN PRN__AVX2 void prn__fr_tile_2x4(PRN__FR_TILE_PARAMS) { prn__fr_tile(2, 4, PRN__FR_TILE_ARGS); }
+#undef PRN__FR_RV
+#undef PRN__FR_INIT
+#undef PRN__FR_FMA
+#undef PRN__FR_FMA2
+#undef PRN__FR_STORE
 typedef void (*prn__fr_tile_fn)(const float *, size_t, const float *, const float *, const float *, size_t, size_t, const float *,
                                 size_t, size_t, float *, float *, size_t);
 /* R rows (1, 2 or 4) in tiles of at most 8 / R blocks of columns. */
@@ -10334,13 +10354,6 @@ PRN__FN PRN__AVX2 void prn__fr_mv8(const float *W, size_t nv, const float *bias,
                                                 a2 ? a2 + 8 * v0 : NULL, as);
     }
 }
-#undef PRN__FR_RV
-#undef PRN__FR_INIT
-#undef PRN__FR_FMA
-#undef PRN__FR_FMA2
-#undef PRN__FR_STORE
-#undef PRN__FR_BCAST
-#undef PRN__DEFINE_FR_TILE
 #endif
 #ifdef PRN__HAVE_AVX512
 /* The same, sixteen units at a time (blocks of sixteen columns). */
@@ -10401,43 +10414,60 @@ PRN__FN PRN__AVX512 void prn__fr_gates16(int kind, int relu, size_t Hp, const fl
         }
     }
 }
-/* A tile of NR rows x NV registers of eight columns, its accumulators in
- * registers (the conditions on the constants fold away at any -O level):
- * each row's chains as prn__fr_mv_ref's. */
 #define PRN__FR_RV(M) M(0, 0) M(0, 1) M(0, 2) M(0, 3) M(0, 4) M(0, 5) M(0, 6) M(0, 7) \
                       M(1, 0) M(1, 1) M(1, 2) M(1, 3) M(2, 0) M(2, 1) M(3, 0) M(3, 1)
 #define PRN__FR_INIT(r, v) if ((r) < NR_ && (v) < NV_) acc[r][v] = _mm512_loadu_ps(bias + 16 * (v)), acc2[r][v] = bias2 ? _mm512_loadu_ps(bias2 + 16 * (v)) : _mm512_setzero_ps();
 #define PRN__FR_FMA(r, v) if ((r) < NR_ && (v) < NV_) acc[r][v] = _mm512_fmadd_ps(_mm512_load_ps(w + (v) * bs), s[r], acc[r][v]);
 #define PRN__FR_FMA2(r, v) if ((r) < NR_ && (v) < NV_) acc2[r][v] = _mm512_fmadd_ps(_mm512_load_ps(w + (v) * bs), s[r], acc2[r][v]);
 #define PRN__FR_STORE(r, v) if ((r) < NR_ && (v) < NV_) { if (a2) _mm512_storeu_ps(a + (r) * as + 16 * (v), acc[r][v]), _mm512_storeu_ps(a2 + (r) * as + 16 * (v), acc2[r][v]); else _mm512_storeu_ps(a + (r) * as + 16 * (v), _mm512_add_ps(acc[r][v], acc2[r][v])); }
-#define PRN__FR_BCAST(src, ss) \
-    s[0] = _mm512_set1_ps(src[k]);                  \
-    if (NR_ > 1) s[1] = _mm512_set1_ps(src[ss + k]); \
-    if (NR_ > 2) s[2] = _mm512_set1_ps(src[2 * ss + k]); \
-    if (NR_ > 3) s[3] = _mm512_set1_ps(src[3 * ss + k]);
-#define PRN__DEFINE_FR_TILE(NV, NR)                                                                           \
-    PRN__FN PRN__AVX512 void prn__fr_tile16_##NV##x##NR(const float *W, size_t bs, const float *bias, const float *bias2, const float *x, \
-                                                    size_t xs, size_t nx, const float *h, size_t hs, size_t nh,  \
-                                                    float *a, float *a2, size_t as) {                                       \
-        enum { NV_ = NV, NR_ = NR };                                                                          \
-        __m512 acc[4][8], acc2[4][8], s[4];                                                                   \
-        const float *w = W;                                                                                   \
-        size_t k;                                                                                             \
-        PRN__FR_RV(PRN__FR_INIT)                                                                              \
-        for (k = 0; k < nx; ++k, w += 16) {                                                                    \
-            PRN__FR_BCAST(x, xs)                                                                              \
-            PRN__FR_RV(PRN__FR_FMA)                                                                           \
-        }                                                                                                     \
-        for (k = 0; k < nh; ++k, w += 16) {                                                                    \
-            PRN__FR_BCAST(h, hs)                                                                              \
-            PRN__FR_RV(PRN__FR_FMA2)                                                                          \
-        }                                                                                                     \
-        PRN__FR_RV(PRN__FR_STORE)                                                                             \
+/* A tile of NR rows x NV registers of 16 columns, its accumulators in
+ * registers: NV_ and NR_ are constants where it is inlined (the tiles
+ * below), so the conditions on them fold away and every acc[r][v] has
+ * constant indices (a register); each row's chains as prn__fr_mv_ref's.
+ * PRN__FR_RV lists the (r, v) pairs, the helpers one step of one pair. */
+PRN__FN_INLINE PRN__AVX512 void prn__fr_tile16(const int NV_, const int NR_, const float *W, size_t bs, const float *bias,
+                                   const float *bias2, const float *x, size_t xs, size_t nx, const float *h, size_t hs,
+                                   size_t nh, float *a, float *a2, size_t as) {
+    __m512 acc[4][8], acc2[4][8], s[4];
+    const float *w = W;
+    size_t k;
+    PRN__FR_RV(PRN__FR_INIT)
+    for (k = 0; k < nx; ++k, w += 16) {
+        s[0] = _mm512_set1_ps(x[k]);
+        if (NR_ > 1) s[1] = _mm512_set1_ps(x[xs + k]);
+        if (NR_ > 2) s[2] = _mm512_set1_ps(x[2 * xs + k]);
+        if (NR_ > 3) s[3] = _mm512_set1_ps(x[3 * xs + k]);
+        PRN__FR_RV(PRN__FR_FMA)
     }
-PRN__DEFINE_FR_TILE(1, 1) PRN__DEFINE_FR_TILE(2, 1) PRN__DEFINE_FR_TILE(3, 1) PRN__DEFINE_FR_TILE(4, 1)
-PRN__DEFINE_FR_TILE(5, 1) PRN__DEFINE_FR_TILE(6, 1) PRN__DEFINE_FR_TILE(7, 1) PRN__DEFINE_FR_TILE(8, 1)
-PRN__DEFINE_FR_TILE(1, 2) PRN__DEFINE_FR_TILE(2, 2) PRN__DEFINE_FR_TILE(3, 2) PRN__DEFINE_FR_TILE(4, 2)
-PRN__DEFINE_FR_TILE(1, 4) PRN__DEFINE_FR_TILE(2, 4)
+    for (k = 0; k < nh; ++k, w += 16) {
+        s[0] = _mm512_set1_ps(h[k]);
+        if (NR_ > 1) s[1] = _mm512_set1_ps(h[hs + k]);
+        if (NR_ > 2) s[2] = _mm512_set1_ps(h[2 * hs + k]);
+        if (NR_ > 3) s[3] = _mm512_set1_ps(h[3 * hs + k]);
+        PRN__FR_RV(PRN__FR_FMA2)
+    }
+    PRN__FR_RV(PRN__FR_STORE)
+}
+/* the tiles prn__fr_tile16_<NV>x<NR> (parameters: PRN__FR_TILE_PARAMS) */
+PRN__FN PRN__AVX512 void prn__fr_tile16_1x1(PRN__FR_TILE_PARAMS) { prn__fr_tile16(1, 1, PRN__FR_TILE_ARGS); }
+PRN__FN PRN__AVX512 void prn__fr_tile16_2x1(PRN__FR_TILE_PARAMS) { prn__fr_tile16(2, 1, PRN__FR_TILE_ARGS); }
+PRN__FN PRN__AVX512 void prn__fr_tile16_3x1(PRN__FR_TILE_PARAMS) { prn__fr_tile16(3, 1, PRN__FR_TILE_ARGS); }
+PRN__FN PRN__AVX512 void prn__fr_tile16_4x1(PRN__FR_TILE_PARAMS) { prn__fr_tile16(4, 1, PRN__FR_TILE_ARGS); }
+PRN__FN PRN__AVX512 void prn__fr_tile16_5x1(PRN__FR_TILE_PARAMS) { prn__fr_tile16(5, 1, PRN__FR_TILE_ARGS); }
+PRN__FN PRN__AVX512 void prn__fr_tile16_6x1(PRN__FR_TILE_PARAMS) { prn__fr_tile16(6, 1, PRN__FR_TILE_ARGS); }
+PRN__FN PRN__AVX512 void prn__fr_tile16_7x1(PRN__FR_TILE_PARAMS) { prn__fr_tile16(7, 1, PRN__FR_TILE_ARGS); }
+PRN__FN PRN__AVX512 void prn__fr_tile16_8x1(PRN__FR_TILE_PARAMS) { prn__fr_tile16(8, 1, PRN__FR_TILE_ARGS); }
+PRN__FN PRN__AVX512 void prn__fr_tile16_1x2(PRN__FR_TILE_PARAMS) { prn__fr_tile16(1, 2, PRN__FR_TILE_ARGS); }
+PRN__FN PRN__AVX512 void prn__fr_tile16_2x2(PRN__FR_TILE_PARAMS) { prn__fr_tile16(2, 2, PRN__FR_TILE_ARGS); }
+PRN__FN PRN__AVX512 void prn__fr_tile16_3x2(PRN__FR_TILE_PARAMS) { prn__fr_tile16(3, 2, PRN__FR_TILE_ARGS); }
+PRN__FN PRN__AVX512 void prn__fr_tile16_4x2(PRN__FR_TILE_PARAMS) { prn__fr_tile16(4, 2, PRN__FR_TILE_ARGS); }
+PRN__FN PRN__AVX512 void prn__fr_tile16_1x4(PRN__FR_TILE_PARAMS) { prn__fr_tile16(1, 4, PRN__FR_TILE_ARGS); }
+PRN__FN PRN__AVX512 void prn__fr_tile16_2x4(PRN__FR_TILE_PARAMS) { prn__fr_tile16(2, 4, PRN__FR_TILE_ARGS); }
+#undef PRN__FR_RV
+#undef PRN__FR_INIT
+#undef PRN__FR_FMA
+#undef PRN__FR_FMA2
+#undef PRN__FR_STORE
 typedef void (*prn__fr_tile16_fn)(const float *, size_t, const float *, const float *, const float *, size_t, size_t, const float *,
                                 size_t, size_t, float *, float *, size_t);
 /* R rows (1, 2 or 4) in tiles of at most 8 / R blocks of columns. */
@@ -10457,14 +10487,9 @@ PRN__FN PRN__AVX512 void prn__fr_mv16(const float *W, size_t nv, const float *bi
                                                 a2 ? a2 + 16 * v0 : NULL, as);
     }
 }
-#undef PRN__FR_RV
-#undef PRN__FR_INIT
-#undef PRN__FR_FMA
-#undef PRN__FR_FMA2
-#undef PRN__FR_STORE
-#undef PRN__FR_BCAST
-#undef PRN__DEFINE_FR_TILE
 #endif
+#undef PRN__FR_TILE_PARAMS
+#undef PRN__FR_TILE_ARGS
 
 /* nb: blocks of f->bw columns */
 PRN__FN_INLINE void prn__fr_mv(const prn_rnn_framef *f, const float *W, size_t nb, const float *bias, const float *bias2, const float *x, size_t xs,
