@@ -5482,9 +5482,8 @@ PRN__FN prn_status prn__ref_rnn_layer_backward_dw(prn_context *ctx, prn_dtype dt
 
 #ifndef PARRNN_NO_SCYFI /* solve_batched: SCYFI's candidates (LEAVING PARTS OUT) */
 /* --- batched LU solves (solve_batched) ----------------------------------- */
-/* One system: a x = r by LU with partial pivoting, elimination by rows so
- * the inner loop runs along contiguous memory. par threads the row loop
- * (for few large systems). */
+/* One system: prn__lu_solve_double / _float (TEMPLATE LU_SOLVE), threaded
+ * by PRN__LU_ROWS_PAR; a batch of them by PRN__LU_BATCH_PAR. */
 #ifdef _OPENMP
 /* A column's elimination is (n - j)^2 multiply-adds: a region of threads
  * only where each gets PRN__PAR_MIN of them (a region per column of a
@@ -13890,10 +13889,11 @@ PRN__FN_INLINE PRN__T prn__scan1_T(int rev, size_t n, const PRN__T *a, const PRN
 
 /* ======== DEER and the frames' kernels ======== */
 
-/* ---- LU_SOLVE: one system a x = r solved in place by Gaussian elimination with
- * partial pivoting; returns 0, or 1 + the column of a zero pivot. Parameters:
- * T and SFX (SFX is the type name: prn__lu_solve_double, _float).
- * par/nt: the rows of a column share the threads (PRN__LU_ROWS_PAR). */
+/* ---- LU_SOLVE: one system a x = r by LU with partial pivoting, in place,
+ * elimination by rows so the inner loop runs along contiguous memory. par
+ * threads the row loop (for few large systems; up to nt threads, by
+ * PRN__LU_ROWS_PAR). Returns 0, or 1 + the column whose pivot is 0 or not
+ * finite. Parameters: T, SFX (the type's name: prn__lu_solve_double, _float). */
 #ifdef PRN__TPL_LU_SOLVE
 #undef PRN__TPL_LU_SOLVE
 #define prn__lu_solve_T PRN__TNAME(prn__lu_solve_)
