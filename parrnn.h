@@ -4755,9 +4755,8 @@ PRN__FN prn_status prn__ref_rnn_layer_backward_dw(prn_context *ctx, prn_dtype dt
 
 #ifndef PARRNN_NO_SCYFI /* solve_batched: SCYFI's candidates (LEAVING PARTS OUT) */
 /* --- batched LU solves (solve_batched) ----------------------------------- */
-/* One system: a x = r by LU with partial pivoting, elimination by rows so
- * the inner loop runs along contiguous memory. par threads the row loop
- * (for few large systems). */
+/* One system: prn__lu_solve_double / _float (TEMPLATE LU_SOLVE), threaded
+ * by PRN__LU_ROWS_PAR; a batch of them by PRN__LU_BATCH_PAR. */
 #ifdef _OPENMP
 /* A column's elimination is (n - j)^2 multiply-adds: a region of threads
  * only where each gets PRN__PAR_MIN of them (a region per column of a
@@ -4775,46 +4774,16 @@ PRN__FN int prn__work_nt(double work, int nt) {
     double w = work / PRN__PAR_MIN;
     return w < nt ? (w < 1 ? 1 : (int)w) : nt;
 }
-#define PRN__LU_SOLVE(T)                                                         \
-    PRN__FN int prn__lu_solve_##T(size_t n, T *a, T *r, int par, int nt) {        \
-        size_t j;                                                                \
-        long i;                                                                  \
-        int lnt; /* the column's threads (prn__work_nt) */                       \
-        (void)par; (void)nt;                                                     \
-        for (j = 0; j < n; ++j) {                                                \
-            size_t p = j, c;                                                     \
-            T best = a[j * n + j] < 0 ? -a[j * n + j] : a[j * n + j], piv;       \
-            for (c = j + 1; c < n; ++c) {                                        \
-                T v = a[c * n + j] < 0 ? -a[c * n + j] : a[c * n + j];           \
-                if (v > best) { best = v; p = c; }                               \
-            }                                                                    \
-            if (!(best > 0) || best - best != 0) return (int)j + 1;              \
-            if (p != j) {                                                        \
-                T tr = r[p]; r[p] = r[j]; r[j] = tr;                             \
-                for (c = j; c < n; ++c) { T t = a[p * n + c]; a[p * n + c] = a[j * n + c]; a[j * n + c] = t; } \
-            }                                                                    \
-            piv = a[j * n + j];                                                  \
-            lnt = prn__work_nt((double)(n - j) * (n - j), nt); (void)lnt;        \
-            PRN__LU_ROWS_PAR                                                     \
-            for (i = (long)j + 1; i < (long)n; ++i) {                            \
-                T *ai = a + (size_t)i * n, *aj = a + j * n, l = ai[j] / piv;     \
-                size_t q;                                                        \
-                if (l == 0) continue;                                            \
-                PRN__SIMD for (q = j + 1; q < n; ++q) ai[q] -= l * aj[q];        \
-                r[i] -= l * r[j];                                                \
-            }                                                                    \
-        }                                                                        \
-        for (i = (long)n - 1; i >= 0; --i) {                                     \
-            const T *ai = a + (size_t)i * n;                                     \
-            T s = r[i];                                                          \
-            size_t q;                                                            \
-            for (q = (size_t)i + 1; q < n; ++q) s -= ai[q] * r[q];               \
-            r[i] = s / ai[i];                                                    \
-        }                                                                        \
-        return 0;                                                                \
-    }
-PRN__LU_SOLVE(double)
-PRN__LU_SOLVE(float)
+/* prn__lu_solve_double: TEMPLATE LU_SOLVE */
+#define PRN__TPL_LU_SOLVE
+#define PRN__T double
+#define PRN__SFX double
+#include PARRNN_SELF_PATH
+/* prn__lu_solve_float: TEMPLATE LU_SOLVE */
+#define PRN__TPL_LU_SOLVE
+#define PRN__T float
+#define PRN__SFX float
+#include PARRNN_SELF_PATH
 
 PRN__FN prn_status prn__ref_solve_batched(prn_context *ctx, prn_dtype dtype, size_t batch, size_t n, void *a,
                                           void *r, int *info) {
@@ -4852,8 +4821,8 @@ PRN__FN prn_status prn__ref_solve_batched(prn_context *ctx, prn_dtype dtype, siz
  * unswitches the time segments' step loop on each run-time flag (pass, Y,
  * YN): twice the code for branches that stay the same through a call
  * (PRN__DZ_TS). gcc's variable tracking for -g is a large part of the rest
- * (PRN__DZ_DBG; -g does not change the code, and a macro's body is one
- * source line to a debugger anyway). Its assignments part only: gcc 12
+ * (PRN__DZ_DBG; -g does not change the code; a debugger still has the
+ * template's lines, only fewer locals' locations). Its assignments part only: gcc 12
  * rejects "no-var-tracking" without -g under -Werror ("variable tracking
  * requested, but useless"), as tests/compile_check.sh builds. */
 #if defined(__GNUC__) && !defined(__clang__)
@@ -4882,619 +4851,6 @@ typedef struct prn__dz {
     int *bad;                   /* a non-finite one seen             */
 } prn__dz;
 
-#define PRN__DEFINE_DEER(FT, SFX, ATTR, EXPF, TANHF, SPEC)                        \
-PRN__FN_INLINE FT prn__dz_sig_##SFX(FT x) { return (FT)1 / ((FT)1 + EXPF(-x)); }     \
-/* f [S][W] and J [S][kb][W] (row i's block starts at column (i / kb) kb) at  \
- * the previous state s [S][W] and the projections x [P][W]; wk scratch */     \
-PRN__FN_INLINE ATTR PRN__DZ_DBG void prn__dz_cell_##SFX(const prn_deer_fused *a, const int kind, const size_t S, const size_t H, \
-                                            const size_t hk, const size_t kb, const FT *s, const FT *x, FT *F, FT *J, \
-                                            FT *wk, const FT *lam, FT *DX, FT *DQ) {                             \
-    const size_t W = PRN__DZW;                                                   \
-    size_t i, jj, u, v, l, h;                                                    \
-    switch (kind) {                                                              \
-    case PRN_RNN_GRU: case PRN_RNN_MHGRU: {                                      \
-        const size_t k = hk, nh = H / k;                                         \
-        const FT *Wh = (const FT *)a->w[0], *bh = (const FT *)a->w[1];              \
-        FT *q = wk, *cz = q + 3 * k * W, *ca = cz + k * W, *cb = ca + k * W, *cc = cb + k * W, *cd = cc + k * W; \
-        for (h = 0; h < nh; ++h) {                                               \
-            const FT *Wg = Wh + h * 3 * k * k;                                    \
-            for (u = 0; u < 3 * k; ++u) {                                        \
-                const FT *wr = Wg + u * k, bb = bh[h * 3 * k + u];                \
-                FT *qu = q + u * W;                                               \
-                PRN__SIMD for (l = 0; l < W; ++l) qu[l] = bb;                    \
-                for (v = 0; v < k; ++v) {                                        \
-                    const FT wv = wr[v], *sv = s + (h * k + v) * W;               \
-                    PRN__SIMD for (l = 0; l < W; ++l) qu[l] += wv * sv[l];       \
-                }                                                                \
-            }                                                                    \
-            for (u = 0; u < k; ++u) {                                            \
-                const FT *xr = x + (h * 3 * k + u) * W, *xz = xr + k * W, *xn = xz + k * W, *si = s + (h * k + u) * W; \
-                const FT *qr = q + u * W, *qz = q + (k + u) * W, *qn = q + (2 * k + u) * W; \
-                FT *fi = F + (h * k + u) * W, *za = cz + u * W, *aa = ca + u * W, *ba = cb + u * W, *ccu = cc + u * W, *cdu = cd + u * W; \
-                PRN__SIMD for (l = 0; l < W; ++l) {                              \
-                    const FT r = prn__dz_sig_##SFX(xr[l] + qr[l]), z = prn__dz_sig_##SFX(xz[l] + qz[l]); \
-                    const FT hn = qn[l], n = TANHF(xn[l] + r * hn), d = si[l] - n; \
-                    const FT tz = ((FT)1 - z) * ((FT)1 - n * n);                    \
-                    fi[l] = n + z * d;                                           \
-                    za[l] = z; aa[l] = d * z * ((FT)1 - z); ba[l] = tz * hn * r * ((FT)1 - r); ccu[l] = tz * r; \
-                    cdu[l] = tz;                                                 \
-                }                                                                \
-            }                                                                    \
-            if (lam) /* the gates' gradients: d f / d (x + q) of r and z; n: x and r q apart */ \
-                for (u = 0; u < k; ++u) {                                        \
-                    const FT *lm = lam + (h * k + u) * W, *aa = ca + u * W, *ba = cb + u * W, *ccu = cc + u * W, *cdu = cd + u * W; \
-                    FT *dxr = DX + (h * 3 * k + u) * W, *dxz = dxr + k * W, *dxn = dxz + k * W; \
-                    FT *dqr = DQ + (h * 3 * k + u) * W, *dqz = dqr + k * W, *dqn = dqz + k * W; \
-                    PRN__SIMD for (l = 0; l < W; ++l) {                          \
-                        dxr[l] = dqr[l] = lm[l] * ba[l]; dxz[l] = dqz[l] = lm[l] * aa[l]; \
-                        dxn[l] = lm[l] * cdu[l]; dqn[l] = lm[l] * ccu[l];        \
-                    }                                                            \
-                }                                                                \
-            for (u = 0; u < k; ++u) {                                            \
-                const size_t row = h * k + u, j0 = row / kb * kb;                \
-                const FT *za = cz + u * W, *aa = ca + u * W, *ba = cb + u * W, *ccu = cc + u * W; \
-                for (jj = 0; jj < kb; ++jj) {                                    \
-                    const size_t j = j0 + jj;                                    \
-                    FT *Jp = J + (row * kb + jj) * W;                             \
-                    if (kb == 1) v = u;                                          \
-                    else if (j < h * k || j >= h * k + k) { PRN__SIMD for (l = 0; l < W; ++l) Jp[l] = 0; continue; } \
-                    else v = j - h * k;                                          \
-                    {                                                            \
-                        const FT wr = Wg[u * k + v], wz = Wg[(k + u) * k + v], wn = Wg[(2 * k + u) * k + v]; \
-                        if (v == u) { PRN__SIMD for (l = 0; l < W; ++l) Jp[l] = za[l] + aa[l] * wz + ba[l] * wr + ccu[l] * wn; } \
-                        else { PRN__SIMD for (l = 0; l < W; ++l) Jp[l] = aa[l] * wz + ba[l] * wr + ccu[l] * wn; } \
-                    }                                                            \
-                }                                                                \
-            }                                                                    \
-        }                                                                        \
-        break;                                                                   \
-    }                                                                            \
-    case PRN_RNN_ELMAN: {                                                        \
-        const FT *Wh = (const FT *)a->w[0], *bh = (const FT *)a->w[1];              \
-        FT *dd = wk;                                                              \
-        for (i = 0; i < H; ++i) {                                                \
-            FT *fi = F + i * W, *di = dd + i * W;                                 \
-            const FT *xi = x + i * W, bb = bh[i];                                 \
-            PRN__SIMD for (l = 0; l < W; ++l) fi[l] = xi[l] + bb;                \
-            for (v = 0; v < H; ++v) {                                            \
-                const FT wv = Wh[i * H + v], *sv = s + v * W;                     \
-                PRN__SIMD for (l = 0; l < W; ++l) fi[l] += wv * sv[l];           \
-            }                                                                    \
-            if (a->relu) { PRN__SIMD for (l = 0; l < W; ++l) { fi[l] = fi[l] > 0 ? fi[l] : 0; di[l] = fi[l] > 0 ? (FT)1 : (FT)0; } } \
-            else { PRN__SIMD for (l = 0; l < W; ++l) { fi[l] = TANHF(fi[l]); di[l] = (FT)1 - fi[l] * fi[l]; } } \
-            if (lam) { FT *dx = DX + i * W, *dq = DQ + i * W; const FT *lm = lam + i * W; PRN__SIMD for (l = 0; l < W; ++l) dx[l] = dq[l] = lm[l] * di[l]; } \
-            for (jj = 0; jj < kb; ++jj) {                                        \
-                const FT wv = Wh[i * H + (kb == 1 ? i : i / kb * kb + jj)];       \
-                FT *Jp = J + (i * kb + jj) * W;                                   \
-                PRN__SIMD for (l = 0; l < W; ++l) Jp[l] = di[l] * wv;            \
-            }                                                                    \
-        }                                                                        \
-        break;                                                                   \
-    }                                                                            \
-    case PRN_RNN_LSTM: { /* gates i f g o; s = [h, c] */                         \
-        const FT *Wh = (const FT *)a->w[0], *bh = (const FT *)a->w[1];              \
-        FT *pre = wk, *ai = pre + 4 * H * W, *af = ai + H * W, *ag = af + H * W, *ao = ag + H * W, *qq = ao + H * W, *fg = qq + H * W; \
-        for (u = 0; u < 4 * H; ++u) {                                            \
-            FT *pu = pre + u * W;                                                 \
-            const FT *xu = x + u * W, bb = bh[u];                                 \
-            PRN__SIMD for (l = 0; l < W; ++l) pu[l] = xu[l] + bb;                \
-            for (v = 0; v < H; ++v) {                                            \
-                const FT wv = Wh[u * H + v], *sv = s + v * W;                     \
-                PRN__SIMD for (l = 0; l < W; ++l) pu[l] += wv * sv[l];           \
-            }                                                                    \
-        }                                                                        \
-        for (u = 0; u < H; ++u) {                                                \
-            const FT *pi = pre + u * W, *pf = pre + (H + u) * W, *pg = pre + (2 * H + u) * W, *po = pre + (3 * H + u) * W; \
-            const FT *cp = s + (H + u) * W;                                       \
-            FT *fh = F + u * W, *fc = F + (H + u) * W;                            \
-            FT *a1 = ai + u * W, *a2 = af + u * W, *a3 = ag + u * W, *a4 = ao + u * W, *a5 = qq + u * W, *a6 = fg + u * W; \
-            PRN__SIMD for (l = 0; l < W; ++l) {                                  \
-                const FT ig = prn__dz_sig_##SFX(pi[l]), ff = prn__dz_sig_##SFX(pf[l]), gg = TANHF(pg[l]); \
-                const FT og = prn__dz_sig_##SFX(po[l]), cn = ff * cp[l] + ig * gg, tc = TANHF(cn); \
-                fh[l] = og * tc; fc[l] = cn;                                     \
-                a1[l] = gg * ig * ((FT)1 - ig); a2[l] = cp[l] * ff * ((FT)1 - ff); a3[l] = ig * ((FT)1 - gg * gg); \
-                a4[l] = tc * og * ((FT)1 - og); a5[l] = og * ((FT)1 - tc * tc); a6[l] = ff; \
-            }                                                                    \
-            if (lam) { /* through c: the h gradient by tanh(c) and the c gradient */ \
-                const FT *lh = lam + u * W, *lc = lam + (H + u) * W;              \
-                FT *d1 = DX + u * W, *d2 = DX + (H + u) * W, *d3 = DX + (2 * H + u) * W, *d4 = DX + (3 * H + u) * W; \
-                FT *e1 = DQ + u * W, *e2 = DQ + (H + u) * W, *e3 = DQ + (2 * H + u) * W, *e4 = DQ + (3 * H + u) * W; \
-                PRN__SIMD for (l = 0; l < W; ++l) {                              \
-                    const FT dc = lc[l] + lh[l] * a5[l];                          \
-                    e1[l] = d1[l] = dc * a1[l]; e2[l] = d2[l] = dc * a2[l]; e3[l] = d3[l] = dc * a3[l]; \
-                    e4[l] = d4[l] = lh[l] * a4[l];                               \
-                }                                                                \
-            }                                                                    \
-        }                                                                        \
-        for (i = 0; i < S; ++i) {                                                \
-            const size_t u0 = i < H ? i : i - H, j0 = i / kb * kb;               \
-            const FT *a1 = ai + u0 * W, *a2 = af + u0 * W, *a3 = ag + u0 * W, *a4 = ao + u0 * W, *a5 = qq + u0 * W, *a6 = fg + u0 * W; \
-            for (jj = 0; jj < kb; ++jj) {                                        \
-                const size_t j = kb == 1 ? i : j0 + jj;                          \
-                FT *Jp = J + (i * kb + jj) * W;                                   \
-                if (j >= H) { /* d / d c: diagonal */                            \
-                    if (j - H != u0) { PRN__SIMD for (l = 0; l < W; ++l) Jp[l] = 0; } \
-                    else if (i < H) { PRN__SIMD for (l = 0; l < W; ++l) Jp[l] = a5[l] * a6[l]; } \
-                    else { PRN__SIMD for (l = 0; l < W; ++l) Jp[l] = a6[l]; }    \
-                } else {                                                         \
-                    const FT wi = Wh[u0 * H + j], wf = Wh[(H + u0) * H + j], wg = Wh[(2 * H + u0) * H + j]; \
-                    if (i >= H) { PRN__SIMD for (l = 0; l < W; ++l) Jp[l] = a1[l] * wi + a2[l] * wf + a3[l] * wg; } \
-                    else {                                                       \
-                        const FT wo = Wh[(3 * H + u0) * H + j];                   \
-                        PRN__SIMD for (l = 0; l < W; ++l) Jp[l] = a4[l] * wo + a5[l] * (a1[l] * wi + a2[l] * wf + a3[l] * wg); \
-                    }                                                            \
-                }                                                                \
-            }                                                                    \
-        }                                                                        \
-        break;                                                                   \
-    }                                                                            \
-    case PRN_RNN_PLRNN: case PRN_RNN_ALRNN: { /* f = A s + W phi(s) + xp */      \
-        const FT *A = (const FT *)a->w[0], *Wm = (const FT *)a->w[1];               \
-        FT *m = wk, *ph = m + S * W;                                              \
-        const size_t lin = kind == PRN_RNN_ALRNN ? S - a->L : 0;                 \
-        for (v = 0; v < S; ++v) {                                                \
-            const FT *sv = s + v * W;                                             \
-            FT *mv = m + v * W, *pv = ph + v * W;                                 \
-            if (v < lin) { PRN__SIMD for (l = 0; l < W; ++l) { mv[l] = 1; pv[l] = sv[l]; } } \
-            else if (kind == PRN_RNN_ALRNN) { PRN__SIMD for (l = 0; l < W; ++l) { mv[l] = sv[l] > 0 ? (FT)1 : (FT)0; pv[l] = sv[l] * mv[l]; } } \
-            else { PRN__SIMD for (l = 0; l < W; ++l) { mv[l] = sv[l] > 0 ? (FT)1 : (FT)0; pv[l] = sv[l] > 0 ? sv[l] : (FT)0; } } \
-        }                                                                        \
-        for (i = 0; i < S; ++i) {                                                \
-            const FT ai_ = A[i], *si = s + i * W, *xi = x + i * W;                \
-            FT *fi = F + i * W;                                                   \
-            PRN__SIMD for (l = 0; l < W; ++l) fi[l] = 0;                         \
-            for (v = 0; v < S; ++v) {                                            \
-                const FT wv = Wm[i * S + v], *pv = ph + v * W;                    \
-                PRN__SIMD for (l = 0; l < W; ++l) fi[l] += wv * pv[l];           \
-            }                                                                    \
-            PRN__SIMD for (l = 0; l < W; ++l) fi[l] = ai_ * si[l] + fi[l] + xi[l]; \
-            for (jj = 0; jj < kb; ++jj) {                                        \
-                const size_t j = kb == 1 ? i : i / kb * kb + jj;                 \
-                const FT wv = Wm[i * S + j], *mj = m + j * W;                     \
-                FT *Jp = J + (i * kb + jj) * W;                                   \
-                if (j == i) { PRN__SIMD for (l = 0; l < W; ++l) Jp[l] = ai_ + wv * mj[l]; } \
-                else { PRN__SIMD for (l = 0; l < W; ++l) Jp[l] = wv * mj[l]; }   \
-            }                                                                    \
-        }                                                                        \
-        break;                                                                   \
-    }                                                                            \
-    default: { /* shallow: f = A s + W1 rho(W2 s) + xp */                        \
-        const size_t Lh = a->L;                                                  \
-        const int clipped = kind == PRN_RNN_CLIPPED_SHPLRNN;                     \
-        const FT *A = (const FT *)a->w[0], *W1 = (const FT *)a->w[1], *W2 = (const FT *)a->w[2], *h2 = (const FT *)a->w[3]; \
-        FT *m = wk, *rho = m + Lh * W, *vv = rho + Lh * W;                        \
-        for (v = 0; v < Lh; ++v) {                                               \
-            FT *mv = m + v * W, *rv = rho + v * W;                                \
-            const FT hb = h2[v];                                                  \
-            PRN__SIMD for (l = 0; l < W; ++l) vv[l] = 0;                         \
-            for (u = 0; u < S; ++u) {                                            \
-                const FT wv = W2[v * S + u], *su = s + u * W;                     \
-                PRN__SIMD for (l = 0; l < W; ++l) vv[l] += wv * su[l];           \
-            }                                                                    \
-            if (clipped) {                                                       \
-                PRN__SIMD for (l = 0; l < W; ++l) {                              \
-                    const FT uu = vv[l] + hb;                                     \
-                    rv[l] = (uu > 0 ? uu : (FT)0) - (vv[l] > 0 ? vv[l] : (FT)0);   \
-                    mv[l] = (uu > 0 ? (FT)1 : (FT)0) - (vv[l] > 0 ? (FT)1 : (FT)0);  \
-                }                                                                \
-            } else {                                                             \
-                PRN__SIMD for (l = 0; l < W; ++l) {                              \
-                    const FT uu = vv[l] + hb;                                     \
-                    rv[l] = uu > 0 ? uu : (FT)0; mv[l] = uu > 0 ? (FT)1 : (FT)0;    \
-                }                                                                \
-            }                                                                    \
-        }                                                                        \
-        for (i = 0; i < S; ++i) {                                                \
-            const FT ai_ = A[i], *si = s + i * W, *xi = x + i * W;                \
-            FT *fi = F + i * W;                                                   \
-            PRN__SIMD for (l = 0; l < W; ++l) fi[l] = 0;                         \
-            for (v = 0; v < Lh; ++v) {                                           \
-                const FT wv = W1[i * Lh + v], *rv = rho + v * W;                  \
-                PRN__SIMD for (l = 0; l < W; ++l) fi[l] += wv * rv[l];           \
-            }                                                                    \
-            PRN__SIMD for (l = 0; l < W; ++l) fi[l] = ai_ * si[l] + fi[l] + xi[l]; \
-            for (jj = 0; jj < kb; ++jj) {                                        \
-                const size_t j = kb == 1 ? i : i / kb * kb + jj;                 \
-                FT *Jp = J + (i * kb + jj) * W;                                   \
-                PRN__SIMD for (l = 0; l < W; ++l) Jp[l] = j == i ? ai_ : (FT)0;   \
-                for (v = 0; v < Lh; ++v) {                                       \
-                    const FT wv = W1[i * Lh + v] * W2[v * S + j], *mv = m + v * W; \
-                    PRN__SIMD for (l = 0; l < W; ++l) Jp[l] += wv * mv[l];       \
-                }                                                                \
-            }                                                                    \
-        }                                                                        \
-        break;                                                                   \
-    }                                                                            \
-    }                                                                            \
-}                                                                                \
-/* One group of lanes (batch rows b0 ..): the iteration, or the adjoint. The  \
- * sizes are arguments so that the common small cells get copies of their own \
- * (constant trip counts: the short loops unroll). */                          \
-PRN__FN_INLINE ATTR PRN__DZ_DBG void prn__dz_body_##SFX(const prn__dz *z, size_t b0, FT *ws, double *res, int *bad, const int kind, \
-                                            const size_t S, const size_t H, const size_t hk, const size_t P, \
-                                            const size_t kb, const int fwo) {    \
-    const prn_deer_fused *a = z->a;                                              \
-    const size_t B = a->B, TT = a->T, Tc = z->Tc, W = PRN__DZW;                  \
-    const FT *XP = (const FT *)a->xp, *Y = (const FT *)a->y, *H0 = (const FT *)a->h0; /* Y NULL: h0 at every step */ \
-    const FT *G = (const FT *)a->g;                                                \
-    FT *YN = (FT *)(z->adj ? a->lam : a->ynew);                                    \
-    const FT one_k = (FT)(1.0 - a->damping), atol = (FT)a->atol, rtol = (FT)a->rtol, clip = (FT)a->clip; \
-    FT *Xc = ws, *Yc = Xc + Tc * P * W, *Gc = Yc + (Tc + 1) * S * W, *Yn = Gc + Tc * S * W; \
-    FT *F = Yn + Tc * S * W, *J = F + S * W, *cy = J + S * kb * W, *tmp = cy + S * W, *wk = tmp + S * W; \
-    FT *Dx = wk + z->wkn, *Dq = Dx + Tc * P * W; /* the adjoint's dxp, dq (z->dxq) */ \
-    FT *aW = Dq + Tc * P * W, *aB = aW + P * z->wc * W; /* z->dwb: dw, db of this chunk per lane */ \
-    const int dwb = z->adj && z->dwb;                                            \
-    const size_t wc = z->wc;                                                     \
-    double *gp = dwb ? z->gpart + b0 / W * (P * wc + P) : NULL;                   \
-    FT *DXP = (FT *)a->dxp, *DQP = (FT *)a->dq, *DH0 = (FT *)a->dh0;             \
-    const int dxq = z->adj && z->dxq;                                            \
-    FT mx[PRN__DZW], nf[PRN__DZW];                                                \
-    size_t bl[PRN__DZW], l, c0, r, i, jj, p;                                     \
-    const int rev = a->reverse;                                                  \
-    for (l = 0; l < W; ++l) { bl[l] = b0 + l < B ? b0 + l : b0; mx[l] = 0; nf[l] = 0; } \
-    if (fwo || !z->adj) { /* fwo: a copy that never runs the adjoint */         \
-        for (i = 0; i < S; ++i)                                                  \
-            for (l = 0; l < W; ++l) Yc[i * W + l] = cy[i * W + l] = H0[bl[l] * S + i]; \
-        for (c0 = 0; c0 < TT; c0 += Tc) {                                        \
-            const size_t n = TT - c0 < Tc ? TT - c0 : Tc;                        \
-            for (l = 0; l < W; ++l) { /* a run of rows of each lane, into lane order */ \
-                const size_t t0 = rev ? TT - 1 - c0 : c0;                        \
-                const FT *xs = XP + (bl[l] * TT + t0) * P, *ys = Y ? Y + (bl[l] * TT + t0) * S : H0 + bl[l] * S; \
-                const ptrdiff_t xst = rev ? -(ptrdiff_t)P : (ptrdiff_t)P, yst = !Y ? 0 : rev ? -(ptrdiff_t)S : (ptrdiff_t)S; \
-                FT *xd = Xc + l, *yd = Yc + S * W + l;                           \
-                for (r = 0; r < n; ++r, xs += xst, ys += yst, xd += P * W, yd += S * W) { \
-                    for (p = 0; p < P; ++p) xd[p * W] = xs[p];                   \
-                    for (i = 0; i < S; ++i) yd[i * W] = ys[i];                   \
-                }                                                                \
-            }                                                                    \
-            for (r = 0; r < n; ++r) {                                            \
-                const FT *sp = Yc + r * S * W, *yc = sp + S * W;                  \
-                FT *yn = Yn + r * S * W;                                          \
-                prn__dz_cell_##SFX(a, kind, S, H, hk, kb, sp, Xc + r * P * W, F, J, wk, NULL, NULL, NULL); \
-                for (i = 0; i < S; ++i)                                          \
-                    PRN__SIMD for (l = 0; l < W; ++l) {                          \
-                        const FT fv = F[i * W + l], d = yc[i * W + l] - fv;       \
-                        const FT q = (d < 0 ? -d : d) / (atol + rtol * (fv < 0 ? -fv : fv)); \
-                        mx[l] = q > mx[l] ? q : mx[l];                           \
-                        const FT u = q - q; /* NaN for NaN and Inf */            \
-                        nf[l] += u == u ? (FT)0 : (FT)1;                         \
-                    }                                                            \
-                if (!YN) continue;                                               \
-                /* y'_t = A (y'_{t-1} - y_{t-1}) + f: the same as A y' + (f - A y) */ \
-                for (i = 0; i < S; ++i) {                                        \
-                    const size_t j0 = kb == 1 ? i : i / kb * kb;                 \
-                    FT *ti = tmp + i * W;                                         \
-                    const FT *fi = F + i * W;                                     \
-                    FT acc[PRN__DZW], ay[PRN__DZW];                               \
-                    PRN__SIMD for (l = 0; l < W; ++l) { acc[l] = 0; ay[l] = 0; } \
-                    for (jj = 0; jj < kb; ++jj) {                                \
-                        const FT *Jp = J + (i * kb + jj) * W, *cj = cy + (j0 + jj) * W, *pj = sp + (j0 + jj) * W; \
-                        PRN__SIMD for (l = 0; l < W; ++l) { const FT aj = one_k * Jp[l]; acc[l] += aj * cj[l]; ay[l] += aj * pj[l]; } \
-                    }                                                            \
-                    PRN__SIMD for (l = 0; l < W; ++l) ti[l] = acc[l] + (fi[l] - ay[l]); \
-                }                                                                \
-                PRN__SIMD for (i = 0; i < S * W; ++i) {                          \
-                    FT v = tmp[i];                                                \
-                    cy[i] = v;                                                   \
-                    v = v > clip ? clip : v;                                     \
-                    v = v < -clip ? -clip : v;                                   \
-                    yn[i] = v == v ? v : (FT)0;                                  \
-                }                                                                \
-            }                                                                    \
-            if (YN)                                                              \
-                for (l = 0; l < W && b0 + l < B; ++l) {                          \
-                    const size_t t0 = rev ? TT - 1 - c0 : c0;                    \
-                    const ptrdiff_t yst = rev ? -(ptrdiff_t)S : (ptrdiff_t)S;    \
-                    FT *yo = YN + (bl[l] * TT + t0) * S;                          \
-                    const FT *ysrc = Yn + l;                                      \
-                    for (r = 0; r < n; ++r, yo += yst, ysrc += S * W)            \
-                        for (i = 0; i < S; ++i) yo[i] = ysrc[i * W];             \
-                }                                                                \
-            memcpy(Yc, Yc + n * S * W, S * W * sizeof(FT));                       \
-        }                                                                        \
-        for (l = 0; l < W; ++l) {                                                \
-            if (nf[l] != 0) *bad = 1;                                            \
-            if ((double)mx[l] > *res) *res = (double)mx[l];                      \
-        }                                                                        \
-        return;                                                                  \
-    }                                                                            \
-    /* the adjoint: walk back; lam_t = g_t + c, then c = J_t^FT lam_t */          \
-    for (i = 0; i < S * W; ++i) cy[i] = 0;                                       \
-    if (dwb) for (i = 0; i < (P * wc + P) * W; ++i) aW[i] = 0;                   \
-    for (c0 = TT; c0 > 0;) {                                                     \
-        const size_t n = c0 < Tc ? c0 : Tc, w0 = c0 - n;                         \
-        for (l = 0; l < W; ++l)                                                  \
-            for (r = 0; r < n; ++r) {                                            \
-                const size_t w = w0 + r, t = rev ? TT - 1 - w : w, row = bl[l] * TT + t; \
-                const size_t tp = rev ? t + 1 : t - 1;                           \
-                for (p = 0; p < P; ++p) Xc[(r * P + p) * W + l] = XP[row * P + p]; \
-                for (i = 0; i < S; ++i) {                                        \
-                    Yc[(r * S + i) * W + l] = w ? Y[(bl[l] * TT + tp) * S + i] : H0[bl[l] * S + i]; \
-                    Gc[(r * S + i) * W + l] = G[row * S + i];                    \
-                }                                                                \
-            }                                                                    \
-        for (r = n; r-- > 0;) {                                                  \
-            const FT *gc = Gc + r * S * W;                                        \
-            FT *yn = Yn + r * S * W;                                              \
-            for (i = 0; i < S * W; ++i) { yn[i] = gc[i] + cy[i]; cy[i] = 0; }    \
-            prn__dz_cell_##SFX(a, kind, S, H, hk, kb, Yc + r * S * W, Xc + r * P * W, F, J, wk, dxq ? yn : NULL, \
-                               Dx + r * P * W, Dq + r * P * W);                   \
-            if (dwb) /* dw += dq h_prev^T (MHGRU: gate rows of head h with its k states), db += dq */ \
-                for (p = 0; p < P; ++p) {                                        \
-                    const FT *dqp = Dq + (r * P + p) * W, *hp = Yc + (r * S + (wc == H ? 0 : p / (3 * wc) * wc)) * W; \
-                    FT *ap = aW + p * wc * W, *bp = aB + p * W;                   \
-                    PRN__SIMD for (l = 0; l < W; ++l) bp[l] += dqp[l];           \
-                    for (jj = 0; jj < wc; ++jj) {                                \
-                        const FT *hv = hp + jj * W;                               \
-                        FT *av = ap + jj * W;                                     \
-                        PRN__SIMD for (l = 0; l < W; ++l) av[l] += dqp[l] * hv[l]; \
-                    }                                                            \
-                }                                                                \
-            for (i = 0; i < S; ++i) {                                            \
-                const size_t j0 = kb == 1 ? i : i / kb * kb;                     \
-                const FT *li = yn + i * W;                                        \
-                for (jj = 0; jj < kb; ++jj) {                                    \
-                    const FT *Jp = J + (i * kb + jj) * W;                         \
-                    FT *cj = cy + (j0 + jj) * W;                                  \
-                    PRN__SIMD for (l = 0; l < W; ++l) cj[l] += Jp[l] * li[l];    \
-                }                                                                \
-            }                                                                    \
-        }                                                                        \
-        for (l = 0; l < W && b0 + l < B; ++l)                                    \
-            for (r = 0; r < n; ++r) {                                            \
-                const size_t w = w0 + r, t = rev ? TT - 1 - w : w, row = bl[l] * TT + t; \
-                for (i = 0; i < S; ++i) YN[row * S + i] = Yn[(r * S + i) * W + l]; \
-                if (dxq)                                                         \
-                    for (p = 0; p < P; ++p) DXP[row * P + p] = Dx[(r * P + p) * W + l]; \
-                if (dxq && DQP)                                                  \
-                    for (p = 0; p < P; ++p) DQP[row * P + p] = Dq[(r * P + p) * W + l]; \
-            }                                                                    \
-        if (dwb) /* the chunk's sums, lanes in order, into the group's partials */ \
-            for (i = 0; i < P * wc + P; ++i) {                                   \
-                FT *av = aW + i * W;                                              \
-                for (l = 0; l < W && b0 + l < B; ++l) gp[i] += (double)av[l];    \
-                for (l = 0; l < W; ++l) av[l] = 0;                               \
-            }                                                                    \
-        c0 = w0;                                                                 \
-    }                                                                            \
-    if (DH0) /* the carry past the first step: d loss / d h0 */                 \
-        for (l = 0; l < W && b0 + l < B; ++l)                                    \
-            for (i = 0; i < S; ++i) DH0[bl[l] * S + i] = cy[i * W + l];          \
-    (void)res; (void)bad;                                                        \
-}                                                                                \
-/* SPEC 0: no copies for small GRUs (the f32 copy where the AVX2 one runs  \
- * instead: the copies cost compile time, not run time). The copies for     \
- * the quasi-DEER forward (kb 1, S > 1: the adjoint takes kb = S) leave the  \
- * adjoint out (fwo), a third of their code. */                                \
-PRN__FN ATTR PRN__DZ_DBG void prn__dz_group_##SFX(const prn__dz *z, size_t b0, FT *ws, double *res, int *bad) { \
-    const prn_deer_fused *a = z->a;                                              \
-    const size_t S = a->S, kb = z->kb;                                           \
-    const int gru = (SPEC) && a->kind == PRN_RNN_GRU, fw = !z->adj;              \
-    if (gru && S == 1) prn__dz_body_##SFX(z, b0, ws, res, bad, PRN_RNN_GRU, 1, 1, 1, 3, 1, 0); \
-    else if (gru && S == 2 && kb == 2) prn__dz_body_##SFX(z, b0, ws, res, bad, PRN_RNN_GRU, 2, 2, 2, 6, 2, 0); \
-    else if (gru && S == 2 && kb == 1 && fw) prn__dz_body_##SFX(z, b0, ws, res, bad, PRN_RNN_GRU, 2, 2, 2, 6, 1, 1); \
-    else if (gru && S == 4 && kb == 4) prn__dz_body_##SFX(z, b0, ws, res, bad, PRN_RNN_GRU, 4, 4, 4, 12, 4, 0); \
-    else if (gru && S == 4 && kb == 1 && fw) prn__dz_body_##SFX(z, b0, ws, res, bad, PRN_RNN_GRU, 4, 4, 4, 12, 1, 1); \
-    else if (gru && S == 8 && kb == 8) prn__dz_body_##SFX(z, b0, ws, res, bad, PRN_RNN_GRU, 8, 8, 8, 24, 8, 0); \
-    else if (gru && S == 8 && kb == 1 && fw) prn__dz_body_##SFX(z, b0, ws, res, bad, PRN_RNN_GRU, 8, 8, 8, 24, 1, 1); \
-    else prn__dz_body_##SFX(z, b0, ws, res, bad, a->kind, S, a->H, a->hk, z->P, kb, 0); \
-}
-#define PRN__DEFINE_DEER_TS(FT, SFX, ATTR, SPEC)                                  \
-/* Time segments (prn__ref_deer_run with B < PRN__DZW): a lane takes one         \
- * segment of one row's time, so a few rows still fill the lanes and the         \
- * threads. Pass 1 solves each segment's recurrence from a zero carry (v),       \
- * writes v, multiplies its A_t (M) and takes the residual; the carries are      \
- * then chained across the segments of a row. Pass 2 adds the carry's part       \
- * c_t = A_t c_{t-1} (c_{-1} the segment's true carry) to v, and stops in a      \
- * lane once every |c_t,i| <= PRN__DZ_CUT (atol + rtol |v_t,i|): where A         \
- * contracts, c fades within a few hundred steps, so pass 2 costs a small        \
- * part of pass 1. The rest of the segment keeps v: an inexact Newton step       \
- * (the correction left out is below a thousandth of the tolerance where it      \
- * stops, and only grows again where J amplifies); the next iteration's          \
- * residual still decides convergence. A segment whose v was clipped or not      \
- * finite in pass 1 is solved again from its true carry instead (v is then       \
- * not known). Task j is row j / C, segment j % C. */                            \
-PRN__FN_INLINE ATTR PRN__DZ_DBG PRN__DZ_TS void prn__dz_ts_body_##SFX(const prn__dz *z, size_t j0, FT *ws, double *res, int *bad, const int kind, \
-                                               const size_t S, const size_t H, const size_t hk, const size_t P, \
-                                               const size_t kb) {                \
-    const prn_deer_fused *a = z->a;                                              \
-    const size_t TT = a->T, W = PRN__DZW, Ls = z->Ls, SS = 2 * S + S * S + 1;    \
-    const FT *XP = (const FT *)a->xp, *Y = (const FT *)a->y, *H0 = (const FT *)a->h0; \
-    FT *YN = (FT *)a->ynew, *TV = (FT *)z->tv;                                   \
-    const FT one_k = (FT)(1.0 - a->damping), atol = (FT)a->atol, rtol = (FT)a->rtol, clip = (FT)a->clip; \
-    const FT cut = (FT)PRN__DZ_CUT;                                              \
-    const int rev = a->reverse, pass = z->pass;                                  \
-    /* pass 2 usually ends early: short chunks gather little in vain */          \
-    const size_t Tc = pass == 1 || z->Tc < 32 ? z->Tc : 32;                      \
-    FT *Pc = ws, *Cc = Pc + z->Tc * S * W, *Xc = Cc + z->Tc * S * W, *On = Xc + z->Tc * P * W, *F = On + z->Tc * S * W; \
-    FT *J = F + S * W, *cy = J + S * kb * W;                                     \
-    FT *tmp = cy + S * W, *M = tmp + S * W, *Mn = M + S * S * W, *wk = Mn + S * S * W; \
-    FT mx[PRN__DZW], nf[PRN__DZW], vl[PRN__DZW], fm[PRN__DZW], ck[PRN__DZW], sm[PRN__DZW]; \
-    size_t bl[PRN__DZW], sl[PRN__DZW], nl[PRN__DZW], jl[PRN__DZW], ne[PRN__DZW], l, r, i, jj, c, p, nmax = 0, r0, rr, nc; \
-    int dn[PRN__DZW], live = 1, fast;                                            \
-    const FT *pxl[PRN__DZW], *pcl[PRN__DZW], *psl[PRN__DZW];                     \
-    FT *pol[PRN__DZW];                                                           \
-    const ptrdiff_t ost = rev ? -(ptrdiff_t)S : (ptrdiff_t)S;                    \
-    const ptrdiff_t xst = rev ? -(ptrdiff_t)P : (ptrdiff_t)P, yst = !Y ? 0 : rev ? -(ptrdiff_t)S : (ptrdiff_t)S; \
-    for (l = 0; l < W; ++l) {                                                    \
-        const size_t j = j0 + l < z->ntask ? j0 + l : j0;                        \
-        size_t t;                                                                \
-        jl[l] = j; bl[l] = j / z->C; sl[l] = (j % z->C) * Ls;                    \
-        nl[l] = j0 + l < z->ntask && sl[l] < TT ? (TT - sl[l] < Ls ? TT - sl[l] : Ls) : 0; \
-        if (nl[l] > nmax) nmax = nl[l];                                          \
-        mx[l] = 0; nf[l] = 0; ck[l] = 0; dn[l] = 0;                              \
-        /* pass 2: 1 where the segment is solved again in full, 0 where c is added to v */ \
-        fm[l] = pass == 1 || TV[j * SS + 2 * S + S * S] != 0 ? (FT)1 : (FT)0;    \
-        t = rev ? TT - 1 - sl[l] : sl[l]; /* the lane's first step, its inputs */ \
-        pxl[l] = XP + (bl[l] * TT + t) * P;                                      \
-        pcl[l] = Y ? Y + (bl[l] * TT + t) * S : H0 + bl[l] * S;                  \
-        psl[l] = !Y || sl[l] == 0 ? H0 + bl[l] * S : pcl[l] - yst;               \
-        pol[l] = YN ? YN + (bl[l] * TT + t) * S : NULL;                          \
-    }                                                                            \
-    for (i = 0; i < S; ++i)                                                      \
-        for (l = 0; l < W; ++l) cy[i * W + l] = pass == 1 ? (FT)0 : TV[jl[l] * SS + S + S * S + i]; \
-    if (pass == 1)                                                               \
-        for (i = 0; i < S * S; ++i)                                              \
-            for (l = 0; l < W; ++l) M[i * W + l] = i % (S + 1) == 0 ? (FT)1 : (FT)0; \
-    for (r0 = 0; r0 < nmax && live; r0 += nc) {                                  \
-      nc = nmax - r0 < Tc ? nmax - r0 : Tc;                                      \
-      fast = !rev; /* forward, every lane inside its segment: transposes */      \
-      for (l = 0; l < W && fast; ++l) fast = r0 + nc < nl[l] && fm[l] == (pass == 1 ? 1 : 0); \
-      if (fast) {                                                                \
-        const FT *src[PRN__DZW];                                                 \
-        for (l = 0; l < W; ++l) { src[l] = pxl[l]; pxl[l] += nc * P; }           \
-        prn__dz_tin_##SFX(Xc, src, nc * P);                                      \
-        for (l = 0; l < W; ++l)                                                  \
-            for (i = 0; i < S; ++i) Pc[i * W + l] = psl[l][i];                   \
-        if (Y) { /* the previous states: the one before, then this run's but its last */ \
-            FT *cb = pass == 1 ? Cc : On;                                        \
-            for (l = 0; l < W; ++l) { src[l] = pcl[l]; psl[l] = pcl[l] + (nc - 1) * S; pcl[l] += nc * S; } \
-            prn__dz_tin_##SFX(cb, src, nc * S);                                  \
-            memcpy(Pc + S * W, cb, (nc - 1) * S * W * sizeof(FT));               \
-        } else { /* h0 at every step */                                          \
-            for (rr = 1; rr < nc; ++rr) memcpy(Pc + rr * S * W, Pc, S * W * sizeof(FT)); \
-            if (pass == 1) memcpy(Cc, Pc, nc * S * W * sizeof(FT));              \
-        }                                                                        \
-        if (pass == 2) {                                                         \
-            for (l = 0; l < W; ++l) src[l] = pol[l];                             \
-            prn__dz_tin_##SFX(Cc, src, nc * S);                                  \
-        }                                                                        \
-      } else                                                                     \
-      for (l = 0; l < W; ++l) { /* a run of steps of each lane's segment, in lane order */ \
-        const int addv = pass == 2 && fm[l] == 0; /* pass 2 reads v where it adds c */ \
-        for (rr = 0, r = r0; rr < nc; ++rr, ++r) {                               \
-            const FT *ps = psl[l], *pc = pcl[l], *px = pxl[l];                   \
-            FT *sd = Pc + rr * S * W + l, *cd = Cc + rr * S * W + l, *xd = Xc + rr * P * W + l; \
-            for (i = 0; i < S; ++i) sd[i * W] = ps[i];                           \
-            if (pass == 1) for (i = 0; i < S; ++i) cd[i * W] = pc[i];            \
-            else if (addv && r < nl[l]) { const FT *pv = pol[l] + (ptrdiff_t)rr * ost; for (i = 0; i < S; ++i) cd[i * W] = pv[i]; } \
-            else for (i = 0; i < S; ++i) cd[i * W] = 0;                          \
-            for (p = 0; p < P; ++p) xd[p * W] = px[p];                           \
-            if (r + 1 < nl[l]) { psl[l] = Y ? pc : ps; pcl[l] = pc + yst; pxl[l] = px + xst; } \
-        }                                                                        \
-      }                                                                          \
-      for (l = 0; l < W; ++l) ne[l] = 0;                                         \
-      for (rr = 0, r = r0; rr < nc; ++rr, ++r) {                                 \
-        const FT *sp = Pc + rr * S * W, *yc = Cc + rr * S * W, *x = Xc + rr * P * W; \
-        FT *on = On + rr * S * W;                                                \
-        live = 0;                                                                \
-        for (l = 0; l < W; ++l) {                                                \
-            const int act = r < nl[l] && !dn[l];                                 \
-            vl[l] = act ? (FT)1 : (FT)0;                                         \
-            ne[l] += (size_t)act;                                                \
-            live |= act;                                                         \
-        }                                                                        \
-        if (!live) break;                                                        \
-        prn__dz_cell_##SFX(a, kind, S, H, hk, kb, sp, x, F, J, wk, NULL, NULL, NULL); \
-        if (pass == 1)                                                           \
-            for (i = 0; i < S; ++i)                                              \
-                PRN__SIMD for (l = 0; l < W; ++l) {                              \
-                    const FT fv = F[i * W + l], d = yc[i * W + l] - fv;          \
-                    FT q = (d < 0 ? -d : d) / (atol + rtol * (fv < 0 ? -fv : fv)); \
-                    const FT u = q - q;                                          \
-                    q = vl[l] != 0 ? q : (FT)0;                                  \
-                    mx[l] = q > mx[l] ? q : mx[l];                               \
-                    nf[l] += u != u ? vl[l] : (FT)0; /* no &&: it vectorises */  \
-                }                                                                \
-        if (!YN) continue;                                                       \
-        /* y'_t = A (y'_{t-1} - y_{t-1}) + f (full), or c_t = A c_{t-1} */       \
-        for (i = 0; i < S; ++i) {                                                \
-            const size_t j0b = kb == 1 ? i : i / kb * kb;                        \
-            FT acc[PRN__DZW];                                                    \
-            PRN__SIMD for (l = 0; l < W; ++l) acc[l] = fm[l] * F[i * W + l];     \
-            for (jj = 0; jj < kb; ++jj) {                                        \
-                const FT *Jp = J + (i * kb + jj) * W, *cj = cy + (j0b + jj) * W, *pj = sp + (j0b + jj) * W; \
-                PRN__SIMD for (l = 0; l < W; ++l) acc[l] += one_k * Jp[l] * (cj[l] - fm[l] * pj[l]); \
-            }                                                                    \
-            PRN__SIMD for (l = 0; l < W; ++l) tmp[i * W + l] = vl[l] != 0 ? acc[l] : cy[i * W + l]; \
-        }                                                                        \
-        if (pass == 1) { /* M = A M (held where the lane has ended) */           \
-            for (i = 0; i < S; ++i) {                                            \
-                const size_t j0b = kb == 1 ? i : i / kb * kb;                    \
-                for (c = 0; c < S; ++c) {                                        \
-                    FT acc[PRN__DZW];                                            \
-                    PRN__SIMD for (l = 0; l < W; ++l) acc[l] = 0;                \
-                    for (jj = 0; jj < kb; ++jj) {                                \
-                        const FT *Jp = J + (i * kb + jj) * W, *mj = M + ((j0b + jj) * S + c) * W; \
-                        PRN__SIMD for (l = 0; l < W; ++l) acc[l] += one_k * Jp[l] * mj[l]; \
-                    }                                                            \
-                    PRN__SIMD for (l = 0; l < W; ++l) Mn[(i * S + c) * W + l] = vl[l] != 0 ? acc[l] : M[(i * S + c) * W + l]; \
-                }                                                                \
-            }                                                                    \
-            memcpy(M, Mn, S * S * W * sizeof(FT));                               \
-            for (i = 0; i < S; ++i) /* the value, clipped; ck counts the changed ones */ \
-                PRN__SIMD for (l = 0; l < W; ++l) {                              \
-                    const FT v = tmp[i * W + l];                                 \
-                    FT w = v > clip ? clip : v;                                  \
-                    w = w < -clip ? -clip : w;                                   \
-                    ck[l] += w != v ? vl[l] : (FT)0;                             \
-                    on[i * W + l] = w == w ? w : (FT)0;                          \
-                }                                                                \
-        } else {                                                                 \
-            PRN__SIMD for (l = 0; l < W; ++l) sm[l] = 0;                         \
-            for (i = 0; i < S; ++i)                                              \
-                PRN__SIMD for (l = 0; l < W; ++l) {                              \
-                    const FT cv = tmp[i * W + l], vv = yc[i * W + l];            \
-                    FT v = cv + vv; /* yc: v (0 where solved in full) */         \
-                    sm[l] += (cv < 0 ? -cv : cv) <= cut * (atol + rtol * (vv < 0 ? -vv : vv)) ? (FT)0 : (FT)1; \
-                    v = v > clip ? clip : v;                                     \
-                    v = v < -clip ? -clip : v;                                   \
-                    on[i * W + l] = v == v ? v : (FT)0;                          \
-                }                                                                \
-            for (l = 0; l < W; ++l) dn[l] |= vl[l] != 0 && fm[l] == 0 && sm[l] == 0; \
-        }                                                                        \
-        memcpy(cy, tmp, S * W * sizeof(FT));                                     \
-      }                                                                          \
-      fast = !rev;                                                               \
-      for (l = 0; l < W && fast; ++l) fast = ne[l] == nc;                        \
-      if (YN && fast) {                                                          \
-        prn__dz_tout_##SFX(pol, On, nc * S);                                     \
-        for (l = 0; l < W; ++l) pol[l] += nc * S;                                \
-      } else if (YN)                                                             \
-        for (l = 0; l < W; ++l)                                                  \
-            for (rr = 0; rr < ne[l]; ++rr, pol[l] += ost)                        \
-                for (i = 0; i < S; ++i) pol[l][i] = On[(rr * S + i) * W + l];    \
-    }                                                                            \
-    if (pass == 1) {                                                             \
-        for (l = 0; l < W; ++l) {                                                \
-            if (nf[l] != 0) *bad = 1;                                            \
-            if ((double)mx[l] > *res) *res = (double)mx[l];                      \
-            if (j0 + l >= z->ntask || !YN) continue;                             \
-            for (i = 0; i < S; ++i) TV[jl[l] * SS + i] = cy[i * W + l];          \
-            for (i = 0; i < S * S; ++i) TV[jl[l] * SS + S + i] = M[i * W + l];   \
-            TV[jl[l] * SS + 2 * S + S * S] = ck[l] != 0 ? (FT)1 : (FT)0;         \
-        }                                                                        \
-    }                                                                            \
-}                                                                                \
-/* The carries into each segment: chained along each row from h0. */        \
-PRN__FN void prn__dz_ts_chain_##SFX(const prn__dz *z) {                          \
-    const prn_deer_fused *a = z->a;                                              \
-    const size_t S = a->S, SS = 2 * S + S * S + 1, C = z->C; /* v, M, carry, clipped */ \
-    FT *TV = (FT *)z->tv, cur[64], nx[64];                                        \
-    size_t b, c, i, k;                                                           \
-    for (b = 0; b < a->B; ++b) {                                                 \
-        for (i = 0; i < S; ++i) cur[i] = ((const FT *)a->h0)[b * S + i];          \
-        for (c = 0; c < C; ++c) {                                                \
-            FT *e = TV + (b * C + c) * SS;                                        \
-            for (i = 0; i < S; ++i) e[S + S * S + i] = cur[i];                   \
-            for (i = 0; i < S; ++i) {                                            \
-                FT v = e[i];                                                      \
-                for (k = 0; k < S; ++k) v += e[S + i * S + k] * cur[k];          \
-                nx[i] = v;                                                       \
-            }                                                                    \
-            for (i = 0; i < S; ++i) cur[i] = nx[i];                              \
-        }                                                                        \
-    }                                                                            \
-}                                                                                \
-PRN__FN ATTR PRN__DZ_DBG PRN__DZ_TS void prn__dz_ts_group_##SFX(const prn__dz *z, size_t j0, FT *ws, double *res, int *bad) { \
-    const prn_deer_fused *a = z->a;                                              \
-    const size_t S = a->S, kb = z->kb;                                           \
-    const int gru = (SPEC) && a->kind == PRN_RNN_GRU;                            \
-    if (gru && S == 1) prn__dz_ts_body_##SFX(z, j0, ws, res, bad, PRN_RNN_GRU, 1, 1, 1, 3, 1); \
-    else if (gru && S == 2 && kb == 2) prn__dz_ts_body_##SFX(z, j0, ws, res, bad, PRN_RNN_GRU, 2, 2, 2, 6, 2); \
-    else if (gru && S == 2) prn__dz_ts_body_##SFX(z, j0, ws, res, bad, PRN_RNN_GRU, 2, 2, 2, 6, 1); \
-    else prn__dz_ts_body_##SFX(z, j0, ws, res, bad, a->kind, S, a->H, a->hk, z->P, kb); \
-}
 /* Lanes' contiguous runs into lane order, dst[k W + l] = src[l][k] for
  * k < K, and back (tout: dst[l][k] = src[k W + l]). */
 PRN__FN_INLINE void prn__dz_tin_f32(float *dst, const float *const *src, size_t K) {
@@ -5557,10 +4913,38 @@ PRN__FN_INLINE PRN__AVX2 void prn__dz_tout_f32x(float *const *dst, const float *
 #define PRN__DZ_SPEC_F32 1
 #endif
 #define PRN__DZ_SPEC_F64 1
-PRN__DEFINE_DEER(float, f32, , prn__expf, prn__tanhf, PRN__DZ_SPEC_F32)
-PRN__DEFINE_DEER_TS(float, f32, , PRN__DZ_SPEC_F32)
-PRN__DEFINE_DEER(double, f64, , exp, tanh, PRN__DZ_SPEC_F64)
-PRN__DEFINE_DEER_TS(double, f64, , PRN__DZ_SPEC_F64)
+/* prn__dz_sig_f32, prn__dz_cell_f32, prn__dz_body_f32, prn__dz_group_f32: TEMPLATE DEER */
+#define PRN__TPL_DEER
+#define PRN__T float
+#define PRN__SFX f32
+#define PRN__ATTR
+#define PRN__EXP prn__expf
+#define PRN__TANH prn__tanhf
+#define PRN__SPEC PRN__DZ_SPEC_F32
+#include PARRNN_SELF_PATH
+/* prn__dz_ts_body_f32, prn__dz_ts_chain_f32, prn__dz_ts_group_f32: TEMPLATE DEER_TS */
+#define PRN__TPL_DEER_TS
+#define PRN__T float
+#define PRN__SFX f32
+#define PRN__ATTR
+#define PRN__SPEC PRN__DZ_SPEC_F32
+#include PARRNN_SELF_PATH
+/* prn__dz_sig_f64, prn__dz_cell_f64, prn__dz_body_f64, prn__dz_group_f64: TEMPLATE DEER */
+#define PRN__TPL_DEER
+#define PRN__T double
+#define PRN__SFX f64
+#define PRN__ATTR
+#define PRN__EXP exp
+#define PRN__TANH tanh
+#define PRN__SPEC PRN__DZ_SPEC_F64
+#include PARRNN_SELF_PATH
+/* prn__dz_ts_body_f64, prn__dz_ts_chain_f64, prn__dz_ts_group_f64: TEMPLATE DEER_TS */
+#define PRN__TPL_DEER_TS
+#define PRN__T double
+#define PRN__SFX f64
+#define PRN__ATTR
+#define PRN__SPEC PRN__DZ_SPEC_F64
+#include PARRNN_SELF_PATH
 #ifdef PRN__HAVE_AVX2
 /* gcc keeps a * b + c unfused under -std=c99; clang fuses it by default */
 #if defined(__clang__)
@@ -5568,8 +4952,22 @@ PRN__DEFINE_DEER_TS(double, f64, , PRN__DZ_SPEC_F64)
 #else
 #define PRN__DZ_AVX2 __attribute__((target("avx2,fma"), optimize("fp-contract=fast")))
 #endif
-PRN__DEFINE_DEER(float, f32x, PRN__DZ_AVX2, prn__expf, prn__tanhf, 1)
-PRN__DEFINE_DEER_TS(float, f32x, PRN__DZ_AVX2, 1)
+/* prn__dz_sig_f32x, prn__dz_cell_f32x, prn__dz_body_f32x, prn__dz_group_f32x: TEMPLATE DEER */
+#define PRN__TPL_DEER
+#define PRN__T float
+#define PRN__SFX f32x
+#define PRN__ATTR PRN__DZ_AVX2
+#define PRN__EXP prn__expf
+#define PRN__TANH prn__tanhf
+#define PRN__SPEC 1
+#include PARRNN_SELF_PATH
+/* prn__dz_ts_body_f32x, prn__dz_ts_chain_f32x, prn__dz_ts_group_f32x: TEMPLATE DEER_TS */
+#define PRN__TPL_DEER_TS
+#define PRN__T float
+#define PRN__SFX f32x
+#define PRN__ATTR PRN__DZ_AVX2
+#define PRN__SPEC 1
+#include PARRNN_SELF_PATH
 #endif
 
 PRN__FN prn_status prn__ref_deer_run(prn_context *ctx, const char *fn, const prn_deer_fused *a, int adj) {
@@ -10151,43 +9549,63 @@ PRN__FN PRN__AVX2 void prn__fr_gates8(int kind, int relu, size_t Hp, const float
         }
     }
 }
-/* A tile of NR rows x NV registers of eight columns, its accumulators in
- * registers (the conditions on the constants fold away at any -O level):
- * each row's chains as prn__fr_mv_ref's. */
+/* The tiles' parameter list and the call that passes it on (prn__fr_tile_fn) */
+#define PRN__FR_TILE_PARAMS const float *W, size_t bs, const float *bias, const float *bias2, const float *x, size_t xs, size_t nx, const float *h, size_t hs, size_t nh, float *a, float *a2, size_t as
+#define PRN__FR_TILE_ARGS W, bs, bias, bias2, x, xs, nx, h, hs, nh, a, a2, as
 #define PRN__FR_RV(M) M(0, 0) M(0, 1) M(0, 2) M(0, 3) M(0, 4) M(0, 5) M(0, 6) M(0, 7) \
                       M(1, 0) M(1, 1) M(1, 2) M(1, 3) M(2, 0) M(2, 1) M(3, 0) M(3, 1)
 #define PRN__FR_INIT(r, v) if ((r) < NR_ && (v) < NV_) acc[r][v] = _mm256_loadu_ps(bias + 8 * (v)), acc2[r][v] = bias2 ? _mm256_loadu_ps(bias2 + 8 * (v)) : _mm256_setzero_ps();
 #define PRN__FR_FMA(r, v) if ((r) < NR_ && (v) < NV_) acc[r][v] = _mm256_fmadd_ps(_mm256_load_ps(w + (v) * bs), s[r], acc[r][v]);
 #define PRN__FR_FMA2(r, v) if ((r) < NR_ && (v) < NV_) acc2[r][v] = _mm256_fmadd_ps(_mm256_load_ps(w + (v) * bs), s[r], acc2[r][v]);
 #define PRN__FR_STORE(r, v) if ((r) < NR_ && (v) < NV_) { if (a2) _mm256_storeu_ps(a + (r) * as + 8 * (v), acc[r][v]), _mm256_storeu_ps(a2 + (r) * as + 8 * (v), acc2[r][v]); else _mm256_storeu_ps(a + (r) * as + 8 * (v), _mm256_add_ps(acc[r][v], acc2[r][v])); }
-#define PRN__FR_BCAST(src, ss) \
-    s[0] = _mm256_set1_ps(src[k]);                  \
-    if (NR_ > 1) s[1] = _mm256_set1_ps(src[ss + k]); \
-    if (NR_ > 2) s[2] = _mm256_set1_ps(src[2 * ss + k]); \
-    if (NR_ > 3) s[3] = _mm256_set1_ps(src[3 * ss + k]);
-#define PRN__DEFINE_FR_TILE(NV, NR)                                                                           \
-    PRN__FN PRN__AVX2 void prn__fr_tile_##NV##x##NR(const float *W, size_t bs, const float *bias, const float *bias2, const float *x, \
-                                                    size_t xs, size_t nx, const float *h, size_t hs, size_t nh,  \
-                                                    float *a, float *a2, size_t as) {                                       \
-        enum { NV_ = NV, NR_ = NR };                                                                          \
-        __m256 acc[4][8], acc2[4][8], s[4];                                                                   \
-        const float *w = W;                                                                                   \
-        size_t k;                                                                                             \
-        PRN__FR_RV(PRN__FR_INIT)                                                                              \
-        for (k = 0; k < nx; ++k, w += 8) {                                                                    \
-            PRN__FR_BCAST(x, xs)                                                                              \
-            PRN__FR_RV(PRN__FR_FMA)                                                                           \
-        }                                                                                                     \
-        for (k = 0; k < nh; ++k, w += 8) {                                                                    \
-            PRN__FR_BCAST(h, hs)                                                                              \
-            PRN__FR_RV(PRN__FR_FMA2)                                                                          \
-        }                                                                                                     \
-        PRN__FR_RV(PRN__FR_STORE)                                                                             \
+/* A tile of NR rows x NV registers of 8 columns, its accumulators in
+ * registers: NV_ and NR_ are constants where it is inlined (the tiles
+ * below), so the conditions on them fold away and every acc[r][v] has
+ * constant indices (a register); each row's chains as prn__fr_mv_ref's.
+ * PRN__FR_RV lists the (r, v) pairs, the helpers one step of one pair. */
+PRN__FN_INLINE PRN__AVX2 void prn__fr_tile(const int NV_, const int NR_, const float *W, size_t bs, const float *bias,
+                                   const float *bias2, const float *x, size_t xs, size_t nx, const float *h, size_t hs,
+                                   size_t nh, float *a, float *a2, size_t as) {
+    __m256 acc[4][8], acc2[4][8], s[4];
+    const float *w = W;
+    size_t k;
+    PRN__FR_RV(PRN__FR_INIT)
+    for (k = 0; k < nx; ++k, w += 8) {
+        s[0] = _mm256_set1_ps(x[k]);
+        if (NR_ > 1) s[1] = _mm256_set1_ps(x[xs + k]);
+        if (NR_ > 2) s[2] = _mm256_set1_ps(x[2 * xs + k]);
+        if (NR_ > 3) s[3] = _mm256_set1_ps(x[3 * xs + k]);
+        PRN__FR_RV(PRN__FR_FMA)
     }
-PRN__DEFINE_FR_TILE(1, 1) PRN__DEFINE_FR_TILE(2, 1) PRN__DEFINE_FR_TILE(3, 1) PRN__DEFINE_FR_TILE(4, 1)
-PRN__DEFINE_FR_TILE(5, 1) PRN__DEFINE_FR_TILE(6, 1) PRN__DEFINE_FR_TILE(7, 1) PRN__DEFINE_FR_TILE(8, 1)
-PRN__DEFINE_FR_TILE(1, 2) PRN__DEFINE_FR_TILE(2, 2) PRN__DEFINE_FR_TILE(3, 2) PRN__DEFINE_FR_TILE(4, 2)
-PRN__DEFINE_FR_TILE(1, 4) PRN__DEFINE_FR_TILE(2, 4)
+    for (k = 0; k < nh; ++k, w += 8) {
+        s[0] = _mm256_set1_ps(h[k]);
+        if (NR_ > 1) s[1] = _mm256_set1_ps(h[hs + k]);
+        if (NR_ > 2) s[2] = _mm256_set1_ps(h[2 * hs + k]);
+        if (NR_ > 3) s[3] = _mm256_set1_ps(h[3 * hs + k]);
+        PRN__FR_RV(PRN__FR_FMA2)
+    }
+    PRN__FR_RV(PRN__FR_STORE)
+}
+/* the tiles prn__fr_tile_<NV>x<NR> (parameters: PRN__FR_TILE_PARAMS) */
+PRN__FN PRN__AVX2 void prn__fr_tile_1x1(PRN__FR_TILE_PARAMS) { prn__fr_tile(1, 1, PRN__FR_TILE_ARGS); }
+PRN__FN PRN__AVX2 void prn__fr_tile_2x1(PRN__FR_TILE_PARAMS) { prn__fr_tile(2, 1, PRN__FR_TILE_ARGS); }
+PRN__FN PRN__AVX2 void prn__fr_tile_3x1(PRN__FR_TILE_PARAMS) { prn__fr_tile(3, 1, PRN__FR_TILE_ARGS); }
+PRN__FN PRN__AVX2 void prn__fr_tile_4x1(PRN__FR_TILE_PARAMS) { prn__fr_tile(4, 1, PRN__FR_TILE_ARGS); }
+PRN__FN PRN__AVX2 void prn__fr_tile_5x1(PRN__FR_TILE_PARAMS) { prn__fr_tile(5, 1, PRN__FR_TILE_ARGS); }
+PRN__FN PRN__AVX2 void prn__fr_tile_6x1(PRN__FR_TILE_PARAMS) { prn__fr_tile(6, 1, PRN__FR_TILE_ARGS); }
+PRN__FN PRN__AVX2 void prn__fr_tile_7x1(PRN__FR_TILE_PARAMS) { prn__fr_tile(7, 1, PRN__FR_TILE_ARGS); }
+PRN__FN PRN__AVX2 void prn__fr_tile_8x1(PRN__FR_TILE_PARAMS) { prn__fr_tile(8, 1, PRN__FR_TILE_ARGS); }
+PRN__FN PRN__AVX2 void prn__fr_tile_1x2(PRN__FR_TILE_PARAMS) { prn__fr_tile(1, 2, PRN__FR_TILE_ARGS); }
+PRN__FN PRN__AVX2 void prn__fr_tile_2x2(PRN__FR_TILE_PARAMS) { prn__fr_tile(2, 2, PRN__FR_TILE_ARGS); }
+PRN__FN PRN__AVX2 void prn__fr_tile_3x2(PRN__FR_TILE_PARAMS) { prn__fr_tile(3, 2, PRN__FR_TILE_ARGS); }
+PRN__FN PRN__AVX2 void prn__fr_tile_4x2(PRN__FR_TILE_PARAMS) { prn__fr_tile(4, 2, PRN__FR_TILE_ARGS); }
+PRN__FN PRN__AVX2 void prn__fr_tile_1x4(PRN__FR_TILE_PARAMS) { prn__fr_tile(1, 4, PRN__FR_TILE_ARGS); }
+PRN__FN PRN__AVX2 void prn__fr_tile_2x4(PRN__FR_TILE_PARAMS) { prn__fr_tile(2, 4, PRN__FR_TILE_ARGS); }
+#undef PRN__FR_RV
+#undef PRN__FR_INIT
+#undef PRN__FR_FMA
+#undef PRN__FR_FMA2
+#undef PRN__FR_STORE
 typedef void (*prn__fr_tile_fn)(const float *, size_t, const float *, const float *, const float *, size_t, size_t, const float *,
                                 size_t, size_t, float *, float *, size_t);
 /* R rows (1, 2 or 4) in tiles of at most 8 / R blocks of columns. */
@@ -10208,13 +9626,6 @@ PRN__FN PRN__AVX2 void prn__fr_mv8(const float *W, size_t nv, const float *bias,
                                                 a2 ? a2 + 8 * v0 : NULL, as);
     }
 }
-#undef PRN__FR_RV
-#undef PRN__FR_INIT
-#undef PRN__FR_FMA
-#undef PRN__FR_FMA2
-#undef PRN__FR_STORE
-#undef PRN__FR_BCAST
-#undef PRN__DEFINE_FR_TILE
 #endif
 #ifdef PRN__HAVE_AVX512
 /* The same, sixteen units at a time (blocks of sixteen columns). */
@@ -10275,43 +9686,60 @@ PRN__FN PRN__AVX512 void prn__fr_gates16(int kind, int relu, size_t Hp, const fl
         }
     }
 }
-/* A tile of NR rows x NV registers of eight columns, its accumulators in
- * registers (the conditions on the constants fold away at any -O level):
- * each row's chains as prn__fr_mv_ref's. */
 #define PRN__FR_RV(M) M(0, 0) M(0, 1) M(0, 2) M(0, 3) M(0, 4) M(0, 5) M(0, 6) M(0, 7) \
                       M(1, 0) M(1, 1) M(1, 2) M(1, 3) M(2, 0) M(2, 1) M(3, 0) M(3, 1)
 #define PRN__FR_INIT(r, v) if ((r) < NR_ && (v) < NV_) acc[r][v] = _mm512_loadu_ps(bias + 16 * (v)), acc2[r][v] = bias2 ? _mm512_loadu_ps(bias2 + 16 * (v)) : _mm512_setzero_ps();
 #define PRN__FR_FMA(r, v) if ((r) < NR_ && (v) < NV_) acc[r][v] = _mm512_fmadd_ps(_mm512_load_ps(w + (v) * bs), s[r], acc[r][v]);
 #define PRN__FR_FMA2(r, v) if ((r) < NR_ && (v) < NV_) acc2[r][v] = _mm512_fmadd_ps(_mm512_load_ps(w + (v) * bs), s[r], acc2[r][v]);
 #define PRN__FR_STORE(r, v) if ((r) < NR_ && (v) < NV_) { if (a2) _mm512_storeu_ps(a + (r) * as + 16 * (v), acc[r][v]), _mm512_storeu_ps(a2 + (r) * as + 16 * (v), acc2[r][v]); else _mm512_storeu_ps(a + (r) * as + 16 * (v), _mm512_add_ps(acc[r][v], acc2[r][v])); }
-#define PRN__FR_BCAST(src, ss) \
-    s[0] = _mm512_set1_ps(src[k]);                  \
-    if (NR_ > 1) s[1] = _mm512_set1_ps(src[ss + k]); \
-    if (NR_ > 2) s[2] = _mm512_set1_ps(src[2 * ss + k]); \
-    if (NR_ > 3) s[3] = _mm512_set1_ps(src[3 * ss + k]);
-#define PRN__DEFINE_FR_TILE(NV, NR)                                                                           \
-    PRN__FN PRN__AVX512 void prn__fr_tile16_##NV##x##NR(const float *W, size_t bs, const float *bias, const float *bias2, const float *x, \
-                                                    size_t xs, size_t nx, const float *h, size_t hs, size_t nh,  \
-                                                    float *a, float *a2, size_t as) {                                       \
-        enum { NV_ = NV, NR_ = NR };                                                                          \
-        __m512 acc[4][8], acc2[4][8], s[4];                                                                   \
-        const float *w = W;                                                                                   \
-        size_t k;                                                                                             \
-        PRN__FR_RV(PRN__FR_INIT)                                                                              \
-        for (k = 0; k < nx; ++k, w += 16) {                                                                    \
-            PRN__FR_BCAST(x, xs)                                                                              \
-            PRN__FR_RV(PRN__FR_FMA)                                                                           \
-        }                                                                                                     \
-        for (k = 0; k < nh; ++k, w += 16) {                                                                    \
-            PRN__FR_BCAST(h, hs)                                                                              \
-            PRN__FR_RV(PRN__FR_FMA2)                                                                          \
-        }                                                                                                     \
-        PRN__FR_RV(PRN__FR_STORE)                                                                             \
+/* A tile of NR rows x NV registers of 16 columns, its accumulators in
+ * registers: NV_ and NR_ are constants where it is inlined (the tiles
+ * below), so the conditions on them fold away and every acc[r][v] has
+ * constant indices (a register); each row's chains as prn__fr_mv_ref's.
+ * PRN__FR_RV lists the (r, v) pairs, the helpers one step of one pair. */
+PRN__FN_INLINE PRN__AVX512 void prn__fr_tile16(const int NV_, const int NR_, const float *W, size_t bs, const float *bias,
+                                   const float *bias2, const float *x, size_t xs, size_t nx, const float *h, size_t hs,
+                                   size_t nh, float *a, float *a2, size_t as) {
+    __m512 acc[4][8], acc2[4][8], s[4];
+    const float *w = W;
+    size_t k;
+    PRN__FR_RV(PRN__FR_INIT)
+    for (k = 0; k < nx; ++k, w += 16) {
+        s[0] = _mm512_set1_ps(x[k]);
+        if (NR_ > 1) s[1] = _mm512_set1_ps(x[xs + k]);
+        if (NR_ > 2) s[2] = _mm512_set1_ps(x[2 * xs + k]);
+        if (NR_ > 3) s[3] = _mm512_set1_ps(x[3 * xs + k]);
+        PRN__FR_RV(PRN__FR_FMA)
     }
-PRN__DEFINE_FR_TILE(1, 1) PRN__DEFINE_FR_TILE(2, 1) PRN__DEFINE_FR_TILE(3, 1) PRN__DEFINE_FR_TILE(4, 1)
-PRN__DEFINE_FR_TILE(5, 1) PRN__DEFINE_FR_TILE(6, 1) PRN__DEFINE_FR_TILE(7, 1) PRN__DEFINE_FR_TILE(8, 1)
-PRN__DEFINE_FR_TILE(1, 2) PRN__DEFINE_FR_TILE(2, 2) PRN__DEFINE_FR_TILE(3, 2) PRN__DEFINE_FR_TILE(4, 2)
-PRN__DEFINE_FR_TILE(1, 4) PRN__DEFINE_FR_TILE(2, 4)
+    for (k = 0; k < nh; ++k, w += 16) {
+        s[0] = _mm512_set1_ps(h[k]);
+        if (NR_ > 1) s[1] = _mm512_set1_ps(h[hs + k]);
+        if (NR_ > 2) s[2] = _mm512_set1_ps(h[2 * hs + k]);
+        if (NR_ > 3) s[3] = _mm512_set1_ps(h[3 * hs + k]);
+        PRN__FR_RV(PRN__FR_FMA2)
+    }
+    PRN__FR_RV(PRN__FR_STORE)
+}
+/* the tiles prn__fr_tile16_<NV>x<NR> (parameters: PRN__FR_TILE_PARAMS) */
+PRN__FN PRN__AVX512 void prn__fr_tile16_1x1(PRN__FR_TILE_PARAMS) { prn__fr_tile16(1, 1, PRN__FR_TILE_ARGS); }
+PRN__FN PRN__AVX512 void prn__fr_tile16_2x1(PRN__FR_TILE_PARAMS) { prn__fr_tile16(2, 1, PRN__FR_TILE_ARGS); }
+PRN__FN PRN__AVX512 void prn__fr_tile16_3x1(PRN__FR_TILE_PARAMS) { prn__fr_tile16(3, 1, PRN__FR_TILE_ARGS); }
+PRN__FN PRN__AVX512 void prn__fr_tile16_4x1(PRN__FR_TILE_PARAMS) { prn__fr_tile16(4, 1, PRN__FR_TILE_ARGS); }
+PRN__FN PRN__AVX512 void prn__fr_tile16_5x1(PRN__FR_TILE_PARAMS) { prn__fr_tile16(5, 1, PRN__FR_TILE_ARGS); }
+PRN__FN PRN__AVX512 void prn__fr_tile16_6x1(PRN__FR_TILE_PARAMS) { prn__fr_tile16(6, 1, PRN__FR_TILE_ARGS); }
+PRN__FN PRN__AVX512 void prn__fr_tile16_7x1(PRN__FR_TILE_PARAMS) { prn__fr_tile16(7, 1, PRN__FR_TILE_ARGS); }
+PRN__FN PRN__AVX512 void prn__fr_tile16_8x1(PRN__FR_TILE_PARAMS) { prn__fr_tile16(8, 1, PRN__FR_TILE_ARGS); }
+PRN__FN PRN__AVX512 void prn__fr_tile16_1x2(PRN__FR_TILE_PARAMS) { prn__fr_tile16(1, 2, PRN__FR_TILE_ARGS); }
+PRN__FN PRN__AVX512 void prn__fr_tile16_2x2(PRN__FR_TILE_PARAMS) { prn__fr_tile16(2, 2, PRN__FR_TILE_ARGS); }
+PRN__FN PRN__AVX512 void prn__fr_tile16_3x2(PRN__FR_TILE_PARAMS) { prn__fr_tile16(3, 2, PRN__FR_TILE_ARGS); }
+PRN__FN PRN__AVX512 void prn__fr_tile16_4x2(PRN__FR_TILE_PARAMS) { prn__fr_tile16(4, 2, PRN__FR_TILE_ARGS); }
+PRN__FN PRN__AVX512 void prn__fr_tile16_1x4(PRN__FR_TILE_PARAMS) { prn__fr_tile16(1, 4, PRN__FR_TILE_ARGS); }
+PRN__FN PRN__AVX512 void prn__fr_tile16_2x4(PRN__FR_TILE_PARAMS) { prn__fr_tile16(2, 4, PRN__FR_TILE_ARGS); }
+#undef PRN__FR_RV
+#undef PRN__FR_INIT
+#undef PRN__FR_FMA
+#undef PRN__FR_FMA2
+#undef PRN__FR_STORE
 typedef void (*prn__fr_tile16_fn)(const float *, size_t, const float *, const float *, const float *, size_t, size_t, const float *,
                                 size_t, size_t, float *, float *, size_t);
 /* R rows (1, 2 or 4) in tiles of at most 8 / R blocks of columns. */
@@ -10331,14 +9759,9 @@ PRN__FN PRN__AVX512 void prn__fr_mv16(const float *W, size_t nv, const float *bi
                                                 a2 ? a2 + 16 * v0 : NULL, as);
     }
 }
-#undef PRN__FR_RV
-#undef PRN__FR_INIT
-#undef PRN__FR_FMA
-#undef PRN__FR_FMA2
-#undef PRN__FR_STORE
-#undef PRN__FR_BCAST
-#undef PRN__DEFINE_FR_TILE
 #endif
+#undef PRN__FR_TILE_PARAMS
+#undef PRN__FR_TILE_ARGS
 
 /* nb: blocks of f->bw columns */
 PRN__FN_INLINE void prn__fr_mv(const prn_rnn_framef *f, const float *W, size_t nb, const float *bias, const float *bias2, const float *x, size_t xs,
@@ -15168,6 +14591,708 @@ PRN__FN void prn__layer_dw_plain_T(const prn__layer *L) {
 /* (end of the cells and fused layers) */
 
 /* ======== DEER and the frames' kernels ======== */
+
+/* ---- LU_SOLVE: one system a x = r by LU with partial pivoting, in place,
+ * elimination by rows so the inner loop runs along contiguous memory. par
+ * threads the row loop (for few large systems; up to nt threads, by
+ * PRN__LU_ROWS_PAR). Returns 0, or 1 + the column whose pivot is 0 or not
+ * finite. Parameters: T, SFX (the type's name: prn__lu_solve_double, _float). */
+#ifdef PRN__TPL_LU_SOLVE
+#undef PRN__TPL_LU_SOLVE
+#define prn__lu_solve_T PRN__TNAME(prn__lu_solve_)
+PRN__FN int prn__lu_solve_T(size_t n, PRN__T *a, PRN__T *r, int par, int nt) {
+    size_t j;
+    long i;
+    int lnt; /* the column's threads (prn__work_nt) */
+    (void)par; (void)nt;
+    for (j = 0; j < n; ++j) {
+        size_t p = j, c;
+        PRN__T best = a[j * n + j] < 0 ? -a[j * n + j] : a[j * n + j], piv;
+        for (c = j + 1; c < n; ++c) {
+            PRN__T v = a[c * n + j] < 0 ? -a[c * n + j] : a[c * n + j];
+            if (v > best) { best = v; p = c; }
+        }
+        if (!(best > 0) || best - best != 0) return (int)j + 1;
+        if (p != j) {
+            PRN__T tr = r[p]; r[p] = r[j]; r[j] = tr;
+            for (c = j; c < n; ++c) { PRN__T t = a[p * n + c]; a[p * n + c] = a[j * n + c]; a[j * n + c] = t; }
+        }
+        piv = a[j * n + j];
+        lnt = prn__work_nt((double)(n - j) * (n - j), nt); (void)lnt;
+        PRN__LU_ROWS_PAR
+        for (i = (long)j + 1; i < (long)n; ++i) {
+            PRN__T *ai = a + (size_t)i * n, *aj = a + j * n, l = ai[j] / piv;
+            size_t q;
+            if (l == 0) continue;
+            PRN__SIMD for (q = j + 1; q < n; ++q) ai[q] -= l * aj[q];
+            r[i] -= l * r[j];
+        }
+    }
+    for (i = (long)n - 1; i >= 0; --i) {
+        const PRN__T *ai = a + (size_t)i * n;
+        PRN__T s = r[i];
+        size_t q;
+        for (q = (size_t)i + 1; q < n; ++q) s -= ai[q] * r[q];
+        r[i] = s / ai[i];
+    }
+    return 0;
+}
+#undef prn__lu_solve_T
+#endif /* PRN__TPL_LU_SOLVE */
+
+/* ---- DEER: the fused DEER iterations' lane kernels (see "fused DEER
+ * iterations" above). Parameters: T, SFX, ATTR, PRN__EXP and PRN__TANH (the
+ * element type's exp and tanh), PRN__SPEC (0: no copies of the body for small
+ * GRUs). Uses prn__dz_tin_<sfx> and prn__dz_tout_<sfx>. */
+#ifdef PRN__TPL_DEER
+#undef PRN__TPL_DEER
+#define prn__dz_sig_T PRN__TNAME(prn__dz_sig_)
+#define prn__dz_cell_T PRN__TNAME(prn__dz_cell_)
+#define prn__dz_body_T PRN__TNAME(prn__dz_body_)
+#define prn__dz_group_T PRN__TNAME(prn__dz_group_)
+#define prn__dz_tin_T PRN__TNAME(prn__dz_tin_)
+#define prn__dz_tout_T PRN__TNAME(prn__dz_tout_)
+PRN__FN_INLINE PRN__T prn__dz_sig_T(PRN__T x) { return (PRN__T)1 / ((PRN__T)1 + PRN__EXP(-x)); }
+/* f [S][W] and J [S][kb][W] (row i's block starts at column (i / kb) kb) at
+ * the previous state s [S][W] and the projections x [P][W]; wk scratch */
+PRN__FN_INLINE PRN__ATTR PRN__DZ_DBG void prn__dz_cell_T(const prn_deer_fused *a, const int kind, const size_t S, const size_t H,
+                                            const size_t hk, const size_t kb, const PRN__T *s, const PRN__T *x, PRN__T *F, PRN__T *J,
+                                            PRN__T *wk, const PRN__T *lam, PRN__T *DX, PRN__T *DQ) {
+    const size_t W = PRN__DZW;
+    size_t i, jj, u, v, l, h;
+    switch (kind) {
+    case PRN_RNN_GRU: case PRN_RNN_MHGRU: {
+        const size_t k = hk, nh = H / k;
+        const PRN__T *Wh = (const PRN__T *)a->w[0], *bh = (const PRN__T *)a->w[1];
+        PRN__T *q = wk, *cz = q + 3 * k * W, *ca = cz + k * W, *cb = ca + k * W, *cc = cb + k * W, *cd = cc + k * W;
+        for (h = 0; h < nh; ++h) {
+            const PRN__T *Wg = Wh + h * 3 * k * k;
+            for (u = 0; u < 3 * k; ++u) {
+                const PRN__T *wr = Wg + u * k, bb = bh[h * 3 * k + u];
+                PRN__T *qu = q + u * W;
+                PRN__SIMD for (l = 0; l < W; ++l) qu[l] = bb;
+                for (v = 0; v < k; ++v) {
+                    const PRN__T wv = wr[v], *sv = s + (h * k + v) * W;
+                    PRN__SIMD for (l = 0; l < W; ++l) qu[l] += wv * sv[l];
+                }
+            }
+            for (u = 0; u < k; ++u) {
+                const PRN__T *xr = x + (h * 3 * k + u) * W, *xz = xr + k * W, *xn = xz + k * W, *si = s + (h * k + u) * W;
+                const PRN__T *qr = q + u * W, *qz = q + (k + u) * W, *qn = q + (2 * k + u) * W;
+                PRN__T *fi = F + (h * k + u) * W, *za = cz + u * W, *aa = ca + u * W, *ba = cb + u * W, *ccu = cc + u * W, *cdu = cd + u * W;
+                PRN__SIMD for (l = 0; l < W; ++l) {
+                    const PRN__T r = prn__dz_sig_T(xr[l] + qr[l]), z = prn__dz_sig_T(xz[l] + qz[l]);
+                    const PRN__T hn = qn[l], n = PRN__TANH(xn[l] + r * hn), d = si[l] - n;
+                    const PRN__T tz = ((PRN__T)1 - z) * ((PRN__T)1 - n * n);
+                    fi[l] = n + z * d;
+                    za[l] = z; aa[l] = d * z * ((PRN__T)1 - z); ba[l] = tz * hn * r * ((PRN__T)1 - r); ccu[l] = tz * r;
+                    cdu[l] = tz;
+                }
+            }
+            if (lam) /* the gates' gradients: d f / d (x + q) of r and z; n: x and r q apart */
+                for (u = 0; u < k; ++u) {
+                    const PRN__T *lm = lam + (h * k + u) * W, *aa = ca + u * W, *ba = cb + u * W, *ccu = cc + u * W, *cdu = cd + u * W;
+                    PRN__T *dxr = DX + (h * 3 * k + u) * W, *dxz = dxr + k * W, *dxn = dxz + k * W;
+                    PRN__T *dqr = DQ + (h * 3 * k + u) * W, *dqz = dqr + k * W, *dqn = dqz + k * W;
+                    PRN__SIMD for (l = 0; l < W; ++l) {
+                        dxr[l] = dqr[l] = lm[l] * ba[l]; dxz[l] = dqz[l] = lm[l] * aa[l];
+                        dxn[l] = lm[l] * cdu[l]; dqn[l] = lm[l] * ccu[l];
+                    }
+                }
+            for (u = 0; u < k; ++u) {
+                const size_t row = h * k + u, j0 = row / kb * kb;
+                const PRN__T *za = cz + u * W, *aa = ca + u * W, *ba = cb + u * W, *ccu = cc + u * W;
+                for (jj = 0; jj < kb; ++jj) {
+                    const size_t j = j0 + jj;
+                    PRN__T *Jp = J + (row * kb + jj) * W;
+                    if (kb == 1) v = u;
+                    else if (j < h * k || j >= h * k + k) { PRN__SIMD for (l = 0; l < W; ++l) Jp[l] = 0; continue; }
+                    else v = j - h * k;
+                    {
+                        const PRN__T wr = Wg[u * k + v], wz = Wg[(k + u) * k + v], wn = Wg[(2 * k + u) * k + v];
+                        if (v == u) { PRN__SIMD for (l = 0; l < W; ++l) Jp[l] = za[l] + aa[l] * wz + ba[l] * wr + ccu[l] * wn; }
+                        else { PRN__SIMD for (l = 0; l < W; ++l) Jp[l] = aa[l] * wz + ba[l] * wr + ccu[l] * wn; }
+                    }
+                }
+            }
+        }
+        break;
+    }
+    case PRN_RNN_ELMAN: {
+        const PRN__T *Wh = (const PRN__T *)a->w[0], *bh = (const PRN__T *)a->w[1];
+        PRN__T *dd = wk;
+        for (i = 0; i < H; ++i) {
+            PRN__T *fi = F + i * W, *di = dd + i * W;
+            const PRN__T *xi = x + i * W, bb = bh[i];
+            PRN__SIMD for (l = 0; l < W; ++l) fi[l] = xi[l] + bb;
+            for (v = 0; v < H; ++v) {
+                const PRN__T wv = Wh[i * H + v], *sv = s + v * W;
+                PRN__SIMD for (l = 0; l < W; ++l) fi[l] += wv * sv[l];
+            }
+            if (a->relu) { PRN__SIMD for (l = 0; l < W; ++l) { fi[l] = fi[l] > 0 ? fi[l] : 0; di[l] = fi[l] > 0 ? (PRN__T)1 : (PRN__T)0; } }
+            else { PRN__SIMD for (l = 0; l < W; ++l) { fi[l] = PRN__TANH(fi[l]); di[l] = (PRN__T)1 - fi[l] * fi[l]; } }
+            if (lam) { PRN__T *dx = DX + i * W, *dq = DQ + i * W; const PRN__T *lm = lam + i * W; PRN__SIMD for (l = 0; l < W; ++l) dx[l] = dq[l] = lm[l] * di[l]; }
+            for (jj = 0; jj < kb; ++jj) {
+                const PRN__T wv = Wh[i * H + (kb == 1 ? i : i / kb * kb + jj)];
+                PRN__T *Jp = J + (i * kb + jj) * W;
+                PRN__SIMD for (l = 0; l < W; ++l) Jp[l] = di[l] * wv;
+            }
+        }
+        break;
+    }
+    case PRN_RNN_LSTM: { /* gates i f g o; s = [h, c] */
+        const PRN__T *Wh = (const PRN__T *)a->w[0], *bh = (const PRN__T *)a->w[1];
+        PRN__T *pre = wk, *ai = pre + 4 * H * W, *af = ai + H * W, *ag = af + H * W, *ao = ag + H * W, *qq = ao + H * W, *fg = qq + H * W;
+        for (u = 0; u < 4 * H; ++u) {
+            PRN__T *pu = pre + u * W;
+            const PRN__T *xu = x + u * W, bb = bh[u];
+            PRN__SIMD for (l = 0; l < W; ++l) pu[l] = xu[l] + bb;
+            for (v = 0; v < H; ++v) {
+                const PRN__T wv = Wh[u * H + v], *sv = s + v * W;
+                PRN__SIMD for (l = 0; l < W; ++l) pu[l] += wv * sv[l];
+            }
+        }
+        for (u = 0; u < H; ++u) {
+            const PRN__T *pi = pre + u * W, *pf = pre + (H + u) * W, *pg = pre + (2 * H + u) * W, *po = pre + (3 * H + u) * W;
+            const PRN__T *cp = s + (H + u) * W;
+            PRN__T *fh = F + u * W, *fc = F + (H + u) * W;
+            PRN__T *a1 = ai + u * W, *a2 = af + u * W, *a3 = ag + u * W, *a4 = ao + u * W, *a5 = qq + u * W, *a6 = fg + u * W;
+            PRN__SIMD for (l = 0; l < W; ++l) {
+                const PRN__T ig = prn__dz_sig_T(pi[l]), ff = prn__dz_sig_T(pf[l]), gg = PRN__TANH(pg[l]);
+                const PRN__T og = prn__dz_sig_T(po[l]), cn = ff * cp[l] + ig * gg, tc = PRN__TANH(cn);
+                fh[l] = og * tc; fc[l] = cn;
+                a1[l] = gg * ig * ((PRN__T)1 - ig); a2[l] = cp[l] * ff * ((PRN__T)1 - ff); a3[l] = ig * ((PRN__T)1 - gg * gg);
+                a4[l] = tc * og * ((PRN__T)1 - og); a5[l] = og * ((PRN__T)1 - tc * tc); a6[l] = ff;
+            }
+            if (lam) { /* through c: the h gradient by tanh(c) and the c gradient */
+                const PRN__T *lh = lam + u * W, *lc = lam + (H + u) * W;
+                PRN__T *d1 = DX + u * W, *d2 = DX + (H + u) * W, *d3 = DX + (2 * H + u) * W, *d4 = DX + (3 * H + u) * W;
+                PRN__T *e1 = DQ + u * W, *e2 = DQ + (H + u) * W, *e3 = DQ + (2 * H + u) * W, *e4 = DQ + (3 * H + u) * W;
+                PRN__SIMD for (l = 0; l < W; ++l) {
+                    const PRN__T dc = lc[l] + lh[l] * a5[l];
+                    e1[l] = d1[l] = dc * a1[l]; e2[l] = d2[l] = dc * a2[l]; e3[l] = d3[l] = dc * a3[l];
+                    e4[l] = d4[l] = lh[l] * a4[l];
+                }
+            }
+        }
+        for (i = 0; i < S; ++i) {
+            const size_t u0 = i < H ? i : i - H, j0 = i / kb * kb;
+            const PRN__T *a1 = ai + u0 * W, *a2 = af + u0 * W, *a3 = ag + u0 * W, *a4 = ao + u0 * W, *a5 = qq + u0 * W, *a6 = fg + u0 * W;
+            for (jj = 0; jj < kb; ++jj) {
+                const size_t j = kb == 1 ? i : j0 + jj;
+                PRN__T *Jp = J + (i * kb + jj) * W;
+                if (j >= H) { /* d / d c: diagonal */
+                    if (j - H != u0) { PRN__SIMD for (l = 0; l < W; ++l) Jp[l] = 0; }
+                    else if (i < H) { PRN__SIMD for (l = 0; l < W; ++l) Jp[l] = a5[l] * a6[l]; }
+                    else { PRN__SIMD for (l = 0; l < W; ++l) Jp[l] = a6[l]; }
+                } else {
+                    const PRN__T wi = Wh[u0 * H + j], wf = Wh[(H + u0) * H + j], wg = Wh[(2 * H + u0) * H + j];
+                    if (i >= H) { PRN__SIMD for (l = 0; l < W; ++l) Jp[l] = a1[l] * wi + a2[l] * wf + a3[l] * wg; }
+                    else {
+                        const PRN__T wo = Wh[(3 * H + u0) * H + j];
+                        PRN__SIMD for (l = 0; l < W; ++l) Jp[l] = a4[l] * wo + a5[l] * (a1[l] * wi + a2[l] * wf + a3[l] * wg);
+                    }
+                }
+            }
+        }
+        break;
+    }
+    case PRN_RNN_PLRNN: case PRN_RNN_ALRNN: { /* f = A s + W phi(s) + xp */
+        const PRN__T *A = (const PRN__T *)a->w[0], *Wm = (const PRN__T *)a->w[1];
+        PRN__T *m = wk, *ph = m + S * W;
+        const size_t lin = kind == PRN_RNN_ALRNN ? S - a->L : 0;
+        for (v = 0; v < S; ++v) {
+            const PRN__T *sv = s + v * W;
+            PRN__T *mv = m + v * W, *pv = ph + v * W;
+            if (v < lin) { PRN__SIMD for (l = 0; l < W; ++l) { mv[l] = 1; pv[l] = sv[l]; } }
+            else if (kind == PRN_RNN_ALRNN) { PRN__SIMD for (l = 0; l < W; ++l) { mv[l] = sv[l] > 0 ? (PRN__T)1 : (PRN__T)0; pv[l] = sv[l] * mv[l]; } }
+            else { PRN__SIMD for (l = 0; l < W; ++l) { mv[l] = sv[l] > 0 ? (PRN__T)1 : (PRN__T)0; pv[l] = sv[l] > 0 ? sv[l] : (PRN__T)0; } }
+        }
+        for (i = 0; i < S; ++i) {
+            const PRN__T ai_ = A[i], *si = s + i * W, *xi = x + i * W;
+            PRN__T *fi = F + i * W;
+            PRN__SIMD for (l = 0; l < W; ++l) fi[l] = 0;
+            for (v = 0; v < S; ++v) {
+                const PRN__T wv = Wm[i * S + v], *pv = ph + v * W;
+                PRN__SIMD for (l = 0; l < W; ++l) fi[l] += wv * pv[l];
+            }
+            PRN__SIMD for (l = 0; l < W; ++l) fi[l] = ai_ * si[l] + fi[l] + xi[l];
+            for (jj = 0; jj < kb; ++jj) {
+                const size_t j = kb == 1 ? i : i / kb * kb + jj;
+                const PRN__T wv = Wm[i * S + j], *mj = m + j * W;
+                PRN__T *Jp = J + (i * kb + jj) * W;
+                if (j == i) { PRN__SIMD for (l = 0; l < W; ++l) Jp[l] = ai_ + wv * mj[l]; }
+                else { PRN__SIMD for (l = 0; l < W; ++l) Jp[l] = wv * mj[l]; }
+            }
+        }
+        break;
+    }
+    default: { /* shallow: f = A s + W1 rho(W2 s) + xp */
+        const size_t Lh = a->L;
+        const int clipped = kind == PRN_RNN_CLIPPED_SHPLRNN;
+        const PRN__T *A = (const PRN__T *)a->w[0], *W1 = (const PRN__T *)a->w[1], *W2 = (const PRN__T *)a->w[2], *h2 = (const PRN__T *)a->w[3];
+        PRN__T *m = wk, *rho = m + Lh * W, *vv = rho + Lh * W;
+        for (v = 0; v < Lh; ++v) {
+            PRN__T *mv = m + v * W, *rv = rho + v * W;
+            const PRN__T hb = h2[v];
+            PRN__SIMD for (l = 0; l < W; ++l) vv[l] = 0;
+            for (u = 0; u < S; ++u) {
+                const PRN__T wv = W2[v * S + u], *su = s + u * W;
+                PRN__SIMD for (l = 0; l < W; ++l) vv[l] += wv * su[l];
+            }
+            if (clipped) {
+                PRN__SIMD for (l = 0; l < W; ++l) {
+                    const PRN__T uu = vv[l] + hb;
+                    rv[l] = (uu > 0 ? uu : (PRN__T)0) - (vv[l] > 0 ? vv[l] : (PRN__T)0);
+                    mv[l] = (uu > 0 ? (PRN__T)1 : (PRN__T)0) - (vv[l] > 0 ? (PRN__T)1 : (PRN__T)0);
+                }
+            } else {
+                PRN__SIMD for (l = 0; l < W; ++l) {
+                    const PRN__T uu = vv[l] + hb;
+                    rv[l] = uu > 0 ? uu : (PRN__T)0; mv[l] = uu > 0 ? (PRN__T)1 : (PRN__T)0;
+                }
+            }
+        }
+        for (i = 0; i < S; ++i) {
+            const PRN__T ai_ = A[i], *si = s + i * W, *xi = x + i * W;
+            PRN__T *fi = F + i * W;
+            PRN__SIMD for (l = 0; l < W; ++l) fi[l] = 0;
+            for (v = 0; v < Lh; ++v) {
+                const PRN__T wv = W1[i * Lh + v], *rv = rho + v * W;
+                PRN__SIMD for (l = 0; l < W; ++l) fi[l] += wv * rv[l];
+            }
+            PRN__SIMD for (l = 0; l < W; ++l) fi[l] = ai_ * si[l] + fi[l] + xi[l];
+            for (jj = 0; jj < kb; ++jj) {
+                const size_t j = kb == 1 ? i : i / kb * kb + jj;
+                PRN__T *Jp = J + (i * kb + jj) * W;
+                PRN__SIMD for (l = 0; l < W; ++l) Jp[l] = j == i ? ai_ : (PRN__T)0;
+                for (v = 0; v < Lh; ++v) {
+                    const PRN__T wv = W1[i * Lh + v] * W2[v * S + j], *mv = m + v * W;
+                    PRN__SIMD for (l = 0; l < W; ++l) Jp[l] += wv * mv[l];
+                }
+            }
+        }
+        break;
+    }
+    }
+}
+/* One group of lanes (batch rows b0 ..): the iteration, or the adjoint. The
+ * sizes are arguments so that the common small cells get copies of their own
+ * (constant trip counts: the short loops unroll). */
+PRN__FN_INLINE PRN__ATTR PRN__DZ_DBG void prn__dz_body_T(const prn__dz *z, size_t b0, PRN__T *ws, double *res, int *bad, const int kind,
+                                            const size_t S, const size_t H, const size_t hk, const size_t P,
+                                            const size_t kb, const int fwo) {
+    const prn_deer_fused *a = z->a;
+    const size_t B = a->B, TT = a->T, Tc = z->Tc, W = PRN__DZW;
+    const PRN__T *XP = (const PRN__T *)a->xp, *Y = (const PRN__T *)a->y, *H0 = (const PRN__T *)a->h0; /* Y NULL: h0 at every step */
+    const PRN__T *G = (const PRN__T *)a->g;
+    PRN__T *YN = (PRN__T *)(z->adj ? a->lam : a->ynew);
+    const PRN__T one_k = (PRN__T)(1.0 - a->damping), atol = (PRN__T)a->atol, rtol = (PRN__T)a->rtol, clip = (PRN__T)a->clip;
+    PRN__T *Xc = ws, *Yc = Xc + Tc * P * W, *Gc = Yc + (Tc + 1) * S * W, *Yn = Gc + Tc * S * W;
+    PRN__T *F = Yn + Tc * S * W, *J = F + S * W, *cy = J + S * kb * W, *tmp = cy + S * W, *wk = tmp + S * W;
+    PRN__T *Dx = wk + z->wkn, *Dq = Dx + Tc * P * W; /* the adjoint's dxp, dq (z->dxq) */
+    PRN__T *aW = Dq + Tc * P * W, *aB = aW + P * z->wc * W; /* z->dwb: dw, db of this chunk per lane */
+    const int dwb = z->adj && z->dwb;
+    const size_t wc = z->wc;
+    double *gp = dwb ? z->gpart + b0 / W * (P * wc + P) : NULL;
+    PRN__T *DXP = (PRN__T *)a->dxp, *DQP = (PRN__T *)a->dq, *DH0 = (PRN__T *)a->dh0;
+    const int dxq = z->adj && z->dxq;
+    PRN__T mx[PRN__DZW], nf[PRN__DZW];
+    size_t bl[PRN__DZW], l, c0, r, i, jj, p;
+    const int rev = a->reverse;
+    for (l = 0; l < W; ++l) { bl[l] = b0 + l < B ? b0 + l : b0; mx[l] = 0; nf[l] = 0; }
+    if (fwo || !z->adj) { /* fwo: a copy that never runs the adjoint */
+        for (i = 0; i < S; ++i)
+            for (l = 0; l < W; ++l) Yc[i * W + l] = cy[i * W + l] = H0[bl[l] * S + i];
+        for (c0 = 0; c0 < TT; c0 += Tc) {
+            const size_t n = TT - c0 < Tc ? TT - c0 : Tc;
+            for (l = 0; l < W; ++l) { /* a run of rows of each lane, into lane order */
+                const size_t t0 = rev ? TT - 1 - c0 : c0;
+                const PRN__T *xs = XP + (bl[l] * TT + t0) * P, *ys = Y ? Y + (bl[l] * TT + t0) * S : H0 + bl[l] * S;
+                const ptrdiff_t xst = rev ? -(ptrdiff_t)P : (ptrdiff_t)P, yst = !Y ? 0 : rev ? -(ptrdiff_t)S : (ptrdiff_t)S;
+                PRN__T *xd = Xc + l, *yd = Yc + S * W + l;
+                for (r = 0; r < n; ++r, xs += xst, ys += yst, xd += P * W, yd += S * W) {
+                    for (p = 0; p < P; ++p) xd[p * W] = xs[p];
+                    for (i = 0; i < S; ++i) yd[i * W] = ys[i];
+                }
+            }
+            for (r = 0; r < n; ++r) {
+                const PRN__T *sp = Yc + r * S * W, *yc = sp + S * W;
+                PRN__T *yn = Yn + r * S * W;
+                prn__dz_cell_T(a, kind, S, H, hk, kb, sp, Xc + r * P * W, F, J, wk, NULL, NULL, NULL);
+                for (i = 0; i < S; ++i)
+                    PRN__SIMD for (l = 0; l < W; ++l) {
+                        const PRN__T fv = F[i * W + l], d = yc[i * W + l] - fv;
+                        const PRN__T q = (d < 0 ? -d : d) / (atol + rtol * (fv < 0 ? -fv : fv));
+                        mx[l] = q > mx[l] ? q : mx[l];
+                        const PRN__T u = q - q; /* NaN for NaN and Inf */
+                        nf[l] += u == u ? (PRN__T)0 : (PRN__T)1;
+                    }
+                if (!YN) continue;
+                /* y'_t = A (y'_{t-1} - y_{t-1}) + f: the same as A y' + (f - A y) */
+                for (i = 0; i < S; ++i) {
+                    const size_t j0 = kb == 1 ? i : i / kb * kb;
+                    PRN__T *ti = tmp + i * W;
+                    const PRN__T *fi = F + i * W;
+                    PRN__T acc[PRN__DZW], ay[PRN__DZW];
+                    PRN__SIMD for (l = 0; l < W; ++l) { acc[l] = 0; ay[l] = 0; }
+                    for (jj = 0; jj < kb; ++jj) {
+                        const PRN__T *Jp = J + (i * kb + jj) * W, *cj = cy + (j0 + jj) * W, *pj = sp + (j0 + jj) * W;
+                        PRN__SIMD for (l = 0; l < W; ++l) { const PRN__T aj = one_k * Jp[l]; acc[l] += aj * cj[l]; ay[l] += aj * pj[l]; }
+                    }
+                    PRN__SIMD for (l = 0; l < W; ++l) ti[l] = acc[l] + (fi[l] - ay[l]);
+                }
+                PRN__SIMD for (i = 0; i < S * W; ++i) {
+                    PRN__T v = tmp[i];
+                    cy[i] = v;
+                    v = v > clip ? clip : v;
+                    v = v < -clip ? -clip : v;
+                    yn[i] = v == v ? v : (PRN__T)0;
+                }
+            }
+            if (YN)
+                for (l = 0; l < W && b0 + l < B; ++l) {
+                    const size_t t0 = rev ? TT - 1 - c0 : c0;
+                    const ptrdiff_t yst = rev ? -(ptrdiff_t)S : (ptrdiff_t)S;
+                    PRN__T *yo = YN + (bl[l] * TT + t0) * S;
+                    const PRN__T *ysrc = Yn + l;
+                    for (r = 0; r < n; ++r, yo += yst, ysrc += S * W)
+                        for (i = 0; i < S; ++i) yo[i] = ysrc[i * W];
+                }
+            memcpy(Yc, Yc + n * S * W, S * W * sizeof(PRN__T));
+        }
+        for (l = 0; l < W; ++l) {
+            if (nf[l] != 0) *bad = 1;
+            if ((double)mx[l] > *res) *res = (double)mx[l];
+        }
+        return;
+    }
+    /* the adjoint: walk back; lam_t = g_t + c, then c = J_t^PRN__T lam_t */
+    for (i = 0; i < S * W; ++i) cy[i] = 0;
+    if (dwb) for (i = 0; i < (P * wc + P) * W; ++i) aW[i] = 0;
+    for (c0 = TT; c0 > 0;) {
+        const size_t n = c0 < Tc ? c0 : Tc, w0 = c0 - n;
+        for (l = 0; l < W; ++l)
+            for (r = 0; r < n; ++r) {
+                const size_t w = w0 + r, t = rev ? TT - 1 - w : w, row = bl[l] * TT + t;
+                const size_t tp = rev ? t + 1 : t - 1;
+                for (p = 0; p < P; ++p) Xc[(r * P + p) * W + l] = XP[row * P + p];
+                for (i = 0; i < S; ++i) {
+                    Yc[(r * S + i) * W + l] = w ? Y[(bl[l] * TT + tp) * S + i] : H0[bl[l] * S + i];
+                    Gc[(r * S + i) * W + l] = G[row * S + i];
+                }
+            }
+        for (r = n; r-- > 0;) {
+            const PRN__T *gc = Gc + r * S * W;
+            PRN__T *yn = Yn + r * S * W;
+            for (i = 0; i < S * W; ++i) { yn[i] = gc[i] + cy[i]; cy[i] = 0; }
+            prn__dz_cell_T(a, kind, S, H, hk, kb, Yc + r * S * W, Xc + r * P * W, F, J, wk, dxq ? yn : NULL,
+                               Dx + r * P * W, Dq + r * P * W);
+            if (dwb) /* dw += dq h_prev^T (MHGRU: gate rows of head h with its k states), db += dq */
+                for (p = 0; p < P; ++p) {
+                    const PRN__T *dqp = Dq + (r * P + p) * W, *hp = Yc + (r * S + (wc == H ? 0 : p / (3 * wc) * wc)) * W;
+                    PRN__T *ap = aW + p * wc * W, *bp = aB + p * W;
+                    PRN__SIMD for (l = 0; l < W; ++l) bp[l] += dqp[l];
+                    for (jj = 0; jj < wc; ++jj) {
+                        const PRN__T *hv = hp + jj * W;
+                        PRN__T *av = ap + jj * W;
+                        PRN__SIMD for (l = 0; l < W; ++l) av[l] += dqp[l] * hv[l];
+                    }
+                }
+            for (i = 0; i < S; ++i) {
+                const size_t j0 = kb == 1 ? i : i / kb * kb;
+                const PRN__T *li = yn + i * W;
+                for (jj = 0; jj < kb; ++jj) {
+                    const PRN__T *Jp = J + (i * kb + jj) * W;
+                    PRN__T *cj = cy + (j0 + jj) * W;
+                    PRN__SIMD for (l = 0; l < W; ++l) cj[l] += Jp[l] * li[l];
+                }
+            }
+        }
+        for (l = 0; l < W && b0 + l < B; ++l)
+            for (r = 0; r < n; ++r) {
+                const size_t w = w0 + r, t = rev ? TT - 1 - w : w, row = bl[l] * TT + t;
+                for (i = 0; i < S; ++i) YN[row * S + i] = Yn[(r * S + i) * W + l];
+                if (dxq)
+                    for (p = 0; p < P; ++p) DXP[row * P + p] = Dx[(r * P + p) * W + l];
+                if (dxq && DQP)
+                    for (p = 0; p < P; ++p) DQP[row * P + p] = Dq[(r * P + p) * W + l];
+            }
+        if (dwb) /* the chunk's sums, lanes in order, into the group's partials */
+            for (i = 0; i < P * wc + P; ++i) {
+                PRN__T *av = aW + i * W;
+                for (l = 0; l < W && b0 + l < B; ++l) gp[i] += (double)av[l];
+                for (l = 0; l < W; ++l) av[l] = 0;
+            }
+        c0 = w0;
+    }
+    if (DH0) /* the carry past the first step: d loss / d h0 */
+        for (l = 0; l < W && b0 + l < B; ++l)
+            for (i = 0; i < S; ++i) DH0[bl[l] * S + i] = cy[i * W + l];
+    (void)res; (void)bad;
+}
+/* PRN__SPEC 0: no copies for small GRUs (the f32 copy where the AVX2 one runs
+ * instead: the copies cost compile time, not run time). The copies for
+ * the quasi-DEER forward (kb 1, S > 1: the adjoint takes kb = S) leave the
+ * adjoint out (fwo), a third of their code. */
+PRN__FN PRN__ATTR PRN__DZ_DBG void prn__dz_group_T(const prn__dz *z, size_t b0, PRN__T *ws, double *res, int *bad) {
+    const prn_deer_fused *a = z->a;
+    const size_t S = a->S, kb = z->kb;
+    const int gru = (PRN__SPEC) && a->kind == PRN_RNN_GRU, fw = !z->adj;
+    if (gru && S == 1) prn__dz_body_T(z, b0, ws, res, bad, PRN_RNN_GRU, 1, 1, 1, 3, 1, 0);
+    else if (gru && S == 2 && kb == 2) prn__dz_body_T(z, b0, ws, res, bad, PRN_RNN_GRU, 2, 2, 2, 6, 2, 0);
+    else if (gru && S == 2 && kb == 1 && fw) prn__dz_body_T(z, b0, ws, res, bad, PRN_RNN_GRU, 2, 2, 2, 6, 1, 1);
+    else if (gru && S == 4 && kb == 4) prn__dz_body_T(z, b0, ws, res, bad, PRN_RNN_GRU, 4, 4, 4, 12, 4, 0);
+    else if (gru && S == 4 && kb == 1 && fw) prn__dz_body_T(z, b0, ws, res, bad, PRN_RNN_GRU, 4, 4, 4, 12, 1, 1);
+    else if (gru && S == 8 && kb == 8) prn__dz_body_T(z, b0, ws, res, bad, PRN_RNN_GRU, 8, 8, 8, 24, 8, 0);
+    else if (gru && S == 8 && kb == 1 && fw) prn__dz_body_T(z, b0, ws, res, bad, PRN_RNN_GRU, 8, 8, 8, 24, 1, 1);
+    else prn__dz_body_T(z, b0, ws, res, bad, a->kind, S, a->H, a->hk, z->P, kb, 0);
+}
+#undef prn__dz_sig_T
+#undef prn__dz_cell_T
+#undef prn__dz_body_T
+#undef prn__dz_group_T
+#undef prn__dz_tin_T
+#undef prn__dz_tout_T
+#undef PRN__EXP
+#undef PRN__TANH
+#undef PRN__SPEC
+#endif /* PRN__TPL_DEER */
+
+/* ---- DEER_TS: the fused DEER iterations over time segments. Parameters: T,
+ * SFX, ATTR, PRN__SPEC (as DEER's). Uses DEER's prn__dz_cell_<sfx> and
+ * prn__dz_tin_/prn__dz_tout_<sfx>. */
+#ifdef PRN__TPL_DEER_TS
+#undef PRN__TPL_DEER_TS
+#define prn__dz_ts_body_T PRN__TNAME(prn__dz_ts_body_)
+#define prn__dz_ts_chain_T PRN__TNAME(prn__dz_ts_chain_)
+#define prn__dz_ts_group_T PRN__TNAME(prn__dz_ts_group_)
+#define prn__dz_cell_T PRN__TNAME(prn__dz_cell_)
+#define prn__dz_tin_T PRN__TNAME(prn__dz_tin_)
+#define prn__dz_tout_T PRN__TNAME(prn__dz_tout_)
+/* Time segments (prn__ref_deer_run with B < PRN__DZW): a lane takes one
+ * segment of one row's time, so a few rows still fill the lanes and the
+ * threads. Pass 1 solves each segment's recurrence from a zero carry (v),
+ * writes v, multiplies its A_t (M) and takes the residual; the carries are
+ * then chained across the segments of a row. Pass 2 adds the carry's part
+ * c_t = A_t c_{t-1} (c_{-1} the segment's true carry) to v, and stops in a
+ * lane once every |c_t,i| <= PRN__DZ_CUT (atol + rtol |v_t,i|): where A
+ * contracts, c fades within a few hundred steps, so pass 2 costs a small
+ * part of pass 1. The rest of the segment keeps v: an inexact Newton step
+ * (the correction left out is below a thousandth of the tolerance where it
+ * stops, and only grows again where J amplifies); the next iteration's
+ * residual still decides convergence. A segment whose v was clipped or not
+ * finite in pass 1 is solved again from its true carry instead (v is then
+ * not known). Task j is row j / C, segment j % C. */
+PRN__FN_INLINE PRN__ATTR PRN__DZ_DBG PRN__DZ_TS void prn__dz_ts_body_T(const prn__dz *z, size_t j0, PRN__T *ws, double *res, int *bad, const int kind,
+                                               const size_t S, const size_t H, const size_t hk, const size_t P,
+                                               const size_t kb) {
+    const prn_deer_fused *a = z->a;
+    const size_t TT = a->T, W = PRN__DZW, Ls = z->Ls, SS = 2 * S + S * S + 1;
+    const PRN__T *XP = (const PRN__T *)a->xp, *Y = (const PRN__T *)a->y, *H0 = (const PRN__T *)a->h0;
+    PRN__T *YN = (PRN__T *)a->ynew, *TV = (PRN__T *)z->tv;
+    const PRN__T one_k = (PRN__T)(1.0 - a->damping), atol = (PRN__T)a->atol, rtol = (PRN__T)a->rtol, clip = (PRN__T)a->clip;
+    const PRN__T cut = (PRN__T)PRN__DZ_CUT;
+    const int rev = a->reverse, pass = z->pass;
+    /* pass 2 usually ends early: short chunks gather little in vain */
+    const size_t Tc = pass == 1 || z->Tc < 32 ? z->Tc : 32;
+    PRN__T *Pc = ws, *Cc = Pc + z->Tc * S * W, *Xc = Cc + z->Tc * S * W, *On = Xc + z->Tc * P * W, *F = On + z->Tc * S * W;
+    PRN__T *J = F + S * W, *cy = J + S * kb * W;
+    PRN__T *tmp = cy + S * W, *M = tmp + S * W, *Mn = M + S * S * W, *wk = Mn + S * S * W;
+    PRN__T mx[PRN__DZW], nf[PRN__DZW], vl[PRN__DZW], fm[PRN__DZW], ck[PRN__DZW], sm[PRN__DZW];
+    size_t bl[PRN__DZW], sl[PRN__DZW], nl[PRN__DZW], jl[PRN__DZW], ne[PRN__DZW], l, r, i, jj, c, p, nmax = 0, r0, rr, nc;
+    int dn[PRN__DZW], live = 1, fast;
+    const PRN__T *pxl[PRN__DZW], *pcl[PRN__DZW], *psl[PRN__DZW];
+    PRN__T *pol[PRN__DZW];
+    const ptrdiff_t ost = rev ? -(ptrdiff_t)S : (ptrdiff_t)S;
+    const ptrdiff_t xst = rev ? -(ptrdiff_t)P : (ptrdiff_t)P, yst = !Y ? 0 : rev ? -(ptrdiff_t)S : (ptrdiff_t)S;
+    for (l = 0; l < W; ++l) {
+        const size_t j = j0 + l < z->ntask ? j0 + l : j0;
+        size_t t;
+        jl[l] = j; bl[l] = j / z->C; sl[l] = (j % z->C) * Ls;
+        nl[l] = j0 + l < z->ntask && sl[l] < TT ? (TT - sl[l] < Ls ? TT - sl[l] : Ls) : 0;
+        if (nl[l] > nmax) nmax = nl[l];
+        mx[l] = 0; nf[l] = 0; ck[l] = 0; dn[l] = 0;
+        /* pass 2: 1 where the segment is solved again in full, 0 where c is added to v */
+        fm[l] = pass == 1 || TV[j * SS + 2 * S + S * S] != 0 ? (PRN__T)1 : (PRN__T)0;
+        t = rev ? TT - 1 - sl[l] : sl[l]; /* the lane's first step, its inputs */
+        pxl[l] = XP + (bl[l] * TT + t) * P;
+        pcl[l] = Y ? Y + (bl[l] * TT + t) * S : H0 + bl[l] * S;
+        psl[l] = !Y || sl[l] == 0 ? H0 + bl[l] * S : pcl[l] - yst;
+        pol[l] = YN ? YN + (bl[l] * TT + t) * S : NULL;
+    }
+    for (i = 0; i < S; ++i)
+        for (l = 0; l < W; ++l) cy[i * W + l] = pass == 1 ? (PRN__T)0 : TV[jl[l] * SS + S + S * S + i];
+    if (pass == 1)
+        for (i = 0; i < S * S; ++i)
+            for (l = 0; l < W; ++l) M[i * W + l] = i % (S + 1) == 0 ? (PRN__T)1 : (PRN__T)0;
+    for (r0 = 0; r0 < nmax && live; r0 += nc) {
+      nc = nmax - r0 < Tc ? nmax - r0 : Tc;
+      fast = !rev; /* forward, every lane inside its segment: transposes */
+      for (l = 0; l < W && fast; ++l) fast = r0 + nc < nl[l] && fm[l] == (pass == 1 ? 1 : 0);
+      if (fast) {
+        const PRN__T *src[PRN__DZW];
+        for (l = 0; l < W; ++l) { src[l] = pxl[l]; pxl[l] += nc * P; }
+        prn__dz_tin_T(Xc, src, nc * P);
+        for (l = 0; l < W; ++l)
+            for (i = 0; i < S; ++i) Pc[i * W + l] = psl[l][i];
+        if (Y) { /* the previous states: the one before, then this run's but its last */
+            PRN__T *cb = pass == 1 ? Cc : On;
+            for (l = 0; l < W; ++l) { src[l] = pcl[l]; psl[l] = pcl[l] + (nc - 1) * S; pcl[l] += nc * S; }
+            prn__dz_tin_T(cb, src, nc * S);
+            memcpy(Pc + S * W, cb, (nc - 1) * S * W * sizeof(PRN__T));
+        } else { /* h0 at every step */
+            for (rr = 1; rr < nc; ++rr) memcpy(Pc + rr * S * W, Pc, S * W * sizeof(PRN__T));
+            if (pass == 1) memcpy(Cc, Pc, nc * S * W * sizeof(PRN__T));
+        }
+        if (pass == 2) {
+            for (l = 0; l < W; ++l) src[l] = pol[l];
+            prn__dz_tin_T(Cc, src, nc * S);
+        }
+      } else
+      for (l = 0; l < W; ++l) { /* a run of steps of each lane's segment, in lane order */
+        const int addv = pass == 2 && fm[l] == 0; /* pass 2 reads v where it adds c */
+        for (rr = 0, r = r0; rr < nc; ++rr, ++r) {
+            const PRN__T *ps = psl[l], *pc = pcl[l], *px = pxl[l];
+            PRN__T *sd = Pc + rr * S * W + l, *cd = Cc + rr * S * W + l, *xd = Xc + rr * P * W + l;
+            for (i = 0; i < S; ++i) sd[i * W] = ps[i];
+            if (pass == 1) for (i = 0; i < S; ++i) cd[i * W] = pc[i];
+            else if (addv && r < nl[l]) { const PRN__T *pv = pol[l] + (ptrdiff_t)rr * ost; for (i = 0; i < S; ++i) cd[i * W] = pv[i]; }
+            else for (i = 0; i < S; ++i) cd[i * W] = 0;
+            for (p = 0; p < P; ++p) xd[p * W] = px[p];
+            if (r + 1 < nl[l]) { psl[l] = Y ? pc : ps; pcl[l] = pc + yst; pxl[l] = px + xst; }
+        }
+      }
+      for (l = 0; l < W; ++l) ne[l] = 0;
+      for (rr = 0, r = r0; rr < nc; ++rr, ++r) {
+        const PRN__T *sp = Pc + rr * S * W, *yc = Cc + rr * S * W, *x = Xc + rr * P * W;
+        PRN__T *on = On + rr * S * W;
+        live = 0;
+        for (l = 0; l < W; ++l) {
+            const int act = r < nl[l] && !dn[l];
+            vl[l] = act ? (PRN__T)1 : (PRN__T)0;
+            ne[l] += (size_t)act;
+            live |= act;
+        }
+        if (!live) break;
+        prn__dz_cell_T(a, kind, S, H, hk, kb, sp, x, F, J, wk, NULL, NULL, NULL);
+        if (pass == 1)
+            for (i = 0; i < S; ++i)
+                PRN__SIMD for (l = 0; l < W; ++l) {
+                    const PRN__T fv = F[i * W + l], d = yc[i * W + l] - fv;
+                    PRN__T q = (d < 0 ? -d : d) / (atol + rtol * (fv < 0 ? -fv : fv));
+                    const PRN__T u = q - q;
+                    q = vl[l] != 0 ? q : (PRN__T)0;
+                    mx[l] = q > mx[l] ? q : mx[l];
+                    nf[l] += u != u ? vl[l] : (PRN__T)0; /* no &&: it vectorises */
+                }
+        if (!YN) continue;
+        /* y'_t = A (y'_{t-1} - y_{t-1}) + f (full), or c_t = A c_{t-1} */
+        for (i = 0; i < S; ++i) {
+            const size_t j0b = kb == 1 ? i : i / kb * kb;
+            PRN__T acc[PRN__DZW];
+            PRN__SIMD for (l = 0; l < W; ++l) acc[l] = fm[l] * F[i * W + l];
+            for (jj = 0; jj < kb; ++jj) {
+                const PRN__T *Jp = J + (i * kb + jj) * W, *cj = cy + (j0b + jj) * W, *pj = sp + (j0b + jj) * W;
+                PRN__SIMD for (l = 0; l < W; ++l) acc[l] += one_k * Jp[l] * (cj[l] - fm[l] * pj[l]);
+            }
+            PRN__SIMD for (l = 0; l < W; ++l) tmp[i * W + l] = vl[l] != 0 ? acc[l] : cy[i * W + l];
+        }
+        if (pass == 1) { /* M = A M (held where the lane has ended) */
+            for (i = 0; i < S; ++i) {
+                const size_t j0b = kb == 1 ? i : i / kb * kb;
+                for (c = 0; c < S; ++c) {
+                    PRN__T acc[PRN__DZW];
+                    PRN__SIMD for (l = 0; l < W; ++l) acc[l] = 0;
+                    for (jj = 0; jj < kb; ++jj) {
+                        const PRN__T *Jp = J + (i * kb + jj) * W, *mj = M + ((j0b + jj) * S + c) * W;
+                        PRN__SIMD for (l = 0; l < W; ++l) acc[l] += one_k * Jp[l] * mj[l];
+                    }
+                    PRN__SIMD for (l = 0; l < W; ++l) Mn[(i * S + c) * W + l] = vl[l] != 0 ? acc[l] : M[(i * S + c) * W + l];
+                }
+            }
+            memcpy(M, Mn, S * S * W * sizeof(PRN__T));
+            for (i = 0; i < S; ++i) /* the value, clipped; ck counts the changed ones */
+                PRN__SIMD for (l = 0; l < W; ++l) {
+                    const PRN__T v = tmp[i * W + l];
+                    PRN__T w = v > clip ? clip : v;
+                    w = w < -clip ? -clip : w;
+                    ck[l] += w != v ? vl[l] : (PRN__T)0;
+                    on[i * W + l] = w == w ? w : (PRN__T)0;
+                }
+        } else {
+            PRN__SIMD for (l = 0; l < W; ++l) sm[l] = 0;
+            for (i = 0; i < S; ++i)
+                PRN__SIMD for (l = 0; l < W; ++l) {
+                    const PRN__T cv = tmp[i * W + l], vv = yc[i * W + l];
+                    PRN__T v = cv + vv; /* yc: v (0 where solved in full) */
+                    sm[l] += (cv < 0 ? -cv : cv) <= cut * (atol + rtol * (vv < 0 ? -vv : vv)) ? (PRN__T)0 : (PRN__T)1;
+                    v = v > clip ? clip : v;
+                    v = v < -clip ? -clip : v;
+                    on[i * W + l] = v == v ? v : (PRN__T)0;
+                }
+            for (l = 0; l < W; ++l) dn[l] |= vl[l] != 0 && fm[l] == 0 && sm[l] == 0;
+        }
+        memcpy(cy, tmp, S * W * sizeof(PRN__T));
+      }
+      fast = !rev;
+      for (l = 0; l < W && fast; ++l) fast = ne[l] == nc;
+      if (YN && fast) {
+        prn__dz_tout_T(pol, On, nc * S);
+        for (l = 0; l < W; ++l) pol[l] += nc * S;
+      } else if (YN)
+        for (l = 0; l < W; ++l)
+            for (rr = 0; rr < ne[l]; ++rr, pol[l] += ost)
+                for (i = 0; i < S; ++i) pol[l][i] = On[(rr * S + i) * W + l];
+    }
+    if (pass == 1) {
+        for (l = 0; l < W; ++l) {
+            if (nf[l] != 0) *bad = 1;
+            if ((double)mx[l] > *res) *res = (double)mx[l];
+            if (j0 + l >= z->ntask || !YN) continue;
+            for (i = 0; i < S; ++i) TV[jl[l] * SS + i] = cy[i * W + l];
+            for (i = 0; i < S * S; ++i) TV[jl[l] * SS + S + i] = M[i * W + l];
+            TV[jl[l] * SS + 2 * S + S * S] = ck[l] != 0 ? (PRN__T)1 : (PRN__T)0;
+        }
+    }
+}
+/* The carries into each segment: chained along each row from h0. */
+PRN__FN void prn__dz_ts_chain_T(const prn__dz *z) {
+    const prn_deer_fused *a = z->a;
+    const size_t S = a->S, SS = 2 * S + S * S + 1, C = z->C; /* v, M, carry, clipped */
+    PRN__T *TV = (PRN__T *)z->tv, cur[64], nx[64];
+    size_t b, c, i, k;
+    for (b = 0; b < a->B; ++b) {
+        for (i = 0; i < S; ++i) cur[i] = ((const PRN__T *)a->h0)[b * S + i];
+        for (c = 0; c < C; ++c) {
+            PRN__T *e = TV + (b * C + c) * SS;
+            for (i = 0; i < S; ++i) e[S + S * S + i] = cur[i];
+            for (i = 0; i < S; ++i) {
+                PRN__T v = e[i];
+                for (k = 0; k < S; ++k) v += e[S + i * S + k] * cur[k];
+                nx[i] = v;
+            }
+            for (i = 0; i < S; ++i) cur[i] = nx[i];
+        }
+    }
+}
+PRN__FN PRN__ATTR PRN__DZ_DBG PRN__DZ_TS void prn__dz_ts_group_T(const prn__dz *z, size_t j0, PRN__T *ws, double *res, int *bad) {
+    const prn_deer_fused *a = z->a;
+    const size_t S = a->S, kb = z->kb;
+    const int gru = (PRN__SPEC) && a->kind == PRN_RNN_GRU;
+    if (gru && S == 1) prn__dz_ts_body_T(z, j0, ws, res, bad, PRN_RNN_GRU, 1, 1, 1, 3, 1);
+    else if (gru && S == 2 && kb == 2) prn__dz_ts_body_T(z, j0, ws, res, bad, PRN_RNN_GRU, 2, 2, 2, 6, 2);
+    else if (gru && S == 2) prn__dz_ts_body_T(z, j0, ws, res, bad, PRN_RNN_GRU, 2, 2, 2, 6, 1);
+    else prn__dz_ts_body_T(z, j0, ws, res, bad, a->kind, S, a->H, a->hk, z->P, kb);
+}
+#undef prn__dz_ts_body_T
+#undef prn__dz_ts_chain_T
+#undef prn__dz_ts_group_T
+#undef prn__dz_cell_T
+#undef prn__dz_tin_T
+#undef prn__dz_tout_T
+#undef PRN__SPEC
+#endif /* PRN__TPL_DEER_TS */
 
 /* (end of DEER and the frames' kernels) */
 

@@ -573,7 +573,7 @@ static const char *const prn__ocl_src_scan_diag[] = {
 };
 static const char *const prn__ocl_src_solve[] = {
     "/* Batched dense solves a[b] x = r[b] (solve_batched of the backend table):\n",
-    " * LU with partial pivoting as the reference's PRN__LU_SOLVE (parrnn.h), one\n",
+    " * LU with partial pivoting as the reference's prn__lu_solve_<T> (parrnn.h), one\n",
     " * work-group of L work-items (a power of two) per system, the matrix staying\n",
     " * in global memory. Each elimination step j:\n",
     " *   1. pivot search: every work-item scans rows j + lid, j + lid + L, ...\n",

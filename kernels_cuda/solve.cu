@@ -1,5 +1,5 @@
 /* solve.cu - batched dense solves a[b] x = r[b] (solve_batched of the
- * table): LU with partial pivoting as the reference's PRN__LU_SOLVE
+ * table): LU with partial pivoting as the reference's prn__lu_solve_<T>
  * (parrnn.h), the algorithm of kernels_opencl/solve.cl. One thread block of
  * L threads (a power of two) per system, blocks looping over the systems;
  * the matrix stays in global memory. Each elimination step j:

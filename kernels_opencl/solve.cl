@@ -1,5 +1,5 @@
 /* Batched dense solves a[b] x = r[b] (solve_batched of the backend table):
- * LU with partial pivoting as the reference's PRN__LU_SOLVE (parrnn.h), one
+ * LU with partial pivoting as the reference's prn__lu_solve_<T> (parrnn.h), one
  * work-group of L work-items (a power of two) per system, the matrix staying
  * in global memory. Each elimination step j:
  *   1. pivot search: every work-item scans rows j + lid, j + lid + L, ...
