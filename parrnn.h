@@ -101,6 +101,29 @@
  *   prn_context_destroy frees every tensor still alive on the context; free
  *   optimisers (prn_optim_free) and cells (prn_cell_free) before it.
  *
+ * NAMES AND TYPES (one vocabulary; CHANGELOG.md lists the renames)
+ *   - prn_<thing>_create makes an object, prn_<thing>_free ends it (the
+ *     context too); a loader (prn_rnn_load, prn_pwl_parse/_load) or a
+ *     search (prn_scyfi) that returns one says which _free ends it.
+ *   - Opaque handles (contexts, tensors, cells, networks, frames,
+ *     optimisers) remember their context: prn_<thing>_free(obj). Plain
+ *     structs the library fills in for you (prn_pwl_model from a loader,
+ *     prn_scyfi_result) have no hidden field, so their _free takes the
+ *     context whose allocator made them first, as prn_free does:
+ *     prn_pwl_free(ctx, m), prn_scyfi_free(ctx, r).
+ *   - The context comes first, outputs come last (a pointer to what is
+ *     written); every fallible call returns a prn_status.
+ *   - Sizes, counts and lengths are size_t (prn_eigenvalues' n, the
+ *     dimensions of tensors, cells and networks, SCYFI's solve counts as
+ *     uint64_t); int is for flags, axes, enums, indices into short lists
+ *     (params, slots) and the small fields of prn_pwl_model and
+ *     prn_scyfi_result (M, H, P, k, counts of cycles), which the model
+ *     files bound to 65536.
+ *   - "cell" is a recurrent unit made by a prn_<kind>_create (prn_cell)
+ *     and nothing else: DEER's user-supplied f is a prn_deer_system, and
+ *     the backend slots that fuse one step of the classic networks' gates
+ *     are rnn_gates_forward / rnn_gates_backward.
+ *
  * THREADS
  *   No global mutable state. A context is used by one thread at a time; two
  *   contexts on two threads never interfere.
@@ -162,7 +185,7 @@
 #define PARRNN_VERSION_STRING "0.1.0"
 /* Bumped whenever prn_backend changes layout; backends state the version
  * they were written for and contexts refuse a mismatch. */
-#define PARRNN_BACKEND_ABI 2
+#define PARRNN_BACKEND_ABI 3
 
 #include <stddef.h>
 #include <stdint.h>
@@ -1294,8 +1317,8 @@ typedef struct prn_scyfi_result {
     int num_cycles;
     prn_scyfi_cycle *cycles;  /* by order, then in the order found            */
     int *count;               /* [kmax + 1]: count[k] cycles of order k        */
-    double solves;            /* candidate systems solved                      */
-    double singular;          /* of them singular (re-randomised)              */
+    uint64_t solves;          /* candidate systems solved                      */
+    uint64_t singular;        /* of them singular (re-randomised)              */
 } prn_scyfi_result;
 
 /* Every cycle of order 1 .. kmax that the search (or enumeration) finds.
@@ -1313,7 +1336,7 @@ PRNDEF void prn_scyfi_free(prn_context *ctx, prn_scyfi_result *r);
  * (a conjugate pair: positive imaginary part first). PRN_ERR_NONFINITE
  * for a non-finite a or when the iteration does not converge. */
 #ifndef PARRNN_NO_SCYFI
-PRNDEF prn_status prn_eigenvalues(prn_context *ctx, int n, const double *a, double *re, double *im);
+PRNDEF prn_status prn_eigenvalues(prn_context *ctx, size_t n, const double *a, double *re, double *im);
 #endif
 
 /* ------------------------------------------------------------------------
@@ -1998,6 +2021,39 @@ PRN__MATH_INLINE float prn__tanhf(float x) { return 1.0f - 2.0f / (1.0f + prn__e
 #ifndef PARRNN_IMPLEMENTATION_DONE
 #define PARRNN_IMPLEMENTATION_DONE
 
+/* ------------------------------------------------------------------------
+ * MAP OF THE IMPLEMENTATION: its sections, in file order, and the internal
+ * (prn__) helpers they share. Anything not listed is private to the section
+ * that defines it.
+ *   Internal structures     prn_context, prn_tensor, prn__storage;
+ *                           prn__cell_saved (the fused gate slots' saved
+ *                           layout: the RNN layers, the reference kernels),
+ *                           prn__work_nt, prn__all_finite_f32
+ *   Status ... errors       prn_alloc/prn_free, prn_set_error, PRN__ERR,
+ *                           PRN__CTX, prn__in_fn: every section;
+ *                           prn__team (how many threads to fork): the
+ *                           reference kernels and SCYFI
+ *   Reference backend       (from "Reference scans" to its table,
+ *                           prn_reference_backend): reached by every other
+ *                           section only through the table (ctx->be); the
+ *                           prn_backend_*_check argument checks are public.
+ *                           The host helpers it shares with generic code
+ *                           are defined above it: prn__work_nt (SCYFI's
+ *                           threads), prn__all_finite_f32 (the f32 frames,
+ *                           which run on the host for any backend) and
+ *                           prn__cpu_avx2 (CPU features, before "Reference
+ *                           scans")
+ *   Context, Tensors, Tape, the tensor constructors and the tape: used by
+ *   Shape helpers / ops     the ops, cells, RNN, DEER and optimisers
+ *   Cells, RNN, frames      prn__cw (workspace tensors): RNN and DEER
+ *   DEER                    uses the RNN's layers through prn__deer_rnn_cell
+ *   PWL models, SCYFI,      prn__sc_sort_eig (SCYFI and the eigenvalues)
+ *   eigenvalues
+ *   Optimisers              the table's sgd_update/adam_update only
+ *   TEMPLATES (file end)    instantiated where a section needs a dtype
+ *                           variant; see the TEMPLATES comment there
+ * ---------------------------------------------------------------------- */
+
 #include <float.h>
 #include <math.h>
 #include <stdarg.h>
@@ -2191,6 +2247,32 @@ struct prn_context {
     double team_next, team_wait; /* prn__team: when to look again (omp_get_wtime), and how long it waits then */
     int team_one;                /* prn__team: the last look found a thread that was not running */
 };
+
+/* V, the values a fused gate step (rnn_cell_forward) saves per unit for its
+ * backward: ELMAN 0, LSTM 5 (i f g o tanh c'), GRU and MHGRU 4 (r z n hn).
+ * Part of the slot's contract, so generic code (the RNN layers sizing
+ * saved) and every backend's kernels agree on it. */
+PRN__FN size_t prn__cell_saved(int kind) { return kind == PRN_RNN_LSTM ? 5 : kind == PRN_RNN_ELMAN ? 0 : 4; }
+/* Threads for a region of work multiply-adds: at most nt, each with at
+ * least PRN__PAR_MIN of them (1: run it serially). */
+PRN__FN int prn__work_nt(double work, int nt) {
+    double w = work / PRN__PAR_MIN;
+    return w < nt ? (w < 1 ? 1 : (int)w) : nt;
+}
+/* An exponent of all ones is NaN or Inf: OR over the lanes of a block, by
+ * integer operations the compiler vectorises (no float compare, no
+ * temporaries), one pass at memory speed. f32's test is also the float
+ * frames' (memcpy: no aliasing of the caller's floats; it vectorises as a
+ * plain load does). */
+PRN__FN int prn__all_finite_f32(const float *x, size_t n) {
+    uint32_t u, bad = 0;
+    size_t i;
+    for (i = 0; i < n; ++i) {
+        memcpy(&u, x + i, sizeof u);
+        bad |= (uint32_t)((u & 0x7f800000u) == 0x7f800000u);
+    }
+    return !bad;
+}
 
 /* ------------------------------------------------------------------------
  * Status, dtypes, allocation, errors
@@ -3700,9 +3782,6 @@ PRN__FN prn_status prn__ref_scan_block(prn_context *ctx, prn_dtype dtype, int re
 }
 
 /* --- fused cell steps (rnn_cell_forward / _backward) ------------------- */
-/* V, the values a fused step saves per unit for its backward: ELMAN 0,
- * LSTM 5 (i f g o tanh c'), GRU and MHGRU 4 (r z n hn). */
-PRN__FN size_t prn__cell_saved(int kind) { return kind == PRN_RNN_LSTM ? 5 : kind == PRN_RNN_ELMAN ? 0 : 4; }
 PRN__DEF prn_status prn_backend_rnn_cell_check(prn_context *ctx, const char *fn, int kind, size_t H, size_t *k) {
     if (kind != PRN_RNN_ELMAN && kind != PRN_RNN_LSTM && kind != PRN_RNN_GRU && kind != PRN_RNN_MHGRU)
         return prn_set_error(ctx, PRN_ERR_INVALID_ARGUMENT, "%s: kind %d has no fused step", fn, kind);
@@ -5496,12 +5575,6 @@ PRN__FN prn_status prn__ref_rnn_layer_backward_dw(prn_context *ctx, prn_dtype dt
 #define PRN__LU_ROWS_PAR
 #define PRN__LU_BATCH_PAR
 #endif
-/* Threads for a region of work multiply-adds: at most nt, each with at
- * least PRN__PAR_MIN of them (1: run it serially). */
-PRN__FN int prn__work_nt(double work, int nt) {
-    double w = work / PRN__PAR_MIN;
-    return w < nt ? (w < 1 ? 1 : (int)w) : nt;
-}
 #define PRN__LU_SOLVE(T)                                                         \
     PRN__FN int prn__lu_solve_##T(size_t n, T *a, T *r, int par, int nt) {        \
         size_t j;                                                                \
@@ -6450,20 +6523,6 @@ PRN__FN prn_status prn__ref_deer_adjoint(prn_context *ctx, const prn_deer_fused 
 }
 #endif /* PARRNN_NO_TRAINING */
 #endif /* PARRNN_NO_DEER */
-/* An exponent of all ones is NaN or Inf: OR over the lanes of a block, by
- * integer operations the compiler vectorises (no float compare, no
- * temporaries), one pass at memory speed. f32's test is also the float
- * frames' (memcpy: no aliasing of the caller's floats; it vectorises as a
- * plain load does). */
-PRN__FN int prn__all_finite_f32(const float *x, size_t n) {
-    uint32_t u, bad = 0;
-    size_t i;
-    for (i = 0; i < n; ++i) {
-        memcpy(&u, x + i, sizeof u);
-        bad |= (uint32_t)((u & 0x7f800000u) == 0x7f800000u);
-    }
-    return !bad;
-}
 PRN__FN prn_status prn__ref_all_finite(prn_context *ctx, prn_dtype dtype, size_t n, const void *x, int *finite) {
     size_t i;
     (void)ctx;
@@ -13158,7 +13217,7 @@ PRN__FN prn_status prn__sc_commit(prn__sc *s, prn__sc_chain *ch, int *fresh) {
             size_t i;
             prn_status st;
             prn__sc_product(s, pat, P, v, scr, 1);
-            st = prn_eigenvalues(s->ctx, (int)M, P, n->c.eig_re, n->c.eig_im);
+            st = prn_eigenvalues(s->ctx, M, P, n->c.eig_re, n->c.eig_im);
             if (st != PRN_OK) { prn_free(s->ctx, n->c.points); prn_free(s->ctx, n); return st; }
             for (i = 0; i < M; ++i) {
                 double a = sqrt(n->c.eig_re[i] * n->c.eig_re[i] + n->c.eig_im[i] * n->c.eig_im[i]);
@@ -13655,8 +13714,8 @@ PRN__FN prn_status prn__scyfi(prn_context *ctx, const prn_pwl_model *m, const pr
     res->cycles = (prn_scyfi_cycle *)(void *)(res + 1);
     res->count = (int *)(void *)(res->cycles + s.ncycles);
     memset(res->count, 0, ((size_t)s.o.kmax + 1) * sizeof(int));
-    res->solves = s.solves;
-    res->singular = s.singular;
+    res->solves = (uint64_t)s.solves; /* counted in doubles: the MPI messages carry them */
+    res->singular = (uint64_t)s.singular;
     {   /* Hand each cycle's block over. */
         prn__sc_cycle_node *n;
         i = 0;
@@ -14145,25 +14204,26 @@ PRN__FN int prn__eig_real(size_t n, double *a, double *re, double *im) {
 }
 #endif /* PARRNN_USE_LAPACK */
 
-PRN__DEF prn_status prn_eigenvalues(prn_context *ctx, int n, const double *a, double *re, double *im) {
+PRN__DEF prn_status prn_eigenvalues(prn_context *ctx, size_t n, const double *a, double *re, double *im) {
     static const char *fn = "prn_eigenvalues";
     size_t N, i;
     double *w;
     int bad;
     PRN__CTX(ctx, fn);
-    if (n < 0) return PRN__ERR(ctx, PRN_ERR_INVALID_ARGUMENT, "%s: argument 'n' is %d; need n >= 0", fn, n);
-    if (n > PRN__PWL_MAX_DIM) return PRN__ERR(ctx, PRN_ERR_INVALID_ARGUMENT, "%s: argument 'n' is %d; at most %d", fn, n, PRN__PWL_MAX_DIM);
+    if (n > PRN__PWL_MAX_DIM)
+        return PRN__ERR(ctx, PRN_ERR_INVALID_ARGUMENT, "%s: argument 'n' is %lu; at most %d", fn, (unsigned long)n,
+                        PRN__PWL_MAX_DIM);
     if (n == 0) return PRN_OK;
     if (!a) return PRN__ERR(ctx, PRN_ERR_NULL_ARGUMENT, "%s: argument 'a' is NULL", fn);
     if (!re) return PRN__ERR(ctx, PRN_ERR_NULL_ARGUMENT, "%s: argument 're' is NULL", fn);
     if (!im) return PRN__ERR(ctx, PRN_ERR_NULL_ARGUMENT, "%s: argument 'im' is NULL", fn);
-    N = (size_t)n;
+    N = n;
     for (i = 0; i < N * N; ++i)
         if (!(a[i] - a[i] == 0))
             return PRN__ERR(ctx, PRN_ERR_NONFINITE, "%s: a[%lu] is not finite", fn, (unsigned long)i);
 #ifdef PARRNN_USE_LAPACK
     {
-        int lwork = -1, info = 0, one = 1;
+        int lwork = -1, info = 0, one = 1, ni = (int)n; /* n <= PRN__PWL_MAX_DIM */
         double q = 0, dummy = 0;
         size_t r, c;
         double *wr, *wi, *work;
@@ -14173,11 +14233,11 @@ PRN__DEF prn_status prn_eigenvalues(prn_context *ctx, int n, const double *a, do
         wi = wr + N;
         for (r = 0; r < N; ++r)
             for (c = 0; c < N; ++c) w[c * N + r] = a[r * N + c]; /* LAPACK is column-major */
-        dgeev_("N", "N", &n, w, &n, wr, wi, &dummy, &one, &dummy, &one, &q, &lwork, &info);
-        lwork = info == 0 && q >= 1 ? (int)q : 4 * n;
+        dgeev_("N", "N", &ni, w, &ni, wr, wi, &dummy, &one, &dummy, &one, &q, &lwork, &info);
+        lwork = info == 0 && q >= 1 ? (int)q : 4 * ni;
         work = (double *)prn_alloc(ctx, (size_t)lwork * sizeof(double));
         if (!work) { prn_free(ctx, w); return prn__in_fn(ctx, fn, PRN_ERR_OUT_OF_MEMORY); }
-        dgeev_("N", "N", &n, w, &n, wr, wi, &dummy, &one, &dummy, &one, work, &lwork, &info);
+        dgeev_("N", "N", &ni, w, &ni, wr, wi, &dummy, &one, &dummy, &one, work, &lwork, &info);
         prn_free(ctx, work);
         bad = info != 0;
         if (!bad) { memcpy(re, wr, N * sizeof(double)); memcpy(im, wi, N * sizeof(double)); }
@@ -14191,7 +14251,7 @@ PRN__DEF prn_status prn_eigenvalues(prn_context *ctx, int n, const double *a, do
     if (!bad) { memcpy(re, w + N * N, N * sizeof(double)); memcpy(im, w + N * N + N, N * sizeof(double)); }
     prn_free(ctx, w);
 #endif
-    if (bad) return PRN__ERR(ctx, PRN_ERR_NONFINITE, "%s: the QR iteration did not converge (n = %d)", fn, n);
+    if (bad) return PRN__ERR(ctx, PRN_ERR_NONFINITE, "%s: the QR iteration did not converge (n = %lu)", fn, (unsigned long)n);
     prn__sc_sort_eig(N, re, im);
     return PRN_OK;
 }

@@ -1156,7 +1156,7 @@ static int scyfi_case(const prn_pwl_model *m, int kmax, int exhaustive, int batc
         }
     }
     /* solves: a count over every rank, so the same on every rank */
-    sv[0] = got ? got->solves : 0;
+    sv[0] = got ? (double)got->solves : 0;
     sv[1] = -sv[0];
     MPI_Allreduce(sv, sr, 2, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
     if (got) PRNT_CHECK(sr[0] == -sr[1] && got->solves > 0, "%s: solves %g .. %g over the ranks", desc, -sr[1], sr[0]);

@@ -273,7 +273,7 @@ static void test_same_for_any_batch_and_threads(void) {
     for (i = 1; i < 3; ++i) {
         if (!r[0] || !r[i]) continue;
         PRNT_CHECK(r[i]->num_cycles == r[0]->num_cycles, "run %d: %d cycles (%g solves), want %d (%g)",
-                   i, r[i]->num_cycles, r[i]->solves, r[0]->num_cycles, r[0]->solves);
+                   i, r[i]->num_cycles, (double)r[i]->solves, r[0]->num_cycles, (double)r[0]->solves);
         for (c = 0; c < r[0]->num_cycles && c < r[i]->num_cycles; ++c)
             PRNT_CHECK(r[i]->cycles[c].k == r[0]->cycles[c].k &&
                        !memcmp(r[i]->cycles[c].points, r[0]->cycles[c].points, (size_t)r[0]->cycles[c].k * 3 * sizeof(double)),

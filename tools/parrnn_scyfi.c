@@ -381,7 +381,7 @@ int main(int argc, char **argv) {
         }
         if (!first) printf(")");
         if (empty) printf("; %d of the %d orders without cycles", empty, opt.kmax);
-        printf("; %.0f candidate solves (%.0f singular); %.3f s\n", res->solves, res->singular, t1 - t0);
+        printf("; %.0f candidate solves (%.0f singular); %.3f s\n", (double)res->solves, (double)res->singular, t1 - t0);
     }
     if (fflush(stdout) != 0 || ferror(stdout)) {
         fprintf(stderr, "%s: writing the output failed\n", g_prog);
