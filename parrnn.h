@@ -67,10 +67,10 @@
  *                      is 0; parameters may still be marked requires_grad,
  *                      no backward fills prn_tensor_grad); left out are
  *                      prn_backward, prn_backward_retain, prn_tape_record,
- *                      the optimisers (prn_optim_sgd, _adam, _step,
+ *                      the optimisers (prn_optim_sgd_create, _adam, _step,
  *                      _zero_grad, _set_lr, _free), prn_clip_grad_norm and
  *                      every op's backward function; the reference
- *                      backend's sgd_update, adam_update, rnn_cell_backward,
+ *                      backend's sgd_update, adam_update, rnn_gates_backward,
  *                      rnn_layer_backward and deer_adjoint entries are NULL
  *                      (its fused cells and layers still run the forward:
  *                      without a tape no backward is ever asked of them).
@@ -98,7 +98,7 @@
  *   a prn_tensor** gives the caller one reference; prn_tensor_free drops it.
  *   The tape keeps its own references to what backward needs, so
  *   intermediates may be freed as soon as the caller is done with them.
- *   prn_context_destroy frees every tensor still alive on the context; free
+ *   prn_context_free frees every tensor still alive on the context; free
  *   optimisers (prn_optim_free) and cells (prn_cell_free) before it.
  *
  * NAMES AND TYPES (one vocabulary; CHANGELOG.md lists the renames)
@@ -277,7 +277,7 @@ typedef void (*prn_log_fn)(void *user, prn_log_level level, const char *message)
  *                of its live buffers' bytes (so at most about twice what the
  *                computation needed at once), returns them to the allocator
  *                before an allocation would fail, and frees them in
- *                prn_context_destroy. Every buffer still comes from the
+ *                prn_context_free. Every buffer still comes from the
  *                allocator once.
  *   seed         seed of the counter-based random generator.
  *   num_threads  upper bound on threads per call (0: backend default).
@@ -311,7 +311,7 @@ typedef struct prn_config {
 PRNDEF prn_status prn_context_create(const prn_config *config, prn_context **out,
                                      char *err_buf, size_t err_size);
 /* Frees the context, its tape and every tensor still alive on it. NULL is ok. */
-PRNDEF void prn_context_destroy(prn_context *ctx);
+PRNDEF void prn_context_free(prn_context *ctx);
 
 PRNDEF const char *prn_context_backend_name(const prn_context *ctx);
 PRNDEF prn_status prn_last_status(const prn_context *ctx);
@@ -697,7 +697,7 @@ PRNDEF prn_status prn_cell_forward_sequential(prn_context *ctx, const prn_cell *
  * PRN_SCAN_AUTO). */
 PRNDEF prn_status prn_cell_set_scan_algo(prn_cell *cell, prn_scan_algo algo);
 
-/* The parameter tensors, e.g. for prn_optim_adam: returns how many there
+/* The parameter tensors, e.g. for prn_optim_adam_create: returns how many there
  * are and writes the first max of them to params (which may be NULL).
  * They are owned by the cell (take a reference to keep one longer). */
 PRNDEF int prn_cell_params(const prn_cell *cell, prn_tensor **params, int max);
@@ -722,7 +722,7 @@ PRNDEF size_t prn_cell_state_size(const prn_cell *cell);
  * is one recorded op whose backward walks time in reverse with the saved
  * gate values; the input projections of all steps are one matrix product.
  * The gates of an Elman, LSTM or (multi-head) GRU step run as one backend
- * call where the backend has rnn_cell_forward/_backward (reference,
+ * call where the backend has rnn_gates_forward/_backward (reference,
  * OpenCL, CUDA), else as a composition of elementwise ops; a one-head
  * layer's whole recurrence is one call where the backend also has
  * rnn_layer_forward/_backward (reference, CUDA). A forward that records
@@ -1004,7 +1004,7 @@ PRNDEF prn_status prn_rnn_load(prn_context *ctx, const char *path, prn_rnn **out
  *   DENSE  DEER: the full S x S Jacobian, dense scan; O(T S^2) memory and
  *          O(T S^3) work per iteration; S <= 64 (the block scan's limit).
  *   BLOCK  the cell's diagonal blocks (MHGRU: heads of H / num_heads; user
- *          cells: prn_deer_cell.block); exact when the Jacobian is
+ *          cells: prn_deer_system.block); exact when the Jacobian is
  *          block-diagonal, the dense one for the other built-in cells.
  *   DIAG   quasi-DEER: only the diagonal, O(T S) memory and work. Not
  *          Newton any more (more iterations), but the fixed point is the
@@ -1123,7 +1123,7 @@ typedef struct prn_deer_stats {
 /* A user cell: f as callbacks. x rows are [N, input_size] (a [N, 0]
  * tensor when input_size is 0), states [N, state_size], for N independent
  * rows (N = B * T: every time step at once). */
-typedef struct prn_deer_cell {
+typedef struct prn_deer_system {
     size_t state_size;  /* S                                                 */
     size_t input_size;  /* X: features per step of x                         */
     size_t block;       /* k of BLOCK mode (its Jacobian is block-diagonal
@@ -1137,12 +1137,12 @@ typedef struct prn_deer_cell {
      * grad); NULL when no gradients are wanted. */
     prn_status (*step)(prn_context *ctx, void *user, prn_tensor *x, prn_tensor *state, prn_tensor **next);
     void *user;
-} prn_deer_cell;
+} prn_deer_system;
 
 /* The trajectory y [B, T, S] of cell from state0 [B, S] (NULL: zeros)
  * over x [B, T, X], T >= 1. opt and stats may be NULL. */
 #ifndef PARRNN_NO_DEER
-PRNDEF prn_status prn_deer(prn_context *ctx, const prn_deer_cell *cell, prn_tensor *x, prn_tensor *state0,
+PRNDEF prn_status prn_deer(prn_context *ctx, const prn_deer_system *cell, prn_tensor *x, prn_tensor *state0,
                            const prn_deer_options *opt, prn_tensor **y, prn_deer_stats *stats);
 #endif
 /* prn_rnn_forward by DEER: the same arguments and results (y, final
@@ -1367,9 +1367,9 @@ typedef struct prn_adam_config {
  * step, so creation refuses them (PRN_ERR_INVALID_ARGUMENT, naming both
  * indices). */
 #ifndef PARRNN_NO_TRAINING
-PRNDEF prn_status prn_optim_sgd(prn_context *ctx, prn_tensor *const *params, int num_params,
+PRNDEF prn_status prn_optim_sgd_create(prn_context *ctx, prn_tensor *const *params, int num_params,
                                 const prn_sgd_config *config, prn_optim **out);
-PRNDEF prn_status prn_optim_adam(prn_context *ctx, prn_tensor *const *params, int num_params,
+PRNDEF prn_status prn_optim_adam_create(prn_context *ctx, prn_tensor *const *params, int num_params,
                                  const prn_adam_config *config, prn_optim **out);
 /* One update of every parameter that has a gradient. On failure no
  * parameter or state has changed. The update writes the parameters in
@@ -1547,7 +1547,7 @@ typedef struct prn_deer_fused {
  *    set) does not decline the call: prn_backend_supports is the one gate
  *    every generic caller of a fused slot goes through.
  *
- * Which are fused: rnn_cell_*, rnn_layer_*, deer_iterate, deer_adjoint
+ * Which are fused: rnn_gates_*, rnn_layer_*, deer_iterate, deer_adjoint
  * and all_finite each have a composition from the basic slots in the
  * generic code (so a new backend can start without them). sgd_update,
  * adam_update and solve_batched are BASIC although fused in name or
@@ -1708,8 +1708,8 @@ typedef enum prn_slot_kind {
  * state (P = G H, S = 2H for LSTM, else H). Writes next [B, S] and
  * saved [B, V H] for the backward (V: ELMAN 0, LSTM 5: i f g o tanh c';
  * GRU 4: r z n and q_n + b_hn). */
-#define PRN_SLOT_DECL_rnn_cell_forward(X)                                                                  \
-    X(prn_status, rnn_cell_forward,                                                                        \
+#define PRN_SLOT_DECL_rnn_gates_forward(X)                                                                  \
+    X(prn_status, rnn_gates_forward,                                                                        \
       (prn_context *ctx, prn_dtype dtype, int kind, int relu, size_t B, size_t H, size_t k, const void *xp, \
        const void *q, const void *bias, const void *s, void *next, void *saved),                           \
       PRN_SLOT_KIND_FUSED)
@@ -1717,8 +1717,8 @@ typedef enum prn_slot_kind {
  * next and saved, writes dxp [B, P] (d loss / d xp), dq [B, P] (d loss /
  * d (q + bias)) and ds [B, S], the part of d loss / d s that does not go
  * through q (zeros for ELMAN). */
-#define PRN_SLOT_DECL_rnn_cell_backward(X)                                                                \
-    X(prn_status, rnn_cell_backward,                                                                      \
+#define PRN_SLOT_DECL_rnn_gates_backward(X)                                                                \
+    X(prn_status, rnn_gates_backward,                                                                      \
       (prn_context *ctx, prn_dtype dtype, int kind, int relu, size_t B, size_t H, size_t k, const void *g, \
        const void *s, const void *next, const void *saved, void *dxp, void *dq, void *ds),                \
       PRN_SLOT_KIND_FUSED)
@@ -1736,15 +1736,15 @@ typedef enum prn_slot_kind {
       PRN_SLOT_KIND_BASIC)
 
 /* FUSED, both or neither (NULL: the generic code runs each step with
- * gemm and rnn_cell_forward/_backward; it uses these two only on a
+ * gemm and rnn_gates_forward/_backward; it uses these two only on a
  * backend that has those as well). A whole layer of one head of
  * kind PRN_RNN_ELMAN, PRN_RNN_LSTM or PRN_RNN_GRU (a one-head MHGRU is
  * passed as GRU): for t = 0 .. T-1
- * (T-1 .. 0 when reverse), the step of rnn_cell_forward with xp[:, t]
+ * (T-1 .. 0 when reverse), the step of rnn_gates_forward with xp[:, t]
  * and q = h_prev W_hh^T, h_prev being the first H values of the previous
  * state (of s0 before the first step). xp [B, T, P] (input projections
  * with b_ih), w_hh [P, H], b_hh [P], s0 [B, S]; writes states [B, T, S]
- * and, unless NULL, saved [B, T, V H] (rnn_cell_forward's saved values,
+ * and, unless NULL, saved [B, T, V H] (rnn_gates_forward's saved values,
  * step by step). */
 #define PRN_SLOT_DECL_rnn_layer_forward(X)                                                                 \
     X(prn_status, rnn_layer_forward,                                                                       \
@@ -1841,7 +1841,7 @@ typedef enum prn_slot_kind {
     PRN_SLOT_DECL_gemm(X) PRN_SLOT_DECL_reduce(X) PRN_SLOT_DECL_argmax(X) PRN_SLOT_DECL_softmax(X)            \
     PRN_SLOT_DECL_random(X) PRN_SLOT_DECL_sgd_update(X) PRN_SLOT_DECL_adam_update(X)                         \
     PRN_SLOT_DECL_scan_diag(X) PRN_SLOT_DECL_scan_block(X)                                                   \
-    PRN_SLOT_DECL_rnn_cell_forward(X) PRN_SLOT_DECL_rnn_cell_backward(X) PRN_SLOT_DECL_solve_batched(X)      \
+    PRN_SLOT_DECL_rnn_gates_forward(X) PRN_SLOT_DECL_rnn_gates_backward(X) PRN_SLOT_DECL_solve_batched(X)      \
     PRN_SLOT_DECL_rnn_layer_forward(X) PRN_SLOT_DECL_rnn_layer_backward(X)                                   \
     PRN_SLOT_DECL_deer_iterate(X) PRN_SLOT_DECL_deer_adjoint(X) PRN_SLOT_DECL_all_finite(X)                  \
     PRN_SLOT_DECL_supports(X) PRN_SLOT_DECL_rnn_layer_backward_dw(X) PRN_SLOT_DECL_rnn_layer_forward_x(X)
@@ -1919,10 +1919,10 @@ PRNDEF void *prn_backend_state(prn_context *ctx);
 PRNDEF void *prn_alloc(prn_context *ctx, size_t size);
 PRNDEF void prn_free(prn_context *ctx, void *ptr);
 PRNDEF int prn_context_num_threads(const prn_context *ctx);
-/* For implementations of rnn_cell_forward/_backward: checks kind and the
+/* For implementations of rnn_gates_forward/_backward: checks kind and the
  * head size k (set to H for ELMAN and LSTM), leaving a message that names
  * fn on failure. */
-PRNDEF prn_status prn_backend_rnn_cell_check(prn_context *ctx, const char *fn, int kind, size_t H, size_t *k);
+PRNDEF prn_status prn_backend_rnn_gates_check(prn_context *ctx, const char *fn, int kind, size_t H, size_t *k);
 /* For implementations of rnn_layer_forward/_backward (backward != 0):
  * checks kind (ELMAN, LSTM or GRU) and that the backward of LSTM and GRU
  * has saved, leaving a message that names fn on failure. */
@@ -2026,7 +2026,7 @@ PRN__MATH_INLINE float prn__tanhf(float x) { return 1.0f - 2.0f / (1.0f + prn__e
  * (prn__) helpers they share. Anything not listed is private to the section
  * that defines it.
  *   Internal structures     prn_context, prn_tensor, prn__storage;
- *                           prn__cell_saved (the fused gate slots' saved
+ *                           prn__gates_saved (the fused gate slots' saved
  *                           layout: the RNN layers, the reference kernels),
  *                           prn__work_nt, prn__all_finite_f32
  *   Status ... errors       prn_alloc/prn_free, prn_set_error, PRN__ERR,
@@ -2046,7 +2046,7 @@ PRN__MATH_INLINE float prn__tanhf(float x) { return 1.0f - 2.0f / (1.0f + prn__e
  *   Context, Tensors, Tape, the tensor constructors and the tape: used by
  *   Shape helpers / ops     the ops, cells, RNN, DEER and optimisers
  *   Cells, RNN, frames      prn__cw (workspace tensors): RNN and DEER
- *   DEER                    uses the RNN's layers through prn__deer_rnn_cell
+ *   DEER                    uses the RNN's layers through prn__deer_rnn_system
  *   PWL models, SCYFI,      prn__sc_sort_eig (SCYFI and the eigenvalues)
  *   eigenvalues
  *   Optimisers              the table's sgd_update/adam_update only
@@ -2248,11 +2248,11 @@ struct prn_context {
     int team_one;                /* prn__team: the last look found a thread that was not running */
 };
 
-/* V, the values a fused gate step (rnn_cell_forward) saves per unit for its
+/* V, the values a fused gate step (rnn_gates_forward) saves per unit for its
  * backward: ELMAN 0, LSTM 5 (i f g o tanh c'), GRU and MHGRU 4 (r z n hn).
  * Part of the slot's contract, so generic code (the RNN layers sizing
  * saved) and every backend's kernels agree on it. */
-PRN__FN size_t prn__cell_saved(int kind) { return kind == PRN_RNN_LSTM ? 5 : kind == PRN_RNN_ELMAN ? 0 : 4; }
+PRN__FN size_t prn__gates_saved(int kind) { return kind == PRN_RNN_LSTM ? 5 : kind == PRN_RNN_ELMAN ? 0 : 4; }
 /* Threads for a region of work multiply-adds: at most nt, each with at
  * least PRN__PAR_MIN of them (1: run it serially). */
 PRN__FN int prn__work_nt(double work, int nt) {
@@ -3781,8 +3781,8 @@ PRN__FN prn_status prn__ref_scan_block(prn_context *ctx, prn_dtype dtype, int re
     return PRN__ERR(ctx, PRN_ERR_INVALID_ARGUMENT, "%s: unknown algorithm %d", fn, (int)algo);
 }
 
-/* --- fused cell steps (rnn_cell_forward / _backward) ------------------- */
-PRN__DEF prn_status prn_backend_rnn_cell_check(prn_context *ctx, const char *fn, int kind, size_t H, size_t *k) {
+/* --- fused cell steps (rnn_gates_forward / _backward) ------------------- */
+PRN__DEF prn_status prn_backend_rnn_gates_check(prn_context *ctx, const char *fn, int kind, size_t H, size_t *k) {
     if (kind != PRN_RNN_ELMAN && kind != PRN_RNN_LSTM && kind != PRN_RNN_GRU && kind != PRN_RNN_MHGRU)
         return prn_set_error(ctx, PRN_ERR_INVALID_ARGUMENT, "%s: kind %d has no fused step", fn, kind);
     if (kind == PRN_RNN_LSTM || kind == PRN_RNN_ELMAN) *k = H;
@@ -3796,7 +3796,7 @@ PRN__DEF prn_status prn_backend_rnn_layer_check(prn_context *ctx, const char *fn
     if (kind != PRN_RNN_ELMAN && kind != PRN_RNN_LSTM && kind != PRN_RNN_GRU)
         return prn_set_error(ctx, PRN_ERR_INVALID_ARGUMENT, "%s: kind %d has no fused layer (ELMAN, LSTM and GRU do)",
                              fn, kind);
-    if (backward && prn__cell_saved(kind) && !saved)
+    if (backward && prn__gates_saved(kind) && !saved)
         return prn_set_error(ctx, PRN_ERR_INVALID_ARGUMENT,
                              "%s: saved is NULL (kind %s runs backward from the forward's saved values)", fn,
                              prn_rnn_kind_name((prn_rnn_kind)kind));
@@ -3833,7 +3833,7 @@ PRN__DEF prn_status prn_backend_deer_check(prn_context *ctx, const char *fn, con
  * hidden projection, b_hh); saved value m at v[m * vs + i] (v may be
  * NULL: nothing saved). The backward ones write d loss / d xp to dx and
  * d loss / d (q + b_hh) to dq, gate g at [g * ds + i]. Shared by the
- * one-step entries (rnn_cell_*) and the fused layers (rnn_layer_*). */
+ * one-step entries (rnn_gates_*) and the fused layers (rnn_layer_*). */
 #define PRN__DEFINE_CELL_UNITS(T, SFX, EXP, TANH)                                \
 PRN__FN_INLINE void prn__elman_fw_##SFX(size_t n, int relu, const T *x, const T *q, const T *bb, T *h) { \
     size_t i;                                                                    \
@@ -3942,7 +3942,7 @@ PRN__FN_INLINE void prn__lstm_fw2_f64(size_t n, const double *x, size_t xs, cons
         PRN__PARFOR                                                              \
         for (b = 0; b < B; ++b) {                                                \
             const T *x = X + b * P, *qq = Q + b * P, *sp = S0 + b * S;          \
-            T *n = N + b * S, *v = V ? V + b * prn__cell_saved(kind) * H : NULL; \
+            T *n = N + b * S, *v = V ? V + b * prn__gates_saved(kind) * H : NULL; \
             size_t hd;                                                           \
             if (kind == PRN_RNN_ELMAN) prn__elman_fw_##SFX(H, relu, x, qq, bb, n); \
             else if (kind == PRN_RNN_LSTM) prn__lstm_fw_##SFX(H, x, H, qq, H, bb, H, sp + H, n, n + H, v, H); \
@@ -3951,11 +3951,11 @@ PRN__FN_INLINE void prn__lstm_fw2_f64(size_t n, const double *x, size_t xs, cons
                     prn__gru_fw_##SFX(k, x + hd * 3 * k, k, qq + hd * 3 * k, k, bb + hd * 3 * k, k, sp + hd * k, \
                                       n + hd * k, v ? v + hd * k : NULL, H);     \
         } }
-PRN__FN prn_status prn__ref_rnn_cell_forward(prn_context *ctx, prn_dtype dtype, int kind, int relu, size_t B, size_t H,
+PRN__FN prn_status prn__ref_rnn_gates_forward(prn_context *ctx, prn_dtype dtype, int kind, int relu, size_t B, size_t H,
                                              size_t k, const void *xp, const void *q, const void *bias, const void *s,
                                              void *next, void *saved) {
     PRN__PAR_SETUP(ctx, B * H * 2); /* per-step sizes stay serial: a thread team per step costs more */
-    PRN__TRY(prn_backend_rnn_cell_check(ctx, "rnn_cell_forward", kind, H, &k));
+    PRN__TRY(prn_backend_rnn_gates_check(ctx, "rnn_gates_forward", kind, H, &k));
     if (dtype == PRN_F64) PRN__CELL_FWD(double, f64)
     else PRN__CELL_FWD(float, f32)
     return PRN_OK;
@@ -3982,11 +3982,11 @@ PRN__FN prn_status prn__ref_rnn_cell_forward(prn_context *ctx, prn_dtype dtype, 
                                       dqq + hd * 3 * k, k, d + hd * k);          \
             }                                                                    \
         } }
-PRN__FN prn_status prn__ref_rnn_cell_backward(prn_context *ctx, prn_dtype dtype, int kind, int relu, size_t B, size_t H,
+PRN__FN prn_status prn__ref_rnn_gates_backward(prn_context *ctx, prn_dtype dtype, int kind, int relu, size_t B, size_t H,
                                               size_t k, const void *g, const void *s, const void *next, const void *saved,
                                               void *dxp, void *dq, void *ds) {
     PRN__PAR_SETUP(ctx, B * H * 2); /* per-step sizes stay serial: a thread team per step costs more */
-    PRN__TRY(prn_backend_rnn_cell_check(ctx, "rnn_cell_backward", kind, H, &k));
+    PRN__TRY(prn_backend_rnn_gates_check(ctx, "rnn_gates_backward", kind, H, &k));
     if (dtype == PRN_F64) PRN__CELL_BWD(double, f64)
     else PRN__CELL_BWD(float, f32)
     return PRN_OK;
@@ -5248,7 +5248,7 @@ PRN__FN prn_status prn__layer_begin(prn_context *ctx, const char *fn, prn__layer
     L->G = L->kind == PRN_RNN_LSTM ? 4 : L->kind == PRN_RNN_GRU ? 3 : 1;
     L->P = L->G * L->H;
     L->S = L->kind == PRN_RNN_LSTM ? 2 * L->H : L->H;
-    L->V = prn__cell_saved(L->kind);
+    L->V = prn__gates_saved(L->kind);
     /* With rows enough, the threads split the batch: each runs every step
      * of its rows, with no barrier (a barrier per step stalls for as long
      * as another process holds the thread it waits for). Else a thread per
@@ -6551,12 +6551,12 @@ PRN__FN prn_status prn__ref_all_finite(prn_context *ctx, prn_dtype dtype, size_t
     E(softmax, prn__ref_softmax) E(random, prn__ref_random)                                        \
     E(scan_diag, prn__ref_scan_diag) E(scan_block, prn__ref_scan_block) E(all_finite, prn__ref_all_finite)
 #define PRN__REF_RNN_ENTRIES(E)                                                                    \
-    E(rnn_cell_forward, prn__ref_rnn_cell_forward) E(rnn_layer_forward, prn__ref_rnn_layer_forward) \
+    E(rnn_gates_forward, prn__ref_rnn_gates_forward) E(rnn_layer_forward, prn__ref_rnn_layer_forward) \
     E(rnn_layer_forward_x, prn__ref_rnn_layer_forward_x)
 #ifndef PARRNN_NO_TRAINING
 #define PRN__REF_OPTIM_ENTRIES(E) E(sgd_update, prn__ref_sgd_update) E(adam_update, prn__ref_adam_update)
 #define PRN__REF_RNN_BACKWARD_ENTRIES(E)                                                           \
-    E(rnn_cell_backward, prn__ref_rnn_cell_backward) E(rnn_layer_backward, prn__ref_rnn_layer_backward) \
+    E(rnn_gates_backward, prn__ref_rnn_gates_backward) E(rnn_layer_backward, prn__ref_rnn_layer_backward) \
     E(rnn_layer_backward_dw, prn__ref_rnn_layer_backward_dw)
 #else
 #define PRN__REF_OPTIM_ENTRIES(E)
@@ -6761,7 +6761,7 @@ PRN__FN void prn__unlink(prn_tensor *t) {
     ctx->n_live--;
 }
 
-PRN__DEF void prn_context_destroy(prn_context *ctx) {
+PRN__DEF void prn_context_free(prn_context *ctx) {
     prn_tensor *t;
     if (!ctx) return;
     prn_tape_clear(ctx);
@@ -9098,7 +9098,7 @@ PRN__FN int prn__rnn_shallow(prn_rnn_kind k) { return k == PRN_RNN_SHPLRNN || k 
 typedef struct prn__rk {
     prn_rnn_kind kind;
     int relu;
-    int fused;              /* the backend's rnn_cell_forward/_backward run the gates */
+    int fused;              /* the backend's rnn_gates_forward/_backward run the gates */
     int layer;              /* and its rnn_layer_forward/_backward the whole recurrence */
     int flat;               /* W_hh is one [G H, H] matrix: every kind but MHGRU, whose
                                W_hh is [nh, 3k, k] even for one head */
@@ -9117,11 +9117,11 @@ PRN__FN void prn__rk_of(const prn_rnn *r, prn__rk *k) {
     k->m2 = r->m2;
     k->m2c = r->m2c;
 #ifdef PARRNN_NO_TRAINING /* no backward is ever asked: the forward entries suffice */
-    k->fused = prn__rnn_torch(k->kind) && prn_backend_supports(r->ctx, PRN_SLOT_rnn_cell_forward, NULL);
+    k->fused = prn__rnn_torch(k->kind) && prn_backend_supports(r->ctx, PRN_SLOT_rnn_gates_forward, NULL);
     k->layer = k->fused && k->nh == 1 && prn_backend_supports(r->ctx, PRN_SLOT_rnn_layer_forward, NULL);
 #else
-    k->fused = prn__rnn_torch(k->kind) && prn_backend_supports(r->ctx, PRN_SLOT_rnn_cell_forward, NULL) &&
-               prn_backend_supports(r->ctx, PRN_SLOT_rnn_cell_backward, NULL);
+    k->fused = prn__rnn_torch(k->kind) && prn_backend_supports(r->ctx, PRN_SLOT_rnn_gates_forward, NULL) &&
+               prn_backend_supports(r->ctx, PRN_SLOT_rnn_gates_backward, NULL);
     k->layer = k->fused && k->nh == 1 && prn_backend_supports(r->ctx, PRN_SLOT_rnn_layer_forward, NULL) &&
                prn_backend_supports(r->ctx, PRN_SLOT_rnn_layer_backward, NULL);
 #endif
@@ -9343,9 +9343,9 @@ PRN__FN prn_tensor *prn__rstep(prn__cw *w, const prn__rk *k, prn_tensor *const *
         prn_tensor *nx, *sv0 = NULL;
         q = prn__hh(w, k, k->kind == PRN_RNN_LSTM ? prn__cw_slice(w, s, 1, 0, H) : s, prm[0]);
         nx = prn__cw_empty(w, s->dtype, B, k->S);
-        if (k->kind != PRN_RNN_ELMAN) sv0 = prn__cw_empty(w, s->dtype, B, prn__cell_saved((int)k->kind) * H);
+        if (k->kind != PRN_RNN_ELMAN) sv0 = prn__cw_empty(w, s->dtype, B, prn__gates_saved((int)k->kind) * H);
         if (w->st == PRN_OK)
-            w->st = prn__in_fn(w->ctx, "prn_rnn", w->ctx->be->rnn_cell_forward(w->ctx, s->dtype, (int)k->kind, k->relu, B, H,
+            w->st = prn__in_fn(w->ctx, "prn_rnn", w->ctx->be->rnn_gates_forward(w->ctx, s->dtype, (int)k->kind, k->relu, B, H,
                                                                              k->hk, xp->st->buf, q->st->buf, prm[1]->st->buf,
                                                                              s->st->buf, nx->st->buf,
                                                                              sv0 ? sv0->st->buf : NULL));
@@ -9410,7 +9410,7 @@ PRN__FN prn_tensor *prn__rstep_bw(prn__cw *w, const prn__rk *k, prn_tensor *cons
         prn_tensor *dx = prn__cw_empty(w, s->dtype, B, prm[1]->shape[0]), *dqq = prn__cw_empty(w, s->dtype, B, prm[1]->shape[0]);
         prn_tensor *dd = prn__cw_empty(w, s->dtype, B, k->S), *back;
         if (w->st == PRN_OK)
-            w->st = prn__in_fn(w->ctx, "prn_rnn", w->ctx->be->rnn_cell_backward(w->ctx, s->dtype, (int)k->kind, k->relu, B, H,
+            w->st = prn__in_fn(w->ctx, "prn_rnn", w->ctx->be->rnn_gates_backward(w->ctx, s->dtype, (int)k->kind, k->relu, B, H,
                                                                               k->hk, gs->st->buf, s->st->buf, next->st->buf,
                                                                               sv[0] ? sv[0]->st->buf : NULL, dx->st->buf,
                                                                               dqq->st->buf, dd->st->buf));
@@ -9700,7 +9700,7 @@ PRN__FN prn_status prn__recur_op(prn_context *ctx, const char *fn, const prn__rk
     memset(&w, 0, sizeof w);
     w.ctx = ctx;
     if (k->layer) { /* the backend's fused layer: every step in one call */
-        size_t V = prn__cell_saved((int)k->kind) * k->H;
+        size_t V = prn__gates_saved((int)k->kind) * k->H;
         if (r && V) {
             shape[2] = V;
             st = prn__tensor_new(ctx, fn, xp->dtype, 3, shape, &r->svall);
@@ -11661,7 +11661,7 @@ PRN__DEF prn_status prn_rnn_load(prn_context *ctx, const char *path, prn_rnn **o
 typedef struct prn__deer {
     prn_context *ctx;
     const char *fn;
-    const prn_deer_cell *cell;
+    const prn_deer_system *cell;
     /* unrecorded sequential evaluation of x [B, T, X] from h0 [B, S] (NULL:
      * step by step through the cell's callbacks) */
     prn_status (*seq)(prn_context *ctx, void *user, prn_tensor *x, prn_tensor *h0, int rev, prn_tensor **y);
@@ -12253,7 +12253,7 @@ PRN__FN prn_status prn__deer_check(prn__deer *d, prn_tensor *x, prn_tensor *stat
     return PRN_OK;
 }
 
-PRN__DEF prn_status prn_deer(prn_context *ctx, const prn_deer_cell *cell, prn_tensor *x, prn_tensor *state0,
+PRN__DEF prn_status prn_deer(prn_context *ctx, const prn_deer_system *cell, prn_tensor *x, prn_tensor *state0,
                              const prn_deer_options *opt, prn_tensor **y, prn_deer_stats *stats) {
     static const char fn[] = "prn_deer";
     prn__deer d;
@@ -12320,14 +12320,14 @@ PRN__DEF prn_status prn_deer(prn_context *ctx, const prn_deer_cell *cell, prn_te
 }
 
 /* --- the built-in networks as DEER cells ------------------------------------ */
-typedef struct prn__deer_rnn_cell {
+typedef struct prn__deer_rnn_system {
     const prn_rnn *rnn;
     int ld;
-} prn__deer_rnn_cell;
+} prn__deer_rnn_system;
 /* x rows are the input projections [N, P] */
 PRN__FN prn_status prn__deer_rnn_jacobian(prn_context *ctx, void *user, prn_tensor *x, prn_tensor *state,
                                           prn_jacobian_mode mode, prn_tensor **next, prn_tensor **jac) {
-    const prn__deer_rnn_cell *c = (const prn__deer_rnn_cell *)user;
+    const prn__deer_rnn_system *c = (const prn__deer_rnn_system *)user;
     prn_tensor *nx = NULL, *J;
     prn__cw w;
     memset(&w, 0, sizeof w);
@@ -12339,7 +12339,7 @@ PRN__FN prn_status prn__deer_rnn_jacobian(prn_context *ctx, void *user, prn_tens
     return w.st;
 }
 PRN__FN prn_status prn__deer_rnn_step(prn_context *ctx, void *user, prn_tensor *x, prn_tensor *state, prn_tensor **next) {
-    const prn__deer_rnn_cell *c = (const prn__deer_rnn_cell *)user;
+    const prn__deer_rnn_system *c = (const prn__deer_rnn_system *)user;
     prn_tensor *prm[4], *Sall = NULL, *o;
     prn__rk k;
     prn__cw w;
@@ -12360,7 +12360,7 @@ PRN__FN prn_status prn__deer_rnn_step(prn_context *ctx, void *user, prn_tensor *
     return w.st;
 }
 PRN__FN prn_status prn__deer_rnn_seq(prn_context *ctx, void *user, prn_tensor *x, prn_tensor *h0, int rev, prn_tensor **y) {
-    const prn__deer_rnn_cell *c = (const prn__deer_rnn_cell *)user;
+    const prn__deer_rnn_system *c = (const prn__deer_rnn_system *)user;
     prn_tensor *prm[4];
     prn__rk k;
     prn__rk_of(c->rnn, &k);
@@ -12400,8 +12400,8 @@ PRN__DEF prn_status prn_deer_rnn(prn_context *ctx, const prn_rnn *rnn, prn_tenso
         prn_tensor *Yl = NULL;
         for (dir = 0; dir < rnn->D && w.st == PRN_OK; ++dir) {
             int ld = l * rnn->D + dir;
-            prn__deer_rnn_cell rc;
-            prn_deer_cell cell;
+            prn__deer_rnn_system rc;
+            prn_deer_system cell;
             prn_deer_fused fz;
             prn__deer d;
             prn_deer_stats sd;
@@ -14322,7 +14322,7 @@ PRN__FN prn_status prn__optim_create(prn_context *ctx, const char *fn, int adam,
     return PRN_OK;
 }
 
-PRN__DEF prn_status prn_optim_sgd(prn_context *ctx, prn_tensor *const *params, int num_params,
+PRN__DEF prn_status prn_optim_sgd_create(prn_context *ctx, prn_tensor *const *params, int num_params,
                                   const prn_sgd_config *config, prn_optim **out) {
     prn_optim_params p;
     memset(&p, 0, sizeof p);
@@ -14333,9 +14333,9 @@ PRN__DEF prn_status prn_optim_sgd(prn_context *ctx, prn_tensor *const *params, i
         p.weight_decay = config->weight_decay;
         p.nesterov = config->nesterov != 0;
     }
-    return prn__optim_create(ctx, "prn_optim_sgd", 0, params, num_params, &p, out);
+    return prn__optim_create(ctx, "prn_optim_sgd_create", 0, params, num_params, &p, out);
 }
-PRN__DEF prn_status prn_optim_adam(prn_context *ctx, prn_tensor *const *params, int num_params,
+PRN__DEF prn_status prn_optim_adam_create(prn_context *ctx, prn_tensor *const *params, int num_params,
                                    const prn_adam_config *config, prn_optim **out) {
     prn_optim_params p;
     memset(&p, 0, sizeof p);
@@ -14348,7 +14348,7 @@ PRN__DEF prn_status prn_optim_adam(prn_context *ctx, prn_tensor *const *params, 
         p.weight_decay = config->weight_decay;
         p.decoupled = config->decoupled != 0;
     }
-    return prn__optim_create(ctx, "prn_optim_adam", 1, params, num_params, &p, out);
+    return prn__optim_create(ctx, "prn_optim_adam_create", 1, params, num_params, &p, out);
 }
 
 PRN__DEF prn_status prn_optim_step(prn_optim *o) {

@@ -811,6 +811,6 @@ int main(void) {
     PRNT_RUN(test_companion_and_permutations);
     PRNT_RUN(test_classic);
     PRNT_RUN(test_bad_input);
-    prn_context_destroy(g_ctx);
+    prn_context_free(g_ctx);
     return prnt_summary();
 }

@@ -393,6 +393,6 @@ int main(int argc, char **argv) {
 done:
     prn_scyfi_free(ctx, res);
     prn_pwl_free(ctx, model);
-    prn_context_destroy(ctx);
+    prn_context_free(ctx);
     return exit_code;
 }
