@@ -1035,7 +1035,7 @@ PRNDEF prn_status prn_rnn_load(prn_context *ctx, const char *path, prn_rnn **out
  * Results and NaN: x and state0 must be finite (PRN_ERR_NONFINITE names
  * the argument otherwise; prn_deer_rnn also names a non-finite parameter,
  * as prn_rnn_forward does); a result that is not finite (the model itself
- * overflows, or a user cell's parameters are NaN) also gives
+ * overflows, or a user system's parameters are NaN) also gives
  * PRN_ERR_NONFINITE, with stats filled in. A NaN is never returned.
  *
  * Gradients: when the tape is on and anything requires grad, the result
@@ -1072,7 +1072,7 @@ PRNDEF prn_status prn_rnn_load(prn_context *ctx, const char *path, prn_rnn **out
  * needs S + P values per row for its duration (P = G H; 2 S + 2 P with
  * the GEMM). The PLRNN family records one step of f
  * over all rows, which keeps its activations (about L or M values per
- * row). prn_deer and user cells take the composed path. With fewer
+ * row). prn_deer and user systems take the composed path. With fewer
  * batch rows than the 8 SIMD lanes (B < 8, S <= 8, T >= 1024), an
  * iteration splits each row's time into segments (16 in all, each at
  * least 512 steps, a function of B and T only) that fill the lanes and the
@@ -1120,7 +1120,7 @@ typedef struct prn_deer_stats {
     double damping;   /* k at the end (largest over layers and directions)  */
 } prn_deer_stats;
 
-/* A user cell: f as callbacks. x rows are [N, input_size] (a [N, 0]
+/* A user system (prn_deer): f as callbacks. x rows are [N, input_size] (a [N, 0]
  * tensor when input_size is 0), states [N, state_size], for N independent
  * rows (N = B * T: every time step at once). */
 typedef struct prn_deer_system {
@@ -1329,7 +1329,8 @@ PRNDEF prn_status prn_scyfi(prn_context *ctx, const prn_pwl_model *m, const prn_
 PRNDEF void prn_scyfi_free(prn_context *ctx, prn_scyfi_result *r);
 #endif
 
-/* Eigenvalues of a real n x n matrix a (row-major; not changed): balancing,
+/* Eigenvalues of a real n x n matrix a (row-major; not changed; n at most
+ * 65536, 0: nothing to do): balancing,
  * Hessenberg reduction and the shifted (Francis double-shift) QR
  * iteration; LAPACK's dgeev instead when the implementation is compiled
  * with PARRNN_USE_LAPACK. re/im get n values, sorted by decreasing modulus
@@ -12319,7 +12320,7 @@ PRN__DEF prn_status prn_deer(prn_context *ctx, const prn_deer_system *cell, prn_
     return PRN_OK;
 }
 
-/* --- the built-in networks as DEER cells ------------------------------------ */
+/* --- the built-in networks as DEER systems ------------------------------------ */
 typedef struct prn__deer_rnn_system {
     const prn_rnn *rnn;
     int ld;
