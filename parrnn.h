@@ -67,10 +67,10 @@
  *                      is 0; parameters may still be marked requires_grad,
  *                      no backward fills prn_tensor_grad); left out are
  *                      prn_backward, prn_backward_retain, prn_tape_record,
- *                      the optimisers (prn_optim_sgd, _adam, _step,
+ *                      the optimisers (prn_optim_sgd_create, _adam, _step,
  *                      _zero_grad, _set_lr, _free), prn_clip_grad_norm and
  *                      every op's backward function; the reference
- *                      backend's sgd_update, adam_update, rnn_cell_backward,
+ *                      backend's sgd_update, adam_update, rnn_gates_backward,
  *                      rnn_layer_backward and deer_adjoint entries are NULL
  *                      (its fused cells and layers still run the forward:
  *                      without a tape no backward is ever asked of them).
@@ -98,8 +98,31 @@
  *   a prn_tensor** gives the caller one reference; prn_tensor_free drops it.
  *   The tape keeps its own references to what backward needs, so
  *   intermediates may be freed as soon as the caller is done with them.
- *   prn_context_destroy frees every tensor still alive on the context; free
+ *   prn_context_free frees every tensor still alive on the context; free
  *   optimisers (prn_optim_free) and cells (prn_cell_free) before it.
+ *
+ * NAMES AND TYPES (one vocabulary; CHANGELOG.md lists the renames)
+ *   - prn_<thing>_create makes an object, prn_<thing>_free ends it (the
+ *     context too); a loader (prn_rnn_load, prn_pwl_parse/_load) or a
+ *     search (prn_scyfi) that returns one says which _free ends it.
+ *   - Opaque handles (contexts, tensors, cells, networks, frames,
+ *     optimisers) remember their context: prn_<thing>_free(obj). Plain
+ *     structs the library fills in for you (prn_pwl_model from a loader,
+ *     prn_scyfi_result) have no hidden field, so their _free takes the
+ *     context whose allocator made them first, as prn_free does:
+ *     prn_pwl_free(ctx, m), prn_scyfi_free(ctx, r).
+ *   - The context comes first, outputs come last (a pointer to what is
+ *     written); every fallible call returns a prn_status.
+ *   - Sizes, counts and lengths are size_t (prn_eigenvalues' n, the
+ *     dimensions of tensors, cells and networks, SCYFI's solve counts as
+ *     uint64_t); int is for flags, axes, enums, indices into short lists
+ *     (params, slots) and the small fields of prn_pwl_model and
+ *     prn_scyfi_result (M, H, P, k, counts of cycles), which the model
+ *     files bound to 65536.
+ *   - "cell" is a recurrent unit made by a prn_<kind>_create (prn_cell)
+ *     and nothing else: DEER's user-supplied f is a prn_deer_system, and
+ *     the backend slots that fuse one step of the classic networks' gates
+ *     are rnn_gates_forward / rnn_gates_backward.
  *
  * THREADS
  *   No global mutable state. A context is used by one thread at a time; two
@@ -162,7 +185,7 @@
 #define PARRNN_VERSION_STRING "0.1.0"
 /* Bumped whenever prn_backend changes layout; backends state the version
  * they were written for and contexts refuse a mismatch. */
-#define PARRNN_BACKEND_ABI 2
+#define PARRNN_BACKEND_ABI 3
 
 #include <stddef.h>
 #include <stdint.h>
@@ -254,7 +277,7 @@ typedef void (*prn_log_fn)(void *user, prn_log_level level, const char *message)
  *                of its live buffers' bytes (so at most about twice what the
  *                computation needed at once), returns them to the allocator
  *                before an allocation would fail, and frees them in
- *                prn_context_destroy. Every buffer still comes from the
+ *                prn_context_free. Every buffer still comes from the
  *                allocator once.
  *   seed         seed of the counter-based random generator.
  *   num_threads  upper bound on threads per call (0: backend default).
@@ -288,7 +311,7 @@ typedef struct prn_config {
 PRNDEF prn_status prn_context_create(const prn_config *config, prn_context **out,
                                      char *err_buf, size_t err_size);
 /* Frees the context, its tape and every tensor still alive on it. NULL is ok. */
-PRNDEF void prn_context_destroy(prn_context *ctx);
+PRNDEF void prn_context_free(prn_context *ctx);
 
 PRNDEF const char *prn_context_backend_name(const prn_context *ctx);
 PRNDEF prn_status prn_last_status(const prn_context *ctx);
@@ -674,7 +697,7 @@ PRNDEF prn_status prn_cell_forward_sequential(prn_context *ctx, const prn_cell *
  * PRN_SCAN_AUTO). */
 PRNDEF prn_status prn_cell_set_scan_algo(prn_cell *cell, prn_scan_algo algo);
 
-/* The parameter tensors, e.g. for prn_optim_adam: returns how many there
+/* The parameter tensors, e.g. for prn_optim_adam_create: returns how many there
  * are and writes the first max of them to params (which may be NULL).
  * They are owned by the cell (take a reference to keep one longer). */
 PRNDEF int prn_cell_params(const prn_cell *cell, prn_tensor **params, int max);
@@ -699,7 +722,7 @@ PRNDEF size_t prn_cell_state_size(const prn_cell *cell);
  * is one recorded op whose backward walks time in reverse with the saved
  * gate values; the input projections of all steps are one matrix product.
  * The gates of an Elman, LSTM or (multi-head) GRU step run as one backend
- * call where the backend has rnn_cell_forward/_backward (reference,
+ * call where the backend has rnn_gates_forward/_backward (reference,
  * OpenCL, CUDA), else as a composition of elementwise ops; a one-head
  * layer's whole recurrence is one call where the backend also has
  * rnn_layer_forward/_backward (reference, CUDA). A forward that records
@@ -981,7 +1004,7 @@ PRNDEF prn_status prn_rnn_load(prn_context *ctx, const char *path, prn_rnn **out
  *   DENSE  DEER: the full S x S Jacobian, dense scan; O(T S^2) memory and
  *          O(T S^3) work per iteration; S <= 64 (the block scan's limit).
  *   BLOCK  the cell's diagonal blocks (MHGRU: heads of H / num_heads; user
- *          cells: prn_deer_cell.block); exact when the Jacobian is
+ *          cells: prn_deer_system.block); exact when the Jacobian is
  *          block-diagonal, the dense one for the other built-in cells.
  *   DIAG   quasi-DEER: only the diagonal, O(T S) memory and work. Not
  *          Newton any more (more iterations), but the fixed point is the
@@ -1012,7 +1035,7 @@ PRNDEF prn_status prn_rnn_load(prn_context *ctx, const char *path, prn_rnn **out
  * Results and NaN: x and state0 must be finite (PRN_ERR_NONFINITE names
  * the argument otherwise; prn_deer_rnn also names a non-finite parameter,
  * as prn_rnn_forward does); a result that is not finite (the model itself
- * overflows, or a user cell's parameters are NaN) also gives
+ * overflows, or a user system's parameters are NaN) also gives
  * PRN_ERR_NONFINITE, with stats filled in. A NaN is never returned.
  *
  * Gradients: when the tape is on and anything requires grad, the result
@@ -1049,7 +1072,7 @@ PRNDEF prn_status prn_rnn_load(prn_context *ctx, const char *path, prn_rnn **out
  * needs S + P values per row for its duration (P = G H; 2 S + 2 P with
  * the GEMM). The PLRNN family records one step of f
  * over all rows, which keeps its activations (about L or M values per
- * row). prn_deer and user cells take the composed path. With fewer
+ * row). prn_deer and user systems take the composed path. With fewer
  * batch rows than the 8 SIMD lanes (B < 8, S <= 8, T >= 1024), an
  * iteration splits each row's time into segments (16 in all, each at
  * least 512 steps, a function of B and T only) that fill the lanes and the
@@ -1097,10 +1120,10 @@ typedef struct prn_deer_stats {
     double damping;   /* k at the end (largest over layers and directions)  */
 } prn_deer_stats;
 
-/* A user cell: f as callbacks. x rows are [N, input_size] (a [N, 0]
+/* A user system (prn_deer): f as callbacks. x rows are [N, input_size] (a [N, 0]
  * tensor when input_size is 0), states [N, state_size], for N independent
  * rows (N = B * T: every time step at once). */
-typedef struct prn_deer_cell {
+typedef struct prn_deer_system {
     size_t state_size;  /* S                                                 */
     size_t input_size;  /* X: features per step of x                         */
     size_t block;       /* k of BLOCK mode (its Jacobian is block-diagonal
@@ -1114,12 +1137,12 @@ typedef struct prn_deer_cell {
      * grad); NULL when no gradients are wanted. */
     prn_status (*step)(prn_context *ctx, void *user, prn_tensor *x, prn_tensor *state, prn_tensor **next);
     void *user;
-} prn_deer_cell;
+} prn_deer_system;
 
 /* The trajectory y [B, T, S] of cell from state0 [B, S] (NULL: zeros)
  * over x [B, T, X], T >= 1. opt and stats may be NULL. */
 #ifndef PARRNN_NO_DEER
-PRNDEF prn_status prn_deer(prn_context *ctx, const prn_deer_cell *cell, prn_tensor *x, prn_tensor *state0,
+PRNDEF prn_status prn_deer(prn_context *ctx, const prn_deer_system *cell, prn_tensor *x, prn_tensor *state0,
                            const prn_deer_options *opt, prn_tensor **y, prn_deer_stats *stats);
 #endif
 /* prn_rnn_forward by DEER: the same arguments and results (y, final
@@ -1294,8 +1317,8 @@ typedef struct prn_scyfi_result {
     int num_cycles;
     prn_scyfi_cycle *cycles;  /* by order, then in the order found            */
     int *count;               /* [kmax + 1]: count[k] cycles of order k        */
-    double solves;            /* candidate systems solved                      */
-    double singular;          /* of them singular (re-randomised)              */
+    uint64_t solves;          /* candidate systems solved                      */
+    uint64_t singular;        /* of them singular (re-randomised)              */
 } prn_scyfi_result;
 
 /* Every cycle of order 1 .. kmax that the search (or enumeration) finds.
@@ -1306,14 +1329,15 @@ PRNDEF prn_status prn_scyfi(prn_context *ctx, const prn_pwl_model *m, const prn_
 PRNDEF void prn_scyfi_free(prn_context *ctx, prn_scyfi_result *r);
 #endif
 
-/* Eigenvalues of a real n x n matrix a (row-major; not changed): balancing,
+/* Eigenvalues of a real n x n matrix a (row-major; not changed; n at most
+ * 65536, 0: nothing to do): balancing,
  * Hessenberg reduction and the shifted (Francis double-shift) QR
  * iteration; LAPACK's dgeev instead when the implementation is compiled
  * with PARRNN_USE_LAPACK. re/im get n values, sorted by decreasing modulus
  * (a conjugate pair: positive imaginary part first). PRN_ERR_NONFINITE
  * for a non-finite a or when the iteration does not converge. */
 #ifndef PARRNN_NO_SCYFI
-PRNDEF prn_status prn_eigenvalues(prn_context *ctx, int n, const double *a, double *re, double *im);
+PRNDEF prn_status prn_eigenvalues(prn_context *ctx, size_t n, const double *a, double *re, double *im);
 #endif
 
 /* ------------------------------------------------------------------------
@@ -1344,9 +1368,9 @@ typedef struct prn_adam_config {
  * step, so creation refuses them (PRN_ERR_INVALID_ARGUMENT, naming both
  * indices). */
 #ifndef PARRNN_NO_TRAINING
-PRNDEF prn_status prn_optim_sgd(prn_context *ctx, prn_tensor *const *params, int num_params,
+PRNDEF prn_status prn_optim_sgd_create(prn_context *ctx, prn_tensor *const *params, int num_params,
                                 const prn_sgd_config *config, prn_optim **out);
-PRNDEF prn_status prn_optim_adam(prn_context *ctx, prn_tensor *const *params, int num_params,
+PRNDEF prn_status prn_optim_adam_create(prn_context *ctx, prn_tensor *const *params, int num_params,
                                  const prn_adam_config *config, prn_optim **out);
 /* One update of every parameter that has a gradient. On failure no
  * parameter or state has changed. The update writes the parameters in
@@ -1524,7 +1548,7 @@ typedef struct prn_deer_fused {
  *    set) does not decline the call: prn_backend_supports is the one gate
  *    every generic caller of a fused slot goes through.
  *
- * Which are fused: rnn_cell_*, rnn_layer_*, deer_iterate, deer_adjoint
+ * Which are fused: rnn_gates_*, rnn_layer_*, deer_iterate, deer_adjoint
  * and all_finite each have a composition from the basic slots in the
  * generic code (so a new backend can start without them). sgd_update,
  * adam_update and solve_batched are BASIC although fused in name or
@@ -1685,8 +1709,8 @@ typedef enum prn_slot_kind {
  * state (P = G H, S = 2H for LSTM, else H). Writes next [B, S] and
  * saved [B, V H] for the backward (V: ELMAN 0, LSTM 5: i f g o tanh c';
  * GRU 4: r z n and q_n + b_hn). */
-#define PRN_SLOT_DECL_rnn_cell_forward(X)                                                                  \
-    X(prn_status, rnn_cell_forward,                                                                        \
+#define PRN_SLOT_DECL_rnn_gates_forward(X)                                                                  \
+    X(prn_status, rnn_gates_forward,                                                                        \
       (prn_context *ctx, prn_dtype dtype, int kind, int relu, size_t B, size_t H, size_t k, const void *xp, \
        const void *q, const void *bias, const void *s, void *next, void *saved),                           \
       PRN_SLOT_KIND_FUSED)
@@ -1694,8 +1718,8 @@ typedef enum prn_slot_kind {
  * next and saved, writes dxp [B, P] (d loss / d xp), dq [B, P] (d loss /
  * d (q + bias)) and ds [B, S], the part of d loss / d s that does not go
  * through q (zeros for ELMAN). */
-#define PRN_SLOT_DECL_rnn_cell_backward(X)                                                                \
-    X(prn_status, rnn_cell_backward,                                                                      \
+#define PRN_SLOT_DECL_rnn_gates_backward(X)                                                                \
+    X(prn_status, rnn_gates_backward,                                                                      \
       (prn_context *ctx, prn_dtype dtype, int kind, int relu, size_t B, size_t H, size_t k, const void *g, \
        const void *s, const void *next, const void *saved, void *dxp, void *dq, void *ds),                \
       PRN_SLOT_KIND_FUSED)
@@ -1713,15 +1737,15 @@ typedef enum prn_slot_kind {
       PRN_SLOT_KIND_BASIC)
 
 /* FUSED, both or neither (NULL: the generic code runs each step with
- * gemm and rnn_cell_forward/_backward; it uses these two only on a
+ * gemm and rnn_gates_forward/_backward; it uses these two only on a
  * backend that has those as well). A whole layer of one head of
  * kind PRN_RNN_ELMAN, PRN_RNN_LSTM or PRN_RNN_GRU (a one-head MHGRU is
  * passed as GRU): for t = 0 .. T-1
- * (T-1 .. 0 when reverse), the step of rnn_cell_forward with xp[:, t]
+ * (T-1 .. 0 when reverse), the step of rnn_gates_forward with xp[:, t]
  * and q = h_prev W_hh^T, h_prev being the first H values of the previous
  * state (of s0 before the first step). xp [B, T, P] (input projections
  * with b_ih), w_hh [P, H], b_hh [P], s0 [B, S]; writes states [B, T, S]
- * and, unless NULL, saved [B, T, V H] (rnn_cell_forward's saved values,
+ * and, unless NULL, saved [B, T, V H] (rnn_gates_forward's saved values,
  * step by step). */
 #define PRN_SLOT_DECL_rnn_layer_forward(X)                                                                 \
     X(prn_status, rnn_layer_forward,                                                                       \
@@ -1818,7 +1842,7 @@ typedef enum prn_slot_kind {
     PRN_SLOT_DECL_gemm(X) PRN_SLOT_DECL_reduce(X) PRN_SLOT_DECL_argmax(X) PRN_SLOT_DECL_softmax(X)            \
     PRN_SLOT_DECL_random(X) PRN_SLOT_DECL_sgd_update(X) PRN_SLOT_DECL_adam_update(X)                         \
     PRN_SLOT_DECL_scan_diag(X) PRN_SLOT_DECL_scan_block(X)                                                   \
-    PRN_SLOT_DECL_rnn_cell_forward(X) PRN_SLOT_DECL_rnn_cell_backward(X) PRN_SLOT_DECL_solve_batched(X)      \
+    PRN_SLOT_DECL_rnn_gates_forward(X) PRN_SLOT_DECL_rnn_gates_backward(X) PRN_SLOT_DECL_solve_batched(X)      \
     PRN_SLOT_DECL_rnn_layer_forward(X) PRN_SLOT_DECL_rnn_layer_backward(X)                                   \
     PRN_SLOT_DECL_deer_iterate(X) PRN_SLOT_DECL_deer_adjoint(X) PRN_SLOT_DECL_all_finite(X)                  \
     PRN_SLOT_DECL_supports(X) PRN_SLOT_DECL_rnn_layer_backward_dw(X) PRN_SLOT_DECL_rnn_layer_forward_x(X)
@@ -1896,10 +1920,10 @@ PRNDEF void *prn_backend_state(prn_context *ctx);
 PRNDEF void *prn_alloc(prn_context *ctx, size_t size);
 PRNDEF void prn_free(prn_context *ctx, void *ptr);
 PRNDEF int prn_context_num_threads(const prn_context *ctx);
-/* For implementations of rnn_cell_forward/_backward: checks kind and the
+/* For implementations of rnn_gates_forward/_backward: checks kind and the
  * head size k (set to H for ELMAN and LSTM), leaving a message that names
  * fn on failure. */
-PRNDEF prn_status prn_backend_rnn_cell_check(prn_context *ctx, const char *fn, int kind, size_t H, size_t *k);
+PRNDEF prn_status prn_backend_rnn_gates_check(prn_context *ctx, const char *fn, int kind, size_t H, size_t *k);
 /* For implementations of rnn_layer_forward/_backward (backward != 0):
  * checks kind (ELMAN, LSTM or GRU) and that the backward of LSTM and GRU
  * has saved, leaving a message that names fn on failure. */
@@ -1997,6 +2021,39 @@ PRN__MATH_INLINE float prn__tanhf(float x) { return 1.0f - 2.0f / (1.0f + prn__e
 #ifdef PARRNN_IMPLEMENTATION
 #ifndef PARRNN_IMPLEMENTATION_DONE
 #define PARRNN_IMPLEMENTATION_DONE
+
+/* ------------------------------------------------------------------------
+ * MAP OF THE IMPLEMENTATION: its sections, in file order, and the internal
+ * (prn__) helpers they share. Anything not listed is private to the section
+ * that defines it.
+ *   Internal structures     prn_context, prn_tensor, prn__storage;
+ *                           prn__gates_saved (the fused gate slots' saved
+ *                           layout: the RNN layers, the reference kernels),
+ *                           prn__work_nt, prn__all_finite_f32
+ *   Status ... errors       prn_alloc/prn_free, prn_set_error, PRN__ERR,
+ *                           PRN__CTX, prn__in_fn: every section;
+ *                           prn__team (how many threads to fork): the
+ *                           reference kernels and SCYFI
+ *   Reference backend       (from "Reference scans" to its table,
+ *                           prn_reference_backend): reached by every other
+ *                           section only through the table (ctx->be); the
+ *                           prn_backend_*_check argument checks are public.
+ *                           The host helpers it shares with generic code
+ *                           are defined above it: prn__work_nt (SCYFI's
+ *                           threads), prn__all_finite_f32 (the f32 frames,
+ *                           which run on the host for any backend) and
+ *                           prn__cpu_avx2 (CPU features, before "Reference
+ *                           scans")
+ *   Context, Tensors, Tape, the tensor constructors and the tape: used by
+ *   Shape helpers / ops     the ops, cells, RNN, DEER and optimisers
+ *   Cells, RNN, frames      prn__cw (workspace tensors): RNN and DEER
+ *   DEER                    uses the RNN's layers through prn__deer_rnn_system
+ *   PWL models, SCYFI,      prn__sc_sort_eig (SCYFI and the eigenvalues)
+ *   eigenvalues
+ *   Optimisers              the table's sgd_update/adam_update only
+ *   TEMPLATES (file end)    instantiated where a section needs a dtype
+ *                           variant; see the TEMPLATES comment there
+ * ---------------------------------------------------------------------- */
 
 #include <float.h>
 #include <math.h>
@@ -2194,6 +2251,34 @@ struct prn_context {
     double team_next, team_wait; /* prn__team: when to look again (omp_get_wtime), and how long it waits then */
     int team_one;                /* prn__team: the last look found a thread that was not running */
 };
+
+/* V, the values a fused gate step (rnn_gates_forward) saves per unit for its
+ * backward: ELMAN 0, LSTM 5 (i f g o tanh c'), GRU and MHGRU 4 (r z n hn).
+ * Part of the slot's contract, so generic code (the RNN layers sizing
+ * saved) and every backend's kernels agree on it. */
+PRN__FN size_t prn__gates_saved(int kind) { return kind == PRN_RNN_LSTM ? 5 : kind == PRN_RNN_ELMAN ? 0 : 4; }
+/* Threads for a region of work multiply-adds: at most nt, each with at
+ * least PRN__PAR_MIN of them (1: run it serially). */
+#ifndef PARRNN_NO_SCYFI
+PRN__FN int prn__work_nt(double work, int nt) {
+    double w = work / PRN__PAR_MIN;
+    return w < nt ? (w < 1 ? 1 : (int)w) : nt;
+}
+#endif /* PARRNN_NO_SCYFI */
+/* An exponent of all ones is NaN or Inf: OR over the lanes of a block, by
+ * integer operations the compiler vectorises (no float compare, no
+ * temporaries), one pass at memory speed. f32's test is also the float
+ * frames' (memcpy: no aliasing of the caller's floats; it vectorises as a
+ * plain load does). */
+PRN__FN int prn__all_finite_f32(const float *x, size_t n) {
+    uint32_t u, bad = 0;
+    size_t i;
+    for (i = 0; i < n; ++i) {
+        memcpy(&u, x + i, sizeof u);
+        bad |= (uint32_t)((u & 0x7f800000u) == 0x7f800000u);
+    }
+    return !bad;
+}
 
 /* ------------------------------------------------------------------------
  * Status, dtypes, allocation, errors
@@ -3363,11 +3448,8 @@ PRN__FN prn_status prn__ref_scan_block(prn_context *ctx, prn_dtype dtype, int re
     return PRN__ERR(ctx, PRN_ERR_INVALID_ARGUMENT, "%s: unknown algorithm %d", fn, (int)algo);
 }
 
-/* --- fused cell steps (rnn_cell_forward / _backward) ------------------- */
-/* V, the values a fused step saves per unit for its backward: ELMAN 0,
- * LSTM 5 (i f g o tanh c'), GRU and MHGRU 4 (r z n hn). */
-PRN__FN size_t prn__cell_saved(int kind) { return kind == PRN_RNN_LSTM ? 5 : kind == PRN_RNN_ELMAN ? 0 : 4; }
-PRN__DEF prn_status prn_backend_rnn_cell_check(prn_context *ctx, const char *fn, int kind, size_t H, size_t *k) {
+/* --- fused cell steps (rnn_gates_forward / _backward) ------------------- */
+PRN__DEF prn_status prn_backend_rnn_gates_check(prn_context *ctx, const char *fn, int kind, size_t H, size_t *k) {
     if (kind != PRN_RNN_ELMAN && kind != PRN_RNN_LSTM && kind != PRN_RNN_GRU && kind != PRN_RNN_MHGRU)
         return prn_set_error(ctx, PRN_ERR_INVALID_ARGUMENT, "%s: kind %d has no fused step", fn, kind);
     if (kind == PRN_RNN_LSTM || kind == PRN_RNN_ELMAN) *k = H;
@@ -3381,7 +3463,7 @@ PRN__DEF prn_status prn_backend_rnn_layer_check(prn_context *ctx, const char *fn
     if (kind != PRN_RNN_ELMAN && kind != PRN_RNN_LSTM && kind != PRN_RNN_GRU)
         return prn_set_error(ctx, PRN_ERR_INVALID_ARGUMENT, "%s: kind %d has no fused layer (ELMAN, LSTM and GRU do)",
                              fn, kind);
-    if (backward && prn__cell_saved(kind) && !saved)
+    if (backward && prn__gates_saved(kind) && !saved)
         return prn_set_error(ctx, PRN_ERR_INVALID_ARGUMENT,
                              "%s: saved is NULL (kind %s runs backward from the forward's saved values)", fn,
                              prn_rnn_kind_name((prn_rnn_kind)kind));
@@ -3452,21 +3534,21 @@ PRN__FN_INLINE void prn__lstm_fw2_f64(size_t n, const double *x, size_t xs, cons
 #define PRN__T double
 #define PRN__SFX f64
 #include PARRNN_SELF_PATH
-PRN__FN prn_status prn__ref_rnn_cell_forward(prn_context *ctx, prn_dtype dtype, int kind, int relu, size_t B, size_t H,
+PRN__FN prn_status prn__ref_rnn_gates_forward(prn_context *ctx, prn_dtype dtype, int kind, int relu, size_t B, size_t H,
                                              size_t k, const void *xp, const void *q, const void *bias, const void *s,
                                              void *next, void *saved) {
     PRN__PAR_SETUP(ctx, B * H * 2); /* per-step sizes stay serial: a thread team per step costs more */
-    PRN__TRY(prn_backend_rnn_cell_check(ctx, "rnn_cell_forward", kind, H, &k));
+    PRN__TRY(prn_backend_rnn_gates_check(ctx, "rnn_gates_forward", kind, H, &k));
     if (dtype == PRN_F64) prn__cell_fwd_f64(kind, relu, B, H, k, xp, q, bias, s, next, saved, prn__nt, prn__par);
     else prn__cell_fwd_f32(kind, relu, B, H, k, xp, q, bias, s, next, saved, prn__nt, prn__par);
     return PRN_OK;
 }
 #ifndef PARRNN_NO_TRAINING /* the backward entries: only the training table has them */
-PRN__FN prn_status prn__ref_rnn_cell_backward(prn_context *ctx, prn_dtype dtype, int kind, int relu, size_t B, size_t H,
+PRN__FN prn_status prn__ref_rnn_gates_backward(prn_context *ctx, prn_dtype dtype, int kind, int relu, size_t B, size_t H,
                                               size_t k, const void *g, const void *s, const void *next, const void *saved,
                                               void *dxp, void *dq, void *ds) {
     PRN__PAR_SETUP(ctx, B * H * 2); /* per-step sizes stay serial: a thread team per step costs more */
-    PRN__TRY(prn_backend_rnn_cell_check(ctx, "rnn_cell_backward", kind, H, &k));
+    PRN__TRY(prn_backend_rnn_gates_check(ctx, "rnn_gates_backward", kind, H, &k));
     if (dtype == PRN_F64) prn__cell_bwd_f64(kind, relu, B, H, k, g, s, next, saved, dxp, dq, ds, prn__nt, prn__par);
     else prn__cell_bwd_f32(kind, relu, B, H, k, g, s, next, saved, dxp, dq, ds, prn__nt, prn__par);
     return PRN_OK;
@@ -4463,7 +4545,7 @@ PRN__FN prn_status prn__layer_begin(prn_context *ctx, const char *fn, prn__layer
     L->G = L->kind == PRN_RNN_LSTM ? 4 : L->kind == PRN_RNN_GRU ? 3 : 1;
     L->P = L->G * L->H;
     L->S = L->kind == PRN_RNN_LSTM ? 2 * L->H : L->H;
-    L->V = prn__cell_saved(L->kind);
+    L->V = prn__gates_saved(L->kind);
     /* With rows enough, the threads split the batch: each runs every step
      * of its rows, with no barrier (a barrier per step stalls for as long
      * as another process holds the thread it waits for). Else a thread per
@@ -4768,12 +4850,6 @@ PRN__FN prn_status prn__ref_rnn_layer_backward_dw(prn_context *ctx, prn_dtype dt
 #define PRN__LU_ROWS_PAR
 #define PRN__LU_BATCH_PAR
 #endif
-/* Threads for a region of work multiply-adds: at most nt, each with at
- * least PRN__PAR_MIN of them (1: run it serially). */
-PRN__FN int prn__work_nt(double work, int nt) {
-    double w = work / PRN__PAR_MIN;
-    return w < nt ? (w < 1 ? 1 : (int)w) : nt;
-}
 /* prn__lu_solve_double: TEMPLATE LU_SOLVE */
 #define PRN__TPL_LU_SOLVE
 #define PRN__T double
@@ -5121,20 +5197,6 @@ PRN__FN prn_status prn__ref_deer_adjoint(prn_context *ctx, const prn_deer_fused 
 }
 #endif /* PARRNN_NO_TRAINING */
 #endif /* PARRNN_NO_DEER */
-/* An exponent of all ones is NaN or Inf: OR over the lanes of a block, by
- * integer operations the compiler vectorises (no float compare, no
- * temporaries), one pass at memory speed. f32's test is also the float
- * frames' (memcpy: no aliasing of the caller's floats; it vectorises as a
- * plain load does). */
-PRN__FN int prn__all_finite_f32(const float *x, size_t n) {
-    uint32_t u, bad = 0;
-    size_t i;
-    for (i = 0; i < n; ++i) {
-        memcpy(&u, x + i, sizeof u);
-        bad |= (uint32_t)((u & 0x7f800000u) == 0x7f800000u);
-    }
-    return !bad;
-}
 PRN__FN prn_status prn__ref_all_finite(prn_context *ctx, prn_dtype dtype, size_t n, const void *x, int *finite) {
     size_t i;
     (void)ctx;
@@ -5163,12 +5225,12 @@ PRN__FN prn_status prn__ref_all_finite(prn_context *ctx, prn_dtype dtype, size_t
     E(softmax, prn__ref_softmax) E(random, prn__ref_random)                                        \
     E(scan_diag, prn__ref_scan_diag) E(scan_block, prn__ref_scan_block) E(all_finite, prn__ref_all_finite)
 #define PRN__REF_RNN_ENTRIES(E)                                                                    \
-    E(rnn_cell_forward, prn__ref_rnn_cell_forward) E(rnn_layer_forward, prn__ref_rnn_layer_forward) \
+    E(rnn_gates_forward, prn__ref_rnn_gates_forward) E(rnn_layer_forward, prn__ref_rnn_layer_forward) \
     E(rnn_layer_forward_x, prn__ref_rnn_layer_forward_x)
 #ifndef PARRNN_NO_TRAINING
 #define PRN__REF_OPTIM_ENTRIES(E) E(sgd_update, prn__ref_sgd_update) E(adam_update, prn__ref_adam_update)
 #define PRN__REF_RNN_BACKWARD_ENTRIES(E)                                                           \
-    E(rnn_cell_backward, prn__ref_rnn_cell_backward) E(rnn_layer_backward, prn__ref_rnn_layer_backward) \
+    E(rnn_gates_backward, prn__ref_rnn_gates_backward) E(rnn_layer_backward, prn__ref_rnn_layer_backward) \
     E(rnn_layer_backward_dw, prn__ref_rnn_layer_backward_dw)
 #else
 #define PRN__REF_OPTIM_ENTRIES(E)
@@ -5373,7 +5435,7 @@ PRN__FN void prn__unlink(prn_tensor *t) {
     ctx->n_live--;
 }
 
-PRN__DEF void prn_context_destroy(prn_context *ctx) {
+PRN__DEF void prn_context_free(prn_context *ctx) {
     prn_tensor *t;
     if (!ctx) return;
     prn_tape_clear(ctx);
@@ -7710,7 +7772,7 @@ PRN__FN int prn__rnn_shallow(prn_rnn_kind k) { return k == PRN_RNN_SHPLRNN || k 
 typedef struct prn__rk {
     prn_rnn_kind kind;
     int relu;
-    int fused;              /* the backend's rnn_cell_forward/_backward run the gates */
+    int fused;              /* the backend's rnn_gates_forward/_backward run the gates */
     int layer;              /* and its rnn_layer_forward/_backward the whole recurrence */
     int flat;               /* W_hh is one [G H, H] matrix: every kind but MHGRU, whose
                                W_hh is [nh, 3k, k] even for one head */
@@ -7729,11 +7791,11 @@ PRN__FN void prn__rk_of(const prn_rnn *r, prn__rk *k) {
     k->m2 = r->m2;
     k->m2c = r->m2c;
 #ifdef PARRNN_NO_TRAINING /* no backward is ever asked: the forward entries suffice */
-    k->fused = prn__rnn_torch(k->kind) && prn_backend_supports(r->ctx, PRN_SLOT_rnn_cell_forward, NULL);
+    k->fused = prn__rnn_torch(k->kind) && prn_backend_supports(r->ctx, PRN_SLOT_rnn_gates_forward, NULL);
     k->layer = k->fused && k->nh == 1 && prn_backend_supports(r->ctx, PRN_SLOT_rnn_layer_forward, NULL);
 #else
-    k->fused = prn__rnn_torch(k->kind) && prn_backend_supports(r->ctx, PRN_SLOT_rnn_cell_forward, NULL) &&
-               prn_backend_supports(r->ctx, PRN_SLOT_rnn_cell_backward, NULL);
+    k->fused = prn__rnn_torch(k->kind) && prn_backend_supports(r->ctx, PRN_SLOT_rnn_gates_forward, NULL) &&
+               prn_backend_supports(r->ctx, PRN_SLOT_rnn_gates_backward, NULL);
     k->layer = k->fused && k->nh == 1 && prn_backend_supports(r->ctx, PRN_SLOT_rnn_layer_forward, NULL) &&
                prn_backend_supports(r->ctx, PRN_SLOT_rnn_layer_backward, NULL);
 #endif
@@ -7955,9 +8017,9 @@ PRN__FN prn_tensor *prn__rstep(prn__cw *w, const prn__rk *k, prn_tensor *const *
         prn_tensor *nx, *sv0 = NULL;
         q = prn__hh(w, k, k->kind == PRN_RNN_LSTM ? prn__cw_slice(w, s, 1, 0, H) : s, prm[0]);
         nx = prn__cw_empty(w, s->dtype, B, k->S);
-        if (k->kind != PRN_RNN_ELMAN) sv0 = prn__cw_empty(w, s->dtype, B, prn__cell_saved((int)k->kind) * H);
+        if (k->kind != PRN_RNN_ELMAN) sv0 = prn__cw_empty(w, s->dtype, B, prn__gates_saved((int)k->kind) * H);
         if (w->st == PRN_OK)
-            w->st = prn__in_fn(w->ctx, "prn_rnn", w->ctx->be->rnn_cell_forward(w->ctx, s->dtype, (int)k->kind, k->relu, B, H,
+            w->st = prn__in_fn(w->ctx, "prn_rnn", w->ctx->be->rnn_gates_forward(w->ctx, s->dtype, (int)k->kind, k->relu, B, H,
                                                                              k->hk, xp->st->buf, q->st->buf, prm[1]->st->buf,
                                                                              s->st->buf, nx->st->buf,
                                                                              sv0 ? sv0->st->buf : NULL));
@@ -8022,7 +8084,7 @@ PRN__FN prn_tensor *prn__rstep_bw(prn__cw *w, const prn__rk *k, prn_tensor *cons
         prn_tensor *dx = prn__cw_empty(w, s->dtype, B, prm[1]->shape[0]), *dqq = prn__cw_empty(w, s->dtype, B, prm[1]->shape[0]);
         prn_tensor *dd = prn__cw_empty(w, s->dtype, B, k->S), *back;
         if (w->st == PRN_OK)
-            w->st = prn__in_fn(w->ctx, "prn_rnn", w->ctx->be->rnn_cell_backward(w->ctx, s->dtype, (int)k->kind, k->relu, B, H,
+            w->st = prn__in_fn(w->ctx, "prn_rnn", w->ctx->be->rnn_gates_backward(w->ctx, s->dtype, (int)k->kind, k->relu, B, H,
                                                                               k->hk, gs->st->buf, s->st->buf, next->st->buf,
                                                                               sv[0] ? sv[0]->st->buf : NULL, dx->st->buf,
                                                                               dqq->st->buf, dd->st->buf));
@@ -8312,7 +8374,7 @@ PRN__FN prn_status prn__recur_op(prn_context *ctx, const char *fn, const prn__rk
     memset(&w, 0, sizeof w);
     w.ctx = ctx;
     if (k->layer) { /* the backend's fused layer: every step in one call */
-        size_t V = prn__cell_saved((int)k->kind) * k->H;
+        size_t V = prn__gates_saved((int)k->kind) * k->H;
         if (r && V) {
             shape[2] = V;
             st = prn__tensor_new(ctx, fn, xp->dtype, 3, shape, &r->svall);
@@ -10298,7 +10360,7 @@ PRN__DEF prn_status prn_rnn_load(prn_context *ctx, const char *path, prn_rnn **o
 typedef struct prn__deer {
     prn_context *ctx;
     const char *fn;
-    const prn_deer_cell *cell;
+    const prn_deer_system *cell;
     /* unrecorded sequential evaluation of x [B, T, X] from h0 [B, S] (NULL:
      * step by step through the cell's callbacks) */
     prn_status (*seq)(prn_context *ctx, void *user, prn_tensor *x, prn_tensor *h0, int rev, prn_tensor **y);
@@ -10890,7 +10952,7 @@ PRN__FN prn_status prn__deer_check(prn__deer *d, prn_tensor *x, prn_tensor *stat
     return PRN_OK;
 }
 
-PRN__DEF prn_status prn_deer(prn_context *ctx, const prn_deer_cell *cell, prn_tensor *x, prn_tensor *state0,
+PRN__DEF prn_status prn_deer(prn_context *ctx, const prn_deer_system *cell, prn_tensor *x, prn_tensor *state0,
                              const prn_deer_options *opt, prn_tensor **y, prn_deer_stats *stats) {
     static const char fn[] = "prn_deer";
     prn__deer d;
@@ -10956,15 +11018,15 @@ PRN__DEF prn_status prn_deer(prn_context *ctx, const prn_deer_cell *cell, prn_te
     return PRN_OK;
 }
 
-/* --- the built-in networks as DEER cells ------------------------------------ */
-typedef struct prn__deer_rnn_cell {
+/* --- the built-in networks as DEER systems ------------------------------------ */
+typedef struct prn__deer_rnn_system {
     const prn_rnn *rnn;
     int ld;
-} prn__deer_rnn_cell;
+} prn__deer_rnn_system;
 /* x rows are the input projections [N, P] */
 PRN__FN prn_status prn__deer_rnn_jacobian(prn_context *ctx, void *user, prn_tensor *x, prn_tensor *state,
                                           prn_jacobian_mode mode, prn_tensor **next, prn_tensor **jac) {
-    const prn__deer_rnn_cell *c = (const prn__deer_rnn_cell *)user;
+    const prn__deer_rnn_system *c = (const prn__deer_rnn_system *)user;
     prn_tensor *nx = NULL, *J;
     prn__cw w;
     memset(&w, 0, sizeof w);
@@ -10976,7 +11038,7 @@ PRN__FN prn_status prn__deer_rnn_jacobian(prn_context *ctx, void *user, prn_tens
     return w.st;
 }
 PRN__FN prn_status prn__deer_rnn_step(prn_context *ctx, void *user, prn_tensor *x, prn_tensor *state, prn_tensor **next) {
-    const prn__deer_rnn_cell *c = (const prn__deer_rnn_cell *)user;
+    const prn__deer_rnn_system *c = (const prn__deer_rnn_system *)user;
     prn_tensor *prm[4], *Sall = NULL, *o;
     prn__rk k;
     prn__cw w;
@@ -10997,7 +11059,7 @@ PRN__FN prn_status prn__deer_rnn_step(prn_context *ctx, void *user, prn_tensor *
     return w.st;
 }
 PRN__FN prn_status prn__deer_rnn_seq(prn_context *ctx, void *user, prn_tensor *x, prn_tensor *h0, int rev, prn_tensor **y) {
-    const prn__deer_rnn_cell *c = (const prn__deer_rnn_cell *)user;
+    const prn__deer_rnn_system *c = (const prn__deer_rnn_system *)user;
     prn_tensor *prm[4];
     prn__rk k;
     prn__rk_of(c->rnn, &k);
@@ -11037,8 +11099,8 @@ PRN__DEF prn_status prn_deer_rnn(prn_context *ctx, const prn_rnn *rnn, prn_tenso
         prn_tensor *Yl = NULL;
         for (dir = 0; dir < rnn->D && w.st == PRN_OK; ++dir) {
             int ld = l * rnn->D + dir;
-            prn__deer_rnn_cell rc;
-            prn_deer_cell cell;
+            prn__deer_rnn_system rc;
+            prn_deer_system cell;
             prn_deer_fused fz;
             prn__deer d;
             prn_deer_stats sd;
@@ -11854,7 +11916,7 @@ PRN__FN prn_status prn__sc_commit(prn__sc *s, prn__sc_chain *ch, int *fresh) {
             size_t i;
             prn_status st;
             prn__sc_product(s, pat, P, v, scr, 1);
-            st = prn_eigenvalues(s->ctx, (int)M, P, n->c.eig_re, n->c.eig_im);
+            st = prn_eigenvalues(s->ctx, M, P, n->c.eig_re, n->c.eig_im);
             if (st != PRN_OK) { prn_free(s->ctx, n->c.points); prn_free(s->ctx, n); return st; }
             for (i = 0; i < M; ++i) {
                 double a = sqrt(n->c.eig_re[i] * n->c.eig_re[i] + n->c.eig_im[i] * n->c.eig_im[i]);
@@ -12351,8 +12413,8 @@ PRN__FN prn_status prn__scyfi(prn_context *ctx, const prn_pwl_model *m, const pr
     res->cycles = (prn_scyfi_cycle *)(void *)(res + 1);
     res->count = (int *)(void *)(res->cycles + s.ncycles);
     memset(res->count, 0, ((size_t)s.o.kmax + 1) * sizeof(int));
-    res->solves = s.solves;
-    res->singular = s.singular;
+    res->solves = (uint64_t)s.solves; /* counted in doubles: the MPI messages carry them */
+    res->singular = (uint64_t)s.singular;
     {   /* Hand each cycle's block over. */
         prn__sc_cycle_node *n;
         i = 0;
@@ -12841,25 +12903,26 @@ PRN__FN int prn__eig_real(size_t n, double *a, double *re, double *im) {
 }
 #endif /* PARRNN_USE_LAPACK */
 
-PRN__DEF prn_status prn_eigenvalues(prn_context *ctx, int n, const double *a, double *re, double *im) {
+PRN__DEF prn_status prn_eigenvalues(prn_context *ctx, size_t n, const double *a, double *re, double *im) {
     static const char *fn = "prn_eigenvalues";
     size_t N, i;
     double *w;
     int bad;
     PRN__CTX(ctx, fn);
-    if (n < 0) return PRN__ERR(ctx, PRN_ERR_INVALID_ARGUMENT, "%s: argument 'n' is %d; need n >= 0", fn, n);
-    if (n > PRN__PWL_MAX_DIM) return PRN__ERR(ctx, PRN_ERR_INVALID_ARGUMENT, "%s: argument 'n' is %d; at most %d", fn, n, PRN__PWL_MAX_DIM);
+    if (n > PRN__PWL_MAX_DIM)
+        return PRN__ERR(ctx, PRN_ERR_INVALID_ARGUMENT, "%s: argument 'n' is %lu; at most %d", fn, (unsigned long)n,
+                        PRN__PWL_MAX_DIM);
     if (n == 0) return PRN_OK;
     if (!a) return PRN__ERR(ctx, PRN_ERR_NULL_ARGUMENT, "%s: argument 'a' is NULL", fn);
     if (!re) return PRN__ERR(ctx, PRN_ERR_NULL_ARGUMENT, "%s: argument 're' is NULL", fn);
     if (!im) return PRN__ERR(ctx, PRN_ERR_NULL_ARGUMENT, "%s: argument 'im' is NULL", fn);
-    N = (size_t)n;
+    N = n;
     for (i = 0; i < N * N; ++i)
         if (!(a[i] - a[i] == 0))
             return PRN__ERR(ctx, PRN_ERR_NONFINITE, "%s: a[%lu] is not finite", fn, (unsigned long)i);
 #ifdef PARRNN_USE_LAPACK
     {
-        int lwork = -1, info = 0, one = 1;
+        int lwork = -1, info = 0, one = 1, ni = (int)n; /* n <= PRN__PWL_MAX_DIM */
         double q = 0, dummy = 0;
         size_t r, c;
         double *wr, *wi, *work;
@@ -12869,11 +12932,11 @@ PRN__DEF prn_status prn_eigenvalues(prn_context *ctx, int n, const double *a, do
         wi = wr + N;
         for (r = 0; r < N; ++r)
             for (c = 0; c < N; ++c) w[c * N + r] = a[r * N + c]; /* LAPACK is column-major */
-        dgeev_("N", "N", &n, w, &n, wr, wi, &dummy, &one, &dummy, &one, &q, &lwork, &info);
-        lwork = info == 0 && q >= 1 ? (int)q : 4 * n;
+        dgeev_("N", "N", &ni, w, &ni, wr, wi, &dummy, &one, &dummy, &one, &q, &lwork, &info);
+        lwork = info == 0 && q >= 1 ? (int)q : 4 * ni;
         work = (double *)prn_alloc(ctx, (size_t)lwork * sizeof(double));
         if (!work) { prn_free(ctx, w); return prn__in_fn(ctx, fn, PRN_ERR_OUT_OF_MEMORY); }
-        dgeev_("N", "N", &n, w, &n, wr, wi, &dummy, &one, &dummy, &one, work, &lwork, &info);
+        dgeev_("N", "N", &ni, w, &ni, wr, wi, &dummy, &one, &dummy, &one, work, &lwork, &info);
         prn_free(ctx, work);
         bad = info != 0;
         if (!bad) { memcpy(re, wr, N * sizeof(double)); memcpy(im, wi, N * sizeof(double)); }
@@ -12887,7 +12950,7 @@ PRN__DEF prn_status prn_eigenvalues(prn_context *ctx, int n, const double *a, do
     if (!bad) { memcpy(re, w + N * N, N * sizeof(double)); memcpy(im, w + N * N + N, N * sizeof(double)); }
     prn_free(ctx, w);
 #endif
-    if (bad) return PRN__ERR(ctx, PRN_ERR_NONFINITE, "%s: the QR iteration did not converge (n = %d)", fn, n);
+    if (bad) return PRN__ERR(ctx, PRN_ERR_NONFINITE, "%s: the QR iteration did not converge (n = %lu)", fn, (unsigned long)n);
     prn__sc_sort_eig(N, re, im);
     return PRN_OK;
 }
@@ -12958,7 +13021,7 @@ PRN__FN prn_status prn__optim_create(prn_context *ctx, const char *fn, int adam,
     return PRN_OK;
 }
 
-PRN__DEF prn_status prn_optim_sgd(prn_context *ctx, prn_tensor *const *params, int num_params,
+PRN__DEF prn_status prn_optim_sgd_create(prn_context *ctx, prn_tensor *const *params, int num_params,
                                   const prn_sgd_config *config, prn_optim **out) {
     prn_optim_params p;
     memset(&p, 0, sizeof p);
@@ -12969,9 +13032,9 @@ PRN__DEF prn_status prn_optim_sgd(prn_context *ctx, prn_tensor *const *params, i
         p.weight_decay = config->weight_decay;
         p.nesterov = config->nesterov != 0;
     }
-    return prn__optim_create(ctx, "prn_optim_sgd", 0, params, num_params, &p, out);
+    return prn__optim_create(ctx, "prn_optim_sgd_create", 0, params, num_params, &p, out);
 }
-PRN__DEF prn_status prn_optim_adam(prn_context *ctx, prn_tensor *const *params, int num_params,
+PRN__DEF prn_status prn_optim_adam_create(prn_context *ctx, prn_tensor *const *params, int num_params,
                                    const prn_adam_config *config, prn_optim **out) {
     prn_optim_params p;
     memset(&p, 0, sizeof p);
@@ -12984,7 +13047,7 @@ PRN__DEF prn_status prn_optim_adam(prn_context *ctx, prn_tensor *const *params, 
         p.weight_decay = config->weight_decay;
         p.decoupled = config->decoupled != 0;
     }
-    return prn__optim_create(ctx, "prn_optim_adam", 1, params, num_params, &p, out);
+    return prn__optim_create(ctx, "prn_optim_adam_create", 1, params, num_params, &p, out);
 }
 
 PRN__DEF prn_status prn_optim_step(prn_optim *o) {
@@ -13862,7 +13925,7 @@ PRN__FN void prn__adam_T(size_t n, PRN__T *w, const PRN__T *g, PRN__T *m, PRN__T
  * hidden projection, b_hh); saved value m at v[m * vs + i] (v may be
  * NULL: nothing saved). The backward ones write d loss / d xp to dx and
  * d loss / d (q + b_hh) to dq, gate g at [g * ds + i]. Shared by the
- * one-step entries (rnn_cell_*) and the fused layers (rnn_layer_*). */
+ * one-step entries (rnn_gates_*) and the fused layers (rnn_layer_*). */
 #ifdef PRN__TPL_CELL_UNITS
 #undef PRN__TPL_CELL_UNITS
 #define prn__elman_fw_T PRN__TNAME(prn__elman_fw_)
@@ -13970,7 +14033,7 @@ PRN__FN_INLINE void prn__gru_bw_T(size_t n, const PRN__T *g, const PRN__T *hp, c
 
 /* ---- CELL_STEP (parameters: T, SFX). Generates prn__cell_fwd_<sfx>,
  * prn__cell_bwd_<sfx>. */
-/* One step of B rows (rnn_cell_forward / _backward, arguments checked by
+/* One step of B rows (rnn_gates_forward / _backward, arguments checked by
  * the callers): the rows over the team of prn__nt threads (prn__par), the
  * gates of a row by the units above. */
 #ifdef PRN__TPL_CELL_STEP
@@ -13992,7 +14055,7 @@ PRN__FN_INLINE void prn__cell_fwd_T(int kind, int relu, size_t B, size_t H, size
     PRN__PARFOR
     for (b = 0; b < B; ++b) {
         const PRN__T *x = X + b * P, *qq = Q + b * P, *sp = S0 + b * S;
-        PRN__T *n = N + b * S, *v = V ? V + b * prn__cell_saved(kind) * H : NULL;
+        PRN__T *n = N + b * S, *v = V ? V + b * prn__gates_saved(kind) * H : NULL;
         size_t hd;
         if (kind == PRN_RNN_ELMAN) prn__elman_fw_T(H, relu, x, qq, bb, n);
         else if (kind == PRN_RNN_LSTM) prn__lstm_fw_T(H, x, H, qq, H, bb, H, sp + H, n, n + H, v, H);
@@ -14003,7 +14066,7 @@ PRN__FN_INLINE void prn__cell_fwd_T(int kind, int relu, size_t B, size_t H, size
     }
     (void)prn__nt; (void)prn__par;
 }
-#ifndef PARRNN_NO_TRAINING /* (rnn_cell_backward, the training table's) */
+#ifndef PARRNN_NO_TRAINING /* (rnn_gates_backward, the training table's) */
 PRN__FN_INLINE void prn__cell_bwd_T(int kind, int relu, size_t B, size_t H, size_t k, const void *g, const void *s,
                                     const void *next, const void *saved, void *dxp, void *dq, void *ds, int prn__nt,
                                     int prn__par) {

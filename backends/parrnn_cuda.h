@@ -76,7 +76,7 @@
  *   the resident blocks: f32 LSTM H = 512 backward at B = 64, larger f64
  *   layers) they queue per step a cuBLAS GEMM (the hidden projection; in
  *   the backward, d h_prev += dq W_hh) and the cell kernel of
- *   rnn_cell_forward / _backward, reading and writing the layer's [B, T, X]
+ *   rnn_gates_forward / _backward, reading and writing the layer's [B, T, X]
  *   arrays in place. PARRNN_CUDA_LAYER=steps (read at context creation)
  *   forces the latter, PARRNN_CUDA_LAYER=blocks the block kernels even at
  *   H = 1; PARRNN_CUDA_LAYER_SLICES=n plans at least n slices (tests,
@@ -682,29 +682,29 @@ PRN__CU_FN void prn__cu_rows_of_step(prn_cu_rows *rows, int kind, size_t H) {
     rows->saved = (kind == PRN_RNN_LSTM ? 5 : kind == PRN_RNN_ELMAN ? 0 : 4) * H;
 }
 
-PRN__CU_FN prn_status prn__cu_rnn_cell_forward(prn_context *ctx, prn_dtype dtype, int kind, int relu, size_t B, size_t H,
+PRN__CU_FN prn_status prn__cu_rnn_gates_forward(prn_context *ctx, prn_dtype dtype, int kind, int relu, size_t B, size_t H,
                                                size_t k, const void *xp, const void *q, const void *bias, const void *s,
                                                void *next, void *saved) {
     prn__cu_state *cs;
     prn_cu_rows rows;
-    prn_status st = prn_backend_rnn_cell_check(ctx, "rnn_cell_forward", kind, H, &k);
+    prn_status st = prn_backend_rnn_gates_check(ctx, "rnn_gates_forward", kind, H, &k);
     if (st != PRN_OK || B * H == 0) return st;
-    if ((st = prn__cu_begin(ctx, "rnn_cell_forward", dtype, &cs)) != PRN_OK) return st;
+    if ((st = prn__cu_begin(ctx, "rnn_gates_forward", dtype, &cs)) != PRN_OK) return st;
     prn__cu_rows_of_step(&rows, kind, H);
-    return prn__cu_launched(ctx, "rnn_cell_forward", "cell_fwd",
+    return prn__cu_launched(ctx, "rnn_gates_forward", "cell_fwd",
                             prn_cu_rnn_cell_fwd(cs->stream, dtype == PRN_F64, kind, relu != 0, B, H, k, &rows, xp, q,
                                                 bias, s, next, saved));
 }
-PRN__CU_FN prn_status prn__cu_rnn_cell_backward(prn_context *ctx, prn_dtype dtype, int kind, int relu, size_t B,
+PRN__CU_FN prn_status prn__cu_rnn_gates_backward(prn_context *ctx, prn_dtype dtype, int kind, int relu, size_t B,
                                                 size_t H, size_t k, const void *g, const void *s, const void *next,
                                                 const void *saved, void *dxp, void *dq, void *ds) {
     prn__cu_state *cs;
     prn_cu_rows rows;
-    prn_status st = prn_backend_rnn_cell_check(ctx, "rnn_cell_backward", kind, H, &k);
+    prn_status st = prn_backend_rnn_gates_check(ctx, "rnn_gates_backward", kind, H, &k);
     if (st != PRN_OK || B * H == 0) return st;
-    if ((st = prn__cu_begin(ctx, "rnn_cell_backward", dtype, &cs)) != PRN_OK) return st;
+    if ((st = prn__cu_begin(ctx, "rnn_gates_backward", dtype, &cs)) != PRN_OK) return st;
     prn__cu_rows_of_step(&rows, kind, H);
-    return prn__cu_launched(ctx, "rnn_cell_backward", "cell_bwd",
+    return prn__cu_launched(ctx, "rnn_gates_backward", "cell_bwd",
                             prn_cu_rnn_cell_bwd(cs->stream, dtype == PRN_F64, kind, relu != 0, B, H, k, &rows, g, NULL,
                                                 s, next, saved, dxp, dq, ds));
 }
@@ -1152,7 +1152,7 @@ PRN__CU_FN prn_status prn__cu_deer_adjoint(prn_context *ctx, const prn_deer_fuse
     E(argmax, prn__cu_argmax) E(softmax, prn__cu_softmax) E(random, prn__cu_random)                 \
     E(sgd_update, prn__cu_sgd_update) E(adam_update, prn__cu_adam_update)                           \
     E(scan_diag, prn__cu_scan_diag) E(scan_block, prn__cu_scan_block)                               \
-    E(rnn_cell_forward, prn__cu_rnn_cell_forward) E(rnn_cell_backward, prn__cu_rnn_cell_backward)   \
+    E(rnn_gates_forward, prn__cu_rnn_gates_forward) E(rnn_gates_backward, prn__cu_rnn_gates_backward)   \
     E(solve_batched, prn__cu_solve_batched)                                                         \
     E(rnn_layer_forward, prn__cu_rnn_layer_forward) E(rnn_layer_backward, prn__cu_rnn_layer_backward) \
     E(deer_iterate, prn__cu_deer_iterate) E(deer_adjoint, prn__cu_deer_adjoint)                     \

@@ -109,7 +109,7 @@ PRNDEF prn_status prn_mpi_scan_block(prn_context *ctx, prn_mpi *mpi, prn_tensor 
  * prn_deer's: the adjoint recurrence by the sequence-parallel reverse scan,
  * then one recorded step of f over the slice; sum the parameters'
  * gradients over ranks with prn_mpi_allreduce_grads. */
-PRNDEF prn_status prn_mpi_deer(prn_context *ctx, prn_mpi *mpi, const prn_deer_cell *cell, prn_tensor *x,
+PRNDEF prn_status prn_mpi_deer(prn_context *ctx, prn_mpi *mpi, const prn_deer_system *cell, prn_tensor *x,
                                prn_tensor *state0, const prn_deer_options *opt, prn_tensor **y,
                                prn_deer_stats *stats);
 /* The same for a single-layer, one-direction built-in network (its cell
@@ -1003,7 +1003,7 @@ static prn_status prn__mpi_newton_terms(prn_context *ctx, const prn__mpi_geo *g,
 }
 
 /* f and its Jacobian on the slice, given the states before each step. */
-static prn_status prn__mpi_cell_eval(prn_context *ctx, const prn_deer_cell *cell, const prn__mpi_geo *g, prn_tensor *xr,
+static prn_status prn__mpi_cell_eval(prn_context *ctx, const prn_deer_system *cell, const prn__mpi_geo *g, prn_tensor *xr,
                                      prn_tensor *y, const double *carry, prn_jacobian_mode mode, prn_tensor **prev,
                                      prn_tensor **fy, prn_tensor **J) {
     prn_tensor *p = NULL, *pr = NULL;
@@ -1018,7 +1018,7 @@ static prn_status prn__mpi_cell_eval(prn_context *ctx, const prn_deer_cell *cell
 
 /* The sequential evaluation when Newton did not converge, passed from rank
  * to rank: each waits for the state before its slice. */
-static prn_status prn__mpi_deer_pipeline(prn_context *ctx, prn_mpi *mpi, const char *fn, const prn_deer_cell *cell,
+static prn_status prn__mpi_deer_pipeline(prn_context *ctx, prn_mpi *mpi, const char *fn, const prn_deer_system *cell,
                                          const prn__mpi_geo *g, prn_tensor *x, double *carry, prn_tensor **yout, prn_status st) {
     size_t BS = g->B * g->C, t, sh[3];
     double *buf = (double *)prn_alloc(ctx, (BS + 1 + g->B * g->T * g->C + BS) * sizeof(double)), *Y, *nv;
@@ -1067,7 +1067,7 @@ static prn_status prn__mpi_deer_pipeline(prn_context *ctx, prn_mpi *mpi, const c
     return st;
 }
 
-PRNDEF prn_status prn_mpi_deer(prn_context *ctx, prn_mpi *mpi, const prn_deer_cell *cell, prn_tensor *x,
+PRNDEF prn_status prn_mpi_deer(prn_context *ctx, prn_mpi *mpi, const prn_deer_system *cell, prn_tensor *x,
                                prn_tensor *state0, const prn_deer_options *opt, prn_tensor **y, prn_deer_stats *stats) {
     static const char *fn = "prn_mpi_deer";
     static const char *names[] = {"the dtype", "the batch size", "the state size", "the input size", "the Jacobian mode",
@@ -1392,7 +1392,7 @@ static prn_status prn__mpi_rnn_step(prn_context *ctx, void *user, prn_tensor *x,
 }
 PRNDEF prn_status prn_mpi_deer_rnn(prn_context *ctx, prn_mpi *mpi, const prn_rnn *rnn, prn_tensor *x, prn_tensor *state0,
                                    const prn_deer_options *opt, prn_tensor **y, prn_deer_stats *stats) {
-    prn_deer_cell c;
+    prn_deer_system c;
     const prn_rnn_config *cf = rnn ? prn_rnn_get_config(rnn) : NULL;
     memset(&c, 0, sizeof c);
     if (cf && (cf->num_layers > 1 || cf->bidirectional)) {

@@ -855,7 +855,7 @@ PRN__OCL_FN prn_status prn__ocl_adam_update(prn_context *ctx, prn_dtype dtype, s
 /* The arguments both kernels begin with, after checking them. */
 PRN__OCL_FN prn_status prn__ocl_cell_args(prn_context *ctx, const char *fn, prn__ocl_args *a, int kind, int relu,
                                           size_t B, size_t H, size_t k) {
-    prn_status st = prn_backend_rnn_cell_check(ctx, fn, kind, H, &k);
+    prn_status st = prn_backend_rnn_gates_check(ctx, fn, kind, H, &k);
     if (st != PRN_OK) return st;
     a->n = 0;
     prn__ocl_arg_u64(a, B);
@@ -865,11 +865,11 @@ PRN__OCL_FN prn_status prn__ocl_cell_args(prn_context *ctx, const char *fn, prn_
     prn__ocl_arg_int(a, relu != 0);
     return PRN_OK;
 }
-PRN__OCL_FN prn_status prn__ocl_rnn_cell_forward(prn_context *ctx, prn_dtype dtype, int kind, int relu, size_t B,
+PRN__OCL_FN prn_status prn__ocl_rnn_gates_forward(prn_context *ctx, prn_dtype dtype, int kind, int relu, size_t B,
                                                  size_t H, size_t k, const void *xp, const void *q, const void *bias,
                                                  const void *s, void *next, void *saved) {
     prn__ocl_args a;
-    prn_status st = prn__ocl_cell_args(ctx, "rnn_cell_forward", &a, kind, relu, B, H, k);
+    prn_status st = prn__ocl_cell_args(ctx, "rnn_gates_forward", &a, kind, relu, B, H, k);
     if (st != PRN_OK || B * H == 0) return st;
     prn__ocl_arg_mem(&a, PRN__OCL_MEM(xp));
     prn__ocl_arg_mem(&a, PRN__OCL_MEM(q));
@@ -879,11 +879,11 @@ PRN__OCL_FN prn_status prn__ocl_rnn_cell_forward(prn_context *ctx, prn_dtype dty
     prn__ocl_arg_mem(&a, PRN__OCL_MEM(saved ? saved : next)); /* Elman saves nothing */
     return prn__ocl_run(ctx, dtype, "rnn_cell", "rnn_cell_fwd", B * H, &a);
 }
-PRN__OCL_FN prn_status prn__ocl_rnn_cell_backward(prn_context *ctx, prn_dtype dtype, int kind, int relu, size_t B,
+PRN__OCL_FN prn_status prn__ocl_rnn_gates_backward(prn_context *ctx, prn_dtype dtype, int kind, int relu, size_t B,
                                                   size_t H, size_t k, const void *g, const void *s, const void *next,
                                                   const void *saved, void *dxp, void *dq, void *ds) {
     prn__ocl_args a;
-    prn_status st = prn__ocl_cell_args(ctx, "rnn_cell_backward", &a, kind, relu, B, H, k);
+    prn_status st = prn__ocl_cell_args(ctx, "rnn_gates_backward", &a, kind, relu, B, H, k);
     if (st != PRN_OK || B * H == 0) return st;
     prn__ocl_arg_mem(&a, PRN__OCL_MEM(g));
     prn__ocl_arg_mem(&a, PRN__OCL_MEM(s));
@@ -1133,7 +1133,7 @@ PRN__OCL_FN prn_status prn__ocl_scan_block(prn_context *ctx, prn_dtype dtype, in
     E(argmax, prn__ocl_argmax) E(softmax, prn__ocl_softmax) E(random, prn__ocl_random)                  \
     E(sgd_update, prn__ocl_sgd_update) E(adam_update, prn__ocl_adam_update)                             \
     E(scan_diag, prn__ocl_scan_diag) E(scan_block, prn__ocl_scan_block)                                 \
-    E(rnn_cell_forward, prn__ocl_rnn_cell_forward) E(rnn_cell_backward, prn__ocl_rnn_cell_backward)     \
+    E(rnn_gates_forward, prn__ocl_rnn_gates_forward) E(rnn_gates_backward, prn__ocl_rnn_gates_backward)     \
     E(solve_batched, prn__ocl_solve_batched)
 PRN__OCL_DEF const prn_backend *prn_opencl_backend(void) {
     PRN_BACKEND_TABLE(b, "opencl", PRN__OCL_ENTRIES);

@@ -342,10 +342,10 @@ static const char *const prn__ocl_src_reduce[] = {
     "}\n",
 };
 static const char *const prn__ocl_src_rnn_cell[] = {
-    "/* One time step of the gates of the classic cells (rnn_cell_forward and\n",
-    " * rnn_cell_backward of the table), one work-item per (row, unit). kind:\n",
+    "/* One time step of the gates of the classic cells (rnn_gates_forward and\n",
+    " * rnn_gates_backward of the table), one work-item per (row, unit). kind:\n",
     " * 0 Elman, 1 LSTM, 2 and 3 GRU (gates grouped by head of k units). The\n",
-    " * layouts are the reference's (parrnn.h, prn__ref_rnn_cell_forward). */\n",
+    " * layouts are the reference's (parrnn.h, prn__ref_rnn_gates_forward). */\n",
     "#define CELL_ELMAN 0\n",
     "#define CELL_LSTM 1\n",
     "\n",

@@ -94,14 +94,14 @@ static void work_init(work *w, int threads) {
         prn_adam_config ac;
         memset(&ac, 0, sizeof ac);
         ac.lr = 1e-3;
-        CK(prn_optim_adam(ctx, p, n, &ac, &w->opt));
+        CK(prn_optim_adam_create(ctx, p, n, &ac, &w->opt));
     }
 }
 
 static void work_free(work *w) {
     if (w->opt) prn_optim_free(w->opt);
     prn_rnn_free(w->rnn);
-    prn_context_destroy(w->ctx);
+    prn_context_free(w->ctx);
 }
 
 static void work_run(work *w) {

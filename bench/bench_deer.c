@@ -596,7 +596,7 @@ fail:
     prn_tensor_free(c.y);
     prn_tensor_free(c.x);
     prn_rnn_free(c.rnn);
-    prn_context_destroy(ctx);
+    prn_context_free(ctx);
     return rc;
 }
 

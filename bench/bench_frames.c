@@ -192,6 +192,6 @@ int main(int argc, char **argv) {
     (void)time_best, (void)probe_triad, (void)bench_report_idle, (void)bench_parse_args, (void)bench_device_context;
     free(xf);
     free(xd);
-    prn_context_destroy(ctx);
+    prn_context_free(ctx);
     return 0;
 }

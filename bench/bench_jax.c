@@ -719,7 +719,7 @@ int main(int argc, char **argv) {
     printf("\nbench_jax: done in %.1f s\n", now() - t_start);
     rc = 0;
 done:
-    prn_context_destroy(ctx);
+    prn_context_free(ctx);
     jax_stop();
     if (have_jax) { /* the exchange files */
         static const char *const names[] = {"w_ih", "w_hh", "b_ih", "b_hh", "x", "y_seq", "y_deer", "g_seq", "g_deer"};

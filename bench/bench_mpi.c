@@ -928,7 +928,7 @@ int main(int argc, char **argv) {
     prn_mpi_free(g_pair);
     if (g_pair_comm != MPI_COMM_NULL) MPI_Comm_free(&g_pair_comm);
     prn_mpi_free(g_mpi);
-    prn_context_destroy(g_ctx);
+    prn_context_free(g_ctx);
     MPI_Finalize();
     return 0;
 }

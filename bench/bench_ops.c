@@ -440,7 +440,7 @@ static void bench_matmul(const char *backend, prn_dtype dtype, size_t n, double 
            2.0 * (double)n * (double)n * (double)n / s * 1e-9 / machine_gflops);
     prn_tensor_free(j.a);
     prn_tensor_free(j.b);
-    prn_context_destroy(ctx);
+    prn_context_free(ctx);
 }
 
 #define ROW 1024
@@ -481,7 +481,7 @@ static void bench_elementwise(const char *backend, prn_dtype dtype, size_t n, in
     prn_tensor_free(x2);
     prn_tensor_free(xm);
     prn_tensor_free(r);
-    prn_context_destroy(ctx);
+    prn_context_free(ctx);
     cache_release(&cache);
 }
 
@@ -554,7 +554,7 @@ int main(int argc, char **argv) {
         prn_context *dev = bench_device_context(2026);
         if (dev) {
             backends[nb++] = prn_context_backend_name(dev); /* the table's name outlives the context */
-            prn_context_destroy(dev);
+            prn_context_free(dev);
         }
     }
     run_start = cpu_sample_now();

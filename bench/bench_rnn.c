@@ -312,7 +312,7 @@ fail:
     prn_tensor_free(c.x);
     prn_tensor_free(c.R);
     prn_rnn_free(c.rnn);
-    prn_context_destroy(ctx);
+    prn_context_free(ctx);
     return rc;
 }
 

@@ -82,7 +82,7 @@ void time_pair(const char *kind, int H, Model &model, prn_rnn_kind pk, const std
     std::printf("RTN kind=%s hidden=%d ns_per_step=%.2f parrnn_ns_per_step=%.2f\n", kind, H, best_rtn, best_prn);
     prn_rnn_framef_free(f);
     prn_rnn_free(r);
-    prn_context_destroy(ctx);
+    prn_context_free(ctx);
 }
 
 template <int H>

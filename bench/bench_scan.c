@@ -600,7 +600,7 @@ static void bench_large(size_t B, size_t T, size_t C) {
     }
     prn_tensor_free(a);
     prn_tensor_free(b);
-    prn_context_destroy(ctx);
+    prn_context_free(ctx);
 }
 
 /* ------------------------------------------------------------------------
@@ -718,12 +718,12 @@ device_table:
             for (i = 0; i < 5; ++i) bench_device_copy_and_scan(dev_full[i][0], dev_full[i][1], dev_full[i][2]);
     }
     if (device_only) {
-        prn_context_destroy(g_dev);
+        prn_context_free(g_dev);
         goto report;
     }
     if (large_only) {
-        prn_context_destroy(ctx);
-        prn_context_destroy(g_dev);
+        prn_context_free(ctx);
+        prn_context_free(g_dev);
         triad_job_free(&g_triad_job);
         goto report;
     }
@@ -734,8 +734,8 @@ device_table:
         bench_shape(ctx, "scan_dense", 1, block_T, n, n, n <= 8);
         bench_shape(ctx, "scan_bdiag", 1, block_T, 64, n, n <= 8);
     }
-    prn_context_destroy(ctx);
-    prn_context_destroy(g_dev);
+    prn_context_free(ctx);
+    prn_context_free(g_dev);
     triad_job_free(&g_triad_job);
 
 report:

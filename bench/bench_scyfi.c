@@ -907,7 +907,7 @@ static int bench_model_all(int kind, int mi) {
     }
     if (prn_pwl_check(ectx, &bm.m) != PRN_OK) {
         fprintf(stderr, "%s: prn_pwl_check: %s\n", bench_prog, prn_last_error(ectx));
-        prn_context_destroy(ectx);
+        prn_context_free(ectx);
         model_free(&bm);
         return 1;
     }
@@ -954,7 +954,7 @@ static int bench_model_all(int kind, int mi) {
                     snprintf(g_meas[kind][mi][b][t][ci].note, sizeof g_meas[kind][mi][b][t][ci].note,
                              "FAILED: %.140s", warm.note);
                 }
-                prn_context_destroy(ctx);
+                prn_context_free(ctx);
                 rc = 1;
                 continue;
             }
@@ -981,7 +981,7 @@ static int bench_model_all(int kind, int mi) {
                 }
                 r->state = 1;
             }
-            prn_context_destroy(ctx);
+            prn_context_free(ctx);
             for (kk = 0; kk < NUM_K; ++kk) print_row(kind, mi, b, t, kk);
             check_consistency(kind, mi, b, t);
             if (!g_no_naive) compare_naive(kind, mi, b, t);
@@ -989,7 +989,7 @@ static int bench_model_all(int kind, int mi) {
 #ifdef _OPENMP
     omp_set_num_threads(g_threads);
 #endif
-    prn_context_destroy(ectx);
+    prn_context_free(ectx);
     model_free(&bm);
     return rc;
 }
@@ -1062,7 +1062,7 @@ static void pick_backends(void) {
         if (prn_context_create(&cfg, &ctx, err, sizeof err) == PRN_OK) {
             printf("  device:    backend %s: its solve_batched solves the candidates (host builds them)\n", names[i]);
             g_backends[g_num_backends++] = names[i];
-            prn_context_destroy(ctx);
+            prn_context_free(ctx);
         } else {
             printf("  device:    backend %s skipped: %s\n", names[i], err);
         }

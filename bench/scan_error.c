@@ -74,6 +74,6 @@ int main(int argc, char **argv) {
             prn_tensor_free(ta); prn_tensor_free(tb);
             free(a); free(b); free(h); free(ref); free(bnd);
         }
-    prn_context_destroy(ctx);
+    prn_context_free(ctx);
     return 0;
 }

@@ -265,7 +265,7 @@ static prn_status train(prn_context *ctx, prn_rnn *rnn, const corpus *c, const o
 
     memset(&adam, 0, sizeof adam);
     adam.lr = o->lr;
-    CHECK(prn_optim_adam(ctx, params, nparams, &adam, &opt));
+    CHECK(prn_optim_adam_create(ctx, params, nparams, &adam, &opt));
 
     printf("training: %ld steps of %ld windows x %ld chars, Adam lr %g (cosine decay), clip %g\n", o->steps,
            o->batch, o->seq, o->lr, o->clip);
@@ -566,7 +566,7 @@ done:
         fprintf(stderr, "char_rnn: %lu tensor(s) still alive at exit\n", (unsigned long)prn_live_tensors(ctx));
         exit_code = 1;
     }
-    prn_context_destroy(ctx);
+    prn_context_free(ctx);
     free(c.bytes);
     return exit_code;
 }

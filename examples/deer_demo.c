@@ -420,8 +420,8 @@ static prn_status part2_training(prn_context *ctx, const sizes *z, findings *f) 
     prn_rnn_params(deer, pdeer, 16);
     memset(&adam, 0, sizeof adam);
     adam.lr = LEARNING_RATE;
-    CHECK(prn_optim_adam(ctx, pbptt, np, &adam, &opt_bptt));
-    CHECK(prn_optim_adam(ctx, pdeer, np, &adam, &opt_deer));
+    CHECK(prn_optim_adam_create(ctx, pbptt, np, &adam, &opt_bptt));
+    CHECK(prn_optim_adam_create(ctx, pdeer, np, &adam, &opt_deer));
 
     memset(&dopt, 0, sizeof dopt);
     dopt.mode = PRN_JACOBIAN_DENSE;
@@ -760,6 +760,6 @@ done:
         fprintf(stderr, "deer_demo: %lu tensor(s) still alive at exit\n", (unsigned long)prn_live_tensors(ctx));
         exit_code = 1;
     }
-    prn_context_destroy(ctx);
+    prn_context_free(ctx);
     return exit_code;
 }

@@ -102,6 +102,6 @@ int main(int argc, char **argv) {
     free(y);
     prn_rnn_framef_free(frame);
     prn_rnn_free(net);
-    prn_context_destroy(ctx);
+    prn_context_free(ctx);
     return 0;
 }

@@ -214,7 +214,7 @@ static prn_status train(prn_context *ctx, prn_rnn *rnn, long steps, uint64_t *rn
     CHECK(prn_tensor_create(ctx, PRN_F32, 3, yshape, &y));
     memset(&adam, 0, sizeof adam);
     adam.lr = LEARNING_RATE;
-    CHECK(prn_optim_adam(ctx, params, nparams, &adam, &opt));
+    CHECK(prn_optim_adam_create(ctx, params, nparams, &adam, &opt));
 
     t0 = seconds_now();
     for (step = 1; step <= steps; ++step) {
@@ -511,6 +511,6 @@ done:
         fprintf(stderr, "game_agent: %lu tensor(s) still alive at exit\n", (unsigned long)prn_live_tensors(ctx));
         exit_code = 1;
     }
-    prn_context_destroy(ctx);
+    prn_context_free(ctx);
     return exit_code;
 }

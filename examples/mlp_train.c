@@ -268,7 +268,7 @@ int main(int argc, char **argv) {
     mlp_params(&net, params);
     memset(&adam, 0, sizeof adam);
     adam.lr = LEARNING_RATE;
-    CHECK(prn_optim_adam(ctx, params, MLP_NUM_PARAMS, &adam, &opt));
+    CHECK(prn_optim_adam_create(ctx, params, MLP_NUM_PARAMS, &adam, &opt));
     printf("two spirals: %d points, MLP 2-%d-%d-%d (tanh), Adam lr %g, %d epochs\n", NUM_POINTS,
            HIDDEN, HIDDEN, NUM_CLASSES, LEARNING_RATE, epochs);
 
@@ -320,7 +320,7 @@ done:
     }
     /* 6. Clean up. The optimiser holds its own references to the
      *    parameters (and its Adam state), so free it as well as the model.
-     *    prn_context_destroy would free any tensor we forgot, but a tidy
+     *    prn_context_free would free any tensor we forgot, but a tidy
      *    program leaves nothing behind: prn_live_tensors checks that. */
     prn_tensor_free(logits);
     prn_tensor_free(loss);
@@ -333,6 +333,6 @@ done:
                 (unsigned long)prn_live_tensors(ctx));
         exit_code = 1;
     }
-    prn_context_destroy(ctx);
+    prn_context_free(ctx);
     return exit_code;
 }

@@ -31,7 +31,7 @@
  *      to the mean over the whole sequence); prn_backward on every rank
  *      (collective: its adjoint recurrence is a reverse scan across
  *      ranks), prn_mpi_allreduce_grads sums the gradients, and every rank
- *      takes the same Adam step (prn_optim_adam), so the weights stay the
+ *      takes the same Adam step (prn_optim_adam_create), so the weights stay the
  *      same everywhere. Rank 0 prints the global loss of each step.
  *
  * The task of the training steps: predict a smoothed copy of the input's
@@ -302,7 +302,7 @@ int main(int argc, char **argv) {
     free(host);
     memset(&ac, 0, sizeof ac);
     ac.lr = 0.01;
-    CHECK(prn_optim_adam(ctx, params, num_params, &ac, &adam));
+    CHECK(prn_optim_adam_create(ctx, params, num_params, &ac, &adam));
     if (g_rank == 0 && steps > 0)
         printf("training: loss = mean over all %lu x %lu steps of (readout - target)^2, Adam lr %g\n",
                (unsigned long)B, (unsigned long)T, ac.lr);
@@ -353,7 +353,7 @@ int main(int argc, char **argv) {
         fprintf(stderr, "rank %d: %lu tensors still alive (a leak)\n", g_rank, (unsigned long)prn_live_tensors(ctx));
         failed = 1;
     }
-    prn_context_destroy(ctx);
+    prn_context_free(ctx);
     {
         int any;
         MPI_Allreduce(&failed, &any, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);

@@ -33,7 +33,7 @@ int main(void) {
     rc.kind = PRN_RNN_GRU; rc.input_size = 1; rc.hidden_size = 16; rc.output_size = 1; /* readout: 1 value */
     ac.lr = 0.01;
     if (prn_tensor_from_host(ctx, PRN_F32, 3, shape, u, &x) || prn_tensor_from_host(ctx, PRN_F32, 3, shape, v, &target) ||
-        prn_rnn_create(ctx, &rc, &rnn) || prn_optim_adam(ctx, params, prn_rnn_params(rnn, params, 8), &ac, &opt)) {
+        prn_rnn_create(ctx, &rc, &rnn) || prn_optim_adam_create(ctx, params, prn_rnn_params(rnn, params, 8), &ac, &opt)) {
         printf("error: %s\n", prn_last_error(ctx)); return 1; }
     for (step = 0; step < 200; ++step) {
         prn_optim_zero_grad(opt);
@@ -45,6 +45,6 @@ int main(void) {
         prn_tensor_free(y); prn_tensor_free(out); prn_tensor_free(loss); /* the tape keeps what it needs */
     }
     printf("loss %.5f -> %.5f\n", first, l);
-    prn_optim_free(opt); prn_rnn_free(rnn); prn_context_destroy(ctx); /* frees x, target and the rest */
+    prn_optim_free(opt); prn_rnn_free(rnn); prn_context_free(ctx); /* frees x, target and the rest */
     return l < first / 4 ? 0 : 1; /* exit status 1 if it did not learn */
 }

@@ -798,7 +798,7 @@ static int html_main(const char *path) {
     f = fopen(path, "w");
     if (!f) {
         fprintf(stderr, "scan_explain: cannot write %s\n", path);
-        prn_context_destroy(ctx);
+        prn_context_free(ctx);
         return 1;
     }
     for (li = 0; li < sizeof scan_explain_page_lines / sizeof scan_explain_page_lines[0]; ++li) {
@@ -826,7 +826,7 @@ static int html_main(const char *path) {
         fputs("]}\n", f);
     }
     if (fclose(f) != 0) ok = 0;
-    prn_context_destroy(ctx);
+    prn_context_free(ctx);
     if (!ok) {
         fprintf(stderr, "scan_explain: %s was not written correctly (see above)\n", path);
         remove(path);
@@ -910,14 +910,14 @@ int main(int argc, char **argv) {
         double d;
         if (!library_scan(ctx, algos[k], T, a, b, h0, h_lib)) {
             fprintf(stderr, "scan_explain: prn_scan_diag (%s): %s\n", algo_names[k], prn_last_error(ctx));
-            prn_context_destroy(ctx);
+            prn_context_free(ctx);
             return 1;
         }
         d = max_diff(h_lib, h_seq, T);
         printf("    prn_scan_diag %-19s max |diff| %s\n", algo_names[k], num(d));
         if (!(d <= 1e-12 * scale)) ok = 0;
     }
-    prn_context_destroy(ctx);
+    prn_context_free(ctx);
     printf("%s\n", ok ? "All results agree." : "MISMATCH: the results differ.");
     return ok ? 0 : 1;
 }

@@ -58,7 +58,7 @@ typedef struct prn_cu_rows {
 } prn_cu_rows;
 
 /* One fused step of the classic cells' gates (rnn_cell.cu; the table's
- * rnn_cell_forward / _backward, and each step of its fused layers); kind a
+ * rnn_gates_forward / _backward, and each step of its fused layers); kind a
  * prn_rnn_kind; saved NULL for ELMAN, or when no backward follows (forward).
  * Backward: carry [B, S] (contiguous; NULL: none) is added to g, and ds
  * [B, S] is contiguous. */

@@ -1,5 +1,5 @@
 /* rnn_cell.cu - one time step of the gates of the classic cells
- * (rnn_cell_forward / rnn_cell_backward of the table, and each step of
+ * (rnn_gates_forward / rnn_gates_backward of the table, and each step of
  * rnn_layer_forward / _backward), a thread per (row, unit); layouts as the
  * reference's (parrnn.h), rows `rows` apart (prn_cu_rows), so a layer's
  * steps read and write its [B, T, X] arrays in place. kind is a

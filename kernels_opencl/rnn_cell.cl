@@ -1,7 +1,7 @@
-/* One time step of the gates of the classic cells (rnn_cell_forward and
- * rnn_cell_backward of the table), one work-item per (row, unit). kind:
+/* One time step of the gates of the classic cells (rnn_gates_forward and
+ * rnn_gates_backward of the table), one work-item per (row, unit). kind:
  * 0 Elman, 1 LSTM, 2 and 3 GRU (gates grouped by head of k units). The
- * layouts are the reference's (parrnn.h, prn__ref_rnn_cell_forward). */
+ * layouts are the reference's (parrnn.h, prn__ref_rnn_gates_forward). */
 #define CELL_ELMAN 0
 #define CELL_LSTM 1
 

@@ -24,6 +24,6 @@ int main(int argc, char **argv) {
         return 1;
     }
     printf("backend %s is available\n", prn_context_backend_name(ctx));
-    prn_context_destroy(ctx);
+    prn_context_free(ctx);
     return 0;
 }

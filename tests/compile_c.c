@@ -15,7 +15,7 @@ int main(void) {
     int ok = PARRNN_VERSION_MAJOR >= 0 && prn_context_create(NULL, &ctx, NULL, 0) == PRN_OK &&
              prn_tensor_create(ctx, PRN_F32, 2, shape, &t) == PRN_OK;
     prn_tensor_free(t);
-    prn_context_destroy(ctx);
+    prn_context_free(ctx);
 #ifndef PARRNN_STATIC
     ok = ok && prn_compile_user() == 6;
 #endif

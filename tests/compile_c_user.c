@@ -10,6 +10,6 @@ int prn_compile_user(void) {
     size_t shape[2] = {2, 3}, n = 0;
     if (prn_context_create(NULL, &ctx, NULL, 0) != PRN_OK) return -1;
     if (prn_tensor_create(ctx, PRN_F64, 2, shape, &t) == PRN_OK) n = prn_tensor_numel(t);
-    prn_context_destroy(ctx);
+    prn_context_free(ctx);
     return (int)n;
 }

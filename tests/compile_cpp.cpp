@@ -17,7 +17,7 @@ int main() {
               prn_matmul(ctx, a, b, &c) == PRN_OK;
     double out[4] = {0, 0, 0, 0};
     ok = ok && prn_tensor_download(c, out, 4) == PRN_OK && out[0] == 7 && out[3] == 22;
-    prn_context_destroy(ctx);
+    prn_context_free(ctx);
 #ifndef PARRNN_STATIC
     ok = ok && prn_compile_user() == 6;
 #endif

@@ -106,6 +106,6 @@ int main(int argc, char **argv) {
         }
     }
     prn_rnn_free(r);
-    prn_context_destroy(ctx);
+    prn_context_free(ctx);
     return worst <= tol && worst_d <= tol ? 0 : 1;
 }

@@ -85,6 +85,6 @@ int main(void) {
             prn_rnn_free(r);
         }
     printf("paths%s\n", paths);
-    prn_context_destroy(ctx);
+    prn_context_free(ctx);
     return 0;
 }

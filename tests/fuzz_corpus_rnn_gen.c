@@ -44,6 +44,6 @@ int main(int argc, char **argv) {
             }
             prn_rnn_free(r);
         }
-    prn_context_destroy(ctx);
+    prn_context_free(ctx);
     return bad;
 }

@@ -94,6 +94,6 @@ int main(int argc, char **argv) {
     }
     for (i = 1; i < argc; ++i) bad |= prnf_run_path(argv[i], &count);
     printf("%s: %d input%s replayed%s\n", PRNF_NAME, count, count == 1 ? "" : "s", bad ? ", some unreadable" : "");
-    prn_context_destroy(g_ctx);
+    prn_context_free(g_ctx);
     return bad;
 }

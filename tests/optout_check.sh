@@ -25,7 +25,7 @@ W="-Wall -Wextra -Wpedantic -Werror -I."
 # The left-out functions of each part, as prefixes of their names.
 SCYFI='prn_scyfi|prn_pwl_|prn_eigenvalues|prn__scyfi|prn__sc_|prn__pwl|prn__eig_|prn__lu_solve|prn__ref_solve_batched'
 DEER='prn_deer|prn__deer|prn__dz_|prn__ref_deer'
-TRAINING='prn_backward|prn__backward|prn_tape_record|prn_optim_|prn__optim|prn_clip_grad_norm|prn__bw_|prn__ref_sgd_update|prn__ref_adam_update|prn__ref_rnn_cell_backward|prn__ref_rnn_layer_backward|prn__layer_bw_|prn__lanes_bw_|prn__ref_deer_adjoint'
+TRAINING='prn_backward|prn__backward|prn_tape_record|prn_optim_|prn__optim|prn_clip_grad_norm|prn__bw_|prn__ref_sgd_update|prn__ref_adam_update|prn__ref_rnn_gates_backward|prn__ref_rnn_layer_backward|prn__layer_bw_|prn__lanes_bw_|prn__ref_deer_adjoint'
 
 symbols() { # object: its defined symbols' names, demangled, one a line
     nm -C --defined-only "$1" | sed 's/^[0-9a-fA-F]* *[A-Za-z] //'

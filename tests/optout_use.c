@@ -112,7 +112,7 @@ static void check_network(prn_context *ctx, prn_rnn_kind kind, int layers, size_
         OK(prn_backward(ctx, loss));
         CHECK(p && prn_tensor_grad(p) != NULL);
         OK(prn_tensor_download(p, before, np));
-        OK(prn_optim_sgd(ctx, &p, 1, NULL, &opt));
+        OK(prn_optim_sgd_create(ctx, &p, 1, NULL, &opt));
         OK(prn_optim_step(opt));
         OK(prn_tensor_download(p, after, np));
         CHECK(np > 0 && np <= 4 * H * H && memcmp(before, after, np * sizeof *after) != 0);
@@ -144,7 +144,7 @@ int main(int argc, char **argv) {
     be = prn_context_backend(ctx);
     if (argc > 1) goto run;
     /* what the build left out (NULL), what it kept */
-    CHECK(be->rnn_cell_forward && be->rnn_layer_forward && be->scan_diag && be->gemm && be->all_finite);
+    CHECK(be->rnn_gates_forward && be->rnn_layer_forward && be->scan_diag && be->gemm && be->all_finite);
 #ifdef PARRNN_NO_SCYFI
     CHECK(be->solve_batched == NULL);
 #else
@@ -156,10 +156,10 @@ int main(int argc, char **argv) {
     CHECK(be->deer_iterate != NULL);
 #endif
 #ifdef PARRNN_NO_TRAINING
-    CHECK(!be->sgd_update && !be->adam_update && !be->rnn_cell_backward && !be->rnn_layer_backward &&
+    CHECK(!be->sgd_update && !be->adam_update && !be->rnn_gates_backward && !be->rnn_layer_backward &&
           !be->deer_adjoint);
 #else
-    CHECK(be->sgd_update && be->adam_update && be->rnn_cell_backward && be->rnn_layer_backward);
+    CHECK(be->sgd_update && be->adam_update && be->rnn_gates_backward && be->rnn_layer_backward);
 #endif
 #if !defined(PARRNN_NO_TRAINING) && !defined(PARRNN_NO_DEER)
     CHECK(be->deer_adjoint != NULL);
@@ -189,7 +189,7 @@ run:
     }
 #endif
     CHECK(prn_live_tensors(ctx) == 0);
-    prn_context_destroy(ctx);
+    prn_context_free(ctx);
     printf("summary passed=%d failed=%d skipped=0\n", passed, failed);
     return failed != 0;
 }

@@ -32,7 +32,7 @@ PRNTD_FN void prntd_device_from_environment(const char *backend, const char *env
     setenv(env, bad, 1);
     PRNT_CHECK(prntd_make(backend, NULL, &ctx, err, sizeof err) == PRN_ERR_NO_DEVICE, "%s was not read", env);
     PRNT_CHECK(prntd_make(backend, good, &ctx, err, sizeof err) == PRN_OK, "config over environment: %s", err);
-    prn_context_destroy(ctx);
+    prn_context_free(ctx);
     if (old) setenv(env, saved, 1);
     else unsetenv(env);
 }
@@ -48,18 +48,18 @@ PRNTD_FN void prntd_two_contexts(const char *backend) {
     if (prntd_make(backend, NULL, &c1, err, sizeof err) != PRN_OK ||
         prntd_make(backend, NULL, &c2, err, sizeof err) != PRN_OK) {
         PRNT_CHECK(0, "%s", err);
-        prn_context_destroy(c1);
+        prn_context_free(c1);
         return;
     }
     PRNT_OK(c1, prn_tensor_uniform(c1, PRN_F32, 1, shape, -1, 1, &x1));
     PRNT_OK(c2, prn_tensor_uniform(c2, PRN_F32, 1, shape, -1, 1, &x2));
     PRNT_OK(c1, prn_tanh(c1, x1, &y1));
-    prn_context_destroy(c1);
+    prn_context_free(c1);
     PRNT_OK(c2, prn_tanh(c2, x2, &y2));
     PRNT_OK(c2, prn_tensor_download(y2, a, 1000));
     PRNT_OK(c2, prn_tensor_download(x2, b, 1000));
     PRNT_CHECK(fabsf(a[7] - tanhf(b[7])) < 1e-6f, "tanh after the other context went: %g vs %g", a[7], tanhf(b[7]));
-    prn_context_destroy(c2);
+    prn_context_free(c2);
 }
 
 /* Can a context run on backend (device from the environment variable
@@ -78,7 +78,7 @@ PRNTD_FN int prntd_probe(const char *backend, const char *env, char *skip, size_
         return 1;
     } else {
         printf("backend: %s\n", backend);
-        prn_context_destroy(ctx);
+        prn_context_free(ctx);
     }
     return 0;
 }

@@ -18,7 +18,7 @@
  *     the run without failures; in "from" mode the retry must fail cleanly
  *     again (or succeed) and the step is abandoned;
  *   - after releasing everything, the context has no live tensors and after
- *     prn_context_destroy the allocator has no outstanding allocation. */
+ *     prn_context_free the allocator has no outstanding allocation. */
 #include "parrnn.h"
 #include "prn_test.h"
 #include <stdint.h>
@@ -230,12 +230,12 @@ static void train_step(run *r) {
         prn_status st;
         opt = SENT_O;
         prn_clear_error(ctx);
-        st = prn_optim_adam(ctx, params, NP, &acfg, &opt);
+        st = prn_optim_adam_create(ctx, params, NP, &acfg, &opt);
         if (st == PRN_OK) break;
-        check_failure(r, ctx, "prn_optim_adam", st, l0, t0, 1);
-        PRNT_CHECK(opt == SENT_O, "%s: failed prn_optim_adam wrote *out", r->label);
+        check_failure(r, ctx, "prn_optim_adam_create", st, l0, t0, 1);
+        PRNT_CHECK(opt == SENT_O, "%s: failed prn_optim_adam_create wrote *out", r->label);
         opt = NULL;
-        if (att == 1) { PRNT_CHECK(r->from, "%s n=%ld: retry of prn_optim_adam failed", r->label, r->fa.fail_at); goto done; }
+        if (att == 1) { PRNT_CHECK(r->from, "%s n=%ld: retry of prn_optim_adam_create failed", r->label, r->fa.fail_at); goto done; }
     }
 
     /* two micro-batches: gradients accumulate over the two backward passes */
@@ -351,7 +351,7 @@ done:
         for (k = 0; k < NP; ++k) prn_tensor_free(params[k]);
         PRNT_CHECK(prn_live_tensors(ctx) == 0, "%s n=%ld: %lu tensors still alive after releasing all", r->label,
                    r->fa.fail_at, (unsigned long)prn_live_tensors(ctx));
-        prn_context_destroy(ctx);
+        prn_context_free(ctx);
     }
     PRNT_CHECK(r->fa.live == 0 && r->fa.live_bytes == 0, "%s n=%ld: leak: %ld allocations, %lu bytes outstanding",
                r->label, r->fa.fail_at, r->fa.live, (unsigned long)r->fa.live_bytes);
@@ -484,7 +484,7 @@ static void test_huge_tensor(void) {
     PRNT_CHECK(t == SENT_T, "*out written");
     PRNT_CHECK(strstr(prn_last_error(ctx), "prn_tensor_create") != NULL, "message \"%s\"", prn_last_error(ctx));
     PRNT_CHECK(prn_live_tensors(ctx) == 0, "live tensors");
-    prn_context_destroy(ctx);
+    prn_context_free(ctx);
     PRNT_CHECK(fa.live == 0, "leak");
 }
 
@@ -500,7 +500,7 @@ int main(void) {
                 printf("note: device backend: failing allocations n = 1..40, every 16th, and the last four "
                        "(PRNT_FULL=1: every n)\n");
             }
-            prn_context_destroy(c);
+            prn_context_free(c);
         }
     }
     PRNT_RUN(test_context_create_oom);

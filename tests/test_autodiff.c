@@ -381,7 +381,7 @@ static void test_saved_tensor_written(void) {
     {
         const double g[2] = {1, 1};
         set_grad(x, g, 2);
-        PRNT_OK(ctx, prn_optim_sgd(ctx, &x, 1, NULL, &o));
+        PRNT_OK(ctx, prn_optim_sgd_create(ctx, &x, 1, NULL, &o));
         PRNT_OK(ctx, prn_mul(ctx, x, x, &p));
         PRNT_OK(ctx, prn_sum(ctx, p, PRN_ALL_AXES, 0, &l));
         PRNT_OK(ctx, prn_optim_step(o));
@@ -486,7 +486,7 @@ static void test_sgd(void) {
     prn_tensor_set_requires_grad(w, 1);
     memset(&c, 0, sizeof c);
     c.lr = 0.1; c.momentum = 0.9;
-    PRNT_OK(ctx, prn_optim_sgd(ctx, &w, 1, &c, &o));
+    PRNT_OK(ctx, prn_optim_sgd_create(ctx, &w, 1, &c, &o));
     for (i = 0; i < 2; ++i) { v[i] = 0; wv[i] = w0[i]; }
     for (k = 0; k < 3; ++k) {
         set_grad(w, g, 2);
@@ -504,7 +504,7 @@ static void test_sgd(void) {
         prn_tensor *u = vec(2, w0);
         prn_tensor_set_requires_grad(u, 1);
         c.nesterov = 1; c.weight_decay = 0.01;
-        PRNT_OK(ctx, prn_optim_sgd(ctx, &u, 1, &c, &o));
+        PRNT_OK(ctx, prn_optim_sgd_create(ctx, &u, 1, &c, &o));
         set_grad(u, g, 2);
         PRNT_OK(ctx, prn_optim_step(o));
         for (i = 0; i < 2; ++i) {
@@ -524,7 +524,7 @@ static void test_adam(void) {
     double m[3] = {0, 0, 0}, v[3] = {0, 0, 0}, wv[3];
     int i, k;
     prn_tensor_set_requires_grad(w, 1);
-    PRNT_OK(ctx, prn_optim_adam(ctx, &w, 1, NULL, &o)); /* defaults: 1e-3, 0.9, 0.999, 1e-8 */
+    PRNT_OK(ctx, prn_optim_adam_create(ctx, &w, 1, NULL, &o)); /* defaults: 1e-3, 0.9, 0.999, 1e-8 */
     memcpy(wv, w0, sizeof wv);
     for (k = 1; k <= 3; ++k) {
         set_grad(w, g, 3);
@@ -551,7 +551,7 @@ static void test_adam_per_parameter_steps(void) {
     prn_tensor_set_requires_grad(a, 1);
     prn_tensor_set_requires_grad(b, 1);
     ps[0] = a; ps[1] = b;
-    PRNT_OK(ctx, prn_optim_adam(ctx, ps, 2, &c, &o));
+    PRNT_OK(ctx, prn_optim_adam_create(ctx, ps, 2, &c, &o));
     set_grad(a, g, 1);
     PRNT_OK(ctx, prn_optim_step(o));
     PRNT_OK(ctx, prn_optim_step(o));
@@ -561,7 +561,7 @@ static void test_adam_per_parameter_steps(void) {
     /* Adam's first step moves by lr (up to eps) */
     PRNT_CHECK(fabs(get(b, 0) - (1 - 0.1)) < 1e-6, "b's first step: %.9f", get(b, 0));
     c.beta1 = NAN;
-    { prn_optim *o2 = NULL; PRNT_STATUS(ctx, prn_optim_adam(ctx, ps, 2, &c, &o2), PRN_ERR_INVALID_ARGUMENT); }
+    { prn_optim *o2 = NULL; PRNT_STATUS(ctx, prn_optim_adam_create(ctx, ps, 2, &c, &o2), PRN_ERR_INVALID_ARGUMENT); }
     PRNT_STATUS(ctx, prn_optim_set_lr(o, HUGE_VAL), PRN_ERR_INVALID_ARGUMENT);
     prn_optim_free(o);
     prn_tensor_free(a); prn_tensor_free(b);
@@ -582,7 +582,7 @@ static void test_adam_converges(void) {
     prn_tensor_normal(ctx, PRN_F32, 2, sx, 0, 1, &b);
     prn_tensor_create(ctx, PRN_F32, 2, sx, &x);
     prn_tensor_set_requires_grad(x, 1);
-    PRNT_OK(ctx, prn_optim_adam(ctx, &x, 1, &c, &o));
+    PRNT_OK(ctx, prn_optim_adam_create(ctx, &x, 1, &c, &o));
     for (it = 0; it < 400; ++it) {
         prn_tensor *p = NULL, *l = NULL;
         double lv = 0;
@@ -629,17 +629,17 @@ static void test_duplicate_params(void) {
     prn_tensor_set_requires_grad(w, 1);
     prn_tensor_set_requires_grad(u, 1);
     ps[0] = w; ps[1] = u; ps[2] = w;
-    PRNT_STATUS(ctx, prn_optim_sgd(ctx, ps, 3, NULL, &o), PRN_ERR_INVALID_ARGUMENT);
+    PRNT_STATUS(ctx, prn_optim_sgd_create(ctx, ps, 3, NULL, &o), PRN_ERR_INVALID_ARGUMENT);
     PRNT_CHECK(o == NULL && strstr(prn_last_error(ctx), "params[2]") && strstr(prn_last_error(ctx), "params[0]"),
                "message: %s", prn_last_error(ctx));
-    PRNT_STATUS(ctx, prn_optim_adam(ctx, ps, 3, NULL, &o), PRN_ERR_INVALID_ARGUMENT);
+    PRNT_STATUS(ctx, prn_optim_adam_create(ctx, ps, 3, NULL, &o), PRN_ERR_INVALID_ARGUMENT);
     /* two tensors on one storage (a view made without recording) */
     prn_no_grad_begin(ctx);
     PRNT_OK(ctx, prn_reshape(ctx, u, 2, (const size_t[]){1, 2}, &view));
     prn_no_grad_end(ctx);
     prn_tensor_set_requires_grad(view, 1);
     ps[2] = view;
-    PRNT_STATUS(ctx, prn_optim_sgd(ctx, ps, 3, NULL, &o), PRN_ERR_INVALID_ARGUMENT);
+    PRNT_STATUS(ctx, prn_optim_sgd_create(ctx, ps, 3, NULL, &o), PRN_ERR_INVALID_ARGUMENT);
     PRNT_CHECK(strstr(prn_last_error(ctx), "storage") != NULL, "message: %s", prn_last_error(ctx));
     /* clipping counts and scales w once: norm 5 */
     set_grad(w, g, 2);
@@ -670,7 +670,7 @@ static void *train_job(void *arg) {
     j->ok = prn_tensor_normal(c, PRN_F64, 2, sw, 0, 0.3, &w) == PRN_OK &&
             prn_tensor_uniform(c, PRN_F64, 2, sx, -1, 1, &x) == PRN_OK &&
             prn_tensor_uniform(c, PRN_F64, 2, sx, -1, 1, &t) == PRN_OK &&
-            prn_tensor_set_requires_grad(w, 1) == PRN_OK && prn_optim_adam(c, &w, 1, NULL, &o) == PRN_OK;
+            prn_tensor_set_requires_grad(w, 1) == PRN_OK && prn_optim_adam_create(c, &w, 1, NULL, &o) == PRN_OK;
     for (it = 0; j->ok && it < 50; ++it) {
         prn_tensor *h = NULL, *a = NULL, *l = NULL;
         prn_optim_zero_grad(o);
@@ -679,7 +679,7 @@ static void *train_job(void *arg) {
         prn_tensor_free(h); prn_tensor_free(a); prn_tensor_free(l);
     }
     prn_optim_free(o);
-    prn_context_destroy(c);
+    prn_context_free(c);
     return NULL;
 }
 static void test_two_threads(void) {
@@ -710,7 +710,7 @@ static void test_backend_selection(void) {
     setenv("PARRNN_BACKEND", "reference-noblas", 1);
     PRNT_OK(ctx, prn_context_create(NULL, &c, err, sizeof err));
     PRNT_CHECK(c && strcmp(prn_context_backend_name(c), "reference-noblas") == 0, "PARRNN_BACKEND picks the backend");
-    prn_context_destroy(c); c = NULL;
+    prn_context_free(c); c = NULL;
     setenv("PARRNN_BACKEND", "no-such-backend", 1);
     PRNT_CHECK(prn_context_create(NULL, &c, err, sizeof err) == PRN_ERR_NOT_FOUND && c == NULL &&
                strstr(err, "no-such-backend") && strstr(err, "reference"), "unknown backend: %s", err);
@@ -718,7 +718,7 @@ static void test_backend_selection(void) {
     memset(&cfg, 0, sizeof cfg);
     cfg.backend = "reference";
     PRNT_CHECK(prn_context_create(&cfg, &c, err, sizeof err) == PRN_OK, "config name: %s", err);
-    prn_context_destroy(c); c = NULL;
+    prn_context_free(c); c = NULL;
     if (old) setenv("PARRNN_BACKEND", saved, 1);
     else unsetenv("PARRNN_BACKEND");
     /* a user backend, registered through the config */
@@ -737,7 +737,7 @@ static void test_backend_selection(void) {
         prn_tensor *t = NULL, *u = NULL;
         PRNT_CHECK(strcmp(prn_context_backend_name(c), "mine") == 0, "name");
         PRNT_CHECK(prn_tensor_full(c, PRN_F32, 1, s, 2.0, &t) == PRN_OK && prn_exp(c, t, &u) == PRN_OK, "ops run");
-        prn_context_destroy(c);
+        prn_context_free(c);
     }
 }
 
@@ -767,7 +767,7 @@ static void test_log_callback_and_errors(void) {
         for (s = 0; s <= PRN_STATUS_COUNT; ++s) PRNT_CHECK(prn_status_string((prn_status)s)[0] != 0, "status string %d", s);
     }
     PRNT_CHECK(PARRNN_VERSION_MAJOR == 0 && strlen(PARRNN_VERSION_STRING) > 0, "version macros");
-    prn_context_destroy(c); /* frees a and b too */
+    prn_context_free(c); /* frees a and b too */
 }
 
 static void test_random(void) {
@@ -826,6 +826,6 @@ int main(void) {
     PRNT_RUN(test_log_callback_and_errors);
     PRNT_RUN(test_random);
     PRNT_RUN(test_no_leaks);
-    prn_context_destroy(ctx);
+    prn_context_free(ctx);
     return prnt_summary();
 }

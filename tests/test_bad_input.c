@@ -205,7 +205,7 @@ static int fx_init(fx *f) {
     SETUP_OK(prn_tensor_fill(f->a2, 1.0));
     if (prn_tape_size(f->ctx) != 3) { printf("fixture: tape size %lu\n", (unsigned long)prn_tape_size(f->ctx)); return 0; }
     SETUP_OK(prn_tensor_full(f->ctx, PRN_F32, 0, NULL, 2.0, &f->s)); keep(f, f->s);
-    SETUP_OK(prn_optim_adam(f->ctx, &f->w, 1, NULL, &f->opt));
+    SETUP_OK(prn_optim_adam_create(f->ctx, &f->w, 1, NULL, &f->opt));
 
     SETUP_OK(prn_tensor_from_host(f->ctx2, PRN_F32, 2, s23, a_data, &f->other)); keep(f, f->other);
     SETUP_OK(prn_tensor_full(f->ctx2, PRN_F32, 0, NULL, 1.0, &f->other_s)); keep(f, f->other_s);
@@ -215,16 +215,16 @@ static int fx_init(fx *f) {
     SETUP_OK(prn_tensor_from_host(f->nb, PRN_F32, 2, s32, b_data, &f->nb_b)); keep(f, f->nb_b);
     SETUP_OK(prn_tensor_full(f->nb, PRN_F32, 2, s23, 0.5, &f->nb_w)); keep(f, f->nb_w);
     SETUP_OK(prn_tensor_set_requires_grad(f->nb_w, 1));
-    SETUP_OK(prn_optim_adam(f->nb, &f->nb_w, 1, NULL, &f->nb_opt));
+    SETUP_OK(prn_optim_adam_create(f->nb, &f->nb_w, 1, NULL, &f->nb_opt));
     return 1;
 }
 
 static void fx_free(fx *f) {
     prn_optim_free(f->opt);
     prn_optim_free(f->nb_opt);
-    prn_context_destroy(f->ctx);
-    prn_context_destroy(f->ctx2);
-    prn_context_destroy(f->nb);
+    prn_context_free(f->ctx);
+    prn_context_free(f->ctx2);
+    prn_context_free(f->nb);
 }
 
 /* ------------------------------------------------------------------------
@@ -254,11 +254,11 @@ E(e_backward_retain_null_loss, return prn_backward_retain(f->ctx, NULL);)
 E(e_backward_released, return prn_backward(f->ctx, f->released);)
 E(e_backward_stale, return prn_backward(f->ctx, f->stale);)
 E(e_sgd_dup_params, prn_tensor *p[2]; p[0] = f->w; p[1] = f->w;
-  return prn_optim_sgd(f->ctx, p, 2, NULL, &o->o);)
-E(e_adam_null_params, return prn_optim_adam(f->ctx, NULL, 1, NULL, &o->o);)
-E(e_sgd_null_out, return prn_optim_sgd(f->ctx, &f->w, 1, NULL, NULL);)
+  return prn_optim_sgd_create(f->ctx, p, 2, NULL, &o->o);)
+E(e_adam_null_params, return prn_optim_adam_create(f->ctx, NULL, 1, NULL, &o->o);)
+E(e_sgd_null_out, return prn_optim_sgd_create(f->ctx, &f->w, 1, NULL, NULL);)
 E(e_adam_null_param_entry, prn_tensor *p[2]; p[0] = f->w; p[1] = NULL;
-  return prn_optim_adam(f->ctx, p, 2, NULL, &o->o);)
+  return prn_optim_adam_create(f->ctx, p, 2, NULL, &o->o);)
 E(e_clip_null_params, return prn_clip_grad_norm(f->ctx, NULL, 2, 1.0, &o->d);)
 E(e_context_null_out, return prn_context_create(NULL, NULL, f->errbuf, sizeof f->errbuf);)
 E(e_tape_record_null_inputs, return prn_tape_record(f->ctx, "op", NULL, 1, f->a, dummy_backward, NULL, count_free);)
@@ -310,7 +310,7 @@ E(e_matmul_i32, return prn_matmul(f->ctx, f->idx, f->b, &o->t);)
 E(e_mse_i32, return prn_mse(f->ctx, f->idx, f->idx, &o->t);)
 E(e_backward_i32, return prn_backward(f->ctx, f->idx);)
 E(e_set_requires_grad_i32, return prn_tensor_set_requires_grad(f->idx, 1);)
-E(e_adam_i32_param, return prn_optim_adam(f->ctx, &f->idx, 1, NULL, &o->o);)
+E(e_adam_i32_param, return prn_optim_adam_create(f->ctx, &f->idx, 1, NULL, &o->o);)
 E(e_create_bad_dtype, size_t sh[1] = {3}; return prn_tensor_create(f->ctx, (prn_dtype)7, 1, sh, &o->t);)
 E(e_uniform_i32, size_t sh[1] = {3}; return prn_tensor_uniform(f->ctx, PRN_I32, 1, sh, 0, 1, &o->t);)
 
@@ -319,7 +319,7 @@ E(e_add_other_ctx, return prn_add(f->ctx, f->a, f->other, &o->t);)
 E(e_matmul_other_ctx, return prn_matmul(f->ctx, f->other, f->b, &o->t);)
 E(e_mse_other_ctx, return prn_mse(f->ctx, f->a, f->other, &o->t);)
 E(e_backward_other_ctx, return prn_backward(f->ctx, f->other_s);)
-E(e_adam_other_ctx, return prn_optim_adam(f->ctx, &f->other, 1, NULL, &o->o);)
+E(e_adam_other_ctx, return prn_optim_adam_create(f->ctx, &f->other, 1, NULL, &o->o);)
 E(e_clip_other_ctx, return prn_clip_grad_norm(f->ctx, &f->other_s, 1, 1.0, &o->d);)
 E(e_tape_record_other_ctx, return prn_tape_record(f->ctx, "op", &f->other_s, 1, f->a, dummy_backward, NULL, count_free);)
 
@@ -373,18 +373,18 @@ E(e_context_no_buf_alloc, prn_backend be = *prn_reference_backend(); const prn_b
 
 /* optimisers and clipping */
 E(e_adam_lr_negative, prn_adam_config c; memset(&c, 0, sizeof c); c.lr = -0.1;
-  return prn_optim_adam(f->ctx, &f->w, 1, &c, &o->o);)
+  return prn_optim_adam_create(f->ctx, &f->w, 1, &c, &o->o);)
 E(e_adam_beta1_one, prn_adam_config c; memset(&c, 0, sizeof c); c.beta1 = 1.0;
-  return prn_optim_adam(f->ctx, &f->w, 1, &c, &o->o);)
+  return prn_optim_adam_create(f->ctx, &f->w, 1, &c, &o->o);)
 E(e_adam_beta2_big, prn_adam_config c; memset(&c, 0, sizeof c); c.beta2 = 1.5;
-  return prn_optim_adam(f->ctx, &f->w, 1, &c, &o->o);)
-E(e_adam_num_params_zero, return prn_optim_adam(f->ctx, &f->w, 0, NULL, &o->o);)
-E(e_adam_op_output_param, return prn_optim_adam(f->ctx, &f->y, 1, NULL, &o->o);)
+  return prn_optim_adam_create(f->ctx, &f->w, 1, &c, &o->o);)
+E(e_adam_num_params_zero, return prn_optim_adam_create(f->ctx, &f->w, 0, NULL, &o->o);)
+E(e_adam_op_output_param, return prn_optim_adam_create(f->ctx, &f->y, 1, NULL, &o->o);)
 E(e_sgd_lr_negative, prn_sgd_config c; memset(&c, 0, sizeof c); c.lr = -1;
-  return prn_optim_sgd(f->ctx, &f->w, 1, &c, &o->o);)
+  return prn_optim_sgd_create(f->ctx, &f->w, 1, &c, &o->o);)
 E(e_sgd_momentum_negative, prn_sgd_config c; memset(&c, 0, sizeof c); c.momentum = -0.5;
-  return prn_optim_sgd(f->ctx, &f->w, 1, &c, &o->o);)
-E(e_sgd_num_params_negative, return prn_optim_sgd(f->ctx, &f->w, -1, NULL, &o->o);)
+  return prn_optim_sgd_create(f->ctx, &f->w, 1, &c, &o->o);)
+E(e_sgd_num_params_negative, return prn_optim_sgd_create(f->ctx, &f->w, -1, NULL, &o->o);)
 E(e_set_lr_negative, return prn_optim_set_lr(f->opt, -1e-3);)
 E(e_set_lr_nan, return prn_optim_set_lr(f->opt, NAN);)
 E(e_optim_step_null, return prn_optim_step(NULL);)
@@ -470,9 +470,9 @@ static const entry table[] = {
     ROW(e_backward_null_ctx, NUL, MSG_NONE, NULL, NULL),
     ROW(e_backward_null_loss, NUL, MSG_CTX, "prn_backward", "'loss'"),
     ROW(e_backward_retain_null_loss, NUL, MSG_CTX, "prn_backward_retain", "'loss'"),
-    ROW(e_adam_null_params, NUL, MSG_CTX, "prn_optim_adam", "'params'"),
-    ROW(e_sgd_null_out, NUL, MSG_CTX, "prn_optim_sgd", "'out'"),
-    ROW(e_adam_null_param_entry, NUL, MSG_CTX, "prn_optim_adam", "params"),
+    ROW(e_adam_null_params, NUL, MSG_CTX, "prn_optim_adam_create", "'params'"),
+    ROW(e_sgd_null_out, NUL, MSG_CTX, "prn_optim_sgd_create", "'out'"),
+    ROW(e_adam_null_param_entry, NUL, MSG_CTX, "prn_optim_adam_create", "params"),
     ROW(e_clip_null_params, NUL, MSG_CTX, "prn_clip_grad_norm", "'params'"),
     ROW(e_context_null_out, NUL, MSG_ERRBUF, "prn_context_create", "'out'"),
     ROW(e_tape_record_null_inputs, NUL, MSG_CTX, "prn_tape_record", "'inputs'"),
@@ -517,7 +517,7 @@ static const entry table[] = {
     ROW(e_mse_i32, DTY, MSG_CTX, "prn_mse", "'pred'"),
     ROW(e_backward_i32, DTY, MSG_CTX, "prn_backward", "'loss'"),
     ROW(e_set_requires_grad_i32, DTY, MSG_CTX, "prn_tensor_set_requires_grad", "'t'"),
-    ROW(e_adam_i32_param, DTY, MSG_CTX, "prn_optim_adam", "params"),
+    ROW(e_adam_i32_param, DTY, MSG_CTX, "prn_optim_adam_create", "params"),
     ROW(e_create_bad_dtype, DTY, MSG_CTX, "prn_tensor_create", "'dtype'"),
     ROW(e_uniform_i32, DTY, MSG_CTX, "prn_tensor_uniform", "'dtype'"),
     /* contexts */
@@ -525,7 +525,7 @@ static const entry table[] = {
     ROW(e_matmul_other_ctx, CTXM, MSG_CTX, "prn_matmul", "'a'"),
     ROW(e_mse_other_ctx, CTXM, MSG_CTX, "prn_mse", "'target'"),
     ROW(e_backward_other_ctx, CTXM, MSG_CTX, "prn_backward", "'loss'"),
-    ROW(e_adam_other_ctx, CTXM, MSG_CTX, "prn_optim_adam", "params"),
+    ROW(e_adam_other_ctx, CTXM, MSG_CTX, "prn_optim_adam_create", "params"),
     ROW(e_clip_other_ctx, CTXM, MSG_CTX, "prn_clip_grad_norm", "params"),
     ROW(e_tape_record_other_ctx, CTXM, MSG_CTX, "prn_tape_record", "inputs"),
     /* sizes */
@@ -545,7 +545,7 @@ static const entry table[] = {
     ROW(e_backward_no_grad, STA, MSG_CTX, "prn_backward", "'loss'"),
     ROW(e_backward_released, STA, MSG_CTX, "prn_backward", "'loss'"),
     ROW(e_backward_stale, STA, MSG_CTX, "prn_backward", "input 1 of op 'mul'"),
-    ROW(e_sgd_dup_params, INV, MSG_CTX, "prn_optim_sgd", "params[1]"),
+    ROW(e_sgd_dup_params, INV, MSG_CTX, "prn_optim_sgd_create", "params[1]"),
     ROW(e_set_requires_grad_op_output, STA, MSG_CTX, "prn_tensor_set_requires_grad", "'t'"),
     ROW(e_tape_record_null_backward, NUL, MSG_CTX, "prn_tape_record", "'backward'"),
     ROW(e_tape_record_null_name, NUL, MSG_CTX, "prn_tape_record", "'name'"),
@@ -563,14 +563,14 @@ static const entry table[] = {
     ROW(e_context_abi_mismatch, INV, MSG_ERRBUF, "prn_context_create", "ABI"),
     ROW(e_context_no_buf_alloc, INV, MSG_ERRBUF, "prn_context_create", "no-buffers"),
     /* optimisers, clipping */
-    ROW(e_adam_lr_negative, INV, MSG_CTX, "prn_optim_adam", "lr"),
-    ROW(e_adam_beta1_one, INV, MSG_CTX, "prn_optim_adam", "beta"),
-    ROW(e_adam_beta2_big, INV, MSG_CTX, "prn_optim_adam", "beta"),
-    ROW(e_adam_num_params_zero, INV, MSG_CTX, "prn_optim_adam", "'num_params'"),
-    ROW(e_adam_op_output_param, INV, MSG_CTX, "prn_optim_adam", "params"),
-    ROW(e_sgd_lr_negative, INV, MSG_CTX, "prn_optim_sgd", "lr"),
-    ROW(e_sgd_momentum_negative, INV, MSG_CTX, "prn_optim_sgd", "momentum"),
-    ROW(e_sgd_num_params_negative, INV, MSG_CTX, "prn_optim_sgd", "'num_params'"),
+    ROW(e_adam_lr_negative, INV, MSG_CTX, "prn_optim_adam_create", "lr"),
+    ROW(e_adam_beta1_one, INV, MSG_CTX, "prn_optim_adam_create", "beta"),
+    ROW(e_adam_beta2_big, INV, MSG_CTX, "prn_optim_adam_create", "beta"),
+    ROW(e_adam_num_params_zero, INV, MSG_CTX, "prn_optim_adam_create", "'num_params'"),
+    ROW(e_adam_op_output_param, INV, MSG_CTX, "prn_optim_adam_create", "params"),
+    ROW(e_sgd_lr_negative, INV, MSG_CTX, "prn_optim_sgd_create", "lr"),
+    ROW(e_sgd_momentum_negative, INV, MSG_CTX, "prn_optim_sgd_create", "momentum"),
+    ROW(e_sgd_num_params_negative, INV, MSG_CTX, "prn_optim_sgd_create", "'num_params'"),
     ROW(e_set_lr_negative, INV, MSG_CTX, "prn_optim_set_lr", "'lr'"),
     ROW(e_set_lr_nan, INV, MSG_CTX, "prn_optim_set_lr", "'lr'"),
     ROW(e_optim_step_null, NUL, MSG_NONE, NULL, NULL),
@@ -657,7 +657,7 @@ static void run_entry(const entry *e) {
         /* an unexpected success may have handed out something: release it */
         if (o.t != SENT_T) prn_tensor_free(o.t);
         if (o.o != SENT_O) prn_optim_free(o.o);
-        if (o.c != SENT_C) prn_context_destroy(o.c);
+        if (o.c != SENT_C) prn_context_free(o.c);
     }
 }
 

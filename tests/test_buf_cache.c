@@ -9,7 +9,7 @@
  *   - what the cache keeps stays within the documented bound: after every
  *     tensor is freed, the allocator's outstanding bytes are at most the
  *     larger of 512 MiB and the peak of the live buffers; after
- *     prn_context_destroy, none.
+ *     prn_context_free, none.
  * Not timed. The large cases need about 1.7 GB and skip with a message
  * where MemAvailable is short, or under valgrind (PRNT_QUICK). */
 #include "parrnn.h"
@@ -109,8 +109,8 @@ static void test_repeat_large_unary(void) {
                                     ((size_t)1 << 20),
                "%lu bytes outstanding after freeing every tensor (peak %lu)", (unsigned long)ca.live_bytes,
                (unsigned long)ca.peak_bytes);
-    prn_context_destroy(ctx);
-    PRNT_CHECK(ca.live_bytes == 0, "%lu bytes outstanding after prn_context_destroy", (unsigned long)ca.live_bytes);
+    prn_context_free(ctx);
+    PRNT_CHECK(ca.live_bytes == 0, "%lu bytes outstanding after prn_context_free", (unsigned long)ca.live_bytes);
 }
 
 /* Buffers of changing sizes above 512 MiB: the cache never holds more than
@@ -133,8 +133,8 @@ static void test_bound_follows_peak(void) {
                    "after size %d: %lu bytes outstanding, the largest buffer was %lu", i,
                    (unsigned long)ca.live_bytes, (unsigned long)(sizes[i] * sizeof(float)));
     }
-    prn_context_destroy(ctx);
-    PRNT_CHECK(ca.live_bytes == 0, "%lu bytes outstanding after prn_context_destroy", (unsigned long)ca.live_bytes);
+    prn_context_free(ctx);
+    PRNT_CHECK(ca.live_bytes == 0, "%lu bytes outstanding after prn_context_free", (unsigned long)ca.live_bytes);
 }
 
 /* A scan of 16 x 1024 x 1024 f32 (64 MiB per array), repeated: no
@@ -161,8 +161,8 @@ static void test_repeat_scan(void) {
                ca.allocs - allocs_after_first);
     prn_tensor_free(a);
     prn_tensor_free(b);
-    prn_context_destroy(ctx);
-    PRNT_CHECK(ca.live_bytes == 0, "%lu bytes outstanding after prn_context_destroy", (unsigned long)ca.live_bytes);
+    prn_context_free(ctx);
+    PRNT_CHECK(ca.live_bytes == 0, "%lu bytes outstanding after prn_context_free", (unsigned long)ca.live_bytes);
 }
 
 int main(void) {

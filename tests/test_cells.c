@@ -506,7 +506,7 @@ static void train(const cell_kind *k, int steps, double *first, double *last) {
     p[np++] = vb;
     memset(&cfg, 0, sizeof cfg);
     cfg.lr = 0.03;
-    PRNT_OK(ctx, prn_optim_adam(ctx, p, np, &cfg, &opt));
+    PRNT_OK(ctx, prn_optim_adam_create(ctx, p, np, &cfg, &opt));
     if (!opt) goto done;
     for (s = 0; s < steps; ++s) {
         prn_tensor *h = NULL, *pred = NULL, *pb = NULL, *L = NULL;
@@ -769,7 +769,7 @@ done:
     prn_cell_free(c); prn_cell_free(q2); prn_cell_free(other_cell);
     prn_tensor_free(x); prn_tensor_free(x32); prn_tensor_free(xwide); prn_tensor_free(xv); prn_tensor_free(xe);
     prn_tensor_free(sok); prn_tensor_free(sbad); prn_tensor_free(s32); prn_tensor_free(swrong);
-    prn_context_destroy(other);
+    prn_context_free(other);
     PRNT_CHECK(prn_live_tensors(ctx) == live0, "live tensors %zu, want %zu", prn_live_tensors(ctx), live0);
 }
 
@@ -867,8 +867,8 @@ static void test_alloc_failures(void) {
         PRNT_CHECK(prn_live_tensors(c2) == 0, "%s: live tensors %zu", k->name, prn_live_tensors(c2));
         ctx = keep;
     }
-    prn_context_destroy(c2);
-    PRNT_CHECK(fa.live == 0, "%ld allocations outstanding after prn_context_destroy", fa.live);
+    prn_context_free(c2);
+    PRNT_CHECK(fa.live == 0, "%ld allocations outstanding after prn_context_free", fa.live);
     PRNT_CHECK(failures > 100, "only %d refused allocations were seen", failures);
     printf("    %d refused allocations handled\n", failures);
 }
@@ -887,6 +887,6 @@ int main(void) {
         printf("FAIL %zu tensors alive at the end\n", prn_live_tensors(ctx));
         prnt_failed++;
     }
-    prn_context_destroy(ctx);
+    prn_context_free(ctx);
     return prnt_summary();
 }

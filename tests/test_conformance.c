@@ -513,7 +513,7 @@ static void supports_gate(void) {
                "supports takes rnn_layer_forward");
     PRNT_CHECK(!prn_backend_supports(NULL, PRN_SLOT_gemm, NULL) && !prn_backend_supports(c, PRN_SLOT_COUNT, NULL),
                "no context, or a slot out of range");
-    prn_context_destroy(c);
+    prn_context_free(c);
     g_cases++;
 }
 static void t_table(void) {
@@ -1791,7 +1791,7 @@ static void t_public_random(void) {
 }
 
 
-/* --- rnn_cell_forward / rnn_cell_backward ------------------------------- */
+/* --- rnn_gates_forward / rnn_gates_backward ------------------------------- */
 /* Host math of one fused step in double: gates laid out by head of k units
  * (k = H for ELMAN and LSTM). */
 static double sigm_d(double x) { return 1.0 / (1.0 + exp(-x)); }
@@ -1861,13 +1861,13 @@ static void rnn_cell_case(prn_dtype dt, int kind, int relu, size_t B, size_t H, 
     bv = bn ? pb_alloc((B * V * H + 1) * dsize(dt)) : NULL;
     if (!bv) goto out;
     for (si = 0; si < nsides(); ++si)
-        if (!st_ok(si, g_side[si].be->rnn_cell_forward(g_side[si].ctx, dt, kind, relu, B, H, k, bx->h[si], bq->h[si], bb->h[si],
+        if (!st_ok(si, g_side[si].be->rnn_gates_forward(g_side[si].ctx, dt, kind, relu, B, H, k, bx->h[si], bq->h[si], bb->h[si],
                                                         bs->h[si], bn->h[si], V ? bv->h[si] : NULL),
-                   "rnn_cell_forward", desc))
+                   "rnn_gates_forward", desc))
             goto out;
-    if (!check_out(bn, dt, B * S, nx, one, base_tol(dt), "rnn_cell_forward next", desc)) goto out;
-    if (V && !check_out(bv, dt, B * V * H, sv, one, base_tol(dt), "rnn_cell_forward saved", desc)) goto out;
-    if (!check_unchanged(bs, dt, B * S, st, "rnn_cell_forward s", desc)) goto out;
+    if (!check_out(bn, dt, B * S, nx, one, base_tol(dt), "rnn_gates_forward next", desc)) goto out;
+    if (V && !check_out(bv, dt, B * V * H, sv, one, base_tol(dt), "rnn_gates_forward saved", desc)) goto out;
+    if (!check_unchanged(bs, dt, B * S, st, "rnn_gates_forward s", desc)) goto out;
     /* backward from the host's forward values (rounded to dt), so both sides read the same inputs */
     for (i = 0; i < B * S; ++i) nx[i] = quant1(dt, nx[i]);
     for (i = 0; i < B * V * H; ++i) sv[i] = quant1(dt, sv[i]);
@@ -1880,27 +1880,27 @@ static void rnn_cell_case(prn_dtype dt, int kind, int relu, size_t B, size_t H, 
     bds = bdq ? pb_alloc(B * S * dsize(dt)) : NULL;
     if (!bds) goto out;
     for (si = 0; si < nsides(); ++si)
-        if (!st_ok(si, g_side[si].be->rnn_cell_backward(g_side[si].ctx, dt, kind, relu, B, H, k, bg->h[si], bs->h[si],
+        if (!st_ok(si, g_side[si].be->rnn_gates_backward(g_side[si].ctx, dt, kind, relu, B, H, k, bg->h[si], bs->h[si],
                                                          bn->h[si], V ? bv->h[si] : NULL, bdx->h[si], bdq->h[si],
                                                          bds->h[si]),
-                   "rnn_cell_backward", desc))
+                   "rnn_gates_backward", desc))
             goto out;
     /* the host's derivatives use its own gate values; the backend's read the
      * rounded ones: the difference is of the order of the rounding */
-    if (!check_out(bdx, dt, B * P, dxp, one, base_tol(dt) * 4, "rnn_cell_backward dxp", desc)) goto out;
-    if (!check_out(bdq, dt, B * P, dq, one, base_tol(dt) * 4, "rnn_cell_backward dq", desc)) goto out;
-    if (!check_out(bds, dt, B * S, ds, one, base_tol(dt) * 4, "rnn_cell_backward ds", desc)) goto out;
-    if (!check_unchanged(bg, dt, B * S, g, "rnn_cell_backward g", desc)) goto out;
+    if (!check_out(bdx, dt, B * P, dxp, one, base_tol(dt) * 4, "rnn_gates_backward dxp", desc)) goto out;
+    if (!check_out(bdq, dt, B * P, dq, one, base_tol(dt) * 4, "rnn_gates_backward dq", desc)) goto out;
+    if (!check_out(bds, dt, B * S, ds, one, base_tol(dt) * 4, "rnn_gates_backward ds", desc)) goto out;
+    if (!check_unchanged(bg, dt, B * S, g, "rnn_gates_backward g", desc)) goto out;
 out:
     g_cases++;
     case_end();
 }
-static void t_rnn_cell(void) {
+static void t_rnn_gates(void) {
     static const size_t Bs[] = {1, 3, 17}, Hs[] = {1, 6, 33};
     int d, kind, relu;
     size_t bi, hi;
-    NEED(rnn_cell_forward);
-    NEED(rnn_cell_backward);
+    NEED(rnn_gates_forward);
+    NEED(rnn_gates_backward);
     for (d = 0; d < 2; ++d)
         for (kind = PRN_RNN_ELMAN; kind <= PRN_RNN_MHGRU; ++kind)
             for (relu = 0; relu <= (kind == PRN_RNN_ELMAN); ++relu)
@@ -2659,7 +2659,7 @@ static void t_deer(void) {
             deer_case_bt(gen, PRN_RNN_GRU, PRN_F32, (prn_jacobian_mode)m, m != 1, m == 2, (size_t)kk, 1, 2701);
             case_end();
         }
-    prn_context_destroy(gen);
+    prn_context_free(gen);
 }
 
 /* check_out relative to the largest |value| of the oracle's (at least 1):
@@ -3197,7 +3197,7 @@ static const prim_test k_prims[] = {
     {"adam_update", t_adam_update},
     {"scan_diag", t_scan_diag},
     {"scan_block", t_scan_block},
-    {"rnn_cell_forward+rnn_cell_backward", t_rnn_cell},
+    {"rnn_gates_forward+rnn_gates_backward", t_rnn_gates},
     {"rnn_layer_forward+rnn_layer_backward+rnn_layer_backward_dw", t_rnn_layer},
     {"rnn_layer_forward_x", t_rnn_layer_x},
     {"solve_batched", t_solve_batched},
@@ -3210,7 +3210,7 @@ static const prim_test k_prims[] = {
 
 /* Every slot of the list but the OPTIONAL ones (create, destroy,
  * supports: no result of their own to compare) has a test above: a name
- * in k_prims holds it as a word ("rnn_cell_forward+rnn_cell_backward",
+ * in k_prims holds it as a word ("rnn_gates_forward+rnn_gates_backward",
  * "deer_iterate (direct)"). A slot added to PRN_BACKEND_SLOTS without a
  * test fails here. */
 static void slots_tested(void) {
@@ -3289,15 +3289,15 @@ static void test_backend(const char *name, int vs_math) {
         printf("    cannot create a context for '%s': %s (%s)\n", st == PRN_OK ? ORACLE : name, prn_status_string(st), err);
         prnt_failed++;
         printf("FAIL conformance[%s].context\n", name);
-        prn_context_destroy(g_side[0].ctx);
+        prn_context_free(g_side[0].ctx);
         return;
     }
     g_side[0].be = prn_context_backend(g_side[0].ctx);
     if (!vs_math) g_side[1].be = prn_context_backend(g_side[1].ctx);
     for (p = 0; p < sizeof k_prims / sizeof *k_prims; ++p)
         run_named(vs_math ? "oracle" : "conformance", name, k_prims[p].name, k_prims[p].fn);
-    prn_context_destroy(g_side[0].ctx);
-    prn_context_destroy(g_side[1].ctx);
+    prn_context_free(g_side[0].ctx);
+    prn_context_free(g_side[1].ctx);
     memset(g_side, 0, sizeof g_side);
 }
 

@@ -170,7 +170,7 @@ static void lookback_case(prn_dtype dt, size_t B, size_t T, size_t C, int rev, i
                dt == PRN_F64 ? "f64" : "f32", (unsigned long)B, (unsigned long)T, (unsigned long)C, rev, use_h0,
                exact_bad, worst);
 done:
-    prn_context_destroy(ctx);
+    prn_context_free(ctx);
     free(a); free(b); free(z); free(want); free(raw); free(got);
 }
 
@@ -197,7 +197,7 @@ static void lookback_zero_state(prn_dtype dt, size_t C, size_t T) {
         bad += dt == PRN_F64 ? ((double *)raw)[i] != 0 : ((float *)raw)[i] != 0;
     PRNT_CHECK(th && bad == 0, "%s T=%lu C=%lu: %lu of %lu states are not 0", dt == PRN_F64 ? "f64" : "f32",
                (unsigned long)T, (unsigned long)C, (unsigned long)bad, (unsigned long)n);
-    prn_context_destroy(ctx);
+    prn_context_free(ctx);
     free(raw);
 }
 
@@ -209,7 +209,7 @@ static void free_bufs_and_context(prn_context *ctx, void *da, void *db, void *dh
         if (db) be->buf_free(ctx, db);
         if (dh) be->buf_free(ctx, dh);
     }
-    prn_context_destroy(ctx);
+    prn_context_free(ctx);
 }
 
 /* The look-back through the backend table with a, b and h one element
@@ -478,7 +478,7 @@ done:
             if (ctx[side] && dev[side][q]) prn_context_backend(ctx[side])->buf_free(ctx[side], dev[side][q]);
             free(out[side][q]);
         }
-        prn_context_destroy(ctx[side]);
+        prn_context_free(ctx[side]);
     }
     for (q = 0; q < 10; ++q) free(host[q]);
 }
@@ -636,7 +636,7 @@ static void test_scan_auto_choice(void) {
         if (!raw || !g[0] || !g[1] || !g[2] || !forced || make(NULL, &ctx, err, sizeof err) != PRN_OK) {
             PRNT_CHECK(0, "setup: %s", err);
             free(raw); free(g[0]); free(g[1]); free(g[2]);
-            prn_context_destroy(forced);
+            prn_context_free(forced);
             return;
         }
         for (i = 0; i < n; ++i) raw[i] = (float)(0.5 + 0.49 * lb_rand(&seed));
@@ -654,8 +654,8 @@ static void test_scan_auto_choice(void) {
                    "B=%d T=%lu C=%lu: AUTO differs from the look-back's bits", B, (unsigned long)T, (unsigned long)C);
         PRNT_CHECK(h[0] && h[1] && memcmp(g[0], g[1], n * sizeof(float)) != 0,
                    "B=%d T=%lu C=%lu: AUTO gave the chunked scan's bits", B, (unsigned long)T, (unsigned long)C);
-        prn_context_destroy(ctx);
-        prn_context_destroy(forced);
+        prn_context_free(ctx);
+        prn_context_free(forced);
         ctx = forced = NULL;
         ta = tb = tf[0] = tf[1] = h[0] = h[1] = h[2] = NULL;
         free(raw); free(g[0]); free(g[1]); free(g[2]);
@@ -672,10 +672,10 @@ static void test_device_choice(void) {
     char err[512];
     if (g_skip[0]) { PRNT_SKIP("%s", g_skip); return; }
     PRNT_CHECK(make(NULL, &ctx, err, sizeof err) == PRN_OK, "default device: %s", err);
-    prn_context_destroy(ctx);
+    prn_context_free(ctx);
     ctx = NULL;
     PRNT_CHECK(make("0", &ctx, err, sizeof err) == PRN_OK, "device 0: %s", err);
-    prn_context_destroy(ctx);
+    prn_context_free(ctx);
     /* not an index: invalid argument, named in the message; no device of
      * that index: no device; *out untouched either way */
     ctx = sentinel;
@@ -708,7 +708,7 @@ static void test_runtime_failures(void) {
     PRNT_CHECK(strstr(prn_last_error(ctx), "buf_alloc") && strstr(prn_last_error(ctx), "cudaMalloc") &&
                    strstr(prn_last_error(ctx), "cudaErrorMemoryAllocation"),
                "message: %s", prn_last_error(ctx));
-    prn_context_destroy(ctx);
+    prn_context_free(ctx);
 }
 
 static void test_two_contexts(void) {
@@ -878,7 +878,7 @@ done:
     prn_tensor_free(s1);
     prn_tensor_free(s2);
     prn_tensor_free(loss);
-    prn_context_destroy(ctx);
+    prn_context_free(ctx);
 }
 
 /* pools: the context allocates from its memory pool (else cudaMalloc);

@@ -346,7 +346,7 @@ static void threads_case(prn_rnn_kind kind, prn_jacobian_mode mode, size_t B, si
         prn_tensor_free(x); prn_tensor_free(y); prn_tensor_free(f); prn_tensor_free(l); prn_tensor_free(l2);
         prn_tensor_free(lt);
         prn_rnn_free(r);
-        prn_context_destroy(ctx);
+        prn_context_free(ctx);
         g_ctx = keep;
     }
     PRNT_CHECK(n[0] && n[0] == n[1] && out[0] && out[1] && !memcmp(out[0], out[1], n[0] * sizeof(double)),
@@ -521,7 +521,7 @@ static void test_user_cell(void) {
             size_t B = 2, T = 60, S = 5, X = 3, t;
             unsigned seed = 99u;
             ucell u;
-            prn_deer_cell cell;
+            prn_deer_system cell;
             prn_deer_options o;
             prn_deer_stats st;
             prn_tensor *x = rand_tensor(dt, 3, B, T, X, &seed, 1.0), *s0 = rand_tensor(dt, 2, B, S, 0, &seed, 0.5);
@@ -782,7 +782,7 @@ static void test_bad_input(void) {
     unsigned seed = 2u;
     prn_tensor *x, *x64, *y = NULL, *bad_s0, *xb;
     prn_deer_options o;
-    prn_deer_cell cell;
+    prn_deer_system cell;
     int takes;
     PRNT_OK(g_ctx, prn_rnn_create(g_ctx, &c, &r));
     c.hidden_size = 80;
@@ -955,7 +955,7 @@ done:
     prn_tensor_free(x); prn_tensor_free(y); prn_tensor_free(fin); prn_tensor_free(l); prn_tensor_free(warm);
     prn_rnn_free(r);
     PRNT_CHECK(prn_live_tensors(ctx) == 0, "n=%ld: %lu tensors alive", fail_at, (unsigned long)prn_live_tensors(ctx));
-    prn_context_destroy(ctx);
+    prn_context_free(ctx);
     PRNT_CHECK(f.live == 0, "n=%ld: %ld allocations outstanding", fail_at, f.live);
     return f.count;
 }
@@ -1038,7 +1038,7 @@ static void multi_iters_case(size_t B, size_t T, int max_iter, int no_fallback) 
         }
         prn_tensor_free(x); prn_tensor_free(y);
         prn_rnn_free(r);
-        prn_context_destroy(ctx);
+        prn_context_free(ctx);
         g_ctx = keep;
     }
     PRNT_CHECK(n[0] && n[0] == n[1] && out[0] && out[1] && !memcmp(out[0], out[1], n[0] * sizeof(double)),
@@ -1088,6 +1088,6 @@ int main(void) {
     PRNT_RUN(test_bad_input);
     if (g_slow) printf("skip test_alloc_failures: the allocator hooks are checked on the reference backend\n");
     else PRNT_RUN(test_alloc_failures);
-    prn_context_destroy(g_ctx);
+    prn_context_free(g_ctx);
     return prnt_summary();
 }

@@ -302,6 +302,6 @@ int main(void) {
     PRNT_RUN(test_saturated_lstm);
     PRNT_RUN(test_refusals);
     PRNT_RUN(test_batch9);
-    prn_context_destroy(g_ctx);
+    prn_context_free(g_ctx);
     return prnt_summary();
 }

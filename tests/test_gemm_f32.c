@@ -104,8 +104,8 @@ static void check_case(size_t batch_a, size_t batch_b, size_t M, size_t N, size_
 done:
     for (q = 0; q < 2; ++q)
         for (w = 0; w < 3; ++w) free(out[q][w]);
-    prn_context_destroy(c[0]);
-    prn_context_destroy(c[1]);
+    prn_context_free(c[0]);
+    prn_context_free(c[1]);
 }
 
 static void test_transposes(void) {
@@ -151,7 +151,7 @@ static void run_tn(const char *backend, int threads, float *y) {
     prn_tensor_free(p);
     prn_tensor_free(a);
     prn_tensor_free(b);
-    prn_context_destroy(ctx);
+    prn_context_free(ctx);
 }
 static void test_weight_gradient_threads(void) {
     static float y1[256 * 64], y2[256 * 64], yl[256 * 64];

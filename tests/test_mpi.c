@@ -909,7 +909,7 @@ static prn_status uc_jac(prn_context *ctx, void *user, prn_tensor *x, prn_tensor
 }
 #define UC_S 5
 #define UC_X 3
-static void ucell_make(ucell *u, prn_deer_cell *cell) {
+static void ucell_make(ucell *u, prn_deer_system *cell) {
     double *w, *v, *b;
     rng_seed(555); /* the same weights on every rank */
     w = rand_vec(UC_S * UC_S, -0.6, 0.6, PRN_F64);
@@ -938,7 +938,7 @@ static void ucell_free(ucell *u) {
 static void deer_cell_case(prn_jacobian_mode mode, int layout, size_t T) {
     size_t B = 2, X = UC_X, S = UC_S, start, len;
     ucell u;
-    prn_deer_cell cell;
+    prn_deer_system cell;
     prn_deer_options o;
     prn_deer_stats st;
     prn_tensor *p[3], *Xt = NULL, *S0 = NULL, *RR = NULL, *Y = NULL, *xr = NULL, *s0r = NULL, *Rr = NULL, *yr = NULL;
@@ -1156,7 +1156,7 @@ static int scyfi_case(const prn_pwl_model *m, int kmax, int exhaustive, int batc
         }
     }
     /* solves: a count over every rank, so the same on every rank */
-    sv[0] = got ? got->solves : 0;
+    sv[0] = got ? (double)got->solves : 0;
     sv[1] = -sv[0];
     MPI_Allreduce(sv, sr, 2, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
     if (got) PRNT_CHECK(sr[0] == -sr[1] && got->solves > 0, "%s: solves %g .. %g over the ranks", desc, -sr[1], sr[0]);
@@ -1341,7 +1341,7 @@ static void test_deer_failures(void) {
     size_t B = 2, T = 24, start, len;
     int bad = g_size - 1;
     ucell u;
-    prn_deer_cell cell;
+    prn_deer_system cell;
     prn_deer_options o;
     prn_deer_stats st;
     prn_tensor *xr, *xn, *y, *sentinel = (prn_tensor *)&g_rs, *warm = NULL;
@@ -1544,7 +1544,7 @@ int main(int argc, char **argv) {
         fprintf(g_out, "rank %d: set-up: %s%s\n", g_rank, err, g_ctx ? prn_last_error(g_ctx) : "");
         printf("summary passed=0 failed=1 skipped=0\n");
         if (g_mpi) prn_mpi_free(g_mpi);
-        prn_context_destroy(g_ctx);
+        prn_context_free(g_ctx);
         MPI_Finalize();
         return 1;
     }
@@ -1569,7 +1569,7 @@ int main(int argc, char **argv) {
     PRNT_MPI_RUN(test_option_mismatch);
     PRNT_MPI_RUN(test_grad_failures);
     prn_mpi_free(g_mpi);
-    prn_context_destroy(g_ctx);
+    prn_context_free(g_ctx);
     MPI_Finalize();
     if (g_rank == 0) return prnt_summary();
     return prnt_failed ? 1 : 0;

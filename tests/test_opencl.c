@@ -26,10 +26,10 @@ static void test_device_choice(void) {
     if (g_skip[0]) { PRNT_SKIP("%s", g_skip); return; }
     /* the default and explicit indices */
     PRNT_CHECK(make(NULL, &ctx, err, sizeof err) == PRN_OK, "default device: %s", err);
-    prn_context_destroy(ctx);
+    prn_context_free(ctx);
     ctx = NULL;
     PRNT_CHECK(make("0:0", &ctx, err, sizeof err) == PRN_OK, "device 0:0: %s", err);
-    prn_context_destroy(ctx);
+    prn_context_free(ctx);
     /* a selector that names nothing: PRN_ERR_NO_DEVICE, the selector in the
      * message, *out untouched, no fallback to another device */
     ctx = sentinel;
@@ -61,7 +61,7 @@ static void test_runtime_failures(void) {
     PRNT_CHECK(buf == NULL, "failed buf_alloc wrote its output");
     PRNT_CHECK(strstr(prn_last_error(ctx), "clCreateBuffer") != NULL && strstr(prn_last_error(ctx), "CL_") != NULL,
                "message: %s", prn_last_error(ctx));
-    prn_context_destroy(ctx);
+    prn_context_free(ctx);
 }
 
 /* A kernel file that does not compile: the failure names clBuildProgram,
@@ -85,7 +85,7 @@ static void test_build_failure_log(void) {
     PRNT_CHECK(strstr(prn_last_error(ctx), "prn_tanh") && strstr(prn_last_error(ctx), "clBuildProgram") &&
                strstr(prn_last_error(ctx), "elementwise.cl") && strstr(prn_last_error(ctx), "prn_no_such_type"),
                "message: %s", prn_last_error(ctx));
-    prn_context_destroy(ctx);
+    prn_context_free(ctx);
 done:
     if (old) setenv("PARRNN_OPENCL_OPTIONS", saved, 1);
     else unsetenv("PARRNN_OPENCL_OPTIONS");

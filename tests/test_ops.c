@@ -617,6 +617,6 @@ int main(void) {
     PRNT_RUN(test_max_ties);
     PRNT_RUN(test_edge_cases);
     PRNT_RUN(test_no_leaks);
-    prn_context_destroy(ctx);
+    prn_context_free(ctx);
     return prnt_summary();
 }

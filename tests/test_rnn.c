@@ -635,7 +635,7 @@ static void test_model_limits(void) {
     PRNT_STATUS(ctx, prn_pwl_load(ctx, "/dev/zero", &pm), PRN_ERR_FORMAT);
     PRNT_CHECK(strstr(prn_last_error(ctx), "NUL") != NULL, "%s", prn_last_error(ctx));
     PRNT_CHECK(pk.peak - base < 1 << 20, "reading /dev/zero took %lu bytes", (unsigned long)(pk.peak - base));
-    prn_context_destroy(ctx);
+    prn_context_free(ctx);
     ctx = NULL;
     /* the limit: a small model file loads under the default, not under 200 bytes */
     {
@@ -654,7 +654,7 @@ static void test_model_limits(void) {
         if (ctx) {
             PRNT_STATUS(ctx, prn_rnn_load(ctx, path, &r), PRN_ERR_FORMAT);
             PRNT_CHECK(strstr(prn_last_error(ctx), "max_file_bytes") != NULL, "%s", prn_last_error(ctx));
-            prn_context_destroy(ctx);
+            prn_context_free(ctx);
         }
         /* a NaN parameter (valid checksum): refused, naming it */
         b = read_all(path, &n);
@@ -756,7 +756,7 @@ static void test_bad_input(void) {
         cfg.backend = "reference-noblas";
         if (prn_context_create(&cfg, &c2, NULL, 0) == PRN_OK) {
             PRNT_STATUS(c2, prn_rnn_forward(c2, r, x, NULL, &y, NULL), PRN_ERR_CONTEXT_MISMATCH);
-            prn_context_destroy(c2);
+            prn_context_free(c2);
         }
     }
     PRNT_STATUS(g_ctx, prn_rnn_save(r, NULL), PRN_ERR_NULL_ARGUMENT);
@@ -917,7 +917,7 @@ static void fwd_bwd_sum(prn_context *ctx, const prn_rnn *r, const double *xs, si
 /* --- the backend's fused layers and steps against the composed ops -------- */
 /* The same networks on the backend, on a copy of its table without
  * rnn_layer_* (the generic code steps through time with its fused cell
- * steps) and on one without rnn_layer_* and rnn_cell_* (the composed ops,
+ * steps) and on one without rnn_layer_* and rnn_gates_* (the composed ops,
  * what backends without them run): the same outputs and gradients (f64). */
 static void test_fused_vs_composed(void) {
     prn_backend composed, steps;
@@ -925,14 +925,14 @@ static void test_fused_vs_composed(void) {
     prn_config cfg;
     prn_context *c2 = NULL, *c3 = NULL;
     int kk, relu;
-    if (!prn_context_backend(g_ctx)->rnn_cell_forward) {
+    if (!prn_context_backend(g_ctx)->rnn_gates_forward) {
         PRNT_SKIP("backend '%s' has no fused cell step", prn_context_backend_name(g_ctx));
         return;
     }
     composed = *prn_context_backend(g_ctx);
     composed.name = "composed";
-    composed.rnn_cell_forward = NULL;
-    composed.rnn_cell_backward = NULL;
+    composed.rnn_gates_forward = NULL;
+    composed.rnn_gates_backward = NULL;
     composed.rnn_layer_forward = NULL;
     composed.rnn_layer_backward = NULL;
     steps = *prn_context_backend(g_ctx);
@@ -948,7 +948,7 @@ static void test_fused_vs_composed(void) {
     PRNT_OK(g_ctx, prn_context_create(&cfg, &c2, NULL, 0));
     cfg.backend = "steps";
     PRNT_OK(g_ctx, prn_context_create(&cfg, &c3, NULL, 0));
-    if (!c2 || !c3) { prn_context_destroy(c2); prn_context_destroy(c3); return; }
+    if (!c2 || !c3) { prn_context_free(c2); prn_context_free(c3); return; }
     for (kk = 0; kk < 5; ++kk) /* 4: MHGRU of one head (a GRU to the fused layer) */
         for (relu = 0; relu <= (kk == 0); ++relu) {
             prn_dtype dt = PRN_F64;
@@ -985,8 +985,8 @@ static void test_fused_vs_composed(void) {
                 }
             for (side = 0; side < 3; ++side) prn_rnn_free(r[side]);
         }
-    prn_context_destroy(c2);
-    prn_context_destroy(c3);
+    prn_context_free(c2);
+    prn_context_free(c3);
 }
 
 /* --- a multi-head GRU of one head is a GRU --------------------------------- */
@@ -1241,7 +1241,7 @@ done:
     prn_rnn_free(r);
     prn_rnn_free(r2);
     PRNT_CHECK(prn_live_tensors(ctx) == 0, "n=%ld: %lu tensors alive", fail_at, (unsigned long)prn_live_tensors(ctx));
-    prn_context_destroy(ctx);
+    prn_context_free(ctx);
     PRNT_CHECK(f.live == 0, "n=%ld: %ld allocations outstanding", fail_at, f.live);
     (void)i;
     return f.count;
@@ -1300,7 +1300,7 @@ static void test_frame_create_oom(void) {
     }
     PRNT_CHECK(refusals >= 3, "only %ld allocations in prn_rnn_frame_create", refusals);
     prn_rnn_free(r);
-    prn_context_destroy(ctx);
+    prn_context_free(ctx);
     PRNT_CHECK(f.live == 0, "%ld blocks alive at the end", f.live);
 }
 
@@ -1343,7 +1343,7 @@ static void run_threads(int threads, prn_rnn_kind kind, prn_dtype dt, size_t B, 
     }
     *n_out = n;
     prn_rnn_free(rnn);
-    prn_context_destroy(ctx);
+    prn_context_free(ctx);
 }
 static void test_threads_same_bits(void) {
     static const prn_rnn_kind kinds[3] = {PRN_RNN_LSTM, PRN_RNN_GRU, PRN_RNN_ELMAN};
@@ -1408,7 +1408,7 @@ static void run_rows(prn_rnn_kind kind, prn_dtype dt, size_t B, size_t H, const 
     prn_tensor_free(out);
     prn_tensor_free(x);
     prn_rnn_free(rnn);
-    prn_context_destroy(ctx);
+    prn_context_free(ctx);
 }
 static void test_row_same_bits(void) {
     static const prn_rnn_kind kinds[2] = {PRN_RNN_LSTM, PRN_RNN_GRU};
@@ -1577,7 +1577,7 @@ static void test_fused_projection(void) {
                                (unsigned long)diff, (unsigned long)(T * H));
                 }
             }
-    for (i = 0; i < 4; ++i) prn_context_destroy(ctx[i / 2][i % 2]);
+    for (i = 0; i < 4; ++i) prn_context_free(ctx[i / 2][i % 2]);
 }
 
 static void test_no_leaks(void) {
@@ -1605,6 +1605,6 @@ int main(void) {
     PRNT_RUN(test_alloc_failures);
     PRNT_RUN(test_frame_create_oom);
     PRNT_RUN(test_no_leaks);
-    prn_context_destroy(g_ctx);
+    prn_context_free(g_ctx);
     return prnt_summary();
 }

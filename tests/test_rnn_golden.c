@@ -631,6 +631,6 @@ int main(void) {
     printf("    worst error vs PyTorch: outputs f64 %.2e f32 %.2e, gradients f64 %.2e f32 %.2e\n", worst_out[0],
            worst_out[1], worst_grad[0], worst_grad[1]);
     for (f = 0; f < NFILES; ++f) free_cases(files[f].cases, files[f].ncases);
-    prn_context_destroy(ctx);
+    prn_context_free(ctx);
     return prnt_summary();
 }

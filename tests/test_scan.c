@@ -176,7 +176,7 @@ static void test_diag_many_threads(void) {
             scan_case(d ? PRN_F64 : PRN_F32, PRN_SCAN_AUTO, rev, 1, 2, 100003, 64, 0, 1);
         }
     ctx = saved;
-    prn_context_destroy(c5);
+    prn_context_free(c5);
 #ifdef _OPENMP
     omp_set_num_threads(max_before);
 #endif
@@ -282,7 +282,7 @@ int main(void) {
     /* this build checks the reference backend's other code paths */
     if (strncmp(prn_context_backend_name(ctx), "reference", 9) != 0) {
         PRNT_RUN(skip_not_reference);
-        prn_context_destroy(ctx);
+        prn_context_free(ctx);
         return prnt_summary();
     }
 #endif
@@ -295,6 +295,6 @@ int main(void) {
     PRNT_RUN(test_bad_input);
     PRNT_RUN(test_final_state_slice);
     PRNT_RUN(test_report);
-    prn_context_destroy(ctx);
+    prn_context_free(ctx);
     return prnt_summary();
 }

@@ -273,7 +273,7 @@ static void test_same_for_any_batch_and_threads(void) {
     for (i = 1; i < 3; ++i) {
         if (!r[0] || !r[i]) continue;
         PRNT_CHECK(r[i]->num_cycles == r[0]->num_cycles, "run %d: %d cycles (%g solves), want %d (%g)",
-                   i, r[i]->num_cycles, r[i]->solves, r[0]->num_cycles, r[0]->solves);
+                   i, r[i]->num_cycles, (double)r[i]->solves, r[0]->num_cycles, (double)r[0]->solves);
         for (c = 0; c < r[0]->num_cycles && c < r[i]->num_cycles; ++c)
             PRNT_CHECK(r[i]->cycles[c].k == r[0]->cycles[c].k &&
                        !memcmp(r[i]->cycles[c].points, r[0]->cycles[c].points, (size_t)r[0]->cycles[c].k * 3 * sizeof(double)),
@@ -281,7 +281,7 @@ static void test_same_for_any_batch_and_threads(void) {
     }
     PRNT_CHECK(r[0] && r[0]->num_cycles > 0, "no cycles: the comparison says little");
     for (i = 0; i < 3; ++i) prn_scyfi_free(i == 2 ? c1 : g_ctx, r[i]);
-    prn_context_destroy(c1);
+    prn_context_free(c1);
 }
 
 /* Backends other than the reference form the k-step products with their
@@ -589,7 +589,7 @@ static long af_run(long fail_at, int *cycles) {
         *cycles = r->num_cycles;
         prn_scyfi_free(ctx, r);
     }
-    prn_context_destroy(ctx);
+    prn_context_free(ctx);
     PRNT_CHECK(f.live == 0, "n=%ld: %ld allocations outstanding", fail_at, f.live);
     return f.count;
 }
@@ -620,6 +620,6 @@ int main(void) {
     PRNT_RUN(test_unused_H);
     if (!g_ref) printf("skip test_alloc_failures: the allocator hooks are checked on the reference backend\n");
     else PRNT_RUN(test_alloc_failures);
-    prn_context_destroy(g_ctx);
+    prn_context_free(g_ctx);
     return prnt_summary();
 }

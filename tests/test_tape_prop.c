@@ -489,6 +489,6 @@ int main(int argc, char **argv) {
     if (argc > 1) { only_seed = strtoull(argv[1], NULL, 10); have_only = verbose = 1; }
     if (!(ctx = prnt_context(1))) return 1;
     PRNT_RUN(test_random_graphs);
-    prn_context_destroy(ctx);
+    prn_context_free(ctx);
     return prnt_summary();
 }

@@ -307,7 +307,7 @@ int main(int argc, char **argv) {
     cfg.backend = "reference";
     if (prn_context_create(&cfg, &rctx, err, sizeof err) != PRN_OK) {
         printf("gpu_probe: no reference context: %s\n", err);
-        prn_context_destroy(dctx);
+        prn_context_free(dctx);
         return 2;
     }
     printf("gpu_probe: backend %s (%s) against reference\n", prn_context_backend_name(dctx),
@@ -344,7 +344,7 @@ int main(int argc, char **argv) {
         fflush(stdout);
     }
     printf("gpu_probe: %d checks, %d failed\n", g_checks, g_failed);
-    prn_context_destroy(dctx);
-    prn_context_destroy(rctx);
+    prn_context_free(dctx);
+    prn_context_free(rctx);
     return g_failed ? 1 : 0;
 }

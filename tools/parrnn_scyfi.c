@@ -381,7 +381,7 @@ int main(int argc, char **argv) {
         }
         if (!first) printf(")");
         if (empty) printf("; %d of the %d orders without cycles", empty, opt.kmax);
-        printf("; %.0f candidate solves (%.0f singular); %.3f s\n", res->solves, res->singular, t1 - t0);
+        printf("; %.0f candidate solves (%.0f singular); %.3f s\n", (double)res->solves, (double)res->singular, t1 - t0);
     }
     if (fflush(stdout) != 0 || ferror(stdout)) {
         fprintf(stderr, "%s: writing the output failed\n", g_prog);
@@ -393,6 +393,6 @@ int main(int argc, char **argv) {
 done:
     prn_scyfi_free(ctx, res);
     prn_pwl_free(ctx, model);
-    prn_context_destroy(ctx);
+    prn_context_free(ctx);
     return exit_code;
 }
