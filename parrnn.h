@@ -9552,278 +9552,27 @@ PRN__FN void prn__fr_gates_ref(int kind, int relu, size_t Hp, const float *a, co
     }
 }
 
-#ifdef PRN__HAVE_AVX2
-/* The same operations eight units at a time. */
-PRN__FN_INLINE PRN__AVX2 void prn__fr_exp8(__m256 x, int dbl, __m256 *p_out, __m256 *s_out) {
-    const __m256 magic = _mm256_set1_ps(12582912.0f), lim = _mm256_set1_ps(dbl ? 10.0f : 87.0f);
-    __m256 t, n, r, r2, a, b, c, p, kx;
-    __m256i e;
-    x = _mm256_max_ps(x, _mm256_sub_ps(_mm256_setzero_ps(), lim));
-    x = _mm256_min_ps(x, lim);
-    t = _mm256_fmadd_ps(x, _mm256_set1_ps(dbl ? 2.0f * 1.44269504088896341f : -1.44269504088896341f), magic);
-    kx = dbl ? _mm256_add_ps(x, x) : x; /* dbl = 0: r holds -r, as in prn__fr_exp */
-    n = _mm256_sub_ps(t, magic);
-    r = _mm256_fmadd_ps(n, _mm256_set1_ps(dbl ? -0.693359375f : 0.693359375f), kx);
-    r = _mm256_fmadd_ps(n, _mm256_set1_ps(dbl ? 2.12194440e-4f : -2.12194440e-4f), r);
-    r2 = _mm256_mul_ps(r, r);
-    a = _mm256_fmadd_ps(_mm256_set1_ps(dbl ? 1.6666665459e-1f : -1.6666665459e-1f), r, _mm256_set1_ps(5.0000001201e-1f));
-    b = _mm256_fmadd_ps(_mm256_set1_ps(dbl ? 8.3334519073e-3f : -8.3334519073e-3f), r, _mm256_set1_ps(4.1665795894e-2f));
-    c = _mm256_fmadd_ps(_mm256_set1_ps(dbl ? 1.9875691500e-4f : -1.9875691500e-4f), r, _mm256_set1_ps(1.3981999507e-3f));
-    p = _mm256_fmadd_ps(r2, _mm256_fmadd_ps(r2, c, b), a);
-    p = _mm256_fmadd_ps(r2, p, dbl ? _mm256_add_ps(r, _mm256_set1_ps(1.0f)) : _mm256_sub_ps(_mm256_set1_ps(1.0f), r));
-    e = _mm256_slli_epi32(_mm256_add_epi32(_mm256_sub_epi32(_mm256_castps_si256(t), _mm256_castps_si256(magic)),
-                                           _mm256_set1_epi32(127)), 23);
-    *p_out = p;
-    *s_out = _mm256_castsi256_ps(e);
-}
-PRN__FN_INLINE PRN__AVX2 __m256 prn__fr_sigm8(__m256 x) {
-    __m256 p, s;
-    prn__fr_exp8(x, 0, &p, &s);
-    return _mm256_div_ps(_mm256_set1_ps(1.0f), _mm256_fmadd_ps(p, s, _mm256_set1_ps(1.0f)));
-}
-PRN__FN_INLINE PRN__AVX2 __m256 prn__fr_tanh8(__m256 x) {
-    __m256 p, s;
-    prn__fr_exp8(x, 1, &p, &s);
-    return _mm256_div_ps(_mm256_fmadd_ps(p, s, _mm256_set1_ps(-1.0f)), _mm256_fmadd_ps(p, s, _mm256_set1_ps(1.0f)));
-}
-PRN__FN PRN__AVX2 void prn__fr_gates8(int kind, int relu, size_t Hp, const float *a, const float *q, float *h, float *c) {
-    size_t i;
-    for (i = 0; i < Hp; i += 8) {
-        if (kind == PRN_RNN_ELMAN) {
-            __m256 p = _mm256_loadu_ps(a + i); /* the sums */
-            _mm256_storeu_ps(h + i, relu ? _mm256_max_ps(p, _mm256_setzero_ps()) : prn__fr_tanh8(p));
-        } else if (kind == PRN_RNN_LSTM) { /* as prn__fr_gates_ref's: three divisions */
-            const __m256 one = _mm256_set1_ps(1.0f), mone = _mm256_set1_ps(-1.0f);
-            __m256 pi, si, pf, sf, pg, sg, po, so, pc, sc, cn;
-            prn__fr_exp8(_mm256_loadu_ps(a + i), 0, &pi, &si);
-            prn__fr_exp8(_mm256_loadu_ps(a + Hp + i), 0, &pf, &sf);
-            prn__fr_exp8(_mm256_loadu_ps(a + 2 * Hp + i), 1, &pg, &sg);
-            prn__fr_exp8(_mm256_loadu_ps(a + 3 * Hp + i), 0, &po, &so);
-            cn = _mm256_add_ps(_mm256_div_ps(_mm256_loadu_ps(c + i), _mm256_fmadd_ps(pf, sf, one)),
-                               _mm256_div_ps(_mm256_fmadd_ps(pg, sg, mone), _mm256_mul_ps(_mm256_fmadd_ps(pi, si, one), _mm256_fmadd_ps(pg, sg, one))));
-            _mm256_storeu_ps(c + i, cn);
-            prn__fr_exp8(cn, 1, &pc, &sc);
-            _mm256_storeu_ps(h + i, _mm256_div_ps(_mm256_fmadd_ps(pc, sc, mone), _mm256_mul_ps(_mm256_fmadd_ps(po, so, one), _mm256_fmadd_ps(pc, sc, one))));
-        } else {
-            __m256 rg = prn__fr_sigm8(_mm256_add_ps(_mm256_loadu_ps(a + i), _mm256_loadu_ps(q + i))), zg = prn__fr_sigm8(_mm256_add_ps(_mm256_loadu_ps(a + Hp + i), _mm256_loadu_ps(q + Hp + i)));
-            __m256 n = prn__fr_tanh8(_mm256_fmadd_ps(rg, _mm256_loadu_ps(q + 2 * Hp + i), _mm256_loadu_ps(a + 2 * Hp + i)));
-            _mm256_storeu_ps(h + i, _mm256_fmadd_ps(zg, _mm256_sub_ps(_mm256_loadu_ps(h + i), n), n));
-        }
-    }
-}
-/* The tiles' parameter list and the call that passes it on (prn__fr_tile_fn) */
-#define PRN__FR_TILE_PARAMS const float *W, size_t bs, const float *bias, const float *bias2, const float *x, size_t xs, size_t nx, const float *h, size_t hs, size_t nh, float *a, float *a2, size_t as
-#define PRN__FR_TILE_ARGS W, bs, bias, bias2, x, xs, nx, h, hs, nh, a, a2, as
-#define PRN__FR_RV(M) M(0, 0) M(0, 1) M(0, 2) M(0, 3) M(0, 4) M(0, 5) M(0, 6) M(0, 7) \
-                      M(1, 0) M(1, 1) M(1, 2) M(1, 3) M(2, 0) M(2, 1) M(3, 0) M(3, 1)
-#define PRN__FR_INIT(r, v) if ((r) < NR_ && (v) < NV_) acc[r][v] = _mm256_loadu_ps(bias + 8 * (v)), acc2[r][v] = bias2 ? _mm256_loadu_ps(bias2 + 8 * (v)) : _mm256_setzero_ps();
-#define PRN__FR_FMA(r, v) if ((r) < NR_ && (v) < NV_) acc[r][v] = _mm256_fmadd_ps(_mm256_load_ps(w + (v) * bs), s[r], acc[r][v]);
-#define PRN__FR_FMA2(r, v) if ((r) < NR_ && (v) < NV_) acc2[r][v] = _mm256_fmadd_ps(_mm256_load_ps(w + (v) * bs), s[r], acc2[r][v]);
-#define PRN__FR_STORE(r, v) if ((r) < NR_ && (v) < NV_) { if (a2) _mm256_storeu_ps(a + (r) * as + 8 * (v), acc[r][v]), _mm256_storeu_ps(a2 + (r) * as + 8 * (v), acc2[r][v]); else _mm256_storeu_ps(a + (r) * as + 8 * (v), _mm256_add_ps(acc[r][v], acc2[r][v])); }
-/* A tile of NR rows x NV registers of 8 columns, its accumulators in
- * registers: NV_ and NR_ are constants where it is inlined (the tiles
- * below), so the conditions on them fold away and every acc[r][v] has
- * constant indices (a register); each row's chains as prn__fr_mv_ref's.
- * PRN__FR_RV lists the (r, v) pairs, the helpers one step of one pair. */
-PRN__FN_INLINE PRN__AVX2 void prn__fr_tile(const int NV_, const int NR_, const float *W, size_t bs, const float *bias,
-                                   const float *bias2, const float *x, size_t xs, size_t nx, const float *h, size_t hs,
-                                   size_t nh, float *a, float *a2, size_t as) {
-    __m256 acc[4][8], acc2[4][8], s[4];
-    const float *w = W;
-    size_t k;
-    PRN__FR_RV(PRN__FR_INIT)
-    for (k = 0; k < nx; ++k, w += 8) {
-        s[0] = _mm256_set1_ps(x[k]);
-        if (NR_ > 1) s[1] = _mm256_set1_ps(x[xs + k]);
-        if (NR_ > 2) s[2] = _mm256_set1_ps(x[2 * xs + k]);
-        if (NR_ > 3) s[3] = _mm256_set1_ps(x[3 * xs + k]);
-        PRN__FR_RV(PRN__FR_FMA)
-    }
-    for (k = 0; k < nh; ++k, w += 8) {
-        s[0] = _mm256_set1_ps(h[k]);
-        if (NR_ > 1) s[1] = _mm256_set1_ps(h[hs + k]);
-        if (NR_ > 2) s[2] = _mm256_set1_ps(h[2 * hs + k]);
-        if (NR_ > 3) s[3] = _mm256_set1_ps(h[3 * hs + k]);
-        PRN__FR_RV(PRN__FR_FMA2)
-    }
-    PRN__FR_RV(PRN__FR_STORE)
-}
-/* the tiles prn__fr_tile_<NV>x<NR> (parameters: PRN__FR_TILE_PARAMS) */
-PRN__FN PRN__AVX2 void prn__fr_tile_1x1(PRN__FR_TILE_PARAMS) { prn__fr_tile(1, 1, PRN__FR_TILE_ARGS); }
-PRN__FN PRN__AVX2 void prn__fr_tile_2x1(PRN__FR_TILE_PARAMS) { prn__fr_tile(2, 1, PRN__FR_TILE_ARGS); }
-PRN__FN PRN__AVX2 void prn__fr_tile_3x1(PRN__FR_TILE_PARAMS) { prn__fr_tile(3, 1, PRN__FR_TILE_ARGS); }
-PRN__FN PRN__AVX2 void prn__fr_tile_4x1(PRN__FR_TILE_PARAMS) { prn__fr_tile(4, 1, PRN__FR_TILE_ARGS); }
-PRN__FN PRN__AVX2 void prn__fr_tile_5x1(PRN__FR_TILE_PARAMS) { prn__fr_tile(5, 1, PRN__FR_TILE_ARGS); }
-PRN__FN PRN__AVX2 void prn__fr_tile_6x1(PRN__FR_TILE_PARAMS) { prn__fr_tile(6, 1, PRN__FR_TILE_ARGS); }
-PRN__FN PRN__AVX2 void prn__fr_tile_7x1(PRN__FR_TILE_PARAMS) { prn__fr_tile(7, 1, PRN__FR_TILE_ARGS); }
-PRN__FN PRN__AVX2 void prn__fr_tile_8x1(PRN__FR_TILE_PARAMS) { prn__fr_tile(8, 1, PRN__FR_TILE_ARGS); }
-PRN__FN PRN__AVX2 void prn__fr_tile_1x2(PRN__FR_TILE_PARAMS) { prn__fr_tile(1, 2, PRN__FR_TILE_ARGS); }
-PRN__FN PRN__AVX2 void prn__fr_tile_2x2(PRN__FR_TILE_PARAMS) { prn__fr_tile(2, 2, PRN__FR_TILE_ARGS); }
-PRN__FN PRN__AVX2 void prn__fr_tile_3x2(PRN__FR_TILE_PARAMS) { prn__fr_tile(3, 2, PRN__FR_TILE_ARGS); }
-PRN__FN PRN__AVX2 void prn__fr_tile_4x2(PRN__FR_TILE_PARAMS) { prn__fr_tile(4, 2, PRN__FR_TILE_ARGS); }
-PRN__FN PRN__AVX2 void prn__fr_tile_1x4(PRN__FR_TILE_PARAMS) { prn__fr_tile(1, 4, PRN__FR_TILE_ARGS); }
-PRN__FN PRN__AVX2 void prn__fr_tile_2x4(PRN__FR_TILE_PARAMS) { prn__fr_tile(2, 4, PRN__FR_TILE_ARGS); }
-#undef PRN__FR_RV
-#undef PRN__FR_INIT
-#undef PRN__FR_FMA
-#undef PRN__FR_FMA2
-#undef PRN__FR_STORE
+#if defined(PRN__HAVE_AVX2) || defined(PRN__HAVE_AVX512)
+/* the tiles' type: a tile of prn__fr_mv<w>'s (see FR_SIMD in TEMPLATES) */
 typedef void (*prn__fr_tile_fn)(const float *, size_t, const float *, const float *, const float *, size_t, size_t, const float *,
                                 size_t, size_t, float *, float *, size_t);
-/* R rows (1, 2 or 4) in tiles of at most 8 / R blocks of columns. */
-PRN__FN PRN__AVX2 void prn__fr_mv8(const float *W, size_t nv, const float *bias, const float *bias2, const float *x, size_t xs, size_t nx,
-                                   const float *h, size_t hs, size_t nh, size_t R, float *a, float *a2, size_t as) {
-    static const prn__fr_tile_fn t1[8] = {prn__fr_tile_1x1, prn__fr_tile_2x1, prn__fr_tile_3x1, prn__fr_tile_4x1,
-                                          prn__fr_tile_5x1, prn__fr_tile_6x1, prn__fr_tile_7x1, prn__fr_tile_8x1};
-    static const prn__fr_tile_fn t2[4] = {prn__fr_tile_1x2, prn__fr_tile_2x2, prn__fr_tile_3x2, prn__fr_tile_4x2};
-    static const prn__fr_tile_fn t4[2] = {prn__fr_tile_1x4, prn__fr_tile_2x4};
-    /* at most 6 accumulators of each chain: 12 of the 16 registers */
-    size_t bs = (nx + nh) * 8, maxv = R == 4 ? 1 : R == 2 ? 3 : 6, v0, m;
-    for (v0 = 0; v0 < nv; v0 += m) {
-        m = nv - v0 < maxv ? nv - v0 : maxv;
-        /* the tile from its own table: indexing a ?: of arrays of different
-         * lengths reads as out of bounds to UBSan's object-size check */
-        const prn__fr_tile_fn fn = R == 4 ? t4[m - 1] : R == 2 ? t2[m - 1] : t1[m - 1];
-        fn(W + bs * v0, bs, bias + 8 * v0, bias2 ? bias2 + 8 * v0 : NULL, x, xs, nx, h, hs, nh, a + 8 * v0,
-                                                a2 ? a2 + 8 * v0 : NULL, as);
-    }
-}
+#endif
+#ifdef PRN__HAVE_AVX2
+/* The same operations eight units at a time: prn__fr_exp8, _sigm8,
+ * _tanh8, _gates8, the tiles prn__fr_tile<NV>x<NR>_8 and prn__fr_mv8:
+ * TEMPLATE FR_SIMD */
+#define PRN__TPL_FR_SIMD
+#define PRN__SFX 8
+#define PRN__ATTR PRN__AVX2
+#include PARRNN_SELF_PATH
 #endif
 #ifdef PRN__HAVE_AVX512
-/* The same, sixteen units at a time (blocks of sixteen columns). */
-PRN__FN_INLINE PRN__AVX512 void prn__fr_exp16(__m512 x, int dbl, __m512 *p_out, __m512 *s_out) {
-    const __m512 magic = _mm512_set1_ps(12582912.0f), lim = _mm512_set1_ps(dbl ? 10.0f : 87.0f);
-    __m512 t, n, r, r2, a, b, c, p, kx;
-    __m512i e;
-    x = _mm512_max_ps(x, _mm512_sub_ps(_mm512_setzero_ps(), lim));
-    x = _mm512_min_ps(x, lim);
-    t = _mm512_fmadd_ps(x, _mm512_set1_ps(dbl ? 2.0f * 1.44269504088896341f : -1.44269504088896341f), magic);
-    kx = dbl ? _mm512_add_ps(x, x) : x; /* dbl = 0: r holds -r, as in prn__fr_exp */
-    n = _mm512_sub_ps(t, magic);
-    r = _mm512_fmadd_ps(n, _mm512_set1_ps(dbl ? -0.693359375f : 0.693359375f), kx);
-    r = _mm512_fmadd_ps(n, _mm512_set1_ps(dbl ? 2.12194440e-4f : -2.12194440e-4f), r);
-    r2 = _mm512_mul_ps(r, r);
-    a = _mm512_fmadd_ps(_mm512_set1_ps(dbl ? 1.6666665459e-1f : -1.6666665459e-1f), r, _mm512_set1_ps(5.0000001201e-1f));
-    b = _mm512_fmadd_ps(_mm512_set1_ps(dbl ? 8.3334519073e-3f : -8.3334519073e-3f), r, _mm512_set1_ps(4.1665795894e-2f));
-    c = _mm512_fmadd_ps(_mm512_set1_ps(dbl ? 1.9875691500e-4f : -1.9875691500e-4f), r, _mm512_set1_ps(1.3981999507e-3f));
-    p = _mm512_fmadd_ps(r2, _mm512_fmadd_ps(r2, c, b), a);
-    p = _mm512_fmadd_ps(r2, p, dbl ? _mm512_add_ps(r, _mm512_set1_ps(1.0f)) : _mm512_sub_ps(_mm512_set1_ps(1.0f), r));
-    e = _mm512_slli_epi32(_mm512_add_epi32(_mm512_sub_epi32(_mm512_castps_si512(t), _mm512_castps_si512(magic)),
-                                           _mm512_set1_epi32(127)), 23);
-    *p_out = p;
-    *s_out = _mm512_castsi512_ps(e);
-}
-PRN__FN_INLINE PRN__AVX512 __m512 prn__fr_sigm16(__m512 x) {
-    __m512 p, s;
-    prn__fr_exp16(x, 0, &p, &s);
-    return _mm512_div_ps(_mm512_set1_ps(1.0f), _mm512_fmadd_ps(p, s, _mm512_set1_ps(1.0f)));
-}
-PRN__FN_INLINE PRN__AVX512 __m512 prn__fr_tanh16(__m512 x) {
-    __m512 p, s;
-    prn__fr_exp16(x, 1, &p, &s);
-    return _mm512_div_ps(_mm512_fmadd_ps(p, s, _mm512_set1_ps(-1.0f)), _mm512_fmadd_ps(p, s, _mm512_set1_ps(1.0f)));
-}
-PRN__FN PRN__AVX512 void prn__fr_gates16(int kind, int relu, size_t Hp, const float *a, const float *q, float *h, float *c) {
-    size_t i;
-    for (i = 0; i < Hp; i += 16) {
-        if (kind == PRN_RNN_ELMAN) {
-            __m512 p = _mm512_loadu_ps(a + i); /* the sums */
-            _mm512_storeu_ps(h + i, relu ? _mm512_max_ps(p, _mm512_setzero_ps()) : prn__fr_tanh16(p));
-        } else if (kind == PRN_RNN_LSTM) { /* as prn__fr_gates_ref's: three divisions */
-            const __m512 one = _mm512_set1_ps(1.0f), mone = _mm512_set1_ps(-1.0f);
-            __m512 pi, si, pf, sf, pg, sg, po, so, pc, sc, cn;
-            prn__fr_exp16(_mm512_loadu_ps(a + i), 0, &pi, &si);
-            prn__fr_exp16(_mm512_loadu_ps(a + Hp + i), 0, &pf, &sf);
-            prn__fr_exp16(_mm512_loadu_ps(a + 2 * Hp + i), 1, &pg, &sg);
-            prn__fr_exp16(_mm512_loadu_ps(a + 3 * Hp + i), 0, &po, &so);
-            cn = _mm512_add_ps(_mm512_div_ps(_mm512_loadu_ps(c + i), _mm512_fmadd_ps(pf, sf, one)),
-                               _mm512_div_ps(_mm512_fmadd_ps(pg, sg, mone), _mm512_mul_ps(_mm512_fmadd_ps(pi, si, one), _mm512_fmadd_ps(pg, sg, one))));
-            _mm512_storeu_ps(c + i, cn);
-            prn__fr_exp16(cn, 1, &pc, &sc);
-            _mm512_storeu_ps(h + i, _mm512_div_ps(_mm512_fmadd_ps(pc, sc, mone), _mm512_mul_ps(_mm512_fmadd_ps(po, so, one), _mm512_fmadd_ps(pc, sc, one))));
-        } else {
-            __m512 rg = prn__fr_sigm16(_mm512_add_ps(_mm512_loadu_ps(a + i), _mm512_loadu_ps(q + i))), zg = prn__fr_sigm16(_mm512_add_ps(_mm512_loadu_ps(a + Hp + i), _mm512_loadu_ps(q + Hp + i)));
-            __m512 n = prn__fr_tanh16(_mm512_fmadd_ps(rg, _mm512_loadu_ps(q + 2 * Hp + i), _mm512_loadu_ps(a + 2 * Hp + i)));
-            _mm512_storeu_ps(h + i, _mm512_fmadd_ps(zg, _mm512_sub_ps(_mm512_loadu_ps(h + i), n), n));
-        }
-    }
-}
-#define PRN__FR_RV(M) M(0, 0) M(0, 1) M(0, 2) M(0, 3) M(0, 4) M(0, 5) M(0, 6) M(0, 7) \
-                      M(1, 0) M(1, 1) M(1, 2) M(1, 3) M(2, 0) M(2, 1) M(3, 0) M(3, 1)
-#define PRN__FR_INIT(r, v) if ((r) < NR_ && (v) < NV_) acc[r][v] = _mm512_loadu_ps(bias + 16 * (v)), acc2[r][v] = bias2 ? _mm512_loadu_ps(bias2 + 16 * (v)) : _mm512_setzero_ps();
-#define PRN__FR_FMA(r, v) if ((r) < NR_ && (v) < NV_) acc[r][v] = _mm512_fmadd_ps(_mm512_load_ps(w + (v) * bs), s[r], acc[r][v]);
-#define PRN__FR_FMA2(r, v) if ((r) < NR_ && (v) < NV_) acc2[r][v] = _mm512_fmadd_ps(_mm512_load_ps(w + (v) * bs), s[r], acc2[r][v]);
-#define PRN__FR_STORE(r, v) if ((r) < NR_ && (v) < NV_) { if (a2) _mm512_storeu_ps(a + (r) * as + 16 * (v), acc[r][v]), _mm512_storeu_ps(a2 + (r) * as + 16 * (v), acc2[r][v]); else _mm512_storeu_ps(a + (r) * as + 16 * (v), _mm512_add_ps(acc[r][v], acc2[r][v])); }
-/* A tile of NR rows x NV registers of 16 columns, its accumulators in
- * registers: NV_ and NR_ are constants where it is inlined (the tiles
- * below), so the conditions on them fold away and every acc[r][v] has
- * constant indices (a register); each row's chains as prn__fr_mv_ref's.
- * PRN__FR_RV lists the (r, v) pairs, the helpers one step of one pair. */
-PRN__FN_INLINE PRN__AVX512 void prn__fr_tile16(const int NV_, const int NR_, const float *W, size_t bs, const float *bias,
-                                   const float *bias2, const float *x, size_t xs, size_t nx, const float *h, size_t hs,
-                                   size_t nh, float *a, float *a2, size_t as) {
-    __m512 acc[4][8], acc2[4][8], s[4];
-    const float *w = W;
-    size_t k;
-    PRN__FR_RV(PRN__FR_INIT)
-    for (k = 0; k < nx; ++k, w += 16) {
-        s[0] = _mm512_set1_ps(x[k]);
-        if (NR_ > 1) s[1] = _mm512_set1_ps(x[xs + k]);
-        if (NR_ > 2) s[2] = _mm512_set1_ps(x[2 * xs + k]);
-        if (NR_ > 3) s[3] = _mm512_set1_ps(x[3 * xs + k]);
-        PRN__FR_RV(PRN__FR_FMA)
-    }
-    for (k = 0; k < nh; ++k, w += 16) {
-        s[0] = _mm512_set1_ps(h[k]);
-        if (NR_ > 1) s[1] = _mm512_set1_ps(h[hs + k]);
-        if (NR_ > 2) s[2] = _mm512_set1_ps(h[2 * hs + k]);
-        if (NR_ > 3) s[3] = _mm512_set1_ps(h[3 * hs + k]);
-        PRN__FR_RV(PRN__FR_FMA2)
-    }
-    PRN__FR_RV(PRN__FR_STORE)
-}
-/* the tiles prn__fr_tile16_<NV>x<NR> (parameters: PRN__FR_TILE_PARAMS) */
-PRN__FN PRN__AVX512 void prn__fr_tile16_1x1(PRN__FR_TILE_PARAMS) { prn__fr_tile16(1, 1, PRN__FR_TILE_ARGS); }
-PRN__FN PRN__AVX512 void prn__fr_tile16_2x1(PRN__FR_TILE_PARAMS) { prn__fr_tile16(2, 1, PRN__FR_TILE_ARGS); }
-PRN__FN PRN__AVX512 void prn__fr_tile16_3x1(PRN__FR_TILE_PARAMS) { prn__fr_tile16(3, 1, PRN__FR_TILE_ARGS); }
-PRN__FN PRN__AVX512 void prn__fr_tile16_4x1(PRN__FR_TILE_PARAMS) { prn__fr_tile16(4, 1, PRN__FR_TILE_ARGS); }
-PRN__FN PRN__AVX512 void prn__fr_tile16_5x1(PRN__FR_TILE_PARAMS) { prn__fr_tile16(5, 1, PRN__FR_TILE_ARGS); }
-PRN__FN PRN__AVX512 void prn__fr_tile16_6x1(PRN__FR_TILE_PARAMS) { prn__fr_tile16(6, 1, PRN__FR_TILE_ARGS); }
-PRN__FN PRN__AVX512 void prn__fr_tile16_7x1(PRN__FR_TILE_PARAMS) { prn__fr_tile16(7, 1, PRN__FR_TILE_ARGS); }
-PRN__FN PRN__AVX512 void prn__fr_tile16_8x1(PRN__FR_TILE_PARAMS) { prn__fr_tile16(8, 1, PRN__FR_TILE_ARGS); }
-PRN__FN PRN__AVX512 void prn__fr_tile16_1x2(PRN__FR_TILE_PARAMS) { prn__fr_tile16(1, 2, PRN__FR_TILE_ARGS); }
-PRN__FN PRN__AVX512 void prn__fr_tile16_2x2(PRN__FR_TILE_PARAMS) { prn__fr_tile16(2, 2, PRN__FR_TILE_ARGS); }
-PRN__FN PRN__AVX512 void prn__fr_tile16_3x2(PRN__FR_TILE_PARAMS) { prn__fr_tile16(3, 2, PRN__FR_TILE_ARGS); }
-PRN__FN PRN__AVX512 void prn__fr_tile16_4x2(PRN__FR_TILE_PARAMS) { prn__fr_tile16(4, 2, PRN__FR_TILE_ARGS); }
-PRN__FN PRN__AVX512 void prn__fr_tile16_1x4(PRN__FR_TILE_PARAMS) { prn__fr_tile16(1, 4, PRN__FR_TILE_ARGS); }
-PRN__FN PRN__AVX512 void prn__fr_tile16_2x4(PRN__FR_TILE_PARAMS) { prn__fr_tile16(2, 4, PRN__FR_TILE_ARGS); }
-#undef PRN__FR_RV
-#undef PRN__FR_INIT
-#undef PRN__FR_FMA
-#undef PRN__FR_FMA2
-#undef PRN__FR_STORE
-typedef void (*prn__fr_tile16_fn)(const float *, size_t, const float *, const float *, const float *, size_t, size_t, const float *,
-                                size_t, size_t, float *, float *, size_t);
-/* R rows (1, 2 or 4) in tiles of at most 8 / R blocks of columns. */
-PRN__FN PRN__AVX512 void prn__fr_mv16(const float *W, size_t nv, const float *bias, const float *bias2, const float *x, size_t xs, size_t nx,
-                                   const float *h, size_t hs, size_t nh, size_t R, float *a, float *a2, size_t as) {
-    static const prn__fr_tile16_fn t1[8] = {prn__fr_tile16_1x1, prn__fr_tile16_2x1, prn__fr_tile16_3x1, prn__fr_tile16_4x1,
-                                          prn__fr_tile16_5x1, prn__fr_tile16_6x1, prn__fr_tile16_7x1, prn__fr_tile16_8x1};
-    static const prn__fr_tile16_fn t2[4] = {prn__fr_tile16_1x2, prn__fr_tile16_2x2, prn__fr_tile16_3x2, prn__fr_tile16_4x2};
-    static const prn__fr_tile16_fn t4[2] = {prn__fr_tile16_1x4, prn__fr_tile16_2x4};
-    size_t bs = (nx + nh) * 16, maxv = R == 4 ? 2 : R == 2 ? 4 : 8, v0, m;
-    for (v0 = 0; v0 < nv; v0 += m) {
-        m = nv - v0 < maxv ? nv - v0 : maxv;
-        /* the tile from its own table: indexing a ?: of arrays of different
-         * lengths reads as out of bounds to UBSan's object-size check */
-        const prn__fr_tile16_fn fn = R == 4 ? t4[m - 1] : R == 2 ? t2[m - 1] : t1[m - 1];
-        fn(W + bs * v0, bs, bias + 16 * v0, bias2 ? bias2 + 16 * v0 : NULL, x, xs, nx, h, hs, nh, a + 16 * v0,
-                                                a2 ? a2 + 16 * v0 : NULL, as);
-    }
-}
+/* sixteen at a time (prn__fr_exp16 ... prn__fr_mv16): TEMPLATE FR_SIMD */
+#define PRN__TPL_FR_SIMD
+#define PRN__SFX 16
+#define PRN__ATTR PRN__AVX512
+#include PARRNN_SELF_PATH
 #endif
-#undef PRN__FR_TILE_PARAMS
-#undef PRN__FR_TILE_ARGS
 
 /* nb: blocks of f->bw columns */
 PRN__FN_INLINE void prn__fr_mv(const prn_rnn_framef *f, const float *W, size_t nb, const float *bias, const float *bias2, const float *x, size_t xs,
@@ -15356,6 +15105,264 @@ PRN__FN PRN__ATTR PRN__DZ_DBG PRN__DZ_TS void prn__dz_ts_group_T(const prn__dz *
 #undef prn__dz_tout_T
 #undef PRN__SPEC
 #endif /* PRN__TPL_DEER_TS */
+
+/* ---- FR_SIMD: the frames' SIMD kernels, PRN__SFX units at a time
+ * (parameters: SFX, the vector width in floats and the names' suffix: 8
+ * for AVX2, 16 for AVX-512; ATTR). Generates prn__fr_exp<sfx>,
+ * prn__fr_sigm<sfx>, prn__fr_tanh<sfx>, prn__fr_gates<sfx>, the register
+ * tiles prn__fr_tile<NV>x<NR>_<sfx> and prn__fr_mv<sfx>, each the scalar
+ * kernel's (prn__fr_exp, prn__fr_gates_ref, prn__fr_mv_ref) operations on
+ * vectors of SFX units. The width picks the intrinsics (PRN__FV_*) and
+ * how many accumulators a tile may hold (PRN__FV_MAXV<R>). */
+#ifdef PRN__TPL_FR_SIMD
+#undef PRN__TPL_FR_SIMD
+#if PRN__SFX == 8
+#define PRN__FV __m256
+#define PRN__FVI __m256i
+#define PRN__FV_SET1 _mm256_set1_ps
+#define PRN__FV_ZERO _mm256_setzero_ps
+#define PRN__FV_LOADU _mm256_loadu_ps
+#define PRN__FV_LOAD _mm256_load_ps
+#define PRN__FV_STOREU _mm256_storeu_ps
+#define PRN__FV_FMADD _mm256_fmadd_ps
+#define PRN__FV_ADD _mm256_add_ps
+#define PRN__FV_SUB _mm256_sub_ps
+#define PRN__FV_MUL _mm256_mul_ps
+#define PRN__FV_DIV _mm256_div_ps
+#define PRN__FV_MAX _mm256_max_ps
+#define PRN__FV_MIN _mm256_min_ps
+#define PRN__FV_AS_INT _mm256_castps_si256
+#define PRN__FV_AS_FLOAT _mm256_castsi256_ps
+#define PRN__FV_ADD_I32 _mm256_add_epi32
+#define PRN__FV_SUB_I32 _mm256_sub_epi32
+#define PRN__FV_SET1_I32 _mm256_set1_epi32
+#define PRN__FV_SHL_I32 _mm256_slli_epi32
+/* at most 6 accumulators of each chain in a one-row tile: 12 of the 16 registers */
+#define PRN__FV_MAXV1 6
+#define PRN__FV_MAXV2 3
+#define PRN__FV_MAXV4 1
+#else
+#define PRN__FV __m512
+#define PRN__FVI __m512i
+#define PRN__FV_SET1 _mm512_set1_ps
+#define PRN__FV_ZERO _mm512_setzero_ps
+#define PRN__FV_LOADU _mm512_loadu_ps
+#define PRN__FV_LOAD _mm512_load_ps
+#define PRN__FV_STOREU _mm512_storeu_ps
+#define PRN__FV_FMADD _mm512_fmadd_ps
+#define PRN__FV_ADD _mm512_add_ps
+#define PRN__FV_SUB _mm512_sub_ps
+#define PRN__FV_MUL _mm512_mul_ps
+#define PRN__FV_DIV _mm512_div_ps
+#define PRN__FV_MAX _mm512_max_ps
+#define PRN__FV_MIN _mm512_min_ps
+#define PRN__FV_AS_INT _mm512_castps_si512
+#define PRN__FV_AS_FLOAT _mm512_castsi512_ps
+#define PRN__FV_ADD_I32 _mm512_add_epi32
+#define PRN__FV_SUB_I32 _mm512_sub_epi32
+#define PRN__FV_SET1_I32 _mm512_set1_epi32
+#define PRN__FV_SHL_I32 _mm512_slli_epi32
+/* 32 registers: at most 8 accumulators of each chain, 16 of them */
+#define PRN__FV_MAXV1 8
+#define PRN__FV_MAXV2 4
+#define PRN__FV_MAXV4 2
+#endif
+#define prn__fr_exp_T PRN__TNAME(prn__fr_exp)
+#define prn__fr_sigm_T PRN__TNAME(prn__fr_sigm)
+#define prn__fr_tanh_T PRN__TNAME(prn__fr_tanh)
+#define prn__fr_gates_T PRN__TNAME(prn__fr_gates)
+#define prn__fr_tile_T PRN__TNAME(prn__fr_tile)
+#define prn__fr_tile1x1_T PRN__TNAME(prn__fr_tile1x1_)
+#define prn__fr_tile2x1_T PRN__TNAME(prn__fr_tile2x1_)
+#define prn__fr_tile3x1_T PRN__TNAME(prn__fr_tile3x1_)
+#define prn__fr_tile4x1_T PRN__TNAME(prn__fr_tile4x1_)
+#define prn__fr_tile5x1_T PRN__TNAME(prn__fr_tile5x1_)
+#define prn__fr_tile6x1_T PRN__TNAME(prn__fr_tile6x1_)
+#define prn__fr_tile7x1_T PRN__TNAME(prn__fr_tile7x1_)
+#define prn__fr_tile8x1_T PRN__TNAME(prn__fr_tile8x1_)
+#define prn__fr_tile1x2_T PRN__TNAME(prn__fr_tile1x2_)
+#define prn__fr_tile2x2_T PRN__TNAME(prn__fr_tile2x2_)
+#define prn__fr_tile3x2_T PRN__TNAME(prn__fr_tile3x2_)
+#define prn__fr_tile4x2_T PRN__TNAME(prn__fr_tile4x2_)
+#define prn__fr_tile1x4_T PRN__TNAME(prn__fr_tile1x4_)
+#define prn__fr_tile2x4_T PRN__TNAME(prn__fr_tile2x4_)
+#define prn__fr_mv_T PRN__TNAME(prn__fr_mv)
+/* exp(x) (dbl = 0: exp(-x); dbl = 1: exp(2x)) as p * s, s a power of two, as prn__fr_exp */
+PRN__FN_INLINE PRN__ATTR void prn__fr_exp_T(PRN__FV x, int dbl, PRN__FV *p_out, PRN__FV *s_out) {
+    const PRN__FV magic = PRN__FV_SET1(12582912.0f), lim = PRN__FV_SET1(dbl ? 10.0f : 87.0f);
+    PRN__FV t, n, r, r2, a, b, c, p, kx;
+    PRN__FVI e;
+    x = PRN__FV_MAX(x, PRN__FV_SUB(PRN__FV_ZERO(), lim));
+    x = PRN__FV_MIN(x, lim);
+    t = PRN__FV_FMADD(x, PRN__FV_SET1(dbl ? 2.0f * 1.44269504088896341f : -1.44269504088896341f), magic);
+    kx = dbl ? PRN__FV_ADD(x, x) : x; /* dbl = 0: r holds -r, as in prn__fr_exp */
+    n = PRN__FV_SUB(t, magic);
+    r = PRN__FV_FMADD(n, PRN__FV_SET1(dbl ? -0.693359375f : 0.693359375f), kx);
+    r = PRN__FV_FMADD(n, PRN__FV_SET1(dbl ? 2.12194440e-4f : -2.12194440e-4f), r);
+    r2 = PRN__FV_MUL(r, r);
+    a = PRN__FV_FMADD(PRN__FV_SET1(dbl ? 1.6666665459e-1f : -1.6666665459e-1f), r, PRN__FV_SET1(5.0000001201e-1f));
+    b = PRN__FV_FMADD(PRN__FV_SET1(dbl ? 8.3334519073e-3f : -8.3334519073e-3f), r, PRN__FV_SET1(4.1665795894e-2f));
+    c = PRN__FV_FMADD(PRN__FV_SET1(dbl ? 1.9875691500e-4f : -1.9875691500e-4f), r, PRN__FV_SET1(1.3981999507e-3f));
+    p = PRN__FV_FMADD(r2, PRN__FV_FMADD(r2, c, b), a);
+    p = PRN__FV_FMADD(r2, p, dbl ? PRN__FV_ADD(r, PRN__FV_SET1(1.0f)) : PRN__FV_SUB(PRN__FV_SET1(1.0f), r));
+    e = PRN__FV_SHL_I32(PRN__FV_ADD_I32(PRN__FV_SUB_I32(PRN__FV_AS_INT(t), PRN__FV_AS_INT(magic)), PRN__FV_SET1_I32(127)), 23);
+    *p_out = p;
+    *s_out = PRN__FV_AS_FLOAT(e);
+}
+PRN__FN_INLINE PRN__ATTR PRN__FV prn__fr_sigm_T(PRN__FV x) {
+    PRN__FV p, s;
+    prn__fr_exp_T(x, 0, &p, &s);
+    return PRN__FV_DIV(PRN__FV_SET1(1.0f), PRN__FV_FMADD(p, s, PRN__FV_SET1(1.0f)));
+}
+PRN__FN_INLINE PRN__ATTR PRN__FV prn__fr_tanh_T(PRN__FV x) {
+    PRN__FV p, s;
+    prn__fr_exp_T(x, 1, &p, &s);
+    return PRN__FV_DIV(PRN__FV_FMADD(p, s, PRN__FV_SET1(-1.0f)), PRN__FV_FMADD(p, s, PRN__FV_SET1(1.0f)));
+}
+PRN__FN PRN__ATTR void prn__fr_gates_T(int kind, int relu, size_t Hp, const float *a, const float *q, float *h, float *c) {
+    size_t i;
+    for (i = 0; i < Hp; i += PRN__SFX) {
+        if (kind == PRN_RNN_ELMAN) {
+            PRN__FV p = PRN__FV_LOADU(a + i); /* the sums */
+            PRN__FV_STOREU(h + i, relu ? PRN__FV_MAX(p, PRN__FV_ZERO()) : prn__fr_tanh_T(p));
+        } else if (kind == PRN_RNN_LSTM) { /* as prn__fr_gates_ref's: three divisions */
+            const PRN__FV one = PRN__FV_SET1(1.0f), mone = PRN__FV_SET1(-1.0f);
+            PRN__FV pi, si, pf, sf, pg, sg, po, so, pc, sc, cn;
+            prn__fr_exp_T(PRN__FV_LOADU(a + i), 0, &pi, &si);
+            prn__fr_exp_T(PRN__FV_LOADU(a + Hp + i), 0, &pf, &sf);
+            prn__fr_exp_T(PRN__FV_LOADU(a + 2 * Hp + i), 1, &pg, &sg);
+            prn__fr_exp_T(PRN__FV_LOADU(a + 3 * Hp + i), 0, &po, &so);
+            cn = PRN__FV_ADD(PRN__FV_DIV(PRN__FV_LOADU(c + i), PRN__FV_FMADD(pf, sf, one)),
+                             PRN__FV_DIV(PRN__FV_FMADD(pg, sg, mone), PRN__FV_MUL(PRN__FV_FMADD(pi, si, one), PRN__FV_FMADD(pg, sg, one))));
+            PRN__FV_STOREU(c + i, cn);
+            prn__fr_exp_T(cn, 1, &pc, &sc);
+            PRN__FV_STOREU(h + i, PRN__FV_DIV(PRN__FV_FMADD(pc, sc, mone), PRN__FV_MUL(PRN__FV_FMADD(po, so, one), PRN__FV_FMADD(pc, sc, one))));
+        } else {
+            PRN__FV rg = prn__fr_sigm_T(PRN__FV_ADD(PRN__FV_LOADU(a + i), PRN__FV_LOADU(q + i)));
+            PRN__FV zg = prn__fr_sigm_T(PRN__FV_ADD(PRN__FV_LOADU(a + Hp + i), PRN__FV_LOADU(q + Hp + i)));
+            PRN__FV n = prn__fr_tanh_T(PRN__FV_FMADD(rg, PRN__FV_LOADU(q + 2 * Hp + i), PRN__FV_LOADU(a + 2 * Hp + i)));
+            PRN__FV_STOREU(h + i, PRN__FV_FMADD(zg, PRN__FV_SUB(PRN__FV_LOADU(h + i), n), n));
+        }
+    }
+}
+/* The tiles' parameter list and the call that passes it on (prn__fr_tile_fn) */
+#define PRN__FR_TILE_PARAMS const float *W, size_t bs, const float *bias, const float *bias2, const float *x, size_t xs, size_t nx, const float *h, size_t hs, size_t nh, float *a, float *a2, size_t as
+#define PRN__FR_TILE_ARGS W, bs, bias, bias2, x, xs, nx, h, hs, nh, a, a2, as
+#define PRN__FR_RV(M) M(0, 0) M(0, 1) M(0, 2) M(0, 3) M(0, 4) M(0, 5) M(0, 6) M(0, 7) \
+                      M(1, 0) M(1, 1) M(1, 2) M(1, 3) M(2, 0) M(2, 1) M(3, 0) M(3, 1)
+#define PRN__FR_INIT(r, v) if ((r) < NR_ && (v) < NV_) acc[r][v] = PRN__FV_LOADU(bias + PRN__SFX * (v)), acc2[r][v] = bias2 ? PRN__FV_LOADU(bias2 + PRN__SFX * (v)) : PRN__FV_ZERO();
+#define PRN__FR_FMA(r, v) if ((r) < NR_ && (v) < NV_) acc[r][v] = PRN__FV_FMADD(PRN__FV_LOAD(w + (v) * bs), s[r], acc[r][v]);
+#define PRN__FR_FMA2(r, v) if ((r) < NR_ && (v) < NV_) acc2[r][v] = PRN__FV_FMADD(PRN__FV_LOAD(w + (v) * bs), s[r], acc2[r][v]);
+#define PRN__FR_STORE(r, v) if ((r) < NR_ && (v) < NV_) { if (a2) PRN__FV_STOREU(a + (r) * as + PRN__SFX * (v), acc[r][v]), PRN__FV_STOREU(a2 + (r) * as + PRN__SFX * (v), acc2[r][v]); else PRN__FV_STOREU(a + (r) * as + PRN__SFX * (v), PRN__FV_ADD(acc[r][v], acc2[r][v])); }
+/* A tile of NR rows x NV registers of SFX columns, its accumulators in
+ * registers: NV_ and NR_ are constants where it is inlined (the tiles
+ * below), so the conditions on them fold away and every acc[r][v] has
+ * constant indices (a register); each row's chains as prn__fr_mv_ref's.
+ * PRN__FR_RV lists the (r, v) pairs, the helpers one step of one pair. */
+PRN__FN_INLINE PRN__ATTR void prn__fr_tile_T(const int NV_, const int NR_, PRN__FR_TILE_PARAMS) {
+    PRN__FV acc[4][8], acc2[4][8], s[4];
+    const float *w = W;
+    size_t k;
+    PRN__FR_RV(PRN__FR_INIT)
+    for (k = 0; k < nx; ++k, w += PRN__SFX) {
+        s[0] = PRN__FV_SET1(x[k]);
+        if (NR_ > 1) s[1] = PRN__FV_SET1(x[xs + k]);
+        if (NR_ > 2) s[2] = PRN__FV_SET1(x[2 * xs + k]);
+        if (NR_ > 3) s[3] = PRN__FV_SET1(x[3 * xs + k]);
+        PRN__FR_RV(PRN__FR_FMA)
+    }
+    for (k = 0; k < nh; ++k, w += PRN__SFX) {
+        s[0] = PRN__FV_SET1(h[k]);
+        if (NR_ > 1) s[1] = PRN__FV_SET1(h[hs + k]);
+        if (NR_ > 2) s[2] = PRN__FV_SET1(h[2 * hs + k]);
+        if (NR_ > 3) s[3] = PRN__FV_SET1(h[3 * hs + k]);
+        PRN__FR_RV(PRN__FR_FMA2)
+    }
+    PRN__FR_RV(PRN__FR_STORE)
+}
+/* the tiles prn__fr_tile<NV>x<NR>_<sfx> */
+PRN__FN PRN__ATTR void prn__fr_tile1x1_T(PRN__FR_TILE_PARAMS) { prn__fr_tile_T(1, 1, PRN__FR_TILE_ARGS); }
+PRN__FN PRN__ATTR void prn__fr_tile2x1_T(PRN__FR_TILE_PARAMS) { prn__fr_tile_T(2, 1, PRN__FR_TILE_ARGS); }
+PRN__FN PRN__ATTR void prn__fr_tile3x1_T(PRN__FR_TILE_PARAMS) { prn__fr_tile_T(3, 1, PRN__FR_TILE_ARGS); }
+PRN__FN PRN__ATTR void prn__fr_tile4x1_T(PRN__FR_TILE_PARAMS) { prn__fr_tile_T(4, 1, PRN__FR_TILE_ARGS); }
+PRN__FN PRN__ATTR void prn__fr_tile5x1_T(PRN__FR_TILE_PARAMS) { prn__fr_tile_T(5, 1, PRN__FR_TILE_ARGS); }
+PRN__FN PRN__ATTR void prn__fr_tile6x1_T(PRN__FR_TILE_PARAMS) { prn__fr_tile_T(6, 1, PRN__FR_TILE_ARGS); }
+PRN__FN PRN__ATTR void prn__fr_tile7x1_T(PRN__FR_TILE_PARAMS) { prn__fr_tile_T(7, 1, PRN__FR_TILE_ARGS); }
+PRN__FN PRN__ATTR void prn__fr_tile8x1_T(PRN__FR_TILE_PARAMS) { prn__fr_tile_T(8, 1, PRN__FR_TILE_ARGS); }
+PRN__FN PRN__ATTR void prn__fr_tile1x2_T(PRN__FR_TILE_PARAMS) { prn__fr_tile_T(1, 2, PRN__FR_TILE_ARGS); }
+PRN__FN PRN__ATTR void prn__fr_tile2x2_T(PRN__FR_TILE_PARAMS) { prn__fr_tile_T(2, 2, PRN__FR_TILE_ARGS); }
+PRN__FN PRN__ATTR void prn__fr_tile3x2_T(PRN__FR_TILE_PARAMS) { prn__fr_tile_T(3, 2, PRN__FR_TILE_ARGS); }
+PRN__FN PRN__ATTR void prn__fr_tile4x2_T(PRN__FR_TILE_PARAMS) { prn__fr_tile_T(4, 2, PRN__FR_TILE_ARGS); }
+PRN__FN PRN__ATTR void prn__fr_tile1x4_T(PRN__FR_TILE_PARAMS) { prn__fr_tile_T(1, 4, PRN__FR_TILE_ARGS); }
+PRN__FN PRN__ATTR void prn__fr_tile2x4_T(PRN__FR_TILE_PARAMS) { prn__fr_tile_T(2, 4, PRN__FR_TILE_ARGS); }
+/* R rows (1, 2 or 4) in tiles of at most PRN__FV_MAXV<R> blocks of columns. */
+PRN__FN PRN__ATTR void prn__fr_mv_T(const float *W, size_t nv, const float *bias, const float *bias2, const float *x, size_t xs, size_t nx,
+                                    const float *h, size_t hs, size_t nh, size_t R, float *a, float *a2, size_t as) {
+    static const prn__fr_tile_fn t1[8] = {prn__fr_tile1x1_T, prn__fr_tile2x1_T, prn__fr_tile3x1_T, prn__fr_tile4x1_T,
+                                          prn__fr_tile5x1_T, prn__fr_tile6x1_T, prn__fr_tile7x1_T, prn__fr_tile8x1_T};
+    static const prn__fr_tile_fn t2[4] = {prn__fr_tile1x2_T, prn__fr_tile2x2_T, prn__fr_tile3x2_T, prn__fr_tile4x2_T};
+    static const prn__fr_tile_fn t4[2] = {prn__fr_tile1x4_T, prn__fr_tile2x4_T};
+    size_t bs = (nx + nh) * PRN__SFX, maxv = R == 4 ? PRN__FV_MAXV4 : R == 2 ? PRN__FV_MAXV2 : PRN__FV_MAXV1, v0, m;
+    for (v0 = 0; v0 < nv; v0 += m) {
+        m = nv - v0 < maxv ? nv - v0 : maxv;
+        /* the tile from its own table: indexing a ?: of arrays of different
+         * lengths reads as out of bounds to UBSan's object-size check */
+        const prn__fr_tile_fn fn = R == 4 ? t4[m - 1] : R == 2 ? t2[m - 1] : t1[m - 1];
+        fn(W + bs * v0, bs, bias + PRN__SFX * v0, bias2 ? bias2 + PRN__SFX * v0 : NULL, x, xs, nx, h, hs, nh, a + PRN__SFX * v0,
+           a2 ? a2 + PRN__SFX * v0 : NULL, as);
+    }
+}
+#undef PRN__FR_TILE_PARAMS
+#undef PRN__FR_TILE_ARGS
+#undef PRN__FR_RV
+#undef PRN__FR_INIT
+#undef PRN__FR_FMA
+#undef PRN__FR_FMA2
+#undef PRN__FR_STORE
+#undef prn__fr_exp_T
+#undef prn__fr_sigm_T
+#undef prn__fr_tanh_T
+#undef prn__fr_gates_T
+#undef prn__fr_tile_T
+#undef prn__fr_tile1x1_T
+#undef prn__fr_tile2x1_T
+#undef prn__fr_tile3x1_T
+#undef prn__fr_tile4x1_T
+#undef prn__fr_tile5x1_T
+#undef prn__fr_tile6x1_T
+#undef prn__fr_tile7x1_T
+#undef prn__fr_tile8x1_T
+#undef prn__fr_tile1x2_T
+#undef prn__fr_tile2x2_T
+#undef prn__fr_tile3x2_T
+#undef prn__fr_tile4x2_T
+#undef prn__fr_tile1x4_T
+#undef prn__fr_tile2x4_T
+#undef prn__fr_mv_T
+#undef PRN__FV
+#undef PRN__FVI
+#undef PRN__FV_SET1
+#undef PRN__FV_ZERO
+#undef PRN__FV_LOADU
+#undef PRN__FV_LOAD
+#undef PRN__FV_STOREU
+#undef PRN__FV_FMADD
+#undef PRN__FV_ADD
+#undef PRN__FV_SUB
+#undef PRN__FV_MUL
+#undef PRN__FV_DIV
+#undef PRN__FV_MAX
+#undef PRN__FV_MIN
+#undef PRN__FV_AS_INT
+#undef PRN__FV_AS_FLOAT
+#undef PRN__FV_ADD_I32
+#undef PRN__FV_SUB_I32
+#undef PRN__FV_SET1_I32
+#undef PRN__FV_SHL_I32
+#undef PRN__FV_MAXV1
+#undef PRN__FV_MAXV2
+#undef PRN__FV_MAXV4
+#endif /* PRN__TPL_FR_SIMD */
 
 /* (end of DEER and the frames' kernels) */
 
