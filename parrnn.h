@@ -113,12 +113,14 @@
  *     prn_pwl_free(ctx, m), prn_scyfi_free(ctx, r).
  *   - The context comes first, outputs come last (a pointer to what is
  *     written); every fallible call returns a prn_status.
- *   - Sizes, counts and lengths are size_t (prn_eigenvalues' n, the
- *     dimensions of tensors, cells and networks, SCYFI's solve counts as
- *     uint64_t); int is for flags, axes, enums, indices into short lists
- *     (params, slots) and the small fields of prn_pwl_model and
- *     prn_scyfi_result (M, H, P, k, counts of cycles), which the model
- *     files bound to 65536.
+ *   - Sizes, counts and lengths are size_t: prn_eigenvalues' n, the
+ *     dimensions of tensors, cells and networks, prn_pwl_model's M, H and
+ *     P, SCYFI's orders, loop counts, batch and cycle counts (kmax, outer,
+ *     inner, batch, pool_size, max_cycles; a cycle's k, a result's M,
+ *     num_cycles and count[]); counts that can pass 2^32 on any machine
+ *     are uint64_t (SCYFI's solves and singular, exhaustive_limit). int
+ *     is for flags, axes, enums and indices into short lists (params,
+ *     slots).
  *   - "cell" is a recurrent unit made by a prn_<kind>_create (prn_cell)
  *     and nothing else: DEER's user-supplied f is a prn_deer_system, and
  *     the backend slots that fuse one step of the classic networks' gates
@@ -1226,9 +1228,9 @@ typedef enum prn_pwl_kind {
  * (or the loader's, see prn_pwl_load). */
 typedef struct prn_pwl_model {
     prn_pwl_kind kind;
-    int M;         /* state size                                          */
-    int H;         /* hidden size (shallow kinds; the others ignore it)   */
-    int P;         /* alrnn: the last P units are ReLUs (0 <= P <= M)     */
+    size_t M;      /* state size                                          */
+    size_t H;      /* hidden size (shallow kinds; the others ignore it)   */
+    size_t P;      /* alrnn: the last P units are ReLUs (0 <= P <= M)     */
     int full_A;    /* A is M x M (row-major) when set, else its diagonal  */
     double *A;     /* M or M*M                                            */
     double *W;     /* M*M, row-major (plrnn, alrnn)                       */
@@ -1270,19 +1272,19 @@ PRNDEF void prn_pwl_free(prn_context *ctx, prn_pwl_model *m);
 #define PRN_SCYFI_MAX_KMAX 100000
 /* Zero fields take the defaults in brackets. */
 typedef struct prn_scyfi_options {
-    int kmax;                 /* [1] orders 1 .. kmax (<= PRN_SCYFI_MAX_KMAX) */
-    int outer, inner;         /* [by k, see above] fruitless chains that end
+    size_t kmax;              /* [1] orders 1 .. kmax (<= PRN_SCYFI_MAX_KMAX) */
+    size_t outer, inner;      /* [by k, see above] fruitless chains that end
                                * an order; steps of one chain                  */
     uint64_t seed;            /* [0]                                           */
-    int batch;                /* [max(outer, 4 threads); exhaustive: 256;
+    size_t batch;             /* [max(outer, 4 threads); exhaustive: 256;
                                * capped so the systems take at most 64 MiB]
                                * chains at once                              */
     double tol;               /* [1e-6] duplicate test                         */
     int exhaustive;           /* [0] enumerate every pattern sequence          */
-    double exhaustive_limit;  /* [2^22] most sequences per order               */
-    int pool_size;            /* [1000] shallow kinds: sampled points          */
+    uint64_t exhaustive_limit; /* [2^22] most sequences per order              */
+    size_t pool_size;         /* [1000] shallow kinds: sampled points          */
     double pool_range;        /* [10]                                          */
-    int max_cycles;           /* [0: no limit] stop an order after this many   */
+    size_t max_cycles;        /* [0: no limit] stop an order after this many   */
     int host_products;        /* [0] backends other than the reference form
                                * the k-step products by their batched GEMM
                                * (orders >= 2); 1 keeps them on the CPU      */
@@ -1305,7 +1307,7 @@ typedef struct prn_scyfi_options {
 typedef enum prn_cycle_type { PRN_CYCLE_STABLE, PRN_CYCLE_UNSTABLE, PRN_CYCLE_SADDLE } prn_cycle_type;
 
 typedef struct prn_scyfi_cycle {
-    int k;                /* order                                             */
+    size_t k;             /* order                                             */
     double *points;       /* k x M: z_1 .. z_k in trajectory order             */
     double *eig_re;       /* M eigenvalues of J_k ... J_1 (real parts),        */
     double *eig_im;       /* imaginary parts; sorted by decreasing modulus     */
@@ -1313,10 +1315,10 @@ typedef struct prn_scyfi_cycle {
 } prn_scyfi_cycle;
 
 typedef struct prn_scyfi_result {
-    int M, kmax;
-    int num_cycles;
+    size_t M, kmax;
+    size_t num_cycles;
     prn_scyfi_cycle *cycles;  /* by order, then in the order found            */
-    int *count;               /* [kmax + 1]: count[k] cycles of order k        */
+    size_t *count;            /* [kmax + 1]: count[k] cycles of order k        */
     uint64_t solves;          /* candidate systems solved                      */
     uint64_t singular;        /* of them singular (re-randomised)              */
 } prn_scyfi_result;
@@ -10937,10 +10939,10 @@ PRN__DEF prn_status prn_deer_rnn(prn_context *ctx, const prn_rnn *rnn, prn_tenso
 /* Indicator bits of one pattern. */
 PRN__FN size_t prn__pwl_bits(const prn_pwl_model *m) {
     switch (m->kind) {
-    case PRN_PWL_PLRNN: return (size_t)m->M;
-    case PRN_PWL_ALRNN: return (size_t)m->P;
-    case PRN_PWL_SHPLRNN: return (size_t)m->H;
-    default: return 2 * (size_t)m->H;
+    case PRN_PWL_PLRNN: return m->M;
+    case PRN_PWL_ALRNN: return m->P;
+    case PRN_PWL_SHPLRNN: return m->H;
+    default: return 2 * m->H;
     }
 }
 PRN__FN int prn__pwl_shallow(const prn_pwl_model *m) {
@@ -10948,9 +10950,9 @@ PRN__FN int prn__pwl_shallow(const prn_pwl_model *m) {
 }
 /* The hidden size every buffer is sized by: m->H for the shallow kinds
  * (checked 1 .. PRN__PWL_MAX_DIM), 0 for the others, whose H is not read
- * and may hold anything (a negative H once wrapped a scratch size). */
+ * and may hold anything. */
 PRN__FN size_t prn__pwl_hidden(const prn_pwl_model *m) {
-    return prn__pwl_shallow(m) ? (size_t)m->H : 0;
+    return prn__pwl_shallow(m) ? m->H : 0;
 }
 PRN__FN const char *prn__pwl_kind_name(prn_pwl_kind k) {
     switch (k) {
@@ -10977,21 +10979,22 @@ PRN__FN prn_status prn__pwl_check(prn_context *ctx, const char *fn, const prn_pw
     if ((int)m->kind < 0 || (int)m->kind > (int)PRN_PWL_ALRNN)
         return PRN__ERR(ctx, PRN_ERR_INVALID_ARGUMENT, "%s: m->kind is %d, not a prn_pwl_kind", fn, (int)m->kind);
     if (m->M < 1 || m->M > PRN__PWL_MAX_DIM)
-        return PRN__ERR(ctx, PRN_ERR_INVALID_ARGUMENT, "%s: m->M is %d; need 1 .. %d", fn, m->M, PRN__PWL_MAX_DIM);
-    M = (size_t)m->M;
+        return PRN__ERR(ctx, PRN_ERR_INVALID_ARGUMENT, "%s: m->M is %lu; need 1 .. %d", fn, (unsigned long)m->M, PRN__PWL_MAX_DIM);
+    M = m->M;
     PRN__TRY(prn__pwl_array(ctx, fn, "A", m->A, m->full_A ? M * M : M));
     if (prn__pwl_shallow(m)) {
         if (m->H < 1 || m->H > PRN__PWL_MAX_DIM)
-            return PRN__ERR(ctx, PRN_ERR_INVALID_ARGUMENT, "%s: m->H is %d; need 1 .. %d for kind %s", fn, m->H,
+            return PRN__ERR(ctx, PRN_ERR_INVALID_ARGUMENT, "%s: m->H is %lu; need 1 .. %d for kind %s", fn, (unsigned long)m->H,
                             PRN__PWL_MAX_DIM, prn__pwl_kind_name(m->kind));
-        H = (size_t)m->H;
+        H = m->H;
         PRN__TRY(prn__pwl_array(ctx, fn, "W1", m->W1, M * H));
         PRN__TRY(prn__pwl_array(ctx, fn, "W2", m->W2, H * M));
         PRN__TRY(prn__pwl_array(ctx, fn, "h1", m->h1, M));
         PRN__TRY(prn__pwl_array(ctx, fn, "h2", m->h2, H));
     } else {
-        if (m->kind == PRN_PWL_ALRNN && (m->P < 0 || m->P > m->M))
-            return PRN__ERR(ctx, PRN_ERR_INVALID_ARGUMENT, "%s: m->P is %d; need 0 .. M = %d", fn, m->P, m->M);
+        if (m->kind == PRN_PWL_ALRNN && m->P > m->M)
+            return PRN__ERR(ctx, PRN_ERR_INVALID_ARGUMENT, "%s: m->P is %lu; need 0 .. M = %lu", fn, (unsigned long)m->P,
+                            (unsigned long)m->M);
         PRN__TRY(prn__pwl_array(ctx, fn, "W", m->W, M * M));
         PRN__TRY(prn__pwl_array(ctx, fn, "h", m->h, M));
     }
@@ -11004,7 +11007,7 @@ PRN__DEF prn_status prn_pwl_check(prn_context *ctx, const prn_pwl_model *m) {
 /* out = F(z) (out != z) and, when pat is not NULL, z's pattern (one byte
  * per indicator bit). tmp holds 2 H doubles (shallow kinds). */
 PRN__FN void prn__pwl_next(const prn_pwl_model *m, const double *z, double *out, unsigned char *pat, double *tmp) {
-    size_t M = (size_t)m->M, i, j;
+    size_t M = m->M, i, j;
     if (m->full_A) {
         for (i = 0; i < M; ++i) {
             const double *a = m->A + i * M;
@@ -11016,7 +11019,7 @@ PRN__FN void prn__pwl_next(const prn_pwl_model *m, const double *z, double *out,
         for (i = 0; i < M; ++i) out[i] = m->A[i] * z[i];
     }
     if (!prn__pwl_shallow(m)) {
-        size_t lin = m->kind == PRN_PWL_ALRNN ? M - (size_t)m->P : 0;
+        size_t lin = m->kind == PRN_PWL_ALRNN ? M - m->P : 0;
         for (j = 0; j < M; ++j) {
             double pj = j < lin ? z[j] : (z[j] > 0 ? z[j] : 0);
             if (pat && j >= lin) pat[j - lin] = z[j] > 0;
@@ -11025,7 +11028,7 @@ PRN__FN void prn__pwl_next(const prn_pwl_model *m, const double *z, double *out,
         }
         for (i = 0; i < M; ++i) out[i] += m->h[i];
     } else {
-        size_t H = (size_t)m->H, q;
+        size_t H = m->H, q;
         int clipped = m->kind == PRN_PWL_CLIPPED_SHPLRNN;
         for (q = 0; q < H; ++q) {
             const double *w = m->W2 + q * M;
@@ -11054,7 +11057,7 @@ PRN__DEF prn_status prn_pwl_step(prn_context *ctx, const prn_pwl_model *m, const
     PRN__TRY(prn__pwl_check(ctx, fn, m));
     if (!z) return PRN__ERR(ctx, PRN_ERR_NULL_ARGUMENT, "%s: argument 'z' is NULL", fn);
     if (!out) return PRN__ERR(ctx, PRN_ERR_NULL_ARGUMENT, "%s: argument 'out' is NULL", fn);
-    M = (size_t)m->M;
+    M = m->M;
     tmp = (double *)prn_alloc(ctx, (M + 2 * prn__pwl_hidden(m) + 1) * sizeof(double));
     if (!tmp) return prn__in_fn(ctx, fn, PRN_ERR_OUT_OF_MEMORY);
     prn__pwl_next(m, z, tmp, NULL, tmp + M);
@@ -11269,9 +11272,9 @@ PRN__DEF prn_status prn_pwl_parse(prn_context *ctx, const char *text, size_t len
     if (!m) { prn_free(ctx, vals); return prn__in_fn(ctx, fn, PRN_ERR_OUT_OF_MEMORY); }
     memset(m, 0, sizeof *m);
     m->kind = (prn_pwl_kind)kind;
-    m->M = Mi;
-    m->H = Hi;
-    m->P = Pi;
+    m->M = (size_t)Mi; /* prn__pf_int checked each: 0 (1 for M, H) .. PRN__PWL_MAX_DIM */
+    m->H = (size_t)Hi;
+    m->P = (size_t)Pi;
     m->full_A = full_A;
     dst = (double *)(void *)(m + 1);
     for (f = PRN__PF_A; f < PRN__PF_COUNT; ++f) {
@@ -11317,6 +11320,7 @@ PRN__DEF void prn_pwl_free(prn_context *ctx, prn_pwl_model *m) {
 }
 
 /* --- SCYFI search ---------------------------------------------------------- */
+#define PRN__SC_MAX_COUNT 2147483647 /* the most of any count in prn_scyfi_options */
 #ifdef PARRNN_USE_CBLAS
 #define PRN__SC_CBLAS 1
 #else
@@ -11341,7 +11345,7 @@ typedef struct prn__sc_met {
 
 typedef struct prn__sc_chain {
     int64_t j;            /* index; -1: slot free */
-    int step;             /* guesses tried since the start or its last new cycle */
+    size_t step;          /* guesses tried since the start or its last new cycle */
     int state;            /* 0 running, 1 candidate to judge, 2 ended */
     prn__sc_met *met, *met_tail; /* the distinct cycles it met, in order */
     prn__sc_rng rng;
@@ -11375,23 +11379,23 @@ typedef struct prn__sc {
     void *dP, *dT;        /* device products (batch x M x M each) */
     int dev;              /* form the products by the backend's GEMM */
     prn__sc_chain *chains;
-    int batch;
+    size_t batch;
     prn__sc_cycle_node *head, *tail;
-    int ncycles, found_k;
+    size_t ncycles, found_k;
     double solves, singular;
     int part_told;        /* partitioned: the other processes know of a failure */
 } prn__sc;
 
 /* J and c of one pattern d. */
 PRN__FN void prn__sc_affine(const prn_pwl_model *m, const unsigned char *d, double *J, double *c) {
-    size_t M = (size_t)m->M, i, j, q;
+    size_t M = m->M, i, j, q;
     if (m->full_A) memcpy(J, m->A, M * M * sizeof(double));
     else {
         memset(J, 0, M * M * sizeof(double));
         for (i = 0; i < M; ++i) J[i * M + i] = m->A[i];
     }
     if (!prn__pwl_shallow(m)) {
-        size_t lin = m->kind == PRN_PWL_ALRNN ? M - (size_t)m->P : 0;
+        size_t lin = m->kind == PRN_PWL_ALRNN ? M - m->P : 0;
         for (i = 0; i < M; ++i) {
             const double *w = m->W + i * M;
             double *Ji = J + i * M;
@@ -11400,7 +11404,7 @@ PRN__FN void prn__sc_affine(const prn_pwl_model *m, const unsigned char *d, doub
             c[i] = m->h[i];
         }
     } else {
-        size_t H = (size_t)m->H;
+        size_t H = m->H;
         int clipped = m->kind == PRN_PWL_CLIPPED_SHPLRNN;
         for (i = 0; i < M; ++i) {
             const double *w1 = m->W1 + i * H;
@@ -11632,7 +11636,7 @@ PRN__FN void prn__sc_free_met(prn__sc *s, prn__sc_chain *ch) {
 
 /* A chain's end, judged in index order: its cycles that are new to the
  * search are kept. *fresh counts them. */
-PRN__FN prn_status prn__sc_commit(prn__sc *s, prn__sc_chain *ch, int *fresh) {
+PRN__FN prn_status prn__sc_commit(prn__sc *s, prn__sc_chain *ch, size_t *fresh) {
     size_t M = s->M, k = s->k;
     prn__sc_met *mt;
     double *scr = s->scratch;
@@ -11645,7 +11649,7 @@ PRN__FN prn_status prn__sc_commit(prn__sc *s, prn__sc_chain *ch, int *fresh) {
         if (s->o.max_cycles > 0 && *fresh + s->found_k >= s->o.max_cycles) break;
         for (n = s->head; n && !dup; n = n->next) {
             size_t p;
-            if ((size_t)n->c.k != k) continue;
+            if (n->c.k != k) continue;
             for (p = 0; p < k && !dup; ++p) dup = prn__sc_close(s, n->c.points + p * M, pts);
         }
         if (dup) continue;
@@ -11654,7 +11658,7 @@ PRN__FN prn_status prn__sc_commit(prn__sc *s, prn__sc_chain *ch, int *fresh) {
         n = (prn__sc_cycle_node *)prn_alloc(s->ctx, sizeof *n);
         if (!n) return PRN_ERR_OUT_OF_MEMORY;
         memset(n, 0, sizeof *n);
-        n->c.k = (int)k;
+        n->c.k = k;
         n->c.points = (double *)prn_alloc(s->ctx, (k * M + 2 * M) * sizeof(double));
         if (!n->c.points) { prn_free(s->ctx, n); return PRN_ERR_OUT_OF_MEMORY; }
         n->c.eig_re = n->c.points + k * M;
@@ -11739,7 +11743,7 @@ PRN__FN prn_status prn__sc_make_pool(prn__sc *s) {
 }
 
 /* Default loop counts by order, as the reference implementation's. */
-PRN__FN void prn__sc_default_loops(int k, int *outer, int *inner) {
+PRN__FN void prn__sc_default_loops(size_t k, size_t *outer, size_t *inner) {
     if (k < 3) { *outer = 10; *inner = 20; }
     else if (k < 6) { *outer = 10; *inner = 60; }
     else if (k < 8) { *outer = 10; *inner = 300; }
@@ -11801,14 +11805,15 @@ PRN__FN prn_status prn__sc_build_device(prn__sc *s, const int *run, int nrun, in
  * batched call, checked; consistent candidates go to their chains. */
 PRN__FN prn_status prn__sc_round(prn__sc *s) {
     size_t M = s->M, k = s->k, H = prn__pwl_hidden(s->m);
-    int nrun = 0, *run = s->info + s->batch, b; /* indices of running slots */
+    int nrun = 0, *run = s->info + s->batch; /* indices of running slots (batch < 2^31) */
+    size_t b;
     long r;
     prn_status st = PRN_OK;
     /* Work of one candidate, to decide whether threads pay. */
     double work = (double)k * ((double)M * M * M + (double)M * M * H + 64.0);
     int par_chains;
     for (b = 0; b < s->batch; ++b)
-        if (s->chains[b].j >= 0 && s->chains[b].state == 0) run[nrun++] = b;
+        if (s->chains[b].j >= 0 && s->chains[b].state == 0) run[nrun++] = (int)b;
     if (nrun == 0) return PRN_OK;
     /* Threads over chains when there is enough work, except for large M
      * with CBLAS, whose GEMMs thread themselves. */
@@ -11857,9 +11862,9 @@ solve:
 }
 
 /* Judges one ended chain (the next in index order); *end: the order ends. */
-PRN__FN prn_status prn__sc_judge(prn__sc *s, prn__sc_chain *ch, int64_t total, int64_t *done, int *fruitless,
+PRN__FN prn_status prn__sc_judge(prn__sc *s, prn__sc_chain *ch, int64_t total, int64_t *done, size_t *fruitless,
                                  int *end) {
-    int fresh = 0;
+    size_t fresh = 0;
     prn_status st = prn__sc_commit(s, ch, &fresh);
     prn__sc_free_met(s, ch);
     if (st != PRN_OK) return st;
@@ -11887,15 +11892,16 @@ PRN__FN size_t prn__sc_met_bytes(const prn__sc *s) {
 PRN__FN prn_status prn__sc_order_parts(prn__sc *s, int64_t total) {
     size_t mb = prn__sc_met_bytes(s), kM = s->k * s->M, kR = s->k * s->R, cap, used, pos, all_bytes = 0;
     int64_t base = 0, done = 0, j;
-    int fruitless = 0, end = 0, b, nch;
+    size_t fruitless = 0, b, nch;
+    int end = 0;
     unsigned char *buf = NULL, *all = NULL;
     prn_status st = PRN_OK;
     for (;;) {
-        int64_t lo = base + (int64_t)s->o.part_rank * s->batch;
+        int64_t lo = base + (int64_t)s->o.part_rank * (int64_t)s->batch;
         prn__sc_met *mt;
         for (b = 0; b < s->batch; ++b) {
             s->chains[b].j = -1;
-            if (total < 0 || lo + b < total) prn__sc_start(s, &s->chains[b], lo + b);
+            if (total < 0 || lo + (int64_t)b < total) prn__sc_start(s, &s->chains[b], lo + (int64_t)b);
         }
         for (;;) {
             int running = 0;
@@ -11949,7 +11955,7 @@ PRN__FN prn_status prn__sc_order_parts(prn__sc *s, int64_t total) {
             pos += sizeof h;
             s->solves += h[0];
             s->singular += h[1];
-            nch = (int)h[2];
+            nch = (size_t)h[2];
             for (b = 0; b < nch; ++b) {
                 int64_t hd[2], c;
                 prn__sc_chain *ch = &s->chains[0];
@@ -11978,7 +11984,7 @@ PRN__FN prn_status prn__sc_order_parts(prn__sc *s, int64_t total) {
         prn_free(s->ctx, all);
         all = NULL;
         if (end) break;
-        base += (int64_t)s->o.part_size * s->batch;
+        base += (int64_t)s->o.part_size * (int64_t)s->batch;
     }
 out:
     prn__sc_free_met(s, &s->chains[0]);
@@ -11990,10 +11996,10 @@ out:
 PRN__FN prn_status prn__sc_order(prn__sc *s, const prn_scyfi_options *user) {
     size_t k = s->k;
     int64_t next = 0, done = 0, total = -1;
-    int fruitless = 0, b, end = 0;
+    size_t fruitless = 0, b, dout, din;
+    int end = 0;
     prn_status st;
-    int dout, din;
-    prn__sc_default_loops((int)k, &dout, &din);
+    prn__sc_default_loops(k, &dout, &din);
     s->o.outer = user && user->outer > 0 ? user->outer : dout;
     s->o.inner = user && user->inner > 0 ? user->inner : din;
     s->found_k = 0;
@@ -12017,7 +12023,7 @@ PRN__FN prn_status prn__sc_order(prn__sc *s, const prn_scyfi_options *user) {
 
 PRN__FN void prn__sc_release(prn__sc *s) {
     prn__sc_cycle_node *n = s->head;
-    int b;
+    size_t b;
     for (b = 0; s->chains && b < s->batch; ++b) prn__sc_free_met(s, &s->chains[b]);
     if (s->dsys) s->be->buf_free(s->ctx, s->dsys);
     if (s->drhs) s->be->buf_free(s->ctx, s->drhs);
@@ -12036,7 +12042,7 @@ PRN__FN void prn__sc_release(prn__sc *s) {
 }
 
 PRN__DEF void prn_scyfi_free(prn_context *ctx, prn_scyfi_result *r) {
-    int i;
+    size_t i;
     if (!ctx || !r) return;
     for (i = 0; i < r->num_cycles; ++i) prn_free(ctx, r->cycles[i].points);
     prn_free(ctx, r);
@@ -12067,101 +12073,106 @@ PRN__FN prn_status prn__scyfi(prn_context *ctx, const prn_pwl_model *m, const pr
     prn__sc s;
     prn_scyfi_result *res;
     prn_status st = PRN_OK;
-    size_t M, R, per_chain, chain_bytes, i;
-    int b, maxout, k;
+    size_t M, R, per_chain, chain_bytes, i, b, maxout, k;
     PRN__TRY(prn__pwl_check(ctx, fn, m));
     PRN__CHECK_OUT(ctx, fn, out);
     memset(&s, 0, sizeof s);
     if (opt) s.o = *opt;
     if (s.o.kmax == 0) s.o.kmax = 1;
-    if (s.o.kmax < 0 || s.o.kmax > PRN_SCYFI_MAX_KMAX)
-        return PRN__ERR(ctx, PRN_ERR_INVALID_ARGUMENT, "%s: argument 'opt->kmax' is %d; need 1 .. %d", fn, s.o.kmax,
-                        PRN_SCYFI_MAX_KMAX);
-    if (s.o.outer < 0 || s.o.inner < 0 || s.o.batch < 0 || s.o.pool_size < 0 || s.o.max_cycles < 0)
-        return PRN__ERR(ctx, PRN_ERR_INVALID_ARGUMENT, "%s: a count in 'opt' (outer %d, inner %d, batch %d, pool_size %d, "
-                        "max_cycles %d) is negative", fn, s.o.outer, s.o.inner, s.o.batch, s.o.pool_size, s.o.max_cycles);
+    if (s.o.kmax > PRN_SCYFI_MAX_KMAX)
+        return PRN__ERR(ctx, PRN_ERR_INVALID_ARGUMENT, "%s: argument 'opt->kmax' is %lu; need 1 .. %d", fn,
+                        (unsigned long)s.o.kmax, PRN_SCYFI_MAX_KMAX);
+    /* Counts past PRN__SC_MAX_COUNT (INT_MAX) are refused (a negative int converted to size_t
+     * lands there): the search indexes its chains with int, and the
+     * buffers a batch needs stay within what size_t can count. */
+    if (s.o.outer > PRN__SC_MAX_COUNT || s.o.inner > PRN__SC_MAX_COUNT || s.o.batch > PRN__SC_MAX_COUNT ||
+        s.o.pool_size > PRN__SC_MAX_COUNT || s.o.max_cycles > PRN__SC_MAX_COUNT)
+        return PRN__ERR(ctx, PRN_ERR_INVALID_ARGUMENT, "%s: a count in 'opt' (outer %lu, inner %lu, batch %lu, pool_size "
+                        "%lu, max_cycles %lu) is above %d", fn, (unsigned long)s.o.outer, (unsigned long)s.o.inner,
+                        (unsigned long)s.o.batch, (unsigned long)s.o.pool_size, (unsigned long)s.o.max_cycles,
+                        PRN__SC_MAX_COUNT);
     if (s.o.tol == 0) s.o.tol = 1e-6;
-    if (s.o.exhaustive_limit == 0) s.o.exhaustive_limit = 4194304.0;
+    if (s.o.exhaustive_limit == 0) s.o.exhaustive_limit = (uint64_t)1 << 22;
     if (s.o.pool_size == 0) s.o.pool_size = 1000;
     if (s.o.pool_range == 0) s.o.pool_range = 10;
-    if (!(s.o.tol > 0 && s.o.tol < 1) || !(s.o.pool_range > 0 && s.o.pool_range < 1e300) || !(s.o.exhaustive_limit >= 1))
+    if (!(s.o.tol > 0 && s.o.tol < 1) || !(s.o.pool_range > 0 && s.o.pool_range < 1e300))
         return PRN__ERR(ctx, PRN_ERR_INVALID_ARGUMENT, "%s: argument 'opt': tol %g must be in (0, 1), pool_range %g "
-                        "positive, exhaustive_limit %g at least 1", fn, s.o.tol, s.o.pool_range, s.o.exhaustive_limit);
+                        "positive", fn, s.o.tol, s.o.pool_range);
     if (s.o.part_exchange && !(s.o.part_size >= 1 && s.o.part_rank >= 0 && s.o.part_rank < s.o.part_size))
         return PRN__ERR(ctx, PRN_ERR_INVALID_ARGUMENT, "%s: argument 'opt': part_rank %d must be in [0, part_size %d)",
                         fn, s.o.part_rank, s.o.part_size);
     s.ctx = ctx;
     s.be = prn_context_backend(ctx);
     s.m = m;
-    s.M = M = (size_t)m->M;
+    s.M = M = m->M;
     s.R = R = prn__pwl_bits(m);
     s.nt = prn__team(ctx); /* one thread while the machine is busy: the cycles are the same for any count */
     if (!s.be->solve_batched)
         return PRN__ERR(ctx, PRN_ERR_UNSUPPORTED, "%s: the backend '%s' has no solve_batched", fn, s.be->name);
     if (s.o.exhaustive) {
         double n = pow(2.0, (double)R * (double)s.o.kmax);
-        if (!(n <= s.o.exhaustive_limit) || (double)R * s.o.kmax > 62)
-            return PRN__ERR(ctx, PRN_ERR_INVALID_ARGUMENT, "%s: exhaustive search of order %d needs 2^(%lu * %d) = %g "
-                            "pattern sequences, more than opt->exhaustive_limit = %g", fn, s.o.kmax,
-                            (unsigned long)R, s.o.kmax, n, s.o.exhaustive_limit);
+        if (!(n <= (double)s.o.exhaustive_limit) || (double)R * (double)s.o.kmax > 62)
+            return PRN__ERR(ctx, PRN_ERR_INVALID_ARGUMENT, "%s: exhaustive search of order %lu needs 2^(%lu * %lu) = %g "
+                            "pattern sequences, more than opt->exhaustive_limit = %.0f", fn, (unsigned long)s.o.kmax,
+                            (unsigned long)R, (unsigned long)s.o.kmax, n, (double)s.o.exhaustive_limit);
     }
     /* Chains at once: enough to keep every thread busy and, by default, no
      * more than an order's fruitless limit (the rest would be speculative);
      * systems of at most 64 MiB. */
     maxout = 0;
     for (k = 1; k <= s.o.kmax; ++k) {
-        int o, in;
+        size_t o, in;
         prn__sc_default_loops(k, &o, &in);
         if (s.o.outer > 0) o = s.o.outer;
         maxout = o > maxout ? o : maxout;
     }
-    s.batch = s.o.batch > 0 ? s.o.batch : (maxout > 4 * s.nt ? maxout : 4 * s.nt);
+    s.batch = s.o.batch > 0 ? s.o.batch : (maxout > 4 * (size_t)s.nt ? maxout : 4 * (size_t)s.nt);
     if (!s.o.batch && s.o.exhaustive) s.batch = 256;
     if (!s.o.batch) {
         size_t cap = ((size_t)64 << 20) / ((M * M + M) * sizeof(double));
-        if ((size_t)s.batch > cap) s.batch = cap > 0 ? (int)cap : 1;
+        if (s.batch > cap) s.batch = cap > 0 ? cap : 1;
     }
     s.scratch_per = 3 * M * M + 4 * M + 2 * prn__pwl_hidden(m) + 8;
     s.scratch = (double *)prn_alloc(ctx, (size_t)s.nt * s.scratch_per * sizeof(double));
-    s.sys = (double *)prn_alloc(ctx, (size_t)s.batch * (M * M + M) * sizeof(double) + 2 * (size_t)s.batch * sizeof(int));
-    per_chain = ((size_t)s.o.kmax * R * 2 + ((size_t)s.o.kmax + 1) * M * sizeof(double) + 31) / 16 * 16;
+    s.sys = (double *)prn_alloc(ctx, s.batch * (M * M + M) * sizeof(double) + 2 * s.batch * sizeof(int));
+    per_chain = (s.o.kmax * R * 2 + (s.o.kmax + 1) * M * sizeof(double) + 31) / 16 * 16;
     chain_bytes = sizeof(prn__sc_chain) + per_chain;
-    s.chains = (prn__sc_chain *)prn_alloc(ctx, (size_t)s.batch * chain_bytes);
-    if (s.chains) memset(s.chains, 0, (size_t)s.batch * sizeof(prn__sc_chain));
+    s.chains = (prn__sc_chain *)prn_alloc(ctx, s.batch * chain_bytes);
+    if (s.chains) memset(s.chains, 0, s.batch * sizeof(prn__sc_chain));
     if (!s.scratch || !s.sys || !s.chains) { st = PRN_ERR_OUT_OF_MEMORY; goto fail; }
-    s.rhs = s.sys + (size_t)s.batch * M * M;
-    s.info = (int *)(void *)(s.rhs + (size_t)s.batch * M);
+    s.rhs = s.sys + s.batch * M * M;
+    s.info = (int *)(void *)(s.rhs + s.batch * M);
     for (b = 0; b < s.batch; ++b) {
         unsigned char *base = (unsigned char *)(s.chains + s.batch) + (size_t)b * per_chain;
         s.chains[b].met = s.chains[b].met_tail = NULL;
         s.chains[b].j = -1;
         s.chains[b].pts = (double *)(void *)base;
-        s.chains[b].guess = base + ((size_t)s.o.kmax + 1) * M * sizeof(double);
-        s.chains[b].seen = s.chains[b].guess + (size_t)s.o.kmax * R;
+        s.chains[b].guess = base + (s.o.kmax + 1) * M * sizeof(double);
+        s.chains[b].seen = s.chains[b].guess + s.o.kmax * R;
     }
-    if ((st = s.be->buf_alloc(ctx, (size_t)s.batch * M * M * sizeof(double), &s.dsys)) != PRN_OK) goto fail;
-    if ((st = s.be->buf_alloc(ctx, (size_t)s.batch * M * sizeof(double), &s.drhs)) != PRN_OK) goto fail;
+    if ((st = s.be->buf_alloc(ctx, s.batch * M * M * sizeof(double), &s.dsys)) != PRN_OK) goto fail;
+    if ((st = s.be->buf_alloc(ctx, s.batch * M * sizeof(double), &s.drhs)) != PRN_OK) goto fail;
     /* Backends other than the reference form the products themselves
      * (products of order 2 and up; o.host_products keeps them here). */
     s.dev = strncmp(s.be->name, "reference", 9) != 0 && s.be->gemm && !s.o.host_products && s.o.kmax >= 2;
-    if (s.dev && ((st = s.be->buf_alloc(ctx, (size_t)s.batch * M * M * sizeof(double), &s.dP)) != PRN_OK ||
-                  (st = s.be->buf_alloc(ctx, (size_t)s.batch * M * M * sizeof(double), &s.dT)) != PRN_OK))
+    if (s.dev && ((st = s.be->buf_alloc(ctx, s.batch * M * M * sizeof(double), &s.dP)) != PRN_OK ||
+                  (st = s.be->buf_alloc(ctx, s.batch * M * M * sizeof(double), &s.dT)) != PRN_OK))
         goto fail;
     if (prn__pwl_shallow(m) && !s.o.exhaustive && (st = prn__sc_make_pool(&s)) != PRN_OK) goto fail;
     for (k = 1; k <= s.o.kmax && st == PRN_OK; ++k) {
-        s.k = (size_t)k;
+        s.k = k;
         st = prn__sc_order(&s, opt);
     }
     if (st != PRN_OK) goto fail;
     res = (prn_scyfi_result *)prn_alloc(ctx, sizeof *res + (size_t)s.ncycles * sizeof(prn_scyfi_cycle) +
-                                                 ((size_t)s.o.kmax + 1) * sizeof(int));
+                                                 (s.o.kmax + 1) * sizeof(size_t));
     if (!res) { st = PRN_ERR_OUT_OF_MEMORY; goto fail; }
     memset(res, 0, sizeof *res);
     res->M = m->M;
     res->kmax = s.o.kmax;
     res->cycles = (prn_scyfi_cycle *)(void *)(res + 1);
-    res->count = (int *)(void *)(res->cycles + s.ncycles);
-    memset(res->count, 0, ((size_t)s.o.kmax + 1) * sizeof(int));
+    res->count = (size_t *)(void *)(res->cycles + s.ncycles);
+    memset(res->count, 0, (s.o.kmax + 1) * sizeof(size_t));
     res->solves = (uint64_t)s.solves; /* counted in doubles: the MPI messages carry them */
     res->singular = (uint64_t)s.singular;
     {   /* Hand each cycle's block over. */
@@ -12172,7 +12183,7 @@ PRN__FN prn_status prn__scyfi(prn_context *ctx, const prn_pwl_model *m, const pr
             res->count[n->c.k]++;
             n->c.points = NULL;
         }
-        res->num_cycles = (int)i;
+        res->num_cycles = i;
     }
     prn__sc_release(&s);
     *out = res;

@@ -373,6 +373,10 @@ static long long prn__mpi_bits8(const void *p) {
     return (long long)(prn__mpi_hash(14695981039346656037ull, p, 8) >> 1);
 }
 static long long prn__mpi_bits(double d) { return prn__mpi_bits8(&d); }
+/* A count (size_t, uint64_t) as a value for prn__mpi_same: itself, or -1
+ * from 2^62 up, which no count prn_scyfi takes reaches (so ranks that
+ * differ there are refused by prn_scyfi's own check, on every rank). */
+static long long prn__mpi_count(unsigned long long n) { return n >> 62 ? -1 : (long long)n; }
 
 /* --- sequence-parallel scans ---------------------------------------------------- */
 /* A scan split over ranks, on internal shapes: b [B, T, C]; a [B, T, C]
@@ -1462,10 +1466,10 @@ static prn_status prn__mpi_scyfi_exchange(prn_context *ctx, void *user, int fail
  * would deal and judge different chains, and wait for each other. */
 static long long prn__mpi_model_hash(const prn_pwl_model *m) {
     unsigned long long h = 14695981039346656037ull;
-    size_t M = (size_t)m->M, H, nA = m->full_A ? M * M : M;
-    int shallow = m->kind == PRN_PWL_SHPLRNN || m->kind == PRN_PWL_CLIPPED_SHPLRNN, v[4];
-    H = shallow ? (size_t)m->H : 0;
-    v[0] = (int)m->kind; v[1] = m->M; v[2] = shallow ? m->H : 0; v[3] = m->kind == PRN_PWL_ALRNN ? m->P : 0;
+    size_t M = m->M, H, nA = m->full_A ? M * M : M, v[4];
+    int shallow = m->kind == PRN_PWL_SHPLRNN || m->kind == PRN_PWL_CLIPPED_SHPLRNN;
+    H = shallow ? m->H : 0;
+    v[0] = (size_t)m->kind; v[1] = M; v[2] = H; v[3] = m->kind == PRN_PWL_ALRNN ? m->P : 0;
     h = prn__mpi_hash(h, v, sizeof v);
     h = prn__mpi_hash(h, &m->full_A, sizeof m->full_A);
     h = prn__mpi_hash(h, m->A, nA * sizeof(double));
@@ -1502,9 +1506,11 @@ PRNDEF prn_status prn_mpi_scyfi(prn_context *ctx, prn_mpi *mpi, const prn_pwl_mo
     else if (!out) st = prn_set_error(ctx, PRN_ERR_NULL_ARGUMENT, "%s: argument 'out' is NULL", fn);
     else st = prn_pwl_check(ctx, m);
     if (st == PRN_OK) {
-        v[0] = prn__mpi_model_hash(m); v[1] = o.kmax; v[2] = o.outer; v[3] = o.inner; v[4] = prn__mpi_bits8(&o.seed);
-        v[5] = o.batch; v[6] = prn__mpi_bits(o.tol); v[7] = o.exhaustive; v[8] = prn__mpi_bits(o.exhaustive_limit);
-        v[9] = o.pool_size; v[10] = prn__mpi_bits(o.pool_range); v[11] = o.max_cycles; v[12] = o.host_products;
+        v[0] = prn__mpi_model_hash(m); v[1] = prn__mpi_count(o.kmax); v[2] = prn__mpi_count(o.outer);
+        v[3] = prn__mpi_count(o.inner); v[4] = prn__mpi_bits8(&o.seed);
+        v[5] = prn__mpi_count(o.batch); v[6] = prn__mpi_bits(o.tol); v[7] = o.exhaustive;
+        v[8] = prn__mpi_count(o.exhaustive_limit); v[9] = prn__mpi_count(o.pool_size);
+        v[10] = prn__mpi_bits(o.pool_range); v[11] = prn__mpi_count(o.max_cycles); v[12] = o.host_products;
     }
     if ((st = prn__mpi_same(ctx, mpi, fn, st, v, names, 13, NULL, 0)) != PRN_OK) return st;
     o.part_rank = mpi->rank;

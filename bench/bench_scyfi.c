@@ -208,8 +208,8 @@ static void model_make(bench_model *bm, int kind, int M, uint64_t seed) {
     memset(bm, 0, sizeof *bm);
     bm->buf = p = (double *)xmalloc(n * sizeof *p);
     bm->m.kind = kind ? PRN_PWL_SHPLRNN : PRN_PWL_PLRNN;
-    bm->m.M = M;
-    bm->m.H = H;
+    bm->m.M = (size_t)M;
+    bm->m.H = (size_t)H;
     bm->m.A = p; p += M;
     for (i = 0; i < M; ++i) bm->m.A[i] = 0.3 + 0.6 * rng_u01(&s);
     if (!kind) {
@@ -647,8 +647,8 @@ static int run_scyfi(void *user) {
         return 1;
     }
     c->out->solves = r->solves;
-    c->out->num_cycles = r->num_cycles;
-    for (j = 0; j <= KTOP; ++j) c->out->counts[j] = j <= r->kmax ? r->count[j] : 0;
+    c->out->num_cycles = (int)r->num_cycles; /* a few hundred at most here */
+    for (j = 0; j <= KTOP; ++j) c->out->counts[j] = (size_t)j <= r->kmax ? (int)r->count[j] : 0;
     prn_scyfi_free(c->ctx, r);
     return 0;
 }
@@ -861,8 +861,8 @@ static void run_naive(int kind, int mi, const bench_model *bm, prn_context *ectx
     memset(&st, 0, sizeof st);
     st.m = &bm->m;
     st.ctx = ectx;
-    st.M = bm->m.M;
-    st.R = kind ? bm->m.H : bm->m.M;
+    st.M = (int)bm->m.M;
+    st.R = (int)(kind ? bm->m.H : bm->m.M);
     if (kind) naive_pool(&st);
     nv->pool_seconds = st.pool_seconds;
     nv->ran = 1;
@@ -875,7 +875,7 @@ static void run_naive(int kind, int mi, const bench_model *bm, prn_context *ectx
         for (j = 1; j < k && !nv->ord[k].capped; ++j)
             if (!nv->ord[j].ran) naive_search_order(&st, j, budget, &nv->ord[j]);
         printf("  %-8s %4d %5d %3d %-10s %3d  order %d alone: %.4g s, %ld solves, %.4g us/solve%s, %d cycles", "naive",
-               st.M, kind ? bm->m.H : 0, k, "naive", 1, k, nv->ord[k].seconds, nv->ord[k].solves,
+               st.M, kind ? (int)bm->m.H : 0, k, "naive", 1, k, nv->ord[k].seconds, nv->ord[k].solves,
                1e6 * nv->ord[k].seconds / (double)nv->ord[k].solves, nv->ord[k].capped ? " (capped)" : "",
                nv->ord[k].cycles);
         if (naive_full(nv, k)) {

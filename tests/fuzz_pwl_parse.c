@@ -93,7 +93,7 @@ static int same_array(const double *a, const double *b, size_t n) {
 /* The model written back as a file, parsed again: the same model. */
 static void round_trip(const prn_pwl_model *m) {
     prn_context *ctx = context();
-    size_t M = (size_t)m->M, H = (size_t)m->H, nA = m->full_A ? M * M : M;
+    size_t M = m->M, H = m->H, nA = m->full_A ? M * M : M;
     int shallow = m->kind == PRN_PWL_SHPLRNN || m->kind == PRN_PWL_CLIPPED_SHPLRNN;
     sbuf b = {NULL, 0, 0};
     char line[64];
@@ -102,14 +102,14 @@ static void round_trip(const prn_pwl_model *m) {
     if (!kw) fail("parsed model has an unknown kind", NULL);
     sb_put(&b, "# round trip\nkind ");
     sb_put(&b, kw);
-    snprintf(line, sizeof line, "\nM %d\n", m->M);
+    snprintf(line, sizeof line, "\nM %lu\n", (unsigned long)m->M);
     sb_put(&b, line);
     if (shallow) {
-        snprintf(line, sizeof line, "H %d\n", m->H);
+        snprintf(line, sizeof line, "H %lu\n", (unsigned long)m->H);
         sb_put(&b, line);
     }
     if (m->kind == PRN_PWL_ALRNN) {
-        snprintf(line, sizeof line, "P %d\n", m->P);
+        snprintf(line, sizeof line, "P %lu\n", (unsigned long)m->P);
         sb_put(&b, line);
     }
     sb_field(&b, "A", m->A, nA);

@@ -1099,7 +1099,7 @@ static void random_model(tmodel *t, prn_pwl_kind kind, int M, int H, int P, int 
     int i, n;
     unsigned s = seed * 7919u + 13u;
     memset(&t->m, 0, sizeof t->m);
-    t->m.kind = kind; t->m.M = M; t->m.H = H; t->m.P = P; t->m.full_A = full_A;
+    t->m.kind = kind; t->m.M = (size_t)M; t->m.H = (size_t)H; t->m.P = (size_t)P; t->m.full_A = full_A;
     t->m.A = p;
     n = full_A ? M * M : M;
     for (i = 0; i < n; ++i) p[i] = full_A ? (i % (M + 1) == 0 ? 0.2 + 0.6 * lcg(&s) : 0.2 * nrand(&s)) : 0.2 + 0.7 * lcg(&s);
@@ -1121,11 +1121,11 @@ static int scyfi_case(const prn_pwl_model *m, int kmax, int exhaustive, int batc
     prn_scyfi_options o;
     prn_scyfi_result *ref = NULL, *got = NULL;
     prn_status s;
-    int c, k, n = 0, M = m->M;
+    size_t c, k, n = 0, M = m->M;
     double sv[2], sr[2];
     char desc[160];
     memset(&o, 0, sizeof o);
-    o.kmax = kmax; o.exhaustive = exhaustive; o.batch = batch; o.seed = seed;
+    o.kmax = (size_t)kmax; o.exhaustive = exhaustive; o.batch = (size_t)batch; o.seed = seed;
     snprintf(desc, sizeof desc, "%s kmax=%d%s batch=%d seed=%lu", what, kmax, exhaustive ? " exhaustive" : "", batch,
              (unsigned long)seed);
     PRNT_OK(g_ctx, prn_scyfi(g_ctx, m, &o, &ref));
@@ -1136,22 +1136,25 @@ static int scyfi_case(const prn_pwl_model *m, int kmax, int exhaustive, int batc
     if (ref && got) {
         n = ref->num_cycles;
         PRNT_CHECK(got->num_cycles == ref->num_cycles && got->M == ref->M && got->kmax == ref->kmax,
-                   "%s: %d cycles (M %d, kmax %d), single process %d", desc, got->num_cycles, got->M, got->kmax, ref->num_cycles);
-        for (k = 1; k <= kmax && got->kmax == kmax; ++k)
-            PRNT_CHECK(got->count[k] == ref->count[k], "%s: %d cycles of order %d, single process %d", desc, got->count[k], k,
-                       ref->count[k]);
+                   "%s: %lu cycles (M %lu, kmax %lu), single process %lu", desc, (unsigned long)got->num_cycles,
+                   (unsigned long)got->M, (unsigned long)got->kmax, (unsigned long)ref->num_cycles);
+        for (k = 1; k <= o.kmax && got->kmax == o.kmax; ++k)
+            PRNT_CHECK(got->count[k] == ref->count[k], "%s: %lu cycles of order %lu, single process %lu", desc,
+                       (unsigned long)got->count[k], (unsigned long)k, (unsigned long)ref->count[k]);
         for (c = 0; c < ref->num_cycles && c < got->num_cycles; ++c) {
             const prn_scyfi_cycle *a = &got->cycles[c], *b = &ref->cycles[c];
             double e = 0, ee = 0;
-            int i;
+            size_t i;
             if (a->k != b->k) {
-                PRNT_CHECK(0, "%s: cycle %d has order %d, single process %d", desc, c, a->k, b->k);
+                PRNT_CHECK(0, "%s: cycle %lu has order %lu, single process %lu", desc, (unsigned long)c, (unsigned long)a->k,
+                           (unsigned long)b->k);
                 continue;
             }
             for (i = 0; i < a->k * M; ++i) e = fmax(e, fabs(a->points[i] - b->points[i]) / (1 + fabs(b->points[i])));
             for (i = 0; i < M; ++i) ee = fmax(ee, fabs(a->eig_re[i] - b->eig_re[i]) + fabs(a->eig_im[i] - b->eig_im[i]));
             PRNT_CHECK(e <= 1e-12 && ee <= 1e-9 && a->type == b->type,
-                       "%s: cycle %d (k=%d): points deviate by %.3g, eigenvalues by %.3g, type %d vs %d", desc, c, a->k, e, ee,
+                       "%s: cycle %lu (k=%lu): points deviate by %.3g, eigenvalues by %.3g, type %d vs %d", desc,
+                       (unsigned long)c, (unsigned long)a->k, e, ee,
                        (int)a->type, (int)b->type);
         }
     }
@@ -1162,7 +1165,7 @@ static int scyfi_case(const prn_pwl_model *m, int kmax, int exhaustive, int batc
     if (got) PRNT_CHECK(sr[0] == -sr[1] && got->solves > 0, "%s: solves %g .. %g over the ranks", desc, -sr[1], sr[0]);
     prn_scyfi_free(g_ctx, ref);
     prn_scyfi_free(g_ctx, got);
-    return n;
+    return (int)n;
 }
 
 static void test_scyfi(void) {

@@ -177,7 +177,7 @@ static const double k_pd_A[] = {0.5, -0.25}, k_pd_W[] = {0.1, 0.2, 0.3, 0.4}, k_
 static void check_plrnn_diag(const char *label, const prn_pwl_model *m) {
     if (!m) return;
     PRNT_CHECK(m->kind == PRN_PWL_PLRNN, "%s: kind %d", label, (int)m->kind);
-    PRNT_CHECK(m->M == 2, "%s: M %d", label, m->M);
+    PRNT_CHECK(m->M == 2, "%s: M %d", label, (int)m->M);
     PRNT_CHECK(m->full_A == 0, "%s: full_A %d", label, m->full_A);
     CHECK_ARRAY(label, m, A, k_pd_A, 2);
     CHECK_ARRAY(label, m, W, k_pd_W, 4);
@@ -203,7 +203,7 @@ static void test_plrnn_full(void) {
                                 "W 0 -0.6437499999999996 0.52505307999999995 0\n"
                                 "h 0.37298253000000087 -0.97931491000000004"); /* no final newline */
     if (!m) return;
-    PRNT_CHECK(m->kind == PRN_PWL_PLRNN && m->M == 2, "kind %d M %d", (int)m->kind, m->M);
+    PRNT_CHECK(m->kind == PRN_PWL_PLRNN && m->M == 2, "kind %d M %d", (int)m->kind, (int)m->M);
     PRNT_CHECK(m->full_A == 1, "full_A %d", m->full_A);
     CHECK_ARRAY("plrnn full", m, A, A, 4);
     CHECK_ARRAY("plrnn full", m, W, W, 4);
@@ -224,8 +224,8 @@ static void test_alrnn(void) {
         snprintf(label, sizeof label, "alrnn P=%d", P);
         m = parse_ok(label, text);
         if (!m) continue;
-        PRNT_CHECK(m->kind == PRN_PWL_ALRNN && m->M == 3 && m->P == P && !m->full_A, "%s: kind %d M %d P %d full_A %d",
-                   label, (int)m->kind, m->M, m->P, m->full_A);
+        PRNT_CHECK(m->kind == PRN_PWL_ALRNN && m->M == 3 && m->P == (size_t)P && !m->full_A, "%s: kind %d M %d P %d full_A %d",
+                   label, (int)m->kind, (int)m->M, (int)m->P, m->full_A);
         CHECK_ARRAY(label, m, A, A, 3);
         CHECK_ARRAY(label, m, W, W, 9);
         CHECK_ARRAY(label, m, h, h, 3);
@@ -236,7 +236,7 @@ static void test_alrnn(void) {
         prn_pwl_model *m = parse_ok("alrnn full A", "kind alrnn\nM 3\nP 1\nA 1 0 0 0 1 0 0 0 1\n"
                                                     "W 1 2 3 4 5 6 7 8 9\nh -1 0 1\n");
         if (m) {
-            PRNT_CHECK(m->full_A == 1 && m->P == 1, "full_A %d P %d", m->full_A, m->P);
+            PRNT_CHECK(m->full_A == 1 && m->P == 1, "full_A %d P %d", m->full_A, (int)m->P);
             CHECK_ARRAY("alrnn full A", m, A, Af, 9);
             prn_pwl_free(g_ctx, m);
         }
@@ -248,7 +248,7 @@ static void check_shallow(const char *label, const prn_pwl_model *m, prn_pwl_kin
     static const double W1[] = {1, 2, 3, 4, 5, 6}, W2[] = {-1, -2, -3, -4, -5, -6};
     static const double h1[] = {1.5e-1, -2e1}, h2[] = {0.001, -0.002, 3e-10};
     if (!m) return;
-    PRNT_CHECK(m->kind == kind && m->M == 2 && m->H == 3, "%s: kind %d M %d H %d", label, (int)m->kind, m->M, m->H);
+    PRNT_CHECK(m->kind == kind && m->M == 2 && m->H == 3, "%s: kind %d M %d H %d", label, (int)m->kind, (int)m->M, (int)m->H);
     PRNT_CHECK(m->full_A == fullA, "%s: full_A %d", label, m->full_A);
     if (fullA) CHECK_ARRAY(label, m, A, Af, 4);
     else CHECK_ARRAY(label, m, A, Ad, 2);
@@ -810,7 +810,7 @@ static void test_check(void) {
 static double relu(double x) { return x > 0 ? x : 0; }
 
 static void step_host(const prn_pwl_model *m, const double *z, double *out) {
-    int M = m->M, H = m->H, i, j;
+    int M = (int)m->M, H = (int)m->H, P = (int)m->P, i, j;
     double hid[16];
     for (i = 0; i < M; ++i) {
         double a = 0;
@@ -820,7 +820,7 @@ static void step_host(const prn_pwl_model *m, const double *z, double *out) {
             a = m->A[i] * z[i];
         if (m->kind == PRN_PWL_PLRNN || m->kind == PRN_PWL_ALRNN) {
             for (j = 0; j < M; ++j) {
-                double r = (m->kind == PRN_PWL_ALRNN && j < M - m->P) ? z[j] : relu(z[j]);
+                double r = (m->kind == PRN_PWL_ALRNN && j < M - P) ? z[j] : relu(z[j]);
                 a += m->W[i * M + j] * r;
             }
             a += m->h[i];

@@ -34,7 +34,7 @@ static void random_model(tmodel *t, prn_pwl_kind kind, int M, int H, int P, int 
     int i, n;
     unsigned s = seed * 7919u + 13u;
     memset(&t->m, 0, sizeof t->m);
-    t->m.kind = kind; t->m.M = M; t->m.H = H; t->m.P = P; t->m.full_A = full_A;
+    t->m.kind = kind; t->m.M = (size_t)M; t->m.H = (size_t)H; t->m.P = (size_t)P; t->m.full_A = full_A;
     t->m.A = p;
     n = full_A ? M * M : M;
     for (i = 0; i < n; ++i) p[i] = full_A ? (i % (M + 1) == 0 ? 0.2 + 0.6 * urand(&s) : 0.2 * nrand(&s)) : 0.2 + 0.7 * urand(&s);
@@ -67,27 +67,27 @@ static double norm_inf(const double *a, int n) {
  * back to point 0, and no earlier point equals point 0; no two cycles of
  * an order share a point; counts add up. Returns the failures. */
 static int check_cycles(const prn_pwl_model *m, const prn_scyfi_result *r, const char *what) {
-    int c, l, bad = 0, M = m->M, total = 0, k;
+    int c, l, bad = 0, M = (int)m->M, total = 0, k;
     double z[64], z2[64];
-    for (k = 1; k <= r->kmax; ++k) total += r->count[k];
-    PRNT_CHECK(total == r->num_cycles, "%s: counts add to %d, num_cycles %d", what, total, r->num_cycles);
-    for (c = 0; c < r->num_cycles; ++c) {
+    for (k = 1; k <= (int)r->kmax; ++k) total += (int)r->count[k];
+    PRNT_CHECK(total == (int)r->num_cycles, "%s: counts add to %d, num_cycles %d", what, total, (int)r->num_cycles);
+    for (c = 0; c < (int)r->num_cycles; ++c) {
         const prn_scyfi_cycle *cy = &r->cycles[c];
         double lo = HUGE_VAL, hi = 0;
         int d;
         memcpy(z, cy->points, (size_t)M * sizeof(double));
-        for (l = 1; l <= cy->k; ++l) {
-            const double *want = cy->points + (size_t)(l % cy->k) * M;
+        for (l = 1; l <= (int)cy->k; ++l) {
+            const double *want = cy->points + (size_t)(l % (int)cy->k) * M;
             double tol = 1e-7 * (1 + norm_inf(want, M));
             prn_pwl_step(g_ctx, m, z, z2);
             if (dist_inf(z2, want, M) > tol) {
-                PRNT_CHECK(0, "%s: cycle %d (k=%d): step %d goes to a point %g away from the next point", what, c, cy->k,
+                PRNT_CHECK(0, "%s: cycle %d (k=%d): step %d goes to a point %g away from the next point", what, c, (int)cy->k,
                            l, dist_inf(z2, want, M));
                 ++bad;
                 break;
             }
-            if (l < cy->k && dist_inf(z2, cy->points, M) <= 1e-7 * (1 + norm_inf(cy->points, M))) {
-                PRNT_CHECK(0, "%s: cycle %d (k=%d) returns after %d steps", what, c, cy->k, l);
+            if (l < (int)cy->k && dist_inf(z2, cy->points, M) <= 1e-7 * (1 + norm_inf(cy->points, M))) {
+                PRNT_CHECK(0, "%s: cycle %d (k=%d) returns after %d steps", what, c, (int)cy->k, l);
                 ++bad;
             }
             memcpy(z, want, (size_t)M * sizeof(double));
@@ -104,10 +104,10 @@ static int check_cycles(const prn_pwl_model *m, const prn_scyfi_result *r, const
             const prn_scyfi_cycle *o = &r->cycles[d];
             int p, q;
             if (o->k != cy->k) continue;
-            for (p = 0; p < o->k; ++p)
-                for (q = 0; q < cy->k; ++q)
+            for (p = 0; p < (int)o->k; ++p)
+                for (q = 0; q < (int)cy->k; ++q)
                     if (dist_inf(o->points + (size_t)p * M, cy->points + (size_t)q * M, M) <= 1e-6 * (1 + norm_inf(cy->points, M))) {
-                        PRNT_CHECK(0, "%s: cycles %d and %d (k=%d) are the same", what, d, c, cy->k);
+                        PRNT_CHECK(0, "%s: cycles %d and %d (k=%d) are the same", what, d, c, (int)cy->k);
                         ++bad;
                         p = o->k;
                         break;
@@ -120,9 +120,9 @@ static int check_cycles(const prn_pwl_model *m, const prn_scyfi_result *r, const
 /* Is a cycle (any rotation) of r, of order k, within tol of points? */
 static int has_cycle(const prn_scyfi_result *r, int M, int k, const double *points, double tol) {
     int c, rot;
-    for (c = 0; c < r->num_cycles; ++c) {
+    for (c = 0; c < (int)r->num_cycles; ++c) {
         const prn_scyfi_cycle *cy = &r->cycles[c];
-        if (cy->k != k) continue;
+        if ((int)cy->k != k) continue;
         for (rot = 0; rot < k; ++rot) {
             int l, ok = 1;
             for (l = 0; l < k && ok; ++l)
@@ -155,8 +155,8 @@ static void test_fixed_point_closed_form(void) {
     for (ex = 0; ex < 2; ++ex) {
         prn_scyfi_result *r = run(&m, 1, 0, 0, ex, 0);
         if (!r) return;
-        PRNT_CHECK(r->num_cycles == 1 && r->count[1] == 1, "exhaustive=%d: %d cycles", ex, r->num_cycles);
-        if (r->num_cycles == 1) {
+        PRNT_CHECK((int)r->num_cycles == 1 && (int)r->count[1] == 1, "exhaustive=%d: %d cycles", ex, (int)r->num_cycles);
+        if ((int)r->num_cycles == 1) {
             PRNT_CHECK(dist_inf(r->cycles[0].points, want, 2) < 1e-13, "exhaustive=%d: fixed point (%.17g, %.17g)", ex,
                        r->cycles[0].points[0], r->cycles[0].points[1]);
             PRNT_CHECK(fabs(r->cycles[0].eig_re[0] - 0.5) < 1e-13 && fabs(r->cycles[0].eig_re[1] - 0.3) < 1e-13 &&
@@ -185,17 +185,17 @@ static void test_border_collision_2_cycle(void) {
         prn_scyfi_result *r = run(&m, 4, 0, 0, ex, 5);
         int c;
         if (!r) return;
-        PRNT_CHECK(r->count[1] == 1 && r->count[2] == 1 && r->count[3] == 0 && r->count[4] == 0,
-                   "exhaustive=%d: counts %d %d %d %d", ex, r->count[1], r->count[2], r->count[3], r->count[4]);
+        PRNT_CHECK((int)r->count[1] == 1 && (int)r->count[2] == 1 && (int)r->count[3] == 0 && (int)r->count[4] == 0,
+                   "exhaustive=%d: counts %d %d %d %d", ex, (int)r->count[1], (int)r->count[2], (int)r->count[3], (int)r->count[4]);
         PRNT_CHECK(has_cycle(r, 2, 1, fp, 1e-13), "exhaustive=%d: no fixed point at (0.4, -2)", ex);
         PRNT_CHECK(has_cycle(r, 2, 2, cyc, 1e-13), "exhaustive=%d: no 2-cycle at (-2/7, -2), (6/7, -2)", ex);
-        for (c = 0; c < r->num_cycles; ++c) {
+        for (c = 0; c < (int)r->num_cycles; ++c) {
             const prn_scyfi_cycle *cy = &r->cycles[c];
-            if (cy->k == 1) {
+            if ((int)cy->k == 1) {
                 PRNT_CHECK(cy->type == PRN_CYCLE_SADDLE && fabs(cy->eig_re[0] + 1.5) < 1e-13 && fabs(cy->eig_re[1] - 0.5) < 1e-13,
                            "fixed point: type %d, eigenvalues %g %g", (int)cy->type, cy->eig_re[0], cy->eig_re[1]);
             }
-            if (cy->k == 2) {
+            if ((int)cy->k == 2) {
                 PRNT_CHECK(cy->type == PRN_CYCLE_STABLE && fabs(cy->eig_re[0] + 0.75) < 1e-13 && fabs(cy->eig_re[1] - 0.25) < 1e-13,
                            "2-cycle: type %d, eigenvalues %g %g", (int)cy->type, cy->eig_re[0], cy->eig_re[1]);
             }
@@ -215,15 +215,15 @@ static void compare_search(const prn_pwl_model *m, int kmax, const char *what, i
         check_cycles(m, ex, w);
         snprintf(w, sizeof w, "%s random", what);
         check_cycles(m, rs, w);
-        for (c = 0; c < ex->num_cycles; ++c)
-            PRNT_CHECK(has_cycle(rs, m->M, ex->cycles[c].k, ex->cycles[c].points, 1e-8),
-                       "%s: the search missed exhaustive cycle %d (k=%d)", what, c, ex->cycles[c].k);
-        for (c = 0; c < rs->num_cycles; ++c)
-            PRNT_CHECK(has_cycle(ex, m->M, rs->cycles[c].k, rs->cycles[c].points, 1e-8),
-                       "%s: search cycle %d (k=%d) is not in the exhaustive set", what, c, rs->cycles[c].k);
-        PRNT_CHECK(ex->num_cycles == rs->num_cycles, "%s: exhaustive %d cycles, search %d", what, ex->num_cycles,
-                   rs->num_cycles);
-        *total += ex->num_cycles;
+        for (c = 0; c < (int)ex->num_cycles; ++c)
+            PRNT_CHECK(has_cycle(rs, (int)m->M, (int)ex->cycles[c].k, ex->cycles[c].points, 1e-8),
+                       "%s: the search missed exhaustive cycle %d (k=%d)", what, c, (int)ex->cycles[c].k);
+        for (c = 0; c < (int)rs->num_cycles; ++c)
+            PRNT_CHECK(has_cycle(ex, (int)m->M, (int)rs->cycles[c].k, rs->cycles[c].points, 1e-8),
+                       "%s: search cycle %d (k=%d) is not in the exhaustive set", what, c, (int)rs->cycles[c].k);
+        PRNT_CHECK((int)ex->num_cycles == (int)rs->num_cycles, "%s: exhaustive %d cycles, search %d", what, (int)ex->num_cycles,
+                   (int)rs->num_cycles);
+        *total += (int)ex->num_cycles;
     }
     prn_scyfi_free(g_ctx, ex);
     prn_scyfi_free(g_ctx, rs);
@@ -272,14 +272,14 @@ static void test_same_for_any_batch_and_threads(void) {
     if (prn_context_create(&cfg, &c1, NULL, 0) == PRN_OK) PRNT_OK(c1, prn_scyfi(c1, &t.m, &o, &r[2]));
     for (i = 1; i < 3; ++i) {
         if (!r[0] || !r[i]) continue;
-        PRNT_CHECK(r[i]->num_cycles == r[0]->num_cycles, "run %d: %d cycles (%g solves), want %d (%g)",
-                   i, r[i]->num_cycles, (double)r[i]->solves, r[0]->num_cycles, (double)r[0]->solves);
-        for (c = 0; c < r[0]->num_cycles && c < r[i]->num_cycles; ++c)
-            PRNT_CHECK(r[i]->cycles[c].k == r[0]->cycles[c].k &&
+        PRNT_CHECK((int)r[i]->num_cycles == (int)r[0]->num_cycles, "run %d: %d cycles (%g solves), want %d (%g)",
+                   i, (int)r[i]->num_cycles, (double)r[i]->solves, (int)r[0]->num_cycles, (double)r[0]->solves);
+        for (c = 0; c < (int)r[0]->num_cycles && c < (int)r[i]->num_cycles; ++c)
+            PRNT_CHECK((int)r[i]->cycles[c].k == (int)r[0]->cycles[c].k &&
                        !memcmp(r[i]->cycles[c].points, r[0]->cycles[c].points, (size_t)r[0]->cycles[c].k * 3 * sizeof(double)),
                        "run %d: cycle %d differs", i, c);
     }
-    PRNT_CHECK(r[0] && r[0]->num_cycles > 0, "no cycles: the comparison says little");
+    PRNT_CHECK(r[0] && (int)r[0]->num_cycles > 0, "no cycles: the comparison says little");
     for (i = 0; i < 3; ++i) prn_scyfi_free(i == 2 ? c1 : g_ctx, r[i]);
     prn_context_free(c1);
 }
@@ -300,16 +300,16 @@ static void test_host_and_device_products(void) {
         prn_scyfi_free(g_ctx, b);
         b = NULL;
         PRNT_OK(g_ctx, prn_scyfi(g_ctx, &t.m, &o, &b));
-        if (!b || b->num_cycles >= 3) break;
+        if (!b || (int)b->num_cycles >= 3) break;
     }
     o.host_products = 0;
     PRNT_OK(g_ctx, prn_scyfi(g_ctx, &t.m, &o, &a));
     if (a && b) {
-        PRNT_CHECK(a->num_cycles == b->num_cycles, "%d cycles, %d with host products", a->num_cycles, b->num_cycles);
-        for (c = 0; c < a->num_cycles; ++c)
-            PRNT_CHECK(has_cycle(b, 4, a->cycles[c].k, a->cycles[c].points, 1e-9), "cycle %d (k=%d) not found with host products",
-                       c, a->cycles[c].k);
-        PRNT_CHECK(a->num_cycles > 1, "%d cycles: the comparison says little", a->num_cycles);
+        PRNT_CHECK((int)a->num_cycles == (int)b->num_cycles, "%d cycles, %d with host products", (int)a->num_cycles, (int)b->num_cycles);
+        for (c = 0; c < (int)a->num_cycles; ++c)
+            PRNT_CHECK(has_cycle(b, 4, (int)a->cycles[c].k, a->cycles[c].points, 1e-9), "cycle %d (k=%d) not found with host products",
+                       c, (int)a->cycles[c].k);
+        PRNT_CHECK((int)a->num_cycles > 1, "%d cycles: the comparison says little", (int)a->num_cycles);
         check_cycles(&t.m, a, "device products");
     }
     prn_scyfi_free(g_ctx, a);
@@ -325,7 +325,7 @@ static const char *data_dir(void) {
 /* A trajectory of 10^4 steps from a random start: its last two points. */
 static void trajectory_end(const prn_pwl_model *m, unsigned seed, double *last2) {
     double z[64], z2[64];
-    int t, i, M = m->M;
+    int t, i, M = (int)m->M;
     for (i = 0; i < M; ++i) z[i] = nrand(&seed);
     for (t = 0; t < 10000; ++t) {
         prn_pwl_step(g_ctx, m, z, z2);
@@ -344,11 +344,11 @@ static int rounds_to(double x, double want, int digits) {
 static int trajectory_meets(const prn_pwl_model *m, const prn_scyfi_result *r, int k) {
     double last2[128];
     unsigned s;
-    int c, p, q, i, M = m->M;
+    int c, p, q, i, M = (int)m->M;
     for (s = 1; s <= 20; ++s) {
         trajectory_end(m, s, last2);
-        for (c = 0; c < r->num_cycles; ++c) {
-            if (r->cycles[c].k != k) continue;
+        for (c = 0; c < (int)r->num_cycles; ++c) {
+            if ((int)r->cycles[c].k != k) continue;
             for (p = 0; p < k; ++p)
                 for (q = 0; q < 2; ++q) {
                     for (i = 0; i < M && rounds_to(r->cycles[c].points[p * M + i], last2[q * M + i], 3); ++i) {}
@@ -365,16 +365,16 @@ static void check_assertion(const char *name, const prn_pwl_model *m, const prn_
     double x, y;
     char op[3];
     if (sscanf(t, "length(FPs[%d][1]) == %d", &k, &n) == 2 && strstr(t, "][1])")) {
-        PRNT_CHECK(k <= r->kmax && r->count[k] >= 1, "%s: %s: no cycle of order %d", name, t, k);
+        PRNT_CHECK(k <= (int)r->kmax && (int)r->count[k] >= 1, "%s: %s: no cycle of order %d", name, t, k);
     } else if (sscanf(t, "length(FPs[%d]) %2s %d", &k, op, &n) == 3) {
-        int got = k <= r->kmax ? r->count[k] : -1;
+        int got = k <= (int)r->kmax ? (int)r->count[k] : -1;
         if (!strcmp(op, "==")) PRNT_CHECK(got == n, "%s: %s: %d cycles of order %d", name, t, got, k);
         else if (!strcmp(op, ">")) PRNT_CHECK(got > n, "%s: %s: %d cycles of order %d", name, t, got, k);
         else PRNT_CHECK(0, "%s: unknown comparison in '%s'", name, t);
     } else if (sscanf(t, "round.(FPs[1][1][1],digits=2) == [%lf, %lf]", &x, &y) == 2) {
         int found = 0;
-        for (c = 0; c < r->num_cycles && !found; ++c)
-            found = r->cycles[c].k == 1 && m->M == 2 && rounds_to(r->cycles[c].points[0], x, 2) &&
+        for (c = 0; c < (int)r->num_cycles && !found; ++c)
+            found = (int)r->cycles[c].k == 1 && (int)m->M == 2 && rounds_to(r->cycles[c].points[0], x, 2) &&
                     rounds_to(r->cycles[c].points[1], y, 2);
         PRNT_CHECK(found, "%s: %s: no such fixed point", name, t);
     } else if (strstr(t, "round.(FPs[1][1][1],digits=3)==round.(traj[:,end],digits=3)")) {
@@ -383,8 +383,8 @@ static void check_assertion(const char *name, const prn_pwl_model *m, const prn_
         PRNT_CHECK(trajectory_meets(m, r, 2), "%s: %s: no trajectory ends on a 2-cycle found", name, t);
     } else if (sscanf(t, "exactly %d fixed points: %d stable, %d unstable", &n, &a, &b) == 3 ||
                (sscanf(t, "exactly %d fixed point, stable", &n) == 1 && (a = 1, b = 0, 1))) {
-        for (c = 0; c < r->num_cycles; ++c) stable += r->cycles[c].k == 1 && r->cycles[c].type == PRN_CYCLE_STABLE;
-        PRNT_CHECK(r->count[1] == n && stable == a, "%s: %s: %d fixed points, %d stable", name, t, r->count[1], stable);
+        for (c = 0; c < (int)r->num_cycles; ++c) stable += (int)r->cycles[c].k == 1 && r->cycles[c].type == PRN_CYCLE_STABLE;
+        PRNT_CHECK((int)r->count[1] == n && stable == a, "%s: %s: %d fixed points, %d stable", name, t, (int)r->count[1], stable);
     } else {
         PRNT_CHECK(0, "%s: assertion '%s' not understood", name, t);
     }
@@ -491,33 +491,48 @@ static void test_bad_input(void) {
     memset(&o, 0, sizeof o);
     PRNT_STATUS(g_ctx, prn_scyfi(g_ctx, NULL, &o, &r), PRN_ERR_NULL_ARGUMENT);
     PRNT_STATUS(g_ctx, prn_scyfi(g_ctx, &m, &o, NULL), PRN_ERR_NULL_ARGUMENT);
-    o.kmax = -1;
+    o.kmax = (size_t)-1; /* what a negative int becomes */
+    PRNT_STATUS(g_ctx, prn_scyfi(g_ctx, &m, &o, &r), PRN_ERR_INVALID_ARGUMENT);
+    PRNT_CHECK(strstr(prn_last_error(g_ctx), "kmax") != NULL, "message: %s", prn_last_error(g_ctx));
+    o.kmax = PRN_SCYFI_MAX_KMAX + 1;
     PRNT_STATUS(g_ctx, prn_scyfi(g_ctx, &m, &o, &r), PRN_ERR_INVALID_ARGUMENT);
     PRNT_CHECK(strstr(prn_last_error(g_ctx), "kmax") != NULL, "message: %s", prn_last_error(g_ctx));
     o.kmax = 30; o.exhaustive = 1;
     PRNT_STATUS(g_ctx, prn_scyfi(g_ctx, &m, &o, &r), PRN_ERR_INVALID_ARGUMENT);
     PRNT_CHECK(strstr(prn_last_error(g_ctx), "exhaustive") != NULL, "message: %s", prn_last_error(g_ctx));
-    o.kmax = 1; o.exhaustive = 0; o.inner = -2;
+    o.kmax = 1; o.exhaustive = 0; o.inner = (size_t)-2;
     PRNT_STATUS(g_ctx, prn_scyfi(g_ctx, &m, &o, &r), PRN_ERR_INVALID_ARGUMENT);
-    o.inner = 0;
+    PRNT_CHECK(strstr(prn_last_error(g_ctx), "inner 18446744073709551614") != NULL || sizeof(size_t) < 8, "message: %s",
+               prn_last_error(g_ctx));
+    o.inner = 0; o.batch = (size_t)1 << 31; /* past INT_MAX */
+    PRNT_STATUS(g_ctx, prn_scyfi(g_ctx, &m, &o, &r), PRN_ERR_INVALID_ARGUMENT);
+    PRNT_CHECK(strstr(prn_last_error(g_ctx), "batch 2147483648") != NULL, "message: %s", prn_last_error(g_ctx));
+    o.batch = 0;
     W[1] = NAN;
     PRNT_STATUS(g_ctx, prn_scyfi(g_ctx, &m, &o, &r), PRN_ERR_NONFINITE);
     PRNT_CHECK(strstr(prn_last_error(g_ctx), "W[1]") != NULL, "message: %s", prn_last_error(g_ctx));
     W[1] = 0.2;
     m.M = 0;
     PRNT_STATUS(g_ctx, prn_scyfi(g_ctx, &m, &o, &r), PRN_ERR_INVALID_ARGUMENT);
-    m.M = 2; m.kind = PRN_PWL_SHPLRNN; m.H = 3;
+    m.M = (size_t)65537; /* past PRN__PWL_MAX_DIM: named, never allocated */
+    PRNT_STATUS(g_ctx, prn_scyfi(g_ctx, &m, &o, &r), PRN_ERR_INVALID_ARGUMENT);
+    PRNT_CHECK(strstr(prn_last_error(g_ctx), "m->M is 65537") != NULL, "message: %s", prn_last_error(g_ctx));
+    m.M = 2; m.kind = PRN_PWL_ALRNN; m.P = 3;
+    PRNT_STATUS(g_ctx, prn_scyfi(g_ctx, &m, &o, &r), PRN_ERR_INVALID_ARGUMENT);
+    PRNT_CHECK(strstr(prn_last_error(g_ctx), "m->P is 3") != NULL, "message: %s", prn_last_error(g_ctx));
+    m.P = 0; m.kind = PRN_PWL_SHPLRNN; m.H = 3;
     PRNT_STATUS(g_ctx, prn_scyfi(g_ctx, &m, &o, &r), PRN_ERR_NULL_ARGUMENT);
     PRNT_CHECK(strstr(prn_last_error(g_ctx), "W1") != NULL, "message: %s", prn_last_error(g_ctx));
     PRNT_CHECK(r == (prn_scyfi_result *)&m, "a failed call wrote *out");
     PRNT_STATUS(g_ctx, prn_eigenvalues(g_ctx, 2, NULL, A, h), PRN_ERR_NULL_ARGUMENT);
 }
 
-/* plrnn and alrnn have no H: whatever it holds is ignored. A negative H
- * once passed prn_pwl_check and wrapped the size of prn_scyfi's scratch
- * (heap overflow), INT_MAX asked for gigabytes. */
+/* plrnn and alrnn have no H: whatever it holds is ignored. When H was an
+ * int, a negative H once passed prn_pwl_check and wrapped the size of
+ * prn_scyfi's scratch (heap overflow), INT_MAX asked for gigabytes; as a
+ * size_t those are the huge values below. */
 static void test_unused_H(void) {
-    static const int Hs[] = {-1, -7, INT_MIN, INT_MAX};
+    static const size_t Hs[] = {(size_t)-1, (size_t)-7, (size_t)INT_MAX + 1, (size_t)INT_MAX};
     int kinds, i;
     for (kinds = 0; kinds < 2; ++kinds) {
         prn_pwl_kind kind = kinds ? PRN_PWL_ALRNN : PRN_PWL_PLRNN;
@@ -535,19 +550,19 @@ static void test_unused_H(void) {
             t.m.H = Hs[i];
             PRNT_STATUS(g_ctx, prn_pwl_check(g_ctx, &t.m), PRN_OK);
             PRNT_STATUS(g_ctx, prn_pwl_step(g_ctx, &t.m, z, y), PRN_OK);
-            PRNT_CHECK(!memcmp(y, y0, (size_t)t.m.M * sizeof y[0]), "%s H=%d: another step", kinds ? "alrnn" : "plrnn",
-                       Hs[i]);
+            PRNT_CHECK(!memcmp(y, y0, t.m.M * sizeof y[0]), "%s H=%lu: another step", kinds ? "alrnn" : "plrnn",
+                       (unsigned long)Hs[i]);
             r = NULL;
             PRNT_STATUS(g_ctx, prn_scyfi(g_ctx, &t.m, &o, &r), PRN_OK);
-            PRNT_CHECK(r && r->num_cycles == r0->num_cycles, "%s H=%d: %d cycles, want %d", kinds ? "alrnn" : "plrnn",
-                       Hs[i], r ? r->num_cycles : -1, r0->num_cycles);
-            if (r && r->num_cycles == r0->num_cycles && r0->num_cycles > 0)
+            PRNT_CHECK(r && (int)r->num_cycles == (int)r0->num_cycles, "%s H=%lu: %d cycles, want %d", kinds ? "alrnn" : "plrnn",
+                       (unsigned long)Hs[i], r ? (int)r->num_cycles : -1, (int)r0->num_cycles);
+            if (r && (int)r->num_cycles == (int)r0->num_cycles && (int)r0->num_cycles > 0)
                 PRNT_CHECK(!memcmp(r->cycles[0].points, r0->cycles[0].points,
                                    (size_t)r0->cycles[0].k * (size_t)t.m.M * sizeof(double)),
-                           "%s H=%d: other points", kinds ? "alrnn" : "plrnn", Hs[i]);
+                           "%s H=%lu: other points", kinds ? "alrnn" : "plrnn", (unsigned long)Hs[i]);
             prn_scyfi_free(g_ctx, r);
         }
-        PRNT_CHECK(r0 && r0->num_cycles > 0, "%s: no cycles to compare", kinds ? "alrnn" : "plrnn");
+        PRNT_CHECK(r0 && (int)r0->num_cycles > 0, "%s: no cycles to compare", kinds ? "alrnn" : "plrnn");
         prn_scyfi_free(g_ctx, r0);
     }
 }
@@ -586,7 +601,7 @@ static long af_run(long fail_at, int *cycles) {
         PRNT_CHECK(st == PRN_OK, "n=%ld: the retry failed: %s", fail_at, prn_last_error(ctx));
     }
     if (st == PRN_OK) {
-        *cycles = r->num_cycles;
+        *cycles = (int)r->num_cycles;
         prn_scyfi_free(ctx, r);
     }
     prn_context_free(ctx);

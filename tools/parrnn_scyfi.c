@@ -154,10 +154,10 @@ static void json_num(double v) {
     else printf("%.17g", v);
 }
 
-static void print_json(const prn_scyfi_result *r, int kmax) {
-    int c, i, j, k, M = r->M;
-    printf("{\"kmax\": %d, \"counts\": [", kmax);
-    for (k = 1; k <= kmax; ++k) printf("%s%d", k > 1 ? ", " : "", r->count[k]);
+static void print_json(const prn_scyfi_result *r, size_t kmax) {
+    size_t c, i, j, k, M = r->M;
+    printf("{\"kmax\": %lu, \"counts\": [", (unsigned long)kmax);
+    for (k = 1; k <= kmax; ++k) printf("%s%lu", k > 1 ? ", " : "", (unsigned long)r->count[k]);
     printf("], \"cycles\": [%s", r->num_cycles ? "\n" : "");
     for (c = 0; c < r->num_cycles; ++c) {
         const prn_scyfi_cycle *cy = &r->cycles[c];
@@ -166,7 +166,7 @@ static void print_json(const prn_scyfi_result *r, int kmax) {
             double a = hypot(cy->eig_re[j], cy->eig_im[j]);
             if (!(a <= mx)) mx = a;
         }
-        printf("{\"k\": %d, \"type\": \"%s\", \"stable\": %s, \"max_abs_eigenvalue\": ", cy->k, type_name(cy->type),
+        printf("{\"k\": %lu, \"type\": \"%s\", \"stable\": %s, \"max_abs_eigenvalue\": ", (unsigned long)cy->k, type_name(cy->type),
                cy->type == PRN_CYCLE_STABLE ? "true" : "false");
         json_num(mx);
         fputs(", \"points\": [", stdout);
@@ -174,7 +174,7 @@ static void print_json(const prn_scyfi_result *r, int kmax) {
             printf(i ? ", [" : "[");
             for (j = 0; j < M; ++j) {
                 if (j) fputs(", ", stdout);
-                json_num(cy->points[(size_t)i * (size_t)M + (size_t)j]);
+                json_num(cy->points[i * M + j]);
             }
             putchar(']');
         }
@@ -191,8 +191,8 @@ static void print_json(const prn_scyfi_result *r, int kmax) {
     printf("]}\n");
 }
 
-static void print_point(const double *z, int M) {
-    int j;
+static void print_point(const double *z, size_t M) {
+    size_t j;
     putchar('(');
     for (j = 0; j < M; ++j) printf("%s%.6g", j ? ", " : "", z[j]);
     putchar(')');
@@ -200,19 +200,19 @@ static void print_point(const double *z, int M) {
 
 #define SHOW_POINTS 4 /* points of a cycle printed before "..." */
 
-static void print_table(const prn_scyfi_result *r, int kmax) {
-    int k, c, i, j, M = r->M, idx = 0;
+static void print_table(const prn_scyfi_result *r, size_t kmax) {
+    size_t k, c, i, j, M = r->M, idx = 0;
     for (k = 1; k <= kmax; ++k) {
-        int n = r->count[k];
+        size_t n = r->count[k];
         if (n == 0) { /* a run of orders without cycles: one line */
-            int e = k;
+            size_t e = k;
             while (e < kmax && r->count[e + 1] == 0) ++e;
-            if (e == k) printf("\norder %d: no cycles\n", k);
-            else printf("\norders %d-%d: no cycles\n", k, e);
+            if (e == k) printf("\norder %lu: no cycles\n", (unsigned long)k);
+            else printf("\norders %lu-%lu: no cycles\n", (unsigned long)k, (unsigned long)e);
             k = e;
             continue;
         }
-        printf("\norder %d: %d cycle%s\n", k, n, n == 1 ? "" : "s");
+        printf("\norder %lu: %lu cycle%s\n", (unsigned long)k, (unsigned long)n, n == 1 ? "" : "s");
         printf("  %5s %4s  %-8s  %12s  %s\n", "#", "k", "type", "max |eig|", "points");
         for (c = 0; c < r->num_cycles; ++c) {
             const prn_scyfi_cycle *cy = &r->cycles[c];
@@ -222,16 +222,16 @@ static void print_table(const prn_scyfi_result *r, int kmax) {
                 double a = hypot(cy->eig_re[j], cy->eig_im[j]);
                 if (!(a <= mx)) mx = a;
             }
-            printf("  %5d %4d  %-8s  %12.6g  z1 = ", idx, cy->k, type_name(cy->type), mx);
+            printf("  %5lu %4lu  %-8s  %12.6g  z1 = ", (unsigned long)idx, (unsigned long)cy->k, type_name(cy->type), mx);
             print_point(cy->points, M);
             putchar('\n');
             for (i = 1; i < cy->k && i < SHOW_POINTS; ++i) {
-                printf("  %5s %4s  %-8s  %12s  z%d = ", "", "", "", "", i + 1);
-                print_point(cy->points + (size_t)i * (size_t)M, M);
+                printf("  %5s %4s  %-8s  %12s  z%lu = ", "", "", "", "", (unsigned long)(i + 1));
+                print_point(cy->points + i * M, M);
                 putchar('\n');
             }
             if (cy->k > SHOW_POINTS)
-                printf("  %5s %4s  %-8s  %12s  ... (%d more points)\n", "", "", "", "", cy->k - SHOW_POINTS);
+                printf("  %5s %4s  %-8s  %12s  ... (%lu more points)\n", "", "", "", "", (unsigned long)(cy->k - SHOW_POINTS));
             ++idx;
         }
     }
@@ -260,7 +260,8 @@ int main(int argc, char **argv) {
     prn_scyfi_result *res = NULL;
     const char *path = NULL, *v;
     char err[512];
-    int i, json = 0, exit_code = 1, k;
+    int i, json = 0, exit_code = 1;
+    size_t k;
     long kmax = 1, outer = 0, inner = 0, threads = 0;
     uint64_t seed = 0;
     double t0, t1;
@@ -340,18 +341,18 @@ int main(int argc, char **argv) {
         goto done;
     }
 
-    opt.kmax = (int)kmax;
-    opt.outer = (int)outer;
-    opt.inner = (int)inner;
+    opt.kmax = (size_t)kmax;
+    opt.outer = (size_t)outer;
+    opt.inner = (size_t)inner;
     opt.seed = seed;
     if (!json) {
         printf("parrnn %s, backend '%s', %d thread(s)\n", PARRNN_VERSION_STRING, prn_context_backend_name(ctx),
                prn_context_num_threads(ctx));
-        printf("model %s: %s, M = %d", path, kind_name(model->kind), model->M);
-        if (model->kind == PRN_PWL_SHPLRNN || model->kind == PRN_PWL_CLIPPED_SHPLRNN) printf(", H = %d", model->H);
-        if (model->kind == PRN_PWL_ALRNN) printf(", P = %d", model->P);
+        printf("model %s: %s, M = %lu", path, kind_name(model->kind), (unsigned long)model->M);
+        if (model->kind == PRN_PWL_SHPLRNN || model->kind == PRN_PWL_CLIPPED_SHPLRNN) printf(", H = %lu", (unsigned long)model->H);
+        if (model->kind == PRN_PWL_ALRNN) printf(", P = %lu", (unsigned long)model->P);
         printf(", A %s\n", model->full_A ? "full" : "diagonal");
-        printf("SCYFI: orders 1..%d, %s", opt.kmax, opt.exhaustive ? "exhaustive enumeration" : "search");
+        printf("SCYFI: orders 1..%lu, %s", (unsigned long)opt.kmax, opt.exhaustive ? "exhaustive enumeration" : "search");
         if (!opt.exhaustive) {
             if (outer) printf(", outer %ld", outer); else printf(", outer by order");
             if (inner) printf(", inner %ld", inner); else printf(", inner by order");
@@ -373,14 +374,14 @@ int main(int argc, char **argv) {
     } else {
         print_table(res, opt.kmax);
         int empty = 0, first = 1;
-        printf("\nsummary: %d cycle%s", res->num_cycles, res->num_cycles == 1 ? "" : "s");
+        printf("\nsummary: %lu cycle%s", (unsigned long)res->num_cycles, res->num_cycles == 1 ? "" : "s");
         for (k = 1; k <= opt.kmax; ++k) {
             if (res->count[k] == 0) { ++empty; continue; }
-            printf("%sk=%d: %d", first ? " (" : ", ", k, res->count[k]);
+            printf("%sk=%lu: %lu", first ? " (" : ", ", (unsigned long)k, (unsigned long)res->count[k]);
             first = 0;
         }
         if (!first) printf(")");
-        if (empty) printf("; %d of the %d orders without cycles", empty, opt.kmax);
+        if (empty) printf("; %d of the %lu orders without cycles", empty, (unsigned long)opt.kmax);
         printf("; %.0f candidate solves (%.0f singular); %.3f s\n", (double)res->solves, (double)res->singular, t1 - t0);
     }
     if (fflush(stdout) != 0 || ferror(stdout)) {
