@@ -119,8 +119,10 @@
  *     inner, batch, pool_size, max_cycles; a cycle's k, a result's M,
  *     num_cycles and count[]); counts that can pass 2^32 on any machine
  *     are uint64_t (SCYFI's solves and singular, exhaustive_limit). int
- *     is for flags, axes, enums and indices into short lists (params,
- *     slots).
+ *     is for flags, axes, enums, indices into short lists (params,
+ *     slots, backends) and the settings and statistics that count
+ *     threads, layers or Newton iterations (num_threads, num_layers,
+ *     max_iter, iterations), which OpenMP and the loops take as int.
  *   - "cell" is a recurrent unit made by a prn_<kind>_create (prn_cell)
  *     and nothing else: DEER's user-supplied f is a prn_deer_system, and
  *     the backend slots that fuse one step of the classic networks' gates
