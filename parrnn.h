@@ -12134,6 +12134,13 @@ PRN__FN prn_status prn__scyfi(prn_context *ctx, const prn_pwl_model *m, const pr
         size_t cap = ((size_t)64 << 20) / ((M * M + M) * sizeof(double));
         if (s.batch > cap) s.batch = cap > 0 ? cap : 1;
     }
+    /* A chosen batch's systems (batch x (M^2 + M) doubles, twice on a
+     * device) and chains must be countable: a large opt->batch with a
+     * large M would wrap the sizes below and allocate too little. */
+    if (s.batch > ((size_t)-1 >> 4) / ((M * M + M) * sizeof(double) + sizeof(prn__sc_chain) +
+                                        2 * s.o.kmax * (R + M) * sizeof(double) + 64))
+        return PRN__ERR(ctx, PRN_ERR_OUT_OF_MEMORY, "%s: opt->batch = %lu chains of M = %lu need more memory than "
+                        "can be addressed", fn, (unsigned long)s.batch, (unsigned long)M);
     s.scratch_per = 3 * M * M + 4 * M + 2 * prn__pwl_hidden(m) + 8;
     s.scratch = (double *)prn_alloc(ctx, (size_t)s.nt * s.scratch_per * sizeof(double));
     s.sys = (double *)prn_alloc(ctx, s.batch * (M * M + M) * sizeof(double) + 2 * s.batch * sizeof(int));

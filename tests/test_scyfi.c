@@ -524,6 +524,21 @@ static void test_bad_input(void) {
     PRNT_STATUS(g_ctx, prn_scyfi(g_ctx, &m, &o, &r), PRN_ERR_NULL_ARGUMENT);
     PRNT_CHECK(strstr(prn_last_error(g_ctx), "W1") != NULL, "message: %s", prn_last_error(g_ctx));
     PRNT_CHECK(r == (prn_scyfi_result *)&m, "a failed call wrote *out");
+    {   /* M = 65536 (cheap as a shallow model with H = 1) and a batch of
+         * 2^31 - 1 chains: (M^2 + M) doubles each wrapped size_t */
+        static double big[4 * 65536 + 1];
+        prn_pwl_model b;
+        size_t i;
+        memset(&b, 0, sizeof b);
+        b.kind = PRN_PWL_SHPLRNN; b.M = 65536; b.H = 1;
+        for (i = 0; i < 65536; ++i) big[i] = 0.5;
+        b.A = big; b.W1 = big + 65536; b.W2 = big + 2 * 65536; b.h1 = big + 3 * 65536; b.h2 = big + 4 * 65536;
+        memset(&o, 0, sizeof o);
+        o.batch = 2147483647;
+        PRNT_STATUS(g_ctx, prn_scyfi(g_ctx, &b, &o, &r), PRN_ERR_OUT_OF_MEMORY);
+        PRNT_CHECK(strstr(prn_last_error(g_ctx), "batch = 2147483647") != NULL, "message: %s", prn_last_error(g_ctx));
+        PRNT_CHECK(r == (prn_scyfi_result *)&m, "a failed call wrote *out");
+    }
     PRNT_STATUS(g_ctx, prn_eigenvalues(g_ctx, 2, NULL, A, h), PRN_ERR_NULL_ARGUMENT);
 }
 
