@@ -730,7 +730,11 @@ PRNDEF size_t prn_cell_state_size(const prn_cell *cell);
  * the input projection into that call too where the backend has
  * rnn_layer_forward_x (reference): the projections are computed a few
  * steps at a time next to the recurrence and never stored for the whole
- * sequence.
+ * sequence. So does a recorded ELMAN or LSTM layer where the backend also
+ * has rnn_layer_backward_x (reference): the projection and the recurrence
+ * are then one recorded op, whose backward sums the gradients of W_ih and
+ * b_ih inside the layer's backward pass (the projections' gradients are
+ * stored only when x needs its own).
  *
  * Per step t, with x_t the layer's input, s_t its state, s() the logistic
  * sigmoid, products of vectors elementwise, "W x" a matrix-vector product:
@@ -14492,12 +14496,17 @@ PRN__FN PRN__ATTR void prn__layer_bw_T(const prn__layer *L, size_t j, size_t m) 
     for (step = 0; step < TT; ++step) {
         /* the forward's steps in reverse; its first has s0 before it */
         const size_t t = L->rev ? step : TT - 1 - step, tp = L->rev ? t + 1 : t - 1;
-        PRN__T *qn = qb + (step & 1) * B * P;
+        /* with the rings, the step's dq goes straight into its rows of the
+         * chunk's ring (a copy per row and gate was 5-8% of an LSTM's
+         * training step at H 64), and the product reads it there */
+        const size_t ldn = L->dwC ? L->Pq : P;
+        PRN__T *qn = L->dwC ? (PRN__T *)L->rq + (((step / L->dwC & 1) * L->dwC + step % L->dwC) * L->dwB + L->r0) * L->Pq
+                            : qb + (step & 1) * B * P;
         for (b = 0; n && b < B; ++b) {
             const PRN__T *gr = Gr + (b * TT + t) * S, *nx = St + (b * TT + t) * S;
             const PRN__T *sp = step == TT - 1 ? s0 + b * S : St + (b * TT + tp) * S;
             const PRN__T *v = Sv && V ? Sv + (b * TT + t) * V * H + u0 : NULL;
-            PRN__T *c = ct + b * qs, *e = dd + b * qs, *dq = qn + b * P + u0;
+            PRN__T *c = ct + b * qs, *e = dd + b * qs, *dq = qn + b * ldn + u0;
             PRN__T *dx = DX ? DX + (b * TT + t) * P + u0 : dq; /* rnn_layer_backward_x: dxp not stored */
             /* c: d loss / d h of the step (the later step's d q W_hh, plus
              * what reached h directly); e: the rest of d loss / d state */
@@ -14512,10 +14521,8 @@ PRN__FN PRN__ATTR void prn__layer_bw_T(const prn__layer *L, size_t j, size_t m) 
             }
             /* DQ may be DX (ELMAN and LSTM: the same values) */
             for (g = 0; DQ != DX && g < G; ++g) memcpy(DQ + (b * TT + t) * P + g * H + u0, dq + g * H, n * sizeof(PRN__T));
-            if (L->dwC) { /* the row's dq and h_{t-1} into the chunk's ring */
+            if (L->dwC) { /* the row's h_{t-1} into the chunk's ring beside its dq */
                 const size_t slot = ((step / L->dwC & 1) * L->dwC + step % L->dwC) * L->dwB + L->r0 + b;
-                PRN__T *rq = (PRN__T *)L->rq + slot * L->Pq + u0;
-                for (g = 0; g < G; ++g) memcpy(rq + g * H, dq + g * H, n * sizeof(PRN__T));
                 memcpy((PRN__T *)L->rh + slot * L->Rq + u0, sp + u0, n * sizeof(PRN__T));
                 if (Xi && u0 == 0) /* x_t after h (one thread's copy) */
                     memcpy((PRN__T *)L->rh + slot * L->Rq + L->Hq, Xi + (b * TT + t) * L->NI, L->NI * sizeof(PRN__T));
@@ -14534,7 +14541,7 @@ PRN__FN PRN__ATTR void prn__layer_bw_T(const prn__layer *L, size_t j, size_t m) 
             for (g = 0; Sv && g < V; ++g) prn__prefetch_run(Sv + ((b * TT + tn) * V + g) * H + u0, n * sizeof(PRN__T));
             if (Xi && L->dwC && u0 == 0) prn__prefetch_run(Xi + (b * TT + tn) * L->NI, L->NI * sizeof(PRN__T));
         }
-        if (n) PRN__MM(B, P, qn, P, pan, nb, ct, qs);
+        if (n) PRN__MM(B, P, qn, ldn, pan, nb, ct, qs);
     }
     for (b = 0; n && b < B; ++b) {
         const PRN__T *c = ct + b * qs, *e = dd + b * qs;
