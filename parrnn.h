@@ -1821,7 +1821,8 @@ typedef enum prn_slot_kind {
 /* FUSED (NULL: the generic code computes xp with gemm and calls
  * rnn_layer_forward; it uses this one only on a backend that has
  * rnn_layer_forward/_backward as well, and only for a forward that saves
- * nothing for a backward). rnn_layer_forward with its input projections
+ * nothing for a backward, or for an ELMAN or LSTM forward whose backward
+ * takes rnn_layer_backward_x: saved is then set). rnn_layer_forward with its input projections
  * taken from the layer's input: xp = x W_ih^T + b_ih, each entry the
  * product's sum plus b_ih (b_ih NULL: plus nothing), with x [B, T, In],
  * w_ih [P, In], b_ih [P]; the other arguments and the result as
@@ -1839,8 +1840,9 @@ typedef enum prn_slot_kind {
 
 /* FUSED (NULL: the generic code computes xp with gemm, records it, and
  * takes rnn_layer_forward/_backward(_dw) and the gemm's backward; it uses
- * this one only on a backend that has rnn_layer_forward_x and
- * rnn_layer_backward_dw as well). The backward of rnn_layer_forward_x for
+ * this one only on a backend that has rnn_layer_forward/_backward and
+ * rnn_layer_forward_x as well, for the backward of a recorded
+ * rnn_layer_forward_x). The backward of rnn_layer_forward_x for
  * kind PRN_RNN_ELMAN or PRN_RNN_LSTM (whose d loss / d xp equals dq):
  * rnn_layer_backward_dw's results (dw_hh, db_hh its dw and db, ds0), with
  * dxp [B, T, P] written only when not NULL, and besides dw_ih [P, In], the
