@@ -734,7 +734,11 @@ PRNDEF size_t prn_cell_state_size(const prn_cell *cell);
  * the input projection into that call too where the backend has
  * rnn_layer_forward_x (reference): the projections are computed a few
  * steps at a time next to the recurrence and never stored for the whole
- * sequence.
+ * sequence. So does a recorded ELMAN or LSTM layer where the backend also
+ * has rnn_layer_backward_x (reference): the projection and the recurrence
+ * are then one recorded op, whose backward sums the gradients of W_ih and
+ * b_ih inside the layer's backward pass (the projections' gradients are
+ * stored only when x needs its own).
  *
  * Per step t, with x_t the layer's input, s_t its state, s() the logistic
  * sigmoid, products of vectors elementwise, "W x" a matrix-vector product:
@@ -1821,7 +1825,8 @@ typedef enum prn_slot_kind {
 /* FUSED (NULL: the generic code computes xp with gemm and calls
  * rnn_layer_forward; it uses this one only on a backend that has
  * rnn_layer_forward/_backward as well, and only for a forward that saves
- * nothing for a backward). rnn_layer_forward with its input projections
+ * nothing for a backward, or for an ELMAN or LSTM forward whose backward
+ * takes rnn_layer_backward_x: saved is then set). rnn_layer_forward with its input projections
  * taken from the layer's input: xp = x W_ih^T + b_ih, each entry the
  * product's sum plus b_ih (b_ih NULL: plus nothing), with x [B, T, In],
  * w_ih [P, In], b_ih [P]; the other arguments and the result as
@@ -1837,6 +1842,27 @@ typedef enum prn_slot_kind {
        const void *s0, void *states, void *saved),                                                        \
       PRN_SLOT_KIND_FUSED)
 
+/* FUSED (NULL: the generic code computes xp with gemm, records it, and
+ * takes rnn_layer_forward/_backward(_dw) and the gemm's backward; it uses
+ * this one only on a backend that has rnn_layer_forward/_backward and
+ * rnn_layer_forward_x as well, for the backward of a recorded
+ * rnn_layer_forward_x). The backward of rnn_layer_forward_x for
+ * kind PRN_RNN_ELMAN or PRN_RNN_LSTM (whose d loss / d xp equals dq):
+ * rnn_layer_backward_dw's results (dw_hh, db_hh its dw and db, ds0), with
+ * dxp [B, T, P] written only when not NULL, and besides dw_ih [P, In], the
+ * sum over all rows b and steps t of dxp_t x_t^T with x [B, T, In] the
+ * forward's input, and db_ih [P] (unless NULL), the sum of dxp_t (db_hh's
+ * values). The sums run in an order fixed by B and T alone; the reference
+ * takes dw_ih with dw_hh in one product per chunk of steps, so that dxp
+ * need not be stored (d loss / d x, when wanted, is dxp W_ih: the caller's
+ * product). */
+#define PRN_SLOT_DECL_rnn_layer_backward_x(X)                                                              \
+    X(prn_status, rnn_layer_backward_x,                                                                    \
+      (prn_context *ctx, prn_dtype dtype, int kind, int relu, int reverse, size_t B, size_t T, size_t H,   \
+       size_t In, const void *g, const void *x, const void *w_hh, const void *s0, const void *states,      \
+       const void *saved, void *dxp, void *ds0, void *dw_hh, void *db_hh, void *dw_ih, void *db_ih),       \
+      PRN_SLOT_KIND_FUSED)
+
 /* The list, in the struct's order (new slots go at the end). */
 #define PRN_BACKEND_SLOTS(X)                                                                                 \
     PRN_SLOT_DECL_create(X) PRN_SLOT_DECL_destroy(X)                                                         \
@@ -1849,7 +1875,8 @@ typedef enum prn_slot_kind {
     PRN_SLOT_DECL_rnn_gates_forward(X) PRN_SLOT_DECL_rnn_gates_backward(X) PRN_SLOT_DECL_solve_batched(X)      \
     PRN_SLOT_DECL_rnn_layer_forward(X) PRN_SLOT_DECL_rnn_layer_backward(X)                                   \
     PRN_SLOT_DECL_deer_iterate(X) PRN_SLOT_DECL_deer_adjoint(X) PRN_SLOT_DECL_all_finite(X)                  \
-    PRN_SLOT_DECL_supports(X) PRN_SLOT_DECL_rnn_layer_backward_dw(X) PRN_SLOT_DECL_rnn_layer_forward_x(X)
+    PRN_SLOT_DECL_supports(X) PRN_SLOT_DECL_rnn_layer_backward_dw(X) PRN_SLOT_DECL_rnn_layer_forward_x(X)      \
+    PRN_SLOT_DECL_rnn_layer_backward_x(X)
 
 /* The slot ids: PRN_SLOT_create, PRN_SLOT_destroy, ..., PRN_SLOT_COUNT. */
 #define PRN__SLOT_ID(ret, name, args, kind) PRN_SLOT_##name,
@@ -3592,6 +3619,11 @@ typedef struct prn__layer {
     void *dw, *db, *dwa, *rq, *rh;
     size_t dwC, dwB, Pq, Hq, r0, tj, tm;
     prn__barrier *dbar;
+    /* rnn_layer_backward_x (x set): each ring row of h is [h_{t-1} | x_t]
+     * (Rq = Hq + the input padded to 16; Rq = Hq without x), so that one
+     * product per chunk gives [dW_hh | dW_ih]; dwi, dbi its outputs */
+    size_t Rq;
+    void *dwi, *dbi;
     /* forward with the input projection inside (rnn_layer_forward_x; xp
      * NULL): x [B, T, I], w_ih [P, I], b_ih [P] or NULL */
     const void *x, *w_ih, *b_ih;
@@ -4590,27 +4622,29 @@ PRN__FN prn_status prn__layer_begin(prn_context *ctx, const char *fn, prn__layer
         size_t rows;
         L->Pq = (L->P + 15) / 16 * 16 + 16; /* not a multiple of 4 KiB: the rows of a chunk spread over L1's sets */
         L->Hq = (L->H + 15) / 16 * 16;
-        rows = ((size_t)512 << 10) / ((L->Pq + L->Hq) * es);
+        L->Rq = L->Hq + (L->x ? (L->NI + 15) / 16 * 16 : 0);
+        rows = ((size_t)512 << 10) / ((L->Pq + L->Rq) * es);
         rows = rows > 256 ? 256 : rows < 64 ? 64 : rows;
         L->dwC = L->B >= rows ? 1 : rows / L->B < L->Tn ? rows / L->B : L->Tn;
         L->dwB = L->B;
         off = (need + 15) / 16 * 16;
-        need = off + 2 * L->dwC * L->B * (L->Pq + L->Hq) + L->P * (L->Hq + 1);
+        need = off + 2 * L->dwC * L->B * (L->Pq + L->Rq) + L->P * (L->Rq + 1);
     }
     *raw = prn_alloc(ctx, need * es + 64);
     if (!*raw) return prn_set_error(ctx, PRN_ERR_OUT_OF_MEMORY, "%s: out of memory for the workspace (%lu bytes)", fn,
                                     (unsigned long)(need * es + 64));
     L->ws = (char *)*raw + (64 - (uintptr_t)*raw % 64) % 64;
     if (L->lanes_C) memset(L->ws, 0, need * es);
-    if (L->dwC) { /* h's columns past H: zeros */
+    if (L->dwC) { /* h's (and x's) columns past H (past the input): zeros */
         size_t r, c, rows = 2 * L->dwC * L->B;
         L->rq = (char *)L->ws + off * es;
         L->rh = (char *)L->rq + rows * L->Pq * es;
-        L->dwa = (char *)L->rh + rows * L->Hq * es;
+        L->dwa = (char *)L->rh + rows * L->Rq * es;
         for (r = 0; r < rows; ++r)
-            for (c = L->H; c < L->Hq; ++c) {
-                if (dtype == PRN_F64) ((double *)L->rh)[r * L->Hq + c] = 0.0;
-                else ((float *)L->rh)[r * L->Hq + c] = 0.0f;
+            for (c = L->H; c < L->Rq; ++c) {
+                if (c >= L->Hq && c < L->Hq + L->NI) continue;
+                if (dtype == PRN_F64) ((double *)L->rh)[r * L->Rq + c] = 0.0;
+                else ((float *)L->rh)[r * L->Rq + c] = 0.0f;
             }
     }
     return PRN_OK;
@@ -4835,6 +4869,51 @@ PRN__FN prn_status prn__ref_rnn_layer_backward_dw(prn_context *ctx, prn_dtype dt
         if (dtype == PRN_F64) prn__layer_dw_plain_f64(&L);
         else prn__layer_dw_plain_f32(&L);
     }
+    return PRN_OK;
+}
+/* rnn_layer_backward_dw with x's row beside h's in the ring: dW_ih and
+ * db_ih out of the same chunks (a product and a reduce over dxp in memory
+ * were a sixth of an LSTM's training step at H 64, B 16), and dxp stored
+ * only when asked. Without the rings (the lanes loop) dxp goes through
+ * memory, a buffer of its own when the caller passes none. */
+PRN__FN prn_status prn__ref_rnn_layer_backward_x(prn_context *ctx, prn_dtype dtype, int kind, int relu, int reverse,
+                                                 size_t B, size_t T, size_t H, size_t In, const void *g, const void *x,
+                                                 const void *w_hh, const void *s0, const void *states, const void *saved,
+                                                 void *dxp, void *ds0, void *dw_hh, void *db_hh, void *dw_ih,
+                                                 void *db_ih) {
+    static const char fn[] = "rnn_layer_backward_x";
+    prn__layer L;
+    void *raw = NULL, *tmp = NULL;
+    int nt = 1;
+    if (kind != PRN_RNN_ELMAN && kind != PRN_RNN_LSTM)
+        return prn_set_error(ctx, PRN_ERR_INVALID_ARGUMENT, "%s: argument 'kind' is %d; only PRN_RNN_ELMAN and PRN_RNN_LSTM",
+                             fn, kind);
+    if (!dw_hh || !dw_ih || (In && !x))
+        return prn_set_error(ctx, PRN_ERR_INVALID_ARGUMENT, "%s: argument '%s' is NULL", fn,
+                             !dw_hh ? "dw_hh" : !dw_ih ? "dw_ih" : "x");
+    memset(&L, 0, sizeof L);
+    L.kind = kind; L.relu = relu; L.rev = reverse != 0;
+    L.B = B; L.Tn = T; L.H = H; L.NI = In; L.x = x;
+    L.g = g; L.w = w_hh; L.s0 = s0; L.states = (void *)(uintptr_t)states; L.saved = (void *)(uintptr_t)saved;
+    L.dxp = dxp; L.dq = dxp; L.ds0 = ds0; L.dw = dw_hh; L.db = db_hh; L.dwi = dw_ih; L.dbi = db_ih;
+    PRN__TRY(prn__layer_begin(ctx, fn, &L, 1, dtype, &nt, &raw));
+    if (!L.dwC && !dxp && B && T && H) {
+        tmp = prn_alloc(ctx, B * T * L.P * prn_dtype_size(dtype));
+        if (!tmp) {
+            prn_free(ctx, raw);
+            return prn_set_error(ctx, PRN_ERR_OUT_OF_MEMORY, "%s: out of memory for dxp (%lu bytes)", fn,
+                                 (unsigned long)(B * T * L.P * prn_dtype_size(dtype)));
+        }
+        L.dxp = L.dq = tmp;
+    }
+    if (B && T && H) prn__layer_run(&L, 1, dtype, nt);
+    prn_free(ctx, raw);
+    if (!T && B && H) memset(ds0, 0, B * L.S * prn_dtype_size(dtype)); /* no steps: s0 reaches nothing */
+    if (!L.dwC) {
+        if (dtype == PRN_F64) prn__layer_dw_plain_f64(&L);
+        else prn__layer_dw_plain_f32(&L);
+    }
+    prn_free(ctx, tmp);
     return PRN_OK;
 }
 #endif /* PARRNN_NO_TRAINING */
@@ -5235,7 +5314,7 @@ PRN__FN prn_status prn__ref_all_finite(prn_context *ctx, prn_dtype dtype, size_t
 #define PRN__REF_OPTIM_ENTRIES(E) E(sgd_update, prn__ref_sgd_update) E(adam_update, prn__ref_adam_update)
 #define PRN__REF_RNN_BACKWARD_ENTRIES(E)                                                           \
     E(rnn_gates_backward, prn__ref_rnn_gates_backward) E(rnn_layer_backward, prn__ref_rnn_layer_backward) \
-    E(rnn_layer_backward_dw, prn__ref_rnn_layer_backward_dw)
+    E(rnn_layer_backward_dw, prn__ref_rnn_layer_backward_dw) E(rnn_layer_backward_x, prn__ref_rnn_layer_backward_x)
 #else
 #define PRN__REF_OPTIM_ENTRIES(E)
 #define PRN__REF_RNN_BACKWARD_ENTRIES(E)
@@ -8739,6 +8818,97 @@ PRN__FN prn_status prn__recur_x(prn_context *ctx, const char *fn, const prn_rnn 
     return PRN_OK;
 }
 
+#ifndef PARRNN_NO_TRAINING
+/* Whether layer-direction ld, recorded for a backward, takes its input
+ * projection into the backend's fused layer both ways (rnn_layer_forward_x,
+ * rnn_layer_backward_x): a one-head ELMAN or LSTM layer (whose d loss / d
+ * xp is dq), an input to project and b_ih. One recorded op from x to the
+ * states: xp [B, T, P] is neither stored by the forward nor its gradient by
+ * the backward, and dW_ih, db_ih come out of the layer backward's chunks
+ * (the projection's op, its product and its sum over dxp were a third of
+ * an LSTM's training step at H 64, B 16). */
+PRN__FN int prn__rnn_xtrain(prn_context *ctx, const prn_rnn *r, const prn__rk *k, int ld, const prn_tensor *X) {
+    return k->layer && (k->kind == PRN_RNN_ELMAN || k->kind == PRN_RNN_LSTM) && X->shape[2] > 0 &&
+           r->role[ld][PRN__R_BIN] && prn_backend_supports(ctx, PRN_SLOT_rnn_layer_forward_x, NULL) &&
+           prn_backend_supports(ctx, PRN_SLOT_rnn_layer_backward_x, NULL);
+}
+/* Its backward: inputs x, s0, W_ih, b_ih, W_hh, b_hh; d loss / d x is dxp
+ * W_ih, dxp stored only then. */
+PRN__FN prn_status prn__bw_recur_x(prn_context *ctx, const prn_op *op, prn_tensor *g, prn_tensor **gin) {
+    static const char fn[] = "prn_backward";
+    const prn__recur *r = (const prn__recur *)op->user;
+    const prn__rk *k = &r->k;
+    prn_tensor *X = op->inputs[0], *s0 = op->inputs[1], *const *in = op->inputs, *Sall = op->output;
+    prn_tensor *res[6] = {NULL, NULL, NULL, NULL, NULL, NULL}, *dxp = NULL;
+    const size_t B = X->shape[0], T = X->shape[1], In = X->shape[2], P = in[2]->shape[0];
+    size_t sh[2];
+    prn_status st = PRN_OK;
+    int i;
+    sh[0] = B * T; sh[1] = P;
+    if (op->needs_grad[0]) st = prn__tensor_new(ctx, fn, X->dtype, 2, sh, &dxp);
+    for (i = 1; i < 6 && st == PRN_OK; ++i)
+        if (i != 3 && i != 5 ? 1 : op->needs_grad[i]) /* the weights' sums are required */
+            st = prn__tensor_new(ctx, fn, X->dtype, in[i]->ndim, in[i]->shape, &res[i]);
+    if (st == PRN_OK)
+        st = prn__in_fn(ctx, fn, ctx->be->rnn_layer_backward_x(
+                                     ctx, X->dtype, prn__rk_layer_kind(k), k->relu, r->rev, B, T, k->H, In, g->st->buf,
+                                     X->st->buf, in[4]->st->buf, s0->st->buf, Sall->st->buf,
+                                     r->svall ? r->svall->st->buf : NULL, dxp ? dxp->st->buf : NULL, res[1]->st->buf,
+                                     res[4]->st->buf, res[5] ? res[5]->st->buf : NULL, res[2]->st->buf,
+                                     res[3] ? res[3]->st->buf : NULL));
+    if (st == PRN_OK && dxp) {
+        prn_tensor *dx = NULL;
+        st = prn__matmul_raw(ctx, fn, dxp, 0, in[2], 0, 0, &dx); /* dxp W_ih */
+        if (st == PRN_OK) st = prn__view(ctx, fn, dx, 3, X->shape, &res[0]);
+        prn_tensor_free(dx);
+    }
+    prn_tensor_free(dxp);
+    for (i = 0; i < 6; ++i) {
+        if (st == PRN_OK && op->needs_grad[i]) gin[i] = res[i];
+        else prn_tensor_free(res[i]);
+    }
+    return st;
+}
+/* The states Sall [B, T, S] of layer-direction ld from its input X by
+ * rnn_layer_forward_x, recorded as one op (prn__rnn_xtrain). */
+PRN__FN prn_status prn__recur_xop(prn_context *ctx, const char *fn, const prn_rnn *rnn, const prn__rk *k, int ld,
+                                  prn_tensor *X, prn_tensor *s0, prn_tensor *const *prm, int rev, prn_tensor **out) {
+    prn_tensor *const *ro = rnn->role[ld];
+    prn_tensor *in[6], *Sall = NULL;
+    prn__recur *r;
+    size_t shape[3], V = prn__gates_saved((int)k->kind) * k->H;
+    prn_status st;
+    in[0] = X; in[1] = s0; in[2] = ro[PRN__R_WIN]; in[3] = ro[PRN__R_BIN]; in[4] = prm[0]; in[5] = prm[1];
+    r = (prn__recur *)prn_alloc(ctx, sizeof *r);
+    if (!r) return PRN__ERR(ctx, PRN_ERR_OUT_OF_MEMORY, "%s: out of memory", fn);
+    memset(r, 0, sizeof *r);
+    r->ctx = ctx;
+    r->k = *k;
+    r->k.m2 = prn_tensor_retain(k->m2);
+    r->k.m2c = prn_tensor_retain(k->m2c);
+    r->T = X->shape[1];
+    r->rev = rev;
+    shape[0] = X->shape[0]; shape[1] = X->shape[1]; shape[2] = k->S;
+    st = prn__tensor_new(ctx, fn, X->dtype, 3, shape, &Sall);
+    shape[2] = V;
+    if (st == PRN_OK && V) st = prn__tensor_new(ctx, fn, X->dtype, 3, shape, &r->svall);
+    if (st == PRN_OK)
+        st = prn__in_fn(ctx, fn, ctx->be->rnn_layer_forward_x(ctx, X->dtype, prn__rk_layer_kind(k), k->relu, rev,
+                                                              shape[0], shape[1], k->H, X->shape[2], X->st->buf,
+                                                              in[2]->st->buf, in[3]->st->buf, in[4]->st->buf,
+                                                              in[5]->st->buf, s0->st->buf, Sall->st->buf,
+                                                              r->svall ? r->svall->st->buf : NULL));
+    if (st == PRN_OK) {
+        st = prn_tape_record(ctx, "rnn_layer_x", in, 6, Sall, prn__bw_recur_x, r, prn__recur_free);
+        if (st == PRN_OK) r = NULL; /* the tape owns it */
+    }
+    prn__recur_free(r);
+    if (st != PRN_OK) { prn_tensor_free(Sall); return st; }
+    *out = Sall;
+    return PRN_OK;
+}
+#endif /* PARRNN_NO_TRAINING */
+
 PRN__FN prn_status prn__rnn_arg(prn_context *ctx, const char *fn, const prn_rnn *rnn) {
     PRN__CTX(ctx, fn);
     if (!rnn) return PRN__ERR(ctx, PRN_ERR_NULL_ARGUMENT, "%s: argument 'rnn' is NULL", fn);
@@ -8856,6 +9026,11 @@ PRN__DEF prn_status prn_rnn_forward(prn_context *ctx, const prn_rnn *rnn, prn_te
             if (w.st == PRN_OK && prn__rnn_xfused(ctx, rnn, &k, ld, X, s0, prm)) {
                 prn_status rs = prn__recur_x(ctx, fn, rnn, &k, ld, X, s0, prm, d, &Sall);
                 prn__cw_keep(&w, rs, Sall);
+#ifndef PARRNN_NO_TRAINING
+            } else if (w.st == PRN_OK && prn__rnn_xtrain(ctx, rnn, &k, ld, X)) {
+                prn_status rs = prn__recur_xop(ctx, fn, rnn, &k, ld, X, s0, prm, d, &Sall);
+                prn__cw_keep(&w, rs, Sall);
+#endif
             } else if (w.st == PRN_OK) {
                 prn_tensor *xp = prn__rnn_proj(&w, rnn, ld, X);
                 if (w.st == PRN_OK) {
@@ -13953,28 +14128,30 @@ PRN__FN PRN__ATTR void prn__layer_dwc_T(const prn__layer *L, size_t chunk, size_
         if (p1 <= p0) continue;
       {
         const PRN__T *a = (const PRN__T *)L->rq + ring * L->Pq;
-        PRN__T *db = (PRN__T *)L->dwa + L->P * L->Hq;
+        PRN__T *db = (PRN__T *)L->dwa + L->P * L->Rq;
         size_t k, r;
-        prn__tnacc_T(p1 - p0, steps * L->dwB, a + p0, L->Pq, (const PRN__T *)L->rh + ring * L->Hq, L->Hq,
-                         (PRN__T *)L->dwa + p0 * L->Hq, chunk > 0);
+        prn__tnacc_T(p1 - p0, steps * L->dwB, a + p0, L->Pq, (const PRN__T *)L->rh + ring * L->Rq, L->Rq,
+                         (PRN__T *)L->dwa + p0 * L->Rq, chunk > 0);
         /* db: plain adds, each the bits of the FMA by a column of ones
          * (an odd 16-column block fell to the AVX2 kernel: 2% of the time)
          */
         if (!chunk) for (r = p0; r < p1; ++r) db[r] = 0;
-        for (k = 0; L->db && k < steps * L->dwB; ++k)
+        for (k = 0; (L->db || L->dbi) && k < steps * L->dwB; ++k)
             PRN__SIMD for (r = p0; r < p1; ++r) db[r] += a[k * L->Pq + r];
       }
     }
 }
 PRN__FN void prn__layer_dwput_T(const prn__layer *L, size_t j, size_t m, size_t u0, size_t u1) {
     const PRN__T *s = (const PRN__T *)L->dwa;
-    PRN__T *dw = (PRN__T *)L->dw, *db = (PRN__T *)L->db;
+    PRN__T *dw = (PRN__T *)L->dw, *db = (PRN__T *)L->db, *dwi = (PRN__T *)L->dwi, *dbi = (PRN__T *)L->dbi;
     size_t p0, p1, r, sg;
     for (sg = 0; sg < L->G; ++sg) {
         prn__layer_dw_rows(L, j, m, u0, u1, sg, &p0, &p1);
         for (r = p0; r < p1; ++r) {
-            memcpy(dw + r * L->H, s + r * L->Hq, L->H * sizeof(PRN__T));
-            if (db) db[r] = s[L->P * L->Hq + r];
+            memcpy(dw + r * L->H, s + r * L->Rq, L->H * sizeof(PRN__T));
+            if (dwi && L->NI) memcpy(dwi + r * L->NI, s + r * L->Rq + L->Hq, L->NI * sizeof(PRN__T));
+            if (db) db[r] = s[L->P * L->Rq + r];
+            if (dbi) dbi[r] = s[L->P * L->Rq + r];
         }
     }
 }
@@ -14077,7 +14254,7 @@ PRN__FN PRN__ATTR void prn__layer_bw_T(const prn__layer *L, size_t j, size_t m) 
     size_t u0, u1, nb, per = prn__layer_plan(L, 1, m, j, &u0, &u1, &nb), n = u1 - u0, qs = nb * 16;
     size_t g, blk, k, i, step, b;
     const PRN__T *W = (const PRN__T *)L->w, *Gr = (const PRN__T *)L->g, *s0 = (const PRN__T *)L->s0;
-    const PRN__T *St = (const PRN__T *)L->states, *Sv = (const PRN__T *)L->saved;
+    const PRN__T *St = (const PRN__T *)L->states, *Sv = (const PRN__T *)L->saved, *Xi = (const PRN__T *)L->x;
     PRN__T *DX = (PRN__T *)L->dxp, *DQ = (PRN__T *)L->dq, *D0 = (PRN__T *)L->ds0;
     PRN__T *pan = (PRN__T *)L->ws + j * per, *ct = pan + nb * 16 * P, *dd = ct + B * qs;
     PRN__T *qb = (PRN__T *)L->ws + m * per; /* [2][B, P]: d q of the last step, compact */
@@ -14090,12 +14267,18 @@ PRN__FN PRN__ATTR void prn__layer_bw_T(const prn__layer *L, size_t j, size_t m) 
     for (step = 0; step < TT; ++step) {
         /* the forward's steps in reverse; its first has s0 before it */
         const size_t t = L->rev ? step : TT - 1 - step, tp = L->rev ? t + 1 : t - 1;
-        PRN__T *qn = qb + (step & 1) * B * P;
+        /* with the rings, the step's dq goes straight into its rows of the
+         * chunk's ring (a copy per row and gate was 5-8% of an LSTM's
+         * training step at H 64), and the product reads it there */
+        const size_t ldn = L->dwC ? L->Pq : P;
+        PRN__T *qn = L->dwC ? (PRN__T *)L->rq + (((step / L->dwC & 1) * L->dwC + step % L->dwC) * L->dwB + L->r0) * L->Pq
+                            : qb + (step & 1) * B * P;
         for (b = 0; n && b < B; ++b) {
             const PRN__T *gr = Gr + (b * TT + t) * S, *nx = St + (b * TT + t) * S;
             const PRN__T *sp = step == TT - 1 ? s0 + b * S : St + (b * TT + tp) * S;
             const PRN__T *v = Sv && V ? Sv + (b * TT + t) * V * H + u0 : NULL;
-            PRN__T *c = ct + b * qs, *e = dd + b * qs, *dx = DX + (b * TT + t) * P + u0, *dq = qn + b * P + u0;
+            PRN__T *c = ct + b * qs, *e = dd + b * qs, *dq = qn + b * ldn + u0;
+            PRN__T *dx = DX ? DX + (b * TT + t) * P + u0 : dq; /* rnn_layer_backward_x: dxp not stored */
             /* c: d loss / d h of the step (the later step's d q W_hh, plus
              * what reached h directly); e: the rest of d loss / d state */
             PRN__SIMD for (i = 0; i < n; ++i) c[i] += gr[u0 + i];
@@ -14109,11 +14292,11 @@ PRN__FN PRN__ATTR void prn__layer_bw_T(const prn__layer *L, size_t j, size_t m) 
             }
             /* DQ may be DX (ELMAN and LSTM: the same values) */
             for (g = 0; DQ != DX && g < G; ++g) memcpy(DQ + (b * TT + t) * P + g * H + u0, dq + g * H, n * sizeof(PRN__T));
-            if (L->dwC) { /* the row's dq and h_{t-1} into the chunk's ring */
+            if (L->dwC) { /* the row's h_{t-1} into the chunk's ring beside its dq */
                 const size_t slot = ((step / L->dwC & 1) * L->dwC + step % L->dwC) * L->dwB + L->r0 + b;
-                PRN__T *rq = (PRN__T *)L->rq + slot * L->Pq + u0;
-                for (g = 0; g < G; ++g) memcpy(rq + g * H, dq + g * H, n * sizeof(PRN__T));
-                memcpy((PRN__T *)L->rh + slot * L->Hq + u0, sp + u0, n * sizeof(PRN__T));
+                memcpy((PRN__T *)L->rh + slot * L->Rq + u0, sp + u0, n * sizeof(PRN__T));
+                if (Xi && u0 == 0) /* x_t after h (one thread's copy) */
+                    memcpy((PRN__T *)L->rh + slot * L->Rq + L->Hq, Xi + (b * TT + t) * L->NI, L->NI * sizeof(PRN__T));
             }
         }
         PRN__BARRIER(L->bar, m);
@@ -14127,8 +14310,9 @@ PRN__FN PRN__ATTR void prn__layer_bw_T(const prn__layer *L, size_t j, size_t m) 
             if (S > H) prn__prefetch_run(Gr + (b * TT + tn) * S + H + u0, n * sizeof(PRN__T));
             prn__prefetch_run(St + (b * TT + tn) * S + u0, n * sizeof(PRN__T));
             for (g = 0; Sv && g < V; ++g) prn__prefetch_run(Sv + ((b * TT + tn) * V + g) * H + u0, n * sizeof(PRN__T));
+            if (Xi && L->dwC && u0 == 0) prn__prefetch_run(Xi + (b * TT + tn) * L->NI, L->NI * sizeof(PRN__T));
         }
-        if (n) PRN__MM(B, P, qn, P, pan, nb, ct, qs);
+        if (n) PRN__MM(B, P, qn, ldn, pan, nb, ct, qs);
     }
     for (b = 0; n && b < B; ++b) {
         const PRN__T *c = ct + b * qs, *e = dd + b * qs;
@@ -14400,12 +14584,15 @@ PRN__FN PRN__ATTR void prn__layer_xproj_T(const prn__layer *L, PRN__T *pan, PRN_
 #undef PRN__TPL_LAYER_DW_PLAIN
 #define prn__layer_dw_plain_T PRN__TNAME(prn__layer_dw_plain_)
 PRN__FN void prn__layer_dw_plain_T(const prn__layer *L) {
-    const size_t B = L->B, TT = L->Tn, H = L->H, P = L->P, S = L->S;
+    const size_t B = L->B, TT = L->Tn, H = L->H, P = L->P, S = L->S, NI = L->NI;
     const PRN__T *DQ = (const PRN__T *)L->dq, *St = (const PRN__T *)L->states, *s0 = (const PRN__T *)L->s0;
-    PRN__T *dw = (PRN__T *)L->dw, *db = (PRN__T *)L->db;
+    const PRN__T *X = (const PRN__T *)L->x;
+    PRN__T *dw = (PRN__T *)L->dw, *db = (PRN__T *)L->db, *dwi = (PRN__T *)L->dwi, *dbi = (PRN__T *)L->dbi;
     size_t step, b, r, c;
     for (r = 0; r < P * H; ++r) dw[r] = 0;
     for (r = 0; db && r < P; ++r) db[r] = 0;
+    for (r = 0; dwi && r < P * NI; ++r) dwi[r] = 0; /* rnn_layer_backward_x: dq^T x and dq's sums too */
+    for (r = 0; dbi && r < P; ++r) dbi[r] = 0;
     for (step = 0; step < TT; ++step) {
         const size_t t = L->rev ? step : TT - 1 - step, tp = L->rev ? t + 1 : t - 1;
         for (b = 0; b < B; ++b) {
@@ -14413,6 +14600,8 @@ PRN__FN void prn__layer_dw_plain_T(const prn__layer *L) {
             for (r = 0; r < P; ++r) {
                 for (c = 0; c < H; ++c) dw[r * H + c] += dq[r] * h[c];
                 if (db) db[r] += dq[r];
+                for (c = 0; dwi && c < NI; ++c) dwi[r * NI + c] += dq[r] * X[(b * TT + t) * NI + c];
+                if (dbi) dbi[r] += dq[r];
             }
         }
     }

@@ -113,7 +113,7 @@ static int st_ok(int s, prn_status st, const char *call, const char *desc) {
  * Per-case arena: host arrays and paired backend buffers, freed by case_end
  * ---------------------------------------------------------------------- */
 #define HOST_MAX 256
-#define POOL_MAX 24
+#define POOL_MAX 40 /* rnn_layer_case: 32 */
 static void *g_host[HOST_MAX];
 static int g_nhost;
 
@@ -2084,6 +2084,70 @@ static void rnn_layer_case(prn_dtype dt, int kind, int relu, int rev, size_t B, 
             }
         }
     }
+    if (g_side[0].be->rnn_layer_backward_x && (kind == PRN_RNN_ELMAN || kind == PRN_RNN_LSTM)) {
+        /* with the input projection's weight gradients inside too, against
+         * rnn_layer_backward's dq composed on the host: dw_ih = sum over
+         * rows and steps of dq_t x_t^T, db_ih = db_hh = sum of dq_t (ELMAN
+         * and LSTM: dxp is dq); once with dxp stored, once without (NULL).
+         * In: a partial block of 16 columns, sometimes two blocks. */
+        const size_t In = 3 + H % 19;
+        double *xx = hd(n * In), *w2 = hd(P * (H + In) + P), *sc2 = hd(P * (H + In) + P);
+        double *dwh = w2, *dwi = w2 + P * H, *dbs = w2 + P * (H + In);
+        pbuf *bxx, *bdx3, *bd03, *bwh, *bbh, *bwi, *bbi;
+        size_t b, t, r, c;
+        int pass;
+        for (i = 0; i < n * In; ++i) xx[i] = quant1(dt, rng_range(-1, 1));
+        for (i = 0; i < P * (H + In) + P; ++i) w2[i] = sc2[i] = 0;
+        for (b = 0; b < B; ++b)
+            for (t = 0; t < T; ++t) {
+                const size_t tp = rev ? t + 1 : t - 1;
+                const double *hp = (rev ? t == T - 1 : t == 0) ? s0 + b * S : st + (b * T + tp) * S, *q = dq + (b * T + t) * P;
+                const double *xr = xx + (b * T + t) * In;
+                for (r = 0; r < P; ++r) {
+                    for (c = 0; c < H; ++c) { dwh[r * H + c] += q[r] * hp[c]; sc2[r * H + c] += fabs(q[r] * hp[c]); }
+                    for (c = 0; c < In; ++c) {
+                        dwi[r * In + c] += q[r] * xr[c];
+                        sc2[P * H + r * In + c] += fabs(q[r] * xr[c]);
+                    }
+                    dbs[r] += q[r]; sc2[P * (H + In) + r] += fabs(q[r]);
+                }
+            }
+        for (i = 0; i < P * (H + In) + P; ++i) sc2[i] = 4.0 * sc2[i] + 4.0;
+        bxx = pb_input(dt, xx, n * In, desc);
+        if (!bxx) goto out;
+        for (pass = 0; pass < 2; ++pass) {
+            const char *what = pass ? "rnn_layer_backward_x (dxp NULL)" : "rnn_layer_backward_x";
+            char w[96];
+            bdx3 = pass ? NULL : pb_output(dt, n * P + GUARD, NULL, desc);
+            bd03 = pass || bdx3 ? pb_output(dt, B * S + GUARD, NULL, desc) : NULL;
+            bwh = bd03 ? pb_output(dt, P * H + GUARD, NULL, desc) : NULL;
+            bbh = bwh ? pb_output(dt, P + GUARD, NULL, desc) : NULL;
+            bwi = bbh ? pb_output(dt, P * In + GUARD, NULL, desc) : NULL;
+            bbi = bwi ? pb_output(dt, P + GUARD, NULL, desc) : NULL;
+            if (!bbi) goto out;
+            for (si = 0; si < nsides(); ++si)
+                if (!st_ok(si, g_side[si].be->rnn_layer_backward_x(g_side[si].ctx, dt, kind, relu, rev, B, T, H, In,
+                                                                    bg->h[si], bxx->h[si], bw->h[si], b0->h[si],
+                                                                    bs->h[si], V ? bv->h[si] : NULL,
+                                                                    bdx3 ? bdx3->h[si] : NULL, bd03->h[si], bwh->h[si],
+                                                                    bbh->h[si], bwi->h[si], bbi->h[si]),
+                           what, desc))
+                    goto out;
+#define PRN_CT_CHK(buf, cnt, math, scale, name)                                                                 \
+            snprintf(w, sizeof w, "%s %s", what, name);                                                          \
+            if (!check_out(buf, dt, cnt, math, scale, base_tol(dt) * 16 * (double)T, w, desc)) goto out;         \
+            if (!check_guard(buf, dt, cnt, w, desc)) goto out;
+            if (bdx3) { PRN_CT_CHK(bdx3, n * P, dxp, one, "dxp") }
+            PRN_CT_CHK(bd03, B * S, ds0, one, "ds0")
+            PRN_CT_CHK(bwh, P * H, dwh, sc2, "dw_hh")
+            PRN_CT_CHK(bbh, P, dbs, sc2 + P * (H + In), "db_hh")
+            PRN_CT_CHK(bwi, P * In, dwi, sc2 + P * H, "dw_ih")
+            PRN_CT_CHK(bbi, P, dbs, sc2 + P * (H + In), "db_ih")
+#undef PRN_CT_CHK
+            if (!check_unchanged(bxx, dt, n * In, xx, "rnn_layer_backward_x x", desc)) goto out;
+            if (!check_unchanged(bg, dt, n * S, g, "rnn_layer_backward_x g", desc)) goto out;
+        }
+    }
 out:
     g_cases++;
     case_end();
@@ -2155,6 +2219,17 @@ static void t_rnn_layer(void) {
                                                          b->h[0], b->h[0], b->h[0], b->h[0], b->h[0], b->h[0], b->h[0],
                                                          NULL, NULL);
                 PRNT_CHECK(st == PRN_ERR_INVALID_ARGUMENT, "rnn_layer_backward_dw without dw: %s", prn_status_string(st));
+            }
+            if (g_side[0].be->rnn_layer_backward_x) { /* ELMAN and LSTM only; dw_ih is required */
+                st = g_side[0].be->rnn_layer_backward_x(g_side[0].ctx, PRN_F32, PRN_RNN_GRU, 0, 0, 1, 1, 2, 1, b->h[0],
+                                                        b->h[0], b->h[0], b->h[0], b->h[0], b->h[0], b->h[0], b->h[0],
+                                                        b->h[0], b->h[0], b->h[0], b->h[0]);
+                PRNT_CHECK(st == PRN_ERR_INVALID_ARGUMENT, "rnn_layer_backward_x of GRU: %s", prn_status_string(st));
+                st = g_side[0].be->rnn_layer_backward_x(g_side[0].ctx, PRN_F32, PRN_RNN_LSTM, 0, 0, 1, 1, 2, 1, b->h[0],
+                                                        b->h[0], b->h[0], b->h[0], b->h[0], b->h[0], b->h[0], b->h[0],
+                                                        b->h[0], b->h[0], NULL, NULL);
+                PRNT_CHECK(st == PRN_ERR_INVALID_ARGUMENT, "rnn_layer_backward_x without dw_ih: %s",
+                           prn_status_string(st));
             }
             st = g_side[0].be->rnn_layer_backward(g_side[0].ctx, PRN_F64, PRN_RNN_LSTM, 0, 0, 2, 0, 1, b->h[0], b->h[0],
                                                   b->h[0], b->h[0], b->h[0], b->h[0], b->h[0], d0->h[0]);
@@ -3205,7 +3280,7 @@ static const prim_test k_prims[] = {
     {"scan_diag", t_scan_diag},
     {"scan_block", t_scan_block},
     {"rnn_gates_forward+rnn_gates_backward", t_rnn_gates},
-    {"rnn_layer_forward+rnn_layer_backward+rnn_layer_backward_dw", t_rnn_layer},
+    {"rnn_layer_forward+rnn_layer_backward+rnn_layer_backward_dw+rnn_layer_backward_x", t_rnn_layer},
     {"rnn_layer_forward_x", t_rnn_layer_x},
     {"solve_batched", t_solve_batched},
     {"deer_iterate+deer_adjoint", t_deer},

@@ -1441,8 +1441,9 @@ static void test_row_same_bits(void) {
 
 /* --- the input projection inside the fused layer (rnn_layer_forward_x) ---
  * A forward that records nothing takes rnn_layer_forward_x, once per layer
- * and direction; a recorded one (gradients asked for) the gemm and
- * rnn_layer_forward. Its outputs and final states against the composition
+ * and direction; a recorded one (gradients asked for) too for ELMAN and
+ * LSTM, whose backward then takes rnn_layer_backward_x (test_fused_x_grad),
+ * and the gemm and rnn_layer_forward for GRU and MHGRU. Its outputs and final states against the composition
  * (the same backend without the entry): within rounding (the product's sum
  * may run in another order than the gemm's). Its own bits do not depend on
  * the threads (1 or 2: the batch split, the units split) nor on the batch
@@ -1552,11 +1553,19 @@ static void test_fused_projection(void) {
                 PRNT_CHECK(worst <= tol, "%s %s B %lu T %lu H %lu: the fused projection differs from gemm + layer by %g",
                            prn_rnn_kind_name(kinds[k]), d ? "f64" : "f32", (unsigned long)B, (unsigned long)T,
                            (unsigned long)H, worst);
-                /* recorded (gradients asked for): the composition, not the entry */
+                /* recorded (gradients asked for): the entry for ELMAN and LSTM
+                 * (the backend has rnn_layer_backward_x), the composition for
+                 * the others; the same bits as unrecorded */
                 g_xcalls = 0;
                 n2 = run_x(ctx[0][1], kinds[k], dt, B, T, H, NI, L, xv, 0, c);
-                PRNT_CHECK(g_xcalls == 0 && n2 == n1, "%s: a recorded forward called rnn_layer_forward_x %d times",
-                           prn_rnn_kind_name(kinds[k]), g_xcalls);
+                PRNT_CHECK(g_xcalls == (k < 2 ? LD : 0) && n2 == n1,
+                           "%s: a recorded forward called rnn_layer_forward_x %d times", prn_rnn_kind_name(kinds[k]),
+                           g_xcalls);
+                for (j = 0, diff = 0; k < 2 && j < n1 && j < n2; ++j)
+                    diff += memcmp((char *)b + j * es, (char *)c + j * es, es) != 0;
+                PRNT_CHECK(diff == 0, "%s %s B %lu H %lu: %lu of %lu values of a recorded forward differ",
+                           prn_rnn_kind_name(kinds[k]), d ? "f64" : "f32", (unsigned long)B, (unsigned long)H,
+                           (unsigned long)diff, (unsigned long)n1);
             }
     /* a row alone and in a batch of 11: the same bits */
     for (k = 1; k < 3 && ctx[0][0]; ++k)
@@ -1578,6 +1587,140 @@ static void test_fused_projection(void) {
                 }
             }
     for (i = 0; i < 4; ++i) prn_context_free(ctx[i / 2][i % 2]);
+}
+
+/* --- training through the fused projection (rnn_layer_backward_x) --------
+ * A recorded ELMAN or LSTM forward is one op through rnn_layer_forward_x,
+ * whose backward takes rnn_layer_backward_x once per layer and direction:
+ * dW_ih and db_ih inside the layer backward, d loss / d x as dxp W_ih. The
+ * gradients of every parameter, of x and of state0 (and y, the final
+ * states) against the same backend without rnn_layer_backward_x (the gemm,
+ * rnn_layer_forward and rnn_layer_backward_dw, then the gemm's backward):
+ * within rounding; with the entry, 1 and 2 threads give the same bits. The
+ * shapes of test_fused_projection (the units split, rows per thread, the
+ * lanes loop without the rings, 2 layers bidirectional, chunks of steps). */
+static int g_bxcalls;
+static prn_status count_layer_bx(prn_context *ctx, prn_dtype dtype, int kind, int relu, int reverse, size_t B, size_t T,
+                                 size_t H, size_t In, const void *g, const void *x, const void *w_hh, const void *s0,
+                                 const void *states, const void *saved, void *dxp, void *ds0, void *dw_hh,
+                                 void *db_hh, void *dw_ih, void *db_ih) {
+    g_bxcalls++;
+    return prn_reference_noblas_backend()->rnn_layer_backward_x(ctx, dtype, kind, relu, reverse, B, T, H, In, g, x, w_hh,
+                                                                 s0, states, saved, dxp, ds0, dw_hh, db_hh, dw_ih, db_ih);
+}
+/* y, the final states, then the gradients of loss = sum(y * y) + sum(st)
+ * for every parameter, x and state0, into out; returns their number */
+static size_t run_xg(prn_context *ctx, prn_rnn_kind kind, prn_dtype dt, size_t B, size_t T, size_t H, size_t NI,
+                     int layers, const double *xv, double *out, size_t cap) {
+    prn_rnn_config rc = cfg_of(kind, dt, NI, H, layers, layers > 1, 0);
+    prn_rnn *rnn = NULL;
+    prn_tensor *x = NULL, *s0 = NULL, *y = NULL, *st = NULL, *yy = NULL, *l1 = NULL, *l2 = NULL, *l = NULL, *ps[40];
+    size_t xs[3], ss[3], n = 0;
+    int np = 0, j;
+    xs[0] = B; xs[1] = T; xs[2] = NI;
+    prn_seed(ctx, 37);
+    PRNT_OK(ctx, prn_rnn_create(ctx, &rc, &rnn));
+    PRNT_OK(ctx, prn_tensor_create(ctx, dt, 3, xs, &x));
+    if (rnn) {
+        ss[0] = (size_t)layers * (layers > 1 ? 2 : 1); ss[1] = B; ss[2] = prn_rnn_state_size(rnn);
+        PRNT_OK(ctx, prn_tensor_create(ctx, dt, 3, ss, &s0));
+    }
+    if (rnn && x && s0) {
+        prnt_upload_f64(x, xv);
+        prnt_upload_f64(s0, xv + 7);
+        prn_tensor_set_requires_grad(x, 1);
+        prn_tensor_set_requires_grad(s0, 1);
+        PRNT_OK(ctx, prn_rnn_forward(ctx, rnn, x, s0, &y, &st));
+        if (y && st) {
+            PRNT_OK(ctx, prn_mul(ctx, y, y, &yy));
+            PRNT_OK(ctx, prn_sum(ctx, yy, PRN_ALL_AXES, 0, &l1));
+            PRNT_OK(ctx, prn_sum(ctx, st, PRN_ALL_AXES, 0, &l2));
+            PRNT_OK(ctx, prn_add(ctx, l1, l2, &l));
+            if (l) PRNT_OK(ctx, prn_backward(ctx, l));
+            np = prn_rnn_params(rnn, ps, 37);
+            ps[np++] = x;
+            ps[np++] = s0;
+            ps[np++] = y;
+            ps[np++] = st;
+        }
+        for (j = 0; j < np; ++j) {
+            const prn_tensor *t = j < np - 2 ? prn_tensor_grad(ps[j]) : ps[j];
+            size_t m = prn_tensor_numel(ps[j]);
+            PRNT_CHECK(t != NULL, "%s: no gradient for tensor %d", prn_rnn_kind_name(kind), j);
+            if (!t || n + m > cap) break;
+            prnt_download_f64(t, out + n);
+            n += m;
+        }
+    }
+    prn_tensor_free(x); prn_tensor_free(s0); prn_tensor_free(y); prn_tensor_free(st); prn_tensor_free(yy);
+    prn_tensor_free(l1); prn_tensor_free(l2); prn_tensor_free(l);
+    prn_tape_clear(ctx);
+    prn_rnn_free(rnn);
+    return n;
+}
+static void test_fused_x_grad(void) {
+    static const size_t shapes[8][5] = {{1, 150, 112, 7, 1}, {6, 40, 40, 5, 1}, {17, 40, 24, 9, 1},
+                                        {11, 30, 8, 8, 1}, {3, 20, 5, 4, 1}, {5, 12, 20, 6, 2},
+                                        {4, 3, 264, 5, 1}, {16, 70, 64, 20, 1}}; /* B T H I layers */
+    enum { CAP = 1 << 19 };
+    static double xv[CAP], a[CAP], b[CAP], c[CAP];
+    prn_backend bx, bn;
+    const prn_backend *list[2];
+    prn_context *ctx[3] = {NULL, NULL, NULL}; /* with the entry on 1 and 2 threads, without on 2 */
+    prn_config cfg;
+    unsigned seed = 17;
+    int k, d, s, i;
+    bx = *prn_reference_noblas_backend();
+    bx.name = "bxcount";
+    bx.rnn_layer_backward_x = count_layer_bx;
+    bn = *prn_reference_noblas_backend();
+    bn.name = "nobx";
+    bn.rnn_layer_backward_x = NULL;
+    list[0] = &bx;
+    list[1] = &bn;
+    for (i = 0; i < 3; ++i) {
+        char err[256];
+        memset(&cfg, 0, sizeof cfg);
+        cfg.backends = list;
+        cfg.num_backends = 2;
+        cfg.backend = i == 2 ? "nobx" : "bxcount";
+        cfg.num_threads = i ? 2 : 1;
+        if (prn_context_create(&cfg, &ctx[i], err, sizeof err) != PRN_OK) PRNT_CHECK(0, "%s", err);
+    }
+    rand_fill(xv, CAP, &seed, 1.0);
+    for (k = 0; k < 2 && ctx[2]; ++k)
+        for (s = 0; s < 8; ++s)
+            for (d = 0; d < 2; ++d) {
+                const prn_rnn_kind kind = k ? PRN_RNN_LSTM : PRN_RNN_ELMAN;
+                const prn_dtype dt = d ? PRN_F64 : PRN_F32;
+                const size_t B = shapes[s][0], T = shapes[s][1], H = shapes[s][2], NI = shapes[s][3];
+                const int L = (int)shapes[s][4], LD = L * (L > 1 ? 2 : 1);
+                const double tol = d ? 1e-11 : 2e-4;
+                size_t n0, n1, n2, j, diff = 0;
+                double worst = 0, big = 0;
+                g_bxcalls = 0;
+                n0 = run_xg(ctx[0], kind, dt, B, T, H, NI, L, xv, a, CAP);
+                PRNT_CHECK(g_bxcalls == LD, "%s: rnn_layer_backward_x called %d times, not %d", prn_rnn_kind_name(kind),
+                           g_bxcalls, LD);
+                n1 = run_xg(ctx[1], kind, dt, B, T, H, NI, L, xv, b, CAP);
+                n2 = run_xg(ctx[2], kind, dt, B, T, H, NI, L, xv, c, CAP);
+                PRNT_CHECK(n0 == n1 && n1 == n2 && n0 > 0, "%lu, %lu and %lu values", (unsigned long)n0,
+                           (unsigned long)n1, (unsigned long)n2);
+                for (j = 0; j < n0 && j < n1; ++j) diff += a[j] != b[j];
+                PRNT_CHECK(diff == 0, "%s %s B %lu H %lu: %lu of %lu gradients differ between 1 and 2 threads",
+                           prn_rnn_kind_name(kind), d ? "f64" : "f32", (unsigned long)B, (unsigned long)H,
+                           (unsigned long)diff, (unsigned long)n0);
+                for (j = 0; j < n1 && j < n2; ++j) {
+                    if (fabs(c[j]) > big) big = fabs(c[j]);
+                    if (!(fabs(b[j] - c[j]) <= worst)) worst = fabs(b[j] - c[j]);
+                }
+                PRNT_CHECK(worst <= tol * (1 + big),
+                           "%s %s B %lu T %lu H %lu: rnn_layer_backward_x's gradients differ from the composition's by "
+                           "%g (largest %g)",
+                           prn_rnn_kind_name(kind), d ? "f64" : "f32", (unsigned long)B, (unsigned long)T,
+                           (unsigned long)H, worst, big);
+            }
+    for (i = 0; i < 3; ++i) prn_context_free(ctx[i]);
 }
 
 static void test_no_leaks(void) {
@@ -1602,6 +1745,7 @@ int main(void) {
     PRNT_RUN(test_threads_same_bits);
     PRNT_RUN(test_row_same_bits);
     PRNT_RUN(test_fused_projection);
+    PRNT_RUN(test_fused_x_grad);
     PRNT_RUN(test_alloc_failures);
     PRNT_RUN(test_frame_create_oom);
     PRNT_RUN(test_no_leaks);
