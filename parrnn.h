@@ -8247,6 +8247,21 @@ PRN__FN void prn__recur_free(void *user) {
     prn_free(r->ctx, r);
 }
 
+/* A new record of a recurrence over T steps (k's masks retained); NULL:
+ * out of memory, with the message set. */
+PRN__FN prn__recur *prn__recur_new(prn_context *ctx, const char *fn, const prn__rk *k, size_t T, int rev) {
+    prn__recur *r = (prn__recur *)prn_alloc(ctx, sizeof *r);
+    if (!r) { PRN__ERR(ctx, PRN_ERR_OUT_OF_MEMORY, "%s: out of memory", fn); return NULL; }
+    memset(r, 0, sizeof *r);
+    r->ctx = ctx;
+    r->k = *k;
+    r->k.m2 = prn_tensor_retain(k->m2);
+    r->k.m2c = prn_tensor_retain(k->m2c);
+    r->T = T;
+    r->rev = rev;
+    return r;
+}
+
 /* Assembles the saved tensor j of every step into [B * T, X]. */
 #ifndef PARRNN_NO_TRAINING
 PRN__FN prn_tensor *prn__recur_stack(prn__cw *w, const prn__recur *r, int j) {
@@ -8435,15 +8450,7 @@ PRN__FN prn_status prn__recur_op(prn_context *ctx, const char *fn, const prn__rk
     if (prn_grad_enabled(ctx))
         for (i = 0; i < np + 2; ++i) need |= in[i]->requires_grad;
     if (need) {
-        r = (prn__recur *)prn_alloc(ctx, sizeof *r);
-        if (!r) return PRN__ERR(ctx, PRN_ERR_OUT_OF_MEMORY, "%s: out of memory", fn);
-        memset(r, 0, sizeof *r);
-        r->ctx = ctx;
-        r->k = *k;
-        r->k.m2 = prn_tensor_retain(k->m2);
-        r->k.m2c = prn_tensor_retain(k->m2c);
-        r->T = T;
-        r->rev = rev;
+        if (!(r = prn__recur_new(ctx, fn, k, T, rev))) return PRN_ERR_OUT_OF_MEMORY;
         r->nsv = k->layer ? 0 : nsv;
         if (nsv && !k->layer) {
             r->sv = (prn_tensor **)prn_alloc(ctx, T * (size_t)nsv * sizeof *r->sv);
@@ -8879,15 +8886,7 @@ PRN__FN prn_status prn__recur_xop(prn_context *ctx, const char *fn, const prn_rn
     size_t shape[3], V = prn__gates_saved((int)k->kind) * k->H;
     prn_status st;
     in[0] = X; in[1] = s0; in[2] = ro[PRN__R_WIN]; in[3] = ro[PRN__R_BIN]; in[4] = prm[0]; in[5] = prm[1];
-    r = (prn__recur *)prn_alloc(ctx, sizeof *r);
-    if (!r) return PRN__ERR(ctx, PRN_ERR_OUT_OF_MEMORY, "%s: out of memory", fn);
-    memset(r, 0, sizeof *r);
-    r->ctx = ctx;
-    r->k = *k;
-    r->k.m2 = prn_tensor_retain(k->m2);
-    r->k.m2c = prn_tensor_retain(k->m2c);
-    r->T = X->shape[1];
-    r->rev = rev;
+    if (!(r = prn__recur_new(ctx, fn, k, X->shape[1], rev))) return PRN_ERR_OUT_OF_MEMORY;
     shape[0] = X->shape[0]; shape[1] = X->shape[1]; shape[2] = k->S;
     st = prn__tensor_new(ctx, fn, X->dtype, 3, shape, &Sall);
     shape[2] = V;

@@ -1491,6 +1491,20 @@ static size_t run_x(prn_context *ctx, prn_rnn_kind kind, prn_dtype dt, size_t B,
     prn_rnn_free(rnn);
     return n;
 }
+/* A context on backend `name` of the two in list, with `threads` threads;
+ * NULL (and a failed check) when it cannot be made. */
+static prn_context *ctx_among(const prn_backend **list, const char *name, int threads) {
+    prn_config cfg;
+    prn_context *ctx = NULL;
+    char err[256];
+    memset(&cfg, 0, sizeof cfg);
+    cfg.backends = list;
+    cfg.num_backends = 2;
+    cfg.backend = name;
+    cfg.num_threads = threads;
+    if (prn_context_create(&cfg, &ctx, err, sizeof err) != PRN_OK) PRNT_CHECK(0, "%s", err);
+    return ctx;
+}
 static void test_fused_projection(void) {
     static const prn_rnn_kind kinds[4] = {PRN_RNN_ELMAN, PRN_RNN_LSTM, PRN_RNN_GRU, PRN_RNN_MHGRU};
     static const size_t shapes[7][5] = {{1, 150, 112, 7, 1}, {6, 40, 40, 5, 1}, {17, 40, 24, 9, 1},
@@ -1501,7 +1515,6 @@ static void test_fused_projection(void) {
     prn_backend bx, bn;
     const prn_backend *list[2];
     prn_context *ctx[2][2] = {{NULL, NULL}, {NULL, NULL}}; /* [with the entry, without][threads 1, 2] */
-    prn_config cfg;
     unsigned seed = 13;
     int k, d, s, th, i;
     bx = *prn_reference_noblas_backend();
@@ -1512,15 +1525,7 @@ static void test_fused_projection(void) {
     bn.rnn_layer_forward_x = NULL;
     list[0] = &bx;
     list[1] = &bn;
-    for (i = 0; i < 4; ++i) {
-        char err[256];
-        memset(&cfg, 0, sizeof cfg);
-        cfg.backends = list;
-        cfg.num_backends = 2;
-        cfg.backend = i / 2 ? "nox" : "xcount";
-        cfg.num_threads = i % 2 + 1;
-        if (prn_context_create(&cfg, &ctx[i / 2][i % 2], err, sizeof err) != PRN_OK) PRNT_CHECK(0, "%s", err);
-    }
+    for (i = 0; i < 4; ++i) ctx[i / 2][i % 2] = ctx_among(list, i / 2 ? "nox" : "xcount", i % 2 + 1);
     rand_fill(xv, CAP, &seed, 1.0);
     for (k = 0; k < 4 && ctx[1][1]; ++k)
         for (s = 0; s < 7; ++s)
@@ -1667,7 +1672,6 @@ static void test_fused_x_grad(void) {
     prn_backend bx, bn;
     const prn_backend *list[2];
     prn_context *ctx[3] = {NULL, NULL, NULL}; /* with the entry on 1 and 2 threads, without on 2 */
-    prn_config cfg;
     unsigned seed = 17;
     int k, d, s, i;
     bx = *prn_reference_noblas_backend();
@@ -1678,15 +1682,7 @@ static void test_fused_x_grad(void) {
     bn.rnn_layer_backward_x = NULL;
     list[0] = &bx;
     list[1] = &bn;
-    for (i = 0; i < 3; ++i) {
-        char err[256];
-        memset(&cfg, 0, sizeof cfg);
-        cfg.backends = list;
-        cfg.num_backends = 2;
-        cfg.backend = i == 2 ? "nobx" : "bxcount";
-        cfg.num_threads = i ? 2 : 1;
-        if (prn_context_create(&cfg, &ctx[i], err, sizeof err) != PRN_OK) PRNT_CHECK(0, "%s", err);
-    }
+    for (i = 0; i < 3; ++i) ctx[i] = ctx_among(list, i == 2 ? "nobx" : "bxcount", i ? 2 : 1);
     rand_fill(xv, CAP, &seed, 1.0);
     for (k = 0; k < 2 && ctx[2]; ++k)
         for (s = 0; s < 8; ++s)
