@@ -4850,6 +4850,16 @@ PRN__FN prn_status prn__ref_rnn_layer_backward(prn_context *ctx, prn_dtype dtype
 #define PRN__T double
 #define PRN__SFX f64
 #include PARRNN_SELF_PATH
+/* The end of a layer backward that sums the weights' gradients
+ * (rnn_layer_backward_dw, _x): ds0 when there are no steps, and the sums
+ * the chunks did not take (no rings: the lanes loop). */
+PRN__FN void prn__layer_bw_finish(const prn__layer *L, prn_dtype dtype) {
+    if (!L->Tn && L->B && L->H) memset(L->ds0, 0, L->B * L->S * prn_dtype_size(dtype)); /* s0 reaches nothing */
+    if (!L->dwC) {
+        if (dtype == PRN_F64) prn__layer_dw_plain_f64(L);
+        else prn__layer_dw_plain_f32(L);
+    }
+}
 PRN__FN prn_status prn__ref_rnn_layer_backward_dw(prn_context *ctx, prn_dtype dtype, int kind, int relu, int reverse,
                                                   size_t B, size_t T, size_t H, const void *g, const void *w_hh,
                                                   const void *s0, const void *states, const void *saved, void *dxp,
@@ -4864,11 +4874,7 @@ PRN__FN prn_status prn__ref_rnn_layer_backward_dw(prn_context *ctx, prn_dtype dt
     L.g = g; L.w = w_hh; L.s0 = s0; L.states = (void *)(uintptr_t)states; L.saved = (void *)(uintptr_t)saved;
     L.dxp = dxp; L.dq = dq; L.ds0 = ds0; L.dw = dw; L.db = db;
     PRN__TRY(prn__layer_call(ctx, "rnn_layer_backward_dw", &L, 1, dtype));
-    if (!T && B && H) memset(ds0, 0, B * L.S * prn_dtype_size(dtype)); /* no steps: s0 reaches nothing */
-    if (!L.dwC) { /* the sums were not taken inside */
-        if (dtype == PRN_F64) prn__layer_dw_plain_f64(&L);
-        else prn__layer_dw_plain_f32(&L);
-    }
+    prn__layer_bw_finish(&L, dtype);
     return PRN_OK;
 }
 /* rnn_layer_backward_dw with x's row beside h's in the ring: dW_ih and
@@ -4908,11 +4914,7 @@ PRN__FN prn_status prn__ref_rnn_layer_backward_x(prn_context *ctx, prn_dtype dty
     }
     if (B && T && H) prn__layer_run(&L, 1, dtype, nt);
     prn_free(ctx, raw);
-    if (!T && B && H) memset(ds0, 0, B * L.S * prn_dtype_size(dtype)); /* no steps: s0 reaches nothing */
-    if (!L.dwC) {
-        if (dtype == PRN_F64) prn__layer_dw_plain_f64(&L);
-        else prn__layer_dw_plain_f32(&L);
-    }
+    prn__layer_bw_finish(&L, dtype);
     prn_free(ctx, tmp);
     return PRN_OK;
 }
@@ -8805,9 +8807,11 @@ PRN__FN int prn__rnn_xfused(prn_context *ctx, const prn_rnn *r, const prn__rk *k
              (ro[PRN__R_BIN] && ro[PRN__R_BIN]->requires_grad) || prm[0]->requires_grad || prm[1]->requires_grad);
 }
 /* The states Sall [B, T, S] of layer-direction ld from its input X [B, T,
- * I] by rnn_layer_forward_x (prn__rnn_xfused: nothing recorded). */
+ * I] by rnn_layer_forward_x; saved: the values its backward needs, or
+ * NULL (prn__rnn_xfused: nothing recorded; prn__recur_xop records). */
 PRN__FN prn_status prn__recur_x(prn_context *ctx, const char *fn, const prn_rnn *r, const prn__rk *k, int ld,
-                                prn_tensor *X, prn_tensor *s0, prn_tensor *const *prm, int rev, prn_tensor **out) {
+                                prn_tensor *X, prn_tensor *s0, prn_tensor *const *prm, int rev, prn_tensor *saved,
+                                prn_tensor **out) {
     prn_tensor *const *ro = r->role[ld];
     prn_tensor *Sall = NULL;
     size_t shape[3];
@@ -8819,7 +8823,7 @@ PRN__FN prn_status prn__recur_x(prn_context *ctx, const char *fn, const prn_rnn 
                                                           ro[PRN__R_WIN]->st->buf,
                                                           ro[PRN__R_BIN] ? ro[PRN__R_BIN]->st->buf : NULL,
                                                           prm[0]->st->buf, prm[1]->st->buf, s0->st->buf,
-                                                          Sall->st->buf, NULL));
+                                                          Sall->st->buf, saved ? saved->st->buf : NULL));
     if (st != PRN_OK) { prn_tensor_free(Sall); return st; }
     *out = Sall;
     return PRN_OK;
@@ -8884,19 +8888,12 @@ PRN__FN prn_status prn__recur_xop(prn_context *ctx, const char *fn, const prn_rn
     prn_tensor *in[6], *Sall = NULL;
     prn__recur *r;
     size_t shape[3], V = prn__gates_saved((int)k->kind) * k->H;
-    prn_status st;
+    prn_status st = PRN_OK;
     in[0] = X; in[1] = s0; in[2] = ro[PRN__R_WIN]; in[3] = ro[PRN__R_BIN]; in[4] = prm[0]; in[5] = prm[1];
     if (!(r = prn__recur_new(ctx, fn, k, X->shape[1], rev))) return PRN_ERR_OUT_OF_MEMORY;
-    shape[0] = X->shape[0]; shape[1] = X->shape[1]; shape[2] = k->S;
-    st = prn__tensor_new(ctx, fn, X->dtype, 3, shape, &Sall);
-    shape[2] = V;
-    if (st == PRN_OK && V) st = prn__tensor_new(ctx, fn, X->dtype, 3, shape, &r->svall);
-    if (st == PRN_OK)
-        st = prn__in_fn(ctx, fn, ctx->be->rnn_layer_forward_x(ctx, X->dtype, prn__rk_layer_kind(k), k->relu, rev,
-                                                              shape[0], shape[1], k->H, X->shape[2], X->st->buf,
-                                                              in[2]->st->buf, in[3]->st->buf, in[4]->st->buf,
-                                                              in[5]->st->buf, s0->st->buf, Sall->st->buf,
-                                                              r->svall ? r->svall->st->buf : NULL));
+    shape[0] = X->shape[0]; shape[1] = X->shape[1]; shape[2] = V;
+    if (V) st = prn__tensor_new(ctx, fn, X->dtype, 3, shape, &r->svall);
+    if (st == PRN_OK) st = prn__recur_x(ctx, fn, rnn, k, ld, X, s0, prm, rev, r->svall, &Sall);
     if (st == PRN_OK) {
         st = prn_tape_record(ctx, "rnn_layer_x", in, 6, Sall, prn__bw_recur_x, r, prn__recur_free);
         if (st == PRN_OK) r = NULL; /* the tape owns it */
@@ -9023,7 +9020,7 @@ PRN__DEF prn_status prn_rnn_forward(prn_context *ctx, const prn_rnn *rnn, prn_te
             s0 = s03 ? prn__cw_v2(&w, prn__cw_slice(&w, s03, 0, (size_t)ld, 1), B, S) : prn__cw_new(&w, rnn->cfg.dtype, 2, shape, 0.0);
             prn__rnn_rprm(rnn, ld, prm);
             if (w.st == PRN_OK && prn__rnn_xfused(ctx, rnn, &k, ld, X, s0, prm)) {
-                prn_status rs = prn__recur_x(ctx, fn, rnn, &k, ld, X, s0, prm, d, &Sall);
+                prn_status rs = prn__recur_x(ctx, fn, rnn, &k, ld, X, s0, prm, d, NULL, &Sall);
                 prn__cw_keep(&w, rs, Sall);
 #ifndef PARRNN_NO_TRAINING
             } else if (w.st == PRN_OK && prn__rnn_xtrain(ctx, rnn, &k, ld, X)) {
@@ -12308,18 +12305,18 @@ PRN__FN prn_status prn__scyfi(prn_context *ctx, const prn_pwl_model *m, const pr
         size_t cap = ((size_t)64 << 20) / ((M * M + M) * sizeof(double));
         if (s.batch > cap) s.batch = cap > 0 ? cap : 1;
     }
-    /* A chosen batch's systems (batch x (M^2 + M) doubles, twice on a
-     * device) and chains must be countable: a large opt->batch with a
-     * large M would wrap the sizes below and allocate too little. */
-    if (s.batch > ((size_t)-1 >> 4) / ((M * M + M) * sizeof(double) + sizeof(prn__sc_chain) +
-                                        2 * s.o.kmax * (R + M) * sizeof(double) + 64))
+    per_chain = (s.o.kmax * R * 2 + (s.o.kmax + 1) * M * sizeof(double) + 31) / 16 * 16;
+    chain_bytes = sizeof(prn__sc_chain) + per_chain;
+    /* What a chain of the batch takes (its system and right side, twice
+     * more M^2 doubles on a device, info, the chain) must be countable
+     * with room to spare: a large opt->batch with a large M would wrap
+     * the sizes below and allocate too little. */
+    if (s.batch > ((size_t)-1 >> 4) / (3 * (M * M + M) * sizeof(double) + 2 * sizeof(int) + chain_bytes))
         return PRN__ERR(ctx, PRN_ERR_OUT_OF_MEMORY, "%s: opt->batch = %lu chains of M = %lu need more memory than "
                         "can be addressed", fn, (unsigned long)s.batch, (unsigned long)M);
     s.scratch_per = 3 * M * M + 4 * M + 2 * prn__pwl_hidden(m) + 8;
     s.scratch = (double *)prn_alloc(ctx, (size_t)s.nt * s.scratch_per * sizeof(double));
     s.sys = (double *)prn_alloc(ctx, s.batch * (M * M + M) * sizeof(double) + 2 * s.batch * sizeof(int));
-    per_chain = (s.o.kmax * R * 2 + (s.o.kmax + 1) * M * sizeof(double) + 31) / 16 * 16;
-    chain_bytes = sizeof(prn__sc_chain) + per_chain;
     s.chains = (prn__sc_chain *)prn_alloc(ctx, s.batch * chain_bytes);
     if (s.chains) memset(s.chains, 0, s.batch * sizeof(prn__sc_chain));
     if (!s.scratch || !s.sys || !s.chains) { st = PRN_ERR_OUT_OF_MEMORY; goto fail; }
