@@ -138,7 +138,8 @@
  *   library no more than their share of the cores:
  *   - The fused RNN layers split the batch between threads (each runs
  *     every time step of its rows: no barrier per step); only a batch of
- *     one row with a large step splits the hidden units, and the chunked
+ *     one row with a large step, or fewer than 16 rows a thread with W_hh
+ *     over 2 MiB (a core's L2), splits the hidden units, and the chunked
  *     scan of one long sequence splits time: their threads meet at the
  *     library's own barrier, which spins for tens of microseconds and
  *     then sleeps on a condition variable (POSIX threads; elsewhere the
@@ -3714,10 +3715,10 @@ PRN__FN PRN__AVX512 size_t prn__panel_mm_f32z(size_t B, size_t K, const float *a
     return b;
 }
 /* Z blocks of 16 columns at once, block z at p + z K 16 and its output at
- * out + z 16 (a layer step's whole product): pairs of blocks by 8 rows, 16
- * accumulators, so that each broadcast of a feeds two FMAs (loads were the
- * limit with one block: 9 per 8 FMAs) and 16 chains cover the FMA latency
- * with room to spare; the rows past the last multiple of 8 one at a time
+ * out + z 16 (a layer step's whole product): threes of blocks by 8 rows,
+ * then a pair, so that each broadcast of a feeds three FMAs (two: loads
+ * were the limit with one block, 9 per 8 FMAs) and 24 (16) chains cover
+ * the FMA latency with room to spare; the rows past the last multiple of 8 one at a time
  * over 8 blocks (8 chains, where one block gives a row 1: a step of batch 1
  * waited on the FMA latency). Every entry is still the one chain of FMAs
  * over k = 0, 1, ... from zero: the bits of prn__panel_mm_f32x. */
@@ -3725,11 +3726,36 @@ PRN__FN PRN__AVX512 size_t prn__panel_mm_f32z(size_t B, size_t K, const float *a
     { const __m512 x = _mm512_set1_ps(ak[(i) * lda]);                            \
       c##i##0 = _mm512_fmadd_ps(x, w0, c##i##0); c##i##1 = _mm512_fmadd_ps(x, w1, c##i##1); }
 #define PRN__ZST2(i) { _mm512_storeu_ps(o + (i) * ldo, c##i##0); _mm512_storeu_ps(o + (i) * ldo + 16, c##i##1); }
+/* three blocks: 24 accumulators, each broadcast feeding three FMAs (11
+ * loads per 24 FMAs, where pairs take 10 per 16): 5-8% faster on the
+ * layers' products (bench/results/issue28_tile48_...) */
+#define PRN__ZFMA3(i)                                                            \
+    { const __m512 x = _mm512_set1_ps(ak[(i) * lda]);                            \
+      c##i##0 = _mm512_fmadd_ps(x, w0, c##i##0); c##i##1 = _mm512_fmadd_ps(x, w1, c##i##1); \
+      c##i##2 = _mm512_fmadd_ps(x, w2, c##i##2); }
+#define PRN__ZST3(i) { PRN__ZST2(i) _mm512_storeu_ps(o + (i) * ldo + 32, c##i##2); }
 #define PRN__ZFMA1(j) d##j = _mm512_fmadd_ps(x, _mm512_loadu_ps(pz + (j) * bs + k * 16), d##j)
 PRN__FN PRN__AVX512 void prn__panel_mmz_f32z(size_t B, size_t K, const float *a, size_t lda, const float *p, size_t Z,
                                             float *out, size_t ldo) {
-    const size_t B8 = B / 8 * 8, bs = K * 16;
+    /* threes up to Z3: a last 4 blocks as two pairs (one block alone takes
+     * the 8 x 16 kernel, 9 loads per 8 FMAs) */
+    const size_t B8 = B / 8 * 8, bs = K * 16, Z3 = Z % 3 == 1 && Z >= 4 ? Z - 4 : Z;
     size_t z = 0, b, k;
+    for (; z + 3 <= Z3; z += 3)
+        for (b = 0; b < B8; b += 8) {
+            const float *p0 = p + z * bs, *p1 = p0 + bs, *p2 = p1 + bs, *a0 = a + b * lda;
+            float *o = out + b * ldo + z * 16;
+            __m512 c00 = _mm512_setzero_ps(), c01 = c00, c02 = c00, c10 = c00, c11 = c00, c12 = c00, c20 = c00, c21 = c00;
+            __m512 c22 = c00, c30 = c00, c31 = c00, c32 = c00, c40 = c00, c41 = c00, c42 = c00, c50 = c00, c51 = c00;
+            __m512 c52 = c00, c60 = c00, c61 = c00, c62 = c00, c70 = c00, c71 = c00, c72 = c00;
+            for (k = 0; k < K; ++k) {
+                const __m512 w0 = _mm512_loadu_ps(p0 + k * 16), w1 = _mm512_loadu_ps(p1 + k * 16), w2 = _mm512_loadu_ps(p2 + k * 16);
+                const float *ak = a0 + k;
+                PRN__ZFMA3(0) PRN__ZFMA3(1) PRN__ZFMA3(2) PRN__ZFMA3(3)
+                PRN__ZFMA3(4) PRN__ZFMA3(5) PRN__ZFMA3(6) PRN__ZFMA3(7)
+            }
+            PRN__ZST3(0) PRN__ZST3(1) PRN__ZST3(2) PRN__ZST3(3) PRN__ZST3(4) PRN__ZST3(5) PRN__ZST3(6) PRN__ZST3(7)
+        }
     for (; z + 2 <= Z; z += 2)
         for (b = 0; b < B8; b += 8) {
             const float *p0 = p + z * bs, *p1 = p0 + bs, *a0 = a + b * lda;
@@ -3782,6 +3808,7 @@ PRN__FN PRN__AVX512 void prn__panel_mmz_f32z(size_t B, size_t K, const float *a,
     }
 }
 #undef PRN__ZFMA2
+#undef PRN__ZFMA3
 #undef PRN__ZFMA1
 #endif
 #ifdef PRN__HAVE_AVX2
@@ -4217,8 +4244,8 @@ PRN__FN PRN__AVX2 void prn__panel_tn_f32x(size_t R, size_t K, const float *a, si
     }
 }
 /* prn__panel_tn_f32x over Z blocks (block z at p + z ps, its output at out
- * + z 16): with AVX-512 8 rows by pairs of blocks in 16 accumulators, as
- * prn__panel_mmz_f32z, the rows past a multiple of 8 and a last odd block
+ * + z 16): with AVX-512 8 rows by threes of blocks in 24 accumulators,
+ * then a pair, as prn__panel_mmz_f32z, the rows past a multiple of 8 and a last odd block
  * by prn__panel_tn_f32x. The same chains of FMAs over k: the same bits. */
 #ifdef PRN__HAVE_AVX512
 #define PRN__TFMA2(i)                                                            \
@@ -4227,10 +4254,32 @@ PRN__FN PRN__AVX2 void prn__panel_tn_f32x(size_t R, size_t K, const float *a, si
 #define PRN__TLD2(i)                                                             \
     { c##i##0 = acc ? _mm512_loadu_ps(o + (i) * ldo) : _mm512_setzero_ps();       \
       c##i##1 = acc ? _mm512_loadu_ps(o + (i) * ldo + 16) : _mm512_setzero_ps(); }
+#define PRN__TFMA3(i)                                                            \
+    { const __m512 x = _mm512_set1_ps(ak[i]);                                    \
+      c##i##0 = _mm512_fmadd_ps(x, w0, c##i##0); c##i##1 = _mm512_fmadd_ps(x, w1, c##i##1); \
+      c##i##2 = _mm512_fmadd_ps(x, w2, c##i##2); }
+#define PRN__TLD3(i) { PRN__TLD2(i) c##i##2 = acc ? _mm512_loadu_ps(o + (i) * ldo + 32) : _mm512_setzero_ps(); }
+/* Returns the blocks it did: by threes (as prn__panel_mmz_f32z), then a
+ * pair; a last odd one is the caller's. */
 PRN__FN PRN__AVX512 size_t prn__panel_tnz_f32z(size_t R, size_t K, const float *a, size_t lda, size_t ts, const float *p,
                                               size_t pk, size_t ps, size_t Z, float *out, size_t ldo, int acc) {
-    const size_t R8 = R / 8 * 8;
+    const size_t R8 = R / 8 * 8, Z3 = Z % 3 == 1 && Z >= 4 ? Z - 4 : Z; /* as prn__panel_mmz_f32z */
     size_t z = 0, r, k;
+    for (; z + 3 <= Z3; z += 3)
+        for (r = 0; r < R8; r += 8) {
+            const float *p0 = p + z * ps, *p1 = p0 + ps, *p2 = p1 + ps, *ar = a + r / 8 * ts;
+            float *o = out + r * ldo + z * 16;
+            __m512 c00, c01, c02, c10, c11, c12, c20, c21, c22, c30, c31, c32, c40, c41, c42, c50, c51, c52;
+            __m512 c60, c61, c62, c70, c71, c72;
+            PRN__TLD3(0) PRN__TLD3(1) PRN__TLD3(2) PRN__TLD3(3) PRN__TLD3(4) PRN__TLD3(5) PRN__TLD3(6) PRN__TLD3(7)
+            for (k = 0; k < K; ++k) {
+                const __m512 w0 = _mm512_loadu_ps(p0 + k * pk), w1 = _mm512_loadu_ps(p1 + k * pk), w2 = _mm512_loadu_ps(p2 + k * pk);
+                const float *ak = ar + k * lda;
+                PRN__TFMA3(0) PRN__TFMA3(1) PRN__TFMA3(2) PRN__TFMA3(3)
+                PRN__TFMA3(4) PRN__TFMA3(5) PRN__TFMA3(6) PRN__TFMA3(7)
+            }
+            PRN__ZST3(0) PRN__ZST3(1) PRN__ZST3(2) PRN__ZST3(3) PRN__ZST3(4) PRN__ZST3(5) PRN__ZST3(6) PRN__ZST3(7)
+        }
     for (; z + 2 <= Z; z += 2)
         for (r = 0; r < R8; r += 8) {
             const float *p0 = p + z * ps, *p1 = p0 + ps, *ar = a + r / 8 * ts;
@@ -4248,15 +4297,19 @@ PRN__FN PRN__AVX512 size_t prn__panel_tnz_f32z(size_t R, size_t K, const float *
     return z;
 }
 #undef PRN__TFMA2
+#undef PRN__TFMA3
 #undef PRN__TLD2
-#undef PRN__ZST2 /* the 8 x 32 tile store of both AVX-512 panel kernels */
+#undef PRN__TLD3
+#undef PRN__ZST2 /* the 8 x 32 and 8 x 48 tile stores of both AVX-512 panel kernels */
+#undef PRN__ZST3
 #endif
 PRN__FN PRN__AVX2 void prn__panel_tnz_f32x(size_t R, size_t K, const float *a, size_t lda, size_t ts, const float *p,
                                           size_t pk, size_t ps, size_t Z, float *out, size_t ldo, int acc) {
-    size_t z = 0, r;
+    size_t z = 0, r, zd;
 #ifdef PRN__HAVE_AVX512
     if (R >= 8 && __builtin_cpu_supports("avx512f")) z = prn__panel_tnz_f32z(R, K, a, lda, ts, p, pk, ps, Z, out, ldo, acc);
 #endif
+    zd = z;
     /* blocks the AVX-512 loop left (or all): by 8 rows, then the rest; rows
      * [r, r + 8) of a at a + r / 8 ts */
     for (; z < Z; ++z)
@@ -4265,7 +4318,7 @@ PRN__FN PRN__AVX2 void prn__panel_tnz_f32x(size_t R, size_t K, const float *a, s
     /* the rows past a multiple of 8 of the blocks it did */
 #ifdef PRN__HAVE_AVX512
     if (R >= 8 && R % 8 && __builtin_cpu_supports("avx512f"))
-        for (z = 0; z < Z / 2 * 2; ++z)
+        for (z = 0; z < zd; ++z)
             prn__panel_tn_f32x(R % 8, K, a + R / 8 * ts, lda, p + z * ps, pk, out + R / 8 * 8 * ldo + z * 16, ldo, acc);
 #endif
 }
@@ -4591,12 +4644,13 @@ PRN__FN prn_status prn__layer_begin(prn_context *ctx, const char *fn, prn__layer
     *nt = prn__team(ctx);
     L->by_rows = *nt > 1 && L->B >= 2 && !(L->H <= PRN__LANES_MAX_H && (L->H < 8 || L->B >= 8)) &&
                  L->B * L->Tn * L->P * L->H >= PRN__LAYER_ROWS_MIN;
-    /* Forward, with W_hh larger than a core's L2 (H 512 in f32): each thread
-     * of the batch split streams all of it from L3 every step, and with
-     * fewer than 16 rows each its product waits on that stream; split by
-     * units, each thread streams its half (H 512, B 16: 0.21 -> 0.17 s
-     * LSTM, 0.16 -> 0.12 s GRU, T 1000, 2 threads). */
-    if (L->by_rows && !bw && L->P * L->H * es > PRN__LAYER_ROWS_MAX_W && L->B < 16 * (size_t)*nt) L->by_rows = 0;
+    /* With W_hh larger than a core's L2 (H 512 in f32): each thread of the
+     * batch split streams all of it from L3 every step, and with fewer than
+     * 16 rows each its product waits on that stream; split by units, each
+     * thread streams its half (forward, H 512, B 16: 0.21 -> 0.17 s LSTM,
+     * 0.16 -> 0.12 s GRU; the backward's product dq W_hh likewise: LSTM
+     * fwd+bwd 0.53 -> 0.50 s, GRU 0.46 -> 0.42 s; T 1000, 2 threads). */
+    if (L->by_rows && L->P * L->H * es > PRN__LAYER_ROWS_MAX_W && L->B < 16 * (size_t)*nt) L->by_rows = 0;
     if (L->by_rows) {
         if ((size_t)*nt > L->B) *nt = (int)L->B;
     } else {
