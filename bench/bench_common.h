@@ -9,6 +9,12 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#ifdef PARRNN_USE_CBLAS
+/* before the report below, which names OpenBLAS's version where cblas.h
+ * (OpenBLAS's) defines OPENBLAS_VERSION: a benchmark that included it
+ * after this header was reported as "not OpenBLAS" */
+#include <cblas.h>
+#endif
 #ifdef _OPENMP
 #include <omp.h>
 #define BENCH_PRAGMA(x) _Pragma(#x)
