@@ -4305,11 +4305,11 @@ PRN__FN PRN__AVX512 size_t prn__panel_tnz_f32z(size_t R, size_t K, const float *
 #endif
 PRN__FN PRN__AVX2 void prn__panel_tnz_f32x(size_t R, size_t K, const float *a, size_t lda, size_t ts, const float *p,
                                           size_t pk, size_t ps, size_t Z, float *out, size_t ldo, int acc) {
-    size_t z = 0, r, zd;
+    size_t z = 0, r;
 #ifdef PRN__HAVE_AVX512
-    if (R >= 8 && __builtin_cpu_supports("avx512f")) z = prn__panel_tnz_f32z(R, K, a, lda, ts, p, pk, ps, Z, out, ldo, acc);
+    const size_t zd = R >= 8 && __builtin_cpu_supports("avx512f") ? prn__panel_tnz_f32z(R, K, a, lda, ts, p, pk, ps, Z, out, ldo, acc) : 0;
+    z = zd;
 #endif
-    zd = z;
     /* blocks the AVX-512 loop left (or all): by 8 rows, then the rest; rows
      * [r, r + 8) of a at a + r / 8 ts */
     for (; z < Z; ++z)
@@ -4317,7 +4317,7 @@ PRN__FN PRN__AVX2 void prn__panel_tnz_f32x(size_t R, size_t K, const float *a, s
             prn__panel_tn_f32x(R - r < 8 ? R - r : 8, K, a + r / 8 * ts, lda, p + z * ps, pk, out + r * ldo + z * 16, ldo, acc);
     /* the rows past a multiple of 8 of the blocks it did */
 #ifdef PRN__HAVE_AVX512
-    if (R >= 8 && R % 8 && __builtin_cpu_supports("avx512f"))
+    if (R % 8) /* (zd > 0: R >= 8, with AVX-512) */
         for (z = 0; z < zd; ++z)
             prn__panel_tn_f32x(R % 8, K, a + R / 8 * ts, lda, p + z * ps, pk, out + R / 8 * 8 * ldo + z * 16, ldo, acc);
 #endif
