@@ -3727,8 +3727,9 @@ PRN__FN PRN__AVX512 size_t prn__panel_mm_f32z(size_t B, size_t K, const float *a
       c##i##0 = _mm512_fmadd_ps(x, w0, c##i##0); c##i##1 = _mm512_fmadd_ps(x, w1, c##i##1); }
 #define PRN__ZST2(i) { _mm512_storeu_ps(o + (i) * ldo, c##i##0); _mm512_storeu_ps(o + (i) * ldo + 16, c##i##1); }
 /* three blocks: 24 accumulators, each broadcast feeding three FMAs (11
- * loads per 24 FMAs, where pairs take 10 per 16): 5-8% faster on the
- * layers' products (bench/results/issue28_tile48_...) */
+ * loads per 24 FMAs, where pairs take 10 per 16): a call on one block of
+ * 8 rows, its panel streamed from L2, 5-9% faster; level with several
+ * (bench/results/issue28_tile48_before_after_...) */
 #define PRN__ZFMA3(i)                                                            \
     { const __m512 x = _mm512_set1_ps(ak[(i) * lda]);                            \
       c##i##0 = _mm512_fmadd_ps(x, w0, c##i##0); c##i##1 = _mm512_fmadd_ps(x, w1, c##i##1); \
