@@ -3718,8 +3718,8 @@ PRN__FN PRN__AVX512 size_t prn__panel_mm_f32z(size_t B, size_t K, const float *a
  * out + z 16 (a layer step's whole product): threes of blocks by 8 rows,
  * then a pair, so that each broadcast of a feeds three FMAs (two: loads
  * were the limit with one block, 9 per 8 FMAs) and 24 (16) chains cover
- * the FMA latency with room to spare; the rows past the last multiple of 8 one at a time
- * over 8 blocks (8 chains, where one block gives a row 1: a step of batch 1
+ * the FMA latency with room to spare; the rows past the last multiple of
+ * 8 one at a time over 8 blocks (8 chains, where one block gives a row 1: a step of batch 1
  * waited on the FMA latency). Every entry is still the one chain of FMAs
  * over k = 0, 1, ... from zero: the bits of prn__panel_mm_f32x. */
 #define PRN__ZFMA2(i)                                                            \
@@ -3735,12 +3735,13 @@ PRN__FN PRN__AVX512 size_t prn__panel_mm_f32z(size_t B, size_t K, const float *a
       c##i##0 = _mm512_fmadd_ps(x, w0, c##i##0); c##i##1 = _mm512_fmadd_ps(x, w1, c##i##1); \
       c##i##2 = _mm512_fmadd_ps(x, w2, c##i##2); }
 #define PRN__ZST3(i) { PRN__ZST2(i) _mm512_storeu_ps(o + (i) * ldo + 32, c##i##2); }
+/* where the threes of Z blocks end: before a last 4, which go as two pairs
+ * (one block alone would take the 8 x 16 kernel, 9 loads per 8 FMAs) */
+PRN__FN_INLINE size_t prn__threes_end(size_t Z) { return Z % 3 == 1 && Z >= 4 ? Z - 4 : Z; }
 #define PRN__ZFMA1(j) d##j = _mm512_fmadd_ps(x, _mm512_loadu_ps(pz + (j) * bs + k * 16), d##j)
 PRN__FN PRN__AVX512 void prn__panel_mmz_f32z(size_t B, size_t K, const float *a, size_t lda, const float *p, size_t Z,
                                             float *out, size_t ldo) {
-    /* threes up to Z3: a last 4 blocks as two pairs (one block alone takes
-     * the 8 x 16 kernel, 9 loads per 8 FMAs) */
-    const size_t B8 = B / 8 * 8, bs = K * 16, Z3 = Z % 3 == 1 && Z >= 4 ? Z - 4 : Z;
+    const size_t B8 = B / 8 * 8, bs = K * 16, Z3 = prn__threes_end(Z);
     size_t z = 0, b, k;
     for (; z + 3 <= Z3; z += 3)
         for (b = 0; b < B8; b += 8) {
@@ -4246,8 +4247,8 @@ PRN__FN PRN__AVX2 void prn__panel_tn_f32x(size_t R, size_t K, const float *a, si
 }
 /* prn__panel_tn_f32x over Z blocks (block z at p + z ps, its output at out
  * + z 16): with AVX-512 8 rows by threes of blocks in 24 accumulators,
- * then a pair, as prn__panel_mmz_f32z, the rows past a multiple of 8 and a last odd block
- * by prn__panel_tn_f32x. The same chains of FMAs over k: the same bits. */
+ * then a pair, as prn__panel_mmz_f32z, the rows past a multiple of 8 and
+ * a last odd block by prn__panel_tn_f32x. The same chains of FMAs over k: the same bits. */
 #ifdef PRN__HAVE_AVX512
 #define PRN__TFMA2(i)                                                            \
     { const __m512 x = _mm512_set1_ps(ak[i]);                                    \
@@ -4264,7 +4265,7 @@ PRN__FN PRN__AVX2 void prn__panel_tn_f32x(size_t R, size_t K, const float *a, si
  * pair; a last odd one is the caller's. */
 PRN__FN PRN__AVX512 size_t prn__panel_tnz_f32z(size_t R, size_t K, const float *a, size_t lda, size_t ts, const float *p,
                                               size_t pk, size_t ps, size_t Z, float *out, size_t ldo, int acc) {
-    const size_t R8 = R / 8 * 8, Z3 = Z % 3 == 1 && Z >= 4 ? Z - 4 : Z; /* as prn__panel_mmz_f32z */
+    const size_t R8 = R / 8 * 8, Z3 = prn__threes_end(Z);
     size_t z = 0, r, k;
     for (; z + 3 <= Z3; z += 3)
         for (r = 0; r < R8; r += 8) {

@@ -95,9 +95,6 @@
 #ifdef _OPENMP
 #include <omp.h>
 #endif
-#ifdef PARRNN_USE_CBLAS
-#include <cblas.h>
-#endif
 
 #define DEER_BATCH 16
 #define NUM_N 7

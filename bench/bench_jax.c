@@ -78,9 +78,6 @@
 #include <sys/types.h>
 #include <sys/wait.h>
 #include <unistd.h>
-#ifdef PARRNN_USE_CBLAS
-#include <cblas.h>
-#endif
 
 #define BATCH 16
 #define NUM_N 6

@@ -52,9 +52,6 @@
 #ifdef _OPENMP
 #include <omp.h>
 #endif
-#ifdef PARRNN_USE_CBLAS
-#include <cblas.h>
-#endif
 
 
 #if (defined(__GNUC__) || defined(__clang__)) && (defined(__x86_64__) || defined(__i386__))

@@ -66,9 +66,6 @@
 #ifdef _OPENMP
 #include <omp.h>
 #endif
-#ifdef PARRNN_USE_CBLAS
-#include <cblas.h>
-#endif
 
 #define RNN_INPUT 64
 #define RNN_T_FULL 1000

@@ -141,9 +141,6 @@
 #ifdef _OPENMP
 #include <omp.h>
 #endif
-#ifdef PARRNN_USE_CBLAS
-#include <cblas.h>
-#endif
 
 #define NUM_KIND 2
 #define NUM_M 6
