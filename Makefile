@@ -88,7 +88,7 @@ endif
 MPI_NPS      ?= 1 2 4
 MPI_BINS      = $(BUILD)/tests/test_mpi $(BUILD)/examples/mpi_deer $(BUILD)/bench/bench_mpi
 
-TESTS    = test_frames test_ops test_autodiff test_scan test_scan_sse2 test_scan_plain test_conformance test_conformance_sse2 test_bad_input test_alloc_fail test_buf_cache test_gemm_f32 test_cells test_opencl test_cuda test_rnn test_rnn_golden test_deer \
+TESTS    = test_frames test_ops test_autodiff test_scan test_scan_sse2 test_scan_plain test_conformance test_conformance_sse2 test_bad_input test_alloc_fail test_buf_cache test_gemm_f32 test_gemm_f32_noblas test_cells test_opencl test_cuda test_rnn test_rnn_golden test_deer \
            test_pwl_parse test_scyfi test_tape_prop
 EXAMPLES = mlp_train scan_explain char_rnn game_agent deer_demo engine_frames rnn_train_small
 BENCHES  = bench_ops bench_scan scan_error bench_rnn bench_deer bench_scyfi bench_jax bench_frames bench_contended fma_peak
@@ -109,7 +109,7 @@ examples: $(EXAMPLE_BINS)
 # two-line file the README shows) and every program links it; a program's
 # own file includes the declarations only. Configurations: $(BUILD)/parrnn.o
 # (the flags above), $(BUILD)/parrnn-sse2.o (no AVX2), -plain (no
-# intrinsics), -lapack (PARRNN_USE_LAPACK); the sanitizer, valgrind, fuzz,
+# intrinsics), -lapack (PARRNN_USE_LAPACK), -noblas (no CBLAS); the sanitizer, valgrind, fuzz,
 # CUDA and emulator builds are the same rules under another BUILD or below.
 # Program objects depend on the header's declarations (everything before its
 # implementation section, kept in a stamp that changes only when they do),
@@ -123,6 +123,7 @@ API_STAMP    = $(BUILD)/parrnn_api.stamp
 VFLAGS_sse2   = -DPARRNN_NO_AVX2
 VFLAGS_plain  = -DPARRNN_NO_INTRINSICS
 VFLAGS_lapack = -DPARRNN_USE_LAPACK
+VFLAGS_noblas = -UPARRNN_USE_CBLAS
 TEST_DEPS    = tests/prn_test.h tests/prn_test_device.h tests/prn_crc32.h tests/prn_meminfo.h
 
 $(API_STAMP): parrnn.h
@@ -153,6 +154,9 @@ $(BUILD)/obj-%/tests/test_conformance.o: tests/test_conformance.c $(TEST_DEPS) $
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS_ALL) $(VFLAGS_$*) -c -o $@ $<
 $(BUILD)/obj-%/tests/test_eig.o: tests/test_eig.c $(TEST_DEPS) $(API_STAMP)
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS_ALL) $(VFLAGS_$*) -c -o $@ $<
+$(BUILD)/obj-%/tests/test_gemm_f32.o: tests/test_gemm_f32.c $(TEST_DEPS) $(API_STAMP)
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS_ALL) $(VFLAGS_$*) -c -o $@ $<
 
@@ -188,6 +192,12 @@ $(BUILD)/tests/test_scan_sse2: $(BUILD)/obj-sse2/tests/test_scan.o $(BUILD)/parr
 	@mkdir -p $(@D)
 	$(LINK)
 $(BUILD)/tests/test_scan_plain: $(BUILD)/obj-plain/tests/test_scan.o $(BUILD)/parrnn-plain.o $(BACKEND_OBJS)
+	@mkdir -p $(@D)
+	$(LINK)
+# test_gemm_f32 with the implementation built without CBLAS (-noblas):
+# "reference"'s own AVX2 panel GEMM against the plain loops, as a user who
+# drops the header in without a BLAS gets it.
+$(BUILD)/tests/test_gemm_f32_noblas: $(BUILD)/obj-noblas/tests/test_gemm_f32.o $(BUILD)/parrnn-noblas.o $(BACKEND_OBJS)
 	@mkdir -p $(@D)
 	$(LINK)
 # The MPI programs (explicit rules: they win over the patterns above),

@@ -14,8 +14,11 @@
  *
  * BUILD OPTIONS (define in the implementation file or on the command line)
  *   PARRNN_USE_CBLAS   the "reference" backend runs GEMM through CBLAS
- *                      (link -lopenblas or any CBLAS). "reference-noblas"
- *                      always uses the plain loops and is the test oracle.
+ *                      (link -lopenblas or any CBLAS). Without it, its
+ *                      large f32 products run on the header's own AVX2/
+ *                      AVX-512 panel GEMM where the processor has AVX2 and
+ *                      FMA. "reference-noblas" always uses the plain loops
+ *                      and is the test oracle.
  *   -fopenmp           the reference backend threads its loops with OpenMP;
  *                      prn_config.num_threads caps the threads per call.
  *   PARRNN_MALLOC/PARRNN_FREE  default allocator (both or neither); the
@@ -735,7 +738,9 @@ PRNDEF size_t prn_cell_state_size(const prn_cell *cell);
  * the input projection into that call too where the backend has
  * rnn_layer_forward_x (reference): the projections are computed a few
  * steps at a time next to the recurrence and never stored for the whole
- * sequence. So does a recorded ELMAN or LSTM layer where the backend also
+ * sequence; with rnn_layer_forward_y (reference) the call writes y and the
+ * last state alone, so that an LSTM's cell states never go to memory and
+ * its y is not copied out of the states. So does a recorded ELMAN or LSTM layer where the backend also
  * has rnn_layer_backward_x (reference): the projection and the recurrence
  * are then one recorded op, whose backward sums the gradients of W_ih and
  * b_ih inside the layer's backward pass (the projections' gradients are
@@ -1864,6 +1869,23 @@ typedef enum prn_slot_kind {
        const void *saved, void *dxp, void *ds0, void *dw_hh, void *db_hh, void *dw_ih, void *db_ih),       \
       PRN_SLOT_KIND_FUSED)
 
+/* FUSED (NULL: the generic code takes rnn_layer_forward_x and copies y
+ * and the last state out of its states; it uses this one only where it
+ * would take rnn_layer_forward_x for a forward that saves nothing).
+ * rnn_layer_forward_x with y [B, T, H] and fin [B, S] in place of the
+ * states: y holds each step's h (an LSTM's first H of the state; ELMAN's
+ * and GRU's whole state), fin the state after the last step taken (t = T
+ * - 1; t = 0 with reverse; s0 when T = 0). The same values as
+ * rnn_layer_forward_x's (the reference backend: the same bits); an LSTM's
+ * cell states stay out of memory (the reference keeps them in two
+ * [B, H] rows), and y needs no copy out of states twice its size. */
+#define PRN_SLOT_DECL_rnn_layer_forward_y(X)                                                               \
+    X(prn_status, rnn_layer_forward_y,                                                                     \
+      (prn_context *ctx, prn_dtype dtype, int kind, int relu, int reverse, size_t B, size_t T, size_t H,   \
+       size_t In, const void *x, const void *w_ih, const void *b_ih, const void *w_hh, const void *b_hh,   \
+       const void *s0, void *y, void *fin),                                                               \
+      PRN_SLOT_KIND_FUSED)
+
 /* The list, in the struct's order (new slots go at the end). */
 #define PRN_BACKEND_SLOTS(X)                                                                                 \
     PRN_SLOT_DECL_create(X) PRN_SLOT_DECL_destroy(X)                                                         \
@@ -1877,7 +1899,7 @@ typedef enum prn_slot_kind {
     PRN_SLOT_DECL_rnn_layer_forward(X) PRN_SLOT_DECL_rnn_layer_backward(X)                                   \
     PRN_SLOT_DECL_deer_iterate(X) PRN_SLOT_DECL_deer_adjoint(X) PRN_SLOT_DECL_all_finite(X)                  \
     PRN_SLOT_DECL_supports(X) PRN_SLOT_DECL_rnn_layer_backward_dw(X) PRN_SLOT_DECL_rnn_layer_forward_x(X)      \
-    PRN_SLOT_DECL_rnn_layer_backward_x(X)
+    PRN_SLOT_DECL_rnn_layer_backward_x(X) PRN_SLOT_DECL_rnn_layer_forward_y(X)
 
 /* The slot ids: PRN_SLOT_create, PRN_SLOT_destroy, ..., PRN_SLOT_COUNT. */
 #define PRN__SLOT_ID(ret, name, args, kind) PRN_SLOT_##name,
@@ -1972,7 +1994,9 @@ PRNDEF prn_status prn_backend_rnn_layer_check(prn_context *ctx, const char *fn, 
 PRNDEF prn_status prn_backend_deer_check(prn_context *ctx, const char *fn, const prn_deer_fused *a, int adjoint,
                                          size_t *kb);
 /* The built-in reference backend: "reference" uses CBLAS for GEMM when
- * built with PARRNN_USE_CBLAS; "reference-noblas" never does. */
+ * built with PARRNN_USE_CBLAS, and otherwise the header's AVX2 panel GEMM
+ * for f32 products of M N K >= 2^18 (K >= 8) on a processor with AVX2 and
+ * FMA; "reference-noblas" always runs the plain loops (the oracle). */
 PRNDEF const prn_backend *prn_reference_backend(void);
 PRNDEF const prn_backend *prn_reference_noblas_backend(void);
 /* The generator every backend must reproduce: the 4 words of block
@@ -2778,13 +2802,43 @@ PRN__FN prn_status prn__ref_gemm_loops(prn_context *ctx, prn_dtype dtype, int tr
     return PRN_OK;
 }
 
-#ifdef PARRNN_USE_CBLAS
 #ifdef PRN__HAVE_AVX2
-PRN__FN int prn__cblas_weak_f32(prn_context *ctx, size_t M, size_t N, size_t K, size_t batch);
 PRN__FN PRN__AVX2 prn_status prn__gemm_f32x(prn_context *ctx, int trans_a, int trans_b, size_t M, size_t N, size_t K,
                                             float alpha, const float *A, size_t lda, size_t sa, const float *B,
                                             size_t ldb, size_t sb, float beta, float *C, size_t ldc, size_t sc,
                                             size_t batch);
+/* An f32 product large enough (M N K >= 2^18, K >= 8) for parrnn's AVX2
+ * panel GEMM (prn__gemm_f32x) to pay its packing, on a processor with AVX2
+ * and FMA. */
+PRN__FN int prn__gemm_f32x_pays(prn_dtype dtype, size_t M, size_t N, size_t K, size_t batch) {
+    return dtype == PRN_F32 && (double)M * (double)N * (double)K * (double)batch >= 262144.0 && K >= 8 &&
+           prn__cpu_avx2();
+}
+#endif
+#ifndef PARRNN_USE_CBLAS
+/* "reference" without CBLAS: f32 products that pay it on the AVX2 panel
+ * GEMM (prn__gemm_f32x: 5-10x the plain loops, so a GRU's input projection
+ * and its gradient, or prn_matmul, no longer need a BLAS to be fast; no
+ * fallback when it fails, so that a product's rounding never depends on an
+ * allocation), the rest on the loops of "reference-noblas", the oracle. */
+PRN__FN prn_status prn__ref_gemm_panel(prn_context *ctx, prn_dtype dtype, int trans_a, int trans_b,
+                                       size_t M, size_t N, size_t K, double alpha,
+                                       const void *A, size_t lda, size_t sa,
+                                       const void *B, size_t ldb, size_t sb,
+                                       double beta, void *C, size_t ldc, size_t sc, size_t batch) {
+#ifdef PRN__HAVE_AVX2
+    if (prn__gemm_f32x_pays(dtype, M, N, K, batch)) /* (K >= 8: never the loops' K = 1 kernel) */
+        return prn__gemm_f32x(ctx, trans_a, trans_b, M, N, K, (float)alpha, (const float *)A, lda, sa,
+                              (const float *)B, ldb, sb, (float)beta, (float *)C, ldc, sc, batch);
+#endif
+    return prn__ref_gemm_loops(ctx, dtype, trans_a, trans_b, M, N, K, alpha, A, lda, sa, B, ldb, sb, beta, C, ldc,
+                               sc, batch);
+}
+#endif
+
+#ifdef PARRNN_USE_CBLAS
+#ifdef PRN__HAVE_AVX2
+PRN__FN int prn__cblas_weak_f32(prn_context *ctx, size_t M, size_t N, size_t K, size_t batch);
 #endif
 PRN__FN prn_status prn__ref_gemm_cblas(prn_context *ctx, prn_dtype dtype, int trans_a, int trans_b,
                                        size_t M, size_t N, size_t K, double alpha,
@@ -3629,6 +3683,9 @@ typedef struct prn__layer {
      * NULL): x [B, T, I], w_ih [P, I], b_ih [P] or NULL */
     const void *x, *w_ih, *b_ih;
     size_t NI;
+    /* rnn_layer_forward_y (LSTM; states NULL): y [B, T, H] each step's h,
+     * fin [B, S] the last step's state; c in the workspace's two rows */
+    void *y, *fin;
 } prn__layer;
 /* Steps per chunk of the input projections a thread computes itself (x
  * set), for B rows and ldq values per row: with 8 rows or more one product
@@ -4186,9 +4243,7 @@ PRN__FN int prn__cblas_weak_f32(prn_context *ctx, size_t M, size_t N, size_t K, 
     const char *core = openblas_get_corename(), *env = getenv("PARRNN_CBLAS_ALWAYS");
     size_t i;
     (void)ctx;
-    if ((double)M * (double)N * (double)K * (double)batch < 262144.0 || K < 8 || !prn__cpu_avx2() ||
-        (env && env[0] == '1') || !core)
-        return 0;
+    if (!prn__gemm_f32x_pays(PRN_F32, M, N, K, batch) || (env && env[0] == '1') || !core) return 0;
     for (i = 0; i < sizeof weak / sizeof weak[0]; ++i)
         if (strcmp(core, weak[i]) == 0) return 1;
 #else
@@ -4198,8 +4253,7 @@ PRN__FN int prn__cblas_weak_f32(prn_context *ctx, size_t M, size_t N, size_t K, 
 }
 #endif
 
-#if defined(PRN__HAVE_AVX2) && (defined(PARRNN_USE_CBLAS) || !defined(PARRNN_NO_TRAINING))
-/* also without CBLAS: the layer backward's weight gradients take them */
+#ifdef PRN__HAVE_AVX2
 /* prn__panel_mm_f32x for op(A) = A^T: out[r, 0..15] (+)= sum_k a[k * lda +
  * r] p[k * pk + 0..15], r < R -- a weight gradient's product (X^T dY, K
  * the batch rows times the steps; p packed, pk = 16, or B itself, pk its
@@ -4326,7 +4380,7 @@ PRN__FN PRN__AVX2 void prn__panel_tnz_f32x(size_t R, size_t K, const float *a, s
 }
 #endif
 
-#if defined(PARRNN_USE_CBLAS) && defined(PRN__HAVE_AVX2)
+#ifdef PRN__HAVE_AVX2
 /* C = alpha op(A) op(B) + beta C by prn__panel_mm_f32x (op(A) = A) or
  * prn__panel_tn_f32x (A^T): op(B) packed once per matrix into blocks of 16
  * columns [K][16] (zero past N), then tiles of 64 rows x 16 columns over
@@ -4618,13 +4672,14 @@ PRN__FN void prn__layer_rows(const prn__layer *L, size_t es, size_t r0, size_t r
     R->xp = PRN__MOVE(L->xp, T * L->P); R->x = PRN__MOVE(L->x, T * L->NI); R->s0 = PRN__MOVE(L->s0, L->S); R->g = PRN__MOVE(L->g, T * L->S);
     R->states = PRN__MOVE(L->states, T * L->S); R->saved = PRN__MOVE(L->saved, T * L->V * L->H);
     R->dxp = PRN__MOVE(L->dxp, T * L->P); R->dq = PRN__MOVE(L->dq, T * L->P); R->ds0 = PRN__MOVE(L->ds0, L->S);
+    R->y = PRN__MOVE(L->y, T * L->H); R->fin = PRN__MOVE(L->fin, L->S);
 #undef PRN__MOVE
 }
 PRN__FN size_t prn__layer_rows_ws(const prn__layer *L, int bw, size_t r) {
     prn__layer R = *L;
     size_t u0, u1, nb;
     R.B = r;
-    return (prn__layer_plan(&R, bw, 1, 0, &u0, &u1, &nb) + 2 * r * (bw ? L->P : L->H) + 15) / 16 * 16;
+    return (prn__layer_plan(&R, bw, 1, 0, &u0, &u1, &nb) + 2 * r * (bw ? L->P : 2 * L->H) + 15) / 16 * 16;
 }
 /* Checks and workspace shared by both entries; *run is the thread body. */
 PRN__FN prn_status prn__layer_begin(prn_context *ctx, const char *fn, prn__layer *L, int bw, prn_dtype dtype, int *nt,
@@ -4665,7 +4720,9 @@ PRN__FN prn_status prn__layer_begin(prn_context *ctx, const char *fn, prn__layer
         need = prn__lanes_plan(L, bw, &L->lanes_C, &L->lanes_Bp);
     /* OpenMP may give fewer threads than asked: room for any team size */
     for (m = 1; !L->lanes_C && m <= (size_t)*nt; ++m) {
-        size_t per = prn__layer_plan(L, bw, m, 0, &u0, &u1, &nb), all = m * per + 2 * L->B * (bw ? L->P : L->H);
+        /* after the threads' parts: the last step's h (forward; its c too,
+         * forward_y) or dq (backward), two rows of [B, H] or [B, P] each */
+        size_t per = prn__layer_plan(L, bw, m, 0, &u0, &u1, &nb), all = m * per + 2 * L->B * (bw ? L->P : 2 * L->H);
         if (L->by_rows) all = m * prn__layer_rows_ws(L, bw, (L->B + m - 1) / m);
         if (all > need) need = all;
     }
@@ -4836,23 +4893,41 @@ PRN__FN int prn__layer_xproj(prn_context *ctx, const prn__layer *L, prn_dtype dt
  * plus b_ih: the bits of the composition through prn__gemm_f32x (f32 with
  * AVX2). The lanes loop (H <= 8) reads xp whole: it gets it computed
  * first. */
-PRN__FN prn_status prn__ref_rnn_layer_forward_x(prn_context *ctx, prn_dtype dtype, int kind, int relu, int reverse,
-                                                size_t B, size_t T, size_t H, size_t In, const void *x,
-                                                const void *w_ih, const void *b_ih, const void *w_hh,
-                                                const void *b_hh, const void *s0, void *states, void *saved) {
-    static const char fn[] = "rnn_layer_forward_x";
+/* rnn_layer_forward_x (states, saved) and rnn_layer_forward_y (y, fin;
+ * states and saved NULL) in one: an LSTM's forward_y keeps c in the
+ * workspace (prn__layer.y) except in the lanes loop (H <= 8), which writes
+ * states, here a buffer of its own that y and fin are copied out of; the
+ * other kinds' states are y, fin copied out of its last step. */
+PRN__FN prn_status prn__ref_layer_fwx(prn_context *ctx, const char *fn, prn_dtype dtype, int kind, int relu,
+                                      int reverse, size_t B, size_t T, size_t H, size_t In, const void *x,
+                                      const void *w_ih, const void *b_ih, const void *w_hh, const void *b_hh,
+                                      const void *s0, void *states, void *saved, void *y, void *fin) {
     prn__layer L;
-    void *raw = NULL, *xp = NULL;
-    int nt = 1;
+    void *raw = NULL, *xp = NULL, *tmp = NULL;
+    int nt = 1, fy = fin != NULL;
     memset(&L, 0, sizeof L);
     L.kind = kind; L.relu = relu; L.rev = reverse != 0;
     L.B = B; L.Tn = T; L.H = H; L.NI = In;
     L.x = x; L.w_ih = w_ih; L.b_ih = b_ih; L.w = w_hh; L.bias = b_hh; L.s0 = s0; L.states = states; L.saved = saved;
     PRN__TRY(prn__layer_begin(ctx, fn, &L, 0, dtype, &nt, &raw));
     if (!(B && T && H)) {
+        if (fy && B && H) memcpy(fin, s0, B * L.S * prn_dtype_size(dtype)); /* no steps: the state stays s0 */
         prn_free(ctx, raw);
         return PRN_OK;
     }
+    if (fy && kind == PRN_RNN_LSTM && L.lanes_C) {
+        tmp = prn_alloc(ctx, B * T * L.S * prn_dtype_size(dtype));
+        if (!tmp) {
+            prn_free(ctx, raw);
+            return prn_set_error(ctx, PRN_ERR_OUT_OF_MEMORY, "%s: out of memory for the states (%lu bytes)", fn,
+                                 (unsigned long)(B * T * L.S * prn_dtype_size(dtype)));
+        }
+        L.states = tmp;
+    } else if (fy && kind == PRN_RNN_LSTM) {
+        L.y = y;
+        L.fin = fin;
+    } else if (fy)
+        L.states = y;
     /* xp stored first (by the whole team) where computing it inside pays
      * nothing: the lanes loop; a layer on one thread of several (the
      * projection, up to half the work at H 64, would run on one); W_hh
@@ -4877,9 +4952,35 @@ PRN__FN prn_status prn__ref_rnn_layer_forward_x(prn_context *ctx, prn_dtype dtyp
         L.x = NULL;
     }
     prn__layer_run(&L, 0, dtype, nt);
+    if (fy && !L.y) { /* y (from tmp) and fin out of the states */
+        const size_t es = prn_dtype_size(dtype), S = L.S, tl = reverse ? 0 : T - 1;
+        const char *st = (const char *)L.states;
+        size_t b, t;
+        for (b = 0; tmp && b < B; ++b)
+            for (t = 0; t < T; ++t) memcpy((char *)y + (b * T + t) * H * es, st + (b * T + t) * S * es, H * es);
+        for (b = 0; b < B; ++b) memcpy((char *)fin + b * S * es, st + (b * T + tl) * S * es, S * es);
+    }
+    prn_free(ctx, tmp);
     prn_free(ctx, xp);
     prn_free(ctx, raw);
     return PRN_OK;
+}
+PRN__FN prn_status prn__ref_rnn_layer_forward_x(prn_context *ctx, prn_dtype dtype, int kind, int relu, int reverse,
+                                                size_t B, size_t T, size_t H, size_t In, const void *x,
+                                                const void *w_ih, const void *b_ih, const void *w_hh,
+                                                const void *b_hh, const void *s0, void *states, void *saved) {
+    return prn__ref_layer_fwx(ctx, "rnn_layer_forward_x", dtype, kind, relu, reverse, B, T, H, In, x, w_ih, b_ih, w_hh,
+                              b_hh, s0, states, saved, NULL, NULL);
+}
+PRN__FN prn_status prn__ref_rnn_layer_forward_y(prn_context *ctx, prn_dtype dtype, int kind, int relu, int reverse,
+                                                size_t B, size_t T, size_t H, size_t In, const void *x,
+                                                const void *w_ih, const void *b_ih, const void *w_hh,
+                                                const void *b_hh, const void *s0, void *y, void *fin) {
+    static const char fn[] = "rnn_layer_forward_y";
+    if (B && H && (!fin || (T && !y)))
+        return prn_set_error(ctx, PRN_ERR_NULL_ARGUMENT, "%s: argument '%s' is NULL", fn, !fin ? "fin" : "y");
+    return prn__ref_layer_fwx(ctx, fn, dtype, kind, relu, reverse, B, T, H, In, x, w_ih, b_ih, w_hh, b_hh, s0, NULL,
+                              NULL, y, fin);
 }
 #ifndef PARRNN_NO_TRAINING /* the backward entries: only the training table has them */
 PRN__FN prn_status prn__ref_rnn_layer_backward(prn_context *ctx, prn_dtype dtype, int kind, int relu, int reverse,
@@ -5338,17 +5439,35 @@ PRN__FN prn_status prn__ref_deer_adjoint(prn_context *ctx, const prn_deer_fused 
 }
 #endif /* PARRNN_NO_TRAINING */
 #endif /* PARRNN_NO_DEER */
-PRN__FN prn_status prn__ref_all_finite(prn_context *ctx, prn_dtype dtype, size_t n, const void *x, int *finite) {
+PRN__FN int prn__all_finite_f64(const double *x, size_t n) {
+    uint64_t u, bad = 0;
     size_t i;
-    (void)ctx;
-    *finite = 1;
-    if (dtype == PRN_F32) *finite = prn__all_finite_f32((const float *)x, n);
-    else if (dtype == PRN_F64) {
-        const uint64_t *u = (const uint64_t *)x, e = 0x7ff0000000000000ull;
-        uint64_t bad = 0;
-        for (i = 0; i < n; ++i) bad |= (uint64_t)((u[i] & e) == e);
-        *finite = !bad;
+    for (i = 0; i < n; ++i) {
+        memcpy(&u, x + i, sizeof u);
+        bad |= (uint64_t)((u & 0x7ff0000000000000ull) == 0x7ff0000000000000ull);
     }
+    return !bad;
+}
+#ifdef _OPENMP
+#define PRN__PARFOR_OR(v) PRN__PRAGMA(omp parallel for num_threads(prn__nt) schedule(static) if(prn__par) reduction(|:v))
+#else
+#define PRN__PARFOR_OR(v)
+#endif
+/* Blocks of 64 Ki elements over the team: a pass at memory speed, which
+ * two cores make in about half one core's time (prn_rnn_forward checks
+ * every y it returns: 16 MB at H 256, B 16, T 1000). */
+PRN__FN prn_status prn__ref_all_finite(prn_context *ctx, prn_dtype dtype, size_t n, const void *x, int *finite) {
+    const size_t blk = 65536, nb = (n + blk - 1) / blk;
+    unsigned bad = 0;
+    size_t i;
+    PRN__PAR_SETUP(ctx, n / 4);
+    PRN__PARFOR_OR(bad)
+    for (i = 0; i < nb; ++i) {
+        const size_t lo = i * blk, m = n - lo < blk ? n - lo : blk;
+        if (dtype == PRN_F32) bad |= (unsigned)!prn__all_finite_f32((const float *)x + lo, m);
+        else if (dtype == PRN_F64) bad |= (unsigned)!prn__all_finite_f64((const double *)x + lo, m);
+    }
+    *finite = !bad;
     return PRN_OK;
 }
 
@@ -5367,7 +5486,7 @@ PRN__FN prn_status prn__ref_all_finite(prn_context *ctx, prn_dtype dtype, size_t
     E(scan_diag, prn__ref_scan_diag) E(scan_block, prn__ref_scan_block) E(all_finite, prn__ref_all_finite)
 #define PRN__REF_RNN_ENTRIES(E)                                                                    \
     E(rnn_gates_forward, prn__ref_rnn_gates_forward) E(rnn_layer_forward, prn__ref_rnn_layer_forward) \
-    E(rnn_layer_forward_x, prn__ref_rnn_layer_forward_x)
+    E(rnn_layer_forward_x, prn__ref_rnn_layer_forward_x) E(rnn_layer_forward_y, prn__ref_rnn_layer_forward_y)
 #ifndef PARRNN_NO_TRAINING
 #define PRN__REF_OPTIM_ENTRIES(E) E(sgd_update, prn__ref_sgd_update) E(adam_update, prn__ref_adam_update)
 #define PRN__REF_RNN_BACKWARD_ENTRIES(E)                                                           \
@@ -5396,7 +5515,7 @@ PRN__FN prn_status prn__ref_all_finite(prn_context *ctx, prn_dtype dtype, size_t
 #ifdef PARRNN_USE_CBLAS
 #define PRN__REF_BLAS_ENTRIES(E) PRN__REF_ENTRIES(E) E(gemm, prn__ref_gemm_cblas)
 #else
-#define PRN__REF_BLAS_ENTRIES(E) PRN__REF_ENTRIES(E) E(gemm, prn__ref_gemm_loops)
+#define PRN__REF_BLAS_ENTRIES(E) PRN__REF_ENTRIES(E) E(gemm, prn__ref_gemm_panel)
 #endif
 
 PRN__DEF const prn_backend *prn_reference_noblas_backend(void) {
@@ -8885,6 +9004,35 @@ PRN__FN prn_status prn__recur_x(prn_context *ctx, const char *fn, const prn_rnn 
     return PRN_OK;
 }
 
+/* y [B, T, H] and the last state f [1, B, S] of layer-direction ld from X
+ * by rnn_layer_forward_y (prn__rnn_xfused, on a backend that has it): the
+ * states [B, T, S] are never made (an LSTM's y needs no copy out of them,
+ * its c never goes to memory). On failure both NULL. */
+PRN__FN prn_status prn__recur_y(prn_context *ctx, const char *fn, const prn_rnn *r, const prn__rk *k, int ld,
+                                prn_tensor *X, prn_tensor *s0, prn_tensor *const *prm, int rev, prn_tensor **y,
+                                prn_tensor **f) {
+    prn_tensor *const *ro = r->role[ld];
+    size_t shape[3];
+    prn_status st;
+    *y = *f = NULL;
+    shape[0] = X->shape[0]; shape[1] = X->shape[1]; shape[2] = k->H;
+    PRN__TRY(prn__tensor_new(ctx, fn, X->dtype, 3, shape, y));
+    shape[0] = 1; shape[1] = X->shape[0]; shape[2] = k->S;
+    st = prn__tensor_new(ctx, fn, X->dtype, 3, shape, f);
+    if (st == PRN_OK)
+        st = prn__in_fn(ctx, fn, ctx->be->rnn_layer_forward_y(ctx, X->dtype, prn__rk_layer_kind(k), k->relu, rev,
+                                                              X->shape[0], X->shape[1], k->H, X->shape[2],
+                                                              X->st->buf, ro[PRN__R_WIN]->st->buf,
+                                                              ro[PRN__R_BIN] ? ro[PRN__R_BIN]->st->buf : NULL,
+                                                              prm[0]->st->buf, prm[1]->st->buf, s0->st->buf,
+                                                              (*y)->st->buf, (*f)->st->buf));
+    if (st != PRN_OK) {
+        prn_tensor_free(*y); prn_tensor_free(*f);
+        *y = *f = NULL;
+    }
+    return st;
+}
+
 #ifndef PARRNN_NO_TRAINING
 /* Whether layer-direction ld, recorded for a backward, takes its input
  * projection into the backend's fused layer both ways (rnn_layer_forward_x,
@@ -9070,12 +9218,18 @@ PRN__DEF prn_status prn_rnn_forward(prn_context *ctx, const prn_rnn *rnn, prn_te
         prn_tensor *Y = NULL;
         for (d = 0; d < rnn->D; ++d) {
             int ld = l * rnn->D + d;
-            prn_tensor *s0, *Sall = NULL, *Yd, *f;
+            prn_tensor *s0, *Sall = NULL, *Yd = NULL, *f = NULL;
             size_t shape[2];
+            int xf;
             shape[0] = B; shape[1] = S;
             s0 = s03 ? prn__cw_v2(&w, prn__cw_slice(&w, s03, 0, (size_t)ld, 1), B, S) : prn__cw_new(&w, rnn->cfg.dtype, 2, shape, 0.0);
             prn__rnn_rprm(rnn, ld, prm);
-            if (w.st == PRN_OK && prn__rnn_xfused(ctx, rnn, &k, ld, X, s0, prm)) {
+            xf = w.st == PRN_OK && prn__rnn_xfused(ctx, rnn, &k, ld, X, s0, prm);
+            if (xf && prn_backend_supports(ctx, PRN_SLOT_rnn_layer_forward_y, NULL)) {
+                prn_status rs = prn__recur_y(ctx, fn, rnn, &k, ld, X, s0, prm, d, &Yd, &f);
+                prn__cw_keep(&w, rs, Yd);
+                prn__cw_keep(&w, rs, f);
+            } else if (xf) {
                 prn_status rs = prn__recur_x(ctx, fn, rnn, &k, ld, X, s0, prm, d, NULL, &Sall);
                 prn__cw_keep(&w, rs, Sall);
 #ifndef PARRNN_NO_TRAINING
@@ -9091,8 +9245,10 @@ PRN__DEF prn_status prn_rnn_forward(prn_context *ctx, const prn_rnn *rnn, prn_te
                 }
             }
             if (w.st != PRN_OK) break;
-            Yd = k.kind == PRN_RNN_LSTM ? prn__cw_slice(&w, Sall, 2, 0, rnn->H) : Sall;
-            f = prn__cw_v3(&w, prn__cw_slice(&w, Sall, 1, d ? 0 : T - 1, 1), 1, B, S);
+            if (!Yd) { /* out of the states */
+                Yd = k.kind == PRN_RNN_LSTM ? prn__cw_slice(&w, Sall, 2, 0, rnn->H) : Sall;
+                f = prn__cw_v3(&w, prn__cw_slice(&w, Sall, 1, d ? 0 : T - 1, 1), 1, B, S);
+            }
             fin = fin ? prn__cw_cat(&w, fin, f, 0) : f;
             Y = Y ? prn__cw_cat(&w, Y, Yd, 2) : Yd;
         }
@@ -14240,6 +14396,7 @@ PRN__FN PRN__ATTR void prn__layer_fw_T(const prn__layer *L, size_t j, size_t m) 
     PRN__T *St = (PRN__T *)L->states, *Sv = (PRN__T *)L->saved, *pan = (PRN__T *)L->ws + j * per, *qt = pan + G * nb * 16 * H;
     PRN__T *pih = qt + B * ldq, *xc = pih + G * nb * 16 * NI; /* with x: W_ih's panel, the chunk's xp */
     PRN__T *hb = (PRN__T *)L->ws + m * per; /* [2][B, H]: h of the last step, compact */
+    PRN__T *cb = hb + 2 * B * H, *Y = (PRN__T *)L->y; /* rnn_layer_forward_y: c's rows; y */
     for (g = 0; g < G; ++g)
         for (blk = 0; blk < nb; ++blk) {
             for (k = 0; k < H; ++k)
@@ -14277,15 +14434,22 @@ PRN__FN PRN__ATTR void prn__layer_fw_T(const prn__layer *L, size_t j, size_t m) 
         for (b = 0; n && b < B; ++b) {
             const PRN__T *x = Xi ? xc + ((t - tlo) * B + b) * ldq : X + (b * TT + t) * P + u0;
             const PRN__T *q = qt + b * ldq, *bb = bias + u0;
-            const PRN__T *sp = step ? St + (b * TT + tp) * S : s0 + b * S;
             const size_t xs = Xi ? qs : H; /* x's gates apart */
-            PRN__T *nx = St + (b * TT + t) * S, *v = Sv && V ? Sv + (b * TT + t) * V * H + u0 : NULL;
-            if (L->kind == PRN_RNN_LSTM) /* h into hn by the gate loop */
-                prn__lstm_fw2_U(n, x, xs, q, qs, bb, H, sp + H + u0, nx + u0, hn + b * H + u0, nx + H + u0, v, H);
-            else {
-                if (L->kind == PRN_RNN_ELMAN) prn__elman_fw_U(n, L->relu, x, q, bb, nx + u0);
-                else prn__gru_fw_U(n, x, xs, q, qs, bb, H, sp + u0, nx + u0, v, H);
-                memcpy(hn + b * H + u0, nx + u0, n * sizeof(PRN__T));
+            PRN__T *v = Sv && V ? Sv + (b * TT + t) * V * H + u0 : NULL;
+            if (Y) { /* rnn_layer_forward_y (LSTM): h into y, c into its row */
+                const PRN__T *cp = step ? cb + ((step - 1) & 1) * B * H + b * H : s0 + b * S + H;
+                prn__lstm_fw2_U(n, x, xs, q, qs, bb, H, cp + u0, Y + (b * TT + t) * H + u0, hn + b * H + u0,
+                                cb + (step & 1) * B * H + b * H + u0, v, H);
+            } else {
+                const PRN__T *sp = step ? St + (b * TT + tp) * S : s0 + b * S;
+                PRN__T *nx = St + (b * TT + t) * S;
+                if (L->kind == PRN_RNN_LSTM) /* h into hn by the gate loop */
+                    prn__lstm_fw2_U(n, x, xs, q, qs, bb, H, sp + H + u0, nx + u0, hn + b * H + u0, nx + H + u0, v, H);
+                else {
+                    if (L->kind == PRN_RNN_ELMAN) prn__elman_fw_U(n, L->relu, x, q, bb, nx + u0);
+                    else prn__gru_fw_U(n, x, xs, q, qs, bb, H, sp + u0, nx + u0, v, H);
+                    memcpy(hn + b * H + u0, nx + u0, n * sizeof(PRN__T));
+                }
             }
             /* the row's next step, asked for here between the rows' gates
              * (a burst of them all before the product stalled on the line
@@ -14294,10 +14458,19 @@ PRN__FN PRN__ATTR void prn__layer_fw_T(const prn__layer *L, size_t j, size_t m) 
                 const size_t tn = L->rev ? t - 1 : t + 1;
                 if (Xi && C == 1) prn__prefetch_run(Xi + (b * TT + tn) * NI, NI * sizeof(PRN__T));
                 for (g = 0; !Xi && g < G; ++g) prn__prefetch_run(X + (b * TT + tn) * P + g * H + u0, n * sizeof(PRN__T));
-                for (g = 0; g < S / H; ++g) prn__prefetch_run(St + (b * TT + tn) * S + g * H + u0, n * sizeof(PRN__T));
+                if (Y) prn__prefetch_run(Y + (b * TT + tn) * H + u0, n * sizeof(PRN__T));
+                for (g = 0; !Y && g < S / H; ++g) prn__prefetch_run(St + (b * TT + tn) * S + g * H + u0, n * sizeof(PRN__T));
             }
         }
         PRN__BARRIER(L->bar, m);
+    }
+    if (Y && TT) { /* fin: the thread's units of the last step's h and c */
+        const PRN__T *hl = hb + ((TT - 1) & 1) * B * H, *cl = cb + ((TT - 1) & 1) * B * H;
+        PRN__T *F = (PRN__T *)L->fin;
+        for (b = 0; n && b < B; ++b) {
+            memcpy(F + b * S + u0, hl + b * H + u0, n * sizeof(PRN__T));
+            memcpy(F + b * S + H + u0, cl + b * H + u0, n * sizeof(PRN__T));
+        }
     }
 }
 #ifndef PARRNN_NO_TRAINING /* (prn__layer_run names the forward instead) */

@@ -3107,9 +3107,10 @@ static void t_deer_direct(void) {
  * Against the host: nothing, NaN, +Inf or -Inf at the first, a middle or
  * the last element (f32, f64), or the largest finite value there; i32 is
  * always finite. Sizes around the vector widths and past the threads'
- * threshold. */
+ * threshold; 3 x 65536 + 7: the reference backend's blocks of 64 Ki over
+ * its threads (the value in the first, the second or the last). */
 static void t_all_finite(void) {
-    static const size_t ns[] = {1, 2, 7, 8, 9, 31, 33, 1000, BIG + 5};
+    static const size_t ns[] = {1, 2, 7, 8, 9, 31, 33, 1000, BIG + 5, 3 * 65536 + 7};
     static const prn_dtype dts[] = {PRN_F32, PRN_F64, PRN_I32};
     size_t d, i, j, pos;
     int kind, where, s;
@@ -3206,6 +3207,42 @@ static void rnn_layer_x_case(prn_dtype dt, int kind, int rev, size_t B, size_t T
     if (!check_unchanged(bwi, dt, P * In, Wi, "rnn_layer_forward_x w_ih", desc)) goto out;
     if (!check_unchanged(bw, dt, P * H, W, "rnn_layer_forward_x w_hh", desc)) goto out;
     if (!check_guard(bs, dt, n * S, "rnn_layer_forward_x states", desc)) goto out;
+    /* rnn_layer_forward_y where every side has it: y (each step's first H
+     * of the state) and fin (the last step's state) against host math and
+     * the oracle, and on the tested side to the bit against its own
+     * rnn_layer_forward_x's states */
+    for (si = 0; si < nsides() && g_side[si].be->rnn_layer_forward_y; ++si) {}
+    if (si == nsides()) {
+        const size_t tl = rev ? 0 : T - 1;
+        double *yh = hd(n * H), *fh = hd(B * S), *sg = hd(n * S), *yg = hd(n * H), *fg = hd(B * S);
+        pbuf *by = pb_output(dt, n * H + GUARD, NULL, desc), *bf = by ? pb_output(dt, B * S + GUARD, NULL, desc) : NULL;
+        if (!bf) goto out;
+        for (i = 0; i < n; ++i)
+            for (k = 0; k < H; ++k) yh[i * H + k] = st[i * S + k];
+        for (i = 0; i < B; ++i)
+            for (k = 0; k < S; ++k) fh[i * S + k] = st[(i * T + tl) * S + k];
+        for (si = 0; si < nsides(); ++si)
+            if (!st_ok(si, g_side[si].be->rnn_layer_forward_y(g_side[si].ctx, dt, kind, 0, rev, B, T, H, In, bx->h[si],
+                                                               bwi->h[si], has_b ? bbi->h[si] : NULL, bw->h[si],
+                                                               bb0->h[si], b0->h[si], by->h[si], bf->h[si]),
+                       "rnn_layer_forward_y", desc))
+                goto out;
+        if (!check_out(by, dt, n * H, yh, one, tol, "rnn_layer_forward_y y", desc)) goto out;
+        if (!check_out(bf, dt, B * S, fh, one, tol, "rnn_layer_forward_y fin", desc)) goto out;
+        if (!check_guard(by, dt, n * H, "rnn_layer_forward_y y", desc)) goto out;
+        if (!check_guard(bf, dt, B * S, "rnn_layer_forward_y fin", desc)) goto out;
+        if (!pb_download(bs, 0, dt, sg, n * S, desc) || !pb_download(by, 0, dt, yg, n * H, desc) ||
+            !pb_download(bf, 0, dt, fg, B * S, desc))
+            goto out;
+        for (i = 0; i < n; ++i)
+            for (k = 0; k < H; ++k) yh[i * H + k] = sg[i * S + k];
+        for (i = 0; i < B; ++i)
+            for (k = 0; k < S; ++k) fh[i * S + k] = sg[(i * T + tl) * S + k];
+        compare(yg, yh, NULL, n * H, 0, dt, "rnn_layer_forward_y y vs rnn_layer_forward_x states", desc,
+                "rnn_layer_forward_x on the same backend");
+        compare(fg, fh, NULL, B * S, 0, dt, "rnn_layer_forward_y fin vs rnn_layer_forward_x states", desc,
+                "rnn_layer_forward_x on the same backend");
+    }
     /* the composition on the tested side: gemm, then rnn_layer_forward */
     if (!g_side[0].be->gemm || !g_side[0].be->rnn_layer_forward) goto out;
     bxp = pb_output(dt, n * P, bb, desc);
@@ -3260,6 +3297,24 @@ static void t_rnn_layer_x(void) {
         }
         case_end();
     }
+    if (g_side[0].be->rnn_layer_forward_y) { /* no steps: fin is s0; a NULL y or fin refused */
+        const double s0v[4] = {0.25, -0.5, 0.75, -1.0};
+        pbuf *b0 = pb_input(PRN_F32, s0v, 4, "T 0"), *bf = b0 ? pb_output(PRN_F32, 4, NULL, "T 0") : NULL;
+        pbuf *bw = bf ? pb_output(PRN_F32, 64, NULL, "T 0") : NULL;
+        if (bw) {
+            double got[4];
+            prn_status st = g_side[0].be->rnn_layer_forward_y(g_side[0].ctx, PRN_F32, PRN_RNN_LSTM, 0, 0, 2, 0, 1, 1,
+                                                              bw->h[0], bw->h[0], NULL, bw->h[0], bw->h[0], b0->h[0],
+                                                              NULL, bf->h[0]);
+            PRNT_CHECK(st == PRN_OK, "rnn_layer_forward_y with T 0: status %d", (int)st);
+            if (st == PRN_OK && pb_download(bf, 0, PRN_F32, got, 4, "T 0"))
+                PRNT_CHECK(memcmp(got, s0v, sizeof got) == 0, "rnn_layer_forward_y with T 0: fin is not s0");
+            st = g_side[0].be->rnn_layer_forward_y(g_side[0].ctx, PRN_F32, PRN_RNN_LSTM, 0, 0, 2, 1, 1, 1, bw->h[0],
+                                                   bw->h[0], NULL, bw->h[0], bw->h[0], b0->h[0], bw->h[0], NULL);
+            PRNT_CHECK(st != PRN_OK, "rnn_layer_forward_y accepted a NULL fin");
+        }
+        case_end();
+    }
 }
 
 static const prim_test k_prims[] = {
@@ -3281,7 +3336,7 @@ static const prim_test k_prims[] = {
     {"scan_block", t_scan_block},
     {"rnn_gates_forward+rnn_gates_backward", t_rnn_gates},
     {"rnn_layer_forward+rnn_layer_backward+rnn_layer_backward_dw+rnn_layer_backward_x", t_rnn_layer},
-    {"rnn_layer_forward_x", t_rnn_layer_x},
+    {"rnn_layer_forward_x+rnn_layer_forward_y", t_rnn_layer_x},
     {"solve_batched", t_solve_batched},
     {"deer_iterate+deer_adjoint", t_deer},
     {"deer_iterate (direct)", t_deer_direct},

@@ -1440,10 +1440,13 @@ static void test_row_same_bits(void) {
 }
 
 /* --- the input projection inside the fused layer (rnn_layer_forward_x) ---
- * A forward that records nothing takes rnn_layer_forward_x, once per layer
- * and direction; a recorded one (gradients asked for) too for ELMAN and
- * LSTM, whose backward then takes rnn_layer_backward_x (test_fused_x_grad),
- * and the gemm and rnn_layer_forward for GRU and MHGRU. Its outputs and final states against the composition
+ * A forward that records nothing takes rnn_layer_forward_y (y and the last
+ * state without the states), once per layer and direction; a recorded one
+ * (gradients asked for) rnn_layer_forward_x for ELMAN and LSTM, whose
+ * backward then takes rnn_layer_backward_x (test_fused_x_grad), and the
+ * gemm and rnn_layer_forward for GRU and MHGRU: for ELMAN and LSTM the
+ * recorded forward's bits are the unrecorded one's (forward_y against
+ * forward_x). Its outputs and final states against the composition
  * (the same backend without the entry): within rounding (the product's sum
  * may run in another order than the gemm's). Its own bits do not depend on
  * the threads (1 or 2: the batch split, the units split) nor on the batch
@@ -1453,7 +1456,14 @@ static void test_row_same_bits(void) {
  * 8 or more (B 17), the lanes loop (H 5, 8), 2 layers bidirectional, and
  * W_hh past 2 MB with 4 rows (LSTM H 264 f64: split by units); T 150
  * crosses B 1's chunks of 64 steps. */
-static int g_xcalls;
+static int g_xcalls, g_ycalls;
+static prn_status count_layer_y(prn_context *ctx, prn_dtype dtype, int kind, int relu, int reverse, size_t B,
+                                size_t T, size_t H, size_t In, const void *x, const void *w_ih, const void *b_ih,
+                                const void *w_hh, const void *b_hh, const void *s0, void *y, void *fin) {
+    g_ycalls++;
+    return prn_reference_noblas_backend()->rnn_layer_forward_y(ctx, dtype, kind, relu, reverse, B, T, H, In, x, w_ih,
+                                                                b_ih, w_hh, b_hh, s0, y, fin);
+}
 static prn_status count_layer_x(prn_context *ctx, prn_dtype dtype, int kind, int relu, int reverse, size_t B,
                                 size_t T, size_t H, size_t In, const void *x, const void *w_ih, const void *b_ih,
                                 const void *w_hh, const void *b_hh, const void *s0, void *states, void *saved) {
@@ -1520,9 +1530,11 @@ static void test_fused_projection(void) {
     bx = *prn_reference_noblas_backend();
     bx.name = "xcount";
     bx.rnn_layer_forward_x = count_layer_x;
+    bx.rnn_layer_forward_y = count_layer_y;
     bn = *prn_reference_noblas_backend();
     bn.name = "nox";
     bn.rnn_layer_forward_x = NULL;
+    bn.rnn_layer_forward_y = NULL;
     list[0] = &bx;
     list[1] = &bn;
     for (i = 0; i < 4; ++i) ctx[i / 2][i % 2] = ctx_among(list, i / 2 ? "nox" : "xcount", i % 2 + 1);
@@ -1538,10 +1550,10 @@ static void test_fused_projection(void) {
                 size_t n1, n2, j, diff;
                 double worst = 0;
                 for (th = 0; th < 2; ++th) {
-                    g_xcalls = 0;
+                    g_xcalls = g_ycalls = 0;
                     n1 = run_x(ctx[0][th], kinds[k], dt, B, T, H, NI, L, xv, 1, th ? b : a);
-                    PRNT_CHECK(g_xcalls == LD, "%s: rnn_layer_forward_x called %d times, not %d", prn_rnn_kind_name(kinds[k]),
-                               g_xcalls, LD);
+                    PRNT_CHECK(g_ycalls == LD && g_xcalls == 0, "%s: rnn_layer_forward_y called %d times, not %d (_x %d)",
+                               prn_rnn_kind_name(kinds[k]), g_ycalls, LD, g_xcalls);
                 }
                 /* 1 and 2 threads: the same bits */
                 for (j = 0, diff = 0; j < n1; ++j) diff += memcmp((char *)a + j * es, (char *)b + j * es, es) != 0;
