@@ -740,7 +740,8 @@ PRNDEF size_t prn_cell_state_size(const prn_cell *cell);
  * steps at a time next to the recurrence and never stored for the whole
  * sequence; with rnn_layer_forward_y (reference) the call writes y and the
  * last state alone, so that an LSTM's cell states never go to memory and
- * its y is not copied out of the states. So does a recorded ELMAN or LSTM layer where the backend also
+ * its y is not copied out of the states. So does a recorded ELMAN or LSTM
+ * layer where the backend also
  * has rnn_layer_backward_x (reference): the projection and the recurrence
  * are then one recorded op, whose backward sums the gradients of W_ih and
  * b_ih inside the layer's backward pass (the projections' gradients are
@@ -2223,8 +2224,11 @@ PRN__MATH_INLINE float prn__tanhf(float x) { return 1.0f - 2.0f / (1.0f + prn__e
 #ifdef _OPENMP
 #define PRN__PRAGMA(x) _Pragma(#x)
 #define PRN__PARFOR PRN__PRAGMA(omp parallel for num_threads(prn__nt) schedule(static) if(prn__par))
+/* the same, or-ing v over the team */
+#define PRN__PARFOR_OR(v) PRN__PRAGMA(omp parallel for num_threads(prn__nt) schedule(static) if(prn__par) reduction(|:v))
 #else
 #define PRN__PARFOR
+#define PRN__PARFOR_OR(v)
 #endif
 #if defined(_OPENMP) && !defined(__clang__)
 #define PRN__PARFOR_SIMD PRN__PRAGMA(omp parallel for simd num_threads(prn__nt) schedule(static) if(prn__par))
@@ -5448,11 +5452,6 @@ PRN__FN int prn__all_finite_f64(const double *x, size_t n) {
     }
     return !bad;
 }
-#ifdef _OPENMP
-#define PRN__PARFOR_OR(v) PRN__PRAGMA(omp parallel for num_threads(prn__nt) schedule(static) if(prn__par) reduction(|:v))
-#else
-#define PRN__PARFOR_OR(v)
-#endif
 /* Blocks of 64 Ki elements over the team: a pass at memory speed, which
  * two cores make in about half one core's time (prn_rnn_forward checks
  * every y it returns: 16 MB at H 256, B 16, T 1000). */
