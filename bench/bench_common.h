@@ -259,8 +259,9 @@ static inline void bench_print_cblas(void) {
 #elif defined(PARRNN_USE_CBLAS)
     printf("  cblas:     yes (not OpenBLAS)\n");
 #else
-    printf("  cblas:     no -- built without PARRNN_USE_CBLAS, so backend \"reference\"\n"
-           "             runs the same GEMM loops as \"reference-noblas\"\n");
+    printf("  cblas:     no -- built without PARRNN_USE_CBLAS: backend \"reference\" runs f32\n"
+           "             products on parrnn's AVX2 panel GEMM (M N K >= 2^18, AVX2 and FMA),\n"
+           "             the rest on the loops of \"reference-noblas\"\n");
 #endif
 }
 
