@@ -39,7 +39,7 @@ CUDA_KDIR   ?= $(CUDA_BUILD)/kernels
 CUDA_OBJS    = $(patsubst kernels_cuda/%.cu,$(CUDA_KDIR)/%.o,$(CUDA_KERNELS)) $(CUDA_BUILD)/parrnn_cuda.o
 CUDA_DEPS    = parrnn.h kernels_cuda/prn_cuda_launch.h
 
-CUDA_TESTS        = $(filter-out test_eig_lapack test_scan_sse2 test_scan_plain test_conformance_sse2,$(TESTS))  # host-only variants: not rebuilt
+CUDA_TESTS        = $(filter-out test_eig_lapack test_scan_sse2 test_scan_plain test_conformance_sse2 test_gemm_f32_noblas,$(TESTS))  # host-only variants: not rebuilt
 CUDA_TEST_BINS    = $(addprefix $(CUDA_BUILD)/tests/,$(CUDA_TESTS)) $(CUDA_BUILD)/tests/backend_probe
 CUDA_EXAMPLE_BINS = $(addprefix $(CUDA_BUILD)/examples/,$(EXAMPLES))
 CUDA_BENCH_BINS   = $(addprefix $(CUDA_BUILD)/bench/,$(BENCHES))
