@@ -4896,8 +4896,8 @@ PRN__FN int prn__layer_xproj(prn_context *ctx, const prn__layer *L, prn_dtype dt
  * the forward. Each entry is the product kernel's chain of FMAs from zero
  * plus b_ih: the bits of the composition through prn__gemm_f32x (f32 with
  * AVX2). The lanes loop (H <= 8) reads xp whole: it gets it computed
- * first. */
-/* rnn_layer_forward_x (states, saved) and rnn_layer_forward_y (y, fin;
+ * first.
+ * rnn_layer_forward_x (states, saved) and rnn_layer_forward_y (y, fin;
  * states and saved NULL) in one: an LSTM's forward_y keeps c in the
  * workspace (prn__layer.y) except in the lanes loop (H <= 8), which writes
  * states, here a buffer of its own that y and fin are copied out of; the

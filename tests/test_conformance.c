@@ -3156,6 +3156,15 @@ static void t_all_finite(void) {
  * code's linear does) and rnn_layer_forward. The projection's sum may run
  * in another order than the gemm's: the two agree within the tolerance of
  * rnn_layer_forward, not necessarily to the bit. */
+/* What rnn_layer_forward_y gives out of states [B, T, S]: y [B, T, H] each
+ * step's first H values, fin [B, S] step tl's state. */
+static void y_fin_of(const double *st, size_t B, size_t T, size_t H, size_t S, size_t tl, double *y, double *fin) {
+    size_t i, k;
+    for (i = 0; i < B * T; ++i)
+        for (k = 0; k < H; ++k) y[i * H + k] = st[i * S + k];
+    for (i = 0; i < B; ++i)
+        for (k = 0; k < S; ++k) fin[i * S + k] = st[(i * T + tl) * S + k];
+}
 static void rnn_layer_x_case(prn_dtype dt, int kind, int rev, size_t B, size_t T, size_t H, size_t In, int has_b) {
     if (quick_skip()) return;
     size_t G = kind == PRN_RNN_LSTM ? 4 : kind == PRN_RNN_ELMAN ? 1 : 3, P = G * H, S = kind == PRN_RNN_LSTM ? 2 * H : H;
@@ -3217,10 +3226,7 @@ static void rnn_layer_x_case(prn_dtype dt, int kind, int rev, size_t B, size_t T
         double *yh = hd(n * H), *fh = hd(B * S), *sg = hd(n * S), *yg = hd(n * H), *fg = hd(B * S);
         pbuf *by = pb_output(dt, n * H + GUARD, NULL, desc), *bf = by ? pb_output(dt, B * S + GUARD, NULL, desc) : NULL;
         if (!bf) goto out;
-        for (i = 0; i < n; ++i)
-            for (k = 0; k < H; ++k) yh[i * H + k] = st[i * S + k];
-        for (i = 0; i < B; ++i)
-            for (k = 0; k < S; ++k) fh[i * S + k] = st[(i * T + tl) * S + k];
+        y_fin_of(st, B, T, H, S, tl, yh, fh);
         for (si = 0; si < nsides(); ++si)
             if (!st_ok(si, g_side[si].be->rnn_layer_forward_y(g_side[si].ctx, dt, kind, 0, rev, B, T, H, In, bx->h[si],
                                                                bwi->h[si], has_b ? bbi->h[si] : NULL, bw->h[si],
@@ -3234,10 +3240,7 @@ static void rnn_layer_x_case(prn_dtype dt, int kind, int rev, size_t B, size_t T
         if (!pb_download(bs, 0, dt, sg, n * S, desc) || !pb_download(by, 0, dt, yg, n * H, desc) ||
             !pb_download(bf, 0, dt, fg, B * S, desc))
             goto out;
-        for (i = 0; i < n; ++i)
-            for (k = 0; k < H; ++k) yh[i * H + k] = sg[i * S + k];
-        for (i = 0; i < B; ++i)
-            for (k = 0; k < S; ++k) fh[i * S + k] = sg[(i * T + tl) * S + k];
+        y_fin_of(sg, B, T, H, S, tl, yh, fh);
         compare(yg, yh, NULL, n * H, 0, dt, "rnn_layer_forward_y y vs rnn_layer_forward_x states", desc,
                 "rnn_layer_forward_x on the same backend");
         compare(fg, fh, NULL, B * S, 0, dt, "rnn_layer_forward_y fin vs rnn_layer_forward_x states", desc,
