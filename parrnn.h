@@ -745,7 +745,12 @@ PRNDEF size_t prn_cell_state_size(const prn_cell *cell);
  * has rnn_layer_backward_x (reference): the projection and the recurrence
  * are then one recorded op, whose backward sums the gradients of W_ih and
  * b_ih inside the layer's backward pass (the projections' gradients are
- * stored only when x needs its own).
+ * stored only when x needs its own). A recorded LSTM whose final state the
+ * caller does not take (state NULL) goes through rnn_layer_forward_yc and
+ * rnn_layer_backward_yc where the backend has them (reference): the op
+ * gives y itself, keeps the cell states apart for the backward, and that
+ * backward takes d loss / d y as it is, with no copy of y out of the
+ * states nor a zero gradient of the states to copy d loss / d y into.
  *
  * Per step t, with x_t the layer's input, s_t its state, s() the logistic
  * sigmoid, products of vectors elementwise, "W x" a matrix-vector product:
@@ -844,12 +849,15 @@ PRNDEF size_t prn_rnn_output_size(const prn_rnn *rnn);
  * ([L*D, S]), layer-major then direction as PyTorch's h_0 (LSTM: h_0 and
  * c_0 side by side along the last axis), or NULL for zeros; state, when
  * not NULL, receives the final states in the same layout (the reverse
- * direction's final state is the one after reading x_0).
+ * direction's final state is the one after reading x_0). Leave state NULL
+ * when you do not need it: a recorded LSTM then gives y without making its
+ * states [B, T, 2H] (rnn_layer_forward_yc; a training step about 5% faster).
  * NaN and Inf, the same in prn_rnn_forward, prn_rnn_step, prn_rnn_jacobian,
  * prn_deer_rnn and the frames: the parameters, x and the state must be
  * finite, else PRN_ERR_NONFINITE names the tensor ("parameter
- * 'weight_hh_l0'", "argument 'x'"); a result that is not finite although
- * they are (the recurrence overflows) also gives PRN_ERR_NONFINITE. */
+ * 'weight_hh_l0'", "argument 'x'"); a result (y, and state when asked for)
+ * that is not finite although they are (the recurrence overflows) also
+ * gives PRN_ERR_NONFINITE. */
 PRNDEF prn_status prn_rnn_forward(prn_context *ctx, const prn_rnn *rnn, prn_tensor *x, prn_tensor *state0,
                                   prn_tensor **y, prn_tensor **state);
 /* The readout o = readout_bias + y readout_weight^T over the last axis of
@@ -1887,6 +1895,39 @@ typedef enum prn_slot_kind {
        const void *s0, void *y, void *fin),                                                               \
       PRN_SLOT_KIND_FUSED)
 
+/* FUSED (NULL: the generic code takes rnn_layer_forward_x and
+ * rnn_layer_backward_x; it uses these two only on a backend that has
+ * those and rnn_layer_backward_yc as well, for a recorded LSTM forward
+ * whose final state the caller does not take). rnn_layer_forward_x of
+ * kind PRN_RNN_ELMAN or PRN_RNN_LSTM (others refused) with each step's
+ * state in two parts: y [B, T, H] its first H values (h), c [B, T, S - H]
+ * the rest (an LSTM's cell state; c unused, may be NULL, where S = H);
+ * saved as rnn_layer_forward_x's. The same values as rnn_layer_forward_x's
+ * (the reference backend: the same bits). A recorded LSTM's y is then
+ * written where it goes, not copied out of states twice its size. */
+#define PRN_SLOT_DECL_rnn_layer_forward_yc(X)                                                              \
+    X(prn_status, rnn_layer_forward_yc,                                                                    \
+      (prn_context *ctx, prn_dtype dtype, int kind, int relu, int reverse, size_t B, size_t T, size_t H,   \
+       size_t In, const void *x, const void *w_ih, const void *b_ih, const void *w_hh, const void *b_hh,   \
+       const void *s0, void *y, void *c, void *saved),                                                    \
+      PRN_SLOT_KIND_FUSED)
+
+/* FUSED (NULL: as rnn_layer_forward_yc's). The backward of
+ * rnn_layer_forward_yc: rnn_layer_backward_x with the states as that gave
+ * them (y, c) and gy [B, T, H], d loss / d y, in place of g: d loss / d
+ * state is gy in each state's first H values and zero in the rest (an
+ * LSTM's c reaches the loss only through later steps). The same results
+ * as rnn_layer_backward_x's with that g (the reference backend: the same
+ * bits), without a zero [B, T, S] gradient for the caller to make and
+ * copy d loss / d y into. */
+#define PRN_SLOT_DECL_rnn_layer_backward_yc(X)                                                             \
+    X(prn_status, rnn_layer_backward_yc,                                                                   \
+      (prn_context *ctx, prn_dtype dtype, int kind, int relu, int reverse, size_t B, size_t T, size_t H,   \
+       size_t In, const void *gy, const void *x, const void *w_hh, const void *s0, const void *y,          \
+       const void *c, const void *saved, void *dxp, void *ds0, void *dw_hh, void *db_hh, void *dw_ih,      \
+       void *db_ih),                                                                                      \
+      PRN_SLOT_KIND_FUSED)
+
 /* The list, in the struct's order (new slots go at the end). */
 #define PRN_BACKEND_SLOTS(X)                                                                                 \
     PRN_SLOT_DECL_create(X) PRN_SLOT_DECL_destroy(X)                                                         \
@@ -1900,7 +1941,8 @@ typedef enum prn_slot_kind {
     PRN_SLOT_DECL_rnn_layer_forward(X) PRN_SLOT_DECL_rnn_layer_backward(X)                                   \
     PRN_SLOT_DECL_deer_iterate(X) PRN_SLOT_DECL_deer_adjoint(X) PRN_SLOT_DECL_all_finite(X)                  \
     PRN_SLOT_DECL_supports(X) PRN_SLOT_DECL_rnn_layer_backward_dw(X) PRN_SLOT_DECL_rnn_layer_forward_x(X)      \
-    PRN_SLOT_DECL_rnn_layer_backward_x(X) PRN_SLOT_DECL_rnn_layer_forward_y(X)
+    PRN_SLOT_DECL_rnn_layer_backward_x(X) PRN_SLOT_DECL_rnn_layer_forward_y(X)                                \
+    PRN_SLOT_DECL_rnn_layer_forward_yc(X) PRN_SLOT_DECL_rnn_layer_backward_yc(X)
 
 /* The slot ids: PRN_SLOT_create, PRN_SLOT_destroy, ..., PRN_SLOT_COUNT. */
 #define PRN__SLOT_ID(ret, name, args, kind) PRN_SLOT_##name,
@@ -3688,8 +3730,12 @@ typedef struct prn__layer {
     const void *x, *w_ih, *b_ih;
     size_t NI;
     /* rnn_layer_forward_y (LSTM; states NULL): y [B, T, H] each step's h,
-     * fin [B, S] the last step's state; c in the workspace's two rows */
-    void *y, *fin;
+     * fin [B, S] the last step's state; c in the workspace's two rows.
+     * rnn_layer_forward_yc / _backward_yc (LSTM; yc set, states NULL): y
+     * and cs [B, T, H] each step's h and c; the backward's g is then
+     * d loss / d y [B, T, H] */
+    void *y, *fin, *cs;
+    int yc;
 } prn__layer;
 /* Steps per chunk of the input projections a thread computes itself (x
  * set), for B rows and ldq values per row: with 8 rows or more one product
@@ -4676,7 +4722,8 @@ PRN__FN void prn__layer_rows(const prn__layer *L, size_t es, size_t r0, size_t r
     R->xp = PRN__MOVE(L->xp, T * L->P); R->x = PRN__MOVE(L->x, T * L->NI); R->s0 = PRN__MOVE(L->s0, L->S); R->g = PRN__MOVE(L->g, T * L->S);
     R->states = PRN__MOVE(L->states, T * L->S); R->saved = PRN__MOVE(L->saved, T * L->V * L->H);
     R->dxp = PRN__MOVE(L->dxp, T * L->P); R->dq = PRN__MOVE(L->dq, T * L->P); R->ds0 = PRN__MOVE(L->ds0, L->S);
-    R->y = PRN__MOVE(L->y, T * L->H); R->fin = PRN__MOVE(L->fin, L->S);
+    R->y = PRN__MOVE(L->y, T * L->H); R->fin = PRN__MOVE(L->fin, L->S); R->cs = PRN__MOVE(L->cs, T * L->H);
+    if (L->yc) R->g = PRN__MOVE(L->g, T * L->H);
 #undef PRN__MOVE
 }
 PRN__FN size_t prn__layer_rows_ws(const prn__layer *L, int bw, size_t r) {
@@ -4905,10 +4952,10 @@ PRN__FN int prn__layer_xproj(prn_context *ctx, const prn__layer *L, prn_dtype dt
 PRN__FN prn_status prn__ref_layer_fwx(prn_context *ctx, const char *fn, prn_dtype dtype, int kind, int relu,
                                       int reverse, size_t B, size_t T, size_t H, size_t In, const void *x,
                                       const void *w_ih, const void *b_ih, const void *w_hh, const void *b_hh,
-                                      const void *s0, void *states, void *saved, void *y, void *fin) {
+                                      const void *s0, void *states, void *saved, void *y, void *fin, void *cs) {
     prn__layer L;
     void *raw = NULL, *xp = NULL, *tmp = NULL;
-    int nt = 1, fy = fin != NULL;
+    int nt = 1, fy = fin != NULL, yc = cs != NULL;
     memset(&L, 0, sizeof L);
     L.kind = kind; L.relu = relu; L.rev = reverse != 0;
     L.B = B; L.Tn = T; L.H = H; L.NI = In;
@@ -4919,7 +4966,7 @@ PRN__FN prn_status prn__ref_layer_fwx(prn_context *ctx, const char *fn, prn_dtyp
         prn_free(ctx, raw);
         return PRN_OK;
     }
-    if (fy && kind == PRN_RNN_LSTM && L.lanes_C) {
+    if ((fy || yc) && kind == PRN_RNN_LSTM && L.lanes_C) {
         tmp = prn_alloc(ctx, B * T * L.S * prn_dtype_size(dtype));
         if (!tmp) {
             prn_free(ctx, raw);
@@ -4927,6 +4974,9 @@ PRN__FN prn_status prn__ref_layer_fwx(prn_context *ctx, const char *fn, prn_dtyp
                                  (unsigned long)(B * T * L.S * prn_dtype_size(dtype)));
         }
         L.states = tmp;
+    } else if (yc) { /* rnn_layer_forward_yc (LSTM) */
+        L.y = y;
+        L.cs = cs;
     } else if (fy && kind == PRN_RNN_LSTM) {
         L.y = y;
         L.fin = fin;
@@ -4943,12 +4993,14 @@ PRN__FN prn_status prn__ref_layer_fwx(prn_context *ctx, const char *fn, prn_dtyp
         const size_t n = B * T;
         xp = prn_alloc(ctx, n * L.P * prn_dtype_size(dtype));
         if (!xp) {
+            prn_free(ctx, tmp);
             prn_free(ctx, raw);
             return prn_set_error(ctx, PRN_ERR_OUT_OF_MEMORY, "%s: out of memory for the projections (%lu bytes)", fn,
                                  (unsigned long)(n * L.P * prn_dtype_size(dtype)));
         }
         if (!prn__layer_xproj(ctx, &L, dtype, xp)) {
             prn_free(ctx, xp);
+            prn_free(ctx, tmp);
             prn_free(ctx, raw);
             return prn_set_error(ctx, PRN_ERR_OUT_OF_MEMORY, "%s: out of memory for the packed W_ih", fn);
         }
@@ -4964,6 +5016,14 @@ PRN__FN prn_status prn__ref_layer_fwx(prn_context *ctx, const char *fn, prn_dtyp
             for (t = 0; t < T; ++t) memcpy((char *)y + (b * T + t) * H * es, st + (b * T + t) * S * es, H * es);
         for (b = 0; b < B; ++b) memcpy((char *)fin + b * S * es, st + (b * T + tl) * S * es, S * es);
     }
+    if (yc && tmp) { /* y and c out of tmp (the lanes loop) */
+        const size_t es = prn_dtype_size(dtype), S = L.S;
+        size_t r;
+        for (r = 0; r < B * T; ++r) {
+            memcpy((char *)y + r * H * es, (const char *)tmp + r * S * es, H * es);
+            memcpy((char *)cs + r * H * es, (const char *)tmp + (r * S + H) * es, H * es);
+        }
+    }
     prn_free(ctx, tmp);
     prn_free(ctx, xp);
     prn_free(ctx, raw);
@@ -4974,7 +5034,7 @@ PRN__FN prn_status prn__ref_rnn_layer_forward_x(prn_context *ctx, prn_dtype dtyp
                                                 const void *w_ih, const void *b_ih, const void *w_hh,
                                                 const void *b_hh, const void *s0, void *states, void *saved) {
     return prn__ref_layer_fwx(ctx, "rnn_layer_forward_x", dtype, kind, relu, reverse, B, T, H, In, x, w_ih, b_ih, w_hh,
-                              b_hh, s0, states, saved, NULL, NULL);
+                              b_hh, s0, states, saved, NULL, NULL, NULL);
 }
 PRN__FN prn_status prn__ref_rnn_layer_forward_y(prn_context *ctx, prn_dtype dtype, int kind, int relu, int reverse,
                                                 size_t B, size_t T, size_t H, size_t In, const void *x,
@@ -4984,9 +5044,27 @@ PRN__FN prn_status prn__ref_rnn_layer_forward_y(prn_context *ctx, prn_dtype dtyp
     if (B && H && (!fin || (T && !y)))
         return prn_set_error(ctx, PRN_ERR_NULL_ARGUMENT, "%s: argument '%s' is NULL", fn, !fin ? "fin" : "y");
     return prn__ref_layer_fwx(ctx, fn, dtype, kind, relu, reverse, B, T, H, In, x, w_ih, b_ih, w_hh, b_hh, s0, NULL,
-                              NULL, y, fin);
+                              NULL, y, fin, NULL);
 }
 #ifndef PARRNN_NO_TRAINING /* the backward entries: only the training table has them */
+/* rnn_layer_forward_yc (a forward for the training path alone): ELMAN's
+ * states are y; an LSTM's c goes to c (prn__layer.cs) beside y. */
+PRN__FN prn_status prn__ref_rnn_layer_forward_yc(prn_context *ctx, prn_dtype dtype, int kind, int relu, int reverse,
+                                                 size_t B, size_t T, size_t H, size_t In, const void *x,
+                                                 const void *w_ih, const void *b_ih, const void *w_hh,
+                                                 const void *b_hh, const void *s0, void *y, void *c, void *saved) {
+    static const char fn[] = "rnn_layer_forward_yc";
+    if (kind != PRN_RNN_ELMAN && kind != PRN_RNN_LSTM)
+        return prn_set_error(ctx, PRN_ERR_INVALID_ARGUMENT, "%s: argument 'kind' is %d; only PRN_RNN_ELMAN and PRN_RNN_LSTM",
+                             fn, kind);
+    if (B && T && H && (!y || (kind == PRN_RNN_LSTM && !c)))
+        return prn_set_error(ctx, PRN_ERR_NULL_ARGUMENT, "%s: argument '%s' is NULL", fn, !y ? "y" : "c");
+    if (kind == PRN_RNN_ELMAN)
+        return prn__ref_layer_fwx(ctx, fn, dtype, kind, relu, reverse, B, T, H, In, x, w_ih, b_ih, w_hh, b_hh, s0, y,
+                                  saved, NULL, NULL, NULL);
+    return prn__ref_layer_fwx(ctx, fn, dtype, kind, relu, reverse, B, T, H, In, x, w_ih, b_ih, w_hh, b_hh, s0, NULL,
+                              saved, y, NULL, B && T && H ? c : NULL);
+}
 PRN__FN prn_status prn__ref_rnn_layer_backward(prn_context *ctx, prn_dtype dtype, int kind, int relu, int reverse,
                                                size_t B, size_t T, size_t H, const void *g, const void *w_hh,
                                                const void *s0, const void *states, const void *saved, void *dxp,
@@ -5043,14 +5121,16 @@ PRN__FN prn_status prn__ref_rnn_layer_backward_dw(prn_context *ctx, prn_dtype dt
  * were a sixth of an LSTM's training step at H 64, B 16), and dxp stored
  * only when asked. Without the rings (the lanes loop) dxp goes through
  * memory, a buffer of its own when the caller passes none. */
-PRN__FN prn_status prn__ref_rnn_layer_backward_x(prn_context *ctx, prn_dtype dtype, int kind, int relu, int reverse,
-                                                 size_t B, size_t T, size_t H, size_t In, const void *g, const void *x,
-                                                 const void *w_hh, const void *s0, const void *states, const void *saved,
-                                                 void *dxp, void *ds0, void *dw_hh, void *db_hh, void *dw_ih,
-                                                 void *db_ih) {
-    static const char fn[] = "rnn_layer_backward_x";
+/* rnn_layer_backward_yc too (y set: an LSTM's states as y and cs, g d loss
+ * / d y alone); the lanes loop, which reads the states whole, gets them
+ * and g [B, T, S] put together in buffers of its own. */
+PRN__FN prn_status prn__ref_layer_bwx(prn_context *ctx, const char *fn, prn_dtype dtype, int kind, int relu, int reverse,
+                                      size_t B, size_t T, size_t H, size_t In, const void *g, const void *x,
+                                      const void *w_hh, const void *s0, const void *states, const void *y,
+                                      const void *cs, const void *saved, void *dxp, void *ds0, void *dw_hh, void *db_hh,
+                                      void *dw_ih, void *db_ih) {
     prn__layer L;
-    void *raw = NULL, *tmp = NULL;
+    void *raw = NULL, *tmp = NULL, *whole = NULL;
     int nt = 1;
     if (kind != PRN_RNN_ELMAN && kind != PRN_RNN_LSTM)
         return prn_set_error(ctx, PRN_ERR_INVALID_ARGUMENT, "%s: argument 'kind' is %d; only PRN_RNN_ELMAN and PRN_RNN_LSTM",
@@ -5063,10 +5143,33 @@ PRN__FN prn_status prn__ref_rnn_layer_backward_x(prn_context *ctx, prn_dtype dty
     L.B = B; L.Tn = T; L.H = H; L.NI = In; L.x = x;
     L.g = g; L.w = w_hh; L.s0 = s0; L.states = (void *)(uintptr_t)states; L.saved = (void *)(uintptr_t)saved;
     L.dxp = dxp; L.dq = dxp; L.ds0 = ds0; L.dw = dw_hh; L.db = db_hh; L.dwi = dw_ih; L.dbi = db_ih;
+    L.y = (void *)(uintptr_t)y; L.cs = (void *)(uintptr_t)cs; L.yc = y != NULL;
     PRN__TRY(prn__layer_begin(ctx, fn, &L, 1, dtype, &nt, &raw));
+    if (L.yc && L.lanes_C && B && T && H) { /* [g | 0] and [y | c] for the lanes loop */
+        const size_t es = prn_dtype_size(dtype), S = L.S, n = B * T;
+        size_t r;
+        whole = prn_alloc(ctx, 2 * n * S * es);
+        if (!whole) {
+            prn_free(ctx, raw);
+            return prn_set_error(ctx, PRN_ERR_OUT_OF_MEMORY, "%s: out of memory for the states (%lu bytes)", fn,
+                                 (unsigned long)(2 * n * S * es));
+        }
+        memset(whole, 0, n * S * es);
+        for (r = 0; r < n; ++r) {
+            char *gw = (char *)whole + r * S * es, *sw = (char *)whole + (n + r) * S * es;
+            memcpy(gw, (const char *)g + r * H * es, H * es);
+            memcpy(sw, (const char *)y + r * H * es, H * es);
+            memcpy(sw + H * es, (const char *)cs + r * H * es, H * es);
+        }
+        L.g = whole;
+        L.states = (char *)whole + n * S * es;
+        L.y = L.cs = NULL;
+        L.yc = 0;
+    }
     if (!L.dwC && !dxp && B && T && H) {
         tmp = prn_alloc(ctx, B * T * L.P * prn_dtype_size(dtype));
         if (!tmp) {
+            prn_free(ctx, whole);
             prn_free(ctx, raw);
             return prn_set_error(ctx, PRN_ERR_OUT_OF_MEMORY, "%s: out of memory for dxp (%lu bytes)", fn,
                                  (unsigned long)(B * T * L.P * prn_dtype_size(dtype)));
@@ -5077,7 +5180,29 @@ PRN__FN prn_status prn__ref_rnn_layer_backward_x(prn_context *ctx, prn_dtype dty
     prn_free(ctx, raw);
     prn__layer_bw_finish(&L, dtype);
     prn_free(ctx, tmp);
+    prn_free(ctx, whole);
     return PRN_OK;
+}
+PRN__FN prn_status prn__ref_rnn_layer_backward_x(prn_context *ctx, prn_dtype dtype, int kind, int relu, int reverse,
+                                                 size_t B, size_t T, size_t H, size_t In, const void *g, const void *x,
+                                                 const void *w_hh, const void *s0, const void *states, const void *saved,
+                                                 void *dxp, void *ds0, void *dw_hh, void *db_hh, void *dw_ih,
+                                                 void *db_ih) {
+    return prn__ref_layer_bwx(ctx, "rnn_layer_backward_x", dtype, kind, relu, reverse, B, T, H, In, g, x, w_hh, s0,
+                              states, NULL, NULL, saved, dxp, ds0, dw_hh, db_hh, dw_ih, db_ih);
+}
+/* ELMAN's states are y (and g d loss / d y): rnn_layer_backward_x's call. */
+PRN__FN prn_status prn__ref_rnn_layer_backward_yc(prn_context *ctx, prn_dtype dtype, int kind, int relu, int reverse,
+                                                  size_t B, size_t T, size_t H, size_t In, const void *gy,
+                                                  const void *x, const void *w_hh, const void *s0, const void *y,
+                                                  const void *c, const void *saved, void *dxp, void *ds0, void *dw_hh,
+                                                  void *db_hh, void *dw_ih, void *db_ih) {
+    static const char fn[] = "rnn_layer_backward_yc";
+    if (kind == PRN_RNN_LSTM && B && T && H && (!y || !c || !gy))
+        return prn_set_error(ctx, PRN_ERR_NULL_ARGUMENT, "%s: argument '%s' is NULL", fn, !y ? "y" : !c ? "c" : "gy");
+    return prn__ref_layer_bwx(ctx, fn, dtype, kind, relu, reverse, B, T, H, In, gy, x, w_hh, s0,
+                              kind == PRN_RNN_LSTM ? NULL : y, kind == PRN_RNN_LSTM && B && T && H ? y : NULL, c,
+                              saved, dxp, ds0, dw_hh, db_hh, dw_ih, db_ih);
 }
 #endif /* PARRNN_NO_TRAINING */
 
@@ -5490,7 +5615,8 @@ PRN__FN prn_status prn__ref_all_finite(prn_context *ctx, prn_dtype dtype, size_t
 #define PRN__REF_OPTIM_ENTRIES(E) E(sgd_update, prn__ref_sgd_update) E(adam_update, prn__ref_adam_update)
 #define PRN__REF_RNN_BACKWARD_ENTRIES(E)                                                           \
     E(rnn_gates_backward, prn__ref_rnn_gates_backward) E(rnn_layer_backward, prn__ref_rnn_layer_backward) \
-    E(rnn_layer_backward_dw, prn__ref_rnn_layer_backward_dw) E(rnn_layer_backward_x, prn__ref_rnn_layer_backward_x)
+    E(rnn_layer_backward_dw, prn__ref_rnn_layer_backward_dw) E(rnn_layer_backward_x, prn__ref_rnn_layer_backward_x) \
+    E(rnn_layer_forward_yc, prn__ref_rnn_layer_forward_yc) E(rnn_layer_backward_yc, prn__ref_rnn_layer_backward_yc)
 #else
 #define PRN__REF_OPTIM_ENTRIES(E)
 #define PRN__REF_RNN_BACKWARD_ENTRIES(E)
@@ -8408,6 +8534,7 @@ typedef struct prn__recur {
     int rev, nsv;
     prn_tensor **sv;    /* per time index t: nsv saved tensors */
     prn_tensor *svall;  /* fused layer (k.layer): every step's saved values [B, T, V H] */
+    prn_tensor *cs;     /* rnn_layer_forward_yc (LSTM): every step's c [B, T, H] beside y */
 } prn__recur;
 
 PRN__FN void prn__recur_free(void *user) {
@@ -8419,6 +8546,7 @@ PRN__FN void prn__recur_free(void *user) {
     prn_tensor_free(r->k.m2);
     prn_tensor_free(r->k.m2c);
     prn_tensor_free(r->svall);
+    prn_tensor_free(r->cs);
     prn_free(r->ctx, r->sv);
     prn_free(r->ctx, r);
 }
@@ -9047,12 +9175,13 @@ PRN__FN int prn__rnn_xtrain(prn_context *ctx, const prn_rnn *r, const prn__rk *k
            prn_backend_supports(ctx, PRN_SLOT_rnn_layer_backward_x, NULL);
 }
 /* Its backward: inputs x, s0, W_ih, b_ih, W_hh, b_hh; d loss / d x is dxp
- * W_ih, dxp stored only then. */
+ * W_ih, dxp stored only then. Also prn__recur_ycop's (r->cs set: the
+ * output is y, g d loss / d y; rnn_layer_backward_yc). */
 PRN__FN prn_status prn__bw_recur_x(prn_context *ctx, const prn_op *op, prn_tensor *g, prn_tensor **gin) {
     static const char fn[] = "prn_backward";
     const prn__recur *r = (const prn__recur *)op->user;
     const prn__rk *k = &r->k;
-    prn_tensor *X = op->inputs[0], *s0 = op->inputs[1], *const *in = op->inputs, *Sall = op->output;
+    prn_tensor *X = op->inputs[0], *s0 = op->inputs[1], *const *in = op->inputs, *Sall = op->output; /* y with r->cs */
     prn_tensor *res[6] = {NULL, NULL, NULL, NULL, NULL, NULL}, *dxp = NULL;
     const size_t B = X->shape[0], T = X->shape[1], In = X->shape[2], P = in[2]->shape[0];
     size_t sh[2];
@@ -9063,7 +9192,14 @@ PRN__FN prn_status prn__bw_recur_x(prn_context *ctx, const prn_op *op, prn_tenso
     for (i = 1; i < 6 && st == PRN_OK; ++i)
         if (i != 3 && i != 5 ? 1 : op->needs_grad[i]) /* the weights' sums are required */
             st = prn__tensor_new(ctx, fn, X->dtype, in[i]->ndim, in[i]->shape, &res[i]);
-    if (st == PRN_OK)
+    if (st == PRN_OK && r->cs)
+        st = prn__in_fn(ctx, fn, ctx->be->rnn_layer_backward_yc(
+                                     ctx, X->dtype, prn__rk_layer_kind(k), k->relu, r->rev, B, T, k->H, In, g->st->buf,
+                                     X->st->buf, in[4]->st->buf, s0->st->buf, Sall->st->buf, r->cs->st->buf,
+                                     r->svall ? r->svall->st->buf : NULL, dxp ? dxp->st->buf : NULL, res[1]->st->buf,
+                                     res[4]->st->buf, res[5] ? res[5]->st->buf : NULL, res[2]->st->buf,
+                                     res[3] ? res[3]->st->buf : NULL));
+    else if (st == PRN_OK)
         st = prn__in_fn(ctx, fn, ctx->be->rnn_layer_backward_x(
                                      ctx, X->dtype, prn__rk_layer_kind(k), k->relu, r->rev, B, T, k->H, In, g->st->buf,
                                      X->st->buf, in[4]->st->buf, s0->st->buf, Sall->st->buf,
@@ -9082,6 +9218,48 @@ PRN__FN prn_status prn__bw_recur_x(prn_context *ctx, const prn_op *op, prn_tenso
         else prn_tensor_free(res[i]);
     }
     return st;
+}
+/* Whether a recorded layer-direction that prn__rnn_xtrain takes gives y
+ * itself, its cell states apart (rnn_layer_forward_yc / _backward_yc): an
+ * LSTM whose final state the caller does not take. Its y is then not
+ * copied out of the states [B, T, 2H], nor d loss / d y into a zero
+ * gradient of them (at H 128, B 16 the copies and the zeros were 5% of a
+ * training step). */
+PRN__FN int prn__rnn_yctrain(prn_context *ctx, const prn__rk *k, int want_state) {
+    return !want_state && k->kind == PRN_RNN_LSTM && prn_backend_supports(ctx, PRN_SLOT_rnn_layer_forward_yc, NULL) &&
+           prn_backend_supports(ctx, PRN_SLOT_rnn_layer_backward_yc, NULL);
+}
+/* y [B, T, H] of layer-direction ld from its input X by
+ * rnn_layer_forward_yc, recorded as one op (prn__rnn_yctrain), its c kept
+ * by the op for the backward. */
+PRN__FN prn_status prn__recur_ycop(prn_context *ctx, const char *fn, const prn_rnn *rnn, const prn__rk *k, int ld,
+                                   prn_tensor *X, prn_tensor *s0, prn_tensor *const *prm, int rev, prn_tensor **out) {
+    prn_tensor *const *ro = rnn->role[ld];
+    prn_tensor *in[6], *Y = NULL;
+    prn__recur *r;
+    size_t shape[3], V = prn__gates_saved((int)k->kind) * k->H;
+    prn_status st = PRN_OK;
+    in[0] = X; in[1] = s0; in[2] = ro[PRN__R_WIN]; in[3] = ro[PRN__R_BIN]; in[4] = prm[0]; in[5] = prm[1];
+    if (!(r = prn__recur_new(ctx, fn, k, X->shape[1], rev))) return PRN_ERR_OUT_OF_MEMORY;
+    shape[0] = X->shape[0]; shape[1] = X->shape[1]; shape[2] = V;
+    st = prn__tensor_new(ctx, fn, X->dtype, 3, shape, &r->svall);
+    shape[2] = k->H;
+    if (st == PRN_OK) st = prn__tensor_new(ctx, fn, X->dtype, 3, shape, &r->cs);
+    if (st == PRN_OK) st = prn__tensor_new(ctx, fn, X->dtype, 3, shape, &Y);
+    if (st == PRN_OK)
+        st = prn__in_fn(ctx, fn, ctx->be->rnn_layer_forward_yc(ctx, X->dtype, prn__rk_layer_kind(k), k->relu, rev,
+                                                               shape[0], shape[1], k->H, X->shape[2], X->st->buf,
+                                                               ro[PRN__R_WIN]->st->buf, ro[PRN__R_BIN]->st->buf,
+                                                               prm[0]->st->buf, prm[1]->st->buf, s0->st->buf,
+                                                               Y->st->buf, r->cs->st->buf, r->svall->st->buf));
+    if (st == PRN_OK) {
+        st = prn_tape_record(ctx, "rnn_layer_yc", in, 6, Y, prn__bw_recur_x, r, prn__recur_free);
+        if (st == PRN_OK) r = NULL; /* the tape owns it */
+    }
+    prn__recur_free(r);
+    if (st != PRN_OK) { prn_tensor_free(Y); return st; }
+    *out = Y;
+    return PRN_OK;
 }
 /* The states Sall [B, T, S] of layer-direction ld from its input X by
  * rnn_layer_forward_x, recorded as one op (prn__rnn_xtrain). */
@@ -9232,6 +9410,9 @@ PRN__DEF prn_status prn_rnn_forward(prn_context *ctx, const prn_rnn *rnn, prn_te
                 prn_status rs = prn__recur_x(ctx, fn, rnn, &k, ld, X, s0, prm, d, NULL, &Sall);
                 prn__cw_keep(&w, rs, Sall);
 #ifndef PARRNN_NO_TRAINING
+            } else if (w.st == PRN_OK && prn__rnn_xtrain(ctx, rnn, &k, ld, X) && prn__rnn_yctrain(ctx, &k, state != NULL)) {
+                prn_status rs = prn__recur_ycop(ctx, fn, rnn, &k, ld, X, s0, prm, d, &Yd); /* no final state */
+                prn__cw_keep(&w, rs, Yd);
             } else if (w.st == PRN_OK && prn__rnn_xtrain(ctx, rnn, &k, ld, X)) {
                 prn_status rs = prn__recur_xop(ctx, fn, rnn, &k, ld, X, s0, prm, d, &Sall);
                 prn__cw_keep(&w, rs, Sall);
@@ -9248,7 +9429,7 @@ PRN__DEF prn_status prn_rnn_forward(prn_context *ctx, const prn_rnn *rnn, prn_te
                 Yd = k.kind == PRN_RNN_LSTM ? prn__cw_slice(&w, Sall, 2, 0, rnn->H) : Sall;
                 f = prn__cw_v3(&w, prn__cw_slice(&w, Sall, 1, d ? 0 : T - 1, 1), 1, B, S);
             }
-            fin = fin ? prn__cw_cat(&w, fin, f, 0) : f;
+            if (f) fin = fin ? prn__cw_cat(&w, fin, f, 0) : f;
             Y = Y ? prn__cw_cat(&w, Y, Yd, 2) : Yd;
         }
         X = Y;
@@ -9256,9 +9437,12 @@ PRN__DEF prn_status prn_rnn_forward(prn_context *ctx, const prn_rnn *rnn, prn_te
     }
     if (w.st == PRN_OK) {
         prn_tensor *yo = batched ? X : prn__cw_v2(&w, X, T, (size_t)rnn->D * rnn->H);
-        prn_tensor *so = batched ? fin : prn__cw_v2(&w, fin, LD, S);
+        /* no final state (prn__rnn_yctrain: not asked for) when an LSTM
+         * gave y alone: its c, bounded by the steps (|c_t| <= |c_{t-1}| + 1),
+         * holds NaN only where h does */
+        prn_tensor *so = !fin || batched ? fin : prn__cw_v2(&w, fin, LD, S);
         if (w.st == PRN_OK) w.st = prn__rnn_finite_result(ctx, fn, yo, "y");
-        if (w.st == PRN_OK) w.st = prn__rnn_finite_result(ctx, fn, so, "state");
+        if (w.st == PRN_OK && so) w.st = prn__rnn_finite_result(ctx, fn, so, "state");
         if (w.st == PRN_OK) {
             *y = prn_tensor_retain(yo);
             if (state) *state = prn_tensor_retain(so);
@@ -14396,6 +14580,7 @@ PRN__FN PRN__ATTR void prn__layer_fw_T(const prn__layer *L, size_t j, size_t m) 
     PRN__T *pih = qt + B * ldq, *xc = pih + G * nb * 16 * NI; /* with x: W_ih's panel, the chunk's xp */
     PRN__T *hb = (PRN__T *)L->ws + m * per; /* [2][B, H]: h of the last step, compact */
     PRN__T *cb = hb + 2 * B * H, *Y = (PRN__T *)L->y; /* rnn_layer_forward_y: c's rows; y */
+    PRN__T *CS = (PRN__T *)L->cs; /* rnn_layer_forward_yc: c [B, T, H] in place of the rows */
     for (g = 0; g < G; ++g)
         for (blk = 0; blk < nb; ++blk) {
             for (k = 0; k < H; ++k)
@@ -14435,10 +14620,10 @@ PRN__FN PRN__ATTR void prn__layer_fw_T(const prn__layer *L, size_t j, size_t m) 
             const PRN__T *q = qt + b * ldq, *bb = bias + u0;
             const size_t xs = Xi ? qs : H; /* x's gates apart */
             PRN__T *v = Sv && V ? Sv + (b * TT + t) * V * H + u0 : NULL;
-            if (Y) { /* rnn_layer_forward_y (LSTM): h into y, c into its row */
-                const PRN__T *cp = step ? cb + ((step - 1) & 1) * B * H + b * H : s0 + b * S + H;
-                prn__lstm_fw2_U(n, x, xs, q, qs, bb, H, cp + u0, Y + (b * TT + t) * H + u0, hn + b * H + u0,
-                                cb + (step & 1) * B * H + b * H + u0, v, H);
+            if (Y) { /* rnn_layer_forward_y (LSTM): h into y, c into its row (_yc: into cs) */
+                const PRN__T *cp = !step ? s0 + b * S + H : CS ? CS + (b * TT + tp) * H : cb + ((step - 1) & 1) * B * H + b * H;
+                PRN__T *cn = CS ? CS + (b * TT + t) * H : cb + (step & 1) * B * H + b * H;
+                prn__lstm_fw2_U(n, x, xs, q, qs, bb, H, cp + u0, Y + (b * TT + t) * H + u0, hn + b * H + u0, cn + u0, v, H);
             } else {
                 const PRN__T *sp = step ? St + (b * TT + tp) * S : s0 + b * S;
                 PRN__T *nx = St + (b * TT + t) * S;
@@ -14458,12 +14643,13 @@ PRN__FN PRN__ATTR void prn__layer_fw_T(const prn__layer *L, size_t j, size_t m) 
                 if (Xi && C == 1) prn__prefetch_run(Xi + (b * TT + tn) * NI, NI * sizeof(PRN__T));
                 for (g = 0; !Xi && g < G; ++g) prn__prefetch_run(X + (b * TT + tn) * P + g * H + u0, n * sizeof(PRN__T));
                 if (Y) prn__prefetch_run(Y + (b * TT + tn) * H + u0, n * sizeof(PRN__T));
+                if (CS) prn__prefetch_run(CS + (b * TT + tn) * H + u0, n * sizeof(PRN__T));
                 for (g = 0; !Y && g < S / H; ++g) prn__prefetch_run(St + (b * TT + tn) * S + g * H + u0, n * sizeof(PRN__T));
             }
         }
         PRN__BARRIER(L->bar, m);
     }
-    if (Y && TT) { /* fin: the thread's units of the last step's h and c */
+    if (Y && TT && L->fin) { /* fin: the thread's units of the last step's h and c */
         const PRN__T *hl = hb + ((TT - 1) & 1) * B * H, *cl = cb + ((TT - 1) & 1) * B * H;
         PRN__T *F = (PRN__T *)L->fin;
         for (b = 0; n && b < B; ++b) {
@@ -14479,6 +14665,8 @@ PRN__FN PRN__ATTR void prn__layer_bw_T(const prn__layer *L, size_t j, size_t m) 
     size_t g, blk, k, i, step, b;
     const PRN__T *W = (const PRN__T *)L->w, *Gr = (const PRN__T *)L->g, *s0 = (const PRN__T *)L->s0;
     const PRN__T *St = (const PRN__T *)L->states, *Sv = (const PRN__T *)L->saved, *Xi = (const PRN__T *)L->x;
+    const PRN__T *Yh = (const PRN__T *)L->y, *Cs = (const PRN__T *)L->cs; /* rnn_layer_backward_yc: the states apart */
+    const size_t lg = L->yc ? H : S; /* g's row: d loss / d y alone (_yc) or / d state */
     PRN__T *DX = (PRN__T *)L->dxp, *DQ = (PRN__T *)L->dq, *D0 = (PRN__T *)L->ds0;
     PRN__T *pan = (PRN__T *)L->ws + j * per, *ct = pan + nb * 16 * P, *dd = ct + B * qs;
     PRN__T *qb = (PRN__T *)L->ws + m * per; /* [2][B, P]: d q of the last step, compact */
@@ -14498,8 +14686,10 @@ PRN__FN PRN__ATTR void prn__layer_bw_T(const prn__layer *L, size_t j, size_t m) 
         PRN__T *qn = L->dwC ? (PRN__T *)L->rq + (((step / L->dwC & 1) * L->dwC + step % L->dwC) * L->dwB + L->r0) * L->Pq
                             : qb + (step & 1) * B * P;
         for (b = 0; n && b < B; ++b) {
-            const PRN__T *gr = Gr + (b * TT + t) * S, *nx = St + (b * TT + t) * S;
-            const PRN__T *sp = step == TT - 1 ? s0 + b * S : St + (b * TT + tp) * S;
+            /* sp: h_{t-1} (the previous state), cp: an LSTM's c_{t-1} */
+            const PRN__T *gr = Gr + (b * TT + t) * lg, *nx = St ? St + (b * TT + t) * S : NULL;
+            const PRN__T *sp = step == TT - 1 ? s0 + b * S : L->yc ? Yh + (b * TT + tp) * H : St + (b * TT + tp) * S;
+            const PRN__T *cp = step == TT - 1 || !L->yc ? sp + H : Cs + (b * TT + tp) * H;
             const PRN__T *v = Sv && V ? Sv + (b * TT + t) * V * H + u0 : NULL;
             PRN__T *c = ct + b * qs, *e = dd + b * qs, *dq = qn + b * ldn + u0;
             PRN__T *dx = DX ? DX + (b * TT + t) * P + u0 : dq; /* rnn_layer_backward_x: dxp not stored */
@@ -14508,8 +14698,8 @@ PRN__FN PRN__ATTR void prn__layer_bw_T(const prn__layer *L, size_t j, size_t m) 
             PRN__SIMD for (i = 0; i < n; ++i) c[i] += gr[u0 + i];
             if (L->kind == PRN_RNN_ELMAN) prn__elman_bw_U(n, L->relu, c, nx + u0, dx, dq);
             else if (L->kind == PRN_RNN_LSTM) {
-                PRN__SIMD for (i = 0; i < n; ++i) e[i] += gr[H + u0 + i];
-                prn__lstm_bw_U(n, c, e, sp + H + u0, v, H, dx, dq, H, e);
+                if (!L->yc) PRN__SIMD for (i = 0; i < n; ++i) e[i] += gr[H + u0 + i];
+                prn__lstm_bw_U(n, c, e, cp + u0, v, H, dx, dq, H, e);
             } else {
                 PRN__SIMD for (i = 0; i < n; ++i) c[i] += e[i];
                 prn__gru_bw_U(n, c, sp + u0, v, H, dx, dq, H, e);
@@ -14530,9 +14720,14 @@ PRN__FN PRN__ATTR void prn__layer_bw_T(const prn__layer *L, size_t j, size_t m) 
         }
         for (b = 0; n && step + 1 < TT && b < B; ++b) {
             const size_t tn = L->rev ? t + 1 : t - 1;
-            prn__prefetch_run(Gr + (b * TT + tn) * S + u0, n * sizeof(PRN__T));
-            if (S > H) prn__prefetch_run(Gr + (b * TT + tn) * S + H + u0, n * sizeof(PRN__T));
-            prn__prefetch_run(St + (b * TT + tn) * S + u0, n * sizeof(PRN__T));
+            prn__prefetch_run(Gr + (b * TT + tn) * lg + u0, n * sizeof(PRN__T));
+            if (lg > H) prn__prefetch_run(Gr + (b * TT + tn) * S + H + u0, n * sizeof(PRN__T));
+            if (!L->yc) prn__prefetch_run(St + (b * TT + tn) * S + u0, n * sizeof(PRN__T));
+            else if (step + 2 < TT) { /* the next step's h_{t-1} and c_{t-1} (s0 at the last step) */
+                const size_t tq = L->rev ? tn + 1 : tn - 1;
+                prn__prefetch_run(Yh + (b * TT + tq) * H + u0, n * sizeof(PRN__T));
+                prn__prefetch_run(Cs + (b * TT + tq) * H + u0, n * sizeof(PRN__T));
+            }
             for (g = 0; Sv && g < V; ++g) prn__prefetch_run(Sv + ((b * TT + tn) * V + g) * H + u0, n * sizeof(PRN__T));
             if (Xi && L->dwC && u0 == 0) prn__prefetch_run(Xi + (b * TT + tn) * L->NI, L->NI * sizeof(PRN__T));
         }

@@ -112,8 +112,8 @@ static int st_ok(int s, prn_status st, const char *call, const char *desc) {
 /* ------------------------------------------------------------------------
  * Per-case arena: host arrays and paired backend buffers, freed by case_end
  * ---------------------------------------------------------------------- */
-#define HOST_MAX 256
-#define POOL_MAX 40 /* rnn_layer_case: 32 */
+#define HOST_MAX 512
+#define POOL_MAX 64 /* rnn_layer_case: 48 */
 static void *g_host[HOST_MAX];
 static int g_nhost;
 
@@ -1965,6 +1965,40 @@ static void layer_math(int kind, int relu, int rev, size_t B, size_t T, size_t H
     for (i = 0; i < B * S; ++i) ds0[i] = carry[i];
     free(x); free(q); free(sp); free(gs); free(nx); free(sv); free(dx); free(dqq); free(d); free(carry);
 }
+/* What rnn_layer_forward_yc gives out of n states [n, S]: y [n, H] their
+ * first H values, c [n, S - H] the rest. */
+static void y_c_of(const double *st, size_t n, size_t H, size_t S, double *y, double *c) {
+    size_t i, k;
+    for (i = 0; i < n; ++i) {
+        for (k = 0; k < H; ++k) y[i * H + k] = st[i * S + k];
+        for (k = H; k < S; ++k) c[i * (S - H) + k - H] = st[i * S + k];
+    }
+}
+/* dw_hh [P, H], dw_ih [P, In] and db [P] (into w2, one after the other)
+ * of a layer's backward on the host: the sums over rows and steps of
+ * dq_t h_{t-1}^T, dq_t x_t^T and dq_t; sc2 their error scales (each
+ * entry's error grows with the sum of its terms' magnitudes). */
+static void dwx_sums(size_t B, size_t T, size_t H, size_t S, size_t P, size_t In, int rev, const double *s0,
+                     const double *st, const double *dq, const double *xx, double *w2, double *sc2) {
+    double *dwh = w2, *dwi = w2 + P * H, *dbs = w2 + P * (H + In);
+    size_t i, b, t, r, c;
+    for (i = 0; i < P * (H + In) + P; ++i) w2[i] = sc2[i] = 0;
+    for (b = 0; b < B; ++b)
+        for (t = 0; t < T; ++t) {
+            const size_t tp = rev ? t + 1 : t - 1;
+            const double *hp = (rev ? t == T - 1 : t == 0) ? s0 + b * S : st + (b * T + tp) * S, *q = dq + (b * T + t) * P;
+            const double *xr = xx + (b * T + t) * In;
+            for (r = 0; r < P; ++r) {
+                for (c = 0; c < H; ++c) { dwh[r * H + c] += q[r] * hp[c]; sc2[r * H + c] += fabs(q[r] * hp[c]); }
+                for (c = 0; c < In; ++c) {
+                    dwi[r * In + c] += q[r] * xr[c];
+                    sc2[P * H + r * In + c] += fabs(q[r] * xr[c]);
+                }
+                dbs[r] += q[r]; sc2[P * (H + In) + r] += fabs(q[r]);
+            }
+        }
+    for (i = 0; i < P * (H + In) + P; ++i) sc2[i] = 4.0 * sc2[i] + 4.0;
+}
 static void rnn_layer_case(prn_dtype dt, int kind, int relu, int rev, size_t B, size_t T, size_t H) {
     if (quick_skip()) return;
     size_t G = kind == PRN_RNN_LSTM ? 4 : kind == PRN_RNN_ELMAN ? 1 : 3, P = G * H, S = kind == PRN_RNN_LSTM ? 2 * H : H;
@@ -2094,25 +2128,9 @@ static void rnn_layer_case(prn_dtype dt, int kind, int relu, int rev, size_t B, 
         double *xx = hd(n * In), *w2 = hd(P * (H + In) + P), *sc2 = hd(P * (H + In) + P);
         double *dwh = w2, *dwi = w2 + P * H, *dbs = w2 + P * (H + In);
         pbuf *bxx, *bdx3, *bd03, *bwh, *bbh, *bwi, *bbi;
-        size_t b, t, r, c;
         int pass;
         for (i = 0; i < n * In; ++i) xx[i] = quant1(dt, rng_range(-1, 1));
-        for (i = 0; i < P * (H + In) + P; ++i) w2[i] = sc2[i] = 0;
-        for (b = 0; b < B; ++b)
-            for (t = 0; t < T; ++t) {
-                const size_t tp = rev ? t + 1 : t - 1;
-                const double *hp = (rev ? t == T - 1 : t == 0) ? s0 + b * S : st + (b * T + tp) * S, *q = dq + (b * T + t) * P;
-                const double *xr = xx + (b * T + t) * In;
-                for (r = 0; r < P; ++r) {
-                    for (c = 0; c < H; ++c) { dwh[r * H + c] += q[r] * hp[c]; sc2[r * H + c] += fabs(q[r] * hp[c]); }
-                    for (c = 0; c < In; ++c) {
-                        dwi[r * In + c] += q[r] * xr[c];
-                        sc2[P * H + r * In + c] += fabs(q[r] * xr[c]);
-                    }
-                    dbs[r] += q[r]; sc2[P * (H + In) + r] += fabs(q[r]);
-                }
-            }
-        for (i = 0; i < P * (H + In) + P; ++i) sc2[i] = 4.0 * sc2[i] + 4.0;
+        dwx_sums(B, T, H, S, P, In, rev, s0, st, dq, xx, w2, sc2);
         bxx = pb_input(dt, xx, n * In, desc);
         if (!bxx) goto out;
         for (pass = 0; pass < 2; ++pass) {
@@ -2146,6 +2164,65 @@ static void rnn_layer_case(prn_dtype dt, int kind, int relu, int rev, size_t B, 
 #undef PRN_CT_CHK
             if (!check_unchanged(bxx, dt, n * In, xx, "rnn_layer_backward_x x", desc)) goto out;
             if (!check_unchanged(bg, dt, n * S, g, "rnn_layer_backward_x g", desc)) goto out;
+        }
+        if (g_side[0].be->rnn_layer_backward_yc) {
+            /* rnn_layer_backward_yc: gy (g's first H of each state; zeros
+             * past them) and the states as y and c apart, against host math
+             * with that g and, on the tested side, to the bit against
+             * rnn_layer_backward_x with it */
+            const size_t C = S - H, nw = P * (H + In) + P;
+            double *gz = hd(n * S), *gy = hd(n * H), *yv = hd(n * H), *cv = hd(n * C), *st3 = hd(n * S);
+            double *sv3 = hd(n * V * H + 1), *dx3 = hd(n * P), *dq3 = hd(n * P), *d03 = hd(B * S), *w3 = hd(nw);
+            double *sc3 = hd(nw), *got = hd(n * P + B * S + 2 * nw), *want = hd(n * P + B * S + 2 * nw);
+            pbuf *bgy, *byv, *bcv, *bgz, *ob[2][6];
+            size_t at;
+            int run, j;
+            for (i = 0; i < n * S; ++i) gz[i] = i % S < H ? g[i] : 0.0;
+            y_c_of(gz, n, H, S, gy, cv);
+            y_c_of(st, n, H, S, yv, cv);
+            layer_math(kind, relu, rev, B, T, H, xp, W, bias, s0, gz, st3, sv3, dx3, dq3, d03);
+            dwx_sums(B, T, H, S, P, In, rev, s0, st, dq3, xx, w3, sc3);
+            bgy = pb_input(dt, gy, n * H, desc);
+            byv = bgy ? pb_input(dt, yv, n * H, desc) : NULL;
+            bcv = byv ? pb_input(dt, cv, n * C + 1, desc) : NULL;
+            bgz = bcv ? pb_input(dt, gz, n * S, desc) : NULL;
+            if (!bgz) goto out;
+            for (run = 0; run < 2; ++run) { /* _yc on every side; _x with [gy | 0] on the tested one */
+                const size_t cnt[6] = {n * P, B * S, P * H, P, P * In, P};
+                for (j = 0; j < 6; ++j)
+                    if (!(ob[run][j] = pb_output(dt, cnt[j] + GUARD, NULL, desc))) goto out;
+                for (si = 0; si < (run ? 1 : nsides()); ++si)
+                    if (!st_ok(si, run ? g_side[si].be->rnn_layer_backward_x(
+                                             g_side[si].ctx, dt, kind, relu, rev, B, T, H, In, bgz->h[si], bxx->h[si],
+                                             bw->h[si], b0->h[si], bs->h[si], V ? bv->h[si] : NULL, ob[1][0]->h[si],
+                                             ob[1][1]->h[si], ob[1][2]->h[si], ob[1][3]->h[si], ob[1][4]->h[si],
+                                             ob[1][5]->h[si])
+                                       : g_side[si].be->rnn_layer_backward_yc(
+                                             g_side[si].ctx, dt, kind, relu, rev, B, T, H, In, bgy->h[si], bxx->h[si],
+                                             bw->h[si], b0->h[si], byv->h[si], C ? bcv->h[si] : NULL,
+                                             V ? bv->h[si] : NULL, ob[0][0]->h[si], ob[0][1]->h[si], ob[0][2]->h[si],
+                                             ob[0][3]->h[si], ob[0][4]->h[si], ob[0][5]->h[si]),
+                               run ? "rnn_layer_backward_x ([gy | 0])" : "rnn_layer_backward_yc", desc))
+                        goto out;
+                for (j = 0, at = 0; j < 6; at += cnt[j], ++j)
+                    if (!pb_download(ob[run][j], 0, dt, run ? want + at : got + at, cnt[j], desc)) goto out;
+            }
+            {
+                const char *const nm[6] = {"rnn_layer_backward_yc dxp", "rnn_layer_backward_yc ds0",
+                                           "rnn_layer_backward_yc dw_hh", "rnn_layer_backward_yc db_hh",
+                                           "rnn_layer_backward_yc dw_ih", "rnn_layer_backward_yc db_ih"};
+                const double *mt[6] = {dx3, d03, w3, w3 + P * (H + In), w3 + P * H, w3 + P * (H + In)};
+                const double *sl[6] = {one, one, sc3, sc3 + P * (H + In), sc3 + P * H, sc3 + P * (H + In)};
+                const size_t cnt[6] = {n * P, B * S, P * H, P, P * In, P};
+                for (j = 0; j < 6; ++j) {
+                    if (!check_out(ob[0][j], dt, cnt[j], mt[j], sl[j], base_tol(dt) * 16 * (double)T, nm[j], desc))
+                        goto out;
+                    if (!check_guard(ob[0][j], dt, cnt[j], nm[j], desc)) goto out;
+                }
+                compare(got, want, NULL, n * P + B * S + P * (H + In) + 2 * P, 0, dt,
+                        "rnn_layer_backward_yc vs rnn_layer_backward_x with [gy | 0]", desc,
+                        "rnn_layer_backward_x on the same backend");
+            }
         }
     }
 out:
@@ -2230,6 +2307,26 @@ static void t_rnn_layer(void) {
                                                         b->h[0], b->h[0], NULL, NULL);
                 PRNT_CHECK(st == PRN_ERR_INVALID_ARGUMENT, "rnn_layer_backward_x without dw_ih: %s",
                            prn_status_string(st));
+            }
+            if (g_side[0].be->rnn_layer_backward_yc) { /* ELMAN and LSTM only; an LSTM's c is required */
+                st = g_side[0].be->rnn_layer_backward_yc(g_side[0].ctx, PRN_F32, PRN_RNN_GRU, 0, 0, 1, 1, 2, 1,
+                                                         b->h[0], b->h[0], b->h[0], b->h[0], b->h[0], b->h[0], b->h[0],
+                                                         b->h[0], b->h[0], b->h[0], b->h[0], b->h[0], b->h[0]);
+                PRNT_CHECK(st == PRN_ERR_INVALID_ARGUMENT, "rnn_layer_backward_yc of GRU: %s", prn_status_string(st));
+                st = g_side[0].be->rnn_layer_backward_yc(g_side[0].ctx, PRN_F32, PRN_RNN_LSTM, 0, 0, 1, 1, 2, 1,
+                                                         b->h[0], b->h[0], b->h[0], b->h[0], b->h[0], NULL, b->h[0],
+                                                         b->h[0], b->h[0], b->h[0], b->h[0], b->h[0], b->h[0]);
+                PRNT_CHECK(st != PRN_OK, "rnn_layer_backward_yc of LSTM accepted a NULL c");
+            }
+            if (g_side[0].be->rnn_layer_forward_yc) {
+                st = g_side[0].be->rnn_layer_forward_yc(g_side[0].ctx, PRN_F32, PRN_RNN_GRU, 0, 0, 1, 1, 2, 1, b->h[0],
+                                                        b->h[0], b->h[0], b->h[0], b->h[0], b->h[0], b->h[0], b->h[0],
+                                                        b->h[0]);
+                PRNT_CHECK(st == PRN_ERR_INVALID_ARGUMENT, "rnn_layer_forward_yc of GRU: %s", prn_status_string(st));
+                st = g_side[0].be->rnn_layer_forward_yc(g_side[0].ctx, PRN_F32, PRN_RNN_LSTM, 0, 0, 1, 1, 2, 1, b->h[0],
+                                                        b->h[0], b->h[0], b->h[0], b->h[0], b->h[0], b->h[0], NULL,
+                                                        b->h[0]);
+                PRNT_CHECK(st != PRN_OK, "rnn_layer_forward_yc of LSTM accepted a NULL c");
             }
             st = g_side[0].be->rnn_layer_backward(g_side[0].ctx, PRN_F64, PRN_RNN_LSTM, 0, 0, 2, 0, 1, b->h[0], b->h[0],
                                                   b->h[0], b->h[0], b->h[0], b->h[0], b->h[0], d0->h[0]);
@@ -3246,6 +3343,44 @@ static void rnn_layer_x_case(prn_dtype dt, int kind, int rev, size_t B, size_t T
         compare(fg, fh, NULL, B * S, 0, dt, "rnn_layer_forward_y fin vs rnn_layer_forward_x states", desc,
                 "rnn_layer_forward_x on the same backend");
     }
+    /* rnn_layer_forward_yc where every side has it (ELMAN and LSTM): each
+     * step's state in two parts, y (its first H) and c (the rest: an LSTM's
+     * cell state), and saved, against host math and the oracle, and on the
+     * tested side to the bit against its own rnn_layer_forward_x */
+    for (si = 0; si < nsides() && g_side[si].be->rnn_layer_forward_yc; ++si) {}
+    if (si == nsides() && (kind == PRN_RNN_ELMAN || kind == PRN_RNN_LSTM)) {
+        const size_t C = S - H;
+        double *yh = hd(n * H), *ch = hd(n * C), *sg = hd(n * S), *vg = hd(n * V * H), *yg = hd(n * H), *cg = hd(n * C);
+        double *vy = hd(n * V * H);
+        pbuf *by = pb_output(dt, n * H + GUARD, NULL, desc), *bc = by ? pb_output(dt, n * C + GUARD, NULL, desc) : NULL;
+        pbuf *bv2 = bc ? pb_output(dt, n * V * H + GUARD, NULL, desc) : NULL;
+        if (!bv2) goto out;
+        y_c_of(st, n, H, S, yh, ch);
+        for (si = 0; si < nsides(); ++si)
+            if (!st_ok(si, g_side[si].be->rnn_layer_forward_yc(g_side[si].ctx, dt, kind, 0, rev, B, T, H, In, bx->h[si],
+                                                                bwi->h[si], has_b ? bbi->h[si] : NULL, bw->h[si],
+                                                                bb0->h[si], b0->h[si], by->h[si], C ? bc->h[si] : NULL,
+                                                                V ? bv2->h[si] : NULL),
+                       "rnn_layer_forward_yc", desc))
+                goto out;
+        if (!check_out(by, dt, n * H, yh, one, tol, "rnn_layer_forward_yc y", desc)) goto out;
+        if (C && !check_out(bc, dt, n * C, ch, one, tol, "rnn_layer_forward_yc c", desc)) goto out;
+        if (V && !check_out(bv2, dt, n * V * H, sv, one, tol, "rnn_layer_forward_yc saved", desc)) goto out;
+        if (!check_guard(by, dt, n * H, "rnn_layer_forward_yc y", desc)) goto out;
+        if (!check_guard(bc, dt, n * C, "rnn_layer_forward_yc c", desc)) goto out;
+        if (!check_guard(bv2, dt, n * V * H, "rnn_layer_forward_yc saved", desc)) goto out;
+        if (!pb_download(bs, 0, dt, sg, n * S, desc) || !pb_download(bv, 0, dt, vg, n * V * H, desc) ||
+            !pb_download(by, 0, dt, yg, n * H, desc) || !pb_download(bc, 0, dt, cg, n * C, desc) ||
+            !pb_download(bv2, 0, dt, vy, n * V * H, desc))
+            goto out;
+        y_c_of(sg, n, H, S, yh, ch);
+        compare(yg, yh, NULL, n * H, 0, dt, "rnn_layer_forward_yc y vs rnn_layer_forward_x states", desc,
+                "rnn_layer_forward_x on the same backend");
+        compare(cg, ch, NULL, n * C, 0, dt, "rnn_layer_forward_yc c vs rnn_layer_forward_x states", desc,
+                "rnn_layer_forward_x on the same backend");
+        compare(vy, vg, NULL, n * V * H, 0, dt, "rnn_layer_forward_yc saved vs rnn_layer_forward_x saved", desc,
+                "rnn_layer_forward_x on the same backend");
+    }
     /* the composition on the tested side: gemm, then rnn_layer_forward */
     if (!g_side[0].be->gemm || !g_side[0].be->rnn_layer_forward) goto out;
     bxp = pb_output(dt, n * P, bb, desc);
@@ -3338,8 +3473,8 @@ static const prim_test k_prims[] = {
     {"scan_diag", t_scan_diag},
     {"scan_block", t_scan_block},
     {"rnn_gates_forward+rnn_gates_backward", t_rnn_gates},
-    {"rnn_layer_forward+rnn_layer_backward+rnn_layer_backward_dw+rnn_layer_backward_x", t_rnn_layer},
-    {"rnn_layer_forward_x+rnn_layer_forward_y", t_rnn_layer_x},
+    {"rnn_layer_forward+rnn_layer_backward+rnn_layer_backward_dw+rnn_layer_backward_x+rnn_layer_backward_yc", t_rnn_layer},
+    {"rnn_layer_forward_x+rnn_layer_forward_y+rnn_layer_forward_yc", t_rnn_layer_x},
     {"solve_batched", t_solve_batched},
     {"deer_iterate+deer_adjoint", t_deer},
     {"deer_iterate (direct)", t_deer_direct},

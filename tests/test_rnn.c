@@ -1165,6 +1165,32 @@ static long af_run(long fail_at, double *grads, size_t ngrads, int *completed) {
         off += n;
     }
     prn_tape_clear(ctx);
+    /* training without the final states (an LSTM's y by rnn_layer_forward_yc) */
+    for (k = 0; k < np; ++k) prn_tensor_zero_grad(ps[k]);
+    prn_tensor_free(o); o = NULL;
+    prn_tensor_free(so); so = NULL;
+    prn_tensor_free(y); y = NULL;
+    AF_CALL("prn_rnn_forward", &y, prn_rnn_forward(ctx, r, x, s0, &y, NULL));
+    AF_CALL("prn_rnn_readout", &o, prn_rnn_readout(ctx, r, y, &o));
+    AF_CALL("prn_sum", &so, prn_sum(ctx, o, PRN_ALL_AXES, 0, &so));
+    {
+        int att;
+        for (att = 0; att < 2; ++att) {
+            prn_status bs = prn_backward(ctx, so);
+            if (bs == PRN_OK) break;
+            PRNT_CHECK(bs == PRN_ERR_OUT_OF_MEMORY && strstr(prn_last_error(ctx), "prn_backward"),
+                       "n=%ld: backward (no final state): %s", fail_at, prn_last_error(ctx));
+            failed_calls++;
+        }
+        if (att == 2) goto done;
+    }
+    for (k = 0; k < np; ++k) {
+        size_t n = prn_tensor_numel(ps[k]);
+        PRNT_CHECK(prn_tensor_grad(ps[k]) != NULL, "n=%ld: no gradient %d (no final state)", fail_at, k);
+        if (prn_tensor_grad(ps[k]) && off + n <= ngrads) prn_tensor_download(prn_tensor_grad(ps[k]), grads + off, n);
+        off += n;
+    }
+    prn_tape_clear(ctx);
     /* inference: frames allocate only when created */
     {
         prn_rnn_config c1 = cfg_of(PRN_RNN_GRU, PRN_F64, 2, 3, 2, 0, 3);
@@ -1503,13 +1529,13 @@ static size_t run_x(prn_context *ctx, prn_rnn_kind kind, prn_dtype dt, size_t B,
 }
 /* A context on backend `name` of the two in list, with `threads` threads;
  * NULL (and a failed check) when it cannot be made. */
-static prn_context *ctx_among(const prn_backend **list, const char *name, int threads) {
+static prn_context *ctx_among(const prn_backend **list, int n, const char *name, int threads) {
     prn_config cfg;
     prn_context *ctx = NULL;
     char err[256];
     memset(&cfg, 0, sizeof cfg);
     cfg.backends = list;
-    cfg.num_backends = 2;
+    cfg.num_backends = n;
     cfg.backend = name;
     cfg.num_threads = threads;
     if (prn_context_create(&cfg, &ctx, err, sizeof err) != PRN_OK) PRNT_CHECK(0, "%s", err);
@@ -1537,7 +1563,7 @@ static void test_fused_projection(void) {
     bn.rnn_layer_forward_y = NULL;
     list[0] = &bx;
     list[1] = &bn;
-    for (i = 0; i < 4; ++i) ctx[i / 2][i % 2] = ctx_among(list, i / 2 ? "nox" : "xcount", i % 2 + 1);
+    for (i = 0; i < 4; ++i) ctx[i / 2][i % 2] = ctx_among(list, 2, i / 2 ? "nox" : "xcount", i % 2 + 1);
     rand_fill(xv, CAP, &seed, 1.0);
     for (k = 0; k < 4 && ctx[1][1]; ++k)
         for (s = 0; s < 7; ++s)
@@ -1615,8 +1641,28 @@ static void test_fused_projection(void) {
  * rnn_layer_forward and rnn_layer_backward_dw, then the gemm's backward):
  * within rounding; with the entry, 1 and 2 threads give the same bits. The
  * shapes of test_fused_projection (the units split, rows per thread, the
- * lanes loop without the rings, 2 layers bidirectional, chunks of steps). */
-static int g_bxcalls;
+ * lanes loop without the rings, 2 layers bidirectional, chunks of steps).
+ * Without the final states asked for (loss sum(y * y)), an LSTM takes
+ * rnn_layer_forward_yc and rnn_layer_backward_yc instead, once per layer
+ * and direction: the same bits as rnn_layer_forward_x/_backward_x's (the
+ * backend without the _yc entries). */
+static int g_bxcalls, g_fyccalls, g_byccalls;
+static prn_status count_layer_fyc(prn_context *ctx, prn_dtype dtype, int kind, int relu, int reverse, size_t B, size_t T,
+                                  size_t H, size_t In, const void *x, const void *w_ih, const void *b_ih,
+                                  const void *w_hh, const void *b_hh, const void *s0, void *y, void *c, void *saved) {
+    g_fyccalls++;
+    return prn_reference_noblas_backend()->rnn_layer_forward_yc(ctx, dtype, kind, relu, reverse, B, T, H, In, x, w_ih,
+                                                                 b_ih, w_hh, b_hh, s0, y, c, saved);
+}
+static prn_status count_layer_byc(prn_context *ctx, prn_dtype dtype, int kind, int relu, int reverse, size_t B, size_t T,
+                                  size_t H, size_t In, const void *gy, const void *x, const void *w_hh, const void *s0,
+                                  const void *y, const void *c, const void *saved, void *dxp, void *ds0, void *dw_hh,
+                                  void *db_hh, void *dw_ih, void *db_ih) {
+    g_byccalls++;
+    return prn_reference_noblas_backend()->rnn_layer_backward_yc(ctx, dtype, kind, relu, reverse, B, T, H, In, gy, x,
+                                                                  w_hh, s0, y, c, saved, dxp, ds0, dw_hh, db_hh, dw_ih,
+                                                                  db_ih);
+}
 static prn_status count_layer_bx(prn_context *ctx, prn_dtype dtype, int kind, int relu, int reverse, size_t B, size_t T,
                                  size_t H, size_t In, const void *g, const void *x, const void *w_hh, const void *s0,
                                  const void *states, const void *saved, void *dxp, void *ds0, void *dw_hh,
@@ -1625,10 +1671,11 @@ static prn_status count_layer_bx(prn_context *ctx, prn_dtype dtype, int kind, in
     return prn_reference_noblas_backend()->rnn_layer_backward_x(ctx, dtype, kind, relu, reverse, B, T, H, In, g, x, w_hh,
                                                                  s0, states, saved, dxp, ds0, dw_hh, db_hh, dw_ih, db_ih);
 }
-/* y, the final states, then the gradients of loss = sum(y * y) + sum(st)
- * for every parameter, x and state0, into out; returns their number */
+/* the gradients of loss = sum(y * y) + sum(st) for every parameter, x and
+ * state0, then y and the final states st, into out; returns their number.
+ * ws 0: the final states not asked for, loss sum(y * y), no st in out. */
 static size_t run_xg(prn_context *ctx, prn_rnn_kind kind, prn_dtype dt, size_t B, size_t T, size_t H, size_t NI,
-                     int layers, const double *xv, double *out, size_t cap) {
+                     int layers, int ws, const double *xv, double *out, size_t cap) {
     prn_rnn_config rc = cfg_of(kind, dt, NI, H, layers, layers > 1, 0);
     prn_rnn *rnn = NULL;
     prn_tensor *x = NULL, *s0 = NULL, *y = NULL, *st = NULL, *yy = NULL, *l1 = NULL, *l2 = NULL, *l = NULL, *ps[40];
@@ -1647,21 +1694,23 @@ static size_t run_xg(prn_context *ctx, prn_rnn_kind kind, prn_dtype dt, size_t B
         prnt_upload_f64(s0, xv + 7);
         prn_tensor_set_requires_grad(x, 1);
         prn_tensor_set_requires_grad(s0, 1);
-        PRNT_OK(ctx, prn_rnn_forward(ctx, rnn, x, s0, &y, &st));
-        if (y && st) {
+        PRNT_OK(ctx, prn_rnn_forward(ctx, rnn, x, s0, &y, ws ? &st : NULL));
+        if (y && (st || !ws)) {
             PRNT_OK(ctx, prn_mul(ctx, y, y, &yy));
             PRNT_OK(ctx, prn_sum(ctx, yy, PRN_ALL_AXES, 0, &l1));
-            PRNT_OK(ctx, prn_sum(ctx, st, PRN_ALL_AXES, 0, &l2));
-            PRNT_OK(ctx, prn_add(ctx, l1, l2, &l));
+            if (ws) {
+                PRNT_OK(ctx, prn_sum(ctx, st, PRN_ALL_AXES, 0, &l2));
+                PRNT_OK(ctx, prn_add(ctx, l1, l2, &l));
+            } else l = prn_tensor_retain(l1);
             if (l) PRNT_OK(ctx, prn_backward(ctx, l));
             np = prn_rnn_params(rnn, ps, 37);
             ps[np++] = x;
             ps[np++] = s0;
             ps[np++] = y;
-            ps[np++] = st;
+            if (ws) ps[np++] = st;
         }
         for (j = 0; j < np; ++j) {
-            const prn_tensor *t = j < np - 2 ? prn_tensor_grad(ps[j]) : ps[j];
+            const prn_tensor *t = j < np - 1 - ws ? prn_tensor_grad(ps[j]) : ps[j];
             size_t m = prn_tensor_numel(ps[j]);
             PRNT_CHECK(t != NULL, "%s: no gradient for tensor %d", prn_rnn_kind_name(kind), j);
             if (!t || n + m > cap) break;
@@ -1680,55 +1729,77 @@ static void test_fused_x_grad(void) {
                                         {11, 30, 8, 8, 1}, {3, 20, 5, 4, 1}, {5, 12, 20, 6, 2},
                                         {4, 3, 264, 5, 1}, {16, 70, 64, 20, 1}}; /* B T H I layers */
     enum { CAP = 1 << 19 };
-    static double xv[CAP], a[CAP], b[CAP], c[CAP];
-    prn_backend bx, bn;
-    const prn_backend *list[2];
-    prn_context *ctx[3] = {NULL, NULL, NULL}; /* with the entry on 1 and 2 threads, without on 2 */
+    static double xv[CAP], a[CAP], b[CAP], c[CAP], e[CAP];
+    prn_backend bx, bn, bz;
+    const prn_backend *list[3];
+    /* with the entries on 1 and 2 threads, without rnn_layer_backward_x on
+     * 2, without the _yc entries on 2 */
+    prn_context *ctx[4] = {NULL, NULL, NULL, NULL};
     unsigned seed = 17;
-    int k, d, s, i;
+    int k, d, s, i, ws;
     bx = *prn_reference_noblas_backend();
     bx.name = "bxcount";
     bx.rnn_layer_backward_x = count_layer_bx;
+    bx.rnn_layer_forward_yc = count_layer_fyc;
+    bx.rnn_layer_backward_yc = count_layer_byc;
     bn = *prn_reference_noblas_backend();
     bn.name = "nobx";
     bn.rnn_layer_backward_x = NULL;
+    bz = *prn_reference_noblas_backend();
+    bz.name = "noyc";
+    bz.rnn_layer_forward_yc = NULL;
+    bz.rnn_layer_backward_yc = NULL;
     list[0] = &bx;
     list[1] = &bn;
-    for (i = 0; i < 3; ++i) ctx[i] = ctx_among(list, i == 2 ? "nobx" : "bxcount", i ? 2 : 1);
+    list[2] = &bz;
+    for (i = 0; i < 4; ++i) ctx[i] = ctx_among(list, 3, i == 3 ? "noyc" : i == 2 ? "nobx" : "bxcount", i ? 2 : 1);
     rand_fill(xv, CAP, &seed, 1.0);
-    for (k = 0; k < 2 && ctx[2]; ++k)
+    for (k = 0; k < 2 && ctx[2] && ctx[3]; ++k)
         for (s = 0; s < 8; ++s)
-            for (d = 0; d < 2; ++d) {
-                const prn_rnn_kind kind = k ? PRN_RNN_LSTM : PRN_RNN_ELMAN;
-                const prn_dtype dt = d ? PRN_F64 : PRN_F32;
-                const size_t B = shapes[s][0], T = shapes[s][1], H = shapes[s][2], NI = shapes[s][3];
-                const int L = (int)shapes[s][4], LD = L * (L > 1 ? 2 : 1);
-                const double tol = d ? 1e-11 : 2e-4;
-                size_t n0, n1, n2, j, diff = 0;
-                double worst = 0, big = 0;
-                g_bxcalls = 0;
-                n0 = run_xg(ctx[0], kind, dt, B, T, H, NI, L, xv, a, CAP);
-                PRNT_CHECK(g_bxcalls == LD, "%s: rnn_layer_backward_x called %d times, not %d", prn_rnn_kind_name(kind),
-                           g_bxcalls, LD);
-                n1 = run_xg(ctx[1], kind, dt, B, T, H, NI, L, xv, b, CAP);
-                n2 = run_xg(ctx[2], kind, dt, B, T, H, NI, L, xv, c, CAP);
-                PRNT_CHECK(n0 == n1 && n1 == n2 && n0 > 0, "%lu, %lu and %lu values", (unsigned long)n0,
-                           (unsigned long)n1, (unsigned long)n2);
-                for (j = 0; j < n0 && j < n1; ++j) diff += a[j] != b[j];
-                PRNT_CHECK(diff == 0, "%s %s B %lu H %lu: %lu of %lu gradients differ between 1 and 2 threads",
-                           prn_rnn_kind_name(kind), d ? "f64" : "f32", (unsigned long)B, (unsigned long)H,
-                           (unsigned long)diff, (unsigned long)n0);
-                for (j = 0; j < n1 && j < n2; ++j) {
-                    if (fabs(c[j]) > big) big = fabs(c[j]);
-                    if (!(fabs(b[j] - c[j]) <= worst)) worst = fabs(b[j] - c[j]);
+            for (d = 0; d < 2; ++d)
+                for (ws = 1; ws >= 0; --ws) {
+                    const prn_rnn_kind kind = k ? PRN_RNN_LSTM : PRN_RNN_ELMAN;
+                    const prn_dtype dt = d ? PRN_F64 : PRN_F32;
+                    const size_t B = shapes[s][0], T = shapes[s][1], H = shapes[s][2], NI = shapes[s][3];
+                    const int L = (int)shapes[s][4], LD = L * (L > 1 ? 2 : 1), yc = kind == PRN_RNN_LSTM && !ws;
+                    const double tol = d ? 1e-11 : 2e-4;
+                    size_t n0, n1, n2, j, diff = 0;
+                    double worst = 0, big = 0;
+                    g_bxcalls = g_fyccalls = g_byccalls = 0;
+                    n0 = run_xg(ctx[0], kind, dt, B, T, H, NI, L, ws, xv, a, CAP);
+                    PRNT_CHECK(g_bxcalls == (yc ? 0 : LD) && g_fyccalls == (yc ? LD : 0) && g_byccalls == g_fyccalls,
+                               "%s%s: rnn_layer_backward_x called %d times, rnn_layer_forward_yc %d, _backward_yc %d; "
+                               "expected %d each of %s",
+                               prn_rnn_kind_name(kind), ws ? "" : " (no final state)", g_bxcalls, g_fyccalls, g_byccalls, LD,
+                               yc ? "the _yc entries" : "rnn_layer_backward_x");
+                    n1 = run_xg(ctx[1], kind, dt, B, T, H, NI, L, ws, xv, b, CAP);
+                    n2 = run_xg(ctx[2], kind, dt, B, T, H, NI, L, ws, xv, c, CAP);
+                    if (yc) { /* the _yc entries against rnn_layer_forward_x/_backward_x: the same bits */
+                        const size_t n3 = run_xg(ctx[3], kind, dt, B, T, H, NI, L, ws, xv, e, CAP);
+                        size_t dz = 0;
+                        for (j = 0; j < n1 && j < n3; ++j) dz += b[j] != e[j];
+                        PRNT_CHECK(n3 == n1 && dz == 0,
+                                   "LSTM %s B %lu H %lu: %lu of %lu values differ between the _yc entries and "
+                                   "rnn_layer_forward_x/_backward_x", d ? "f64" : "f32", (unsigned long)B,
+                                   (unsigned long)H, (unsigned long)dz, (unsigned long)n1);
+                    }
+                    PRNT_CHECK(n0 == n1 && n1 == n2 && n0 > 0, "%lu, %lu and %lu values", (unsigned long)n0,
+                               (unsigned long)n1, (unsigned long)n2);
+                    for (j = 0; j < n0 && j < n1; ++j) diff += a[j] != b[j];
+                    PRNT_CHECK(diff == 0, "%s %s B %lu H %lu: %lu of %lu gradients differ between 1 and 2 threads",
+                               prn_rnn_kind_name(kind), d ? "f64" : "f32", (unsigned long)B, (unsigned long)H,
+                               (unsigned long)diff, (unsigned long)n0);
+                    for (j = 0; j < n1 && j < n2; ++j) {
+                        if (fabs(c[j]) > big) big = fabs(c[j]);
+                        if (!(fabs(b[j] - c[j]) <= worst)) worst = fabs(b[j] - c[j]);
+                    }
+                    PRNT_CHECK(worst <= tol * (1 + big),
+                               "%s %s B %lu T %lu H %lu%s: the fused layer's gradients differ from the composition's by "
+                               "%g (largest %g)",
+                               prn_rnn_kind_name(kind), d ? "f64" : "f32", (unsigned long)B, (unsigned long)T,
+                               (unsigned long)H, ws ? "" : " (no final state)", worst, big);
                 }
-                PRNT_CHECK(worst <= tol * (1 + big),
-                           "%s %s B %lu T %lu H %lu: rnn_layer_backward_x's gradients differ from the composition's by "
-                           "%g (largest %g)",
-                           prn_rnn_kind_name(kind), d ? "f64" : "f32", (unsigned long)B, (unsigned long)T,
-                           (unsigned long)H, worst, big);
-            }
-    for (i = 0; i < 3; ++i) prn_context_free(ctx[i]);
+    for (i = 0; i < 4; ++i) prn_context_free(ctx[i]);
 }
 
 static void test_no_leaks(void) {
