@@ -9229,42 +9229,13 @@ PRN__FN int prn__rnn_yctrain(prn_context *ctx, const prn__rk *k, int want_state)
     return !want_state && k->kind == PRN_RNN_LSTM && prn_backend_supports(ctx, PRN_SLOT_rnn_layer_forward_yc, NULL) &&
            prn_backend_supports(ctx, PRN_SLOT_rnn_layer_backward_yc, NULL);
 }
-/* y [B, T, H] of layer-direction ld from its input X by
- * rnn_layer_forward_yc, recorded as one op (prn__rnn_yctrain), its c kept
- * by the op for the backward. */
-PRN__FN prn_status prn__recur_ycop(prn_context *ctx, const char *fn, const prn_rnn *rnn, const prn__rk *k, int ld,
-                                   prn_tensor *X, prn_tensor *s0, prn_tensor *const *prm, int rev, prn_tensor **out) {
-    prn_tensor *const *ro = rnn->role[ld];
-    prn_tensor *in[6], *Y = NULL;
-    prn__recur *r;
-    size_t shape[3], V = prn__gates_saved((int)k->kind) * k->H;
-    prn_status st = PRN_OK;
-    in[0] = X; in[1] = s0; in[2] = ro[PRN__R_WIN]; in[3] = ro[PRN__R_BIN]; in[4] = prm[0]; in[5] = prm[1];
-    if (!(r = prn__recur_new(ctx, fn, k, X->shape[1], rev))) return PRN_ERR_OUT_OF_MEMORY;
-    shape[0] = X->shape[0]; shape[1] = X->shape[1]; shape[2] = V;
-    st = prn__tensor_new(ctx, fn, X->dtype, 3, shape, &r->svall);
-    shape[2] = k->H;
-    if (st == PRN_OK) st = prn__tensor_new(ctx, fn, X->dtype, 3, shape, &r->cs);
-    if (st == PRN_OK) st = prn__tensor_new(ctx, fn, X->dtype, 3, shape, &Y);
-    if (st == PRN_OK)
-        st = prn__in_fn(ctx, fn, ctx->be->rnn_layer_forward_yc(ctx, X->dtype, prn__rk_layer_kind(k), k->relu, rev,
-                                                               shape[0], shape[1], k->H, X->shape[2], X->st->buf,
-                                                               ro[PRN__R_WIN]->st->buf, ro[PRN__R_BIN]->st->buf,
-                                                               prm[0]->st->buf, prm[1]->st->buf, s0->st->buf,
-                                                               Y->st->buf, r->cs->st->buf, r->svall->st->buf));
-    if (st == PRN_OK) {
-        st = prn_tape_record(ctx, "rnn_layer_yc", in, 6, Y, prn__bw_recur_x, r, prn__recur_free);
-        if (st == PRN_OK) r = NULL; /* the tape owns it */
-    }
-    prn__recur_free(r);
-    if (st != PRN_OK) { prn_tensor_free(Y); return st; }
-    *out = Y;
-    return PRN_OK;
-}
 /* The states Sall [B, T, S] of layer-direction ld from its input X by
- * rnn_layer_forward_x, recorded as one op (prn__rnn_xtrain). */
+ * rnn_layer_forward_x, recorded as one op (prn__rnn_xtrain); with yc
+ * (prn__rnn_yctrain) y [B, T, H] by rnn_layer_forward_yc, its c kept by
+ * the op for the backward. */
 PRN__FN prn_status prn__recur_xop(prn_context *ctx, const char *fn, const prn_rnn *rnn, const prn__rk *k, int ld,
-                                  prn_tensor *X, prn_tensor *s0, prn_tensor *const *prm, int rev, prn_tensor **out) {
+                                  prn_tensor *X, prn_tensor *s0, prn_tensor *const *prm, int rev, int yc,
+                                  prn_tensor **out) {
     prn_tensor *const *ro = rnn->role[ld];
     prn_tensor *in[6], *Sall = NULL;
     prn__recur *r;
@@ -9274,9 +9245,19 @@ PRN__FN prn_status prn__recur_xop(prn_context *ctx, const char *fn, const prn_rn
     if (!(r = prn__recur_new(ctx, fn, k, X->shape[1], rev))) return PRN_ERR_OUT_OF_MEMORY;
     shape[0] = X->shape[0]; shape[1] = X->shape[1]; shape[2] = V;
     if (V) st = prn__tensor_new(ctx, fn, X->dtype, 3, shape, &r->svall);
-    if (st == PRN_OK) st = prn__recur_x(ctx, fn, rnn, k, ld, X, s0, prm, rev, r->svall, &Sall);
+    shape[2] = k->H;
+    if (st == PRN_OK && yc) st = prn__tensor_new(ctx, fn, X->dtype, 3, shape, &r->cs);
+    if (st == PRN_OK && yc) st = prn__tensor_new(ctx, fn, X->dtype, 3, shape, &Sall);
+    if (st == PRN_OK && yc)
+        st = prn__in_fn(ctx, fn, ctx->be->rnn_layer_forward_yc(ctx, X->dtype, prn__rk_layer_kind(k), k->relu, rev,
+                                                               shape[0], shape[1], k->H, X->shape[2], X->st->buf,
+                                                               ro[PRN__R_WIN]->st->buf, ro[PRN__R_BIN]->st->buf,
+                                                               prm[0]->st->buf, prm[1]->st->buf, s0->st->buf,
+                                                               Sall->st->buf, r->cs->st->buf,
+                                                               r->svall ? r->svall->st->buf : NULL));
+    else if (st == PRN_OK) st = prn__recur_x(ctx, fn, rnn, k, ld, X, s0, prm, rev, r->svall, &Sall);
     if (st == PRN_OK) {
-        st = prn_tape_record(ctx, "rnn_layer_x", in, 6, Sall, prn__bw_recur_x, r, prn__recur_free);
+        st = prn_tape_record(ctx, yc ? "rnn_layer_yc" : "rnn_layer_x", in, 6, Sall, prn__bw_recur_x, r, prn__recur_free);
         if (st == PRN_OK) r = NULL; /* the tape owns it */
     }
     prn__recur_free(r);
@@ -9410,12 +9391,10 @@ PRN__DEF prn_status prn_rnn_forward(prn_context *ctx, const prn_rnn *rnn, prn_te
                 prn_status rs = prn__recur_x(ctx, fn, rnn, &k, ld, X, s0, prm, d, NULL, &Sall);
                 prn__cw_keep(&w, rs, Sall);
 #ifndef PARRNN_NO_TRAINING
-            } else if (w.st == PRN_OK && prn__rnn_xtrain(ctx, rnn, &k, ld, X) && prn__rnn_yctrain(ctx, &k, state != NULL)) {
-                prn_status rs = prn__recur_ycop(ctx, fn, rnn, &k, ld, X, s0, prm, d, &Yd); /* no final state */
-                prn__cw_keep(&w, rs, Yd);
             } else if (w.st == PRN_OK && prn__rnn_xtrain(ctx, rnn, &k, ld, X)) {
-                prn_status rs = prn__recur_xop(ctx, fn, rnn, &k, ld, X, s0, prm, d, &Sall);
-                prn__cw_keep(&w, rs, Sall);
+                const int yc = prn__rnn_yctrain(ctx, &k, state != NULL); /* y itself, no final state */
+                prn_status rs = prn__recur_xop(ctx, fn, rnn, &k, ld, X, s0, prm, d, yc, yc ? &Yd : &Sall);
+                prn__cw_keep(&w, rs, yc ? Yd : Sall);
 #endif
             } else if (w.st == PRN_OK) {
                 prn_tensor *xp = prn__rnn_proj(&w, rnn, ld, X);
