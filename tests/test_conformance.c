@@ -2171,7 +2171,7 @@ static void rnn_layer_case(prn_dtype dt, int kind, int relu, int rev, size_t B, 
              * with that g and, on the tested side, to the bit against
              * rnn_layer_backward_x with it */
             const size_t C = S - H, nw = P * (H + In) + P;
-            double *gz = hd(n * S), *gy = hd(n * H), *yv = hd(n * H), *cv = hd(n * C), *st3 = hd(n * S);
+            double *gz = hd(n * S), *gy = hd(n * H), *yv = hd(n * H), *cv = hd(n * C + 1), *st3 = hd(n * S);
             double *sv3 = hd(n * V * H + 1), *dx3 = hd(n * P), *dq3 = hd(n * P), *d03 = hd(B * S), *w3 = hd(nw);
             double *sc3 = hd(nw), *got = hd(n * P + B * S + 2 * nw), *want = hd(n * P + B * S + 2 * nw);
             pbuf *bgy, *byv, *bcv, *bgz, *ob[2][6];
