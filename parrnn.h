@@ -3731,11 +3731,10 @@ typedef struct prn__layer {
     size_t NI;
     /* rnn_layer_forward_y (LSTM; states NULL): y [B, T, H] each step's h,
      * fin [B, S] the last step's state; c in the workspace's two rows.
-     * rnn_layer_forward_yc / _backward_yc (LSTM; yc set, states NULL): y
+     * rnn_layer_forward_yc / _backward_yc (LSTM; cs set, states NULL): y
      * and cs [B, T, H] each step's h and c; the backward's g is then
      * d loss / d y [B, T, H] */
     void *y, *fin, *cs;
-    int yc;
 } prn__layer;
 /* Steps per chunk of the input projections a thread computes itself (x
  * set), for B rows and ldq values per row: with 8 rows or more one product
@@ -4719,11 +4718,10 @@ PRN__FN void prn__layer_rows(const prn__layer *L, size_t es, size_t r0, size_t r
     *R = *L;
     R->B = r1 - r0;
     R->by_rows = 0;
-    R->xp = PRN__MOVE(L->xp, T * L->P); R->x = PRN__MOVE(L->x, T * L->NI); R->s0 = PRN__MOVE(L->s0, L->S); R->g = PRN__MOVE(L->g, T * L->S);
+    R->xp = PRN__MOVE(L->xp, T * L->P); R->x = PRN__MOVE(L->x, T * L->NI); R->s0 = PRN__MOVE(L->s0, L->S); R->g = PRN__MOVE(L->g, T * (L->cs ? L->H : L->S));
     R->states = PRN__MOVE(L->states, T * L->S); R->saved = PRN__MOVE(L->saved, T * L->V * L->H);
     R->dxp = PRN__MOVE(L->dxp, T * L->P); R->dq = PRN__MOVE(L->dq, T * L->P); R->ds0 = PRN__MOVE(L->ds0, L->S);
     R->y = PRN__MOVE(L->y, T * L->H); R->fin = PRN__MOVE(L->fin, L->S); R->cs = PRN__MOVE(L->cs, T * L->H);
-    if (L->yc) R->g = PRN__MOVE(L->g, T * L->H);
 #undef PRN__MOVE
 }
 PRN__FN size_t prn__layer_rows_ws(const prn__layer *L, int bw, size_t r) {
@@ -5008,21 +5006,15 @@ PRN__FN prn_status prn__ref_layer_fwx(prn_context *ctx, const char *fn, prn_dtyp
         L.x = NULL;
     }
     prn__layer_run(&L, 0, dtype, nt);
-    if (fy && !L.y) { /* y (from tmp) and fin out of the states */
+    if ((fy || yc) && !L.y) { /* y and c (from tmp), fin out of the states */
         const size_t es = prn_dtype_size(dtype), S = L.S, tl = reverse ? 0 : T - 1;
         const char *st = (const char *)L.states;
-        size_t b, t;
-        for (b = 0; tmp && b < B; ++b)
-            for (t = 0; t < T; ++t) memcpy((char *)y + (b * T + t) * H * es, st + (b * T + t) * S * es, H * es);
-        for (b = 0; b < B; ++b) memcpy((char *)fin + b * S * es, st + (b * T + tl) * S * es, S * es);
-    }
-    if (yc && tmp) { /* y and c out of tmp (the lanes loop) */
-        const size_t es = prn_dtype_size(dtype), S = L.S;
-        size_t r;
-        for (r = 0; r < B * T; ++r) {
-            memcpy((char *)y + r * H * es, (const char *)tmp + r * S * es, H * es);
-            memcpy((char *)cs + r * H * es, (const char *)tmp + (r * S + H) * es, H * es);
+        size_t b, r;
+        for (r = 0; tmp && r < B * T; ++r) {
+            memcpy((char *)y + r * H * es, st + r * S * es, H * es);
+            if (yc) memcpy((char *)cs + r * H * es, st + (r * S + H) * es, H * es);
         }
+        for (b = 0; fy && b < B; ++b) memcpy((char *)fin + b * S * es, st + (b * T + tl) * S * es, S * es);
     }
     prn_free(ctx, tmp);
     prn_free(ctx, xp);
@@ -5121,7 +5113,7 @@ PRN__FN prn_status prn__ref_rnn_layer_backward_dw(prn_context *ctx, prn_dtype dt
  * were a sixth of an LSTM's training step at H 64, B 16), and dxp stored
  * only when asked. Without the rings (the lanes loop) dxp goes through
  * memory, a buffer of its own when the caller passes none. */
-/* rnn_layer_backward_yc too (y set: an LSTM's states as y and cs, g d loss
+/* rnn_layer_backward_yc too (cs set: an LSTM's states as y and cs, g d loss
  * / d y alone); the lanes loop, which reads the states whole, gets them
  * and g [B, T, S] put together in buffers of its own. */
 PRN__FN prn_status prn__ref_layer_bwx(prn_context *ctx, const char *fn, prn_dtype dtype, int kind, int relu, int reverse,
@@ -5143,9 +5135,9 @@ PRN__FN prn_status prn__ref_layer_bwx(prn_context *ctx, const char *fn, prn_dtyp
     L.B = B; L.Tn = T; L.H = H; L.NI = In; L.x = x;
     L.g = g; L.w = w_hh; L.s0 = s0; L.states = (void *)(uintptr_t)states; L.saved = (void *)(uintptr_t)saved;
     L.dxp = dxp; L.dq = dxp; L.ds0 = ds0; L.dw = dw_hh; L.db = db_hh; L.dwi = dw_ih; L.dbi = db_ih;
-    L.y = (void *)(uintptr_t)y; L.cs = (void *)(uintptr_t)cs; L.yc = y != NULL;
+    L.y = (void *)(uintptr_t)y; L.cs = (void *)(uintptr_t)cs;
     PRN__TRY(prn__layer_begin(ctx, fn, &L, 1, dtype, &nt, &raw));
-    if (L.yc && L.lanes_C && B && T && H) { /* [g | 0] and [y | c] for the lanes loop */
+    if (L.cs && L.lanes_C && B && T && H) { /* [g | 0] and [y | c] for the lanes loop */
         const size_t es = prn_dtype_size(dtype), S = L.S, n = B * T;
         size_t r;
         whole = prn_alloc(ctx, 2 * n * S * es);
@@ -5164,7 +5156,6 @@ PRN__FN prn_status prn__ref_layer_bwx(prn_context *ctx, const char *fn, prn_dtyp
         L.g = whole;
         L.states = (char *)whole + n * S * es;
         L.y = L.cs = NULL;
-        L.yc = 0;
     }
     if (!L.dwC && !dxp && B && T && H) {
         tmp = prn_alloc(ctx, B * T * L.P * prn_dtype_size(dtype));
@@ -5201,7 +5192,8 @@ PRN__FN prn_status prn__ref_rnn_layer_backward_yc(prn_context *ctx, prn_dtype dt
     if (kind == PRN_RNN_LSTM && B && T && H && (!y || !c || !gy))
         return prn_set_error(ctx, PRN_ERR_NULL_ARGUMENT, "%s: argument '%s' is NULL", fn, !y ? "y" : !c ? "c" : "gy");
     return prn__ref_layer_bwx(ctx, fn, dtype, kind, relu, reverse, B, T, H, In, gy, x, w_hh, s0,
-                              kind == PRN_RNN_LSTM ? NULL : y, kind == PRN_RNN_LSTM && B && T && H ? y : NULL, c,
+                              kind == PRN_RNN_LSTM ? NULL : y, kind == PRN_RNN_LSTM ? y : NULL,
+                              kind == PRN_RNN_LSTM && B && T && H ? c : NULL,
                               saved, dxp, ds0, dw_hh, db_hh, dw_ih, db_ih);
 }
 #endif /* PARRNN_NO_TRAINING */
@@ -9175,8 +9167,8 @@ PRN__FN int prn__rnn_xtrain(prn_context *ctx, const prn_rnn *r, const prn__rk *k
            prn_backend_supports(ctx, PRN_SLOT_rnn_layer_backward_x, NULL);
 }
 /* Its backward: inputs x, s0, W_ih, b_ih, W_hh, b_hh; d loss / d x is dxp
- * W_ih, dxp stored only then. Also prn__recur_ycop's (r->cs set: the
- * output is y, g d loss / d y; rnn_layer_backward_yc). */
+ * W_ih, dxp stored only then. Also prn__recur_xop's with yc (r->cs set:
+ * the output is y, g d loss / d y; rnn_layer_backward_yc). */
 PRN__FN prn_status prn__bw_recur_x(prn_context *ctx, const prn_op *op, prn_tensor *g, prn_tensor **gin) {
     static const char fn[] = "prn_backward";
     const prn__recur *r = (const prn__recur *)op->user;
@@ -14645,7 +14637,7 @@ PRN__FN PRN__ATTR void prn__layer_bw_T(const prn__layer *L, size_t j, size_t m) 
     const PRN__T *W = (const PRN__T *)L->w, *Gr = (const PRN__T *)L->g, *s0 = (const PRN__T *)L->s0;
     const PRN__T *St = (const PRN__T *)L->states, *Sv = (const PRN__T *)L->saved, *Xi = (const PRN__T *)L->x;
     const PRN__T *Yh = (const PRN__T *)L->y, *Cs = (const PRN__T *)L->cs; /* rnn_layer_backward_yc: the states apart */
-    const size_t lg = L->yc ? H : S; /* g's row: d loss / d y alone (_yc) or / d state */
+    const size_t lg = Cs ? H : S; /* g's row: d loss / d y alone (_yc) or / d state */
     PRN__T *DX = (PRN__T *)L->dxp, *DQ = (PRN__T *)L->dq, *D0 = (PRN__T *)L->ds0;
     PRN__T *pan = (PRN__T *)L->ws + j * per, *ct = pan + nb * 16 * P, *dd = ct + B * qs;
     PRN__T *qb = (PRN__T *)L->ws + m * per; /* [2][B, P]: d q of the last step, compact */
@@ -14667,8 +14659,8 @@ PRN__FN PRN__ATTR void prn__layer_bw_T(const prn__layer *L, size_t j, size_t m) 
         for (b = 0; n && b < B; ++b) {
             /* sp: h_{t-1} (the previous state), cp: an LSTM's c_{t-1} */
             const PRN__T *gr = Gr + (b * TT + t) * lg, *nx = St ? St + (b * TT + t) * S : NULL;
-            const PRN__T *sp = step == TT - 1 ? s0 + b * S : L->yc ? Yh + (b * TT + tp) * H : St + (b * TT + tp) * S;
-            const PRN__T *cp = step == TT - 1 || !L->yc ? sp + H : Cs + (b * TT + tp) * H;
+            const PRN__T *sp = step == TT - 1 ? s0 + b * S : Cs ? Yh + (b * TT + tp) * H : St + (b * TT + tp) * S;
+            const PRN__T *cp = step == TT - 1 || !Cs ? sp + H : Cs + (b * TT + tp) * H;
             const PRN__T *v = Sv && V ? Sv + (b * TT + t) * V * H + u0 : NULL;
             PRN__T *c = ct + b * qs, *e = dd + b * qs, *dq = qn + b * ldn + u0;
             PRN__T *dx = DX ? DX + (b * TT + t) * P + u0 : dq; /* rnn_layer_backward_x: dxp not stored */
@@ -14677,7 +14669,7 @@ PRN__FN PRN__ATTR void prn__layer_bw_T(const prn__layer *L, size_t j, size_t m) 
             PRN__SIMD for (i = 0; i < n; ++i) c[i] += gr[u0 + i];
             if (L->kind == PRN_RNN_ELMAN) prn__elman_bw_U(n, L->relu, c, nx + u0, dx, dq);
             else if (L->kind == PRN_RNN_LSTM) {
-                if (!L->yc) PRN__SIMD for (i = 0; i < n; ++i) e[i] += gr[H + u0 + i];
+                if (!Cs) PRN__SIMD for (i = 0; i < n; ++i) e[i] += gr[H + u0 + i];
                 prn__lstm_bw_U(n, c, e, cp + u0, v, H, dx, dq, H, e);
             } else {
                 PRN__SIMD for (i = 0; i < n; ++i) c[i] += e[i];
@@ -14701,7 +14693,7 @@ PRN__FN PRN__ATTR void prn__layer_bw_T(const prn__layer *L, size_t j, size_t m) 
             const size_t tn = L->rev ? t + 1 : t - 1;
             prn__prefetch_run(Gr + (b * TT + tn) * lg + u0, n * sizeof(PRN__T));
             if (lg > H) prn__prefetch_run(Gr + (b * TT + tn) * S + H + u0, n * sizeof(PRN__T));
-            if (!L->yc) prn__prefetch_run(St + (b * TT + tn) * S + u0, n * sizeof(PRN__T));
+            if (!Cs) prn__prefetch_run(St + (b * TT + tn) * S + u0, n * sizeof(PRN__T));
             else if (step + 2 < TT) { /* the next step's h_{t-1} and c_{t-1} (s0 at the last step) */
                 const size_t tq = L->rev ? tn + 1 : tn - 1;
                 prn__prefetch_run(Yh + (b * TT + tq) * H + u0, n * sizeof(PRN__T));
