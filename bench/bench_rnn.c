@@ -13,15 +13,17 @@
  * --quick), CLOCK_MONOTONIC; seconds = the best call (median shown in the
  * table); tokens/s = B * T / seconds. For fwdbwd the table also splits the
  * best call into its forward (prn_rnn_forward + loss) and backward
- * (prn_backward + zeroing) parts. --rounds R repeats parrnn's and
- * PyTorch's measurements R times in turn (interleaved: the machine's load
- * changes) and keeps each one's best.
+ * (prn_backward + zeroing) parts. --rounds R repeats every measurement R
+ * times and keeps each one's best.
  *
  * PyTorch: bench/bench_rnn_torch.py runs the same shapes and modes
  * (batch_first, float32, torch.set_num_threads(N), forward under
- * torch.no_grad(), the same loss) and prints one TORCH line per
- * measurement. It is run with popen, after parrnn's measurements of the
- * round, by
+ * torch.no_grad(), the same loss). It runs for the whole program in its
+ * --serve mode, on pipes: each line of the grid is measured by parrnn and
+ * then by PyTorch (PyTorch first in odd rounds), 20 ms apart, so that the
+ * two figures of a line see the same state of the machine (a shared host's
+ * load changes within minutes, and a round of the grid takes several). It
+ * is run by
  *   1. current PyTorch (the primary, the ratios and the TARGET): the
  *      interpreter --torch-python PATH, else $PARRNN_PYTHON, else
  *      /work/venv-torch/bin/python or ~/venv-torch/bin/python (a venv with
@@ -62,7 +64,11 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
-#include <sys/resource.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <unistd.h>
+#include <sys/types.h>
+#include <sys/wait.h>
 #ifdef _OPENMP
 #include <omp.h>
 #endif
@@ -104,6 +110,8 @@ typedef struct torch_run {
     int threads;
     int have;         /* measurements read */
     measurement m[2][NH][NB][2];
+    pid_t pid;        /* the script in --serve mode (0: not running) */
+    FILE *to, *from;  /* its stdin and stdout */
 } torch_run;
 
 static measurement g_prn[2][NH][NB][2];
@@ -238,12 +246,25 @@ static void print_row(const char *backend, const measurement *m, const measureme
     fflush(stdout);
 }
 
-static int bench_parrnn(int threads, int round) {
+static int torch_measure(torch_run *tr, int k, int h, int bi, int mode);
+
+/* Waits 20 ms: the side that just ran (parrnn's OpenMP team, or PyTorch's)
+ * may spin a little before its threads sleep; the other side's warm-up
+ * call should not share the cores with that. */
+static void settle(void) {
+    struct timespec ts = {0, 20000000L};
+    nanosleep(&ts, NULL);
+}
+
+/* One round: for each line, parrnn's measurement and each PyTorch's, one
+ * right after the other (parrnn first in even rounds, last in odd ones),
+ * so that a line's two figures see the same state of the machine. */
+static int bench_round(int threads, int round, int ntorch) {
     prn_config cfg;
     prn_context *ctx = NULL;
     char err[512];
     rnn_case c;
-    int k, h, bi, mode, rc = 1;
+    int k, h, bi, mode, i, side, rc = 1;
     size_t live0;
     memset(&c, 0, sizeof c);
     memset(&cfg, 0, sizeof cfg);
@@ -255,10 +276,10 @@ static int bench_parrnn(int threads, int round) {
         return 1;
     }
     c.ctx = ctx;
-    printf("\nparrnn round %d of %d: backend %s, prn_context_num_threads = %d (I = %d, T = %lu, f32; best of %d "
-           "calls after a warm-up)\n",
+    printf("\nround %d of %d: backend %s, prn_context_num_threads = %d (I = %d, T = %lu, f32; best of %d "
+           "calls after a warm-up)%s\n",
            round + 1, g_rounds, prn_context_backend_name(ctx), prn_context_num_threads(ctx), RNN_INPUT,
-           (unsigned long)g_T, g_timed);
+           (unsigned long)g_T, g_timed, ntorch ? (round % 2 ? "; PyTorch first" : "; parrnn first") : "");
     printf("  %-5s %-7s %4s %3s  %-16s %9s %9s %12s  %-17s\n", "kind", "mode", "H", "B", "backend", "best s",
            "median s", "tokens/s", "fwd + bwd s");
     for (k = 0; k < 2; ++k)
@@ -293,8 +314,15 @@ static int bench_parrnn(int threads, int round) {
                     measurement *m = &g_prn[k][h][bi][mode];
                     if (!(g_mmask >> mode & 1)) continue;
                     m->kind = k; m->hidden = h; m->batch = bi; m->mode = mode;
-                    if (measure_prn(&c, mode, m)) goto fail;
-                    print_row(g_backend, m, NULL, NULL);
+                    for (side = 0; side < 2; ++side) {
+                        if (side == round % 2) { /* parrnn's turn */
+                            if (measure_prn(&c, mode, m)) goto fail;
+                            print_row(g_backend, m, NULL, NULL);
+                        } else {
+                            for (i = 0; i < ntorch; ++i) torch_measure(&g_torch[i], k, h, bi, mode);
+                        }
+                        if (ntorch) settle();
+                    }
                 }
                 prn_tensor_free(c.x); c.x = NULL;
                 prn_tensor_free(c.R); c.R = NULL;
@@ -394,12 +422,6 @@ static int find_torch_pythons(void) {
     return n;
 }
 
-static int lookup_index(const char *v, const char *const *names, int n) {
-    int i;
-    for (i = 0; i < n; ++i)
-        if (strcmp(v, names[i]) == 0) return i;
-    return -1;
-}
 static int lookup_size(size_t v, const size_t *vals, int n) {
     int i;
     for (i = 0; i < n; ++i)
@@ -407,70 +429,142 @@ static int lookup_size(size_t v, const size_t *vals, int n) {
     return -1;
 }
 
-/* Runs the script with tr's interpreter; fills tr (a later round keeps the
- * better best). Returns the number of measurements read. */
-static int bench_torch(const char *argv0, int threads, torch_run *tr) {
-    char script[1024], cmd[8192], line[512], hs[64] = "", bs[64] = "", ks[32] = "", ms[32] = "";
-    FILE *p;
-    int n = 0, status, i;
-    if (!find_torch_script(argv0, script, sizeof script) || !shell_safe(script)) {
+/* Starts the script in --serve mode with tr's interpreter, its stdin and
+ * stdout on pipes, and reads its TORCH_INFO line. Returns 0 when it runs. */
+static int torch_start(const char *argv0, int threads, torch_run *tr) {
+    char script[1024], ths[16], Ts[32], ins[16], reps[16], line[512], version[64];
+    const char *args[20];
+    int to[2], from[2], na = 0, thr;
+    pid_t pid;
+    if (!find_torch_script(argv0, script, sizeof script)) {
         printf("  torch:     not measured: bench_rnn_torch.py not found (set PARRNN_TORCH_SCRIPT to its path)\n");
-        return 0;
+        return 1;
     }
-    for (i = 0; i < NH; ++i)
-        if (g_hmask >> i & 1) snprintf(hs + strlen(hs), sizeof hs - strlen(hs), "%s%lu", hs[0] ? "," : "", (unsigned long)g_hidden[i]);
-    for (i = 0; i < NB; ++i)
-        if (g_bmask >> i & 1) snprintf(bs + strlen(bs), sizeof bs - strlen(bs), "%s%lu", bs[0] ? "," : "", (unsigned long)g_batch[i]);
-    for (i = 0; i < 2; ++i) {
-        if (g_kmask >> i & 1) snprintf(ks + strlen(ks), sizeof ks - strlen(ks), "%s%s", ks[0] ? "," : "", prn_rnn_kind_name(g_kinds[i]));
-        if (g_mmask >> i & 1) snprintf(ms + strlen(ms), sizeof ms - strlen(ms), "%s%s", ms[0] ? "," : "", g_modes[i]);
-    }
+    snprintf(ths, sizeof ths, "%d", threads);
+    snprintf(Ts, sizeof Ts, "%lu", (unsigned long)g_T);
+    snprintf(ins, sizeof ins, "%d", RNN_INPUT);
+    snprintf(reps, sizeof reps, "%d", g_timed);
+    args[na++] = tr->python; args[na++] = script; args[na++] = "--serve";
+    args[na++] = "--threads"; args[na++] = ths; args[na++] = "--T"; args[na++] = Ts;
+    args[na++] = "--input"; args[na++] = ins; args[na++] = "--repeats"; args[na++] = reps;
     /* a CUDA backend is compared with PyTorch on the GPU (cuDNN) */
-    snprintf(cmd, sizeof cmd, "'%s' '%s' --threads %d --T %lu --batch %s --input %d --hidden %s --kinds %s --modes %s --repeats %d%s",
-             tr->python, script, threads, (unsigned long)g_T, bs, RNN_INPUT, hs, ks, ms, g_timed,
-             strcmp(g_backend, "cuda") == 0 ? " --device cuda" : "");
-    printf("\nPyTorch (%s): %s\n", tr->label, cmd);
+    if (strcmp(g_backend, "cuda") == 0) { args[na++] = "--device"; args[na++] = "cuda"; }
+    args[na] = NULL;
+    printf("  torch:     %s (%s): %s %s --serve --threads %s --T %s --input %s --repeats %s%s\n", tr->label,
+           tr->python, tr->python, script, ths, Ts, ins, reps, strcmp(g_backend, "cuda") == 0 ? " --device cuda" : "");
     fflush(stdout);
-    p = popen(cmd, "r");
-    if (!p) {
-        printf("  torch:     not measured: popen failed\n");
-        return 0;
+    if (pipe(to) != 0) return 1;
+    if (pipe(from) != 0) {
+        close(to[0]); close(to[1]);
+        return 1;
     }
-    while (fgets(line, sizeof line, p)) {
-        char kind[16], mode[16], version[64];
-        int hidden, batch, input, T, thr, k, h, bi, md;
-        double seconds, median, tps;
-        measurement *m;
+    /* this side's ends closed in every child (another script's too: one
+     * that held this one's stdin open would keep it from ever ending) */
+    fcntl(to[1], F_SETFD, FD_CLOEXEC);
+    fcntl(from[0], F_SETFD, FD_CLOEXEC);
+    pid = fork();
+    if (pid < 0) {
+        close(to[0]); close(to[1]); close(from[0]); close(from[1]);
+        printf("  torch:     not measured: fork failed\n");
+        return 1;
+    }
+    if (pid == 0) { /* the child: the pipes as stdin and stdout, then the script */
+        dup2(to[0], 0);
+        dup2(from[1], 1);
+        close(to[0]); close(to[1]); close(from[0]); close(from[1]);
+        execvp(tr->python, (char *const *)args);
+        _exit(127);
+    }
+    close(to[0]);
+    close(from[1]);
+    tr->pid = pid;
+    tr->to = fdopen(to[1], "w");
+    tr->from = fdopen(from[0], "r");
+    if (!tr->to || !tr->from) return 1;
+    while (fgets(line, sizeof line, tr->from))
         if (sscanf(line, "TORCH_INFO version=%63s threads=%d", version, &thr) == 2) {
             snprintf(tr->version, sizeof tr->version, "%s", version);
             tr->threads = thr;
-            printf("  torch %s (%s), torch.get_num_threads() = %d\n", version, tr->python, thr);
-            continue;
+            printf("             torch %s, torch.get_num_threads() = %d\n", version, thr);
+            return 0;
+        }
+    printf("  torch:     %s: the script ended before saying its version\n", tr->python);
+    return 1;
+}
+
+/* Asks tr's script for one line and reads its answer into tr (a later
+ * round keeps the better best); prints its row. Returns 0 on an answer. */
+static int torch_measure(torch_run *tr, int k, int h, int bi, int mode) {
+    char line[512], lab[96];
+    if (!tr->pid || !tr->to || !tr->from) return 1;
+    fprintf(tr->to, "%s %s %lu %lu\n", prn_rnn_kind_name(g_kinds[k]), g_modes[mode], (unsigned long)g_hidden[h],
+            (unsigned long)g_batch[bi]);
+    fflush(tr->to);
+    while (fgets(line, sizeof line, tr->from)) {
+        char kind[16], md[16];
+        int hidden, batch, input, T, thr;
+        double seconds, median, tps;
+        measurement *m = &tr->m[k][h][bi][mode];
+        if (strncmp(line, "TORCH_ERROR", 11) == 0) {
+            printf("  torch:     %s", line);
+            return 1;
         }
         if (sscanf(line,
                    "TORCH kind=%15s mode=%15s hidden=%d batch=%d input=%d T=%d threads=%d seconds=%lf "
                    "median=%lf tokens_per_s=%lf",
-                   kind, mode, &hidden, &batch, &input, &T, &thr, &seconds, &median, &tps) != 10)
+                   kind, md, &hidden, &batch, &input, &T, &thr, &seconds, &median, &tps) != 10)
             continue;
-        k = strcmp(kind, "gru") == 0 ? 0 : strcmp(kind, "lstm") == 0 ? 1 : -1;
-        h = lookup_size((size_t)hidden, g_hidden, NH);
-        bi = lookup_size((size_t)batch, g_batch, NB);
-        md = lookup_index(mode, g_modes, 2);
-        if (k < 0 || h < 0 || bi < 0 || md < 0 || input != RNN_INPUT || (size_t)T != g_T || seconds <= 0.0)
-            continue;
-        m = &tr->m[k][h][bi][md];
-        m->kind = k; m->hidden = h; m->batch = bi; m->mode = md;
+        if (strcmp(kind, prn_rnn_kind_name(g_kinds[k])) != 0 || strcmp(md, g_modes[mode]) != 0 ||
+            (size_t)hidden != g_hidden[h] || (size_t)batch != g_batch[bi] || seconds <= 0.0) {
+            printf("  torch:     an answer to another question: %s", line);
+            return 1;
+        }
+        m->kind = k; m->hidden = h; m->batch = bi; m->mode = mode;
         if (!m->have || seconds < m->best) {
             m->best = seconds;
             m->median = median;
         }
         m->have = 1;
-        printf("  %s", line);
-        ++n;
+        tr->have = 1;
+        snprintf(lab, sizeof lab, "torch %s", tr->version);
+        print_row(lab, m, NULL, NULL);
+        return 0;
     }
-    status = pclose(p);
-    if (status != 0) printf("  torch:     the script exited with status %d (%d measurements read)\n", status, n);
-    return n;
+    printf("  torch:     %s ended (no answer for %s %s H=%lu B=%lu)\n", tr->python, prn_rnn_kind_name(g_kinds[k]),
+           g_modes[mode], (unsigned long)g_hidden[h], (unsigned long)g_batch[bi]);
+    fclose(tr->to);
+    tr->to = NULL;
+    return 1;
+}
+
+/* Closes the script's stdin (it ends at end of input) and waits for it. */
+static void torch_stop(torch_run *tr) {
+    int status;
+    if (tr->to) fclose(tr->to);
+    if (tr->from) fclose(tr->from);
+    tr->to = tr->from = NULL;
+    if (tr->pid > 0 && waitpid(tr->pid, &status, 0) == tr->pid && !(WIFEXITED(status) && WEXITSTATUS(status) == 0))
+        printf("  torch:     %s ended with status %d\n", tr->python, WIFEXITED(status) ? WEXITSTATUS(status) : -1);
+    tr->pid = 0;
+}
+
+/* CPU seconds of process pid so far (/proc/<pid>/stat: utime and stime,
+ * the 14th and 15th fields; 0 where unknown): the PyTorch script's own
+ * time is not the machine's background. */
+static double proc_cpu_seconds(pid_t pid) {
+    char path[64], buf[1024], *p;
+    unsigned long ut = 0, st = 0;
+    long hz = sysconf(_SC_CLK_TCK);
+    size_t n;
+    FILE *f;
+    snprintf(path, sizeof path, "/proc/%ld/stat", (long)pid);
+    if (pid <= 0 || hz <= 0 || !(f = fopen(path, "r"))) return 0.0;
+    n = fread(buf, 1, sizeof buf - 1, f);
+    fclose(f);
+    buf[n] = 0;
+    p = strrchr(buf, ')'); /* after the command's name, which may hold spaces */
+    if (!p || sscanf(p + 1, " %*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %lu %lu", &ut, &st) != 2) return 0.0;
+    return (double)(ut + st) / (double)hz;
 }
 
 /* ------------------------------------------------------------------------
@@ -486,14 +580,6 @@ static void print_bench_line(const char *backend, const measurement *m, int thre
     if (r && r->have) printf(" vs_torch=%.4g torch_version=%s", tokens(m) / tokens(r), ref->version);
     if (extra) printf("%s", extra);
     printf("\n");
-}
-
-/* CPU seconds of the children waited for so far (the PyTorch script). */
-static double children_cpu_seconds(void) {
-    struct rusage ru;
-    if (getrusage(RUSAGE_CHILDREN, &ru) != 0) return 0.0;
-    return (double)ru.ru_utime.tv_sec + 1e-6 * (double)ru.ru_utime.tv_usec + (double)ru.ru_stime.tv_sec +
-           1e-6 * (double)ru.ru_stime.tv_usec;
 }
 
 static int usage(void) {
@@ -540,7 +626,7 @@ static int parse_names(const char *s, int which) {
 int main(int argc, char **argv) {
     char *args[64], model[256];
     int nargs = 0, i, k, h, bi, mode, threads, ntorch = 0, round;
-    double t_start = now(), c0;
+    double t_start = now();
     cpu_sample run_start, run_end;
     bench_prog = "bench_rnn";
     /* bench_common.h's batched timer and triad probe are not used: each call
@@ -598,22 +684,26 @@ int main(int argc, char **argv) {
     bench_report_idle();
     if (g_no_torch) printf("  torch:     not measured (--no-torch)\n");
     else ntorch = find_torch_pythons();
-
-    /* rounds: parrnn, then each PyTorch, in turn; each keeps its best */
-    for (round = 0; round < g_rounds; ++round) {
-        run_start = cpu_sample_now();
-        if (bench_parrnn(threads, round)) return 1;
-        run_end = cpu_sample_now();
-        print_background("during parrnn's measurements", cpu_background(run_start, run_end));
-        for (i = 0; i < ntorch; ++i) {
-            c0 = children_cpu_seconds();
-            run_start = cpu_sample_now();
-            if (bench_torch(argv[0], threads, &g_torch[i]) > 0) g_torch[i].have = 1;
-            run_end = cpu_sample_now();
-            run_end.own += children_cpu_seconds() - c0; /* PyTorch's own time is not background */
-            print_background("during PyTorch's measurements", cpu_background(run_start, run_end));
+    signal(SIGPIPE, SIG_IGN); /* a script that ended: an error from fprintf, not the end of this program */
+    for (i = 0; i < ntorch; ++i)
+        if (torch_start(argv[0], threads, &g_torch[i])) {
+            torch_stop(&g_torch[i]);
+            g_torch[i--] = g_torch[--ntorch]; /* the next in its place */
         }
+
+    /* rounds: each line's parrnn and PyTorch measurements next to each
+     * other; each keeps its best */
+    for (round = 0; round < g_rounds; ++round) {
+        double t0 = 0.0;
+        run_start = cpu_sample_now();
+        for (i = 0; i < ntorch; ++i) t0 += proc_cpu_seconds(g_torch[i].pid);
+        if (bench_round(threads, round, ntorch)) return 1;
+        for (i = 0; i < ntorch; ++i) t0 -= proc_cpu_seconds(g_torch[i].pid);
+        run_end = cpu_sample_now();
+        run_end.own -= t0; /* PyTorch's own time is not background */
+        print_background("during the round", cpu_background(run_start, run_end));
     }
+    for (i = 0; i < ntorch; ++i) torch_stop(&g_torch[i]);
 
     if (g_torch[0].have) {
         const torch_run *t0 = &g_torch[0], *t1 = ntorch > 1 && g_torch[1].have ? &g_torch[1] : NULL;
