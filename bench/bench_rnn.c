@@ -450,8 +450,9 @@ static int torch_start(const char *argv0, int threads, torch_run *tr) {
     /* a CUDA backend is compared with PyTorch on the GPU (cuDNN) */
     if (strcmp(g_backend, "cuda") == 0) { args[na++] = "--device"; args[na++] = "cuda"; }
     args[na] = NULL;
-    printf("  torch:     %s (%s): %s %s --serve --threads %s --T %s --input %s --repeats %s%s\n", tr->label,
-           tr->python, tr->python, script, ths, Ts, ins, reps, strcmp(g_backend, "cuda") == 0 ? " --device cuda" : "");
+    printf("  torch:     %s:", tr->label);
+    for (na = 0; args[na]; ++na) printf(" %s", args[na]);
+    printf("\n");
     fflush(stdout);
     if (pipe(to) != 0) return 1;
     if (pipe(from) != 0) {
@@ -694,13 +695,13 @@ int main(int argc, char **argv) {
     /* rounds: each line's parrnn and PyTorch measurements next to each
      * other; each keeps its best */
     for (round = 0; round < g_rounds; ++round) {
-        double t0 = 0.0;
+        double torch_cpu = 0.0; /* PyTorch's own time in the round is not background */
         run_start = cpu_sample_now();
-        for (i = 0; i < ntorch; ++i) t0 += proc_cpu_seconds(g_torch[i].pid);
+        for (i = 0; i < ntorch; ++i) torch_cpu -= proc_cpu_seconds(g_torch[i].pid);
         if (bench_round(threads, round, ntorch)) return 1;
-        for (i = 0; i < ntorch; ++i) t0 -= proc_cpu_seconds(g_torch[i].pid);
+        for (i = 0; i < ntorch; ++i) torch_cpu += proc_cpu_seconds(g_torch[i].pid);
         run_end = cpu_sample_now();
-        run_end.own -= t0; /* PyTorch's own time is not background */
+        run_end.own += torch_cpu;
         print_background("during the round", cpu_background(run_start, run_end));
     }
     for (i = 0; i < ntorch; ++i) torch_stop(&g_torch[i]);
