@@ -140,7 +140,7 @@ $(BUILD)/parrnn-%.o: parrnn_impl.c parrnn.h
 $(BUILD)/obj/tests/%.o: tests/%.c $(TEST_DEPS) $(API_STAMP)
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS_ALL) -c -o $@ $<
-$(BUILD)/obj/bench/%.o: bench/%.c bench/bench_common.h tests/prn_meminfo.h $(API_STAMP)
+$(BUILD)/obj/bench/%.o: bench/%.c bench/bench_common.h bench/fma_peak.h tests/prn_meminfo.h $(API_STAMP)
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS_ALL) -c -o $@ $<
 $(BUILD)/obj/%.o: %.c $(API_STAMP)

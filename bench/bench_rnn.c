@@ -34,13 +34,21 @@
  * Without either the program says how to install torch and the lines carry
  * no vs_torch.
  *
+ * GFLOP/s: the products' flops of a call (call_flops) over its seconds,
+ * held against this machine's f32 FMA peak, measured in the same run
+ * (bench/fma_peak.h) before and after the rounds.
+ *
  * Output: a table for people, then one line per measurement (one line each):
  *   BENCH name=rnn_<gru|lstm>_<fwd|fwdbwd> backend=<b> hidden=<H> batch=<B>
  *         input=64 T=<T> threads=<n> seconds=<s> tokens_per_s=<v>
+ *         gflops_per_s=<v> [of_fma_peak=<share>]
  *         [vs_torch=<parrnn tokens/s / PyTorch tokens/s> torch_version=<v>]
  * and the same for PyTorch with backend=torch or torch-fallback and its
- * torch_version (see bench/README.md). TARGET (issue 28): vs_torch >= 1.2
- * for lstm fwd, >= 1.5 for every other line, against PyTorch 2.x.
+ * torch_version (see bench/README.md); for a line below its target,
+ * BENCH name=rnn_<kind>_<mode>_target ... seconds=<what the target asks>
+ * gflops_per_s=<v> of_fma_peak=<share>; and BENCH name=fma_peak.
+ * TARGET (issue 28): vs_torch >= 1.2 for lstm fwd, >= 1.5 for every other
+ * line, against PyTorch 2.x.
  *
  * Usage: bench_rnn [--quick] [--no-torch] [--threads N] [--backend NAME]
  *                  [--rounds R] [--torch-python PATH] [--hidden H,...]
@@ -58,6 +66,7 @@
 
 #include "parrnn.h"
 #include "bench_common.h"
+#include "fma_peak.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -234,15 +243,38 @@ static int measure_prn(rnn_case *c, int mode, measurement *m) {
 
 static double tokens(const measurement *m) { return (double)g_batch[m->batch] * (double)g_T / m->best; }
 
+/* The products' flops of a call, the same for both libraries: forward
+ * 2 B T G H (I + H) (input projection and recurrence; G = 4 gates LSTM,
+ * 3 GRU); fwdbwd adds the backward's d h = dq W_hh (2 B T G H H) and the
+ * weight gradients dW_hh, dW_ih (2 B T G H (H + I)); x needs no gradient.
+ * The gates' exponentials and the loss are not counted: GFLOP/s here is a
+ * lower bound of the arithmetic rate, to hold against the FMA peak. */
+static double call_flops(const measurement *m) {
+    const double B = (double)g_batch[m->batch], T = (double)g_T, H = (double)g_hidden[m->hidden], NI = RNN_INPUT;
+    const double G = g_kinds[m->kind] == PRN_RNN_LSTM ? 4.0 : 3.0;
+    return 2.0 * B * T * G * H * (m->mode ? 2.0 * NI + 3.0 * H : NI + H);
+}
+static double gflops(const measurement *m) { return call_flops(m) / m->best * 1e-9; }
+/* this machine's f32 FMA peak on the benchmark's threads (bench/fma_peak.h),
+ * measured before the rounds and after them: the better of the two (a
+ * shared host's load lowers it for a while) */
+static double g_peak = 0.0;
+static const char *g_peak_isa = "none";
+static double peak_now(int threads) {
+    const double p = fma_peak_best(threads, 3, FMA_PEAK_ITERS, &g_peak_isa);
+    if (p > g_peak) g_peak = p;
+    return p;
+}
+
 static void print_row(const char *backend, const measurement *m, const measurement *ref, const measurement *ref2) {
     char split[48] = "", ratio[40] = "";
     if (m->bwd_part > 0.0) snprintf(split, sizeof split, "%7.3f + %7.3f", m->fwd_part, m->bwd_part);
     if (ref && ref->have) snprintf(ratio, sizeof ratio, "%6.2fx", ref->best / m->best);
     if (ref2 && ref2->have)
         snprintf(ratio + strlen(ratio), sizeof ratio - strlen(ratio), "  %6.2fx", ref2->best / m->best);
-    printf("  %-5s %-7s %4lu %3lu  %-16s %9.4f %9.4f %12.0f  %-17s %s\n", prn_rnn_kind_name(g_kinds[m->kind]),
+    printf("  %-5s %-7s %4lu %3lu  %-16s %9.4f %9.4f %12.0f %8.1f  %-17s %s\n", prn_rnn_kind_name(g_kinds[m->kind]),
            g_modes[m->mode], (unsigned long)g_hidden[m->hidden], (unsigned long)g_batch[m->batch], backend, m->best,
-           m->median, tokens(m), split, ratio);
+           m->median, tokens(m), gflops(m), split, ratio);
     fflush(stdout);
 }
 
@@ -280,8 +312,8 @@ static int bench_round(int threads, int round, int ntorch) {
            "calls after a warm-up)%s\n",
            round + 1, g_rounds, prn_context_backend_name(ctx), prn_context_num_threads(ctx), RNN_INPUT,
            (unsigned long)g_T, g_timed, ntorch ? (round % 2 ? "; PyTorch first" : "; parrnn first") : "");
-    printf("  %-5s %-7s %4s %3s  %-16s %9s %9s %12s  %-17s\n", "kind", "mode", "H", "B", "backend", "best s",
-           "median s", "tokens/s", "fwd + bwd s");
+    printf("  %-5s %-7s %4s %3s  %-16s %9s %9s %12s %8s  %-17s\n", "kind", "mode", "H", "B", "backend", "best s",
+           "median s", "tokens/s", "GFLOP/s", "fwd + bwd s");
     for (k = 0; k < 2; ++k)
         for (h = 0; h < NH; ++h)
             for (bi = 0; bi < NB; ++bi) {
@@ -578,6 +610,8 @@ static void print_bench_line(const char *backend, const measurement *m, int thre
            "tokens_per_s=%.6g",
            prn_rnn_kind_name(g_kinds[m->kind]), g_modes[m->mode], backend, (unsigned long)g_hidden[m->hidden],
            (unsigned long)g_batch[m->batch], RNN_INPUT, (unsigned long)g_T, threads, m->best, tokens(m));
+    printf(" gflops_per_s=%.4g", gflops(m));
+    if (g_peak > 0.0) printf(" of_fma_peak=%.3f", gflops(m) / g_peak);
     if (r && r->have) printf(" vs_torch=%.4g torch_version=%s", tokens(m) / tokens(r), ref->version);
     if (extra) printf("%s", extra);
     printf("\n");
@@ -683,6 +717,14 @@ int main(int argc, char **argv) {
     bench_print_compiler();
     bench_print_cblas();
     bench_report_idle();
+    {
+        const double p0 = peak_now(threads);
+        if (p0 > 0.0)
+            printf("  fma peak:  %.1f GFLOP/s (%s, %d threads, bench/fma_peak.h; measured again after the rounds)\n",
+                   p0, g_peak_isa, threads);
+        else
+            printf("  fma peak:  not measured (neither AVX-512 nor AVX2 with FMA): no share of the peak below\n");
+    }
     if (g_no_torch) printf("  torch:     not measured (--no-torch)\n");
     else ntorch = find_torch_pythons();
     signal(SIGPIPE, SIG_IGN); /* a script that ended: an error from fprintf, not the end of this program */
@@ -705,6 +747,10 @@ int main(int argc, char **argv) {
         print_background("during the round", cpu_background(run_start, run_end));
     }
     for (i = 0; i < ntorch; ++i) torch_stop(&g_torch[i]);
+    if (g_peak > 0.0) {
+        const double p0 = g_peak, p1 = peak_now(threads);
+        printf("\nfma peak: %.1f GFLOP/s before the rounds, %.1f after; the shares below are of %.1f\n", p0, p1, g_peak);
+    }
 
     if (g_torch[0].have) {
         const torch_run *t0 = &g_torch[0], *t1 = ntorch > 1 && g_torch[1].have ? &g_torch[1] : NULL;
@@ -712,8 +758,8 @@ int main(int argc, char **argv) {
         double worst = 1e300;
         printf("\nparrnn against PyTorch (tokens/s = B*T / best seconds; ratio = parrnn / torch %s%s%s%s)\n",
                t0->version, t1 ? ", then / torch " : "", t1 ? t1->version : "", t1 ? " (fallback)" : "");
-        printf("  %-5s %-7s %4s %3s  %-16s %9s %9s %12s  %-17s %s\n", "kind", "mode", "H", "B", "backend", "best s",
-               "median s", "tokens/s", "fwd + bwd s", "vs torch");
+        printf("  %-5s %-7s %4s %3s  %-16s %9s %9s %12s %8s  %-17s %s\n", "kind", "mode", "H", "B", "backend", "best s",
+               "median s", "tokens/s", "GFLOP/s", "fwd + bwd s", "vs torch");
         for (k = 0; k < 2; ++k)
             for (h = 0; h < NH; ++h)
                 for (bi = 0; bi < NB; ++bi)
@@ -738,6 +784,28 @@ int main(int argc, char **argv) {
         printf("  TARGET vs torch %s >= 1.2 (lstm fwd), >= 1.5 (the others): %d of %d measurements meet it "
                "(lowest ratio / target %.2f)\n",
                t0->version, met, total, worst);
+        /* what each line below its target would take, in flops: a target
+         * that asks for nearly the whole FMA peak is beyond this machine in
+         * f32, whatever the kernel (the products alone are counted) */
+        if (met < total && g_peak > 0.0) {
+            printf("\nlines below the target: GFLOP/s (share of the %.1f GFLOP/s FMA peak) of each, and what the "
+                   "target needs\n", g_peak);
+            printf("  %-5s %-7s %4s %3s  %7s  %16s  %16s  %16s\n", "kind", "mode", "H", "B", "ratio", "parrnn",
+                   "torch", "target needs");
+            for (k = 0; k < 2; ++k)
+                for (h = 0; h < NH; ++h)
+                    for (bi = 0; bi < NB; ++bi)
+                        for (mode = 0; mode < 2; ++mode) {
+                            const measurement *m = &g_prn[k][h][bi][mode], *r0 = &t0->m[k][h][bi][mode];
+                            double need;
+                            if (!m->have || !r0->have || r0->best / m->best >= target_ratio(k, mode)) continue;
+                            need = gflops(r0) * target_ratio(k, mode);
+                            printf("  %-5s %-7s %4lu %3lu  %6.2fx  %7.1f (%5.1f%%)  %7.1f (%5.1f%%)  %7.1f (%5.1f%%)\n",
+                                   prn_rnn_kind_name(g_kinds[k]), g_modes[mode], (unsigned long)g_hidden[h],
+                                   (unsigned long)g_batch[bi], r0->best / m->best, gflops(m), 100.0 * gflops(m) / g_peak,
+                                   gflops(r0), 100.0 * gflops(r0) / g_peak, need, 100.0 * need / g_peak);
+                        }
+        }
     }
 
     printf("\n");
@@ -748,6 +816,17 @@ int main(int argc, char **argv) {
                     const measurement *m = &g_prn[k][h][bi][mode];
                     if (!m->have) continue;
                     print_bench_line(g_backend, m, threads, g_torch[0].have ? &g_torch[0] : NULL, NULL);
+                    if (g_torch[0].have && g_torch[0].m[k][h][bi][mode].have && g_peak > 0.0) {
+                        /* a line below its target: the seconds and the rate the target asks for */
+                        const measurement *r0 = &g_torch[0].m[k][h][bi][mode];
+                        const double need = gflops(r0) * target_ratio(k, mode);
+                        if (r0->best / m->best < target_ratio(k, mode))
+                            printf("BENCH name=rnn_%s_%s_target backend=%s hidden=%lu batch=%lu input=%d T=%lu "
+                                   "threads=%d seconds=%.6g gflops_per_s=%.4g of_fma_peak=%.3f\n",
+                                   prn_rnn_kind_name(g_kinds[k]), g_modes[mode], g_backend, (unsigned long)g_hidden[h],
+                                   (unsigned long)g_batch[bi], RNN_INPUT, (unsigned long)g_T, threads,
+                                   r0->best / target_ratio(k, mode), need, need / g_peak);
+                    }
                     for (i = 0; i < ntorch; ++i)
                         if (g_torch[i].m[k][h][bi][mode].have) {
                             char be[48], extra[96];
@@ -757,6 +836,10 @@ int main(int argc, char **argv) {
                                              g_torch[i].threads ? g_torch[i].threads : threads, NULL, extra);
                         }
                 }
+    if (g_peak > 0.0)
+        printf("BENCH name=fma_peak backend=cpu isa=%s threads=%d seconds=%.6g gflops_per_s=%.4g\n", g_peak_isa, threads,
+               (double)threads * FMA_PEAK_ITERS * NCH * (strcmp(g_peak_isa, "avx512") ? 8 : 16) * 2 / g_peak * 1e-9,
+               g_peak);
     printf("\nbench_rnn: done in %.1f s\n", now() - t_start);
     return 0;
 }
