@@ -107,6 +107,10 @@ static inline double fma_peak_now(void) {
 #endif
 }
 
+/* the flops of one run of nt threads */
+static inline double fma_peak_run_flops(int wide, int nt, long iters) {
+    return (double)nt * (double)iters * NCH * (wide ? 16 : 8) * 2;
+}
 /* best GFLOP/s over reps runs of nt threads, each of iters iterations;
  * wide: AVX-512 (else AVX2); 0 off x86 */
 static inline double fma_peak_measure(int wide, int nt, int reps, long iters) {
@@ -124,7 +128,7 @@ static inline double fma_peak_measure(int wide, int nt, int reps, long iters) {
 #endif
         }
         dt = fma_peak_now() - t0;
-        g = (double)nt * (double)iters * NCH * (wide ? 16 : 8) * 2 / dt * 1e-9;
+        g = fma_peak_run_flops(wide, nt, iters) / dt * 1e-9;
         if (g > best) best = g;
     }
     (void)sink;
