@@ -2168,8 +2168,8 @@ PRN__MATH_INLINE float prn__tanhf(float x) { return 1.0f - 2.0f / (1.0f + prn__e
 #include <omp.h>
 #endif
 /* SSE2 for the diagonal scans (streaming stores for their outputs, four
- * steps of one channel per register; see prn__scan1_f32): the one place the
- * reference backend uses intrinsics. */
+ * steps of one channel per register; see prn__scan1_f32) and the f64
+ * maxima (prn__max8_f64). */
 #if !defined(PARRNN_NO_INTRINSICS) && (defined(__SSE2__) || defined(_M_X64))
 #include <emmintrin.h>
 #define PRN__HAVE_SSE2 1
@@ -2282,6 +2282,38 @@ PRN__MATH_INLINE float prn__tanhf(float x) { return 1.0f - 2.0f / (1.0f + prn__e
 #define PRN__SIMD_SUM(s)
 #endif
 #define PRN__PAR_MIN 32768
+/* A row's sum (reduce, inner 1) goes by chunks of prn__sum_chunk(n)
+ * elements, at most PRN__SUM_CHUNKS of them: a split set by n alone,
+ * whatever the threads, so the bits are too; each chunk in PRN__SUM_LANES
+ * partial sums. */
+#define PRN__SUM_CHUNKS 256
+#define PRN__SUM_LANES 16
+PRN__FN_INLINE size_t prn__sum_chunk(size_t n) {
+    const size_t c = (n + PRN__SUM_CHUNKS - 1) / PRN__SUM_CHUNKS;
+    return c < 8192 ? 8192 : (c + 63) / 64 * 64;
+}
+/* f64 maxima of eight lanes over x's first n / 8 * 8 elements into m[8]
+ * (m[j] = x[k] > m[j] ? x[k] : m[j], each lane in order); the compiler
+ * left this f64 loop scalar, at 0.75 of the triad bandwidth. MAXPD(v, m)
+ * is v > m ? v : m, NaNs and zeros included. Returns the elements done. */
+PRN__FN_INLINE size_t prn__max8_f64(const double *x, size_t n, double *m) {
+    size_t k = 0;
+#ifdef PRN__HAVE_SSE2
+    __m128d a = _mm_loadu_pd(m), b = _mm_loadu_pd(m + 2), c = _mm_loadu_pd(m + 4), d = _mm_loadu_pd(m + 6);
+    for (; k + 8 <= n; k += 8) {
+        a = _mm_max_pd(_mm_loadu_pd(x + k), a);
+        b = _mm_max_pd(_mm_loadu_pd(x + k + 2), b);
+        c = _mm_max_pd(_mm_loadu_pd(x + k + 4), c);
+        d = _mm_max_pd(_mm_loadu_pd(x + k + 6), d);
+    }
+    _mm_storeu_pd(m, a); _mm_storeu_pd(m + 2, b); _mm_storeu_pd(m + 4, c); _mm_storeu_pd(m + 6, d);
+#else
+    size_t j;
+    for (; k + 8 <= n; k += 8)
+        for (j = 0; j < 8; ++j) m[j] = x[k + j] > m[j] ? x[k + j] : m[j];
+#endif
+    return k;
+}
 #define PRN__PAR_SETUP(ctx, work)                                              \
     int prn__nt = (work) >= PRN__PAR_MIN ? prn__team(ctx) : 1;                 \
     int prn__par = prn__nt > 1;                                                \
@@ -2946,7 +2978,8 @@ PRN__FN prn_status prn__ref_gemm_cblas(prn_context *ctx, prn_dtype dtype, int tr
 
 PRN__FN prn_status prn__ref_reduce(prn_context *ctx, prn_reduce_op op, prn_dtype dtype, size_t outer,
                                    size_t n, size_t inner, const void *x, void *y) {
-    PRN__PAR_SETUP(ctx, outer > 1 ? outer * n * inner : 0);
+    /* one strided row (outer 1, inner > 1) stays on one thread */
+    PRN__PAR_SETUP(ctx, outer > 1 || inner == 1 ? outer * n * inner : 0);
     if (op == PRN_REDUCE_SUM) {
         if (dtype == PRN_F32) prn__reduce_sum_f32(outer, n, inner, (const float *)x, (float *)y, prn__nt, prn__par);
         else prn__reduce_sum_f64(outer, n, inner, (const double *)x, (double *)y, prn__nt, prn__par);
@@ -13934,6 +13967,8 @@ PRN__FN void prn__scopy_tiles_T(const size_t shp[4], const PRN__T *x0, const siz
 #define prn__gemm_loops_T PRN__TNAME(prn__gemm_loops_)
 #define prn__reduce_sum_T PRN__TNAME(prn__reduce_sum_)
 #define prn__reduce_max_T PRN__TNAME(prn__reduce_max_)
+#define prn__chunk_sum_T PRN__TNAME(prn__chunk_sum_)
+#define prn__chunk_max_T PRN__TNAME(prn__chunk_max_)
 #define prn__argmax_T PRN__TNAME(prn__argmax_)
 #define prn__softmax_T PRN__TNAME(prn__softmax_)
 #define prn__sgd_T PRN__TNAME(prn__sgd_)
@@ -14077,20 +14112,80 @@ PRN__FN void prn__gemm_loops_T(int trans_a, int trans_b, size_t M, size_t N, siz
         }
     }
 }
+/* A chunk of a row summed in double: PRN__SUM_LANES interleaved partial
+ * sums (the compiler keeps them in vector registers), then folded in
+ * halves. One add per element in a single chain ran at 3-8 GB/s, bound by
+ * the add's latency. */
+PRN__FN_INLINE double prn__chunk_sum_T(const PRN__T *x, size_t n) {
+    double a[PRN__SUM_LANES];
+    size_t k = 0, j, w;
+    for (j = 0; j < PRN__SUM_LANES; ++j) a[j] = 0.0;
+    for (; k + PRN__SUM_LANES <= n; k += PRN__SUM_LANES)
+        for (j = 0; j < PRN__SUM_LANES; ++j) a[j] += (double)x[k + j];
+    for (j = 0; k < n; ++k, ++j) a[j] += (double)x[k];
+    for (w = PRN__SUM_LANES / 2; w; w /= 2)
+        for (j = 0; j < w; ++j) a[j] += a[j + w];
+    return a[0];
+}
+/* A chunk's maximum, NaNs skipped: the first element, in order, that no
+ * later one exceeds (as the one loop over it gave). Eight lanes, named
+ * variables that the compiler vectorises (the one loop's compare chain ran
+ * at 8 GB/s; an array of lanes stayed on the stack in f64), give the
+ * value; values that compare equal have the same bits except zeros, so a
+ * maximum of zero is the chunk's first zero, with its sign. */
+#define PRN__MAX1(m, i) { const PRN__T v = x[k + (i)]; m = v > m ? v : m; }
+PRN__FN_INLINE PRN__T prn__chunk_max_T(const PRN__T *x, size_t n) {
+    PRN__T m0 = -INFINITY, m1 = m0, m2 = m0, m3 = m0, m4 = m0, m5 = m0, m6 = m0, m7 = m0, acc = m0;
+    size_t k = 0;
+    if (sizeof(PRN__T) == sizeof(double)) { /* f64: the SSE2 loop (the f32 one vectorises as it is) */
+        double md[8];
+        size_t j;
+        for (j = 0; j < 8; ++j) md[j] = -INFINITY;
+        k = prn__max8_f64((const double *)(const void *)x, n, md);
+        m0 = (PRN__T)md[0]; m1 = (PRN__T)md[1]; m2 = (PRN__T)md[2]; m3 = (PRN__T)md[3];
+        m4 = (PRN__T)md[4]; m5 = (PRN__T)md[5]; m6 = (PRN__T)md[6]; m7 = (PRN__T)md[7];
+    }
+    for (; k + 8 <= n; k += 8) {
+        PRN__MAX1(m0, 0) PRN__MAX1(m1, 1) PRN__MAX1(m2, 2) PRN__MAX1(m3, 3)
+        PRN__MAX1(m4, 4) PRN__MAX1(m5, 5) PRN__MAX1(m6, 6) PRN__MAX1(m7, 7)
+    }
+    { const PRN__T a[8] = {m0, m1, m2, m3, m4, m5, m6, m7};
+      size_t j;
+      for (j = 0; j < 8; ++j) acc = a[j] > acc ? a[j] : acc; }
+    for (; k < n; ++k) { const PRN__T v = x[k]; acc = v > acc ? v : acc; }
+    if (acc == 0)
+        for (k = 0; k < n; ++k)
+            if (x[k] == 0) return x[k];
+    return acc;
+}
+#undef PRN__MAX1
 /* Sums: a row (inner == 1) accumulates in double, so long f32 rows keep
- * their accuracy; strided ones vectorise across inner in T (in registers
- * for inner <= 16: no store and reload per row). */
+ * their accuracy, chunk by chunk (prn__sum_chunk: a split set by n alone,
+ * so the bits do not depend on the threads) and the chunks' sums in order;
+ * one long row (outer 1: a loss, a sum over all axes) takes its chunks on
+ * the team. Strided ones vectorise across inner in T (in registers for
+ * inner <= 16: no store and reload per row). */
 PRN__FN void prn__reduce_sum_T(size_t outer, size_t n, size_t inner, const PRN__T *x0, PRN__T *y0, int prn__nt,
                                int prn__par) {
+    const size_t ch = prn__sum_chunk(n);
     size_t o;
     (void)prn__nt; (void)prn__par;
+    if (outer == 1 && inner == 1 && n > ch) {
+        double part[PRN__SUM_CHUNKS], acc = 0.0;
+        const size_t nc = (n + ch - 1) / ch;
+        size_t c;
+        PRN__PARFOR for (c = 0; c < nc; ++c) part[c] = prn__chunk_sum_T(x0 + c * ch, c + 1 < nc ? ch : n - c * ch);
+        for (c = 0; c < nc; ++c) acc += part[c];
+        y0[0] = (PRN__T)acc;
+        return;
+    }
     PRN__PARFOR for (o = 0; o < outer; ++o) {
         const PRN__T *xo = x0 + o * n * inner;
         PRN__T *yo = y0 + o * inner;
         size_t k, i;
-        if (inner == 1) {
+        if (inner == 1) { /* the chunks of the branch above, in the same order */
             double acc = 0.0;
-            for (k = 0; k < n; ++k) acc = acc + (double)xo[k];
+            for (k = 0; k < n; k += ch) acc += prn__chunk_sum_T(xo + k, n - k < ch ? n - k : ch);
             yo[0] = (PRN__T)acc;
         } else if (inner <= 16) {
             PRN__T a[16];
@@ -14109,19 +14204,28 @@ PRN__FN void prn__reduce_sum_T(size_t outer, size_t n, size_t inner, const PRN__
         }
     }
 }
-/* Maxima, the same walk in T. */
+/* Maxima, the same walk in T (one long row's chunks on the team too: a
+ * maximum is exact, in any split). */
 PRN__FN void prn__reduce_max_T(size_t outer, size_t n, size_t inner, const PRN__T *x0, PRN__T *y0, int prn__nt,
                                int prn__par) {
+    const size_t ch = prn__sum_chunk(n);
     size_t o;
     (void)prn__nt; (void)prn__par;
+    if (outer == 1 && inner == 1 && n > ch) {
+        PRN__T part[PRN__SUM_CHUNKS], acc = -INFINITY;
+        const size_t nc = (n + ch - 1) / ch;
+        size_t c;
+        PRN__PARFOR for (c = 0; c < nc; ++c) part[c] = prn__chunk_max_T(x0 + c * ch, c + 1 < nc ? ch : n - c * ch);
+        for (c = 0; c < nc; ++c) acc = part[c] > acc ? part[c] : acc;
+        y0[0] = acc;
+        return;
+    }
     PRN__PARFOR for (o = 0; o < outer; ++o) {
         const PRN__T *xo = x0 + o * n * inner;
         PRN__T *yo = y0 + o * inner;
         size_t k, i;
         if (inner == 1) {
-            PRN__T acc = -INFINITY;
-            for (k = 0; k < n; ++k) { const PRN__T v = xo[k]; acc = v > acc ? v : acc; }
-            yo[0] = acc;
+            yo[0] = prn__chunk_max_T(xo, n);
         } else if (inner <= 16) {
             PRN__T a[16];
             for (i = 0; i < inner; ++i) a[i] = -INFINITY;
@@ -14207,6 +14311,8 @@ PRN__FN void prn__adam_T(size_t n, PRN__T *w, const PRN__T *g, PRN__T *m, PRN__T
 #undef prn__gemm_loops_T
 #undef prn__reduce_sum_T
 #undef prn__reduce_max_T
+#undef prn__chunk_sum_T
+#undef prn__chunk_max_T
 #undef prn__argmax_T
 #undef prn__softmax_T
 #undef prn__sgd_T

@@ -23,7 +23,10 @@
  *   mul_row      prn_mul of [N/1024, 1024] by a [1, 1024] row (broadcast):
  *                2 N + 1024 elements moved.
  *   tanh, exp    prn_tanh / prn_exp: 2 N elements moved.
- *                ratio = GB/s / triad GB/s.
+ *   sum, max     prn_sum / prn_max over all axes: N elements read.
+ *   sum_rows     prn_sum of [N/1024, 1024] over its last axis: N + N/1024.
+ *                ratio = GB/s / triad GB/s (a reduction only reads: its
+ *                ratio can pass 1).
  *   *_cached     the same elementwise ops on a context whose allocator
  *                recycles freed blocks: every parrnn op returns a new
  *                tensor, and with plain malloc a large output is fresh
@@ -314,8 +317,8 @@ static double probe_gemm(int kind, prn_dtype dtype, size_t n, double *seconds) {
 /* ------------------------------------------------------------------------
  * parrnn measurements
  * ---------------------------------------------------------------------- */
-enum { OP_MATMUL, OP_ADD, OP_MUL_ROW, OP_TANH, OP_EXP, OP_COUNT };
-static const char *const op_names[OP_COUNT] = {"matmul", "add", "mul_row", "tanh", "exp"};
+enum { OP_MATMUL, OP_ADD, OP_MUL_ROW, OP_TANH, OP_EXP, OP_SUM, OP_SUM_ROWS, OP_MAX, OP_COUNT };
+static const char *const op_names[OP_COUNT] = {"matmul", "add", "mul_row", "tanh", "exp", "sum", "sum_rows", "max"};
 
 typedef struct op_job {
     prn_context *ctx;
@@ -334,6 +337,9 @@ static int run_op(void *user) {
     case OP_ADD: st = prn_add(j->ctx, j->a, j->b, &y); break;
     case OP_MUL_ROW: st = prn_mul(j->ctx, j->a, j->b, &y); break;
     case OP_TANH: st = prn_tanh(j->ctx, j->a, &y); break;
+    case OP_SUM: st = prn_sum(j->ctx, j->a, PRN_ALL_AXES, 0, &y); break;
+    case OP_SUM_ROWS: st = prn_sum(j->ctx, j->a, 1, 0, &y); break;
+    case OP_MAX: st = prn_max(j->ctx, j->a, PRN_ALL_AXES, 0, &y); break;
     default: st = prn_exp(j->ctx, j->a, &y); break;
     }
     if (st == PRN_OK && j->sync) {
@@ -464,12 +470,14 @@ static void bench_elementwise(const char *backend, prn_dtype dtype, size_t n, in
         j.ctx = ctx;
         j.op = op;
         j.sync = bench_is_device(backend);
-        j.a = op == OP_MUL_ROW ? xm : x;
+        j.a = op == OP_MUL_ROW || op == OP_SUM_ROWS ? xm : x;
         j.b = op == OP_ADD ? x2 : op == OP_MUL_ROW ? r : NULL;
         settle();
         if (time_best(run_op, &j, &s)) die_prn(ctx, op_names[op]);
         bytes = (double)sz * (op == OP_ADD ? 3.0 * (double)n
-                              : op == OP_MUL_ROW ? 2.0 * (double)n + ROW : 2.0 * (double)n);
+                              : op == OP_MUL_ROW ? 2.0 * (double)n + ROW
+                              : op == OP_SUM || op == OP_MAX ? (double)n
+                              : op == OP_SUM_ROWS ? (double)n + (double)(n / ROW) : 2.0 * (double)n);
         gbps = bytes / s * 1e-9;
         snprintf(name, sizeof name, "%s%s", op_names[op], cached ? "_cached" : "");
         record(name, backend, dtype, n, s, gbps, 1, gbps / triad_gbps);

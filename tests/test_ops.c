@@ -516,6 +516,103 @@ static void test_fast_expf(void) {
     printf("    prn__expf worst %.2f ulp; prn__tanhf worst %.2e absolute\n", worst, worst_t);
 }
 
+/* Long rows (one thread per chunk of them on the reference backend): a
+ * sum's bits do not depend on the thread count (f64 values over a wide
+ * range, so that any other grouping shows in the last bits), and an f32
+ * sum is within f32 rounding of the host's sum in double; a maximum skips
+ * NaNs and, when it is zero, is the first zero with its sign, as one pass
+ * in order gives (the two zeros 15 apart: the later one in the lower of
+ * the loop's lanes). */
+static void test_long_reductions(void) {
+    const size_t n = 3000003; /* 256 chunks, and a tail past the lanes */
+    size_t sh[1], sh2[2], i;
+    float *x = (float *)malloc(n * sizeof(float));
+    double host = 0.0, mag = 0.0, got[2] = {0, 0}, d64[2] = {0, 0};
+    double *xd = (double *)malloc(n * sizeof(double));
+    prn_tensor *X = NULL, *y = NULL;
+    int t, k;
+    sh[0] = n;
+    if (!x || !xd) { PRNT_CHECK(0, "out of host memory"); free(x); free(xd); return; }
+    for (i = 0; i < n; ++i) x[i] = (float)((double)((i * 2654435761u) % 100003) / 100003.0 - 0.3) * (i % 7 ? 1.0f : 1e4f);
+    for (i = 0; i < n; ++i) { host += x[i]; mag += fabs(x[i]); }
+    for (i = 0; i < n; ++i) xd[i] = (double)x[i] * (1.0 + 1e-9 * (double)(i % 1009)) * (i % 3 ? 1e-12 : 1.0);
+    for (t = 1; t <= 2; ++t) {
+        prn_config cfg;
+        prn_context *c = NULL;
+        char err[256];
+        memset(&cfg, 0, sizeof cfg);
+        cfg.seed = 7;
+        cfg.num_threads = t;
+        if (prn_context_create(&cfg, &c, err, sizeof err) != PRN_OK) { PRNT_CHECK(0, "context: %s", err); break; }
+        PRNT_OK(c, prn_tensor_from_host(c, PRN_F32, 1, sh, x, &X));
+        PRNT_OK(c, prn_sum(c, X, PRN_ALL_AXES, 0, &y));
+        PRNT_OK(c, prn_tensor_item(y, &got[t - 1]));
+        prn_tensor_free(y); y = NULL;
+        /* the same values as 3 rows: each its own sum, the same split */
+        sh2[0] = 3; sh2[1] = n / 3;
+        {
+            prn_tensor *R = NULL;
+            float r3[3];
+            double h3[3] = {0, 0, 0};
+            PRNT_OK(c, prn_reshape(c, X, 2, sh2, &R));
+            PRNT_OK(c, prn_sum(c, R, 1, 0, &y));
+            PRNT_OK(c, prn_tensor_download(y, r3, 3));
+            for (i = 0; i < n; ++i) h3[i / (n / 3)] += x[i];
+            for (k = 0; k < 3; ++k)
+                PRNT_CHECK(fabs(r3[k] - h3[k]) <= 1e-6 * mag, "row %d's sum %.9g, host %.9g", k, (double)r3[k], h3[k]);
+            prn_tensor_free(y); y = NULL;
+            prn_tensor_free(R);
+        }
+        prn_tensor_free(X); X = NULL;
+        PRNT_OK(c, prn_tensor_from_host(c, PRN_F64, 1, sh, xd, &X));
+        PRNT_OK(c, prn_sum(c, X, PRN_ALL_AXES, 0, &y));
+        PRNT_OK(c, prn_tensor_item(y, &d64[t - 1]));
+        prn_tensor_free(y); y = NULL;
+        prn_tensor_free(X); X = NULL;
+        prn_context_free(c);
+    }
+    PRNT_CHECK(memcmp(&d64[0], &d64[1], sizeof d64[0]) == 0, "f64 sum on 1 thread %.17g, on 2 %.17g", d64[0], d64[1]);
+    PRNT_CHECK(memcmp(&got[0], &got[1], sizeof got[0]) == 0, "sum on 1 thread %.17g, on 2 %.17g", got[0], got[1]);
+    PRNT_CHECK(fabs(got[0] - host) <= 1e-6 * mag, "sum %.9g, host %.9g (sum |x| %.3g)", got[0], host, mag);
+    /* maxima: negative values, NaNs, two zeros of either sign */
+    for (k = 0; k < 2; ++k) {
+        float m = 0.0f;
+        for (i = 0; i < n; ++i) x[i] = i % 1001 == 5 ? NAN : -1.0f - (float)(i % 977);
+        x[n - 1] = -0.5f;
+        x[2000001] = k ? 0.0f : -0.0f;
+        x[2000016] = k ? -0.0f : 0.0f;
+        PRNT_OK(ctx, prn_tensor_from_host(ctx, PRN_F32, 1, sh, x, &X));
+        PRNT_OK(ctx, prn_max(ctx, X, PRN_ALL_AXES, 0, &y));
+        PRNT_OK(ctx, prn_tensor_download(y, &m, 1));
+        /* the sign: the reference backend's own order (a device's tree of
+         * maxima may take either zero) */
+        PRNT_CHECK(m == 0.0f && (strncmp(prn_context_backend_name(ctx), "reference", 9) != 0 || !signbit(m) == (k == 1)),
+                   "max %g (sign bit %d), want the first zero's sign (%d)", (double)m, signbit(m) != 0, k == 0);
+        prn_tensor_free(y); y = NULL;
+        prn_tensor_free(X); X = NULL;
+        { /* the same in f64 (its own loop) */
+            double md = 1.0;
+            for (i = 0; i < n; ++i) xd[i] = x[i];
+            PRNT_OK(ctx, prn_tensor_from_host(ctx, PRN_F64, 1, sh, xd, &X));
+            PRNT_OK(ctx, prn_max(ctx, X, PRN_ALL_AXES, 0, &y));
+            PRNT_OK(ctx, prn_tensor_download(y, &md, 1));
+            PRNT_CHECK(md == 0.0 && (strncmp(prn_context_backend_name(ctx), "reference", 9) != 0 || !signbit(md) == (k == 1)),
+                       "f64 max %g (sign bit %d), want the first zero's sign (%d)", md, signbit(md) != 0, k == 0);
+            prn_tensor_free(y); y = NULL;
+        }
+        x[2000001] = x[2000016] = -3.0f;
+        prn_tensor_free(X);
+        PRNT_OK(ctx, prn_tensor_from_host(ctx, PRN_F32, 1, sh, x, &X));
+        PRNT_OK(ctx, prn_max(ctx, X, PRN_ALL_AXES, 0, &y));
+        PRNT_OK(ctx, prn_tensor_download(y, &m, 1));
+        PRNT_CHECK(m == -0.5f, "max %g, want -0.5 (the last element; NaNs skipped)", (double)m);
+        prn_tensor_free(y); y = NULL;
+        prn_tensor_free(X); X = NULL;
+    }
+    free(x);
+    free(xd);
+}
+
 static void test_max_ties(void) {
     /* Ties share the gradient evenly. */
     const size_t s4[1] = {4};
@@ -614,6 +711,7 @@ int main(void) {
     PRNT_RUN(test_grad_losses);
     PRNT_RUN(test_grad_scans);
     PRNT_RUN(test_fast_expf);
+    PRNT_RUN(test_long_reductions);
     PRNT_RUN(test_max_ties);
     PRNT_RUN(test_edge_cases);
     PRNT_RUN(test_no_leaks);
