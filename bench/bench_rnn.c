@@ -255,6 +255,12 @@ static double call_flops(const measurement *m) {
     return 2.0 * B * T * G * H * (m->mode ? 2.0 * NI + 3.0 * H : NI + H);
 }
 static double gflops(const measurement *m) { return call_flops(m) / m->best * 1e-9; }
+/* parrnn's ratio to PyTorch (r) over the line's target: below 1, the line
+ * misses it; and the rate the target asks parrnn for */
+static double of_target(const measurement *m, const measurement *r) {
+    return r->best / m->best / target_ratio(m->kind, m->mode);
+}
+static double target_gflops(const measurement *r) { return gflops(r) * target_ratio(r->kind, r->mode); }
 /* this machine's f32 FMA peak on the benchmark's threads (bench/fma_peak.h),
  * measured before the rounds and after them: the better of the two (a
  * shared host's load lowers it for a while) */
@@ -777,10 +783,10 @@ int main(int argc, char **argv) {
                             print_row(lab, &t1->m[k][h][bi][mode], NULL, NULL);
                         }
                         if (r0->have) {
-                            double ratio = r0->best / m->best;
+                            const double f = of_target(m, r0);
                             ++total;
-                            met += ratio >= target_ratio(k, mode);
-                            if (ratio / target_ratio(k, mode) < worst) worst = ratio / target_ratio(k, mode);
+                            met += f >= 1.0;
+                            if (f < worst) worst = f;
                         }
                     }
         printf("  TARGET vs torch %s >= 1.2 (lstm fwd), >= 1.5 (the others): %d of %d measurements meet it "
@@ -800,8 +806,8 @@ int main(int argc, char **argv) {
                         for (mode = 0; mode < 2; ++mode) {
                             const measurement *m = &g_prn[k][h][bi][mode], *r0 = &t0->m[k][h][bi][mode];
                             double need;
-                            if (!m->have || !r0->have || r0->best / m->best >= target_ratio(k, mode)) continue;
-                            need = gflops(r0) * target_ratio(k, mode);
+                            if (!m->have || !r0->have || of_target(m, r0) >= 1.0) continue;
+                            need = target_gflops(r0);
                             printf("  %-5s %-7s %4lu %3lu  %6.2fx  %7.1f (%5.1f%%)  %7.1f (%5.1f%%)  %7.1f (%5.1f%%)\n",
                                    prn_rnn_kind_name(g_kinds[k]), g_modes[mode], (unsigned long)g_hidden[h],
                                    (unsigned long)g_batch[bi], r0->best / m->best, gflops(m), 100.0 * gflops(m) / g_peak,
@@ -821,8 +827,8 @@ int main(int argc, char **argv) {
                     if (g_torch[0].have && g_torch[0].m[k][h][bi][mode].have && g_peak > 0.0) {
                         /* a line below its target: the seconds and the rate the target asks for */
                         const measurement *r0 = &g_torch[0].m[k][h][bi][mode];
-                        const double need = gflops(r0) * target_ratio(k, mode);
-                        if (r0->best / m->best < target_ratio(k, mode))
+                        const double need = target_gflops(r0);
+                        if (of_target(m, r0) < 1.0)
                             printf("BENCH name=rnn_%s_%s_target backend=%s hidden=%lu batch=%lu input=%d T=%lu "
                                    "threads=%d seconds=%.6g gflops_per_s=%.4g of_fma_peak=%.3f\n",
                                    prn_rnn_kind_name(g_kinds[k]), g_modes[mode], g_backend, (unsigned long)g_hidden[h],
