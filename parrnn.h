@@ -4403,11 +4403,11 @@ PRN__FN PRN__AVX2 void prn__panel_tn_f32x(size_t R, size_t K, const float *a, si
  * in a group's first tile, those of p): in the layer backward's weight
  * gradients (rnn_layer_backward_dw) a and p are the chunk's rings, half of
  * their rows just written by the other core, and a tile waited on each of
- * those lines in turn -- 48-55% of the FMA peak there against 65-73% for
+ * those lines in turn -- 48-55% of the FMA peak there against 67-76% for
  * the same call on lines already in this core's caches. 8 ahead: that part
- * 7-14% faster (LSTM fwd+bwd, H 64-256, B 16-64, 2 threads); 4 and 12 a
- * little less. prn__gemm_f32x's packed a (lda 8) is level. A hint only:
- * the same FMAs, the same bits. */
+ * 7-14% faster (LSTM fwd+bwd, H 64-256, B 16-64, 2 threads); 4 a little
+ * less, 12 no better than 4. prn__gemm_f32x's packed a (lda 8) is level.
+ * A hint only: the same FMAs, the same bits. */
 #define PRN__TN_AHEAD 8
 PRN__FN PRN__AVX512 size_t prn__panel_tnz_f32z(size_t R, size_t K, const float *a, size_t lda, size_t ts, const float *p,
                                               size_t pk, size_t ps, size_t Z, float *out, size_t ldo, int acc) {
