@@ -4407,54 +4407,85 @@ PRN__FN PRN__AVX2 void prn__panel_tn_f32x(size_t R, size_t K, const float *a, si
  * the same call on lines already in this core's caches. 8 ahead: that part
  * 7-14% faster (LSTM fwd+bwd, H 64-256, B 16-64, 2 threads); 4 a little
  * less, 12 no better than 4. prn__gemm_f32x's packed a (lda 8) is level.
- * A hint only: the same FMAs, the same bits. */
+ * With acc, the first 8 k also ask for the next tile's 8 rows of out: a
+ * tile began by waiting on its 24 lines of them, from L3 at H 512 (the
+ * layer's sums: 2.4 MiB a thread).
+ * Hints only: the same FMAs, the same bits. */
 #define PRN__TN_AHEAD 8
+/* the hints of one k of a tile of W blocks (2 or 3): a's line ahead; Q p's
+ * lines (the group's first tile); E the next tile's row k of out (k < 8) */
+#define PRN__TN_HINTS(W, E, Q)                                                   \
+    if (k + PRN__TN_AHEAD < K) {                                                 \
+        PRN__PREFETCH(ak + PRN__TN_AHEAD * lda);                                 \
+        if (Q) {                                                                 \
+            PRN__PREFETCH(p0 + (k + PRN__TN_AHEAD) * pk); PRN__PREFETCH(p1 + (k + PRN__TN_AHEAD) * pk); \
+            if (W == 3) PRN__PREFETCH(p1 + (k + PRN__TN_AHEAD) * pk + ps);       \
+        }                                                                        \
+    }                                                                            \
+    if (E) {                                                                     \
+        PRN__PREFETCH(no + k * ldo); PRN__PREFETCH(no + k * ldo + 16);           \
+        if (W == 3) PRN__PREFETCH(no + k * ldo + 32);                            \
+    }
+/* one k of a tile of 3 and of 2 blocks */
+#define PRN__TN_K3(E, Q)                                                         \
+    {   const float *ak = ar + k * lda;                                          \
+        const __m512 w0 = _mm512_loadu_ps(p0 + k * pk), w1 = _mm512_loadu_ps(p1 + k * pk), \
+                     w2 = _mm512_loadu_ps(p1 + k * pk + ps);                     \
+        PRN__TN_HINTS(3, E, Q)                                                   \
+        PRN__TFMA3(0) PRN__TFMA3(1) PRN__TFMA3(2) PRN__TFMA3(3)                  \
+        PRN__TFMA3(4) PRN__TFMA3(5) PRN__TFMA3(6) PRN__TFMA3(7)                  \
+    }
+#define PRN__TN_K2(E, Q)                                                         \
+    {   const float *ak = ar + k * lda;                                          \
+        const __m512 w0 = _mm512_loadu_ps(p0 + k * pk), w1 = _mm512_loadu_ps(p1 + k * pk); \
+        PRN__TN_HINTS(2, E, Q)                                                   \
+        PRN__TFMA2(0) PRN__TFMA2(1) PRN__TFMA2(2) PRN__TFMA2(3)                  \
+        PRN__TFMA2(4) PRN__TFMA2(5) PRN__TFMA2(6) PRN__TFMA2(7)                  \
+    }
+/* a tile's k loop: the first 8 with the next tile's rows of out asked for
+ * (when there is one and out is read), the group's first tile with p's */
+#define PRN__TN_LOOP(W)                                                          \
+    {   const size_t k8 = acc && no ? (K < 8 ? K : 8) : 0;                       \
+        if (r == 0) {                                                            \
+            for (k = 0; k < k8; ++k) PRN__TN_K##W(1, 1)                          \
+            for (; k < K; ++k) PRN__TN_K##W(0, 1)                                \
+        } else {                                                                 \
+            for (k = 0; k < k8; ++k) PRN__TN_K##W(1, 0)                          \
+            for (; k < K; ++k) PRN__TN_K##W(0, 0)                                \
+        }                                                                        \
+    }
 PRN__FN PRN__AVX512 size_t prn__panel_tnz_f32z(size_t R, size_t K, const float *a, size_t lda, size_t ts, const float *p,
                                               size_t pk, size_t ps, size_t Z, float *out, size_t ldo, int acc) {
     const size_t R8 = R / 8 * 8, Z3 = prn__threes_end(Z);
     size_t z = 0, r, k;
     for (; z + 3 <= Z3; z += 3)
         for (r = 0; r < R8; r += 8) {
-            const float *p0 = p + z * ps, *p1 = p0 + ps, *p2 = p1 + ps, *ar = a + r / 8 * ts;
+            const float *p0 = p + z * ps, *p1 = p0 + ps, *ar = a + r / 8 * ts;
             float *o = out + r * ldo + z * 16;
+            /* the next tile: 8 rows down, or the next group's first */
+            const float *no = r + 8 < R8 ? o + 8 * ldo : z + 6 <= Z3 ? out + (z + 3) * 16 : NULL;
             __m512 c00, c01, c02, c10, c11, c12, c20, c21, c22, c30, c31, c32, c40, c41, c42, c50, c51, c52;
             __m512 c60, c61, c62, c70, c71, c72;
             PRN__TLD3(0) PRN__TLD3(1) PRN__TLD3(2) PRN__TLD3(3) PRN__TLD3(4) PRN__TLD3(5) PRN__TLD3(6) PRN__TLD3(7)
-            for (k = 0; k < K; ++k) {
-                const __m512 w0 = _mm512_loadu_ps(p0 + k * pk), w1 = _mm512_loadu_ps(p1 + k * pk), w2 = _mm512_loadu_ps(p2 + k * pk);
-                const float *ak = ar + k * lda;
-                if (k + PRN__TN_AHEAD < K) { /* (see PRN__TN_AHEAD) */
-                    PRN__PREFETCH(ak + PRN__TN_AHEAD * lda);
-                    if (r == 0) {
-                        PRN__PREFETCH(p0 + (k + PRN__TN_AHEAD) * pk); PRN__PREFETCH(p1 + (k + PRN__TN_AHEAD) * pk);
-                        PRN__PREFETCH(p2 + (k + PRN__TN_AHEAD) * pk);
-                    }
-                }
-                PRN__TFMA3(0) PRN__TFMA3(1) PRN__TFMA3(2) PRN__TFMA3(3)
-                PRN__TFMA3(4) PRN__TFMA3(5) PRN__TFMA3(6) PRN__TFMA3(7)
-            }
+            PRN__TN_LOOP(3)
             PRN__ZST3(0) PRN__ZST3(1) PRN__ZST3(2) PRN__ZST3(3) PRN__ZST3(4) PRN__ZST3(5) PRN__ZST3(6) PRN__ZST3(7)
         }
     for (; z + 2 <= Z; z += 2)
         for (r = 0; r < R8; r += 8) {
             const float *p0 = p + z * ps, *p1 = p0 + ps, *ar = a + r / 8 * ts;
             float *o = out + r * ldo + z * 16;
+            const float *no = r + 8 < R8 ? o + 8 * ldo : z + 4 <= Z ? out + (z + 2) * 16 : NULL;
             __m512 c00, c01, c10, c11, c20, c21, c30, c31, c40, c41, c50, c51, c60, c61, c70, c71;
             PRN__TLD2(0) PRN__TLD2(1) PRN__TLD2(2) PRN__TLD2(3) PRN__TLD2(4) PRN__TLD2(5) PRN__TLD2(6) PRN__TLD2(7)
-            for (k = 0; k < K; ++k) {
-                const __m512 w0 = _mm512_loadu_ps(p0 + k * pk), w1 = _mm512_loadu_ps(p1 + k * pk);
-                const float *ak = ar + k * lda;
-                if (k + PRN__TN_AHEAD < K) {
-                    PRN__PREFETCH(ak + PRN__TN_AHEAD * lda);
-                    if (r == 0) { PRN__PREFETCH(p0 + (k + PRN__TN_AHEAD) * pk); PRN__PREFETCH(p1 + (k + PRN__TN_AHEAD) * pk); }
-                }
-                PRN__TFMA2(0) PRN__TFMA2(1) PRN__TFMA2(2) PRN__TFMA2(3)
-                PRN__TFMA2(4) PRN__TFMA2(5) PRN__TFMA2(6) PRN__TFMA2(7)
-            }
+            PRN__TN_LOOP(2)
             PRN__ZST2(0) PRN__ZST2(1) PRN__ZST2(2) PRN__ZST2(3) PRN__ZST2(4) PRN__ZST2(5) PRN__ZST2(6) PRN__ZST2(7)
         }
     return z;
 }
+#undef PRN__TN_HINTS
+#undef PRN__TN_K3
+#undef PRN__TN_K2
+#undef PRN__TN_LOOP
 #undef PRN__TFMA2
 #undef PRN__TFMA3
 #undef PRN__TN_AHEAD

@@ -1373,13 +1373,16 @@ static void run_threads(int threads, prn_rnn_kind kind, prn_dtype dt, size_t B, 
 }
 static void test_threads_same_bits(void) {
     static const prn_rnn_kind kinds[3] = {PRN_RNN_LSTM, PRN_RNN_GRU, PRN_RNN_ELMAN};
-    static const size_t shapes[3][3] = {{16, 80, 48}, {3, 200, 40}, {1, 40, 160}}; /* B, T, H */
+    /* H 262: [h | x] 288 wide, whose weight gradients pack the rows of dq
+     * (prn__tnacc_f32x, 256 at a time: 256 + 6 a gate on 1 thread, rows
+     * 256 + 256 + 16 and + 8 split by rows on 2) */
+    static const size_t shapes[4][3] = {{16, 80, 48}, {3, 200, 40}, {1, 40, 160}, {5, 30, 262}}; /* B, T, H */
     size_t cap = 1 << 21, n1, n2, i;
     double *a = (double *)malloc(cap * sizeof(double)), *b = (double *)malloc(cap * sizeof(double));
     int k, s, d;
     PRNT_CHECK(a && b, "out of memory");
     for (k = 0; a && b && k < 3; ++k)
-        for (s = 0; s < 3; ++s)
+        for (s = 0; s < 4; ++s)
             for (d = 0; d < 2; ++d) {
                 const prn_dtype dt = d ? PRN_F64 : PRN_F32;
                 size_t diff = 0;
