@@ -1373,9 +1373,10 @@ static void run_threads(int threads, prn_rnn_kind kind, prn_dtype dt, size_t B, 
 }
 static void test_threads_same_bits(void) {
     static const prn_rnn_kind kinds[3] = {PRN_RNN_LSTM, PRN_RNN_GRU, PRN_RNN_ELMAN};
-    /* H 262: [h | x] 288 wide, whose weight gradients pack the rows of dq
-     * (prn__tnacc_f32x, 256 at a time: 256 + 6 a gate on 1 thread, rows
-     * 256 + 256 + 16 and + 8 split by rows on 2) */
+    /* H 262: the weight gradients' kernel over groups of 3 blocks of 16
+     * and a pair (GRU's 17 blocks), each tile asking for the next one's
+     * sums; 1 thread takes a gate's 262 rows of dW at a time (6 past the
+     * last tile of 8), 2 threads split them by rows (528 + 520) */
     static const size_t shapes[4][3] = {{16, 80, 48}, {3, 200, 40}, {1, 40, 160}, {5, 30, 262}}; /* B, T, H */
     size_t cap = 1 << 21, n1, n2, i;
     double *a = (double *)malloc(cap * sizeof(double)), *b = (double *)malloc(cap * sizeof(double));
